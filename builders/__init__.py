@@ -1,0 +1,1 @@
+"""phr.builders — see docs/DESIGN.md."""

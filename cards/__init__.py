@@ -1,0 +1,1 @@
+"""phr.cards — see docs/DESIGN.md."""

@@ -1,0 +1,1 @@
+"""phr.eval — see docs/DESIGN.md."""

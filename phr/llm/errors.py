@@ -1,0 +1,80 @@
+"""Provider-neutral call errors. Adapters translate their SDK's exceptions into these."""
+
+from __future__ import annotations
+
+
+class CallError(Exception):
+    """A failed provider call. ``retryable`` ones are retried by the executor."""
+
+    reason = "other"
+    retryable = False
+
+    def __init__(self, message: str, *, retry_after: float | None = None, status: int | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+        self.status = status
+
+
+class RateLimited(CallError):
+    reason = "rate_limit"
+    retryable = True
+
+
+class ServerError(CallError):
+    reason = "server_error"
+    retryable = True
+
+
+class CallTimeout(CallError):
+    reason = "timeout"
+    retryable = True
+
+
+class ConnectionFailed(CallError):
+    reason = "connection"
+    retryable = True
+
+
+class MalformedResponse(CallError):
+    """The endpoint answered with a body that does not parse as its protocol. Retried: often transient."""
+
+    reason = "malformed"
+    retryable = True
+
+
+class BadRequest(CallError):
+    reason = "bad_request"
+
+
+class AuthFailed(CallError):
+    reason = "auth"
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds or HTTP date); None if absent or unparseable."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    from email.utils import parsedate_to_datetime
+    from datetime import datetime, timezone
+
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+def from_http_status(status: int, message: str, retry_after: float | None = None) -> CallError:
+    if status == 429:
+        return RateLimited(message, retry_after=retry_after, status=status)
+    if status in (401, 403):
+        return AuthFailed(message, status=status)
+    if status == 408:
+        return CallTimeout(message, status=status)
+    if status >= 500:
+        return ServerError(message, retry_after=retry_after, status=status)
+    return BadRequest(message, status=status)

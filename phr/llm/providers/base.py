@@ -1,0 +1,75 @@
+"""What every provider adapter implements."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+from phr.llm.types import GenerationParams, Message
+
+
+@dataclass(frozen=True)
+class RawCompletion:
+    text: str
+    finish_reason: str | None
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True)
+class BatchItem:
+    """One sample to produce in a local batch: the prompt, its parameters and its sample index."""
+
+    messages: tuple[Message, ...]
+    params: GenerationParams
+    index: int
+
+
+class Provider(ABC):
+    """An LLM backend. API providers implement ``complete``; in-process ones implement ``complete_batch``."""
+
+    kind: str = ""
+    #: True when one call can return several samples (OpenAI ``n``, Gemini ``candidate_count``).
+    native_n: bool = False
+    #: Largest n for one native-n call.
+    max_n: int = 1
+    #: True for models that run in this process (transformers, vLLM): batched, no rate limits.
+    in_process: bool = False
+    batch_size: int = 8
+
+    def __init__(self, model: str, revision: str | None = None):
+        self.model = model
+        self.revision = revision
+
+    @property
+    def spec(self) -> str:
+        return f"{self.kind}:{self.model}"
+
+    @property
+    def cache_model_id(self) -> str:
+        """The model id that goes into cache keys (endpoint included where it matters)."""
+        return self.model
+
+    async def complete(
+        self, messages: tuple[Message, ...], params: GenerationParams, n: int, timeout: float
+    ) -> list[RawCompletion]:
+        raise NotImplementedError
+
+    def complete_batch(self, items: list[BatchItem]) -> list[RawCompletion]:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        pass
+
+
+class APIProvider(Provider, ABC):
+    @abstractmethod
+    async def complete(
+        self, messages: tuple[Message, ...], params: GenerationParams, n: int, timeout: float
+    ) -> list[RawCompletion]: ...
+
+
+def split_system(messages: tuple[Message, ...]) -> tuple[str | None, list[Message]]:
+    """Anthropic and Gemini take the system prompt apart from the turns."""
+    system = "\n\n".join(m.content for m in messages if m.role == "system") or None
+    return system, [m for m in messages if m.role != "system"]

@@ -1,0 +1,123 @@
+"""Typed records for the rows that cross module boundaries.
+
+Every stage (sources -> augmentation -> assembly -> evaluation -> judging) reads and writes these,
+so a field renamed here is renamed everywhere. They are pydantic models: constructing one validates it.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Domain(str, Enum):
+    CHEMISTRY = "Chemistry"
+    BIOMEDICINE = "Biomedicine"
+    PHYSICS = "Physics"
+    CODE = "Code"
+
+
+class TaskType(str, Enum):
+    MULTIPLE_CHOICE = "multiple_choice"
+    OPEN_ENDED = "open_ended"
+    CODE = "code"
+
+
+class MutationType(str, Enum):
+    RULE_CONTRADICTION = "Rule Contradiction"
+    STATE_DISTORTION = "State Distortion"
+    PSEUDOSCIENTIFIC_ENTANGLEMENT = "Pseudoscientific Entanglement"
+
+
+class Condition(str, Enum):
+    """PHRBench evaluation conditions: baseline, baseline + truthful, baseline + hallucinated."""
+
+    B = "B"
+    B_T = "B+T"
+    B_H = "B+H"
+
+
+class BaseQuestion(_Record):
+    """One standardized question taken from a source benchmark."""
+
+    id: str
+    source: str
+    source_row_id: str
+    license: str
+    domain: Domain
+    subtype: str
+    task_type: TaskType
+    question: str
+    options: list[str] = Field(default_factory=list)
+    answer: str
+    answer_index: int | None = None
+    code_signature: str | None = None
+    code_tests: str | None = None
+    entry_point: str | None = None
+    reference_solution: str | None = None
+
+
+class Augmentation(_Record):
+    """A premise statement added to a question: truthful (T) or hallucinated (H)."""
+
+    id: str
+    question_id: str
+    kind: Literal["truthful", "hallucinated"]
+    statement: str
+    truth_verification: str | None = None
+    mutation_type: MutationType | None = None
+    mutation_strategy: str | None = None
+    mutation_logic: str | None = None
+    generator: str
+
+
+class Instance(_Record):
+    """A benchmark item: a question under one condition, ready to prompt a model with."""
+
+    id: str
+    question_id: str
+    condition: Condition
+    domain: Domain
+    subtype: str
+    task_type: TaskType
+    prompt: str
+    premise: str | None = None
+    augmentation_id: str | None = None
+    mutation_type: MutationType | None = None
+
+
+class Usage(_Record):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class Response(_Record):
+    """One sampled model response to an instance."""
+
+    instance_id: str
+    sample: int
+    model: str
+    text: str
+    finish_reason: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+
+
+class Judgement(_Record):
+    """An LLM judge's verdict on a response or an augmentation."""
+
+    target_id: str
+    sample: int | None = None
+    judge: str
+    label: str
+    passed: bool | None = None
+    rationale: str | None = None

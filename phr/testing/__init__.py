@@ -1,0 +1,1 @@
+"""Local servers that speak real provider protocols, for tests and benchmarks."""

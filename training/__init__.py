@@ -1,0 +1,1 @@
+"""phr.training — see docs/DESIGN.md."""

@@ -1,0 +1,1 @@
+"""phr.validation — see docs/DESIGN.md."""
