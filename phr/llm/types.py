@@ -71,10 +71,14 @@ class ChatRequest:
     params: GenerationParams = field(default_factory=GenerationParams)
     n: int = 1
     tag: str | None = None
+    #: Sample indices are first_index .. first_index + n - 1 (they are part of the cache key).
+    first_index: int = 0
 
     def __post_init__(self) -> None:
         if self.n < 1:
             raise ValueError("n must be >= 1")
+        if self.first_index < 0:
+            raise ValueError("first_index must be >= 0")
         object.__setattr__(self, "messages", as_messages(list(self.messages)))
 
 
@@ -114,6 +118,14 @@ class RequestResult:
     @property
     def ok(self) -> bool:
         return all(isinstance(s, Sample) for s in self.samples)
+
+    @property
+    def text(self) -> str:
+        """The first sample's text; raises if it failed."""
+        first = self.samples[0]
+        if isinstance(first, CallFailure):
+            raise RuntimeError(f"call failed ({first.reason}): {first.message}")
+        return first.text
 
     @property
     def texts(self) -> list[str]:

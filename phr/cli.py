@@ -1,0 +1,113 @@
+"""`phr-publish`: a thin command line over the library."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from phr.errors import PHRError
+from phr.secrets import redact
+
+app = typer.Typer(
+    name="phr-publish",
+    help="Build, validate, evaluate and publish PHRBench and Hallucination-R1 artifacts.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+llm_app = typer.Typer(help="Talk to a model through the LLM layer (any provider spec).", no_args_is_help=True)
+cache_app = typer.Typer(help="Inspect or clear the LLM call cache.", no_args_is_help=True)
+app.add_typer(llm_app, name="llm")
+app.add_typer(cache_app, name="cache")
+
+out = Console()
+err = Console(stderr=True)
+
+
+@app.callback()
+def _global(
+    cache: Annotated[Optional[Path], typer.Option("--cache", envvar="PHR_CACHE", help="Call cache file (SQLite).")] = None,
+    log_level: Annotated[str, typer.Option("--log-level", envvar="PHR_LOG_LEVEL", help="DEBUG, INFO, WARNING, ERROR.")] = "WARNING",
+) -> None:
+    from phr.log import setup_logging
+
+    if log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        raise typer.BadParameter(f"unknown log level {log_level!r}", param_hint="--log-level")
+    setup_logging(log_level)
+    if cache is not None:
+        os.environ["PHR_CACHE"] = str(cache.expanduser())
+
+
+@llm_app.command("ping")
+def llm_ping(
+    spec: Annotated[str, typer.Argument(help="Model spec, e.g. local:smollm2, openai:gpt-4o, anthropic:<model>.")],
+    prompt: Annotated[str, typer.Option(help="The prompt to send.")] = "What is the capital of France? Answer in one sentence.",
+    max_tokens: Annotated[int, typer.Option(help="Maximum new tokens.")] = 64,
+    temperature: Annotated[float, typer.Option(help="Sampling temperature (0 = greedy).")] = 0.0,
+    cache_mode: Annotated[str, typer.Option(help="use | refresh | off")] = "use",
+    timeout: Annotated[float, typer.Option(help="Per-call timeout in seconds.")] = 60.0,
+) -> None:
+    """Send one prompt and print the reply and the usage."""
+    from phr.llm import LLM
+
+    llm = LLM(spec, cache_mode=cache_mode, timeout=timeout, progress=False, show_summary=False)
+    result = llm.chat(prompt, max_tokens=max_tokens, temperature=temperature)
+    s = result.samples[0]
+    if result.failures:
+        err.print(f"[red]error:[/red] {redact(s.message)}")
+        raise typer.Exit(1)
+    out.print(s.text)
+    err.print(
+        f"[dim]model={s.model} finish={s.finish_reason} prompt_tokens={s.prompt_tokens} "
+        f"completion_tokens={s.completion_tokens} latency={s.latency_s:.2f}s cached={s.cached}[/dim]"
+    )
+    llm.last_summary.print(err)
+
+
+@cache_app.command("stats")
+def cache_stats(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+    """Entries, failures, size and tokens per model in the call cache."""
+    from phr.llm.cache import CallCache
+
+    st = CallCache().stats()
+    if as_json:
+        out.print_json(json.dumps({
+            "path": str(st.path), "entries": st.entries, "failures": st.failures, "size_bytes": st.size_bytes,
+            "models": [dict(zip(("provider", "model", "entries", "prompt_tokens", "completion_tokens"), r))
+                       for r in st.by_model],
+        }))
+        return
+    out.print(f"cache: {st.path}\nentries: {st.entries}\nfailures recorded: {st.failures}\nsize: {st.size_bytes} bytes")
+    for provider, model, n, pt, ct in st.by_model:
+        out.print(f"  {provider}:{model}  {n} entries, {pt or 0} prompt + {ct or 0} completion tokens")
+
+
+@cache_app.command("clear")
+def cache_clear(
+    model: Annotated[Optional[str], typer.Option(help="Only this model's entries.")] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+) -> None:
+    """Delete cached calls (all, or one model's)."""
+    from phr.llm.cache import CallCache
+
+    cache = CallCache()
+    if not yes and sys.stdin.isatty():
+        typer.confirm(f"Delete {'all' if not model else model + ''} entries in {cache.path}?", abort=True)
+    n = cache.clear(model)
+    out.print(f"deleted {n} entries from {cache.path}")
+
+
+def main() -> None:
+    """Entry point: clear one-line errors for PHRError, no tracebacks."""
+    try:
+        app()
+    except PHRError as e:
+        err.print(f"[red]error:[/red] {redact(str(e))}")
+        logging.getLogger("phr").debug("details", exc_info=True)
+        sys.exit(2)

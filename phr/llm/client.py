@@ -1,0 +1,280 @@
+"""The LLM client: cache lookups, bounded concurrency, rate limits, retries, batching, accounting.
+
+    llm = LLM("openai:gpt-4o", concurrency=16)
+    results = llm.generate([ChatRequest(as_messages("Hi"), GenerationParams(temperature=0.7), n=10)])
+
+Every sample is looked up in the call cache first; only the missing sample indices are requested. API
+providers run under a semaphore and per-minute request/token limiters, with exponential backoff and jitter
+on 429 (honouring Retry-After), 5xx, timeouts, connection errors and malformed bodies. In-process
+providers (hf, local, vllm) get the missing samples in batches. Every call that finally fails becomes a
+CallFailure in its result slot and a row in the cache's failure table: nothing is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Sequence
+
+from aiolimiter import AsyncLimiter
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from phr.llm.cache import CacheMode, CallCache, call_key
+from phr.llm.errors import CallError, CallTimeout, MalformedResponse
+from phr.llm.pricing import PriceTable
+from phr.llm.providers.base import BatchItem, Provider, RawCompletion
+from phr.llm.spec import make_provider
+from phr.llm.summary import RunSummary
+from phr.llm.types import CallFailure, ChatRequest, GenerationParams, Message, RequestResult, Sample, as_messages
+from phr.secrets import redact
+
+log = logging.getLogger("phr.llm")
+
+
+@dataclass
+class _Slot:
+    """One missing sample: which request, which slot, its cache key and canonical request JSON."""
+
+    req: int
+    index: int
+    key: str
+    request_json: str
+
+
+class LLM:
+    """One model behind one spec string, with the call cache and the execution policy around it."""
+
+    def __init__(
+        self,
+        spec: str,
+        *,
+        cache: CallCache | str | Path | None = None,
+        cache_mode: CacheMode | str = CacheMode.USE,
+        concurrency: int = 16,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
+        timeout: float = 120.0,
+        max_attempts: int = 6,
+        backoff_initial: float = 1.0,
+        backoff_max: float = 60.0,
+        prices: PriceTable | None = None,
+        progress: bool = True,
+        show_summary: bool | None = None,
+        provider: Provider | None = None,
+        **provider_options,
+    ):
+        if concurrency < 1:
+            raise ValueError("concurrency must be >= 1")
+        self.spec = spec
+        self.provider = provider or make_provider(spec, **provider_options)
+        self.cache = cache if isinstance(cache, CallCache) else CallCache(cache, mode=cache_mode)
+        self.concurrency = concurrency
+        self.requests_per_minute = requests_per_minute
+        self.tokens_per_minute = tokens_per_minute
+        self.timeout = timeout
+        self.max_attempts = max_attempts
+        self.backoff_initial = backoff_initial
+        self.backoff_max = backoff_max
+        self.prices = prices or PriceTable.load()
+        self.progress = progress
+        self.show_summary = progress if show_summary is None else show_summary
+        self.last_summary = RunSummary()
+
+    # ---- public API -------------------------------------------------------------------------------
+
+    def generate(self, requests: Sequence[ChatRequest], desc: str = "generating") -> list[RequestResult]:
+        """Synchronous wrapper around :meth:`agenerate` (safe to call inside a running event loop)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.agenerate(requests, desc))
+        box: list = []
+        t = threading.Thread(target=lambda: box.append(asyncio.run(self.agenerate(requests, desc))))
+        t.start()
+        t.join()
+        return box[0]
+
+    def chat(self, prompt: str | list, *, n: int = 1, **params) -> RequestResult:
+        """One prompt (text or messages) with sampling parameters as keywords."""
+        return self.generate([ChatRequest(as_messages(prompt), GenerationParams(**params), n=n)])[0]
+
+    async def agenerate(
+        self, requests: Sequence[ChatRequest], desc: str = "generating", summary: RunSummary | None = None
+    ) -> list[RequestResult]:
+        """Produce every sample of every request. Pass ``summary`` to accumulate several runs into one."""
+        own_summary = summary is None
+        summary = self.last_summary = summary or RunSummary()
+        stats = summary.model(self.spec)
+        results = [RequestResult(r, [None] * r.n) for r in requests]  # type: ignore[list-item]
+        missing: list[_Slot] = []
+        for ri, req in enumerate(requests):
+            for k in range(req.n):
+                index = req.first_index + k
+                key, request_json = call_key(
+                    self.provider.kind, self.provider.cache_model_id, self.provider.revision,
+                    req.params, req.messages, index,
+                )
+                hit = self.cache.get(key)
+                if hit is not None:
+                    results[ri].samples[k] = hit
+                    stats.cache_hits += 1
+                else:
+                    missing.append(_Slot(ri, index, key, request_json))
+        total = sum(r.n for r in requests)
+        with self._progress() as bar:
+            task = bar.add_task(desc, total=total, completed=total - len(missing))
+
+            def done(slot: _Slot, outcome: Sample | CallFailure) -> None:
+                req = requests[slot.req]
+                results[slot.req].samples[slot.index - req.first_index] = outcome
+                bar.advance(task)
+
+            if missing:
+                if self.provider.in_process:
+                    await self._run_in_process(requests, missing, done, summary)
+                else:
+                    await self._run_api(requests, missing, done, summary)
+        if self.show_summary and own_summary:
+            summary.print()
+        fails = summary.failures
+        if fails:
+            log.warning("%s: %d sample(s) failed: %s", redact(self.spec), sum(fails.values()), dict(fails))
+        return results
+
+    # ---- execution --------------------------------------------------------------------------------
+
+    def _progress(self) -> Progress:
+        return Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(), TimeRemainingColumn(), disable=not self.progress, transient=False,
+        )
+
+    def _store(self, slot: _Slot, raw: RawCompletion, latency: float, summary: RunSummary) -> Sample:
+        sample = Sample(
+            slot.index, raw.text, raw.finish_reason, raw.prompt_tokens, raw.completion_tokens, latency,
+            self.provider.cache_model_id,
+        )
+        self.cache.put(slot.key, slot.request_json, self.provider.kind, self.provider.revision, sample)
+        stats = summary.model(self.spec)
+        stats.samples += 1
+        stats.prompt_tokens += raw.prompt_tokens
+        stats.completion_tokens += raw.completion_tokens
+        cost = self.prices.cost(f"{self.provider.kind}:{self.provider.model}", raw.prompt_tokens, raw.completion_tokens)
+        stats.cost_usd = None if cost is None or stats.cost_usd is None else stats.cost_usd + cost
+        return sample
+
+    def _fail(self, slot: _Slot, reason: str, message: str, attempts: int, summary: RunSummary) -> CallFailure:
+        message = redact(message)
+        self.cache.record_failure(slot.key, self.provider.kind, self.provider.cache_model_id, slot.index,
+                                  reason, message, attempts)
+        summary.model(self.spec).failures[reason] += 1
+        return CallFailure(slot.index, reason, message, attempts, self.provider.cache_model_id)
+
+    def _wait(self, retry_state) -> float:
+        exc = retry_state.outcome.exception()
+        retry_after = getattr(exc, "retry_after", None)
+        if retry_after is not None:
+            return retry_after + random.uniform(0, 0.1 * max(retry_after, 0.1))
+        return wait_exponential_jitter(initial=self.backoff_initial, max=self.backoff_max)(retry_state)
+
+    async def _run_api(self, requests, missing: list[_Slot], done, summary: RunSummary) -> None:
+        by_req: dict[int, list[_Slot]] = defaultdict(list)
+        for slot in missing:
+            by_req[slot.req].append(slot)
+        units: list[list[_Slot]] = []
+        for slots in by_req.values():
+            step = self.provider.max_n if self.provider.native_n else 1
+            units += [slots[i : i + step] for i in range(0, len(slots), step)]
+        sem = asyncio.Semaphore(self.concurrency)
+        rpm = AsyncLimiter(self.requests_per_minute, 60) if self.requests_per_minute else None
+        tpm = AsyncLimiter(self.tokens_per_minute, 60) if self.tokens_per_minute else None
+        await asyncio.gather(*(self._run_unit(requests[u[0].req], u, sem, rpm, tpm, done, summary) for u in units))
+
+    async def _run_unit(self, req: ChatRequest, slots: list[_Slot], sem, rpm, tpm, done, summary) -> None:
+        stats = summary.model(self.spec)
+        params = req.params
+        if params.seed is not None:
+            params = replace(params, seed=params.seed + slots[0].index)
+        n = len(slots)
+        tokens = _estimate_tokens(req.messages, params, n)
+        attempts = 0
+        try:
+            async for attempt in AsyncRetrying(
+                stop=stop_after_attempt(self.max_attempts),
+                wait=self._wait,
+                retry=retry_if_exception(lambda e: isinstance(e, CallError) and e.retryable),
+                reraise=True,
+            ):
+                with attempt:
+                    attempts = attempt.retry_state.attempt_number
+                    if attempts > 1:
+                        stats.retries += 1
+                    async with sem:
+                        if rpm:
+                            await rpm.acquire()
+                        if tpm:
+                            await tpm.acquire(min(tokens, self.tokens_per_minute))
+                        stats.calls += 1
+                        t0 = time.monotonic()
+                        try:
+                            raws = await asyncio.wait_for(
+                                self.provider.complete(req.messages, params, n, self.timeout), self.timeout * 1.5 + 1
+                            )
+                        except asyncio.TimeoutError as e:
+                            raise CallTimeout(f"no answer within {self.timeout:.0f} s") from e
+                        latency = time.monotonic() - t0
+                        if len(raws) != n:
+                            raise MalformedResponse(f"asked for {n} samples, got {len(raws)}")
+            for slot, raw in zip(slots, raws):
+                done(slot, self._store(slot, raw, latency, summary))
+        except CallError as e:
+            where = _endpoint(self.provider)
+            msg = f"{self.spec}{where}: {e.reason} after {attempts} attempt(s): {e}"
+            for slot in slots:
+                done(slot, self._fail(slot, e.reason, msg, attempts, summary))
+        except Exception as e:  # an adapter bug or an unexpected SDK error: recorded, never lost
+            log.exception("unexpected error from %s", redact(self.spec))
+            for slot in slots:
+                done(slot, self._fail(slot, "other", f"{type(e).__name__}: {e}", attempts, summary))
+
+    async def _run_in_process(self, requests, missing: list[_Slot], done, summary: RunSummary) -> None:
+        stats = summary.model(self.spec)
+        groups: dict[GenerationParams, list[_Slot]] = defaultdict(list)
+        for slot in missing:
+            groups[requests[slot.req].params].append(slot)
+        for params, slots in groups.items():
+            for i in range(0, len(slots), self.provider.batch_size):
+                batch = slots[i : i + self.provider.batch_size]
+                items = [BatchItem(requests[s.req].messages, params, s.index) for s in batch]
+                stats.calls += 1
+                t0 = time.monotonic()
+                try:
+                    raws = await asyncio.to_thread(self.provider.complete_batch, items)
+                    if len(raws) != len(items):
+                        raise MalformedResponse(f"batch of {len(items)} gave {len(raws)} completions")
+                except Exception as e:
+                    log.exception("batch failed on %s", redact(self.spec))
+                    reason = e.reason if isinstance(e, CallError) else "other"
+                    for s in batch:
+                        done(s, self._fail(s, reason, f"{type(e).__name__}: {e}", 1, summary))
+                    continue
+                latency = (time.monotonic() - t0) / len(items)
+                for s, raw in zip(batch, raws):
+                    done(s, self._store(s, raw, latency, summary))
+
+
+def _estimate_tokens(messages: tuple[Message, ...], params: GenerationParams, n: int) -> int:
+    prompt = sum(len(m.content) for m in messages) // 4 + 4 * len(messages)
+    return prompt + n * (params.max_tokens or 512)
+
+
+def _endpoint(provider: Provider) -> str:
+    url = getattr(provider, "base_url", None)
+    return f" at {url}" if url else ""

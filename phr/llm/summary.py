@@ -1,0 +1,71 @@
+"""End-of-run accounting: calls, cache hits, failures by reason, tokens and estimated cost per model."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from rich.console import Console
+from rich.table import Table
+
+from phr.secrets import redact
+
+
+@dataclass
+class ModelStats:
+    calls: int = 0  # requests sent to the provider (a native-n call counts once)
+    samples: int = 0  # fresh samples produced by those calls
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = 0.0
+    failures: Counter = field(default_factory=Counter)
+    retries: int = 0
+
+
+@dataclass
+class RunSummary:
+    models: dict[str, ModelStats] = field(default_factory=dict)
+
+    def model(self, spec: str) -> ModelStats:
+        return self.models.setdefault(spec, ModelStats())
+
+    @property
+    def calls(self) -> int:
+        return sum(m.calls for m in self.models.values())
+
+    @property
+    def cache_hits(self) -> int:
+        return sum(m.cache_hits for m in self.models.values())
+
+    @property
+    def failures(self) -> Counter:
+        total: Counter = Counter()
+        for m in self.models.values():
+            total.update(m.failures)
+        return total
+
+    def as_dict(self) -> dict:
+        return {
+            spec: {
+                "calls": m.calls, "samples": m.samples, "cache_hits": m.cache_hits, "retries": m.retries,
+                "prompt_tokens": m.prompt_tokens, "completion_tokens": m.completion_tokens,
+                "estimated_cost_usd": None if m.cost_usd is None else round(m.cost_usd, 6),
+                "failures": dict(m.failures),
+            }
+            for spec, m in self.models.items()
+        }
+
+    def table(self) -> Table:
+        t = Table(title="LLM calls", title_justify="left")
+        for col in ("model", "calls", "cache hits", "retries", "failures", "prompt tok", "completion tok", "est. cost"):
+            t.add_column(col, justify="left" if col == "model" else "right")
+        for spec, m in self.models.items():
+            fails = ", ".join(f"{k}={v}" for k, v in sorted(m.failures.items())) or "0"
+            cost = "n/a (no price)" if m.cost_usd is None else f"${m.cost_usd:.4f}"
+            t.add_row(redact(spec), str(m.calls), str(m.cache_hits), str(m.retries), fails,
+                      str(m.prompt_tokens), str(m.completion_tokens), cost)
+        return t
+
+    def print(self, console: Console | None = None) -> None:
+        (console or Console(stderr=True)).print(self.table())
