@@ -1,0 +1,1 @@
+"""Provider adapters: one module per backend, imported lazily by phr.llm.spec."""
