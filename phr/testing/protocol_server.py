@@ -1,0 +1,358 @@
+"""A local HTTP server that speaks the OpenAI, Anthropic and Gemini chat protocols well enough for the real SDKs.
+
+Endpoints (bound to 127.0.0.1 only, HTTP/1.1 keep-alive):
+
+    POST /v1/chat/completions                    OpenAI (``n`` choices, ``usage``)
+    GET  /v1/models                              OpenAI model list (the last model seen, or "echo")
+    POST /v1/messages                            Anthropic (text content block, ``usage``, ``stop_reason``)
+    POST /v1beta/models/{model}:generateContent  Gemini (``candidateCount`` candidates, ``usageMetadata``)
+    GET  /health                                 200 "ok"
+
+Replies are deterministic: choice ``i`` of a request is ``f"echo[{model}] {last user message} #{k}"`` with
+``" seed={seed}"`` appended when the request has a seed, where ``k = i + (choices already generated for the same
+protocol, model, messages and seed)``. On a fresh server, n choices of one request are ``#0 .. #n-1``, and n
+separate calls with the same prompt (Anthropic has no ``n``) also get ``#0 .. #n-1``.
+
+Tokens are whitespace-separated words: prompt tokens = words in all messages (system included), completion
+tokens = words in the reply. ``max_tokens`` truncates the reply (finish reason length / max_tokens / MAX_TOKENS);
+a stop sequence cuts it (finish reason stop / stop_sequence / STOP).
+
+Faults (``server.script(prefix, [fault, ...])``), consumed one per request whose path starts with ``prefix``
+(``None``: any path), in order:
+
+    ("status", code)                    error response in the protocol's error format
+    ("status", code, headers)           ... with extra headers, e.g. {"Retry-After": "1"}
+    ("status", code, headers, body)     ... with this body (a dict is sent as JSON, a str as is)
+    ("hang", seconds)                   wait, then answer normally (released early when the server stops)
+    ("malformed",)                      200, Content-Type application/json, a body that is not JSON
+    ("malformed", body)                 200 with this body (str, or dict sent as JSON: e.g. the wrong shape)
+    ("drop",)                           read the request, then close the connection without answering
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import threading
+import time
+import uuid
+from collections import defaultdict, deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Fault = tuple
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Clients that gave up (timeouts, dropped connections) are expected here: stay quiet."""
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            super().handle_error(request, client_address)
+
+
+class ProtocolServer:
+    """Fake OpenAI / Anthropic / Gemini endpoint. ``with ProtocolServer() as srv: srv.url``."""
+
+    def __init__(self, port: int = 0, latency: float = 0.0):
+        self.latency = latency
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._scripts: list[tuple[str | None, deque[Fault]]] = []
+        self._requests: list[dict[str, Any]] = []
+        self._generated: dict[str, int] = defaultdict(int)
+        self._last_model = "echo"
+        self._httpd = _Server(("127.0.0.1", port), _make_handler(self))
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        return self._httpd.server_address[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> "ProtocolServer":
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                            name=f"protocol-server-{self.port}", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread = None
+        self._httpd.server_close()
+
+    def __enter__(self) -> "ProtocolServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- programming and inspection --------------------------------------------------------------
+    def script(self, prefix: str | None, faults: list[Fault]) -> None:
+        """Queue ``faults``, consumed one per request whose path starts with ``prefix`` (None: any)."""
+        for f in faults:
+            if not f or f[0] not in ("status", "hang", "malformed", "drop"):
+                raise ValueError(f"unknown fault {f!r}")
+        with self._lock:
+            self._scripts.append((prefix, deque(faults)))
+
+    def reset(self) -> None:
+        """Forget faults, the request log and the sample counters."""
+        with self._lock:
+            self._scripts.clear()
+            self._requests.clear()
+            self._generated.clear()
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """A snapshot of the request log: dicts with method, path, headers (lower-case keys), json, fault."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def count(self) -> int:
+        with self._lock:
+            return len(self._requests)
+
+    def _next_fault(self, path: str) -> Fault | None:
+        for prefix, queue in self._scripts:
+            if queue and (prefix is None or path.startswith(prefix)):
+                return queue.popleft()
+        return None
+
+    def _log(self, method: str, path: str, headers: dict[str, str], body: Any) -> Fault | None:
+        with self._lock:
+            fault = self._next_fault(path)
+            self._requests.append({"method": method, "path": path, "headers": headers, "json": body,
+                                   "fault": fault, "time": time.time()})
+            return fault
+
+    def _indices(self, key: str, n: int) -> list[int]:
+        with self._lock:
+            start = self._generated[key]
+            self._generated[key] += n
+            return list(range(start, start + n))
+
+
+# -- protocol helpers ----------------------------------------------------------------------------
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def _reply(model: str, last_user: str, k: int, seed: Any, max_tokens: int | None, stop: list[str]) -> tuple[str, str]:
+    """The reply text and a neutral finish reason: 'stop', 'length' or 'stop_sequence'."""
+    text = f"echo[{model}] {last_user} #{k}" + (f" seed={seed}" if seed is not None else "")
+    for s in stop:
+        if s and s in text:
+            return text[: text.index(s)], "stop_sequence"
+    words = text.split()
+    if max_tokens is not None and len(words) > max_tokens:
+        return " ".join(words[:max_tokens]), "length"
+    return text, "stop"
+
+
+def _text_of(content: Any) -> str:
+    """Message content as text: a string, or a list of blocks/parts with ``text``."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    return ""
+
+
+def _error_body(protocol: str, code: int, message: str) -> dict:
+    if protocol == "anthropic":
+        kind = {429: "rate_limit_error", 401: "authentication_error", 400: "invalid_request_error"}.get(code, "api_error")
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    if protocol == "gemini":
+        return {"error": {"code": code, "message": message, "status": "RESOURCE_EXHAUSTED" if code == 429 else "ERROR"}}
+    return {"error": {"message": message, "type": "server_error" if code >= 500 else "invalid_request_error",
+                      "param": None, "code": str(code)}}
+
+
+def _protocol(path: str) -> str | None:
+    if path.startswith("/v1/chat/completions"):
+        return "openai"
+    if path.startswith("/v1/messages"):
+        return "anthropic"
+    if path.startswith("/v1beta/models/") and ":generateContent" in path:
+        return "gemini"
+    return None
+
+
+def _make_handler(server: ProtocolServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        server_version = "PHRProtocolServer/1.0"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence stderr
+            pass
+
+        def _send(self, code: int, body: Any, headers: dict[str, str] | None = None,
+                  content_type: str = "application/json") -> None:
+            data = body if isinstance(body, bytes) else (
+                body.encode() if isinstance(body, str) else json.dumps(body).encode())
+            self.send_response(code)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, str(v))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _drop(self) -> None:
+            self.close_connection = True
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+        def do_GET(self) -> None:  # noqa: N802
+            fault = server._log("GET", self.path, {k.lower(): v for k, v in self.headers.items()}, None)
+            if fault and fault[0] == "drop":
+                return self._drop()
+            if self.path.startswith("/health"):
+                return self._send(200, "ok", content_type="text/plain")
+            if self.path.startswith("/v1/models"):
+                return self._send(200, {"object": "list", "data": [
+                    {"id": server._last_model, "object": "model", "created": 0, "owned_by": "phr"}]})
+            self._send(404, {"error": {"message": f"no route {self.path}"}})
+
+        def do_POST(self) -> None:  # noqa: N802
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                body = json.loads(raw) if raw else None
+            except ValueError:
+                body = None
+            path = self.path.split("?", 1)[0]
+            fault = server._log("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+            if server.latency:
+                server._stop.wait(server.latency)
+            protocol = _protocol(path)
+            if fault is not None:
+                kind = fault[0]
+                if kind == "drop":
+                    return self._drop()
+                if kind == "hang":
+                    server._stop.wait(float(fault[1]))
+                elif kind == "malformed":
+                    payload = fault[1] if len(fault) > 1 else '{"choices": [ this is not json'
+                    return self._send(200, payload)
+                elif kind == "status":
+                    code = int(fault[1])
+                    headers = fault[2] if len(fault) > 2 else {}
+                    payload = fault[3] if len(fault) > 3 else _error_body(
+                        protocol or "openai", code, f"scripted fault: HTTP {code}")
+                    return self._send(code, payload, headers)
+            if protocol is None:
+                return self._send(404, {"error": {"message": f"no route {path}"}})
+            if not isinstance(body, dict):
+                return self._send(400, _error_body(protocol, 400, "request body is not a JSON object"))
+            try:
+                out = getattr(self, f"_{protocol}")(path, body)
+            except (KeyError, TypeError, ValueError, IndexError) as e:
+                return self._send(400, _error_body(protocol, 400, f"bad request: {e!r}"))
+            self._send(200, out)
+
+        # -- protocols ---------------------------------------------------------------------
+        def _samples(self, protocol: str, model: str, messages: list[tuple[str, str]], n: int, seed: Any,
+                     max_tokens: int | None, stop: list[str]) -> tuple[list[tuple[str, str]], int]:
+            server._last_model = model
+            last_user = next((c for r, c in reversed(messages) if r == "user"), "")
+            key = json.dumps([protocol, model, messages, seed])
+            outs = [_reply(model, last_user, k, seed, max_tokens, stop) for k in server._indices(key, n)]
+            return outs, sum(_words(c) for _, c in messages)
+
+        def _openai(self, path: str, b: dict) -> dict:
+            msgs = [(m["role"], _text_of(m.get("content"))) for m in b["messages"]]
+            stop = b.get("stop") or []
+            stop = [stop] if isinstance(stop, str) else list(stop)
+            max_tokens = b.get("max_completion_tokens", b.get("max_tokens"))
+            outs, prompt = self._samples("openai", b["model"], msgs, int(b.get("n") or 1), b.get("seed"),
+                                         max_tokens, stop)
+            fin = {"stop": "stop", "stop_sequence": "stop", "length": "length"}
+            completion = sum(_words(t) for t, _ in outs)
+            return {
+                "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion", "created": int(time.time()),
+                "model": b["model"], "system_fingerprint": "phr-echo",
+                "choices": [{"index": i, "message": {"role": "assistant", "content": t}, "logprobs": None,
+                             "finish_reason": fin[f]} for i, (t, f) in enumerate(outs)],
+                "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                          "total_tokens": prompt + completion},
+            }
+
+        def _anthropic(self, path: str, b: dict) -> dict:
+            system = b.get("system")
+            msgs = ([("system", _text_of(system))] if system else []) + [
+                (m["role"], _text_of(m.get("content"))) for m in b["messages"]]
+            if "max_tokens" not in b:
+                raise KeyError("max_tokens is required")
+            (text, f), = self._samples("anthropic", b["model"], msgs, 1, None, b["max_tokens"],
+                                       list(b.get("stop_sequences") or []))[0]
+            prompt = sum(_words(c) for _, c in msgs)
+            stop_seq = next((s for s in b.get("stop_sequences") or [] if f == "stop_sequence"), None)
+            return {
+                "id": f"msg_{uuid.uuid4().hex[:12]}", "type": "message", "role": "assistant", "model": b["model"],
+                "content": [{"type": "text", "text": text}],
+                "stop_reason": {"stop": "end_turn", "length": "max_tokens", "stop_sequence": "stop_sequence"}[f],
+                "stop_sequence": stop_seq,
+                "usage": {"input_tokens": prompt, "output_tokens": _words(text)},
+            }
+
+        def _gemini(self, path: str, b: dict) -> dict:
+            model = path.split("/v1beta/models/", 1)[1].split(":", 1)[0]
+            cfg = b.get("generationConfig") or {}
+            msgs = []
+            if b.get("systemInstruction"):
+                msgs.append(("system", _text_of(b["systemInstruction"].get("parts"))))
+            for c in b["contents"]:
+                msgs.append(("user" if c.get("role", "user") == "user" else "assistant", _text_of(c.get("parts"))))
+            outs, prompt = self._samples("gemini", model, msgs, int(cfg.get("candidateCount") or 1), cfg.get("seed"),
+                                         cfg.get("maxOutputTokens"), list(cfg.get("stopSequences") or []))
+            fin = {"stop": "STOP", "stop_sequence": "STOP", "length": "MAX_TOKENS"}
+            completion = sum(_words(t) for t, _ in outs)
+            return {
+                "candidates": [{"content": {"role": "model", "parts": [{"text": t}]}, "finishReason": fin[f],
+                                "index": i} for i, (t, f) in enumerate(outs)],
+                "usageMetadata": {"promptTokenCount": prompt, "candidatesTokenCount": completion,
+                                  "totalTokenCount": prompt + completion},
+                "modelVersion": model, "responseId": uuid.uuid4().hex[:12],
+            }
+
+    return Handler
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="Serve the OpenAI, Anthropic and Gemini protocols on 127.0.0.1.")
+    ap.add_argument("--port", type=int, default=8000)
+    ap.add_argument("--latency", type=float, default=0.0, help="seconds to sleep per request")
+    args = ap.parse_args(argv)
+    srv = ProtocolServer(port=args.port, latency=args.latency)
+    print(f"serving on {srv.url} (openai: {srv.url}/v1, anthropic: {srv.url}, gemini: {srv.url})", flush=True)
+    srv.start()
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        srv.stop()
+
+
+if __name__ == "__main__":
+    main()
