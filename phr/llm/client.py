@@ -141,6 +141,8 @@ class LLM:
                     await self._run_in_process(requests, missing, done, summary)
                 else:
                     await self._run_api(requests, missing, done, summary)
+        if own_summary:
+            await self.provider.aclose()
         if self.show_summary and own_summary:
             summary.print()
         fails = summary.failures

@@ -5,7 +5,8 @@ Endpoints (bound to 127.0.0.1 only, HTTP/1.1 keep-alive):
     POST /v1/chat/completions                    OpenAI (``n`` choices, ``usage``)
     GET  /v1/models                              OpenAI model list (the last model seen, or "echo")
     POST /v1/messages                            Anthropic (text content block, ``usage``, ``stop_reason``)
-    POST /v1beta/models/{model}:generateContent  Gemini (``candidateCount`` candidates, ``usageMetadata``)
+    POST /v1beta/models/{model}:generateContent  Gemini (``candidateCount`` candidates, ``usageMetadata``);
+                                                 /v1/ too (google-genai 3.x defaults to API version v1)
     GET  /health                                 200 "ok"
 
 Replies are deterministic: choice ``i`` of a request is ``f"echo[{model}] {last user message} #{k}"`` with
@@ -33,7 +34,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -51,8 +54,6 @@ class _Server(ThreadingHTTPServer):
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """Clients that gave up (timeouts, dropped connections) are expected here: stay quiet."""
-        import sys
-
         if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
             super().handle_error(request, client_address)
 
@@ -118,9 +119,11 @@ class ProtocolServer:
 
     @property
     def requests(self) -> list[dict[str, Any]]:
-        """A snapshot of the request log: dicts with method, path, headers (lower-case keys), json, fault."""
+        """A snapshot of the request log, oldest first: dicts with method, path, headers (lower-case keys), json
+        (the parsed body or None), fault (the scripted fault applied, or None), time, and status and reply (what
+        was sent back: a dict for JSON; both None while pending, after a drop, or while a hang holds the reply)."""
         with self._lock:
-            return list(self._requests)
+            return [dict(e) for e in self._requests]
 
     @property
     def count(self) -> int:
@@ -133,12 +136,13 @@ class ProtocolServer:
                 return queue.popleft()
         return None
 
-    def _log(self, method: str, path: str, headers: dict[str, str], body: Any) -> Fault | None:
+    def _log(self, method: str, path: str, headers: dict[str, str], body: Any) -> tuple[Fault | None, dict]:
         with self._lock:
             fault = self._next_fault(path)
-            self._requests.append({"method": method, "path": path, "headers": headers, "json": body,
-                                   "fault": fault, "time": time.time()})
-            return fault
+            entry = {"method": method, "path": path, "headers": headers, "json": body, "fault": fault,
+                     "time": time.time(), "status": None, "reply": None}
+            self._requests.append(entry)
+            return fault, entry
 
     def _indices(self, key: str, n: int) -> list[int]:
         with self._lock:
@@ -184,12 +188,15 @@ def _error_body(protocol: str, code: int, message: str) -> dict:
                       "param": None, "code": str(code)}}
 
 
+_GEMINI = re.compile(r"^/v1(?:beta|alpha)?/models/([^/:]+):generateContent$")
+
+
 def _protocol(path: str) -> str | None:
     if path.startswith("/v1/chat/completions"):
         return "openai"
     if path.startswith("/v1/messages"):
         return "anthropic"
-    if path.startswith("/v1beta/models/") and ":generateContent" in path:
+    if _GEMINI.match(path):
         return "gemini"
     return None
 
@@ -199,13 +206,22 @@ def _make_handler(server: ProtocolServer) -> type[BaseHTTPRequestHandler]:
         protocol_version = "HTTP/1.1"
         server_version = "PHRProtocolServer/1.0"
 
+        _entry: dict[str, Any] | None = None
+
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence stderr
             pass
+
+        def _start(self, method: str, body: Any) -> Fault | None:
+            fault, self._entry = server._log(method, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+            return fault
 
         def _send(self, code: int, body: Any, headers: dict[str, str] | None = None,
                   content_type: str = "application/json") -> None:
             data = body if isinstance(body, bytes) else (
                 body.encode() if isinstance(body, str) else json.dumps(body).encode())
+            if self._entry is not None:
+                with server._lock:
+                    self._entry["status"], self._entry["reply"] = code, body
             self.send_response(code)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
@@ -222,7 +238,7 @@ def _make_handler(server: ProtocolServer) -> type[BaseHTTPRequestHandler]:
                 pass
 
         def do_GET(self) -> None:  # noqa: N802
-            fault = server._log("GET", self.path, {k.lower(): v for k, v in self.headers.items()}, None)
+            fault = self._start("GET", None)
             if fault and fault[0] == "drop":
                 return self._drop()
             if self.path.startswith("/health"):
@@ -240,7 +256,7 @@ def _make_handler(server: ProtocolServer) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 body = None
             path = self.path.split("?", 1)[0]
-            fault = server._log("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+            fault = self._start("POST", body)
             if server.latency:
                 server._stop.wait(server.latency)
             protocol = _protocol(path)
@@ -315,7 +331,7 @@ def _make_handler(server: ProtocolServer) -> type[BaseHTTPRequestHandler]:
             }
 
         def _gemini(self, path: str, b: dict) -> dict:
-            model = path.split("/v1beta/models/", 1)[1].split(":", 1)[0]
+            model = _GEMINI.match(path).group(1)  # type: ignore[union-attr]
             cfg = b.get("generationConfig") or {}
             msgs = []
             if b.get("systemInstruction"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
@@ -63,6 +64,30 @@ class Provider(ABC):
 
 
 class APIProvider(Provider, ABC):
+    """An HTTP API. Its SDK client is bound to an event loop, so one is made per loop and closed with it."""
+
+    _sdk_client = None
+    _sdk_loop = None
+
+    def _new_client(self):
+        raise NotImplementedError
+
+    async def _close_client(self, client) -> None:  # noqa: B027 - optional hook
+        pass
+
+    @property
+    def _client(self):
+        loop = asyncio.get_running_loop()
+        if self._sdk_client is None or self._sdk_loop is not loop:
+            self._sdk_client, self._sdk_loop = self._new_client(), loop
+        return self._sdk_client
+
+    async def aclose(self) -> None:
+        """Close the SDK client of the running loop (the client calls this at the end of every run)."""
+        client, self._sdk_client, self._sdk_loop = self._sdk_client, None, None
+        if client is not None:
+            await self._close_client(client)
+
     @abstractmethod
     async def complete(
         self, messages: tuple[Message, ...], params: GenerationParams, n: int, timeout: float

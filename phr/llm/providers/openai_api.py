@@ -1,0 +1,158 @@
+"""OpenAI chat completions, and any OpenAI-compatible endpoint (vLLM server, DeepSeek, ...), via ``openai.AsyncOpenAI``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from urllib.parse import urlsplit, urlunsplit
+
+import openai
+import pydantic
+
+from phr.llm.errors import (
+    BadRequest, CallError, CallTimeout, ConnectionFailed, MalformedResponse, from_http_status, parse_retry_after,
+)
+from phr.llm.providers.base import APIProvider, RawCompletion
+from phr.llm.types import GenerationParams, Message
+from phr.secrets import redact, require_env
+
+#: Extra seconds past the per-call timeout before the whole call is abandoned (the SDK's timeouts are per read).
+DEADLINE_GRACE_S = 1.0
+
+
+class UnsupportedParam(BadRequest, ValueError):
+    """A generation parameter this provider cannot send. Not retried."""
+
+
+def clean_url(url: str) -> str:
+    """``url`` without credentials, query or fragment, and without a trailing slash."""
+    p = urlsplit(url)
+    host = p.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host + (f":{p.port}" if p.port else "")
+    return urlunsplit((p.scheme, netloc, p.path.rstrip("/"), "", ""))
+
+
+def split_usage(total: int, n: int) -> list[int]:
+    """Divide ``total`` tokens over ``n`` samples evenly, the remainder to the first, so the parts sum to it."""
+    base, rem = divmod(max(total, 0), n)
+    return [base + (rem if i == 0 else 0) for i in range(n)]
+
+
+def safe_message(text: str, api_key: str | None, limit: int = 800) -> str:
+    """An error message with every secret (environment ones and this provider's key) replaced by ``***``."""
+    if api_key and len(api_key) >= 8:
+        text = text.replace(api_key, "***")
+    text = redact(text)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+class OpenAIProvider(APIProvider):
+    """``openai:<model>`` and ``openai-compatible:<base_url>#<model>``.
+
+    Native n (up to 128 per call). Usage accounting: the API reports one usage for the whole call, so sample 0
+    gets all the call's prompt tokens and the others 0, and the call's completion tokens are divided evenly over
+    the samples (remainder to sample 0); summed over the samples, the numbers equal the call's usage.
+    ``top_k`` is sent in ``extra_body`` to compatible endpoints (vLLM accepts it) and refused for ``openai:``.
+    """
+
+    kind = "openai"
+    native_n = True
+    max_n = 128
+
+    def __init__(self, model: str, base_url: str | None = None, compatible: bool = False,
+                 api_key: str | None = None, timeout: float = 120.0):
+        super().__init__(model)
+        self.compatible = compatible
+        if compatible:
+            self.kind = "openai-compatible"
+            if not base_url:
+                raise ValueError("openai-compatible needs a base_url")
+            api_key = api_key or os.environ.get("OPENAI_COMPATIBLE_API_KEY") or "EMPTY"
+        else:
+            api_key = api_key or require_env("OPENAI_API_KEY", purpose=f"openai:{model}")
+            base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        self.base_url = base_url
+        self.timeout = timeout
+        self._api_key = api_key
+
+    def _new_client(self) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout)
+
+    @property
+    def spec(self) -> str:
+        return f"openai-compatible:{clean_url(self.base_url or '')}#{self.model}" if self.compatible else super().spec
+
+    @property
+    def cache_model_id(self) -> str:
+        return f"{clean_url(self.base_url or '')}#{self.model}" if self.compatible else self.model
+
+    def _request(self, messages: tuple[Message, ...], params: GenerationParams, n: int) -> dict:
+        kw: dict = {"model": self.model, "messages": [{"role": m.role, "content": m.content} for m in messages]}
+        if n != 1:
+            kw["n"] = n
+        for name in ("temperature", "top_p", "seed"):
+            if getattr(params, name) is not None:
+                kw[name] = getattr(params, name)
+        if params.max_tokens is not None:
+            # The OpenAI API wants max_completion_tokens (reasoning models refuse max_tokens); servers that
+            # copy the protocol know max_tokens.
+            kw["max_tokens" if self.compatible else "max_completion_tokens"] = params.max_tokens
+        if params.stop:
+            kw["stop"] = list(params.stop)
+        if params.top_k is not None:
+            if not self.compatible:
+                raise UnsupportedParam(f"{self.spec}: the OpenAI API has no top_k; leave GenerationParams.top_k unset")
+            kw["extra_body"] = {"top_k": params.top_k}
+        return kw
+
+    async def complete(
+        self, messages: tuple[Message, ...], params: GenerationParams, n: int, timeout: float
+    ) -> list[RawCompletion]:
+        kw = self._request(messages, params, n)
+        try:
+            async with asyncio.timeout(timeout + DEADLINE_GRACE_S):
+                resp = await self._client.chat.completions.create(**kw, timeout=timeout)
+        except Exception as e:
+            err = self._translate(e, timeout)
+            if err is None:
+                raise
+            raise err from e
+        return self._parse(resp, n)
+
+    def _parse(self, resp: object, n: int) -> list[RawCompletion]:
+        try:
+            choices = sorted(resp.choices, key=lambda c: c.index if c.index is not None else 0)  # type: ignore[attr-defined]
+            texts = [(c.message.content or "", c.finish_reason) for c in choices]
+            usage = resp.usage  # type: ignore[attr-defined]
+            prompt = int(usage.prompt_tokens or 0) if usage is not None else 0
+            completion = int(usage.completion_tokens or 0) if usage is not None else 0
+        except (AttributeError, TypeError, ValueError) as e:
+            raise MalformedResponse(self._msg(f"response does not parse as a chat completion ({type(e).__name__})")) from e
+        if len(texts) != n:
+            raise CallError(self._msg(f"asked for n={n} choices, got {len(texts)} (does the endpoint support n?)"))
+        parts = split_usage(completion, n)
+        return [RawCompletion(t, f, prompt if i == 0 else 0, parts[i]) for i, (t, f) in enumerate(texts)]
+
+    def _msg(self, text: str) -> str:
+        return safe_message(f"{self.spec}: {text}", self._api_key)
+
+    def _translate(self, e: Exception, timeout: float) -> CallError | None:
+        """The CallError for an SDK exception; None for anything else (a bug: re-raised as is)."""
+        if isinstance(e, openai.APIStatusError):
+            ra = parse_retry_after(e.response.headers.get("retry-after"))
+            return from_http_status(e.status_code, self._msg(f"HTTP {e.status_code}: {e.message}"), ra)
+        if isinstance(e, (openai.APITimeoutError, TimeoutError)):
+            return CallTimeout(self._msg(f"no response within {timeout:g}s"))
+        if isinstance(e, openai.APIConnectionError):
+            cause = e.__cause__ or e.__context__
+            why = f"{type(cause).__name__}: {cause}" if cause else e.message
+            return ConnectionFailed(self._msg(f"connection to {clean_url(str(self._client.base_url))} failed: {why}"))
+        if isinstance(e, (openai.APIResponseValidationError, json.JSONDecodeError, pydantic.ValidationError)):
+            return MalformedResponse(self._msg(f"response does not parse as a chat completion ({type(e).__name__})"))
+        return None
+
+    async def _close_client(self, client: openai.AsyncOpenAI) -> None:
+        await client.close()
