@@ -11,6 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from phr.errors import PHRError
 from phr.secrets import redact
@@ -52,20 +53,22 @@ def llm_ping(
     temperature: Annotated[float, typer.Option(help="Sampling temperature (0 = greedy).")] = 0.0,
     cache_mode: Annotated[str, typer.Option(help="use | refresh | off")] = "use",
     timeout: Annotated[float, typer.Option(help="Per-call timeout in seconds.")] = 60.0,
+    attempts: Annotated[int, typer.Option(help="Attempts before giving up (retries back off exponentially).")] = 3,
 ) -> None:
     """Send one prompt and print the reply and the usage."""
     from phr.llm import LLM
 
-    llm = LLM(spec, cache_mode=cache_mode, timeout=timeout, progress=False, show_summary=False)
+    llm = LLM(spec, cache_mode=cache_mode, timeout=timeout, max_attempts=attempts, progress=False,
+              show_summary=False)
     result = llm.chat(prompt, max_tokens=max_tokens, temperature=temperature)
     s = result.samples[0]
     if result.failures:
-        err.print(f"[red]error:[/red] {redact(s.message)}")
+        _error(s.message)
         raise typer.Exit(1)
-    out.print(s.text)
+    typer.echo(s.text)  # raw: model text is not rich markup
     err.print(
-        f"[dim]model={s.model} finish={s.finish_reason} prompt_tokens={s.prompt_tokens} "
-        f"completion_tokens={s.completion_tokens} latency={s.latency_s:.2f}s cached={s.cached}[/dim]"
+        f"model={s.model} finish={s.finish_reason} prompt_tokens={s.prompt_tokens} "
+        f"completion_tokens={s.completion_tokens} latency={s.latency_s:.2f}s cached={s.cached}", style="dim", markup=False, highlight=False
     )
     llm.last_summary.print(err)
 
@@ -103,11 +106,16 @@ def cache_clear(
     out.print(f"deleted {n} entries from {cache.path}")
 
 
+def _error(message: str) -> None:
+    """Print a one-line error, secrets redacted, never interpreted as markup."""
+    err.print(Text.assemble(("error: ", "bold red"), redact(message)))
+
+
 def main() -> None:
     """Entry point: clear one-line errors for PHRError, no tracebacks."""
     try:
         app()
     except PHRError as e:
-        err.print(f"[red]error:[/red] {redact(str(e))}")
+        _error(str(e))
         logging.getLogger("phr").debug("details", exc_info=True)
         sys.exit(2)

