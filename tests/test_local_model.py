@@ -259,3 +259,17 @@ def test_vllm_missing_install():
         pytest.skip("vllm is installed")
     with pytest.raises(PHRError, match=r"pip install 'phr-toolkit\[vllm\]'"):
         make_provider("vllm:Qwen/Qwen2.5-0.5B-Instruct")
+
+
+def test_llm_client_over_local_model_caches_per_sample(smollm2, tmp_path):
+    from phr.llm import LLM, ChatRequest, GenerationParams, as_messages
+
+    reqs = [ChatRequest(as_messages(q), GenerationParams(temperature=0.8, max_tokens=8, seed=3), n=2)
+            for q in ("Name a colour.", "Name an animal.")]
+    llm = LLM("local:smollm2", provider=smollm2, cache=tmp_path / "c.sqlite", progress=False)
+    first = llm.generate(reqs)
+    assert all(r.ok for r in first) and llm.last_summary.calls >= 1 and llm.last_summary.cache_hits == 0
+    again = LLM("local:smollm2", provider=smollm2, cache=tmp_path / "c.sqlite", progress=False)
+    second = again.generate(reqs)
+    assert again.last_summary.calls == 0 and again.last_summary.cache_hits == 4
+    assert [r.texts for r in second] == [r.texts for r in first]

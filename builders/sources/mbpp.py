@@ -80,19 +80,26 @@ def parse_row(row: dict, variant: str = "full") -> BaseQuestion:
     )
 
 
-def load(source_dir: str | Path | None = None, *, online: bool = False, variant: str = "full") -> list[BaseQuestion]:
+def load(
+    source_dir: str | Path | None = None, *, online: bool = False, variant: str | None = None
+) -> list[BaseQuestion]:
     """MBPP problems: variant "full" (mbpp.jsonl, 974 upstream) or "sanitized" (sanitized-mbpp.json, 427).
 
-    Row ids: the task_id ("11"), or "sanitized/<task_id>" for the sanitized variant.
+    The default variant is "full", or the one a single file given as `source_dir` holds. Row ids: the
+    task_id ("11"), or "sanitized/<task_id>" for the sanitized variant.
     """
-    if variant not in FILES:
+    if variant is not None and variant not in FILES:
         raise c.SourceOptionError(f"unknown MBPP variant {variant!r}; expected one of {list(FILES)}")
     out: list[BaseQuestion] = []
     if source_dir is not None:
-        for part, path in c.source_files(source_dir, FILES, [variant], key=NAME, on_missing=_missing):
-            rows = c.jsonl_rows(path) if path.name.endswith(".jsonl") else c.json_array_rows(path)
+        wanted = [variant] if variant else None if Path(source_dir).is_file() else ["full"]
+        for part, path in c.source_files(source_dir, FILES, wanted, key=NAME, on_missing=_missing):
+            jsonl = ".jsonl" in path.suffixes
+            part = part if part in FILES else "full" if jsonl else "sanitized"
+            rows = c.jsonl_rows(path) if jsonl else c.json_array_rows(path)
             out += c.parse_rows(str(path), rows, lambda row, _i, v=part: parse_row(row, v))
     elif online:
+        variant = variant or "full"
         data = c.hub_load(HUB_ID, TITLE, name=variant)
         for split, rows in data.items():
             origin = f"hf://datasets/{HUB_ID} ({variant}/{split})"
