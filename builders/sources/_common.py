@@ -172,8 +172,8 @@ def check_unique(questions: list[BaseQuestion], origin: str) -> list[BaseQuestio
 
 def _open_text(path: Path) -> io.TextIOBase:
     if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path), encoding="utf-8", newline="")
-    return open(path, encoding="utf-8", newline="")  # noqa: SIM115 - closed by the callers' with
+        return io.TextIOWrapper(gzip.open(path), encoding="utf-8-sig", newline="")
+    return open(path, encoding="utf-8-sig", newline="")  # noqa: SIM115 - closed by the callers' with
 
 
 def jsonl_rows(path: Path) -> Iterator[Located]:

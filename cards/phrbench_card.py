@@ -1,0 +1,100 @@
+"""The PHRBench dataset card, generated from the built rows (never hand-edited)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from huggingface_hub import DatasetCard, DatasetCardData
+
+CITATION = """@misc{phrbench,
+  title  = {PHRBench: A Benchmark of Post-Hallucination Reasoning},
+  note   = {See the PHRBench paper for authors and venue.},
+  year   = {2026}
+}"""
+
+
+def _table(header: list[str], rows: list[list]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def render(rows: dict[str, list[dict]], *, configs: list[dict], recipe: str, generator: str, judge: str | None,
+           qc: dict, notes: list[str], licenses: dict[str, str]) -> DatasetCard:
+    """Card text and metadata from the assembled rows of every config."""
+    base, hall = rows["baseline"], rows["hallucinated"]
+    domains = sorted({r["domain"] for r in base})
+    types = sorted({r["mutation_type"] for r in hall if r["mutation_type"]})
+    by_dt = Counter((r["domain"], r["mutation_type"]) for r in hall)
+    n = {k: len(v) for k, v in rows.items()}
+    counts = _table(
+        ["domain", "questions (B)", "B+T", *[f"B+H {t}" for t in types], "B+H total"],
+        [[d, sum(r["domain"] == d for r in base), sum(r["domain"] == d for r in rows["truthful"]),
+          *[by_dt[(d, t)] for t in types], sum(by_dt[(d, t)] for t in types)] for d in domains]
+        + [["**all**", n["baseline"], n["truthful"], *[sum(by_dt[(d, t)] for d in domains) for t in types], n["hallucinated"]]],
+    )
+    subtypes = Counter((r["domain"], r["subtype"]) for r in base)
+    subtype_table = _table(["domain", "subtype", "questions"], [[d, s, c] for (d, s), c in sorted(subtypes.items())])
+    src = Counter(r["source"] for r in base)
+    source_table = _table(["source", "questions", "license"], [[s, c, licenses.get(s, "see source")] for s, c in sorted(src.items())])
+    qc_rows = [[k, v] for k, v in qc.items()]
+    data = DatasetCardData(
+        language="en", license="other", pretty_name=f"PHRBench ({recipe})",
+        task_categories=["question-answering", "text-generation"],
+        size_categories="n<1K" if sum(n.values()) < 1000 else "1K<n<10K",
+        tags=["hallucination", "reasoning", "benchmark", "phrbench"], configs=configs,
+    )
+    body = f"""
+# PHRBench ({recipe})
+
+PHRBench measures *post-hallucination reasoning*: how a model reasons after a hallucinated premise has entered
+its context. Each base question is asked plain (**B**), with one truthful premise (**B+T**) and with
+single-mutation hallucinated premises (**B+H**); the premise is added as context, the question is unchanged.
+
+```python
+from datasets import load_dataset
+ds = load_dataset("phrbench", "all")   # or: baseline, truthful, hallucinated (split: test)
+```
+
+## Counts (domain x mutation type)
+
+{counts}
+
+Total: {n['baseline']} + {n['truthful']} + {n['hallucinated']} = {sum(n.values())} instances.
+
+## Reasoning subtypes
+
+{subtype_table}
+
+## Sources and licenses
+
+{source_table}
+
+Each row keeps `source`, `source_row_id` and `license`; the license of a row is its source's.
+
+## Construction
+
+- Recipe: `{recipe}`
+- Premise generator: `{generator}`
+- Judge: `{judge or 'none (rule-based validation only)'}`
+
+### Quality control
+
+{_table(["stage", "count"], qc_rows)}
+
+{chr(10).join(f"- {x}" for x in notes)}
+
+## Fields
+
+`id`, `question_id`, `condition` (B / B+T / B+H), `domain`, `subtype`, `task_type`, `source`, `source_row_id`,
+`license`, `question`, `options`, `answer`, `answer_index`, `entry_point`, `code_tests` (code: never shown to
+models), `augmentation_id`, `premise`, `truth_verification`, `mutation_type`, `mutation_strategy`,
+`mutation_logic`, `generator`, `prompt` (what the model is asked).
+
+## Citation
+
+```bibtex
+{CITATION}
+```
+"""
+    return DatasetCard(f"---\n{data.to_yaml()}\n---\n{body}")

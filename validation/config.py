@@ -1,0 +1,145 @@
+"""Thresholds and word lists of the rule-based validation checks (docs/validation.md explains each one).
+
+Every field has a default; override any subset from a dict or a YAML file:
+
+    cfg = ValidationConfig.from_dict({"single_mutation": {"max_sentences": 3}, "distinctness": {"threshold": 0.7}})
+    cfg = ValidationConfig.from_yaml("my-validation.yaml")   # same nesting
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from phr.records import MutationType
+
+ALL_MUTATION_TYPES: tuple[str, ...] = tuple(m.value for m in MutationType)
+
+
+@dataclass(frozen=True)
+class SchemaConfig:
+    # ids: no whitespace, no '/'; a question id is "<source>-<source row id>" (phr.builders.sources._common).
+    question_id_pattern: str = r"^[a-z0-9][a-z0-9_]*-[^\s/]+$"
+    augmentation_id_pattern: str = r"^[^\s/]+$"
+    instance_id_pattern: str = r"^[^\s/]+$"
+    # augmentation.question_id must name a question of the questions frame
+    check_references: bool = True
+
+
+@dataclass(frozen=True)
+class SingleMutationConfig:
+    max_sentences: int = 2
+    # more than this many "; " separators is a chain of statements
+    max_semicolons: int = 1
+    # more than this many enumeration markers ("1.", "(a)", "- ", "•", "First, ... Second, ...") is a list
+    max_list_markers: int = 1
+    # connectives that join an extra independent claim; more than max_additive_connectives is rejected
+    additive_connectives: tuple[str, ...] = (
+        "and also",
+        "additionally",
+        "furthermore",
+        "moreover",
+        "in addition",  # "in addition to X" (a preposition) is not counted
+        "what is more",
+        "on top of that",
+        "besides that",
+    )
+    max_additive_connectives: int = 0
+    # tokens ending in "." that do not end a sentence (case-insensitive, without the final ".")
+    abbreviations: tuple[str, ...] = (
+        "e.g", "i.e", "etc", "vs", "cf", "al", "approx", "ca", "fig", "figs", "eq", "eqs", "ref", "refs",
+        "no", "nos", "vol", "dr", "mr", "mrs", "ms", "prof", "st", "sr", "jr", "inc", "ltd", "co", "corp",
+        "resp", "min", "max", "avg", "est", "dept", "univ", "u.s", "u.k", "a.m", "p.m", "ph.d", "sec",
+        "temp", "conc", "aq", "ppt", "mol", "wt", "viz", "sp", "spp", "var", "subsp", "pp", "ch",
+    )
+    # phrases in mutation_logic that mean more than one error (regular expressions, case-insensitive)
+    multi_error_patterns: tuple[str, ...] = (
+        r"\b(?:two|three|four|five|several|multiple|many|various|both|numerous|a\s+few|a\s+couple\s+of)\s+"
+        r"(?:[\w-]+\s+){0,2}?(?:errors?|mistakes?|changes?|modifications?|mutations?|distortions?|"
+        r"contradictions?|falsehoods?|inaccuracies|alterations?|edits?|flaws?)\b",
+        r"\b(?:second|another|additional|further|other|extra)\s+(?:[\w-]+\s+)?(?:errors?|mistakes?|changes?|"
+        r"modifications?|mutations?|distortions?|contradictions?|falsehoods?|inaccurac(?:y|ies)|alterations?|"
+        r"edits?|flaws?)\b",
+        r"\bmultiple\b",
+        r"\b(?:errors?|mistakes?|changes?)\s*(?:#\s*)?[2-9]\b",
+        r"\b(?:additionally|furthermore|moreover|in\s+addition(?!\s+to\b)|also\s+(?:changes?|changed|introduces?|"
+        r"introduced|swaps?|swapped|alters?|altered|replaces?|replaced|inverts?|inverted))\b",
+    )
+    allowed_mutation_types: tuple[str, ...] = ALL_MUTATION_TYPES
+    # domains whose hallucinated premises may only use code_mutation_types
+    code_domains: tuple[str, ...] = ("Code",)
+    code_mutation_types: tuple[str, ...] = ("State Distortion",)
+    require_mutation_logic: bool = True
+
+
+@dataclass(frozen=True)
+class DistinctnessConfig:
+    threshold: float = 0.8  # Jaccard similarity of shingle sets at or above which two premises are near-paraphrases
+    shingle: Literal["char", "word"] = "char"
+    shingle_size: int = 5  # characters (char) or words (word) per shingle, on normalised text
+    num_perm: int = 128  # MinHash signature length (one-permutation hashing: bins)
+    bands: int | None = None  # LSH bands; None -> chosen from threshold and num_perm
+    seed: int = 1
+    verify: bool = True  # re-check LSH candidate pairs with exact Jaccard (False: MinHash estimate)
+
+
+@dataclass(frozen=True)
+class LeakageConfig:
+    # gold option / answer text
+    min_gold_chars: int = 4  # normalised gold texts shorter than this are ignored (numeric ones are checked as numbers)
+    ignore_gold_texts: tuple[str, ...] = (
+        "true", "false", "yes", "no", "none", "both", "neither", "all of the above", "none of the above",
+        "not enough information", "cannot be determined",
+    )
+    # gold label ("the answer is (2)", "option B", "correct answer: B")
+    check_labels: bool = True
+    reject_any_label_reference: bool = True  # also a reference to a non-gold candidate
+    # numeric answers
+    numeric_rel_tol: float = 0.005
+    numeric_abs_tol: float = 1e-12
+    max_unit_chars: int = 16  # a gold text is numeric if it is one number plus at most this many unit characters
+    # code: reference solution fragments
+    min_solution_line_chars: int = 20  # normalised solution lines at least this long must not appear in the premise
+    code_ngram_tokens: int = 10  # ... nor any run of this many solution tokens (0 = off)
+    # truthful premise carrying a hallucinated statement
+    containment_threshold: float = 0.8  # share of a hallucinated statement's distinctive word shingles found in T
+    containment_shingle_words: int = 3
+    min_distinctive_shingles: int = 3
+
+
+@dataclass(frozen=True)
+class ValidationConfig:
+    schema: SchemaConfig = field(default_factory=SchemaConfig)
+    single_mutation: SingleMutationConfig = field(default_factory=SingleMutationConfig)
+    distinctness: DistinctnessConfig = field(default_factory=DistinctnessConfig)
+    leakage: LeakageConfig = field(default_factory=LeakageConfig)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> ValidationConfig:
+        """Defaults overridden by `data` ({section: {field: value}}); unknown keys are an error."""
+        data = dict(data or {})
+        sections: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            value = data.pop(f.name, None) or {}
+            sub = f.default_factory()  # type: ignore[misc]
+            known = {g.name for g in dataclasses.fields(sub)}
+            unknown = set(value) - known
+            if unknown:
+                raise ValueError(f"unknown {f.name} setting(s): {', '.join(sorted(unknown))}")
+            sections[f.name] = dataclasses.replace(
+                sub, **{k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
+            )
+        if data:
+            raise ValueError(f"unknown validation section(s): {', '.join(sorted(data))}")
+        return cls(**sections)
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> ValidationConfig:
+        import yaml
+
+        return cls.from_dict(yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {})
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
