@@ -26,6 +26,8 @@ llm_app = typer.Typer(help="Talk to a model through the LLM layer (any provider 
 cache_app = typer.Typer(help="Inspect or clear the LLM call cache.", no_args_is_help=True)
 app.add_typer(llm_app, name="llm")
 app.add_typer(cache_app, name="cache")
+build_app = typer.Typer(help="Build datasets (PHRBench).", no_args_is_help=True)
+app.add_typer(build_app, name="build")
 
 out = Console()
 err = Console(stderr=True)
@@ -104,6 +106,37 @@ def cache_clear(
         typer.confirm(f"Delete {'all' if not model else model + ''} entries in {cache.path}?", abort=True)
     n = cache.clear(model)
     out.print(f"deleted {n} entries from {cache.path}")
+
+
+@build_app.command("phrbench")
+def build_phrbench(
+    out: Annotated[Path, typer.Option("--out", help="Output folder (Hub layout).")] = Path("phrbench"),
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output folder.")] = False,
+) -> None:
+    """Build PHRBench-mini offline (packaged sources + curated premises) and validate it."""
+    from phr.builders.phrbench import build_mini
+
+    res = build_mini(out, overwrite=overwrite)
+    total = sum(res.counts.values())
+    out_line = ", ".join(f"{k} {v}" for k, v in res.counts.items())
+    typer.echo(f"built PHRBench-mini in {res.out}: {out_line} = {total} instances")
+    typer.echo(f'load it with: load_dataset("{out}", "all")')
+
+
+@app.command("validate")
+def validate(
+    folder: Annotated[Path, typer.Argument(help="A built PHRBench folder.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Run every check on a built folder; exit 0 when all pass, 1 otherwise (each failing row listed)."""
+    from phr.validation.folder import validate_folder
+
+    report = validate_folder(folder)
+    if as_json:
+        typer.echo(report.to_json())
+    else:
+        typer.echo(report.render())
+    raise typer.Exit(0 if report.ok else 1)
 
 
 def _error(message: str) -> None:
