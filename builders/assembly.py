@@ -31,6 +31,7 @@ SCHEMA = pa.schema([
     ("answer_index", pa.int64()),
     ("entry_point", pa.string()),
     ("code_tests", pa.string()),
+    ("reference_solution", pa.string()),
     ("augmentation_id", pa.string()),
     ("premise", pa.string()),
     ("truth_verification", pa.string()),
@@ -47,7 +48,7 @@ def _base_row(q: BaseQuestion) -> dict:
         "question_id": q.id, "domain": q.domain.value, "subtype": q.subtype, "task_type": q.task_type.value,
         "source": q.source, "source_row_id": q.source_row_id, "license": q.license, "question": q.question,
         "options": list(q.options), "answer": q.answer, "answer_index": q.answer_index,
-        "entry_point": q.entry_point, "code_tests": q.code_tests,
+        "entry_point": q.entry_point, "code_tests": q.code_tests, "reference_solution": q.reference_solution,
     }
 
 

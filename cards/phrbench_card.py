@@ -87,8 +87,8 @@ Each row keeps `source`, `source_row_id` and `license`; the license of a row is 
 ## Fields
 
 `id`, `question_id`, `condition` (B / B+T / B+H), `domain`, `subtype`, `task_type`, `source`, `source_row_id`,
-`license`, `question`, `options`, `answer`, `answer_index`, `entry_point`, `code_tests` (code: never shown to
-models), `augmentation_id`, `premise`, `truth_verification`, `mutation_type`, `mutation_strategy`,
+`license`, `question`, `options`, `answer`, `answer_index`, `entry_point`, `code_tests` and
+`reference_solution` (code: never shown to models), `augmentation_id`, `premise`, `truth_verification`, `mutation_type`, `mutation_strategy`,
 `mutation_logic`, `generator`, `prompt` (what the model is asked).
 
 ## Citation

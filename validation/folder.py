@@ -69,7 +69,7 @@ def validate_folder(folder: str | Path) -> ValidationReport:
             id=r["question_id"], source=r["source"], source_row_id=r["source_row_id"], license=r["license"],
             domain=r["domain"], subtype=r["subtype"], task_type=r["task_type"], question=r["question"],
             options=r["options"] or [], answer=r["answer"], answer_index=r["answer_index"],
-            entry_point=r["entry_point"], code_tests=r["code_tests"],
+            entry_point=r["entry_point"], code_tests=r["code_tests"], reference_solution=r["reference_solution"],
         )
     augs, instance_of = [], {}
     for kind, cfg in (("truthful", "truthful"), ("hallucinated", "hallucinated")):

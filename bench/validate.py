@@ -1,0 +1,170 @@
+"""Validation benchmark: run_checks on 25k, 50k and 100k synthetic augmentation rows.
+
+Generates 100k augmentation rows (1 truthful + 4 hallucinated premises per question, so 20k questions;
+MC, numeric open-ended and code questions; ~1% of rows carry each kind of fault) deterministically from a
+seed, then times, at each size, a pandera-only pass (the questions and augmentations schemas) and the
+full run_checks (schemas + references + single_mutation + distinctness + leakage) over the same rows.
+Goals: time per row flat across sizes (linear), run_checks / pandera-only <= 3.
+
+    python bench/validate.py [--rows 100000] [--repeat 3] [--seed 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import pandas as pd
+
+from phr.validation.checks import run_checks
+from phr.validation.schemas import validate_frame
+
+SYLLABLES = "ba be bi bo bu ca ce ci co cu da de di do du fa fe fi fo fu ga ge gi go gu la le li lo lu ma me mi mo mu na ne ni no nu pa pe pi po pu ra re ri ro ru sa se si so su ta te ti to tu va ve vi vo vu xa xe xi zo zu".split()
+UNITS = ["m/s", "kJ/mol", "mmol/L", "nm", "K", "Pa", "mg", "Hz", "eV", "mL"]
+TEMPLATES = [
+    "{A} {verb} {B} through {C} in the {D} {E}",
+    "In {D} systems, {A} is {adj} than {B} because {C} {verb} the {E}",
+    "The {E} of {A} reaches {num} {unit} when {B} {verb} {C}",
+    "{A} cannot {verb} {B} unless the {D} {E} exceeds {num} {unit}",
+    "Every {adj} {A} {verb} {C}, which makes the {E} of {B} {adj2}",
+    "According to the {D} law, {A} and {B} {verb} {C} at the same {E}",
+    "When {A} {verb} {B}, the {adj} {E} shifts toward {C} in {D} conditions",
+    "{A} stores its {E} as {C}, so {B} {verb} it only in {adj} {D} media",
+]
+VERBS = ["binds", "oxidises", "reduces", "catalyses", "absorbs", "emits", "inhibits", "activates", "transports", "cleaves", "stabilises", "polarises"]
+ADJS = ["denser", "faster", "weaker", "stronger", "lighter", "warmer", "colder", "slower", "larger", "smaller"]
+NOUNS_E = ["energy", "charge", "spin", "mass", "entropy", "momentum", "pressure", "affinity", "potential", "density", "flux", "yield"]
+NOUNS_D = ["aqueous", "cellular", "thermal", "ionic", "planetary", "membrane", "crystalline", "viscous", "acidic", "optical"]
+
+
+def _words(rng: np.random.Generator, k: int) -> list[str]:
+    out = set()
+    while len(out) < k:
+        out.add("".join(rng.choice(SYLLABLES, size=rng.integers(2, 5))))
+    return sorted(out)
+
+
+def synthesize(n_rows: int = 100_000, seed: int = 0, fault_rate: float = 0.01) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(questions, augmentations): n_rows augmentation rows, 5 per question, deterministic for a seed."""
+    rng = np.random.default_rng(seed)
+    vocab = _words(rng, 4000)
+    n_q = (n_rows + 4) // 5
+    questions, augs = [], []
+
+    def pick(k: int) -> list[str]:
+        return [vocab[i] for i in rng.integers(0, len(vocab), size=k)]
+
+    def statement(t: int | None = None) -> str:
+        a, b, c, e = pick(4)
+        tpl = TEMPLATES[t if t is not None else int(rng.integers(0, len(TEMPLATES)))]
+        text = tpl.format(
+            A=a, B=b, C=c, D=NOUNS_D[int(rng.integers(0, len(NOUNS_D)))], E=NOUNS_E[int(rng.integers(0, len(NOUNS_E)))],
+            verb=VERBS[int(rng.integers(0, len(VERBS)))], adj=ADJS[int(rng.integers(0, len(ADJS)))],
+            adj2=ADJS[int(rng.integers(0, len(ADJS)))], num=f"{rng.integers(2, 900)}.{rng.integers(1, 9)}",
+            unit=UNITS[int(rng.integers(0, len(UNITS)))],
+        )
+        extra = " ".join(pick(int(rng.integers(3, 9))))
+        return f"{text[0].upper()}{text[1:]}, as seen in {extra} (e.g. {pick(1)[0]})."
+
+    faults = ["gold", "sentences", "list", "numeric", "label", "paraphrase", "code_type", "logic", "carry", "code_line"]
+    for q in range(n_q):
+        kind = "code" if q % 10 == 9 else "numeric" if q % 10 == 8 else "mc"
+        qid = f"synth-{q}"
+        fault = faults[int(rng.integers(0, len(faults)))] if rng.random() < fault_rate * len(faults) else None
+        if kind == "mc":
+            options = [" ".join(pick(2)) for _ in range(4)]
+            gi = int(rng.integers(0, 4))
+            dom = ["Chemistry", "Biomedicine", "Physics"][q % 3]
+            question = dict(id=qid, source="synth", source_row_id=str(q), license="CC0-1.0", domain=dom, subtype="Synthetic",
+                            task_type="multiple_choice", question=f"Which {' '.join(pick(6))} {VERBS[q % 12]} the {NOUNS_E[q % 12]}?",
+                            options=options, answer=options[gi], answer_index=gi, code_signature=None, code_tests=None,
+                            entry_point=None, reference_solution=None)
+        elif kind == "numeric":
+            value = f"{rng.integers(1, 500)}.{rng.integers(1, 99)}"
+            question = dict(id=qid, source="synth", source_row_id=str(q), license="CC0-1.0", domain="Physics", subtype="Synthetic",
+                            task_type="open_ended", question=f"What is the {NOUNS_E[q % 12]} of {' '.join(pick(5))} at {rng.integers(2, 99)} K?",
+                            options=[], answer=f"{value} {UNITS[q % 10]}", answer_index=None, code_signature=None, code_tests=None,
+                            entry_point=None, reference_solution=None)
+        else:
+            fn, var = pick(2)
+            sol = (f"    total = 0\n    for item in {var}:\n        if item % 2 == 0:\n            total += item * {q % 7 + 2}\n"
+                   f"    return sorted({var}, key=lambda x: x % {q % 5 + 3})[:total]\n")
+            question = dict(id=qid, source="synth", source_row_id=str(q), license="MIT", domain="Code", subtype="Python",
+                            task_type="code", question=f"def {fn}({var}):\n    \"\"\"{' '.join(pick(8))}\"\"\"\n", options=[], answer=sol,
+                            answer_index=None, code_signature=f"def {fn}({var}):\n", code_tests="assert True\n", entry_point=fn,
+                            reference_solution=sol)
+        questions.append(question)
+        templates = rng.permutation(len(TEMPLATES))[:5].tolist()
+        texts = [statement(t) for t in templates]
+        types = ["State Distortion"] * 4 if kind == "code" else [
+            ["Rule Contradiction", "State Distortion", "Pseudoscientific Entanglement"][int(rng.integers(0, 3))] for _ in range(4)]
+        logic = [f"Changed the {NOUNS_E[int(rng.integers(0, 12))]} of {pick(1)[0]}, contradicting the {NOUNS_D[int(rng.integers(0, 10))]} rule." for _ in range(4)]
+        if fault == "gold" and kind == "mc":
+            texts[0] = texts[0][:-1] + f" near {question['answer']}."
+        elif fault == "sentences":
+            texts[1] = texts[1] + " " + statement() + " " + statement()
+        elif fault == "list":
+            texts[2] = f"Two facts hold: (1) {texts[2][:-1]}; (2) {statement()}"
+        elif fault == "numeric" and kind == "numeric":
+            texts[3] = texts[3][:-1] + f" of {question['answer'].split()[0]}0 units."
+        elif fault == "label" and kind == "mc":
+            texts[1] = texts[1][:-1] + f", so the answer is ({question['answer_index'] + 1})."
+        elif fault == "paraphrase":
+            texts[4] = texts[3].replace(" as seen in ", " as observed in ")
+        elif fault == "code_type" and kind == "code":
+            types[0] = "Rule Contradiction"
+        elif fault == "logic":
+            logic[1] = "Introduced two errors: swapped the unit and negated the rule."
+        elif fault == "carry":
+            texts[0] = texts[0][:-1] + ". " + texts[2]
+        elif fault == "code_line" and kind == "code":
+            texts[2] = texts[2][:-1] + f" via `return sorted({var}, key=lambda x: x % {q % 5 + 3})[:total]`."
+        for k, text in enumerate(texts):
+            h = k > 0
+            augs.append(dict(
+                id=f"{qid}-{'H' + str(k) if h else 'T'}", question_id=qid, kind="hallucinated" if h else "truthful", statement=text,
+                truth_verification=None if h else "Checked against the source.", mutation_type=types[k - 1] if h else None,
+                mutation_strategy="substitution" if h else None, mutation_logic=logic[k - 1] if h else None, generator="synthetic",
+            ))
+    return pd.DataFrame(questions), pd.DataFrame(augs[:n_rows])
+
+
+def _best(fn, repeat: int) -> tuple[float, object]:
+    best, out = float("inf"), None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=100_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    questions, augs = synthesize(args.rows, args.seed)
+    print(f"generated {len(augs)} augmentation rows / {len(questions)} questions in {time.perf_counter() - t0:.1f} s")
+    sizes = [s for s in (args.rows // 4, args.rows // 2, args.rows) if s > 0]
+    print(f"{'rows':>8} {'pandera s':>10} {'checks s':>9} {'pandera us/row':>15} {'checks us/row':>14} {'ratio':>6}  rejections")
+    results = []
+    for n in sizes:
+        a = augs.iloc[:n].reset_index(drop=True)
+        q = questions[questions["id"].isin(set(a["question_id"]))].reset_index(drop=True)
+        tp, _ = _best(lambda: validate_frame(q, "questions") + validate_frame(a, "augmentations"), args.repeat)  # noqa: B023
+        tc, report = _best(lambda: run_checks(q, a), args.repeat)  # noqa: B023
+        results.append((n, tp, tc))
+        print(f"{n:>8} {tp:>10.3f} {tc:>9.3f} {tp / n * 1e6:>15.2f} {tc / n * 1e6:>14.2f} {tc / tp:>6.2f}  {len(report.rejections)}")
+    n, tp, tc = results[-1]
+    print("\nsteps at", n, "rows (s):", ", ".join(f"{k} {v:.3f}" for k, v in report.seconds.items()))
+    print("rejections by check:", report.by_check())
+    per_row = [tc / n for n, _, tc in results]
+    print(f"checks time per row, largest / smallest size: {max(per_row) / min(per_row):.2f} (flat = linear)")
+    print(f"ratio to pandera-only at {n} rows: {tc / tp:.2f} (goal <= 3)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""PHRBench-mini: the offline main job, end to end."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from phr.builders.hub_folder import OutputExistsError, write_parquet
+from phr.builders.phrbench import build_mini
+
+EXE = str(Path(sys.executable).parent / "phr-publish")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("b") / "phrbench"
+    res = build_mini(out)
+    return out, res
+
+
+def test_counts_and_layout(built):
+    out, res = built
+    assert res.counts == {"baseline": 34, "truthful": 34, "hallucinated": 102}
+    assert sorted(p.name for p in (out / "data").iterdir()) == ["baseline.parquet", "hallucinated.parquet", "truthful.parquet"]
+    assert (out / "README.md").exists() and (out / "manifest.json").exists()
+    assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]  # no temp folders left
+    hall = pq.read_table(out / "data" / "hallucinated.parquet").to_pylist()
+    by_domain = {}
+    for r in hall:
+        by_domain.setdefault(r["domain"], set()).add(r["mutation_type"])
+    assert by_domain["Code"] == {"State Distortion"}
+    for d in ("Chemistry", "Biomedicine", "Physics"):
+        assert by_domain[d] == {"Rule Contradiction", "State Distortion", "Pseudoscientific Entanglement"}
+    base = pq.read_table(out / "data" / "baseline.parquet").to_pylist()
+    assert all(r["premise"] is None and r["condition"] == "B" for r in base)
+    h1 = next(r for r in hall if r["id"].endswith("-H1"))
+    b1 = next(r for r in base if r["question_id"] == h1["question_id"])
+    assert h1["prompt"] == f"Premise: {h1['premise']}\n\n{b1['prompt']}"  # question unchanged
+
+
+def test_load_dataset_every_config(built):
+    from datasets import load_dataset
+
+    out, res = built
+    for name, n in [("all", 170), ("baseline", 34), ("truthful", 34), ("hallucinated", 102)]:
+        ds = load_dataset(str(out), name)
+        assert list(ds) == ["test"] and ds["test"].num_rows == n
+
+
+def test_card_metadata_parses(built):
+    from datasets.utils.metadata import MetadataConfigs
+    from huggingface_hub import DatasetCard
+
+    out, _ = built
+    card = DatasetCard.load(out / "README.md")
+    configs = MetadataConfigs.from_dataset_card_data(card.data)
+    assert set(configs) == {"all", "baseline", "truthful", "hallucinated"}
+    assert "| **all** | 34 | 34 |" in card.text and "curated" in card.text
+
+
+def test_rebuild_is_byte_identical_and_refuses_existing(built, tmp_path):
+    out, _ = built
+    again = build_mini(tmp_path / "phrbench")
+    for name in ("data/baseline.parquet", "data/truthful.parquet", "data/hallucinated.parquet", "README.md"):
+        assert (out / name).read_bytes() == (again.out / name).read_bytes(), name
+    with pytest.raises(OutputExistsError, match="--overwrite"):
+        build_mini(tmp_path / "phrbench")
+    build_mini(tmp_path / "phrbench", overwrite=True)
+
+
+def test_cli_build_validate_then_leak_is_caught(tmp_path):
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
+    r = subprocess.run([EXE, "build", "phrbench"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "170 instances" in r.stdout
+    code = "from datasets import load_dataset; print(load_dataset('phrbench', 'all')['test'].num_rows)"
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert r.stdout.strip() == "170", r.stderr
+    r = subprocess.run([EXE, "validate", "phrbench"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # edit one hallucinated premise to leak its gold answer
+    path = tmp_path / "phrbench" / "data" / "hallucinated.parquet"
+    table = pq.read_table(path)
+    rows = table.to_pylist()
+    victim = next(r for r in rows if r["task_type"] == "multiple_choice" and len(r["answer"]) > 8)
+    victim["premise"] = f"{victim['premise']} The correct answer is {victim['answer']}."
+    write_parquet(table.from_pylist(rows, schema=table.schema), path)
+    r = subprocess.run([EXE, "validate", "phrbench"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert r.returncode == 1
+    assert victim["id"] in r.stdout and "leak" in r.stdout.lower()
