@@ -7,6 +7,7 @@ Parquet is written with fixed settings so two builds of the same rows are byte-i
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -29,6 +30,20 @@ def write_parquet(table: pa.Table, path: Path) -> None:
     table = table.replace_schema_metadata(None)
     pq.write_table(table, path, compression="zstd", row_group_size=max(1, table.num_rows),
                    use_dictionary=True, write_statistics=True, store_schema=True)
+
+
+def write_parquet_hashed(table: pa.Table, folder: Path, name: str) -> str:
+    """Write ``<name>-<content hash>.parquet`` in ``folder`` and return the file name.
+
+    The content hash in the name makes a rebuilt dataset with different rows a different set of data files,
+    so `datasets`' cache (keyed by the card's data file paths, not their contents) never serves stale rows.
+    """
+    tmp = folder / f".{name}.parquet.tmp"
+    write_parquet(table, tmp)
+    digest = hashlib.sha256(tmp.read_bytes()).hexdigest()[:12]
+    final = f"{name}-{digest}.parquet"
+    os.replace(tmp, folder / final)
+    return final
 
 
 def configs_yaml(configs: dict[str, list[str]], default: str | None = None) -> list[dict]:

@@ -15,7 +15,7 @@ from importlib import metadata, resources
 from pathlib import Path
 
 from phr.builders.assembly import CONFIGS, assemble, to_table
-from phr.builders.hub_folder import configs_yaml, dump_json, write_folder, write_parquet
+from phr.builders.hub_folder import configs_yaml, dump_json, write_folder, write_parquet_hashed
 from phr.builders.templates import NAMES as TEMPLATE_NAMES
 from phr.builders.templates import Templates
 from phr.errors import PHRError
@@ -134,10 +134,6 @@ def build_mini(out: str | Path = "phrbench", *, overwrite: bool = False, curated
         "MMLU subjects stand in for sources with no offline copy (ChemBench, GPQA, MedMCQA, SciQ, MBPP).",
         bbbp.STANDIN_NOTE,
     ]
-    config_files = {name: [f"data/{name}.parquet"] for name in CONFIGS}
-    config_files["all"] = [f"data/{name}.parquet" for name in CONFIGS]
-    card = render(inst, configs=configs_yaml(config_files, default="all"), recipe="mini", generator=CURATED,
-                  judge=None, qc=qc, notes=notes, licenses=licenses)
     tpl_dir = templates_dir or resources.files("phr.builders").joinpath("templates")
     manifest = {
         "recipe": "mini",
@@ -151,8 +147,11 @@ def build_mini(out: str | Path = "phrbench", *, overwrite: bool = False, curated
 
     def fill(tmp: Path) -> None:
         (tmp / "data").mkdir()
-        for name, r in inst.items():
-            write_parquet(to_table(r), tmp / "data" / f"{name}.parquet")
+        files = {name: write_parquet_hashed(to_table(r), tmp / "data", name) for name, r in inst.items()}
+        config_files = {name: [f"data/{f}"] for name, f in files.items()}
+        config_files["all"] = [f"data/{files[name]}" for name in CONFIGS]
+        card = render(inst, configs=configs_yaml(config_files, default="all"), recipe="mini", generator=CURATED,
+                      judge=None, qc=qc, notes=notes, licenses=licenses)
         card.save(tmp / "README.md")
         dump_json(manifest, tmp / "manifest.json")
 

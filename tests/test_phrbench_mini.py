@@ -24,17 +24,21 @@ def built(tmp_path_factory):
 def test_counts_and_layout(built):
     out, res = built
     assert res.counts == {"baseline": 34, "truthful": 34, "hallucinated": 102}
-    assert sorted(p.name for p in (out / "data").iterdir()) == ["baseline.parquet", "hallucinated.parquet", "truthful.parquet"]
+    names = sorted(p.name for p in (out / "data").iterdir())
+    assert [n.split("-")[0] for n in names] == ["baseline", "hallucinated", "truthful"]
+    assert all(len(n.split("-")[1]) == len("0123456789ab.parquet") for n in names)
     assert (out / "README.md").exists() and (out / "manifest.json").exists()
     assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]  # no temp folders left
-    hall = pq.read_table(out / "data" / "hallucinated.parquet").to_pylist()
+    from phr.validation.folder import data_file
+
+    hall = pq.read_table(data_file(out, "hallucinated")).to_pylist()
     by_domain = {}
     for r in hall:
         by_domain.setdefault(r["domain"], set()).add(r["mutation_type"])
     assert by_domain["Code"] == {"State Distortion"}
     for d in ("Chemistry", "Biomedicine", "Physics"):
         assert by_domain[d] == {"Rule Contradiction", "State Distortion", "Pseudoscientific Entanglement"}
-    base = pq.read_table(out / "data" / "baseline.parquet").to_pylist()
+    base = pq.read_table(data_file(out, "baseline")).to_pylist()
     assert all(r["premise"] is None and r["condition"] == "B" for r in base)
     h1 = next(r for r in hall if r["id"].endswith("-H1"))
     b1 = next(r for r in base if r["question_id"] == h1["question_id"])
@@ -64,8 +68,11 @@ def test_card_metadata_parses(built):
 def test_rebuild_is_byte_identical_and_refuses_existing(built, tmp_path):
     out, _ = built
     again = build_mini(tmp_path / "phrbench")
-    for name in ("data/baseline.parquet", "data/truthful.parquet", "data/hallucinated.parquet", "README.md"):
-        assert (out / name).read_bytes() == (again.out / name).read_bytes(), name
+    names = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    assert names == sorted(str(p.relative_to(again.out)) for p in again.out.rglob("*") if p.is_file())
+    for name in names:
+        if name != "manifest.json":
+            assert (out / name).read_bytes() == (again.out / name).read_bytes(), name
     with pytest.raises(OutputExistsError, match="--overwrite"):
         build_mini(tmp_path / "phrbench")
     build_mini(tmp_path / "phrbench", overwrite=True)
@@ -82,7 +89,9 @@ def test_cli_build_validate_then_leak_is_caught(tmp_path):
     r = subprocess.run([EXE, "validate", "phrbench"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     # edit one hallucinated premise to leak its gold answer
-    path = tmp_path / "phrbench" / "data" / "hallucinated.parquet"
+    from phr.validation.folder import data_file
+
+    path = data_file(tmp_path / "phrbench", "hallucinated")
     table = pq.read_table(path)
     rows = table.to_pylist()
     victim = next(r for r in rows if r["task_type"] == "multiple_choice" and len(r["answer"]) > 8)
@@ -91,3 +100,19 @@ def test_cli_build_validate_then_leak_is_caught(tmp_path):
     r = subprocess.run([EXE, "validate", "phrbench"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert r.returncode == 1
     assert victim["id"] in r.stdout and "leak" in r.stdout.lower()
+
+
+def test_rebuild_with_other_rows_never_loads_stale_cache(tmp_path, monkeypatch):
+    """datasets caches by the card's data file paths: content-hashed names keep a rebuild fresh."""
+    from importlib import resources
+
+    from datasets import load_dataset
+
+    monkeypatch.chdir(tmp_path)
+    build_mini("phrbench")
+    assert load_dataset("phrbench", "baseline")["test"].num_rows == 34
+    lines = resources.files("phr.builders").joinpath("curated/mini.jsonl").read_text().splitlines()
+    fewer = tmp_path / "fewer.jsonl"
+    fewer.write_text("\n".join(lines[:-1]) + "\n")
+    build_mini("phrbench", overwrite=True, curated=fewer)
+    assert load_dataset("phrbench", "baseline")["test"].num_rows == 33

@@ -25,6 +25,7 @@ import pandas as pd
 from .config import DistinctnessConfig, LeakageConfig, SingleMutationConfig, ValidationConfig
 from .report import Rejection, ValidationReport
 from .schemas import to_frame, validate_frame
+from . import textops as T
 from .textops import Corpus, _mix, lsh_candidates, lsh_params, minhash, row_starts
 
 __all__ = [
@@ -52,25 +53,24 @@ def _short(text: str, n: int = 60) -> str:
 
 
 def _present(values: pd.Series | None, n: int) -> np.ndarray:
-    """Boolean mask: value is a non-blank string (or any non-null non-string)."""
+    """Boolean mask: the value is a non-blank string (or any other non-null value)."""
     if values is None:
         return np.zeros(n, bool)
-    out = np.zeros(n, bool)
-    for i, v in enumerate(values.tolist()):
-        if isinstance(v, str):
-            out[i] = bool(v.strip())
-        elif v is not None and not (isinstance(v, float) and math.isnan(v)):
-            out[i] = True
-    return out
+    notna = values.notna().to_numpy(bool)
+    try:
+        blank = values.str.strip().str.len().fillna(0).to_numpy() == 0
+        is_str = values.map(lambda v: isinstance(v, str)).to_numpy(bool) if values.dtype == object else notna
+        return notna & ~(is_str & blank)
+    except AttributeError:  # not a string column
+        return notna
 
 
 def _strs(values: Any, n: int) -> list[str]:
+    """The values as strings ("" for null), fast for pandas string columns."""
     if values is None:
         return [""] * n
-    out = []
-    for v in list(values):
-        out.append(v if isinstance(v, str) else "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
-    return out
+    vals = values.tolist() if hasattr(values, "tolist") else list(values)
+    return [v if isinstance(v, str) else "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v) for v in vals]
 
 
 # ---- sentences, lists -----------------------------------------------------------------------------------
@@ -109,6 +109,7 @@ _LINE_MARKER = re.compile(r"(?m)^[ \t]*(?:[-*\u2022\u25e6\u2023\u25aa\u00b7]|\(?
 _INLINE_PAREN = re.compile(r"(?:^|(?<=[\s:;,]))\(?(\d{1,2}|[a-h]|[ivx]{1,4})\)\s")
 _INLINE_DOT = re.compile(r"(?:^|(?<=[\s:;,]))(\d{1,2})\.\s+(?=[A-Za-z(])")
 _ORDINAL = re.compile(r"(?i)(?:^|(?<=[.;:]\s)|(?<=[.;:]))\s*(first(?:ly)?|second(?:ly)?|third(?:ly)?|fourth(?:ly)?|finally|lastly)\s*,")
+_INLINE_BULLET = re.compile(r"(?:^|(?<=\s))([\u2022\u25e6\u2023\u25aa])\s")
 _ROMAN = {"i": 1, "ii": 2, "iii": 3, "iv": 4, "v": 5, "vi": 6, "vii": 7, "viii": 8, "ix": 9, "x": 10}
 
 
@@ -150,7 +151,8 @@ def enumeration_markers(text: str) -> list[str]:
     paren = _consecutive_run([m.group(1) for m in _INLINE_PAREN.finditer(text)])
     dot = _consecutive_run([m.group(1) for m in _INLINE_DOT.finditer(text)])
     ordinals = list(dict.fromkeys(m.group(1).lower() for m in _ORDINAL.finditer(text)))
-    best = max((paren, dot, ordinals, lines), key=len)
+    bullets = [m.group(1) for m in _INLINE_BULLET.finditer(text)]
+    best = max((paren, dot, ordinals, bullets, lines), key=len)
     return best if len(best) >= 2 else (lines if lines else [])
 
 
@@ -219,7 +221,7 @@ _LABEL_WORDS = ("answer", "option", "candidate", "choice", "correct", "right", "
 # ---- code -------------------------------------------------------------------------------------------------
 
 _CODE_TOKEN = re.compile(r"[A-Za-z_]\w*|\d+(?:\.\d+)?|[^\s\w]")
-_CODE_CHARS = re.compile(r"[()\[\]{}=_<>]|\b(?:return|def|lambda|for|while|if)\b")
+_CODE_CHARS = re.compile(r"[=\[\]{}_`<>%]|\w\(|\b(?:return|lambda|def)\b")
 
 
 def _ws(text: str) -> str:
@@ -303,23 +305,24 @@ def _single_mutation(ctx: _Context, cfg: SingleMutationConfig) -> list[Rejection
     A, n = ctx.A, ctx.n
     found: list[tuple[int, str]] = []
     is_h, is_t = ctx.is_h, ctx.is_t
-    mt = _strs(A.get("mutation_type"), n)
     has_mt = _present(A.get("mutation_type"), n)
     has_logic = _present(A.get("mutation_logic"), n)
     has_strategy = _present(A.get("mutation_strategy"), n)
+    mt = A["mutation_type"] if "mutation_type" in A.columns else pd.Series([None] * n)
 
-    # -- mutation fields
-    allowed = set(cfg.allowed_mutation_types)
-    code_domains, code_types = set(cfg.code_domains), set(cfg.code_mutation_types)
-    domain = ctx.domain
-    for i in np.flatnonzero(is_h).tolist():
-        if not has_mt[i]:
-            found.append((i, "hallucinated premise has no mutation_type"))
-        elif mt[i] not in allowed:
-            found.append((i, f"mutation_type {mt[i]!r} is not one of {', '.join(sorted(allowed))}"))
-        elif domain[i] in code_domains and mt[i] not in code_types:
-            found.append((i, f"code question premise has mutation_type {mt[i]!r}; {domain[i]} allows only {', '.join(sorted(code_types))}"))
-        if cfg.require_mutation_logic and not has_logic[i]:
+    # -- mutation fields (vectorised masks; Python only for the rows that fail)
+    allowed = mt.isin(list(cfg.allowed_mutation_types)).to_numpy(bool)
+    code_ok = mt.isin(list(cfg.code_mutation_types)).to_numpy(bool)
+    in_code = np.isin(np.asarray(ctx.domain, dtype=object), list(cfg.code_domains))
+    mt_list = mt.tolist()
+    for i in np.flatnonzero(is_h & ~has_mt).tolist():
+        found.append((i, "hallucinated premise has no mutation_type"))
+    for i in np.flatnonzero(is_h & has_mt & ~allowed).tolist():
+        found.append((i, f"mutation_type {mt_list[i]!r} is not one of {', '.join(sorted(cfg.allowed_mutation_types))}"))
+    for i in np.flatnonzero(is_h & allowed & in_code & ~code_ok).tolist():
+        found.append((i, f"code question premise has mutation_type {mt_list[i]!r}; {ctx.domain[i]} allows only {', '.join(sorted(cfg.code_mutation_types))}"))
+    if cfg.require_mutation_logic:
+        for i in np.flatnonzero(is_h & ~has_logic).tolist():
             found.append((i, "hallucinated premise has no mutation_logic naming its error"))
     for i in np.flatnonzero(is_t & (has_mt | has_logic | has_strategy)).tolist():
         fields = [f for f, has in (("mutation_type", has_mt), ("mutation_strategy", has_strategy), ("mutation_logic", has_logic)) if has[i]]
@@ -329,53 +332,43 @@ def _single_mutation(ctx: _Context, cfg: SingleMutationConfig) -> list[Rejection
     h_rows = np.flatnonzero(is_h & has_logic)
     if len(h_rows):
         logic = _strs(A["mutation_logic"].iloc[h_rows], len(h_rows))
-        joined = "\x00".join(logic)
-        starts = np.cumsum([0] + [len(s) + 1 for s in logic[:-1]])
+        lc = Corpus(logic)
+        joined, starts = lc.lower_joined
         hits: dict[int, str] = {}
         for pat in _multi_error_res(cfg.multi_error_patterns):
             for m in pat.finditer(joined):
                 r = int(np.searchsorted(starts, m.start(), side="right") - 1)
                 hits.setdefault(r, m.group(0))
-        lc = Corpus(logic)
-        maybe_list = lc.rows_with(["1", "(a)", "a)", "(i)", "first", "\n"], normalised=False)
-        for r in maybe_list:
-            if r in hits:
-                continue
-            markers = enumeration_markers(logic[r])
-            if len(markers) >= 2:
-                hits[r] = "an enumeration " + " / ".join(markers[:4])
+        for r in _list_candidates(lc, 1):
+            if r not in hits:
+                markers = enumeration_markers(logic[r])
+                if len(markers) >= 2:
+                    hits[r] = "an enumeration " + " / ".join(markers[:4])
         for r, what in hits.items():
             found.append((int(h_rows[r]), f"mutation_logic names more than one error ({_short(what, 40)!r})"))
 
     # -- statement form: sentences, lists, "; " chains, additive connectives
     corpus = ctx.corpus
-    buf, seps = corpus.raw_bytes
+    buf, _ = corpus.raw_bytes
     if len(buf):
-        # sentence-boundary candidates: . ! ? (or the last byte of an ellipsis) followed by space/closer
-        punct = np.flatnonzero((buf == 46) | (buf == 33) | (buf == 63) | (buf == 0xA6))
-        punct = punct[punct + 1 < len(buf)]
-        follow = _FOLLOW[buf[punct + 1]]
-        cand = corpus.byte_rows(punct[follow])
-        counts = np.bincount(cand, minlength=n)
+        pos, cls, rows = corpus.marks
+        nxt = buf[np.minimum(pos + 1, len(buf) - 1)]
+        at_end = pos + 1 >= len(buf)
+        # sentence-boundary candidates: . ! ? (or an ellipsis' last byte) followed by a space or a closer
+        sent = np.isin(cls, (T.DOT, T.BANG, T.QUESTION, T.U_A6)) & _FOLLOW[nxt] & ~at_end
+        counts = np.bincount(rows[sent], minlength=n)
         for i in np.flatnonzero(is_h & (counts + 1 > cfg.max_sentences)).tolist():
             sents = split_sentences(corpus.texts[i], cfg.abbreviations)
             if len(sents) > cfg.max_sentences:
                 shown = " | ".join(repr(_short(s, 40)) for s in sents[:5])
                 found.append((i, f"hallucinated premise has {len(sents)} sentences (max {cfg.max_sentences}): {shown}"))
         # "; " chains
-        semi = np.flatnonzero(buf == 59)
-        semi = semi[semi + 1 < len(buf)]
-        semi = semi[_SPACE[buf[semi + 1]]]
-        scount = np.bincount(corpus.byte_rows(semi), minlength=n)
+        semi = (cls == T.SEMI) & T.SPACE[nxt] & ~at_end
+        scount = np.bincount(rows[semi], minlength=n)
         for i in np.flatnonzero(is_h & (scount > cfg.max_semicolons)).tolist():
             found.append((i, f"hallucinated premise chains {scount[i] + 1} statements with '; ' (max {cfg.max_semicolons} separator{'s' if cfg.max_semicolons != 1 else ''})"))
-        # enumerations: only rows with a newline, a ')', a bullet, a digit + '.', or "first"
-        marks = np.flatnonzero((buf == 10) | (buf == 41) | (buf == 0xA2) | (buf == 0xA6) | (buf == 42) | (buf == 45))
-        digit_dot = punct[(punct > 0)]
-        digit_dot = digit_dot[(buf[digit_dot - 1] >= 48) & (buf[digit_dot - 1] <= 57)]
-        rows = set(corpus.byte_rows(marks).tolist()) | set(corpus.byte_rows(digit_dot).tolist())
-        rows |= set(corpus.rows_with(["first"], normalised=False))
-        for i in sorted(r for r in rows if is_h[r]):
+        # enumerations, on the rows a vectorised pre-filter flags
+        for i in sorted(r for r in _list_candidates(corpus, cfg.max_list_markers + 1) if is_h[r]):
             markers = enumeration_markers(corpus.texts[i])
             if len(markers) > cfg.max_list_markers:
                 found.append((i, f"hallucinated premise is a list ({len(markers)} enumeration markers: {', '.join(repr(m) for m in markers[:5])})"))
@@ -388,20 +381,59 @@ def _single_mutation(ctx: _Context, cfg: SingleMutationConfig) -> list[Rejection
             while i >= 0:
                 r = int(np.searchsorted(starts, i, side="right") - 1)
                 after = joined[i + len(phrase) : i + len(phrase) + 3]
-                if not (label.lower() == "in addition" and after == "to "):
-                    if is_h[r] and label not in hits_c[r]:
-                        hits_c[r].append(label)
+                if is_h[r] and not (phrase == " in addition " and after == "to "):
+                    hits_c[r].append(label)
                 i = joined.find(phrase, i + 1)
-        for r, labels in hits_c.items():
-            if len(labels) > cfg.max_additive_connectives or sum(corpus.norm[r].count(p) for p in phrases if phrases[p] in labels) > cfg.max_additive_connectives:
-                found.append((r, f"hallucinated premise joins independent claims with {', '.join(repr(x) for x in labels)}"))
+        for r, labels in sorted(hits_c.items()):
+            if len(labels) > cfg.max_additive_connectives:
+                shown = ", ".join(repr(x) for x in dict.fromkeys(labels))
+                found.append((r, f"hallucinated premise joins independent claims with {shown}"))
     return _finish(found, ctx.ids, "single_mutation")
+
+
+def _list_candidates(corpus: Corpus, min_markers: int) -> set[int]:
+    """Rows that may hold an enumeration (a superset of what enumeration_markers finds): a newline,
+    >= min_markers inline markers "x)" / "12." / "•", a leading "-" / "*" / "1.", or the word "first"."""
+    buf, _ = corpus.raw_bytes
+    if not len(buf):
+        return set()
+    pos, cls, rows = corpus.marks
+    out = set(rows[cls == T.NEWLINE].tolist())
+    L = len(buf)
+
+    def at(offsets: np.ndarray) -> np.ndarray:
+        return buf[np.clip(offsets, 0, L - 1)]
+
+    def boundary(offsets: np.ndarray) -> np.ndarray:
+        b = at(offsets)
+        return (offsets < 0) | (b == 0) | (b == 40) | T.SPACE[b] | (b == 58) | (b == 59) | (b == 44)
+
+    # "x)", "(12)", "iv)": 1-4 alphanumerics between a boundary and ')'
+    rp = pos[cls == T.RPAREN]
+    marker = np.zeros(len(rp), bool)
+    run = np.ones(len(rp), bool)
+    for k in range(1, 5):
+        run &= T.ALNUM[at(rp - k)] & (rp - k >= 0)
+        marker |= run & boundary(rp - k - 1)
+    # "12. " with a boundary before the number
+    dp = pos[(cls == T.DOT)]
+    d1 = (at(dp - 1) >= 48) & (at(dp - 1) <= 57) & T.SPACE[at(dp + 1)]
+    dmark = d1 & (boundary(dp - 2) | (((at(dp - 2) >= 48) & (at(dp - 2) <= 57)) & boundary(dp - 3)))
+    # bullets: "•" is E2 80 A2
+    bp = pos[cls == T.U_A2]
+    bmark = (at(bp - 1) == 0x80) & (at(bp - 2) == 0xE2)
+    counts = np.bincount(np.concatenate([rows[cls == T.RPAREN][marker], rows[cls == T.DOT][dmark], rows[cls == T.U_A2][bmark]]), minlength=corpus.n)
+    out |= set(np.flatnonzero(counts >= min_markers).tolist())
+    # a leading "-", "*" or bullet (a one-item list on the first line, more on later lines need a newline)
+    lead = pos[np.isin(cls, (T.DASH, T.STAR, T.DIGIT))]
+    first = lead[(lead == 0) | (at(lead - 1) == 0)]
+    out |= set(corpus.byte_rows(first).tolist()) if min_markers <= 1 else set()
+    out |= set(corpus.rows_with(["first"], normalised=False))
+    return out
 
 
 _FOLLOW = np.zeros(256, bool)
 _FOLLOW[[32, 10, 9, 13, 34, 39, 41, 93, 0xE2]] = True
-_SPACE = np.zeros(256, bool)
-_SPACE[[32, 10, 9, 13]] = True
 
 _MULTI_CACHE: dict[tuple[str, ...], list[re.Pattern]] = {}
 

@@ -77,9 +77,9 @@ class SingleMutationConfig:
 @dataclass(frozen=True)
 class DistinctnessConfig:
     threshold: float = 0.8  # Jaccard similarity of shingle sets at or above which two premises are near-paraphrases
-    shingle: Literal["char", "word"] = "char"
-    shingle_size: int = 5  # characters (char) or words (word) per shingle, on normalised text
-    num_perm: int = 128  # MinHash signature length (one-permutation hashing: bins)
+    shingle: Literal["word", "char"] = "word"
+    shingle_size: int = 2  # words (word) or characters (char, at most 8) per shingle, on normalised text
+    num_perm: int = 64  # MinHash signature length (one-permutation hashing: bins)
     bands: int | None = None  # LSH bands; None -> chosen from threshold and num_perm
     seed: int = 1
     verify: bool = True  # re-check LSH candidate pairs with exact Jaccard (False: MinHash estimate)

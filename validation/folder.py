@@ -41,9 +41,14 @@ def _card_checks(folder: Path) -> list[Rejection]:
     return out
 
 
+def data_file(folder: Path, name: str) -> Path | None:
+    """``data/<name>-<hash>.parquet`` (or ``data/<name>.parquet``) of a built folder."""
+    found = sorted((folder / "data").glob(f"{name}-*.parquet")) or sorted((folder / "data").glob(f"{name}.parquet"))
+    return found[0] if found else None
+
+
 def load_rows(folder: Path) -> dict[str, list[dict]]:
-    return {n: pq.read_table(folder / "data" / f"{n}.parquet").to_pylist() for n in CONFIGS
-            if (folder / "data" / f"{n}.parquet").exists()}
+    return {n: pq.read_table(p).to_pylist() for n in CONFIGS if (p := data_file(folder, n)) is not None}
 
 
 def validate_folder(folder: str | Path) -> ValidationReport:
@@ -58,7 +63,7 @@ def validate_folder(folder: str | Path) -> ValidationReport:
     rows = load_rows(folder)
     for n in CONFIGS:
         if n not in rows:
-            report.extend([Rejection(f"data/{n}.parquet", "folder", "missing data file")])
+            report.extend([Rejection(f"data/{n}-*.parquet", "folder", "missing data file")])
     if len(rows) < len(CONFIGS):
         return report
     ids = Counter(r["id"] for rs in rows.values() for r in rs)

@@ -35,6 +35,18 @@ _LUT[0] = 0
 _LUT[128:] = np.arange(128, 256, dtype=np.uint8)
 
 
+# byte classes for the vectorised pre-filters (Corpus.marks)
+DOT, BANG, QUESTION, SEMI, RPAREN, NEWLINE, DASH, STAR, U_A6, U_A2, DIGIT = range(1, 12)
+BYTE_CLASS = np.zeros(256, np.uint8)
+for _b, _k in ((46, DOT), (33, BANG), (63, QUESTION), (59, SEMI), (41, RPAREN), (10, NEWLINE), (45, DASH), (42, STAR), (0xA6, U_A6), (0xA2, U_A2)):
+    BYTE_CLASS[_b] = _k
+BYTE_CLASS[48:58] = DIGIT
+ALNUM = np.zeros(256, bool)
+ALNUM[48:58] = ALNUM[65:91] = ALNUM[97:123] = True
+SPACE = np.zeros(256, bool)
+SPACE[[32, 9, 10, 13]] = True
+
+
 def _mix(x: np.ndarray) -> np.ndarray:
     """splitmix64 finaliser (in place on a uint64 array; returns it)."""
     with np.errstate(over="ignore"):
@@ -90,6 +102,14 @@ class Corpus:
     def byte_rows(self, positions: np.ndarray) -> np.ndarray:
         """Row index of each position of raw_bytes."""
         return np.searchsorted(self.raw_bytes[1], positions)
+
+    @cached_property
+    def marks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(position, class, row) of the bytes of interest in raw_bytes (see BYTE_CLASS), in one pass."""
+        buf, _ = self.raw_bytes
+        cls = BYTE_CLASS[buf]
+        pos = np.flatnonzero(cls)
+        return pos, cls[pos], self.byte_rows(pos)
 
     # ---- normalised text ------------------------------------------------------------------------
 
