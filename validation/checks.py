@@ -15,12 +15,13 @@ import math
 import re
 import time
 from collections import defaultdict
-from collections.abc import Callable
-from functools import cached_property
+from collections.abc import Callable, Iterator
+from functools import cached_property, lru_cache
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from .config import DistinctnessConfig, LeakageConfig, SingleMutationConfig, ValidationConfig
 from .report import Rejection, ValidationReport
@@ -79,11 +80,16 @@ _BOUNDARY = re.compile(r"([.!?\u2026]+)([\"'\u201d\u2019)\]]*)\s+(?=(\S))")
 _LAST_TOKEN = re.compile(r"(\S+)$")
 
 
+@lru_cache(maxsize=8)
+def _abbrev_set(abbreviations: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(a.lower().rstrip(".") for a in abbreviations)
+
+
 def split_sentences(text: str, abbreviations: tuple[str, ...] = SingleMutationConfig.abbreviations) -> list[str]:
     """Sentences of `text`: a break is [.!?] (+ closing quotes/brackets) + whitespace + the next sentence,
     except after an abbreviation ("e.g.", "Fig.", "approx."), a single-letter initial ("J. Smith") or
     before a lower-case letter ("approx. five")."""
-    abbrev = {a.lower().rstrip(".") for a in abbreviations}
+    abbrev = _abbrev_set(abbreviations)
     out: list[str] = []
     start = 0
     for m in _BOUNDARY.finditer(text):
@@ -159,19 +165,31 @@ def enumeration_markers(text: str) -> list[str]:
 # ---- numbers --------------------------------------------------------------------------------------------
 
 _SUP = str.maketrans("\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207b\u207a\u2212", "0123456789--" + "-")
-_NUMBER = re.compile(
-    r"(?<![\w.^])(?P<m>\d{1,3}(?:,\d{3})+(?![\d,])|\d+(?:\.\d+)?|\.\d+)"
+_NUMBER = re.compile(  # the "not inside a word" condition is checked in _numbers (a lookbehind here is slow)
+    r"(?P<m>\d{1,3}(?:,\d{3})+(?![\d,])|\d+(?:\.\d+)?|\.\d+)"
     r"(?:\s*[eE](?P<e1>[-+\u2212]?\d+)\b"
     r"|\s*[\u00d7x*\u00b7]\s*10\s*(?:\^|\*\*)?\s*(?P<e2>[-+\u2212\u207b]?[\d\u2070\u00b9\u00b2\u00b3\u2074-\u2079]+)"
     r"|(?:\^|\*\*)(?P<e3>[-+\u2212]?\d+))?"
 )
 
 
+def _numbers(text: str) -> list[re.Match]:
+    out = []
+    for m in _NUMBER.finditer(text):
+        k = m.start()
+        if k:
+            c = text[k - 1]
+            if c.isalnum() or c in "_.^":
+                continue
+        out.append(m)
+    return out
+
+
 def parse_numbers(text: str) -> list[tuple[float, str]]:
     """(absolute value, matched text) of every number in `text`: 9.8, 9.80, 1,000, 3.2e5, 3.2 x 10^5,
     3.2 x 10⁵, 10^-3. Digits inside words (CO2, H2O, m/s^2) are not numbers."""
     out = []
-    for m in _NUMBER.finditer(text):
+    for m in _numbers(text):
         try:
             value = float(m.group("m").replace(",", ""))
             if m.group("e1"):
@@ -191,7 +209,7 @@ def numeric_value(text: str, max_unit_chars: int = 16) -> float | None:
     exactly one number, at the start (after an optional sign, ~, ≈ or currency symbol), followed by at
     most `max_unit_chars` characters of unit."""
     text = text.strip()
-    nums = list(_NUMBER.finditer(text))
+    nums = _numbers(text)
     if len(nums) != 1:
         return None
     m = nums[0]
@@ -201,6 +219,21 @@ def numeric_value(text: str, max_unit_chars: int = 16) -> float | None:
         return None
     parsed = parse_numbers(m.group(0))
     return parsed[0][0] if parsed else None
+
+
+def _lead_digits(v: float, rel: float) -> str:
+    """Digits one of which starts (as first significant digit) every number within `rel` of v."""
+    if v == 0 or not math.isfinite(v):
+        return "0123456789"
+    m = v / 10 ** math.floor(math.log10(v))
+    out = {str(min(9, int(m)))}
+    if m * (1 - 2 * rel) < 1.0 or int(m * (1 - 2 * rel)) != int(m):
+        out.add(str(max(1, int(m * (1 - 2 * rel))) % 10 or 9))
+    if m * (1 + 2 * rel) >= 10 or int(m * (1 + 2 * rel)) != int(m):
+        out.add(str(int(m * (1 + 2 * rel)) % 10 or 1))
+    if "0" not in out and m < 1.0001:
+        out.add("9")
+    return "".join(sorted(out))
 
 
 def _close(a: float, b: float, rel: float, abs_: float) -> bool:
@@ -215,13 +248,14 @@ _LABEL = re.compile(
     r"\s*[:=]?\s*(?:\((?P<p>[1-9]|[A-Ja-j])\)|(?P<b>[1-9]|[A-J])(?![\w.,]?\d)\b)"
     r"|\((?P<q>[1-9]|[A-Ja-j])\)\s+(?i:is|was)\s+(?i:the\s+)?(?i:correct|right|true|best|answer)"
 )
-_LABEL_WORDS = ("answer", "option", "candidate", "choice", "correct", "right", "best")
+_LABEL_WORDS = ("answer", "answers", "option", "options", "candidate", "candidates", "choice", "choices", "correct", "right", "true", "best")
 
 
 # ---- code -------------------------------------------------------------------------------------------------
 
+_HAS_DIGIT = re.compile(r"\d")
 _CODE_TOKEN = re.compile(r"[A-Za-z_]\w*|\d+(?:\.\d+)?|[^\s\w]")
-_CODE_CHARS = re.compile(r"[=\[\]{}_`<>%]|\w\(|\b(?:return|lambda|def)\b")
+_CODE_CHARS = re.compile(r"[=\[\]{}_`<>%:]|\w\(")
 
 
 def _ws(text: str) -> str:
@@ -231,34 +265,55 @@ def _ws(text: str) -> str:
 # ---- the shared context -------------------------------------------------------------------------------
 
 
+def _positions(ids: pd.Series, wanted: pd.Series) -> np.ndarray:
+    """Position in `ids` of each value of `wanted` (first occurrence; -1 when absent)."""
+    index = pd.Index(ids)
+    if index.has_duplicates:
+        keep = ~index.duplicated()
+        positions, index = np.flatnonzero(keep), index[keep]
+    else:
+        positions = np.arange(len(index))
+    idx = index.get_indexer(wanted)
+    return np.where(idx >= 0, positions[np.maximum(idx, 0)], -1).astype(np.int64)
+
+
 class _Context:
     """The augmentation rows joined to their questions, with every derived column computed once."""
 
-    def __init__(self, augs: Any, questions: Any | None, config: ValidationConfig):
+    def __init__(self, augs: Any, questions: Any | None, config: ValidationConfig, row_index: np.ndarray | None = None):
         self.config = config
+        self.row_index = row_index  # position of each row in the caller's frame (for ids of rows without one)
         self.A = to_frame(augs).reset_index(drop=True)
         self.Q = None if questions is None else to_frame(questions).reset_index(drop=True)
         n = self.n = len(self.A)
-        col = self.A.get
-        raw_ids = _strs(col("id"), n)
-        self.ids = [x or f"<augmentations>[{i}]" for i, x in enumerate(raw_ids)]
-        self.kind = np.asarray(_strs(col("kind"), n), dtype=object)
-        self.is_h = self.kind == "hallucinated"
-        self.is_t = self.kind == "truthful"
-        self.question_ids = _strs(col("question_id"), n)
-        self.corpus = Corpus(_strs(col("statement"), n))
+        A = self.A
+        self._ids = A["id"].to_numpy(dtype=object) if "id" in A.columns else np.full(n, None, dtype=object)
+        self.kind = A["kind"].to_numpy(dtype=object) if "kind" in A.columns else np.full(n, "", dtype=object)
+        self.is_h = A["kind"].eq("hallucinated").to_numpy(bool) if "kind" in A.columns else np.zeros(n, bool)
+        self.is_t = A["kind"].eq("truthful").to_numpy(bool) if "kind" in A.columns else np.zeros(n, bool)
+        qcol = A["question_id"] if "question_id" in A.columns else pd.Series([""] * n, dtype=object)
+        self._question_ids = qcol.to_numpy(dtype=object)
+        stmt = A["statement"] if "statement" in A.columns else pd.Series([""] * n, dtype=object)
+        self.corpus = Corpus(stmt.fillna("").tolist() if stmt.dtype != object else stmt.tolist(), arrow=T.arrow_strings(stmt))
         if self.Q is not None and len(self.Q) and "id" in self.Q.columns:
-            qids = pd.Index(_strs(self.Q["id"], len(self.Q)))
-            first = ~qids.duplicated()
-            lookup = pd.Series(np.flatnonzero(first), index=qids[first])
-            self.qpos = lookup.reindex(self.question_ids).fillna(-1).to_numpy(np.int64)
+            self.qpos = _positions(self.Q["id"], qcol)
         else:
             self.qpos = np.full(n, -1, np.int64)
         self.has_q = self.qpos >= 0
-        # group = question: its row in Q, else a code of its question_id
-        codes, _ = pd.factorize(pd.Series(self.question_ids, dtype=object))
+        # group = the question: its row in Q, else a code of its question_id
+        codes, _ = pd.factorize(qcol)
         offset = len(self.Q) if self.Q is not None else 0
         self.group = np.where(self.has_q, self.qpos, offset + codes)
+
+    def row_id(self, i: int) -> str:
+        v = self._ids[i]
+        if isinstance(v, str) and v:
+            return v
+        return f"<augmentations>[{i if self.row_index is None else int(self.row_index[i])}]"
+
+    def question_id(self, i: int) -> str:
+        v = self._question_ids[i]
+        return v if isinstance(v, str) else ""
 
     # question columns, one value per question row
     def qcol(self, name: str) -> list[Any]:
@@ -280,13 +335,41 @@ class _Context:
         return [qd[p] if p >= 0 else o for p, o in zip(self.qpos.tolist(), own, strict=True)]
 
     @cached_property
+    def statement_prefilter(self) -> np.ndarray:
+        """Rows whose statement may break a statement-form rule or name an answer label (one RE2 pass)."""
+        return T.regex_mask(self.corpus.arrow, _statement_prefilter_re(self.config))
+
+    def raw_signatures(self, kind: str, size: int, num_perm: int, questions: bool = False) -> np.ndarray:
+        """Raw one-permutation signatures (rows x num_perm) of the statements' (or the question texts')
+        shingles, computed once per setting and shared by the checks."""
+        cache = self.__dict__.setdefault("_sig_cache", {})
+        key = (kind, size, num_perm, questions)
+        if key not in cache:
+            corpus = self.q_corpus if questions else self.corpus
+            sh, rows = corpus.shingles(size, kind)
+            cache[key] = T.oph_signatures(sh, rows, corpus.n, num_perm)
+        return cache[key]
+
+    def in_domains(self, domains: tuple[str, ...]) -> np.ndarray:
+        """Per row: is its question's domain one of `domains` (vectorised through the questions)."""
+        if self.Q is not None and "domain" in self.Q.columns:
+            per_q = np.append(self.Q["domain"].isin(list(domains)).to_numpy(bool), False)
+            out = per_q[self.qpos]
+            if "domain" in self.A.columns:
+                out = np.where(self.has_q, out, self.A["domain"].isin(list(domains)).to_numpy(bool))
+            return out
+        if "domain" in self.A.columns:
+            return self.A["domain"].isin(list(domains)).to_numpy(bool)
+        return np.zeros(self.n, bool)
+
+    @cached_property
     def q_corpus(self) -> Corpus:
         return Corpus(_strs(self.qcol("question"), len(self.Q) if self.Q is not None else 0))
 
 
-def _finish(found: list[tuple[int, str]], ids: list[str], check: str) -> list[Rejection]:
+def _finish(found: list[tuple[int, str]], ctx: _Context, check: str) -> list[Rejection]:
     found.sort(key=lambda x: x[0])
-    return [Rejection(ids[i], check, reason) for i, reason in found]
+    return [Rejection(ctx.row_id(i), check, reason) for i, reason in found]
 
 
 # ---- single mutation -------------------------------------------------------------------------------------
@@ -298,7 +381,7 @@ def single_mutation(augmentations: Any, questions: Any | None = None, config: Va
     `questions` (or a `domain` column on the augmentations) is needed for the code-domain rule.
     """
     cfg = _config(config)
-    return _single_mutation(_Context(augmentations, questions, cfg), cfg.single_mutation)
+    return _blocked(augmentations, questions, cfg, lambda ctx: _single_mutation(ctx, cfg.single_mutation))
 
 
 def _single_mutation(ctx: _Context, cfg: SingleMutationConfig) -> list[Rejection]:
@@ -313,7 +396,7 @@ def _single_mutation(ctx: _Context, cfg: SingleMutationConfig) -> list[Rejection
     # -- mutation fields (vectorised masks; Python only for the rows that fail)
     allowed = mt.isin(list(cfg.allowed_mutation_types)).to_numpy(bool)
     code_ok = mt.isin(list(cfg.code_mutation_types)).to_numpy(bool)
-    in_code = np.isin(np.asarray(ctx.domain, dtype=object), list(cfg.code_domains))
+    in_code = ctx.in_domains(cfg.code_domains)
     mt_list = mt.tolist()
     for i in np.flatnonzero(is_h & ~has_mt).tolist():
         found.append((i, "hallucinated premise has no mutation_type"))
@@ -328,119 +411,121 @@ def _single_mutation(ctx: _Context, cfg: SingleMutationConfig) -> list[Rejection
         fields = [f for f, has in (("mutation_type", has_mt), ("mutation_strategy", has_strategy), ("mutation_logic", has_logic)) if has[i]]
         found.append((i, f"truthful premise has mutation fields set ({', '.join(fields)})"))
 
-    # -- mutation_logic naming more than one error
+    # -- mutation_logic naming more than one error: a vectorised keyword pre-filter (RE2 over the Arrow
+    # column), then the patterns (Python re, on lower-cased text) on the few rows it keeps
     h_rows = np.flatnonzero(is_h & has_logic)
     if len(h_rows):
-        logic = _strs(A["mutation_logic"].iloc[h_rows], len(h_rows))
-        lc = Corpus(logic)
-        joined, starts = lc.lower_joined
-        hits: dict[int, str] = {}
-        for pat in _multi_error_res(cfg.multi_error_patterns):
-            for m in pat.finditer(joined):
-                r = int(np.searchsorted(starts, m.start(), side="right") - 1)
-                hits.setdefault(r, m.group(0))
-        for r in _list_candidates(lc, 1):
-            if r not in hits:
-                markers = enumeration_markers(logic[r])
+        logic_col = T.arrow_strings(A["mutation_logic"]).take(pa.array(h_rows))
+        if cfg.multi_error_keywords:
+            cand = T.regex_mask(logic_col, f"{_keyword_re(cfg.multi_error_keywords)}|{_LIST_PREFILTER}")
+        else:
+            cand = np.ones(len(h_rows), bool)
+        pats = _multi_error_res(cfg.multi_error_patterns)
+        logic_values = A["mutation_logic"]
+        for r in np.flatnonzero(cand).tolist():
+            i = int(h_rows[r])
+            text = str(logic_values.iat[i])
+            low = text.lower()
+            what = None
+            for pat in pats:
+                m = next((m for m in pat.finditer(low) if not (m.start() and low[m.start() - 1].isalnum())), None)
+                if m is not None:
+                    what = m.group(0)
+                    break
+            if what is None:
+                markers = enumeration_markers(text)
                 if len(markers) >= 2:
-                    hits[r] = "an enumeration " + " / ".join(markers[:4])
-        for r, what in hits.items():
-            found.append((int(h_rows[r]), f"mutation_logic names more than one error ({_short(what, 40)!r})"))
+                    what = "an enumeration " + " / ".join(markers[:4])
+            if what is not None:
+                found.append((i, f"mutation_logic names more than one error ({_short(what, 40)!r})"))
 
-    # -- statement form: sentences, lists, "; " chains, additive connectives
+    # -- statement form: sentences, lists, "; " chains, additive connectives. One RE2 pass over the Arrow
+    # column (vectorised) keeps the rows that may break a rule; Python applies the rules to those only.
     corpus = ctx.corpus
-    buf, _ = corpus.raw_bytes
-    if len(buf):
-        pos, cls, rows = corpus.marks
-        nxt = buf[np.minimum(pos + 1, len(buf) - 1)]
-        at_end = pos + 1 >= len(buf)
-        # sentence-boundary candidates: . ! ? (or an ellipsis' last byte) followed by a space or a closer
-        sent = np.isin(cls, (T.DOT, T.BANG, T.QUESTION, T.U_A6)) & _FOLLOW[nxt] & ~at_end
-        counts = np.bincount(rows[sent], minlength=n)
-        for i in np.flatnonzero(is_h & (counts + 1 > cfg.max_sentences)).tolist():
-            sents = split_sentences(corpus.texts[i], cfg.abbreviations)
-            if len(sents) > cfg.max_sentences:
-                shown = " | ".join(repr(_short(s, 40)) for s in sents[:5])
-                found.append((i, f"hallucinated premise has {len(sents)} sentences (max {cfg.max_sentences}): {shown}"))
-        # "; " chains
-        semi = (cls == T.SEMI) & T.SPACE[nxt] & ~at_end
-        scount = np.bincount(rows[semi], minlength=n)
-        for i in np.flatnonzero(is_h & (scount > cfg.max_semicolons)).tolist():
-            found.append((i, f"hallucinated premise chains {scount[i] + 1} statements with '; ' (max {cfg.max_semicolons} separator{'s' if cfg.max_semicolons != 1 else ''})"))
-        # enumerations, on the rows a vectorised pre-filter flags
-        for i in sorted(r for r in _list_candidates(corpus, cfg.max_list_markers + 1) if is_h[r]):
-            markers = enumeration_markers(corpus.texts[i])
-            if len(markers) > cfg.max_list_markers:
-                found.append((i, f"hallucinated premise is a list ({len(markers)} enumeration markers: {', '.join(repr(m) for m in markers[:5])})"))
-        # additive connectives joining another claim
-        phrases = {" " + " ".join(re.sub(r"[^\w]+", " ", c.lower()).split()) + " ": c for c in cfg.additive_connectives}
-        hits_c: dict[int, list[str]] = defaultdict(list)
-        joined, starts = corpus.norm_joined
-        for phrase, label in phrases.items():
-            i = joined.find(phrase)
-            while i >= 0:
-                r = int(np.searchsorted(starts, i, side="right") - 1)
-                after = joined[i + len(phrase) : i + len(phrase) + 3]
-                if is_h[r] and not (phrase == " in addition " and after == "to "):
-                    hits_c[r].append(label)
-                i = joined.find(phrase, i + 1)
-        for r, labels in sorted(hits_c.items()):
+    texts = corpus.texts
+    cand = np.flatnonzero(is_h & ctx.statement_prefilter)
+    semi = re.compile(r";\s")
+    for i in cand.tolist():
+        text = texts[i]
+        sents = split_sentences(text, cfg.abbreviations)
+        if len(sents) > cfg.max_sentences:
+            shown = " | ".join(repr(_short(x, 40)) for x in sents[:5])
+            found.append((i, f"hallucinated premise has {len(sents)} sentences (max {cfg.max_sentences}): {shown}"))
+        k = len(semi.findall(text))
+        if k > cfg.max_semicolons:
+            plural = "s" if cfg.max_semicolons != 1 else ""
+            found.append((i, f"hallucinated premise chains {k + 1} statements with '; ' (max {cfg.max_semicolons} separator{plural})"))
+        markers = enumeration_markers(text)
+        if len(markers) > cfg.max_list_markers:
+            found.append((i, f"hallucinated premise is a list ({len(markers)} enumeration markers: {', '.join(repr(x) for x in markers[:5])})"))
+    phrases = _phrases(cfg.additive_connectives)
+    if phrases:
+        for r in cand.tolist():
+            row = corpus.norm_row(r)
+            labels = []
+            for phrase, label in phrases.items():
+                start = row.find(phrase)
+                while start >= 0:
+                    if not (phrase == " in addition " and row.startswith("to ", start + len(phrase))):
+                        labels.append(label)
+                    start = row.find(phrase, start + 1)
             if len(labels) > cfg.max_additive_connectives:
                 shown = ", ".join(repr(x) for x in dict.fromkeys(labels))
                 found.append((r, f"hallucinated premise joins independent claims with {shown}"))
-    return _finish(found, ctx.ids, "single_mutation")
+    return _finish(found, ctx, "single_mutation")
 
 
-def _list_candidates(corpus: Corpus, min_markers: int) -> set[int]:
-    """Rows that may hold an enumeration (a superset of what enumeration_markers finds): a newline,
-    >= min_markers inline markers "x)" / "12." / "•", a leading "-" / "*" / "1.", or the word "first"."""
-    buf, _ = corpus.raw_bytes
-    if not len(buf):
-        return set()
-    pos, cls, rows = corpus.marks
-    out = set(rows[cls == T.NEWLINE].tolist())
-    L = len(buf)
+# RE2 (Arrow) pre-filters: each matches a superset of what the Python rules then look for
+_SENT_PREFILTER = r"[.!?\x{2026}]+[\"'\x{201d}\x{2019})\]]*\s+\S"
+_LIST_PREFILTER = (
+    r"\n|[\x{2022}\x{25e6}\x{2023}\x{25aa}]|(?i:\bfirst(?:ly)?\b)"
+    r"|(?:^|[\s:;,(])\(?(?:\d{1,2}|[a-hA-H]|[ivxIVX]{1,4})[.)]\s|^\s*[-*]\s"
+)
 
-    def at(offsets: np.ndarray) -> np.ndarray:
-        return buf[np.clip(offsets, 0, L - 1)]
 
-    def boundary(offsets: np.ndarray) -> np.ndarray:
-        b = at(offsets)
-        return (offsets < 0) | (b == 0) | (b == 40) | T.SPACE[b] | (b == 58) | (b == 59) | (b == 44)
-
-    # "x)", "(12)", "iv)": 1-4 alphanumerics between a boundary and ')'
-    rp = pos[cls == T.RPAREN]
-    marker = np.zeros(len(rp), bool)
-    run = np.ones(len(rp), bool)
-    for k in range(1, 5):
-        run &= T.ALNUM[at(rp - k)] & (rp - k >= 0)
-        marker |= run & boundary(rp - k - 1)
-    # "12. " with a boundary before the number
-    dp = pos[(cls == T.DOT)]
-    d1 = (at(dp - 1) >= 48) & (at(dp - 1) <= 57) & T.SPACE[at(dp + 1)]
-    dmark = d1 & (boundary(dp - 2) | (((at(dp - 2) >= 48) & (at(dp - 2) <= 57)) & boundary(dp - 3)))
-    # bullets: "•" is E2 80 A2
-    bp = pos[cls == T.U_A2]
-    bmark = (at(bp - 1) == 0x80) & (at(bp - 2) == 0xE2)
-    counts = np.bincount(np.concatenate([rows[cls == T.RPAREN][marker], rows[cls == T.DOT][dmark], rows[cls == T.U_A2][bmark]]), minlength=corpus.n)
-    out |= set(np.flatnonzero(counts >= min_markers).tolist())
-    # a leading "-", "*" or bullet (a one-item list on the first line, more on later lines need a newline)
-    lead = pos[np.isin(cls, (T.DASH, T.STAR, T.DIGIT))]
-    first = lead[(lead == 0) | (at(lead - 1) == 0)]
-    out |= set(corpus.byte_rows(first).tolist()) if min_markers <= 1 else set()
-    out |= set(corpus.rows_with(["first"], normalised=False))
+def _phrases(connectives: tuple[str, ...]) -> dict[str, str]:
+    """{normalised phrase with padding: connective as configured}."""
+    out = {" " + " ".join(re.sub(r"[^\w]+", " ", c.lower()).split()) + " ": c for c in connectives}
+    out.pop("  ", None)
     return out
 
 
-_FOLLOW = np.zeros(256, bool)
-_FOLLOW[[32, 10, 9, 13, 34, 39, 41, 93, 0xE2]] = True
+def _statement_prefilter_re(cfg: ValidationConfig) -> str:
+    """One RE2 pattern matching every statement that may break a statement-form rule or mention an
+    answer label: >= max_sentences sentence ends, > max_semicolons "; ", a list marker, a connective,
+    a label word. A superset: the Python rules decide."""
+    sm = cfg.single_mutation
+    parts = [_LIST_PREFILTER, _keyword_re(_LABEL_WORDS)]
+    if sm.max_sentences >= 1:
+        parts.append(f"(?s:(?:{_SENT_PREFILTER}.*){{{sm.max_sentences}}})")
+    else:
+        parts.append(r"\S")
+    parts.append(f"(?s:(?:;\\s.*){{{sm.max_semicolons + 1}}})")
+    phrases = _phrases(sm.additive_connectives)
+    if phrases:
+        parts.append(_phrases_re(tuple(phrases)))
+    return "|".join(f"(?:{p})" for p in parts)
+
+
+def _keyword_re(words: tuple[str, ...]) -> str:
+    return r"(?i)\b(?:" + "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True)) + r")\b"
+
+
+def _phrases_re(phrases: tuple[str, ...]) -> str:
+    """RE2 pattern for normalised phrases (" and also ") in raw text, words separated by any non-word run."""
+    alts = [r"[\W_]+".join(re.escape(w) for w in p.split()) for p in phrases]
+    return r"(?i)\b(?:" + "|".join(alts) + r")\b"
+
+
 
 _MULTI_CACHE: dict[tuple[str, ...], list[re.Pattern]] = {}
 
 
 def _multi_error_res(patterns: tuple[str, ...]) -> list[re.Pattern]:
+    """The compiled patterns (applied to lower-cased text; one scan each: a pattern that starts with a
+    literal alternation lets the regex engine skip ahead, an alternation of all of them would not)."""
     if patterns not in _MULTI_CACHE:
-        _MULTI_CACHE[patterns] = [re.compile(p, re.IGNORECASE) for p in patterns]
+        _MULTI_CACHE[patterns] = [re.compile(p) for p in patterns]
     return _MULTI_CACHE[patterns]
 
 
@@ -450,21 +535,16 @@ def _multi_error_res(patterns: tuple[str, ...]) -> list[re.Pattern]:
 def distinctness(augmentations: Any, config: ValidationConfig | DistinctnessConfig | None = None) -> list[Rejection]:
     """No two hallucinated premises of one question are near-paraphrases (shingle Jaccard >= threshold)."""
     cfg = _config(config)
-    return _distinctness(_Context(augmentations, None, cfg), cfg.distinctness)
+    return _blocked(augmentations, None, cfg, lambda ctx: _distinctness(ctx, cfg.distinctness))
 
 
 def _distinctness(ctx: _Context, cfg: DistinctnessConfig) -> list[Rejection]:
     h_rows = np.flatnonzero(ctx.is_h)
     if len(h_rows) < 2:
         return []
-    sh, rows = ctx.corpus.shingles(cfg.shingle_size, cfg.shingle)
-    # keep the hallucinated rows' shingles, renumbered 0..len(h_rows)-1 (order is kept: rows ascending)
-    local = np.full(ctx.n, -1, np.int64)
-    local[h_rows] = np.arange(len(h_rows))
-    keep = local[rows] >= 0
-    sh, lrow = sh[keep], local[rows[keep]]
+    raw = ctx.raw_signatures(cfg.shingle, cfg.shingle_size, cfg.num_perm)
     nh = len(h_rows)
-    sig, has = minhash(sh, lrow, nh, cfg.num_perm)
+    sig, has = T.densify(raw[h_rows])
     if cfg.bands:
         bands, r = cfg.bands, cfg.num_perm // cfg.bands
     else:
@@ -472,23 +552,24 @@ def _distinctness(ctx: _Context, cfg: DistinctnessConfig) -> list[Rejection]:
     pairs = lsh_candidates(sig, ctx.group[h_rows], bands, r, active=has)
     if not len(pairs):
         return []
-    est = (sig[pairs[:, 0]] == sig[pairs[:, 1]]).mean(axis=1)
-    margin = 0.25 if cfg.verify else 0.0
+    est = (sig[:, pairs[:, 0]] == sig[:, pairs[:, 1]]).mean(axis=0)
+    margin = cfg.verify_margin if cfg.verify else 0.0
     pairs, est = pairs[est >= cfg.threshold - margin], est[est >= cfg.threshold - margin]
-    bounds = row_starts(lrow, nh)
+    sh, rows = ctx.corpus.shingles(cfg.shingle_size, cfg.shingle)
+    bounds = row_starts(rows, ctx.n)
     found: list[tuple[int, str]] = []
     unit = f"{cfg.shingle} {cfg.shingle_size}-grams"
     for (a, b), e in zip(pairs.tolist(), est.tolist(), strict=True):
+        ia, ib = int(h_rows[a]), int(h_rows[b])
         if cfg.verify:
-            sa = set(sh[bounds[a] : bounds[a + 1]].tolist())
-            sb = set(sh[bounds[b] : bounds[b + 1]].tolist())
+            sa = set(sh[bounds[ia] : bounds[ia + 1]].tolist())
+            sb = set(sh[bounds[ib] : bounds[ib + 1]].tolist())
             j = len(sa & sb) / max(1, len(sa | sb))
         else:
             j = e
         if j >= cfg.threshold:
-            ia, ib = int(h_rows[a]), int(h_rows[b])
-            found.append((ib, f"hallucinated premises {ctx.ids[ia]} and {ctx.ids[ib]} of question {ctx.question_ids[ib]} are near-paraphrases (Jaccard {j:.2f} >= {cfg.threshold} on {unit})"))
-    return _finish(found, ctx.ids, "distinctness")
+            found.append((ib, f"hallucinated premises {ctx.row_id(ia)} and {ctx.row_id(ib)} of question {ctx.question_id(ib)} are near-paraphrases (Jaccard {j:.2f} >= {cfg.threshold} on {unit})"))
+    return _finish(found, ctx, "distinctness")
 
 
 # ---- leakage ------------------------------------------------------------------------------------------------
@@ -497,7 +578,7 @@ def _distinctness(ctx: _Context, cfg: DistinctnessConfig) -> list[Rejection]:
 def leakage(questions: Any, augmentations: Any, config: ValidationConfig | LeakageConfig | None = None) -> list[Rejection]:
     """No premise reveals its question's answer, and no truthful premise carries a hallucinated statement."""
     cfg = _config(config)
-    return _leakage(_Context(augmentations, questions, cfg), cfg.leakage)
+    return _blocked(augmentations, questions, cfg, lambda ctx: _leakage(ctx, cfg.leakage))
 
 
 class _Gold:
@@ -528,102 +609,122 @@ class _Gold:
                 idx = None
             self.gold_index.append(idx if self.is_mc[j] else None)
             gold_text.append(str(opts[idx]) if self.is_mc[j] and idx is not None else answers[j])
-        self.options = [list(map(str, o)) if isinstance(o, list | tuple | np.ndarray) else [] for o in options]
+        self.options = [o if isinstance(o, list | tuple | np.ndarray) else [] for o in options]
         self.gold_raw = gold_text
+        used = np.zeros(m, bool)
+        used[ctx.qpos[ctx.has_q]] = True
         # numeric answers
-        q_numbers = [None] * m
         self.gold_value: list[float | None] = [None] * m
-        for j in range(m):
-            if self.is_code[j]:
+        numeric = [False] * m
+        for j in np.flatnonzero(used).tolist():
+            if self.is_code[j] or not _HAS_DIGIT.search(gold_text[j]):
                 continue
             v = numeric_value(gold_text[j], cfg.max_unit_chars)
             if v is None:
                 continue
-            q_numbers[j] = [x for x, _ in parse_numbers(qtext[j])]
-            if any(_close(v, x, cfg.numeric_rel_tol, cfg.numeric_abs_tol) for x in q_numbers[j]):
+            numeric[j] = True
+            if any(_close(v, x, cfg.numeric_rel_tol, cfg.numeric_abs_tol) for x, _ in parse_numbers(qtext[j])):
                 continue  # the number is in the question: mentioning it reveals nothing
-            others = [numeric_value(o, cfg.max_unit_chars) for k, o in enumerate(self.options[j]) if k != self.gold_index[j]]
+            others = [numeric_value(str(o), cfg.max_unit_chars) for k, o in enumerate(self.options[j]) if k != self.gold_index[j]]
             if any(o is not None and _close(v, o, cfg.numeric_rel_tol, cfg.numeric_abs_tol) for o in others):
                 continue  # another candidate has the same number (other unit): the number does not single out the answer
             self.gold_value[j] = v
-        # gold text (normalised, word-bounded)
-        texts = Corpus(gold_text + qtext + [o for opts in self.options for o in opts])
-        norm = texts.norm
-        gold_norm, q_norm = norm[:m], norm[m : 2 * m]
-        opt_norm, k = [], 2 * m
-        for opts in self.options:
-            opt_norm.append(norm[k : k + len(opts)])
-            k += len(opts)
+        # gold text (normalised, word-bounded); numeric golds are checked as numbers instead
+        gold_norm = Corpus(gold_text).norm
+        q_norm = ctx.q_corpus.norm
         ignore = {" " + " ".join(re.sub(r"[^\w]+", " ", t.lower()).split()) + " " for t in cfg.ignore_gold_texts}
         self.gold_pat: list[str | None] = [None] * m
-        self.covers: list[list[str]] = [[] for _ in range(m)]
-        for j in range(m):
+        for j in np.flatnonzero(used).tolist():
             g = gold_norm[j]
-            if self.is_code[j] or self.gold_value[j] is not None or numeric_value(gold_text[j], cfg.max_unit_chars) is not None:
-                continue
-            if len(g) - 2 < cfg.min_gold_chars or g in ignore or g in q_norm[j]:
+            if self.is_code[j] or numeric[j] or len(g) - 2 < cfg.min_gold_chars or g in ignore or g in q_norm[j]:
                 continue
             self.gold_pat[j] = g
-            gi = self.gold_index[j]
-            self.covers[j] = [o for i, o in enumerate(opt_norm[j]) if i != gi and g in o and o != g]
+        # each gold text's longest word, hashed like Corpus.words: the vectorised pre-filter of the lookup
+        anchors = [max(g.split(), key=len) if g is not None else "" for g in self.gold_pat]
+        ah, arows = Corpus(anchors).words
+        self.anchor_hash = np.zeros(m, _U64)
+        self.anchor_hash[arows] = ah  # one word per anchor
         # code: reference-solution lines and token n-grams not already shown in the question
         sols = _strs(ctx.qcol("reference_solution"), m)
         sigs = _strs(ctx.qcol("code_signature"), m)
         self.sol_lines: list[list[str]] = [[] for _ in range(m)]
-        self.sol_ngrams: list[set[tuple[str, ...]]] = [set() for _ in range(m)]
-        n_tok = cfg.code_ngram_tokens
-        for j in range(m):
-            if not self.is_code[j]:
-                continue
-            sol = sols[j] or answers[j]
-            shown = _ws(qtext[j] + "\n" + sigs[j])
+        self._sol = {j: (sols[j] or answers[j], qtext[j] + "\n" + sigs[j]) for j in np.flatnonzero(used).tolist() if self.is_code[j]}
+        self._ngrams: dict[int, set[tuple[str, ...]]] = {}
+        self.n_tok = cfg.code_ngram_tokens
+        for j, (sol, shown_text) in self._sol.items():
+            shown = _ws(shown_text)
             seen = set()
             for line in sol.splitlines():
                 w = _ws(line)
                 if len(w) >= cfg.min_solution_line_chars and w not in shown and w not in seen:
                     seen.add(w)
                     self.sol_lines[j].append(w)
-            if n_tok > 0:
-                toks = _CODE_TOKEN.findall(sol)
-                shown_toks = _CODE_TOKEN.findall(qtext[j] + "\n" + sigs[j])
-                shown_grams = {tuple(shown_toks[i : i + n_tok]) for i in range(len(shown_toks) - n_tok + 1)}
-                self.sol_ngrams[j] = {tuple(toks[i : i + n_tok]) for i in range(len(toks) - n_tok + 1)} - shown_grams
+
+    def covers(self, j: int) -> list[str]:
+        """Normalised texts of the other candidates of question j that contain its gold text (a premise
+        naming "liquid oxygen" does not reveal the gold "oxygen" when "liquid oxygen" is another option)."""
+        g, gi = self.gold_pat[j], self.gold_index[j]
+        if g is None:
+            return []
+        others = [str(o) for i, o in enumerate(self.options[j]) if i != gi]
+        return [o for o in Corpus(others).norm if g in o and o != g] if others else []
+
+    def sol_ngrams(self, j: int) -> set[tuple[str, ...]]:
+        """Runs of n_tok tokens of question j's reference solution that the question does not show."""
+        if j not in self._ngrams:
+            k = self.n_tok
+            sol, shown_text = self._sol[j]
+            toks, shown = _CODE_TOKEN.findall(sol), _CODE_TOKEN.findall(shown_text)
+            grams = {tuple(toks[i : i + k]) for i in range(len(toks) - k + 1)}
+            self._ngrams[j] = grams - {tuple(shown[i : i + k]) for i in range(len(shown) - k + 1)}
+        return self._ngrams[j]
 
 
 def _leakage(ctx: _Context, cfg: LeakageConfig) -> list[Rejection]:
     found: list[tuple[int, str]] = []
     corpus = ctx.corpus
     n = ctx.n
-    if ctx.Q is not None:
+    if ctx.Q is not None and len(ctx.Q):
         gold = _Gold(ctx, cfg)
-        qpos = ctx.qpos.tolist()
-        norm = corpus.norm
+        qpos = ctx.qpos
         texts = corpus.texts
 
-        # gold option / answer text, word-bounded on normalised text
+        def per_row(flags: list[bool]) -> np.ndarray:
+            f = np.asarray(flags + [False], bool)  # index -1 (no question) -> False
+            return f[qpos]
+
+        # gold option / answer text, word-bounded on normalised text. Vectorised pre-filter: the rows
+        # containing the gold text's longest word (word hashes compared to the row's anchor hash)
+        joined, starts = corpus.norm_joined
+        ends = np.append(starts[1:] - 1, len(joined)).tolist()
+        starts_l = starts.tolist()
         pats = gold.gold_pat
-        for i, p in enumerate(qpos):
-            if p < 0:
-                continue
+        find = joined.find
+        wh, wrows = corpus.words
+        anchor = np.append(gold.anchor_hash, _U64(0))[qpos]  # index -1 -> 0 (no anchor)
+        hit_rows = np.zeros(n, bool)
+        hit_rows[wrows[wh == anchor[wrows]]] = True
+        for i in np.flatnonzero(hit_rows & per_row([p is not None for p in pats])).tolist():
+            p = int(qpos[i])
             g = pats[p]
-            if g is None or g not in norm[i]:
+            if find(g, starts_l[i], ends[i]) < 0:
                 continue
-            covers = gold.covers[p]
+            covers = gold.covers(p)
             if covers:
-                rest = norm[i]
+                rest = corpus.norm_row(i)
                 for c in covers:
                     rest = rest.replace(c, " ")
                 if g not in rest:
                     continue
-            found.append((i, f"{ctx.kind[i] or 'premise'} premise reveals the gold answer text {_short(gold.gold_raw[p], 50)!r}"))
+            found.append((i, f"{ctx.kind[i] or 'the'} premise reveals the gold answer text {_short(gold.gold_raw[p], 50)!r}"))
 
-        # answer labels: rows mentioning answer/option/candidate/choice/correct
+        # answer labels: rows mentioning answer/option/candidate/choice/correct/right/best
         if cfg.check_labels:
-            for i in sorted(corpus.rows_with(_LABEL_WORDS, normalised=False)):
-                p = qpos[i]
-                if p < 0 or not gold.is_mc[p]:
+            is_mc = per_row(gold.is_mc)
+            for i in np.flatnonzero(is_mc & ctx.statement_prefilter).tolist():
+                if not is_mc[i]:
                     continue
-                gi = gold.gold_index[p]
+                gi = gold.gold_index[int(qpos[i])]
                 gold_labels = {str(gi + 1), LETTERS[gi], LETTERS[gi].lower()} if gi is not None and gi < len(LETTERS) else set()
                 for m in _LABEL.finditer(texts[i]):
                     label = m.group("p") or m.group("b") or m.group("q")
@@ -635,139 +736,121 @@ def _leakage(ctx: _Context, cfg: LeakageConfig) -> list[Rejection]:
                         break
 
         # numeric answers: rows of questions with a numeric gold answer whose premise has a digit
-        buf, _ = corpus.raw_bytes
-        digit_rows = np.zeros(n, bool)
-        if len(buf):
-            digit_rows[np.unique(corpus.byte_rows(np.flatnonzero((buf >= 48) & (buf <= 57))))] = True
         gv = gold.gold_value
-        for i in np.flatnonzero(digit_rows).tolist():
-            p = qpos[i]
-            if p < 0 or gv[p] is None:
-                continue
-            v = gv[p]
-            for x, text in parse_numbers(texts[i]):
-                if _close(x, v, cfg.numeric_rel_tol, cfg.numeric_abs_tol):
-                    found.append((i, f"premise states the numeric answer {_short(gold.gold_raw[p], 30)!r} as {text!r}"))
-                    break
+        need = per_row([v is not None for v in gv])
+        if need.any():
+            leads = {p: _lead_digits(gv[p], cfg.numeric_rel_tol) for p in set(qpos[need].tolist())}
+            for i in np.flatnonzero(need).tolist():
+                p = int(qpos[i])
+                v = gv[p]
+                if not any(ch in texts[i] for ch in leads[p]):
+                    continue  # no number close to v can be written without one of these digits
+                for x, text in parse_numbers(texts[i]):
+                    if _close(x, v, cfg.numeric_rel_tol, cfg.numeric_abs_tol):
+                        found.append((i, f"premise states the numeric answer {_short(gold.gold_raw[p], 30)!r} as {text!r}"))
+                        break
 
         # code: reference-solution lines and token runs
-        for i, p in enumerate(qpos):
-            if p < 0 or not gold.is_code[p]:
-                continue
-            lines, grams = gold.sol_lines[p], gold.sol_ngrams[p]
-            if not lines and not grams:
-                continue
-            flat = _ws(texts[i])
-            hit = next((ln for ln in lines if ln in flat), None)
+        k = cfg.code_ngram_tokens
+        for i in np.flatnonzero(per_row(gold.is_code)).tolist():
+            p = int(qpos[i])
+            text = texts[i]
+            flat = _ws(text) if ("  " in text or "\n" in text or "\t" in text) else text.strip()
+            hit = next((ln for ln in gold.sol_lines[p] if ln in flat), None)
             if hit is not None:
                 found.append((i, f"premise quotes the reference solution line {_short(hit, 60)!r}"))
                 continue
-            if grams and _CODE_CHARS.search(flat):
-                k = cfg.code_ngram_tokens
+            if k > 0 and _CODE_CHARS.search(flat):
+                grams = gold.sol_ngrams(p)
+                if not grams:
+                    continue
                 toks = _CODE_TOKEN.findall(flat)
                 g = next((tuple(toks[s : s + k]) for s in range(len(toks) - k + 1) if tuple(toks[s : s + k]) in grams), None)
                 if g is not None:
                     found.append((i, f"premise quotes {k} consecutive tokens of the reference solution {_short(' '.join(g), 60)!r}"))
 
     found += _truthful_carries_error(ctx, cfg)
-    return _finish(found, ctx.ids, "leakage")
+    return _finish(found, ctx, "leakage")
 
 
-def _truthful_carries_error(ctx: _Context, cfg: LeakageConfig) -> list[tuple[int, str]]:
-    """A truthful premise that contains a hallucinated premise's distinctive content.
+def _truthful_carries_error(ctx: _Context, cfg: LeakageConfig, num_perm: int = 32) -> list[tuple[int, str]]:
+    """A truthful premise T that contains a hallucinated premise H of the same question.
 
-    The distinctive content of a hallucinated premise H is its word n-grams that are neither in the question
-    text nor in any other hallucinated premise of the question (so the wording all premises share, or that
-    comes from the question, does not count; with minimal-edit mutations what is left is the edited part).
-    H is carried by a truthful premise T of the same question when >= containment_threshold of that
-    content is in T. One sort of all n-grams: linear up to the sort.
+    H's content is its word n-grams minus those of the question text Q (T need not repeat the question).
+    T carries H when at least `containment_threshold` of that content is in T (default 1.0: all of it).
+    A mutation that edits T's wording always leaves at least one n-gram of H (the edited part) outside
+    T, so with the default only a T that repeats H's wording is flagged; whether T *means* what H
+    claims is the LLM judge's question.
+
+    Cost: H minus Q inside T is H inside (T union Q), which forces, bin by bin of the raw one-permutation
+    signatures, min(sig T, sig Q) <= sig H, except in at most one bin per n-gram of H outside T union Q.
+    That vectorised comparison of each (H, T) pair of a question keeps the pairs that can pass; exact
+    set arithmetic runs on those only.
     """
     n = ctx.n
     if not ctx.is_h.any() or not ctx.is_t.any():
         return []
     k = cfg.containment_shingle_words
+    c = cfg.containment_threshold
+    sig = ctx.raw_signatures("word", k, num_perm)
+    # (H, T) pairs within a question
+    t_rows = np.flatnonzero(ctx.is_t)
+    t_rows = t_rows[np.argsort(ctx.group[t_rows], kind="stable")]
+    t_groups = ctx.group[t_rows]
+    h_rows = np.flatnonzero(ctx.is_h)
+    lo = np.searchsorted(t_groups, ctx.group[h_rows], side="left")
+    hi = np.searchsorted(t_groups, ctx.group[h_rows], side="right")
+    counts = hi - lo
+    ph = np.repeat(h_rows, counts)
+    offs = np.arange(len(ph)) - np.repeat(np.cumsum(counts) - counts, counts)
+    pt = t_rows[np.repeat(lo, counts) + offs]
+    if not len(ph):
+        return []
     sh, rows = ctx.corpus.shingles(k, "word")
-    tag = np.where(ctx.is_t, 1, np.where(ctx.is_h, 2, 3))[rows]
-    keep = tag < 3
-    sh, rows, tag = sh[keep], rows[keep], tag[keep]
-    grp = ctx.group[rows].astype(_U64)
-    # question-text n-grams (tag 0), only for questions that have augmentations here
+    size = np.bincount(rows, minlength=n)  # with repeats: an upper bound of the set size
+    allowed = np.floor((1.0 - c) * size[ph] + 1e-9).astype(np.int64)
+    upper = sig[pt]
+    if ctx.Q is not None and len(ctx.Q):
+        qsig = ctx.raw_signatures("word", k, num_perm, questions=True)
+        pq = ctx.qpos[ph]
+        has_q = pq >= 0
+        upper[has_q] = np.minimum(upper[has_q], qsig[pq[has_q]])
+    violations = (upper > sig[ph]).sum(axis=1)
+    keep = np.flatnonzero((violations <= allowed) & (size[ph] >= cfg.min_distinctive_shingles))
+    if not len(keep):
+        return []
+    # exact check of the surviving pairs
+    bounds = row_starts(rows, n)
     if ctx.Q is not None and len(ctx.Q):
         qsh, qrows = ctx.q_corpus.shingles(k, "word")
-        used = np.zeros(len(ctx.Q), bool)
-        used[ctx.qpos[ctx.has_q]] = True
-        sel = used[qrows]
-        qsh, qrows = qsh[sel], qrows[sel]
-        sh = np.concatenate([qsh, sh])
-        grp = np.concatenate([qrows.astype(_U64), grp])
-        tag = np.concatenate([np.zeros(len(qsh), np.int64), tag])
-        rows = np.concatenate([np.full(len(qsh), n, np.int64), rows])
-    rowbits = max(1, int(n).bit_length())
-    low = rowbits + 2
-    with np.errstate(over="ignore"):
-        key = _mix(sh ^ (grp * _U64(0x9E3779B97F4A7C15) + _U64(0x7F4A7C159E3779B9)))
-    packed = ((key >> _U64(low)) << _U64(low)) | (tag.astype(_U64) << _U64(rowbits)) | rows.astype(_U64)
-    packed.sort()
-    hi = packed >> _U64(low)
-    tag_s = ((packed >> _U64(rowbits)) & _U64(3)).astype(np.int64)
-    row_s = (packed & _U64((1 << rowbits) - 1)).astype(np.int64)
-    new = np.ones(len(packed), bool)
-    new[1:] = hi[1:] != hi[:-1]
-    run = np.cumsum(new) - 1
-    nruns = int(run[-1]) + 1 if len(run) else 0
-    in_q = np.zeros(nruns, bool)
-    in_q[run[tag_s == 0]] = True
-    in_t = np.zeros(nruns, bool)
-    in_t[run[tag_s == 1]] = True
-    # distinct hallucinated rows per run (same row repeated is adjacent after the sort)
-    first_of_row = np.ones(len(packed), bool)
-    first_of_row[1:] = new[1:] | (row_s[1:] != row_s[:-1]) | (tag_s[1:] != tag_s[:-1])
-    h_first = (tag_s == 2) & first_of_row
-    n_h = np.bincount(run[h_first], minlength=nruns)
-    distinctive = h_first & ~in_q[run] & (n_h[run] == 1)
-    total = np.bincount(row_s[distinctive], minlength=n + 1)[:n]
-    hit = np.bincount(row_s[distinctive & in_t[run]], minlength=n + 1)[:n]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        share = np.where(total > 0, hit / np.maximum(total, 1), 0.0)
-    flagged = np.flatnonzero((total >= cfg.min_distinctive_shingles) & (share >= cfg.containment_threshold))
-    if not len(flagged):
-        return []
-    # name the truthful premise: per (flagged H, truthful T of its question), on the few flagged rows
-    is_flagged = np.zeros(n + 1, bool)
-    is_flagged[flagged] = True
-    truthful_by_group: dict[int, list[int]] = defaultdict(list)
-    for i in np.flatnonzero(ctx.is_t).tolist():
-        truthful_by_group[int(ctx.group[i])].append(i)
-    wanted_t = np.zeros(n + 1, bool)
-    for h in flagged.tolist():
-        wanted_t[truthful_by_group.get(int(ctx.group[h]), [])] = True
-    d_sets: dict[int, set[int]] = defaultdict(set)
-    sel = np.flatnonzero(distinctive & is_flagged[row_s])
-    for r, x in zip(row_s[sel].tolist(), hi[sel].tolist(), strict=True):
-        d_sets[r].add(x)
-    t_sets: dict[int, set[int]] = defaultdict(set)
-    sel = np.flatnonzero((tag_s == 1) & wanted_t[row_s])
-    for r, x in zip(row_s[sel].tolist(), hi[sel].tolist(), strict=True):
-        t_sets[r].add(x)
+        qbounds = row_starts(qrows, len(ctx.Q))
     out: list[tuple[int, str]] = []
-    for h in flagged.tolist():
-        own = d_sets[h]
-        best = max(((len(own & t_sets[t]) / max(1, len(own)), t) for t in truthful_by_group.get(int(ctx.group[h]), [])), default=(0.0, -1))
-        if best[1] >= 0 and best[0] >= cfg.containment_threshold:
-            t = best[1]
-            out.append((t, f"truthful premise carries hallucinated premise {ctx.ids[h]}: {len(own & t_sets[t])}/{len(own)} ({best[0]:.0%}) of its distinctive word {k}-grams are in the truthful statement"))
+    done: set[int] = set()
+    for h, t in zip(ph[keep].tolist(), pt[keep].tolist(), strict=True):
+        if h in done:
+            continue
+        own = set(sh[bounds[h] : bounds[h + 1]].tolist())
+        q = int(ctx.qpos[h])
+        if q >= 0:
+            own -= set(qsh[qbounds[q] : qbounds[q + 1]].tolist())
+        if len(own) < cfg.min_distinctive_shingles:
+            continue
+        inside = len(own & set(sh[bounds[t] : bounds[t + 1]].tolist()))
+        if inside >= c * len(own) - 1e-9:
+            done.add(h)
+            out.append((t, f"truthful premise contains hallucinated premise {ctx.row_id(h)}: {inside}/{len(own)} ({inside / len(own):.0%}) of its word {k}-grams (outside the question) are in the truthful statement"))
     return out
 
 
 # ---- references and composition ------------------------------------------------------------------------------
 
 
-def references(ctx_or_augs: Any, questions: Any | None = None) -> list[Rejection]:
+def references(augmentations: Any, questions: Any) -> list[Rejection]:
     """Augmentations whose question_id names no question."""
-    ctx = ctx_or_augs if isinstance(ctx_or_augs, _Context) else _Context(ctx_or_augs, questions, ValidationConfig())
+    ctx = augmentations if isinstance(augmentations, _Context) else _Context(augmentations, questions, ValidationConfig())
     if ctx.Q is None:
         return []
-    return [Rejection(ctx.ids[i], "reference", f"question_id {ctx.question_ids[i]!r} names no question") for i in np.flatnonzero(~ctx.has_q).tolist()]
+    return [Rejection(ctx.row_id(i), "reference", f"question_id {ctx.question_id(i)!r} names no question") for i in np.flatnonzero(~ctx.has_q).tolist()]
 
 
 def _config(config: Any) -> ValidationConfig:
@@ -786,9 +869,62 @@ def _config(config: Any) -> ValidationConfig:
     raise TypeError(f"expected a ValidationConfig, got {type(config).__name__}")
 
 
-def run_checks(questions: Any, augmentations: Any, config: ValidationConfig | dict | None = None, *, instances: Any | None = None, schemas: bool = True) -> ValidationReport:
+BLOCK_ROWS = 16384
+
+
+def _blocks(augs: pd.DataFrame, questions: pd.DataFrame | None, cfg: ValidationConfig, block_rows: int = BLOCK_ROWS) -> Iterator[_Context]:
+    """Contexts over blocks of about `block_rows` augmentation rows, each holding whole questions (every
+    rule looks at one question's rows only), with the questions they name. Streaming in blocks keeps the
+    work arrays small (cache-sized) and the cost linear; rows of a question need not be adjacent."""
+    n = len(augs)
+    if n <= block_rows:
+        yield _Context(augs, questions, cfg)
+        return
+    qcol = augs["question_id"] if "question_id" in augs.columns else pd.Series([""] * n)
+    codes, _ = pd.factorize(qcol, use_na_sentinel=False)
+    order = None if (np.diff(codes) >= 0).all() else np.argsort(codes, kind="stable")
+    sorted_codes = codes if order is None else codes[order]
+    group_starts = np.flatnonzero(np.diff(sorted_codes)) + 1
+    qpos = None
+    if questions is not None and len(questions) and "id" in questions.columns:
+        qids = pd.Index(questions["id"])
+        qpos = _positions(questions["id"], qcol)
+    start = 0
+    while start < n:
+        k = np.searchsorted(group_starts, start + block_rows)
+        end = int(group_starts[k]) if k < len(group_starts) else n
+        idx = np.arange(start, end) if order is None else order[start:end]
+        block = augs.iloc[start:end] if order is None else augs.iloc[idx]
+        qblock = questions
+        if qpos is not None:
+            wanted = np.unique(qpos[idx])
+            qblock = questions.iloc[wanted[wanted >= 0]]
+        yield _Context(block, qblock, cfg, row_index=idx)
+        start = end
+
+
+def _blocked(augs: Any, questions: Any | None, cfg: ValidationConfig, fn: Callable[[_Context], list[Rejection]]) -> list[Rejection]:
+    adf = to_frame(augs)
+    qdf = None if questions is None else to_frame(questions)
+    out: list[Rejection] = []
+    for ctx in _blocks(adf, qdf, cfg):
+        out += fn(ctx)
+    return out
+
+
+def run_checks(
+    questions: Any,
+    augmentations: Any,
+    config: ValidationConfig | dict | None = None,
+    *,
+    instances: Any | None = None,
+    schemas: bool = True,
+    block_rows: int = BLOCK_ROWS,
+) -> ValidationReport:
     """Schemas (questions, augmentations, and instances when given), references, single_mutation,
-    distinctness and leakage, composed into one report (with the wall time of each step)."""
+    distinctness and leakage, composed into one report (with the wall time of each step).
+
+    The rule checks stream over blocks of about `block_rows` augmentation rows (whole questions)."""
     cfg = _config(config)
     report = ValidationReport()
     qdf, adf = to_frame(questions), to_frame(augmentations)
@@ -805,12 +941,20 @@ def run_checks(questions: Any, augmentations: Any, config: ValidationConfig | di
             idf = to_frame(instances)
             report.rows["instances"] = len(idf)
             step("schema", lambda: validate_frame(idf, "instances", cfg.schema))
+    found: dict[str, list[Rejection]] = defaultdict(list)
     t0 = time.perf_counter()
-    ctx = _Context(adf, qdf, cfg)
-    report.seconds["prepare"] = time.perf_counter() - t0
-    if cfg.schema.check_references:
-        step("reference", lambda: references(ctx))
-    step("single_mutation", lambda: _single_mutation(ctx, cfg.single_mutation))
-    step("distinctness", lambda: _distinctness(ctx, cfg.distinctness))
-    step("leakage", lambda: _leakage(ctx, cfg.leakage))
+    for ctx in _blocks(adf, qdf, cfg, block_rows):
+        report.seconds["prepare"] = report.seconds.get("prepare", 0.0) + time.perf_counter() - t0
+        for name, fn in (
+            ("reference", (lambda c: references(c, None)) if cfg.schema.check_references else (lambda c: [])),
+            ("single_mutation", lambda c: _single_mutation(c, cfg.single_mutation)),
+            ("distinctness", lambda c: _distinctness(c, cfg.distinctness)),
+            ("leakage", lambda c: _leakage(c, cfg.leakage)),
+        ):
+            t0 = time.perf_counter()
+            found[name] += fn(ctx)
+            report.seconds[name] = report.seconds.get(name, 0.0) + time.perf_counter() - t0
+        t0 = time.perf_counter()
+    for name in ("reference", "single_mutation", "distinctness", "leakage"):
+        report.extend(found[name])
     return report

@@ -54,18 +54,27 @@ class SingleMutationConfig:
         "resp", "min", "max", "avg", "est", "dept", "univ", "u.s", "u.k", "a.m", "p.m", "ph.d", "sec",
         "temp", "conc", "aq", "ppt", "mol", "wt", "viz", "sp", "spp", "var", "subsp", "pp", "ch",
     )
-    # phrases in mutation_logic that mean more than one error (regular expressions, case-insensitive)
+    # phrases in mutation_logic that mean more than one error: regular expressions matched against the
+    # lower-cased text, counted only where they start at a word start (so no leading \b is needed, which
+    # keeps the scan fast)
     multi_error_patterns: tuple[str, ...] = (
-        r"\b(?:two|three|four|five|several|multiple|many|various|both|numerous|a\s+few|a\s+couple\s+of)\s+"
+        r"(?:two|three|four|five|several|multiple|many|various|both|numerous|a\s+few|a\s+couple\s+of)\s+"
         r"(?:[\w-]+\s+){0,2}?(?:errors?|mistakes?|changes?|modifications?|mutations?|distortions?|"
         r"contradictions?|falsehoods?|inaccuracies|alterations?|edits?|flaws?)\b",
-        r"\b(?:second|another|additional|further|other|extra)\s+(?:[\w-]+\s+)?(?:errors?|mistakes?|changes?|"
+        r"(?:second|another|additional|further|extra)\s+(?:[\w-]+\s+)?(?:errors?|mistakes?|changes?|"
         r"modifications?|mutations?|distortions?|contradictions?|falsehoods?|inaccurac(?:y|ies)|alterations?|"
         r"edits?|flaws?)\b",
-        r"\bmultiple\b",
-        r"\b(?:errors?|mistakes?|changes?)\s*(?:#\s*)?[2-9]\b",
-        r"\b(?:additionally|furthermore|moreover|in\s+addition(?!\s+to\b)|also\s+(?:changes?|changed|introduces?|"
+        r"multiple\b",
+        r"(?:errors?|mistakes?|changes?)\s*(?:#\s*)?[2-9]\b",
+        r"(?:additionally|furthermore|moreover|in\s+addition(?!\s+to\b)|also\s+(?:changes?|changed|introduces?|"
         r"introduced|swaps?|swapped|alters?|altered|replaces?|replaced|inverts?|inverted))\b",
+    )
+    # fast pre-filter: only mutation_logic texts containing one of these words are matched against the
+    # patterns (keep it in step with them; an empty tuple matches every row)
+    multi_error_keywords: tuple[str, ...] = (
+        "two", "three", "four", "five", "several", "multiple", "many", "various", "both", "numerous", "few",
+        "couple", "second", "another", "additional", "further", "extra", "additionally", "furthermore",
+        "moreover", "addition", "also", "2", "3", "4", "5", "6", "7", "8", "9",
     )
     allowed_mutation_types: tuple[str, ...] = ALL_MUTATION_TYPES
     # domains whose hallucinated premises may only use code_mutation_types
@@ -79,10 +88,10 @@ class DistinctnessConfig:
     threshold: float = 0.8  # Jaccard similarity of shingle sets at or above which two premises are near-paraphrases
     shingle: Literal["word", "char"] = "word"
     shingle_size: int = 2  # words (word) or characters (char, at most 8) per shingle, on normalised text
-    num_perm: int = 64  # MinHash signature length (one-permutation hashing: bins)
+    num_perm: int = 32  # MinHash signature length (one-permutation hashing: bins; a power of two is fastest)
     bands: int | None = None  # LSH bands; None -> chosen from threshold and num_perm
-    seed: int = 1
-    verify: bool = True  # re-check LSH candidate pairs with exact Jaccard (False: MinHash estimate)
+    verify: bool = True  # re-check LSH candidate pairs with exact Jaccard (False: trust the MinHash estimate)
+    verify_margin: float = 0.35  # candidates whose MinHash estimate is below threshold - margin are dropped unverified
 
 
 @dataclass(frozen=True)
@@ -103,10 +112,12 @@ class LeakageConfig:
     # code: reference solution fragments
     min_solution_line_chars: int = 20  # normalised solution lines at least this long must not appear in the premise
     code_ngram_tokens: int = 10  # ... nor any run of this many solution tokens (0 = off)
-    # truthful premise carrying a hallucinated statement
-    containment_threshold: float = 0.8  # share of a hallucinated statement's distinctive word shingles found in T
-    containment_shingle_words: int = 3
-    min_distinctive_shingles: int = 3
+    # truthful premise carrying a hallucinated statement: share of the hallucinated statement's word
+    # n-grams (outside the question text) found in the truthful one. 1.0 = all of them: a one-word edit
+    # of the truthful wording leaves an n-gram out, so lower values would flag minimal-edit mutations.
+    containment_threshold: float = 1.0
+    containment_shingle_words: int = 2
+    min_distinctive_shingles: int = 3  # hallucinated statements with fewer n-grams are not checked
 
 
 @dataclass(frozen=True)

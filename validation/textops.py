@@ -17,6 +17,8 @@ from collections.abc import Iterable, Sequence
 from functools import cached_property
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 _U64 = np.uint64
 _MAX = np.iinfo(np.uint64).max
@@ -35,16 +37,7 @@ _LUT[0] = 0
 _LUT[128:] = np.arange(128, 256, dtype=np.uint8)
 
 
-# byte classes for the vectorised pre-filters (Corpus.marks)
-DOT, BANG, QUESTION, SEMI, RPAREN, NEWLINE, DASH, STAR, U_A6, U_A2, DIGIT = range(1, 12)
-BYTE_CLASS = np.zeros(256, np.uint8)
-for _b, _k in ((46, DOT), (33, BANG), (63, QUESTION), (59, SEMI), (41, RPAREN), (10, NEWLINE), (45, DASH), (42, STAR), (0xA6, U_A6), (0xA2, U_A2)):
-    BYTE_CLASS[_b] = _k
-BYTE_CLASS[48:58] = DIGIT
-ALNUM = np.zeros(256, bool)
-ALNUM[48:58] = ALNUM[65:91] = ALNUM[97:123] = True
-SPACE = np.zeros(256, bool)
-SPACE[[32, 9, 10, 13]] = True
+_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
@@ -59,6 +52,9 @@ def _mix(x: np.ndarray) -> np.ndarray:
 
 
 def _clean(texts: Iterable[object]) -> list[str]:
+    texts = texts if isinstance(texts, list) else list(texts)
+    if all(type(t) is str for t in texts):
+        return texts
     out = []
     for t in texts:
         if not isinstance(t, str):
@@ -73,70 +69,66 @@ def normalize(text: str) -> str:
 
 
 class Corpus:
-    """A column of texts with their normalised forms, joined buffers and word hashes computed once."""
+    """A column of texts with their normalised forms, joined buffers and word hashes computed once.
 
-    def __init__(self, texts: Sequence[object]):
+    Buffers join the rows with " \\x00 " (a NUL between two spaces) so every row is padded by spaces.
+    """
+
+    def __init__(self, texts: Sequence[object], arrow: pa.Array | pa.ChunkedArray | None = None):
         texts = _clean(texts)
         if any(_SEP in t for t in texts):
             texts = [t.replace(_SEP, " ") for t in texts]
         self.texts: list[str] = texts
         self.n = len(texts)
-
-    # ---- raw text ---------------------------------------------------------------------------
-
-    @cached_property
-    def lower(self) -> list[str]:
-        return [t.lower() for t in self.texts]
+        if arrow is not None:
+            self.__dict__["arrow"] = arrow
 
     @cached_property
-    def lower_joined(self) -> tuple[str, np.ndarray]:
-        """All lower-cased texts joined by NUL, and each row's start offset (characters)."""
-        return _joined(self.lower)
+    def arrow(self) -> pa.Array | pa.ChunkedArray:
+        """The texts as an Arrow string array (for the RE2 kernels of pyarrow.compute)."""
+        return pa.array(self.texts, pa.string())
 
     @cached_property
-    def raw_bytes(self) -> tuple[np.ndarray, np.ndarray]:
-        """UTF-8 bytes of the texts joined by NUL, and the positions of the NULs."""
-        buf = np.frombuffer(_SEP.join(self.texts).encode("utf-8"), np.uint8)
-        return buf, np.flatnonzero(buf == 0)
-
-    def byte_rows(self, positions: np.ndarray) -> np.ndarray:
-        """Row index of each position of raw_bytes."""
-        return np.searchsorted(self.raw_bytes[1], positions)
-
-    @cached_property
-    def marks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(position, class, row) of the bytes of interest in raw_bytes (see BYTE_CLASS), in one pass."""
-        buf, _ = self.raw_bytes
-        cls = BYTE_CLASS[buf]
-        pos = np.flatnonzero(cls)
-        return pos, cls[pos], self.byte_rows(pos)
+    def _joined(self) -> str:
+        return " " + " \x00 ".join(self.texts) + " "
 
     # ---- normalised text ------------------------------------------------------------------------
 
     @cached_property
     def _norm_buffer(self) -> tuple[np.ndarray, str]:
-        joined = " " + " \x00 ".join(t if t.isascii() else t.lower() for t in self.texts) + " "
-        raw = joined.encode("utf-8")
-        if not joined.isascii():
+        if self._joined.isascii():
+            raw = np.frombuffer(self._joined.encode("ascii"), np.uint8)
+        else:
+            joined = " " + " \x00 ".join(t if t.isascii() else t.lower() for t in self.texts) + " "
+            b = joined.encode("utf-8")
             for src, dst in _PUNCT_BYTES:
-                if src in raw:
-                    raw = raw.replace(src, dst)
-        arr = _LUT[np.frombuffer(raw, np.uint8)]
+                if src in b:
+                    b = b.replace(src, dst)
+            raw = np.frombuffer(b, np.uint8)
+        arr = _LUT[raw]
         space = arr == 32
-        keep = np.ones(len(arr), bool)
-        keep[1:] = ~(space[1:] & space[:-1])
-        arr = arr[keep]
+        space[1:] &= space[:-1]
+        space[0] = False
+        arr = arr[~space]
         return arr, arr.tobytes().decode("utf-8", errors="replace")
+
+    @cached_property
+    def norm_joined(self) -> tuple[str, np.ndarray]:
+        """The normalised texts joined by NUL (each row " ... " with its padding) and each row's start offset."""
+        arr, text = self._norm_buffer
+        if len(text) == len(arr):  # ASCII: character offsets are byte offsets
+            return text, _starts_from_seps(self.norm_bytes[1], self.n)
+        return text, _starts_from_lengths([len(r) for r in text.split(_SEP)])
 
     @cached_property
     def norm(self) -> list[str]:
         """Normalised texts, each with one space at both ends."""
-        rows = self._norm_buffer[1].split(_SEP)
-        return rows if self.n else []
+        return self._norm_buffer[1].split(_SEP) if self.n else []
 
-    @cached_property
-    def norm_joined(self) -> tuple[str, np.ndarray]:
-        return _joined(self.norm)
+    def norm_row(self, i: int) -> str:
+        text, starts = self.norm_joined
+        end = starts[i + 1] - 1 if i + 1 < self.n else len(text)
+        return text[starts[i] : end]
 
     @cached_property
     def norm_bytes(self) -> tuple[np.ndarray, np.ndarray]:
@@ -146,13 +138,10 @@ class Corpus:
 
     # ---- lookups ----------------------------------------------------------------------------------
 
-    def rows_with(self, phrases: Iterable[str], *, normalised: bool = True) -> dict[int, str]:
-        """{row: first phrase found} for the rows containing any of `phrases` (plain substring search).
-
-        With normalised=True, phrases are looked up in the normalised texts (pass them normalised, e.g.
-        " and also "); otherwise in the lower-cased raw texts.
-        """
-        joined, starts = self.norm_joined if normalised else self.lower_joined
+    def rows_with(self, phrases: Iterable[str]) -> dict[int, str]:
+        """{row: first phrase found} for the rows whose normalised text contains any of `phrases`
+        (pass them normalised, e.g. " and also "); plain substring search over the joined buffer."""
+        joined, starts = self.norm_joined
         found: dict[int, str] = {}
         for phrase in phrases:
             hits = _find_all(joined, phrase)
@@ -163,33 +152,50 @@ class Corpus:
                 found.setdefault(r, phrase)
         return found
 
+    def rows_with_words(self, words: Iterable[str]) -> np.ndarray:
+        """Boolean mask of the rows containing any of `words` as a whole normalised word (vectorised:
+        one search of the word hashes)."""
+        hits = np.zeros(self.n, bool)
+        kw = Corpus([w for w in words if w]).words[0]
+        h, rows = self.words
+        if not len(kw) or not len(h):
+            return hits
+        kw = np.unique(kw)
+        i = np.minimum(np.searchsorted(kw, h), len(kw) - 1)
+        hits[rows[kw[i] == h]] = True
+        return hits
+
     # ---- words and shingles ----------------------------------------------------------------------
 
     @cached_property
     def words(self) -> tuple[np.ndarray, np.ndarray]:
-        """(hash, row) of every word of the normalised texts, in text order."""
-        arr, seps = self.norm_bytes
+        """(hash, row) of every word of the normalised texts, in text order.
+
+        A word's hash mixes its first 8 bytes, and for longer words its last 8 bytes and its length.
+        """
+        arr, _ = self.norm_bytes
         if not len(arr):
             return np.zeros(0, _U64), np.zeros(0, np.int64)
-        is_word = (arr != 32) & (arr != 0)
-        edge = np.flatnonzero(is_word[1:] != is_word[:-1]) + 1  # word starts and ends alternate (buffer starts with a space)
-        starts, ends = edge[0::2], edge[1::2]
+        # the collapsed buffer is " w w \x00 w w \x00 ... ": words lie between consecutive spaces
+        sp = np.flatnonzero(arr == 32)
+        starts, ends = sp[:-1] + 1, sp[1:]
+        first_byte = arr[starts]
+        is_sep = first_byte == 0
+        is_word = ~is_sep & (ends > starts)
+        rows_all = np.cumsum(is_sep)
+        starts, ends, rows = starts[is_word], ends[is_word], rows_all[is_word]
         lengths = ends - starts
         padded = np.concatenate([arr, np.zeros(8, np.uint8)])
         win = np.lib.stride_tricks.as_strided(padded, shape=(len(arr), 8), strides=(1, 1))
-        first = np.ascontiguousarray(win[starts]).view(_U64).ravel()
+        h = np.ascontiguousarray(win[starts]).view(_U64).ravel()
+        h &= _MASKS[np.minimum(lengths, 8)]
         with np.errstate(over="ignore"):
-            shift = np.minimum(lengths, 8).astype(_U64) * _U64(8)
-            mask = np.where(shift >= 64, _MAX, (_U64(1) << (shift & _U64(63))) - _U64(1))
-            h = first & mask
             long = np.flatnonzero(lengths > 8)
             if len(long):  # words longer than 8 bytes: also the last 8 bytes and the length
                 last = np.ascontiguousarray(win[ends[long] - 8]).view(_U64).ravel()
-                tail = _mix(last ^ (lengths[long].astype(_U64) * _U64(0x9E3779B97F4A7C15)))
-                h[long] ^= tail
-            h = _mix(h + _U64(0x632BE59BD9B4E019))
-        rows = np.searchsorted(seps, starts)
-        return h, rows
+                h[long] ^= _mix(last ^ (lengths[long].astype(_U64) * _U64(0x9E3779B97F4A7C15)))
+            h += _U64(0x632BE59BD9B4E019)
+        return _mix(h), rows
 
     def shingles(self, size: int, kind: str = "word") -> tuple[np.ndarray, np.ndarray]:
         """(hash, row) of the word n-grams (or character n-grams) of every normalised text, rows ascending.
@@ -253,12 +259,45 @@ class Corpus:
         return _mix(v + _U64(0x2545F4914F6CDD1D)), np.searchsorted(seps, pos)
 
 
-def _joined(rows: list[str]) -> tuple[str, np.ndarray]:
-    lengths = np.fromiter((len(r) + 1 for r in rows), np.int64, count=len(rows))
-    starts = np.zeros(len(rows), np.int64)
-    if len(rows) > 1:
-        np.cumsum(lengths[:-1], out=starts[1:])
-    return _SEP.join(rows), starts
+def arrow_strings(values: object) -> pa.Array | pa.ChunkedArray:
+    """A column as an Arrow string array: zero-copy for Arrow-backed pandas columns, else converted
+    (non-strings become null)."""
+    try:
+        arr = pa.array(values)
+        if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+            return arr
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
+        pass
+    vals = values.tolist() if hasattr(values, "tolist") else list(values)
+    return pa.array([v if isinstance(v, str) else None for v in vals], pa.string())
+
+
+def regex_count(arr: pa.Array | pa.ChunkedArray, pattern: str) -> np.ndarray:
+    """Per-row count of non-overlapping matches of an RE2 pattern (null rows: 0)."""
+    out = pc.count_substring_regex(arr, pattern).fill_null(0)
+    out = out if isinstance(out, pa.Array) else out.combine_chunks()
+    return out.to_numpy(zero_copy_only=False)
+
+
+def regex_mask(arr: pa.Array | pa.ChunkedArray, pattern: str) -> np.ndarray:
+    """Per-row: does the RE2 pattern match (null rows: False)."""
+    out = pc.match_substring_regex(arr, pattern).fill_null(False)
+    out = out if isinstance(out, pa.Array) else out.combine_chunks()
+    return out.to_numpy(zero_copy_only=False)
+
+
+def _starts_from_seps(seps: np.ndarray, n: int) -> np.ndarray:
+    """Row start offsets in a " \\x00 "-joined buffer: 0, then one past each NUL."""
+    return np.concatenate([[0], seps[: max(n - 1, 0)] + 1]).astype(np.int64)[:n]
+
+
+def _starts_from_lengths(lengths: list[int]) -> np.ndarray:
+    """Row start offsets when each row is followed by one separator character (the NUL)."""
+    ln = np.asarray(lengths, np.int64) + 1
+    starts = np.zeros(len(ln), np.int64)
+    if len(ln) > 1:
+        np.cumsum(ln[:-1], out=starts[1:])
+    return starts
 
 
 def _find_all(text: str, phrase: str) -> list[int]:
@@ -278,38 +317,66 @@ def row_starts(rows: np.ndarray, n: int) -> np.ndarray:
 # ---- MinHash (one-permutation hashing) and LSH banding ----------------------------------------------
 
 
-def minhash(hashes: np.ndarray, rows: np.ndarray, n_rows: int, num_perm: int) -> tuple[np.ndarray, np.ndarray]:
-    """MinHash signatures by one-permutation hashing with rotation densification.
+def oph_signatures(hashes: np.ndarray, rows: np.ndarray, n_rows: int, num_perm: int) -> np.ndarray:
+    """Raw one-permutation MinHash: each shingle hash goes to bin `hash % num_perm`, each bin keeps its
+    minimum (of the remaining bits); an empty bin holds the maximum uint64. Shape (n_rows, num_perm).
 
-    Each shingle hash goes to bin `hash % num_perm` and each bin keeps its minimum (the remaining bits),
-    which is a min-wise sample of the set per bin; an empty bin borrows the value of the next non-empty
-    bin to its right (cyclically) plus a per-distance offset (Shrivastava & Li, ICML 2014), so two sets
-    collide in a bin with probability ~ their Jaccard similarity. Cost: one pass over the shingles.
-
-    Returns (signatures[n_rows, num_perm] uint64, has_shingles[n_rows] bool).
+    Bin-wise, the signature of a union is the minimum of the signatures, and A <= B (as sets) implies
+    sig(B) <= sig(A) in every bin.
     """
     B = int(num_perm)
-    sig = np.full(n_rows * B, _MAX, _U64)
+    flat = np.full(n_rows * B, _MAX, _U64)
     if len(hashes):
-        bins = (hashes % _U64(B)).astype(np.int64)
-        np.minimum.at(sig, rows.astype(np.int64) * B + bins, hashes >> _U64(1))
-    sig = sig.reshape(n_rows, B)
-    empty = sig == _MAX
-    has = ~empty.all(axis=1)
-    fix = np.flatnonzero(empty.any(axis=1) & has)
-    if len(fix):
-        sub = sig[fix]
-        e = empty[fix]
-        big = np.int32(4 * B)
-        idx = np.where(e, big, np.arange(B, dtype=np.int32)[None, :]).astype(np.int32)
-        doubled = np.concatenate([idx, np.where(idx < big, idx + B, big)], axis=1)
-        nxt = np.minimum.accumulate(doubled[:, ::-1], axis=1)[:, ::-1][:, :B]
-        dist = (nxt - np.arange(B, dtype=np.int32)[None, :]).astype(_U64)
-        src = np.take_along_axis(sub, (nxt % B).astype(np.int64), axis=1)
+        bins = (hashes & _U64(B - 1)) if B & (B - 1) == 0 else (hashes % _U64(B))
+        key = rows.astype(_U64) * _U64(B) + bins
+        np.minimum.at(flat, key.view(np.int64), hashes >> _U64(1))
+    return flat.reshape(n_rows, B)
+
+
+def densify(raw: np.ndarray, chunk: int = 4096) -> tuple[np.ndarray, np.ndarray]:
+    """MinHash signatures from raw one-permutation signatures by rotation densification: an empty bin
+    borrows the value of the next non-empty bin to its right (cyclically) plus an offset per step
+    (Shrivastava & Li, ICML 2014), so two sets agree in a bin with probability ~ their Jaccard
+    similarity. Done in chunks of rows so the work arrays stay in cache.
+
+    Returns (signatures bins-major, shape (num_perm, n_rows); has_shingles per row).
+    """
+    n_rows, B = raw.shape
+    sig = raw.copy()
+    has = np.zeros(n_rows, bool)
+    step = _U64(0x9E3779B97F4A7C15)
+    for s in range(0, n_rows, chunk):
+        e = min(n_rows, s + chunk)
+        m = e - s
+        flat = sig[s:e].reshape(-1)
+        full = flat != _MAX
+        filled = np.flatnonzero(full)
+        if len(filled) == 0:
+            continue
+        h_any = np.zeros(m, bool)
+        h_any[filled // B] = True
+        has[s:e] = h_any
+        if len(filled) == m * B:
+            continue
+        # each empty bin of a row with values: the next filled bin to its right, wrapping to the row's first
+        empty = np.flatnonzero(~full)
+        erow = empty // B
+        keep = h_any[erow]
+        empty, erow = empty[keep], erow[keep]
+        k = np.searchsorted(filled, empty)
+        nxt = filled[np.minimum(k, len(filled) - 1)]
+        wrap = (k >= len(filled)) | (nxt >= (erow + 1) * B)
+        nxt[wrap] = filled[np.searchsorted(filled, erow[wrap] * B)]
+        dist = (nxt - empty) % B
         with np.errstate(over="ignore"):
-            filled = src + dist * _U64(0x9E3779B97F4A7C15)
-        sig[fix] = np.where(e, filled, sub)
-    return sig, has
+            flat[empty] = flat[nxt] + dist.astype(_U64) * step
+    return np.ascontiguousarray(sig.T), has
+
+
+def minhash(hashes: np.ndarray, rows: np.ndarray, n_rows: int, num_perm: int, chunk: int = 4096) -> tuple[np.ndarray, np.ndarray]:
+    """Densified one-permutation MinHash signatures of the rows' shingle sets (see oph_signatures and
+    densify): (signatures bins-major (num_perm, n_rows), has_shingles). One pass over the shingles."""
+    return densify(oph_signatures(hashes, rows, n_rows, num_perm), chunk)
 
 
 def lsh_params(threshold: float, num_perm: int, recall: float = 0.999) -> tuple[int, int]:
@@ -326,12 +393,12 @@ def lsh_params(threshold: float, num_perm: int, recall: float = 0.999) -> tuple[
 
 
 def lsh_candidates(sig: np.ndarray, groups: np.ndarray, bands: int, rows_per_band: int, active: np.ndarray | None = None) -> np.ndarray:
-    """Candidate pairs (i < j) of signature rows in the same group that agree on every value of some band.
+    """Candidate pairs (i < j) of signature columns (sig is bins-major: num_perm x n) in the same group that agree on every value of some band.
 
     Band keys are hashed with the group, sorted, and runs of equal keys give the pairs: cost ~ n * bands.
     Returns an int64 array of shape (k, 2), unique pairs.
     """
-    n = sig.shape[0]
+    n = sig.shape[1]
     idx = np.arange(n) if active is None else np.flatnonzero(active)
     if len(idx) < 2:
         return np.zeros((0, 2), np.int64)
@@ -339,13 +406,15 @@ def lsh_candidates(sig: np.ndarray, groups: np.ndarray, bands: int, rows_per_ban
     if rowbits > 40:
         raise ValueError("too many rows for LSH packing")
     g = groups[idx].astype(_U64)
+    sub = sig if len(idx) == n else sig[:, idx]
     keys = []
     with np.errstate(over="ignore"):
         base = _mix(g * _U64(0x9E3779B97F4A7C15) + _U64(1))
         for b in range(bands):
             k = base ^ _U64((b + 1) * 0xD6E8FEB86659FD93 % (1 << 64))
             for c in range(b * rows_per_band, (b + 1) * rows_per_band):
-                k = _mix(k + sig[idx, c])
+                k += sub[c]
+                k = _mix(k)
             keys.append(((k >> _U64(rowbits)) << _U64(rowbits)) | idx.astype(_U64))
     packed = np.sort(np.concatenate(keys))
     hi = packed >> _U64(rowbits)
