@@ -27,7 +27,7 @@ from .config import DistinctnessConfig, LeakageConfig, SingleMutationConfig, Val
 from .report import Rejection, ValidationReport
 from .schemas import to_frame, validate_frame
 from . import textops as T
-from .textops import Corpus, _mix, lsh_candidates, lsh_params, minhash, row_starts
+from .textops import Corpus, lsh_candidates, lsh_params, row_starts
 
 __all__ = [
     "single_mutation",
@@ -129,18 +129,19 @@ def _ordinal(token: str) -> int | None:
     return None
 
 
-def _consecutive_run(tokens: list[str]) -> list[str]:
-    """The longest run of markers numbered k, k+1, ... in order of appearance (as a list of markers)."""
+def _consecutive_run(tokens: list[tuple[str, str]]) -> list[str]:
+    """The longest run of markers numbered k, k+1, ... in order of appearance. `tokens` are
+    (number or letter, marker as written); returns the markers as written."""
     best: list[str] = []
-    for i, t in enumerate(tokens):
+    for i, (t, shown) in enumerate(tokens):
         v = _ordinal(t)
         if v is None:
             continue
-        run, want = [t], v + 1
-        for u in tokens[i + 1 :]:
+        run, want = [shown], v + 1
+        for u, shown_u in tokens[i + 1 :]:
             w = _ordinal(u)
             if w == want or (u in _ROMAN and _ROMAN[u] == want):
-                run.append(u)
+                run.append(shown_u)
                 want += 1
         if len(run) > len(best):
             best = run
@@ -154,8 +155,8 @@ def enumeration_markers(text: str) -> list[str]:
     lines = [m.group(0).strip()[:-1].strip() for m in _LINE_MARKER.finditer(text)]
     if len(lines) >= 2:
         return lines
-    paren = _consecutive_run([m.group(1) for m in _INLINE_PAREN.finditer(text)])
-    dot = _consecutive_run([m.group(1) for m in _INLINE_DOT.finditer(text)])
+    paren = _consecutive_run([(m.group(1), m.group(0).strip()) for m in _INLINE_PAREN.finditer(text)])
+    dot = _consecutive_run([(m.group(1), m.group(0).strip()) for m in _INLINE_DOT.finditer(text)])
     ordinals = list(dict.fromkeys(m.group(1).lower() for m in _ORDINAL.finditer(text)))
     bullets = [m.group(1) for m in _INLINE_BULLET.finditer(text)]
     best = max((paren, dot, ordinals, bullets, lines), key=len)
@@ -255,7 +256,19 @@ _LABEL_WORDS = ("answer", "answers", "option", "options", "candidate", "candidat
 
 _HAS_DIGIT = re.compile(r"\d")
 _CODE_TOKEN = re.compile(r"[A-Za-z_]\w*|\d+(?:\.\d+)?|[^\s\w]")
-_CODE_CHARS = re.compile(r"[=\[\]{}_`<>%:]|\w\(")
+_CODE_PUNCT = re.compile(r"[=\[\]{}_`<>%:]")
+
+
+def _looks_like_code(text: str) -> bool:
+    """Code punctuation, or a call: a "(" right after a letter or digit."""
+    if _CODE_PUNCT.search(text):
+        return True
+    i = text.find("(")
+    while i > 0:
+        if text[i - 1].isalnum():
+            return True
+        i = text.find("(", i + 1)
+    return False
 
 
 def _ws(text: str) -> str:
@@ -287,14 +300,14 @@ class _Context:
         self.Q = None if questions is None else to_frame(questions).reset_index(drop=True)
         n = self.n = len(self.A)
         A = self.A
-        self._ids = A["id"].to_numpy(dtype=object) if "id" in A.columns else np.full(n, None, dtype=object)
-        self.kind = A["kind"].to_numpy(dtype=object) if "kind" in A.columns else np.full(n, "", dtype=object)
         self.is_h = A["kind"].eq("hallucinated").to_numpy(bool) if "kind" in A.columns else np.zeros(n, bool)
         self.is_t = A["kind"].eq("truthful").to_numpy(bool) if "kind" in A.columns else np.zeros(n, bool)
         qcol = A["question_id"] if "question_id" in A.columns else pd.Series([""] * n, dtype=object)
-        self._question_ids = qcol.to_numpy(dtype=object)
         stmt = A["statement"] if "statement" in A.columns else pd.Series([""] * n, dtype=object)
-        self.corpus = Corpus(stmt.fillna("").tolist() if stmt.dtype != object else stmt.tolist(), arrow=T.arrow_strings(stmt))
+        if stmt.dtype == object:
+            self.corpus = Corpus(stmt.tolist(), arrow=T.arrow_strings(stmt))
+        else:  # a string column: every value of fillna("") is a str
+            self.corpus = Corpus(stmt.fillna("").tolist(), arrow=T.arrow_strings(stmt), clean=False)
         if self.Q is not None and len(self.Q) and "id" in self.Q.columns:
             self.qpos = _positions(self.Q["id"], qcol)
         else:
@@ -305,14 +318,25 @@ class _Context:
         offset = len(self.Q) if self.Q is not None else 0
         self.group = np.where(self.has_q, self.qpos, offset + codes)
 
+    def _value(self, column: str, i: int) -> Any:
+        cache = self.__dict__.setdefault("_col_cache", {})
+        if column not in cache:
+            cache[column] = self.A[column].to_numpy(dtype=object) if column in self.A.columns else None
+        values = cache[column]
+        return None if values is None else values[i]
+
     def row_id(self, i: int) -> str:
-        v = self._ids[i]
+        v = self._value("id", i)
         if isinstance(v, str) and v:
             return v
         return f"<augmentations>[{i if self.row_index is None else int(self.row_index[i])}]"
 
     def question_id(self, i: int) -> str:
-        v = self._question_ids[i]
+        v = self._value("question_id", i)
+        return v if isinstance(v, str) else ""
+
+    def kind(self, i: int) -> str:
+        v = self._value("kind", i)
         return v if isinstance(v, str) else ""
 
     # question columns, one value per question row
@@ -324,6 +348,11 @@ class _Context:
     def per_row(self, values: list[Any], default: Any = None) -> list[Any]:
         """A per-question list mapped onto the augmentation rows."""
         return [values[p] if p >= 0 else default for p in self.qpos.tolist()]
+
+    def domain_of(self, i: int) -> str:
+        if self.has_q[i] and self.Q is not None and "domain" in self.Q.columns:
+            return str(self.Q["domain"].iat[int(self.qpos[i])])
+        return str(self.A["domain"].iat[i]) if "domain" in self.A.columns else ""
 
     @cached_property
     def domain(self) -> list[str]:
@@ -403,7 +432,7 @@ def _single_mutation(ctx: _Context, cfg: SingleMutationConfig) -> list[Rejection
     for i in np.flatnonzero(is_h & has_mt & ~allowed).tolist():
         found.append((i, f"mutation_type {mt_list[i]!r} is not one of {', '.join(sorted(cfg.allowed_mutation_types))}"))
     for i in np.flatnonzero(is_h & allowed & in_code & ~code_ok).tolist():
-        found.append((i, f"code question premise has mutation_type {mt_list[i]!r}; {ctx.domain[i]} allows only {', '.join(sorted(cfg.code_mutation_types))}"))
+        found.append((i, f"code question premise has mutation_type {mt_list[i]!r}; {ctx.domain_of(i)} allows only {', '.join(sorted(cfg.code_mutation_types))}"))
     if cfg.require_mutation_logic:
         for i in np.flatnonzero(is_h & ~has_logic).tolist():
             found.append((i, "hallucinated premise has no mutation_logic naming its error"))
@@ -542,17 +571,15 @@ def _distinctness(ctx: _Context, cfg: DistinctnessConfig) -> list[Rejection]:
     h_rows = np.flatnonzero(ctx.is_h)
     if len(h_rows) < 2:
         return []
-    raw = ctx.raw_signatures(cfg.shingle, cfg.shingle_size, cfg.num_perm)
-    nh = len(h_rows)
-    sig, has = T.densify(raw[h_rows])
+    sig = ctx.raw_signatures(cfg.shingle, cfg.shingle_size, cfg.num_perm)[h_rows]
     if cfg.bands:
         bands, r = cfg.bands, cfg.num_perm // cfg.bands
     else:
         bands, r = lsh_params(cfg.threshold, cfg.num_perm)
-    pairs = lsh_candidates(sig, ctx.group[h_rows], bands, r, active=has)
+    pairs = lsh_candidates(sig, ctx.group[h_rows], bands, r)
     if not len(pairs):
         return []
-    est = (sig[:, pairs[:, 0]] == sig[:, pairs[:, 1]]).mean(axis=0)
+    est = T.oph_similarity(sig, pairs[:, 0], pairs[:, 1])
     margin = cfg.verify_margin if cfg.verify else 0.0
     pairs, est = pairs[est >= cfg.threshold - margin], est[est >= cfg.threshold - margin]
     sh, rows = ctx.corpus.shingles(cfg.shingle_size, cfg.shingle)
@@ -586,57 +613,52 @@ class _Gold:
 
     def __init__(self, ctx: _Context, cfg: LeakageConfig):
         Q = ctx.Q
-        m = 0 if Q is None else len(Q)
-        self.m = m
-        task = _strs(ctx.qcol("task_type"), m)
-        domain = _strs(ctx.qcol("domain"), m)
-        answers = _strs(ctx.qcol("answer"), m)
-        options = ctx.qcol("options")
-        index = ctx.qcol("answer_index")
-        qtext = _strs(ctx.qcol("question"), m)
-        self.is_mc = [t == "multiple_choice" for t in task]
-        self.is_code = [t == "code" or d == "Code" for t, d in zip(task, domain, strict=True)]
-        self.gold_index: list[int | None] = []
-        gold_text: list[str] = []
-        for j in range(m):
-            opts = options[j] if isinstance(options[j], list | tuple | np.ndarray) else []
-            idx = index[j]
-            try:
-                idx = int(idx) if idx is not None and not (isinstance(idx, float) and math.isnan(idx)) else None
-            except (TypeError, ValueError):
-                idx = None
-            if idx is not None and not 0 <= idx < len(opts):
-                idx = None
-            self.gold_index.append(idx if self.is_mc[j] else None)
-            gold_text.append(str(opts[idx]) if self.is_mc[j] and idx is not None else answers[j])
-        self.options = [o if isinstance(o, list | tuple | np.ndarray) else [] for o in options]
+        m = self.m = len(Q)
+
+        def col(name: str) -> pd.Series:
+            return Q[name] if name in Q.columns else pd.Series([None] * m, dtype=object)
+
+        task, domain = col("task_type"), col("domain")
+        self.is_mc = task.eq("multiple_choice").to_numpy(bool)
+        self.is_code = (task.eq("code") | domain.eq("Code")).to_numpy(bool)
+        idx = pd.to_numeric(col("answer_index"), errors="coerce").to_numpy(float)
+        n_opts = np.fromiter((len(o) if isinstance(o, list | tuple | np.ndarray) else 0 for o in col("options").tolist()), np.int64, count=m)
+        ok = self.is_mc & np.isfinite(idx) & (idx >= 0) & (idx < n_opts)
+        self.gold_index = np.where(ok, np.nan_to_num(idx, nan=-1), -1).astype(np.int64)  # -1: none
+        # gold text: the answer (for multiple choice the schema checks answer == options[answer_index])
+        answers = col("answer")
+        gold_text = _strs(answers, m)
         self.gold_raw = gold_text
+        self._options = col("options")
         used = np.zeros(m, bool)
         used[ctx.qpos[ctx.has_q]] = True
+        qtext = ctx.q_corpus.texts
         # numeric answers
         self.gold_value: list[float | None] = [None] * m
-        numeric = [False] * m
-        for j in np.flatnonzero(used).tolist():
-            if self.is_code[j] or not _HAS_DIGIT.search(gold_text[j]):
-                continue
+        numeric = np.zeros(m, bool)
+        with_digit = T.regex_mask(T.arrow_strings(answers), r"\d")
+        for j in np.flatnonzero(used & with_digit & ~self.is_code).tolist():
             v = numeric_value(gold_text[j], cfg.max_unit_chars)
             if v is None:
                 continue
             numeric[j] = True
             if any(_close(v, x, cfg.numeric_rel_tol, cfg.numeric_abs_tol) for x, _ in parse_numbers(qtext[j])):
                 continue  # the number is in the question: mentioning it reveals nothing
-            others = [numeric_value(str(o), cfg.max_unit_chars) for k, o in enumerate(self.options[j]) if k != self.gold_index[j]]
+            gi = int(self.gold_index[j])
+            others = [numeric_value(str(o), cfg.max_unit_chars) for k, o in enumerate(self.options(j)) if k != gi]
             if any(o is not None and _close(v, o, cfg.numeric_rel_tol, cfg.numeric_abs_tol) for o in others):
                 continue  # another candidate has the same number (other unit): the number does not single out the answer
             self.gold_value[j] = v
         # gold text (normalised, word-bounded); numeric golds are checked as numbers instead
         gold_norm = Corpus(gold_text).norm
-        q_norm = ctx.q_corpus.norm
+        q_joined, q_starts = ctx.q_corpus.norm_joined
+        q_ends = np.append(q_starts[1:] - 1, len(q_joined)).tolist()
+        q_starts = q_starts.tolist()
         ignore = {" " + " ".join(re.sub(r"[^\w]+", " ", t.lower()).split()) + " " for t in cfg.ignore_gold_texts}
         self.gold_pat: list[str | None] = [None] * m
-        for j in np.flatnonzero(used).tolist():
+        for j in np.flatnonzero(used & ~self.is_code & ~numeric).tolist():
             g = gold_norm[j]
-            if self.is_code[j] or numeric[j] or len(g) - 2 < cfg.min_gold_chars or g in ignore or g in q_norm[j]:
+            if len(g) - 2 < cfg.min_gold_chars or g in ignore or q_joined.find(g, q_starts[j], q_ends[j]) >= 0:
                 continue
             self.gold_pat[j] = g
         # each gold text's longest word, hashed like Corpus.words: the vectorised pre-filter of the lookup
@@ -645,28 +667,38 @@ class _Gold:
         self.anchor_hash = np.zeros(m, _U64)
         self.anchor_hash[arows] = ah  # one word per anchor
         # code: reference-solution lines and token n-grams not already shown in the question
-        sols = _strs(ctx.qcol("reference_solution"), m)
-        sigs = _strs(ctx.qcol("code_signature"), m)
-        self.sol_lines: list[list[str]] = [[] for _ in range(m)]
-        self._sol = {j: (sols[j] or answers[j], qtext[j] + "\n" + sigs[j]) for j in np.flatnonzero(used).tolist() if self.is_code[j]}
+        self.sol_lines: dict[int, list[str]] = {}
+        self._sol: dict[int, tuple[str, str]] = {}
         self._ngrams: dict[int, set[tuple[str, ...]]] = {}
         self.n_tok = cfg.code_ngram_tokens
-        for j, (sol, shown_text) in self._sol.items():
-            shown = _ws(shown_text)
-            seen = set()
-            for line in sol.splitlines():
-                w = _ws(line)
-                if len(w) >= cfg.min_solution_line_chars and w not in shown and w not in seen:
-                    seen.add(w)
-                    self.sol_lines[j].append(w)
+        code_rows = np.flatnonzero(used & self.is_code)
+        if len(code_rows):
+            sols = _strs(col("reference_solution").iloc[code_rows], len(code_rows))
+            sigs = _strs(col("code_signature").iloc[code_rows], len(code_rows))
+            for j, sol, sig in zip(code_rows.tolist(), sols, sigs, strict=True):
+                sol = sol or gold_text[j]
+                shown_text = qtext[j] + "\n" + sig
+                self._sol[j] = (sol, shown_text)
+                shown = _ws(shown_text)
+                seen: set[str] = set()
+                lines = self.sol_lines[j] = []
+                for line in sol.splitlines():
+                    w = _ws(line)
+                    if len(w) >= cfg.min_solution_line_chars and w not in shown and w not in seen:
+                        seen.add(w)
+                        lines.append(w)
+
+    def options(self, j: int) -> list:
+        o = self._options.iat[j]
+        return list(o) if isinstance(o, list | tuple | np.ndarray) else []
 
     def covers(self, j: int) -> list[str]:
         """Normalised texts of the other candidates of question j that contain its gold text (a premise
         naming "liquid oxygen" does not reveal the gold "oxygen" when "liquid oxygen" is another option)."""
-        g, gi = self.gold_pat[j], self.gold_index[j]
+        g, gi = self.gold_pat[j], int(self.gold_index[j])
         if g is None:
             return []
-        others = [str(o) for i, o in enumerate(self.options[j]) if i != gi]
+        others = [str(o) for i, o in enumerate(self.options(j)) if i != gi]
         return [o for o in Corpus(others).norm if g in o and o != g] if others else []
 
     def sol_ngrams(self, j: int) -> set[tuple[str, ...]]:
@@ -689,8 +721,8 @@ def _leakage(ctx: _Context, cfg: LeakageConfig) -> list[Rejection]:
         qpos = ctx.qpos
         texts = corpus.texts
 
-        def per_row(flags: list[bool]) -> np.ndarray:
-            f = np.asarray(flags + [False], bool)  # index -1 (no question) -> False
+        def per_row(flags: Any) -> np.ndarray:
+            f = np.append(np.asarray(flags, bool), False)  # index -1 (no question) -> False
             return f[qpos]
 
         # gold option / answer text, word-bounded on normalised text. Vectorised pre-filter: the rows
@@ -716,7 +748,7 @@ def _leakage(ctx: _Context, cfg: LeakageConfig) -> list[Rejection]:
                     rest = rest.replace(c, " ")
                 if g not in rest:
                     continue
-            found.append((i, f"{ctx.kind[i] or 'the'} premise reveals the gold answer text {_short(gold.gold_raw[p], 50)!r}"))
+            found.append((i, f"{ctx.kind(i) or 'the'} premise reveals the gold answer text {_short(gold.gold_raw[p], 50)!r}"))
 
         # answer labels: rows mentioning answer/option/candidate/choice/correct/right/best
         if cfg.check_labels:
@@ -724,8 +756,8 @@ def _leakage(ctx: _Context, cfg: LeakageConfig) -> list[Rejection]:
             for i in np.flatnonzero(is_mc & ctx.statement_prefilter).tolist():
                 if not is_mc[i]:
                     continue
-                gi = gold.gold_index[int(qpos[i])]
-                gold_labels = {str(gi + 1), LETTERS[gi], LETTERS[gi].lower()} if gi is not None and gi < len(LETTERS) else set()
+                gi = int(gold.gold_index[int(qpos[i])])
+                gold_labels = {str(gi + 1), LETTERS[gi], LETTERS[gi].lower()} if 0 <= gi < len(LETTERS) else set()
                 for m in _LABEL.finditer(texts[i]):
                     label = m.group("p") or m.group("b") or m.group("q")
                     if label in gold_labels:
@@ -753,14 +785,16 @@ def _leakage(ctx: _Context, cfg: LeakageConfig) -> list[Rejection]:
         # code: reference-solution lines and token runs
         k = cfg.code_ngram_tokens
         for i in np.flatnonzero(per_row(gold.is_code)).tolist():
+            if int(qpos[i]) not in gold._sol:
+                continue
             p = int(qpos[i])
             text = texts[i]
             flat = _ws(text) if ("  " in text or "\n" in text or "\t" in text) else text.strip()
-            hit = next((ln for ln in gold.sol_lines[p] if ln in flat), None)
+            hit = next((ln for ln in gold.sol_lines.get(p, ()) if ln in flat), None)
             if hit is not None:
                 found.append((i, f"premise quotes the reference solution line {_short(hit, 60)!r}"))
                 continue
-            if k > 0 and _CODE_CHARS.search(flat):
+            if k > 0 and _looks_like_code(flat):
                 grams = gold.sol_ngrams(p)
                 if not grams:
                     continue
@@ -812,9 +846,8 @@ def _truthful_carries_error(ctx: _Context, cfg: LeakageConfig, num_perm: int = 3
     upper = sig[pt]
     if ctx.Q is not None and len(ctx.Q):
         qsig = ctx.raw_signatures("word", k, num_perm, questions=True)
-        pq = ctx.qpos[ph]
-        has_q = pq >= 0
-        upper[has_q] = np.minimum(upper[has_q], qsig[pq[has_q]])
+        qsig = np.concatenate([qsig, np.full((1, qsig.shape[1]), np.iinfo(np.uint64).max, _U64)])
+        np.minimum(upper, qsig[ctx.qpos[ph]], out=upper)  # qpos -1 -> the all-empty last row
     violations = (upper > sig[ph]).sum(axis=1)
     keep = np.flatnonzero((violations <= allowed) & (size[ph] >= cfg.min_distinctive_shingles))
     if not len(keep):

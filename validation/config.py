@@ -91,7 +91,7 @@ class DistinctnessConfig:
     num_perm: int = 32  # MinHash signature length (one-permutation hashing: bins; a power of two is fastest)
     bands: int | None = None  # LSH bands; None -> chosen from threshold and num_perm
     verify: bool = True  # re-check LSH candidate pairs with exact Jaccard (False: trust the MinHash estimate)
-    verify_margin: float = 0.35  # candidates whose MinHash estimate is below threshold - margin are dropped unverified
+    verify_margin: float = 0.25  # candidates whose MinHash estimate is below threshold - margin are dropped unverified
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,8 @@ class ValidationReport:
         return cls([Rejection(**r) for r in data.get("rejections", [])], rows=dict(data.get("rows", {})))
 
     def render(self, limit: int | None = None) -> str:
-        """Readable text: a summary line, counts per check, then every failing row id with its reason(s)."""
+        """Readable text: a summary line, counts per check, then every failing row id (at most `limit`
+        rows) with its reason(s) indented below it."""
         rows = ", ".join(f"{n} {frame}" for frame, n in self.rows.items())
         if self.ok:
             return f"validation passed ({rows or 'no rows'})"
@@ -77,12 +78,15 @@ class ValidationReport:
         lines = [f"validation FAILED: {len(self.rejections)} rejection(s) on {len(ids)} row(s)" + (f" ({rows})" if rows else "")]
         lines += [f"  {check}: {n}" for check, n in self.by_check().items()]
         lines.append("")
-        shown = self.rejections if limit is None else self.rejections[:limit]
-        width = max(len(r.row_id) for r in shown)
-        for r in shown:
-            lines.append(f"{r.row_id:<{width}}  [{r.check}] {r.reason}")
-        if limit is not None and len(self.rejections) > limit:
-            lines.append(f"... and {len(self.rejections) - limit} more")
+        by_row: dict[str, list[Rejection]] = {}
+        for r in self.rejections:
+            by_row.setdefault(r.row_id, []).append(r)
+        rows = list(by_row.items()) if limit is None else list(by_row.items())[:limit]
+        for row_id, found in rows:
+            lines.append(row_id)
+            lines += [f"    [{r.check}] {r.reason}" for r in found]
+        if limit is not None and len(by_row) > limit:
+            lines.append(f"... and {len(by_row) - limit} more row(s)")
         return "\n".join(lines)
 
     def __str__(self) -> str:

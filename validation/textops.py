@@ -40,6 +40,14 @@ _LUT[128:] = np.arange(128, 256, dtype=np.uint8)
 _MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
 
 
+def _unaligned_u64(arr: np.ndarray) -> np.ndarray:
+    """A uint64 view reading the 8 bytes that start at each position of a uint8 array (little-endian;
+    zero-padded at the end): gathering from it reads a word's first 8 bytes in one step."""
+    padded = np.concatenate([arr, np.zeros(8, np.uint8)])
+    view = np.ndarray(shape=(len(arr),), dtype="<u8", buffer=padded, offset=0, strides=(1,))
+    return view
+
+
 def _mix(x: np.ndarray) -> np.ndarray:
     """splitmix64 finaliser (in place on a uint64 array; returns it)."""
     with np.errstate(over="ignore"):
@@ -74,12 +82,11 @@ class Corpus:
     Buffers join the rows with " \\x00 " (a NUL between two spaces) so every row is padded by spaces.
     """
 
-    def __init__(self, texts: Sequence[object], arrow: pa.Array | pa.ChunkedArray | None = None):
-        texts = _clean(texts)
-        if any(_SEP in t for t in texts):
-            texts = [t.replace(_SEP, " ") for t in texts]
-        self.texts: list[str] = texts
-        self.n = len(texts)
+    def __init__(self, texts: Sequence[object], arrow: pa.Array | pa.ChunkedArray | None = None, *, clean: bool = True):
+        """`texts`: the column (None/NaN/non-strings are read as ""; pass clean=False when every item is
+        already a str). `arrow`: the same column as an Arrow string array, if the caller has one."""
+        self.texts: list[str] = _clean(texts) if clean else texts  # type: ignore[assignment]
+        self.n = len(self.texts)
         if arrow is not None:
             self.__dict__["arrow"] = arrow
 
@@ -90,7 +97,11 @@ class Corpus:
 
     @cached_property
     def _joined(self) -> str:
-        return " " + " \x00 ".join(self.texts) + " "
+        joined = " " + " \x00 ".join(self.texts) + " "
+        if joined.count(_SEP) != max(self.n - 1, 0):  # a text holds a NUL: blank it out
+            self.texts = [t.replace(_SEP, " ") for t in self.texts]
+            joined = " " + " \x00 ".join(self.texts) + " "
+        return joined
 
     # ---- normalised text ------------------------------------------------------------------------
 
@@ -99,7 +110,7 @@ class Corpus:
         if self._joined.isascii():
             raw = np.frombuffer(self._joined.encode("ascii"), np.uint8)
         else:
-            joined = " " + " \x00 ".join(t if t.isascii() else t.lower() for t in self.texts) + " "
+            joined = " " + " \x00 ".join(t if t.isascii() else t.lower() for t in self.texts) + " "  # NULs: see _joined
             b = joined.encode("utf-8")
             for src, dst in _PUNCT_BYTES:
                 if src in b:
@@ -185,14 +196,13 @@ class Corpus:
         rows_all = np.cumsum(is_sep)
         starts, ends, rows = starts[is_word], ends[is_word], rows_all[is_word]
         lengths = ends - starts
-        padded = np.concatenate([arr, np.zeros(8, np.uint8)])
-        win = np.lib.stride_tricks.as_strided(padded, shape=(len(arr), 8), strides=(1, 1))
-        h = np.ascontiguousarray(win[starts]).view(_U64).ravel()
+        u64 = _unaligned_u64(arr)
+        h = u64[starts]  # the 8 bytes from each word start (little-endian), masked to the word
         h &= _MASKS[np.minimum(lengths, 8)]
         with np.errstate(over="ignore"):
             long = np.flatnonzero(lengths > 8)
             if len(long):  # words longer than 8 bytes: also the last 8 bytes and the length
-                last = np.ascontiguousarray(win[ends[long] - 8]).view(_U64).ravel()
+                last = u64[ends[long] - 8]
                 h[long] ^= _mix(last ^ (lengths[long].astype(_U64) * _U64(0x9E3779B97F4A7C15)))
             h += _U64(0x632BE59BD9B4E019)
         return _mix(h), rows
@@ -251,9 +261,7 @@ class Corpus:
         ok &= arr[pos] != 32
         ok &= arr[pos + k - 1] != 32
         pos = pos[ok]
-        padded = np.concatenate([arr, np.zeros(8, np.uint8)])
-        win = np.lib.stride_tricks.as_strided(padded, shape=(len(arr), 8), strides=(1, 1))
-        v = np.ascontiguousarray(win[pos]).view(_U64).ravel()
+        v = _unaligned_u64(arr)[pos]
         if k < 8:
             v &= _U64((1 << (8 * k)) - 1)
         return _mix(v + _U64(0x2545F4914F6CDD1D)), np.searchsorted(seps, pos)
@@ -333,50 +341,13 @@ def oph_signatures(hashes: np.ndarray, rows: np.ndarray, n_rows: int, num_perm: 
     return flat.reshape(n_rows, B)
 
 
-def densify(raw: np.ndarray, chunk: int = 4096) -> tuple[np.ndarray, np.ndarray]:
-    """MinHash signatures from raw one-permutation signatures by rotation densification: an empty bin
-    borrows the value of the next non-empty bin to its right (cyclically) plus an offset per step
-    (Shrivastava & Li, ICML 2014), so two sets agree in a bin with probability ~ their Jaccard
-    similarity. Done in chunks of rows so the work arrays stay in cache.
-
-    Returns (signatures bins-major, shape (num_perm, n_rows); has_shingles per row).
-    """
-    n_rows, B = raw.shape
-    sig = raw.copy()
-    has = np.zeros(n_rows, bool)
-    step = _U64(0x9E3779B97F4A7C15)
-    for s in range(0, n_rows, chunk):
-        e = min(n_rows, s + chunk)
-        m = e - s
-        flat = sig[s:e].reshape(-1)
-        full = flat != _MAX
-        filled = np.flatnonzero(full)
-        if len(filled) == 0:
-            continue
-        h_any = np.zeros(m, bool)
-        h_any[filled // B] = True
-        has[s:e] = h_any
-        if len(filled) == m * B:
-            continue
-        # each empty bin of a row with values: the next filled bin to its right, wrapping to the row's first
-        empty = np.flatnonzero(~full)
-        erow = empty // B
-        keep = h_any[erow]
-        empty, erow = empty[keep], erow[keep]
-        k = np.searchsorted(filled, empty)
-        nxt = filled[np.minimum(k, len(filled) - 1)]
-        wrap = (k >= len(filled)) | (nxt >= (erow + 1) * B)
-        nxt[wrap] = filled[np.searchsorted(filled, erow[wrap] * B)]
-        dist = (nxt - empty) % B
-        with np.errstate(over="ignore"):
-            flat[empty] = flat[nxt] + dist.astype(_U64) * step
-    return np.ascontiguousarray(sig.T), has
-
-
-def minhash(hashes: np.ndarray, rows: np.ndarray, n_rows: int, num_perm: int, chunk: int = 4096) -> tuple[np.ndarray, np.ndarray]:
-    """Densified one-permutation MinHash signatures of the rows' shingle sets (see oph_signatures and
-    densify): (signatures bins-major (num_perm, n_rows), has_shingles). One pass over the shingles."""
-    return densify(oph_signatures(hashes, rows, n_rows, num_perm), chunk)
+def oph_similarity(sig: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Jaccard estimates of row pairs (a[i], b[i]) from raw one-permutation signatures (rows x bins):
+    bins where both sets have the same minimum / bins where either set has an element."""
+    sa, sb = sig[a], sig[b]
+    both = ((sa == sb) & (sa != _MAX)).sum(axis=1)
+    either = ((sa != _MAX) | (sb != _MAX)).sum(axis=1)
+    return both / np.maximum(either, 1)
 
 
 def lsh_params(threshold: float, num_perm: int, recall: float = 0.999) -> tuple[int, int]:
@@ -392,44 +363,54 @@ def lsh_params(threshold: float, num_perm: int, recall: float = 0.999) -> tuple[
     return best
 
 
-def lsh_candidates(sig: np.ndarray, groups: np.ndarray, bands: int, rows_per_band: int, active: np.ndarray | None = None) -> np.ndarray:
-    """Candidate pairs (i < j) of signature columns (sig is bins-major: num_perm x n) in the same group that agree on every value of some band.
+def lsh_candidates(sig: np.ndarray, groups: np.ndarray, bands: int, rows_per_band: int) -> np.ndarray:
+    """Candidate pairs (i < j) of rows of raw one-permutation signatures (rows x bins) in the same group
+    that agree on every bin of some band.
 
-    Band keys are hashed with the group, sorted, and runs of equal keys give the pairs: cost ~ n * bands.
+    Empty bins (the maximum uint64) take part in a band's key, but a band whose bins are all empty in a
+    row is not bucketed: two sets then share a band with probability >= J ** rows_per_band (a bin that
+    is empty for both agrees for free), so no densification is needed. When bands * rows_per_band is
+    less than the number of bins, one more band covers the last rows_per_band bins. Band keys are
+    hashed with the group, sorted, and runs of equal keys give the pairs: cost ~ n * bands.
     Returns an int64 array of shape (k, 2), unique pairs.
     """
-    n = sig.shape[1]
-    idx = np.arange(n) if active is None else np.flatnonzero(active)
-    if len(idx) < 2:
+    n, B = sig.shape
+    if n < 2:
         return np.zeros((0, 2), np.int64)
-    rowbits = max(1, int(idx.max()).bit_length())
+    rowbits = max(1, int(n).bit_length())
     if rowbits > 40:
         raise ValueError("too many rows for LSH packing")
-    g = groups[idx].astype(_U64)
-    sub = sig if len(idx) == n else sig[:, idx]
+    cols = np.ascontiguousarray(sig.T)
+    idx = np.arange(n, dtype=_U64)
+    spans = [(b * rows_per_band, (b + 1) * rows_per_band) for b in range(bands)]
+    if bands * rows_per_band < B:
+        spans.append((B - rows_per_band, B))
     keys = []
     with np.errstate(over="ignore"):
-        base = _mix(g * _U64(0x9E3779B97F4A7C15) + _U64(1))
-        for b in range(bands):
+        base = _mix(groups.astype(_U64) * _U64(0x9E3779B97F4A7C15) + _U64(1))
+        for b, (lo_c, hi_c) in enumerate(spans):
             k = base ^ _U64((b + 1) * 0xD6E8FEB86659FD93 % (1 << 64))
-            for c in range(b * rows_per_band, (b + 1) * rows_per_band):
-                k += sub[c]
+            empty = np.ones(n, bool)
+            for c in range(lo_c, hi_c):
+                k += cols[c]
                 k = _mix(k)
-            keys.append(((k >> _U64(rowbits)) << _U64(rowbits)) | idx.astype(_U64))
+                empty &= cols[c] == _MAX
+            k >>= _U64(rowbits)
+            k <<= _U64(rowbits)
+            k |= idx
+            keys.append(k[~empty])
     packed = np.sort(np.concatenate(keys))
     hi = packed >> _U64(rowbits)
     lo = (packed & _U64((1 << rowbits) - 1)).astype(np.int64)
     same = hi[1:] == hi[:-1]
     if not same.any():
         return np.zeros((0, 2), np.int64)
-    # runs of equal keys
+    # runs of equal keys: pairs of neighbours, and every pair of the (rare) longer runs
     start_mask = np.concatenate([[True], ~same])
     run_id = np.cumsum(start_mask) - 1
     run_len = np.bincount(run_id)
-    in_multi = run_len[run_id] >= 2
     pairs = []
-    two = in_multi & (run_len[run_id] == 2) & start_mask
-    p2 = np.flatnonzero(two)
+    p2 = np.flatnonzero(start_mask & (run_len[run_id] == 2))
     if len(p2):
         pairs.append(np.stack([lo[p2], lo[p2 + 1]], axis=1))
     big_runs = np.flatnonzero(run_len > 2)
@@ -443,8 +424,7 @@ def lsh_candidates(sig: np.ndarray, groups: np.ndarray, bands: int, rows_per_ban
             pairs.append(np.asarray(extra, np.int64))
     if not pairs:
         return np.zeros((0, 2), np.int64)
-    p = np.concatenate(pairs)
-    p = np.sort(p, axis=1)
+    p = np.sort(np.concatenate(pairs), axis=1)
     p = p[p[:, 0] != p[:, 1]]
     code = np.unique(p[:, 0] * n + p[:, 1])
     return np.stack([code // n, code % n], axis=1)
