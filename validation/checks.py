@@ -25,8 +25,8 @@ import pyarrow as pa
 
 from .config import DistinctnessConfig, LeakageConfig, SingleMutationConfig, ValidationConfig
 from .report import Rejection, ValidationReport
-from .schemas import to_frame, validate_frame
 from . import textops as T
+from .schemas import to_frame, validate_frame
 from .textops import Corpus, lsh_candidates, lsh_params, row_starts
 
 __all__ = [
@@ -54,16 +54,10 @@ def _short(text: str, n: int = 60) -> str:
 
 
 def _present(values: pd.Series | None, n: int) -> np.ndarray:
-    """Boolean mask: the value is a non-blank string (or any other non-null value)."""
+    """Boolean mask: the value is a string with a non-space character (one RE2 pass)."""
     if values is None:
         return np.zeros(n, bool)
-    notna = values.notna().to_numpy(bool)
-    try:
-        blank = values.str.strip().str.len().fillna(0).to_numpy() == 0
-        is_str = values.map(lambda v: isinstance(v, str)).to_numpy(bool) if values.dtype == object else notna
-        return notna & ~(is_str & blank)
-    except AttributeError:  # not a string column
-        return notna
+    return T.regex_mask(T.arrow_strings(values), r"\S")
 
 
 def _strs(values: Any, n: int) -> list[str]:
@@ -223,17 +217,20 @@ def numeric_value(text: str, max_unit_chars: int = 16) -> float | None:
 
 
 def _lead_digits(v: float, rel: float) -> str:
-    """Digits one of which starts (as first significant digit) every number within `rel` of v."""
+    """Digits one of which is the first significant digit of every number within `rel` of v (a cheap test
+    that rules out most premises before their numbers are parsed)."""
     if v == 0 or not math.isfinite(v):
         return "0123456789"
-    m = v / 10 ** math.floor(math.log10(v))
-    out = {str(min(9, int(m)))}
-    if m * (1 - 2 * rel) < 1.0 or int(m * (1 - 2 * rel)) != int(m):
-        out.add(str(max(1, int(m * (1 - 2 * rel))) % 10 or 9))
-    if m * (1 + 2 * rel) >= 10 or int(m * (1 + 2 * rel)) != int(m):
-        out.add(str(int(m * (1 + 2 * rel)) % 10 or 1))
-    if "0" not in out and m < 1.0001:
+    m = v / 10 ** math.floor(math.log10(v))  # mantissa in [1, 10)
+    lo, hi = m * (1 - 2 * rel), m * (1 + 2 * rel)
+    out = set()
+    if lo < 1:  # reaches into the decade below: 0.99...
         out.add("9")
+        lo = 1.0
+    if hi >= 10:  # reaches into the decade above: 10.0...
+        out.add("1")
+        hi = 9.999999
+    out |= {str(d) for d in range(int(lo), int(hi) + 1)}
     return "".join(sorted(out))
 
 
@@ -293,7 +290,8 @@ def _positions(ids: pd.Series, wanted: pd.Series) -> np.ndarray:
 class _Context:
     """The augmentation rows joined to their questions, with every derived column computed once."""
 
-    def __init__(self, augs: Any, questions: Any | None, config: ValidationConfig, row_index: np.ndarray | None = None):
+    def __init__(self, augs: Any, questions: Any | None, config: ValidationConfig, row_index: np.ndarray | None = None,
+                 qpos: np.ndarray | None = None):
         self.config = config
         self.row_index = row_index  # position of each row in the caller's frame (for ids of rows without one)
         self.A = to_frame(augs).reset_index(drop=True)
@@ -304,17 +302,19 @@ class _Context:
         self.is_t = A["kind"].eq("truthful").to_numpy(bool) if "kind" in A.columns else np.zeros(n, bool)
         qcol = A["question_id"] if "question_id" in A.columns else pd.Series([""] * n, dtype=object)
         stmt = A["statement"] if "statement" in A.columns else pd.Series([""] * n, dtype=object)
-        if stmt.dtype == object:
-            self.corpus = Corpus(stmt.tolist(), arrow=T.arrow_strings(stmt))
-        else:  # a string column: every value of fillna("") is a str
+        if isinstance(stmt.dtype, pd.StringDtype):  # every value of fillna("") is a str
             self.corpus = Corpus(stmt.fillna("").tolist(), arrow=T.arrow_strings(stmt), clean=False)
-        if self.Q is not None and len(self.Q) and "id" in self.Q.columns:
+        else:
+            self.corpus = Corpus(stmt.tolist(), arrow=T.arrow_strings(stmt))
+        if qpos is not None:  # given by the caller (positions in `questions`)
+            self.qpos = np.asarray(qpos, np.int64)
+        elif self.Q is not None and len(self.Q) and "id" in self.Q.columns:
             self.qpos = _positions(self.Q["id"], qcol)
         else:
             self.qpos = np.full(n, -1, np.int64)
         self.has_q = self.qpos >= 0
         # group = the question: its row in Q, else a code of its question_id
-        codes, _ = pd.factorize(qcol)
+        codes, _ = pd.factorize(qcol, use_na_sentinel=False)
         offset = len(self.Q) if self.Q is not None else 0
         self.group = np.where(self.has_q, self.qpos, offset + codes)
 
@@ -345,23 +345,10 @@ class _Context:
             return [None] * (0 if self.Q is None else len(self.Q))
         return self.Q[name].tolist()
 
-    def per_row(self, values: list[Any], default: Any = None) -> list[Any]:
-        """A per-question list mapped onto the augmentation rows."""
-        return [values[p] if p >= 0 else default for p in self.qpos.tolist()]
-
     def domain_of(self, i: int) -> str:
         if self.has_q[i] and self.Q is not None and "domain" in self.Q.columns:
             return str(self.Q["domain"].iat[int(self.qpos[i])])
         return str(self.A["domain"].iat[i]) if "domain" in self.A.columns else ""
-
-    @cached_property
-    def domain(self) -> list[str]:
-        """Each row's question domain (from the questions, else a `domain` column of the augmentations)."""
-        own = _strs(self.A["domain"], self.n) if "domain" in self.A.columns else [""] * self.n
-        if self.Q is None or "domain" not in self.Q.columns:
-            return own
-        qd = _strs(self.Q["domain"], len(self.Q))
-        return [qd[p] if p >= 0 else o for p, o in zip(self.qpos.tolist(), own, strict=True)]
 
     @cached_property
     def statement_prefilter(self) -> np.ndarray:
@@ -507,7 +494,7 @@ def _single_mutation(ctx: _Context, cfg: SingleMutationConfig) -> list[Rejection
 # RE2 (Arrow) pre-filters: each matches a superset of what the Python rules then look for
 _SENT_PREFILTER = r"[.!?\x{2026}]+[\"'\x{201d}\x{2019})\]]*\s+\S"
 _LIST_PREFILTER = (
-    r"\n|[\x{2022}\x{25e6}\x{2023}\x{25aa}]|(?i:\bfirst(?:ly)?\b)"
+    r"\n|[\x{2022}\x{25e6}\x{2023}\x{25aa}]|(?i:\b(?:first|second|third|fourth|finally|lastly)(?:ly)?\s*,)"
     r"|(?:^|[\s:;,(])\(?(?:\d{1,2}|[a-hA-H]|[ivxIVX]{1,4})[.)]\s|^\s*[-*]\s"
 )
 
@@ -622,7 +609,11 @@ class _Gold:
         self.is_mc = task.eq("multiple_choice").to_numpy(bool)
         self.is_code = (task.eq("code") | domain.eq("Code")).to_numpy(bool)
         idx = pd.to_numeric(col("answer_index"), errors="coerce").to_numpy(float)
-        n_opts = np.fromiter((len(o) if isinstance(o, list | tuple | np.ndarray) else 0 for o in col("options").tolist()), np.int64, count=m)
+        n_opts = np.zeros(m, np.int64)
+        mc_rows = np.flatnonzero(self.is_mc & np.isfinite(idx))
+        if len(mc_rows):
+            opts = col("options").to_numpy(dtype=object)[mc_rows]
+            n_opts[mc_rows] = [len(o) if isinstance(o, list | tuple | np.ndarray) else 0 for o in opts]
         ok = self.is_mc & np.isfinite(idx) & (idx >= 0) & (idx < n_opts)
         self.gold_index = np.where(ok, np.nan_to_num(idx, nan=-1), -1).astype(np.int64)  # -1: none
         # gold text: the answer (for multiple choice the schema checks answer == options[answer_index])
@@ -645,7 +636,7 @@ class _Gold:
             if any(_close(v, x, cfg.numeric_rel_tol, cfg.numeric_abs_tol) for x, _ in parse_numbers(qtext[j])):
                 continue  # the number is in the question: mentioning it reveals nothing
             gi = int(self.gold_index[j])
-            others = [numeric_value(str(o), cfg.max_unit_chars) for k, o in enumerate(self.options(j)) if k != gi]
+            others = [numeric_value(str(o), cfg.max_unit_chars) for k, o in enumerate(self.options(j)) if k != gi] if self.is_mc[j] else []
             if any(o is not None and _close(v, o, cfg.numeric_rel_tol, cfg.numeric_abs_tol) for o in others):
                 continue  # another candidate has the same number (other unit): the number does not single out the answer
             self.gold_value[j] = v
@@ -750,12 +741,10 @@ def _leakage(ctx: _Context, cfg: LeakageConfig) -> list[Rejection]:
                     continue
             found.append((i, f"{ctx.kind(i) or 'the'} premise reveals the gold answer text {_short(gold.gold_raw[p], 50)!r}"))
 
-        # answer labels: rows mentioning answer/option/candidate/choice/correct/right/best
+        # answer labels (multiple choice): rows the statement pre-filter kept (it includes the label words)
         if cfg.check_labels:
             is_mc = per_row(gold.is_mc)
             for i in np.flatnonzero(is_mc & ctx.statement_prefilter).tolist():
-                if not is_mc[i]:
-                    continue
                 gi = int(gold.gold_index[int(qpos[i])])
                 gold_labels = {str(gi + 1), LETTERS[gi], LETTERS[gi].lower()} if 0 <= gi < len(LETTERS) else set()
                 for m in _LABEL.finditer(texts[i]):
@@ -767,7 +756,7 @@ def _leakage(ctx: _Context, cfg: LeakageConfig) -> list[Rejection]:
                         found.append((i, f"premise refers to answer candidate {label!r} ({_short(m.group(0), 40)!r})"))
                         break
 
-        # numeric answers: rows of questions with a numeric gold answer whose premise has a digit
+        # numeric answers: rows of questions with a numeric gold answer (after a leading-digit pre-test)
         gv = gold.gold_value
         need = per_row([v is not None for v in gv])
         if need.any():
@@ -785,9 +774,9 @@ def _leakage(ctx: _Context, cfg: LeakageConfig) -> list[Rejection]:
         # code: reference-solution lines and token runs
         k = cfg.code_ngram_tokens
         for i in np.flatnonzero(per_row(gold.is_code)).tolist():
-            if int(qpos[i]) not in gold._sol:
-                continue
             p = int(qpos[i])
+            if p not in gold._sol:
+                continue
             text = texts[i]
             flat = _ws(text) if ("  " in text or "\n" in text or "\t" in text) else text.strip()
             hit = next((ln for ln in gold.sol_lines.get(p, ()) if ln in flat), None)
@@ -849,7 +838,7 @@ def _truthful_carries_error(ctx: _Context, cfg: LeakageConfig, num_perm: int = 3
         qsig = np.concatenate([qsig, np.full((1, qsig.shape[1]), np.iinfo(np.uint64).max, _U64)])
         np.minimum(upper, qsig[ctx.qpos[ph]], out=upper)  # qpos -1 -> the all-empty last row
     violations = (upper > sig[ph]).sum(axis=1)
-    keep = np.flatnonzero((violations <= allowed) & (size[ph] >= cfg.min_distinctive_shingles))
+    keep = np.flatnonzero((violations <= allowed) & (size[ph] >= cfg.min_containment_shingles))
     if not len(keep):
         return []
     # exact check of the surviving pairs
@@ -866,7 +855,7 @@ def _truthful_carries_error(ctx: _Context, cfg: LeakageConfig, num_perm: int = 3
         q = int(ctx.qpos[h])
         if q >= 0:
             own -= set(qsh[qbounds[q] : qbounds[q + 1]].tolist())
-        if len(own) < cfg.min_distinctive_shingles:
+        if len(own) < cfg.min_containment_shingles:
             continue
         inside = len(own & set(sh[bounds[t] : bounds[t + 1]].tolist()))
         if inside >= c * len(own) - 1e-9:
@@ -902,7 +891,7 @@ def _config(config: Any) -> ValidationConfig:
     raise TypeError(f"expected a ValidationConfig, got {type(config).__name__}")
 
 
-BLOCK_ROWS = 16384
+BLOCK_ROWS = 32768
 
 
 def _blocks(augs: pd.DataFrame, questions: pd.DataFrame | None, cfg: ValidationConfig, block_rows: int = BLOCK_ROWS) -> Iterator[_Context]:
@@ -928,11 +917,13 @@ def _blocks(augs: pd.DataFrame, questions: pd.DataFrame | None, cfg: ValidationC
         end = int(group_starts[k]) if k < len(group_starts) else n
         idx = np.arange(start, end) if order is None else order[start:end]
         block = augs.iloc[start:end] if order is None else augs.iloc[idx]
-        qblock = questions
+        qblock, local = questions, None
         if qpos is not None:
-            wanted = np.unique(qpos[idx])
-            qblock = questions.iloc[wanted[wanted >= 0]]
-        yield _Context(block, qblock, cfg, row_index=idx)
+            block_qpos = qpos[idx]
+            wanted = np.unique(block_qpos[block_qpos >= 0])
+            qblock = questions.iloc[wanted]
+            local = np.where(block_qpos >= 0, np.searchsorted(wanted, block_qpos), -1)
+        yield _Context(block, qblock, cfg, row_index=idx, qpos=local)
         start = end
 
 

@@ -117,7 +117,7 @@ class LeakageConfig:
     # of the truthful wording leaves an n-gram out, so lower values would flag minimal-edit mutations.
     containment_threshold: float = 1.0
     containment_shingle_words: int = 2
-    min_distinctive_shingles: int = 3  # hallucinated statements with fewer n-grams are not checked
+    min_containment_shingles: int = 3  # hallucinated statements with fewer n-grams are not checked
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
-"""Vectorised text machinery for the validation checks: normalisation, phrase lookup, shingles, MinHash/LSH.
+"""Vectorised text machinery for the validation checks: normalisation, word hashes, shingles, one-permutation
+MinHash with LSH banding, and RE2 pre-filters over Arrow string columns.
 
 Everything here works on a whole column at once: the texts are joined into one buffer and processed with
-numpy (byte lookup tables, sparse positions, sorting), so the cost is linear in the total text length and
-no Python code runs per character or per shingle.
+numpy (byte lookup tables, gathers, sorting) or with pyarrow.compute kernels, so the cost is linear in the
+total text length (up to a sort) and no Python code runs per character, word or shingle.
 
 Normalised text ("norm") is: ASCII letters lower-cased, every ASCII character that is not a letter or
 digit (and a list of common Unicode punctuation) replaced by a space, runs of spaces collapsed, and one
@@ -147,35 +148,6 @@ class Corpus:
         arr = self._norm_buffer[0]
         return arr, np.flatnonzero(arr == 0)
 
-    # ---- lookups ----------------------------------------------------------------------------------
-
-    def rows_with(self, phrases: Iterable[str]) -> dict[int, str]:
-        """{row: first phrase found} for the rows whose normalised text contains any of `phrases`
-        (pass them normalised, e.g. " and also "); plain substring search over the joined buffer."""
-        joined, starts = self.norm_joined
-        found: dict[int, str] = {}
-        for phrase in phrases:
-            hits = _find_all(joined, phrase)
-            if not hits:
-                continue
-            rows = np.searchsorted(starts, np.asarray(hits), side="right") - 1
-            for r in np.unique(rows).tolist():
-                found.setdefault(r, phrase)
-        return found
-
-    def rows_with_words(self, words: Iterable[str]) -> np.ndarray:
-        """Boolean mask of the rows containing any of `words` as a whole normalised word (vectorised:
-        one search of the word hashes)."""
-        hits = np.zeros(self.n, bool)
-        kw = Corpus([w for w in words if w]).words[0]
-        h, rows = self.words
-        if not len(kw) or not len(h):
-            return hits
-        kw = np.unique(kw)
-        i = np.minimum(np.searchsorted(kw, h), len(kw) - 1)
-        hits[rows[kw[i] == h]] = True
-        return hits
-
     # ---- words and shingles ----------------------------------------------------------------------
 
     @cached_property
@@ -280,13 +252,6 @@ def arrow_strings(values: object) -> pa.Array | pa.ChunkedArray:
     return pa.array([v if isinstance(v, str) else None for v in vals], pa.string())
 
 
-def regex_count(arr: pa.Array | pa.ChunkedArray, pattern: str) -> np.ndarray:
-    """Per-row count of non-overlapping matches of an RE2 pattern (null rows: 0)."""
-    out = pc.count_substring_regex(arr, pattern).fill_null(0)
-    out = out if isinstance(out, pa.Array) else out.combine_chunks()
-    return out.to_numpy(zero_copy_only=False)
-
-
 def regex_mask(arr: pa.Array | pa.ChunkedArray, pattern: str) -> np.ndarray:
     """Per-row: does the RE2 pattern match (null rows: False)."""
     out = pc.match_substring_regex(arr, pattern).fill_null(False)
@@ -306,15 +271,6 @@ def _starts_from_lengths(lengths: list[int]) -> np.ndarray:
     if len(ln) > 1:
         np.cumsum(ln[:-1], out=starts[1:])
     return starts
-
-
-def _find_all(text: str, phrase: str) -> list[int]:
-    out = []
-    i = text.find(phrase)
-    while i >= 0:
-        out.append(i)
-        i = text.find(phrase, i + 1)
-    return out
 
 
 def row_starts(rows: np.ndarray, n: int) -> np.ndarray:

@@ -1,0 +1,491 @@
+"""Rule-based validation (phr.validation): schemas, single mutation, distinctness, leakage, report.
+
+Each rejection case is paired with a near miss that must pass; expected similarity values are worked out
+by hand in the comments (word bigrams of the normalised text).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from phr.records import Augmentation, BaseQuestion
+from phr.validation.checks import (
+    distinctness,
+    enumeration_markers,
+    leakage,
+    numeric_value,
+    parse_numbers,
+    run_checks,
+    single_mutation,
+    split_sentences,
+)
+from phr.validation.config import ValidationConfig
+from phr.validation.report import Rejection, ValidationReport
+from phr.validation.schemas import validate_frame
+from phr.validation.textops import Corpus, lsh_candidates, lsh_params, normalize, oph_signatures
+
+# ---- builders -------------------------------------------------------------------------------------------
+
+HEART_OPTIONS = ["the liver", "the lungs", "the kidneys", "the spleen"]
+
+
+def mc(qid: str = "sciq-train-0", *, question: str | None = None, options: list[str] | None = None, gold: int = 1,
+       domain: str = "Biomedicine") -> dict:
+    options = options or HEART_OPTIONS
+    return dict(id=qid, source=qid.split("-")[0], source_row_id=qid.split("-", 1)[1], license="CC0-1.0", domain=domain,
+                subtype="Physiology", task_type="multiple_choice",
+                question=question or "Where does blood pick up oxygen in mammals?", options=options,
+                answer=options[gold], answer_index=gold)
+
+
+def open_ended(qid: str, question: str, answer: str, domain: str = "Physics") -> dict:
+    return dict(id=qid, source=qid.split("-")[0], source_row_id=qid.split("-", 1)[1], license="CC0-1.0", domain=domain,
+                subtype="Mechanics", task_type="open_ended", question=question, options=[], answer=answer, answer_index=None)
+
+
+SOLUTION = (
+    "    for idx, elem in enumerate(numbers):\n"
+    "        for idx2, elem2 in enumerate(numbers):\n"
+    "            if idx != idx2:\n"
+    "                distance = abs(elem - elem2)\n"
+    "                if distance < threshold:\n"
+    "                    return True\n"
+    "\n"
+    "    return False\n"
+)
+SIGNATURE = (
+    "from typing import List\n\n\ndef has_close_elements(numbers: List[float], threshold: float) -> bool:\n"
+    '    """ Check if in given list of numbers, are any two numbers closer to each other than given threshold. """\n'
+)
+
+
+def code_question(qid: str = "humaneval-HumanEval-0") -> dict:
+    return dict(id=qid, source="humaneval", source_row_id="HumanEval/0", license="MIT", domain="Code", subtype="Python",
+                task_type="code", question=SIGNATURE, options=[], answer=SOLUTION, answer_index=None,
+                code_signature=SIGNATURE, code_tests="def check(candidate):\n    assert True\n",
+                entry_point="has_close_elements", reference_solution=SOLUTION)
+
+
+def aug(aid: str, statement: str, *, qid: str = "sciq-train-0", kind: str = "hallucinated",
+        mutation_type: str | None = "State Distortion", logic: str | None = "Changed one value, contradicting the rule.",
+        strategy: str | None = "substitution") -> dict:
+    h = kind == "hallucinated"
+    return dict(id=aid, question_id=qid, kind=kind, statement=statement,
+                truth_verification=None if h else "Matches the textbook.",
+                mutation_type=mutation_type if h else None, mutation_strategy=strategy if h else None,
+                mutation_logic=logic if h else None, generator="test")
+
+
+def frames(questions: list[dict], augs: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    return pd.DataFrame(questions), pd.DataFrame(augs)
+
+
+def reasons(rejections: list[Rejection], row_id: str, check: str | None = None) -> list[str]:
+    return [r.reason for r in rejections if r.row_id == row_id and (check is None or r.check == check)]
+
+
+# ---- text helpers -------------------------------------------------------------------------------------------
+
+
+def test_normalize_is_word_bounded_and_padded():
+    assert normalize("The answer: (B) 9.8 m/s!") == " the answer b 9 8 m s "
+    assert normalize("Ångström — “quoted”") == " ångström quoted "
+    assert normalize("") == " "
+
+
+def test_split_sentences_abbreviations_initials_decimals():
+    assert split_sentences("Enzymes such as amylase (cf. Fig. 3) work best at pH 7. They denature above 40 °C.") == [
+        "Enzymes such as amylase (cf. Fig. 3) work best at pH 7.",
+        "They denature above 40 °C.",
+    ]
+    assert split_sentences("Dr. J. Smith measured 9.8 m/s². The value is approx. 10!") == [
+        "Dr. J. Smith measured 9.8 m/s².",
+        "The value is approx. 10!",
+    ]
+    assert len(split_sentences("Water boils. Ice sinks. Steam rises.")) == 3
+
+
+def test_enumeration_markers():
+    assert enumeration_markers("Two facts hold: (1) water boils; (2) ice sinks") == ["(1)", "(2)"]
+    assert enumeration_markers("Facts: 1. Water boils 2. Ice sinks") == ["1.", "2."]
+    assert enumeration_markers("- water boils\n- ice sinks") == ["-", "-"]
+    assert enumeration_markers("First, water boils. Second, ice sinks.") == ["first", "second"]
+    assert enumeration_markers("Reaction (2) proceeds faster than reaction (5).") == []  # not a run 1, 2
+    assert enumeration_markers("The yield rose by 5. Then it fell.") == []
+
+
+def test_parse_numbers_and_numeric_answers():
+    got = [v for v, _ in parse_numbers("g = 9.80 m/s², CO2, H2O, 40 and 4, 1,000 kg, 3.2 x 10^5 J, 6.02e23, m/s^2")]
+    assert got == [9.8, 40.0, 4.0, 1000.0, 320000.0, 6.02e23]
+    assert numeric_value("9.8 m/s^2") == 9.8
+    assert numeric_value("-40 °C") == 40.0
+    assert numeric_value("H2O") is None
+    assert numeric_value("between 5 and 10") is None
+
+
+# ---- single mutation: must reject ----------------------------------------------------------------------------
+
+
+def test_rejects_three_sentences():
+    q, a = frames([mc()], [aug("h1", "Blood picks up oxygen in the liver. The liver has alveoli. Oxygen binds there.")])
+    out = single_mutation(a, q)
+    assert reasons(out, "h1") == [
+        "hallucinated premise has 3 sentences (max 2): 'Blood picks up oxygen in the liver.' | "
+        "'The liver has alveoli.' | 'Oxygen binds there.'"
+    ]
+
+
+def test_rejects_lists_and_semicolon_chains_and_connectives():
+    q, a = frames([mc()], [
+        aug("list", "Two facts hold: (1) blood is oxygenated in the liver (2) the heart has two chambers"),
+        aug("bullets", "- Blood is oxygenated in the liver\n- The heart has two chambers"),
+        aug("chain", "Blood is oxygenated in the liver; the heart has two chambers; veins carry oxygenated blood"),
+        aug("also", "Blood is oxygenated in the liver. Additionally, the heart has two chambers."),
+    ])
+    out = single_mutation(a, q)
+    assert reasons(out, "list") == ["hallucinated premise is a list (2 enumeration markers: '(1)', '(2)')"]
+    assert reasons(out, "bullets") == ["hallucinated premise is a list (2 enumeration markers: '-', '-')"]
+    assert reasons(out, "chain") == ["hallucinated premise chains 3 statements with '; ' (max 1 separator)"]
+    assert reasons(out, "also") == ["hallucinated premise joins independent claims with 'additionally'"]
+
+
+def test_rejects_mutation_logic_with_two_errors():
+    q, a = frames([mc()], [
+        aug("two", "Blood is oxygenated in the liver.", logic="Introduced two errors: swapped the organ and the gas."),
+        aug("numbered", "Blood is oxygenated in the liver.", logic="1. Swapped lungs for liver. 2. Changed oxygen to nitrogen."),
+        aug("also", "Blood is oxygenated in the liver.", logic="Swapped lungs for liver and also changed the gas."),
+        aug("none", "Blood is oxygenated in the liver.", logic=None),
+    ])
+    out = single_mutation(a, q)
+    assert reasons(out, "two") == ["mutation_logic names more than one error ('two errors')"]
+    assert reasons(out, "numbered") == ["mutation_logic names more than one error ('an enumeration 1. / 2.')"]
+    assert reasons(out, "also") == ["mutation_logic names more than one error ('also changed')"]
+    assert reasons(out, "none") == ["hallucinated premise has no mutation_logic naming its error"]
+
+
+def test_rejects_code_premise_with_rule_contradiction_and_bad_mutation_fields():
+    code = code_question()
+    q, a = frames([mc(), code], [
+        aug("code-rc", "The function sorts the list before comparing neighbours.", qid=code["id"], mutation_type="Rule Contradiction"),
+        aug("bogus", "Blood is oxygenated in the liver.", mutation_type="Wishful Thinking"),
+        aug("untyped", "Blood is oxygenated in the liver.", mutation_type=None),
+        {**aug("t-typed", "Blood is oxygenated in the lungs.", kind="truthful"), "mutation_type": "State Distortion"},
+    ])
+    out = single_mutation(a, q)
+    assert reasons(out, "code-rc") == ["code question premise has mutation_type 'Rule Contradiction'; Code allows only State Distortion"]
+    assert reasons(out, "bogus") == [
+        "mutation_type 'Wishful Thinking' is not one of Pseudoscientific Entanglement, Rule Contradiction, State Distortion"
+    ]
+    assert reasons(out, "untyped") == ["hallucinated premise has no mutation_type"]
+    assert reasons(out, "t-typed") == ["truthful premise has mutation fields set (mutation_type)"]
+
+
+# ---- single mutation: near misses that must pass ----------------------------------------------------------------
+
+
+def test_single_mutation_near_misses_pass():
+    code = code_question()
+    q, a = frames([mc(), code], [
+        # two sentences with max 2; "e.g." and "cf. Fig." are not breaks
+        aug("two", "Blood is oxygenated in the liver, e.g. in its sinusoids. The liver (cf. Fig. 2) holds alveoli."),
+        # "in addition to" is a preposition, a lone "(2)" is no list, one "; " is allowed
+        aug("prep", "In addition to the liver, reaction (2) oxygenates blood; the lungs only filter it."),
+        # a single error explained at length
+        aug("logic", "Blood is oxygenated in the liver.", logic="Replaced the lungs with the liver, which contradicts the anatomy of gas exchange."),
+        aug("code-sd", "The function compares only neighbouring numbers after sorting.", qid=code["id"]),
+        aug("t", "Blood is oxygenated in the lungs.", kind="truthful"),
+    ])
+    assert single_mutation(a, q) == []
+
+
+def test_max_sentences_is_configurable():
+    q, a = frames([mc()], [aug("h1", "Blood picks up oxygen in the liver. The liver has alveoli. Oxygen binds there.")])
+    assert single_mutation(a, q, ValidationConfig.from_dict({"single_mutation": {"max_sentences": 3}})) == []
+
+
+# ---- distinctness -------------------------------------------------------------------------------------------------
+
+BASE = "The heart pumps blood through the lungs to collect oxygen before returning it to the body."
+# a question none of whose options appears in the BASE sentences
+METAL = "sciq-train-5"
+
+
+def metal_question() -> dict:
+    return mc(METAL, question="Which metal binds oxygen in haemoglobin?", options=["copper", "iron", "zinc", "cobalt"])
+
+
+def test_rejects_near_paraphrases():
+    # 16 words -> 15 distinct bigrams; "the body" -> "the whole body" swaps 1 bigram for 2:
+    # shared 14, union 15 + 2 = 17, Jaccard 14 / 17 = 0.82 >= 0.8
+    _, a = frames([], [aug("h1", BASE), aug("h2", BASE.replace("the body", "the whole body")), aug("h3", "The heart has three chambers.")])
+    out = distinctness(a)
+    assert out == [Rejection("h2", "distinctness", "hallucinated premises h1 and h2 of question sciq-train-0 are near-paraphrases (Jaccard 0.82 >= 0.8 on word 2-grams)")]
+
+
+def test_same_topic_different_errors_pass():
+    # same sentence, different one-word errors: "collect nitrogen" changes 2 bigrams, "the liver" 2 others:
+    # shared 15 - 4 = 11, union 15 + 4 = 19, Jaccard 11 / 19 = 0.58 < 0.8
+    a1 = BASE.replace("oxygen", "nitrogen")
+    a2 = BASE.replace("the lungs", "the liver")
+    a3 = "The heart has three chambers and pumps blood directly to the brain."
+    _, a = frames([], [aug("h1", a1), aug("h2", a2), aug("h3", a3), aug("other-q", a1, qid="sciq-train-1")])
+    assert distinctness(a) == []  # also: the same text under another question is not compared
+
+
+def test_lsh_finds_pairs_at_threshold_linear_buckets():
+    # 400 questions x 2 premises with Jaccard exactly 20 / 28 = 0.714 (pairs far below 0.8 are not needed) and
+    # 400 x 2 with 26 / 28 = 0.929 (must all be found)
+    rng = np.random.default_rng(0)
+    hashes, rows, groups = [], [], []
+    for g in range(800):
+        common = rng.integers(0, 2**63, 20 if g < 400 else 26, dtype=np.uint64)
+        extra = 4 if g < 400 else 1
+        for r in range(2):
+            s = np.concatenate([common, rng.integers(0, 2**63, extra, dtype=np.uint64)])
+            hashes.append(s)
+            rows.append(np.full(len(s), 2 * g + r))
+            groups += [g]
+    from phr.validation.textops import _mix
+
+    h = _mix(np.concatenate(hashes))
+    r = np.concatenate(rows)
+    sig = oph_signatures(h, r, 1600, 32)
+    bands, per = lsh_params(0.8, 32)
+    pairs = {tuple(p) for p in lsh_candidates(sig, np.asarray(groups), bands, per).tolist()}
+    high = {(2 * g, 2 * g + 1) for g in range(400, 800)}
+    assert high <= pairs
+    assert all(a // 2 == b // 2 for a, b in pairs)  # only pairs within a group
+
+
+# ---- leakage: must reject --------------------------------------------------------------------------------------------
+
+
+def test_rejects_gold_option_text():
+    q, a = frames([mc()], [aug("t1", "Blood returns to the heart after passing through the lungs.", kind="truthful")])
+    assert reasons(leakage(q, a), "t1") == ["truthful premise reveals the gold answer text 'the lungs'"]
+
+
+def test_rejects_gold_label_references():
+    q, a = frames([mc(gold=1), mc("sciq-train-1", gold=2)], [
+        aug("h1", "Since the correct answer is (2), blood is oxygenated in the liver."),
+        aug("h2", "Everyone agrees on option C: blood is oxygenated in the liver.", qid="sciq-train-1"),
+        aug("h3", "Blood is oxygenated in the liver, so the answer is (4).", qid="sciq-train-1"),
+    ])
+    out = leakage(q, a)
+    assert reasons(out, "h1") == ["premise reveals the gold label '2' ('correct answer is (2)')"]
+    assert reasons(out, "h2") == ["premise reveals the gold label 'C' ('option C')"]
+    assert reasons(out, "h3") == ["premise refers to answer candidate '4' ('answer is (4)')"]
+
+
+def test_rejects_numeric_answer_in_other_notation():
+    q, a = frames(
+        [open_ended("sciq-train-7", "What is the acceleration due to gravity near Earth's surface, in m/s^2?", "9.8")],
+        [aug("h1", "Near the surface every object accelerates at 9.80 m/s² only when dropped in a vacuum.", qid="sciq-train-7")],
+    )
+    assert reasons(leakage(q, a), "h1") == ["premise states the numeric answer '9.8' as '9.80'"]
+
+
+def test_rejects_code_premise_quoting_the_solution():
+    code = code_question()
+    q, a = frames([code], [
+        aug("line", "It computes distance = abs(elem - elem2) for each pair but skips equal values.", qid=code["id"]),
+        # no full solution line (>= 20 chars) here, but a run of 10 solution tokens across two lines
+        aug("tokens", "It checks `if idx != idx2: distance = abs(elem` only once.", qid=code["id"]),
+    ])
+    out = leakage(q, a)
+    assert reasons(out, "line") == ["premise quotes the reference solution line 'distance = abs(elem - elem2)'"]
+    assert reasons(out, "tokens") == ["premise quotes 10 consecutive tokens of the reference solution 'if idx ! = idx2 : distance = abs ('"]
+
+
+def test_rejects_truthful_premise_carrying_a_hallucinated_statement():
+    h = "The heart pumps blood through the lungs to collect nitrogen before returning it to the body."
+    q, a = frames([metal_question()], [
+        aug("t1", "Blood returns to the heart through veins. " + h, kind="truthful", qid=METAL),
+        aug("h1", h, qid=METAL),
+    ])
+    # h1 has 15 bigrams, none in the question text, all 15 in t1
+    assert leakage(q, a) == [Rejection("t1", "leakage", "truthful premise contains hallucinated premise h1: 15/15 (100%) of its word 2-grams (outside the question) are in the truthful statement")]
+
+
+# ---- leakage: near misses that must pass ------------------------------------------------------------------------------
+
+
+def test_leakage_near_misses_pass():
+    paris = mc("mmlu-geo-1", question="Which city hosts the Louvre museum?", options=["Lyon", "Paris", "Nice", "Lille"], domain="Physics")
+    fours = mc("mmlu-chem-2", question="How many valence electrons does carbon have?", options=["2", "4", "6", "8"])
+    shown = open_ended("sciq-train-8", "Water boils at 100 °C at sea level. At what temperature in °C does it boil there?", "100")
+    oxygen = mc("sciq-train-9", question="Which gas do plants release?", options=["liquid oxygen", "oxygen", "helium", "argon"])
+    code = code_question()
+    q, a = frames([mc(), metal_question(), paris, fours, shown, oxygen, code], [
+        # "Parisian" is not the word "Paris"
+        aug("paris", "Parisian architecture was designed by engineers from Lyon's observatory.", qid="mmlu-geo-1"),
+        # "4" only inside "40"
+        aug("forty", "Carbon atoms hold 40 electrons in their outer shell.", qid="mmlu-chem-2"),
+        # the gold number (100) is in the question already
+        aug("shown", "At sea level water boils at 100 °C only in copper pots.", qid="sciq-train-8"),
+        # "oxygen" inside another candidate ("liquid oxygen")
+        aug("liquid", "Plants release liquid oxygen through their roots.", qid="sciq-train-9"),
+        # a lone "(2)" that is no answer label, and a description of the code in words
+        aug("eq", "Reaction (2) shows that blood is oxygenated in the liver."),
+        aug("words", "The function returns True as soon as two numbers are closer than the threshold.", qid=code["id"]),
+        # a truthful premise that one hallucinated premise edits (one word): not carried
+        aug("t", BASE, kind="truthful", qid=METAL),
+        aug("h", BASE.replace("oxygen", "nitrogen"), qid=METAL),
+    ])
+    assert leakage(q, a) == []
+
+
+def test_numeric_tolerance_boundary():
+    q, a = frames([open_ended("sciq-train-7", "What is g near Earth's surface, in m/s^2?", "9.8")], [
+        aug("far", "Objects fall at 9.9 m/s² near the poles.", qid="sciq-train-7"),  # |9.9 - 9.8| / 9.9 = 1.0% > 0.5%
+        aug("near", "Objects fall at 9.81 m/s² near the poles.", qid="sciq-train-7"),  # 0.1% <= 0.5%
+    ])
+    out = leakage(q, a)
+    assert reasons(out, "far") == []
+    assert reasons(out, "near") == ["premise states the numeric answer '9.8' as '9.81'"]
+
+
+# ---- schemas ---------------------------------------------------------------------------------------------------------------
+
+
+def test_schema_rejections_name_rows():
+    a = pd.DataFrame([
+        aug("a1", "Blood is oxygenated in the lungs.", kind="truthful"),
+        {**aug("a2", "Blood is oxygenated in the liver."), "kind": "hallucinate"},
+        aug("a1", "Blood is oxygenated in the spleen."),
+        {**aug("a4", "   "), "question_id": "sciq train 0"},
+        {**aug("a5", "Blood is oxygenated in the kidneys."), "generator": None},
+    ])
+    out = validate_frame(a, "augmentations")
+    assert {(r.row_id, r.reason) for r in out} == {
+        ("a1", "column 'id': duplicate value 'a1'"),
+        ("a2", "column 'kind': value 'hallucinate' fails isin(['truthful', 'hallucinated'])"),
+        ("a4", "column 'statement': empty text"),
+        ("a4", "column 'question_id': value 'sciq train 0' does not match the id format ^[a-z0-9][a-z0-9_]*-[^\\s/]+$"),
+        ("a5", "column 'generator': missing value (null) in a required field"),
+    }
+    assert {r.check for r in out} == {"schema:augmentations"}
+
+
+def test_schema_questions_and_instances():
+    bad_mc = {**mc("sciq-train-1"), "answer": "the liver"}  # options[1] is "the lungs"
+    code = {**code_question(), "reference_solution": None}
+    out = validate_frame(pd.DataFrame([mc(), bad_mc, code]), "questions")
+    assert [(r.row_id, r.reason) for r in out] == [
+        ("sciq-train-1", "multiple-choice row needs >= 2 options and options[answer_index] == answer"),
+        ("humaneval-HumanEval-0", "domain Code must go with task_type code, which needs entry_point and reference_solution"),
+    ]
+    inst = pd.DataFrame([
+        dict(id="i-b", question_id="sciq-train-0", condition="B", domain="Biomedicine", subtype="x", task_type="multiple_choice",
+             prompt="Question: ...", premise=None, augmentation_id=None, mutation_type=None),
+        dict(id="i-h", question_id="sciq-train-0", condition="B+H", domain="Biomedicine", subtype="x", task_type="multiple_choice",
+             prompt="Premise: P\n\nQuestion: ...", premise="P", augmentation_id="a2", mutation_type=None),
+        dict(id="i-x", question_id="sciq-train-0", condition="B-T", domain="Biomedicine", subtype="x", task_type="multiple_choice",
+             prompt="Question: ...", premise=None, augmentation_id=None, mutation_type=None),
+    ])
+    out = validate_frame(inst, "instances")
+    assert ("i-h", "condition B has no premise/augmentation/mutation_type, B+T has premise and augmentation but no mutation_type, B+H has all three") in {(r.row_id, r.reason) for r in out}
+    assert ("i-x", "column 'condition': value 'B-T' fails isin(['B', 'B+T', 'B+H'])") in {(r.row_id, r.reason) for r in out}
+    assert not [r for r in out if r.row_id == "i-b"]
+    assert Rejection("<instances>", "schema:instances", "missing column 'prompt'") in validate_frame(inst.drop(columns=["prompt"]), "instances")
+
+
+def test_records_round_trip_through_the_schemas():
+    q = BaseQuestion(**mc())
+    a = Augmentation(**aug("sciq-train-0-H1", "Blood is oxygenated in the liver."))
+    report = run_checks([q], [a])
+    assert report.ok, report.render()
+
+
+# ---- composition and report ------------------------------------------------------------------------------------------------
+
+
+def test_run_checks_composes_and_reports():
+    q, a = frames([mc()], [
+        aug("t1", "Blood is oxygenated in the lungs.", kind="truthful"),
+        aug("h1", "Blood is oxygenated in the liver. It has alveoli. They bind oxygen."),
+        aug("h2", "Blood is oxygenated in the kidneys.", qid="sciq-train-404"),
+        {**aug("h3", "Blood is oxygenated in the spleen."), "kind": "maybe"},
+    ])
+    report = run_checks(q, a)
+    assert not report.ok
+    assert report.by_check() == {"leakage": 1, "single_mutation": 1, "schema:augmentations": 1, "reference": 1}
+    assert report.rejected_ids() == {"t1", "h1", "h2", "h3"}
+    assert report.rejected_ids("schema") == {"h3"}
+    text = report.render()
+    assert text.splitlines()[0] == "validation FAILED: 4 rejection(s) on 4 row(s) (1 questions, 4 augmentations)"
+    assert "h2\n    [reference] question_id 'sciq-train-404' names no question" in text
+    data = json.loads(report.to_json())
+    assert data["ok"] is False and len(data["rejections"]) == 4
+    assert ValidationReport.from_json(report.to_json()).rejections == report.rejections
+
+
+def test_blocks_give_the_same_result_as_one_pass():
+    # premises of one question spread over the frame: blocks regroup them
+    qs = [mc(f"sciq-train-{i}", options=["copper", "iron", "zinc", "cobalt"]) for i in range(30)]
+    rows = []
+    for k in range(3):
+        for i in range(30):
+            text = BASE if k < 2 else f"Blood of species {i} is oxygenated in the liver."
+            rows.append(aug(f"q{i}-h{k}", text.replace("the body", "the whole body") if k == 1 else text, qid=f"sciq-train-{i}"))
+    q, a = frames(qs, rows)
+    one = run_checks(q, a, block_rows=10**6)
+    many = run_checks(q, a, block_rows=7)
+    assert sorted(one.rejections, key=repr) == sorted(many.rejections, key=repr)
+    assert one.by_check() == {"distinctness": 30}
+
+
+def test_config_from_dict_rejects_unknown_keys():
+    with pytest.raises(ValueError, match="unknown leakage setting"):
+        ValidationConfig.from_dict({"leakage": {"no_such_thing": 1}})
+    with pytest.raises(ValueError, match="unknown validation section"):
+        ValidationConfig.from_dict({"lekage": {}})
+    cfg = ValidationConfig.from_dict({"distinctness": {"threshold": 0.5}, "single_mutation": {"additive_connectives": ["also"]}})
+    assert cfg.distinctness.threshold == 0.5 and cfg.single_mutation.additive_connectives == ("also",)
+
+
+def test_corpus_words_hash_equal_words_equally():
+    c = Corpus(["Mitochondria produce ATP", "ATP is made by mitochondria", "", None, "photosynthesis photosynthetic"])
+    h, rows = c.words
+    words = " ".join(c.norm).split()
+    assert len(words) == len(h)
+    by_word: dict[str, set[int]] = {}
+    for w, x in zip(words, h.tolist(), strict=True):
+        by_word.setdefault(w, set()).add(x)
+    assert all(len(v) == 1 for v in by_word.values())
+    assert len({next(iter(v)) for v in by_word.values()}) == len(by_word)
+    assert rows.tolist() == [0, 0, 0, 1, 1, 1, 1, 1, 4, 4]
+
+
+def test_robust_to_object_columns_missing_columns_and_empty_frames():
+    q, a = frames([mc()], [
+        aug("t1", "Blood is oxygenated in the alveoli.", kind="truthful"),
+        aug("h1", "Blood is oxygenated in the liver. It has alveoli. They bind oxygen."),
+    ])
+    expected = run_checks(q, a).rejections
+    assert run_checks(q.astype(object), a.astype(object)).rejections == expected
+    slim = a.drop(columns=["truth_verification", "mutation_strategy"])
+    assert run_checks(q, slim).rejections == expected
+    empty = run_checks(q.iloc[:0], a.iloc[:0])
+    assert empty.ok
+    no_ids = a.assign(id=[None, None])
+    out = run_checks(q, no_ids, schemas=False)
+    assert [r.row_id for r in out] == ["<augmentations>[1]"]
+
+
+def test_statement_none_and_nan_do_not_crash():
+    q, a = frames([mc()], [aug("h1", "Blood is oxygenated in the liver."), {**aug("h2", "x"), "statement": None}])
+    report = run_checks(q, a)
+    assert report.rejected_ids("schema") == {"h2"}
+
+
+def test_char_shingles_option():
+    cfg = ValidationConfig.from_dict({"distinctness": {"shingle": "char", "shingle_size": 5}})
+    _, a = frames([], [aug("h1", BASE), aug("h2", BASE.replace("the body", "the body!")), aug("h3", "The heart has three chambers.")])
+    out = distinctness(a, cfg)
+    assert [(r.row_id, r.reason.split(" (")[0]) for r in out] == [("h2", "hallucinated premises h1 and h2 of question sciq-train-0 are near-paraphrases")]
+    assert "Jaccard 1.00 >= 0.8 on char 5-grams" in out[0].reason
