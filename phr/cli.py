@@ -110,16 +110,25 @@ def cache_clear(
 
 @build_app.command("phrbench")
 def build_phrbench(
+    recipe: Annotated[str, typer.Option(help="mini (offline, curated premises), paper, or a recipe YAML file.")] = "mini",
+    generator: Annotated[Optional[str], typer.Option(help="Premise generator spec (paper: openai:gpt-4o).")] = None,
+    judge: Annotated[Optional[str], typer.Option(help="LLM judge spec for the second validation pass.")] = None,
+    source_dir: Annotated[Optional[Path], typer.Option(help="Folder with one sub-folder of released files per source.")] = None,
+    online: Annotated[bool, typer.Option("--online", help="Load sources missing locally from the Hub.")] = False,
     out: Annotated[Path, typer.Option("--out", help="Output folder (Hub layout).")] = Path("phrbench"),
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output folder.")] = False,
+    allow_short: Annotated[bool, typer.Option("--allow-short", help="Build even if some questions lack premises.")] = False,
 ) -> None:
-    """Build PHRBench-mini offline (packaged sources + curated premises) and validate it."""
-    from phr.builders.phrbench import build_mini
+    """Build PHRBench (default: PHRBench-mini offline) into a validated Hub-layout folder."""
+    from phr.builders.phrbench import build
 
-    res = build_mini(out, overwrite=overwrite)
+    res = build(recipe, out, generator=generator, judge=judge, source_dir=source_dir, online=online,
+                overwrite=overwrite, allow_short=allow_short)
     total = sum(res.counts.values())
-    out_line = ", ".join(f"{k} {v}" for k, v in res.counts.items())
-    typer.echo(f"built PHRBench-mini in {res.out}: {out_line} = {total} instances")
+    counts = ", ".join(f"{k} {v}" for k, v in res.counts.items())
+    typer.echo(f"built PHRBench ({recipe}) in {res.out}: {counts} = {total} instances")
+    for k, v in res.qc.items():
+        typer.echo(f"  {k}: {v}")
     typer.echo(f'load it with: load_dataset("{out}", "all")')
 
 

@@ -95,5 +95,9 @@ def validate_folder(folder: str | Path) -> ValidationReport:
                   x.check, x.reason)
         for x in checked.rejections
     )
+    # manual review round (validation/review.py): premises rejected by a reviewer, stale decisions
+    from phr.validation.review import review_rejections
+
+    report.extend(review_rejections(folder, rows))
     report.rows = {n: len(r) for n, r in rows.items()}
     return report

@@ -61,8 +61,12 @@ class _Server(ThreadingHTTPServer):
 class ProtocolServer:
     """Fake OpenAI / Anthropic / Gemini endpoint. ``with ProtocolServer() as srv: srv.url``."""
 
-    def __init__(self, port: int = 0, latency: float = 0.0):
+    def __init__(self, port: int = 0, latency: float = 0.0, responder: Any = None):
         self.latency = latency
+        #: Optional ``responder(model, messages, k) -> str``: the reply text for choice ``k`` of a request
+        #: (messages as (role, text) pairs). Lets a test stand in a deterministic "model" behind the real
+        #: protocol, e.g. one that answers with JSON. None: the echo reply.
+        self.responder = responder
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._scripts: list[tuple[str | None, deque[Fault]]] = []
@@ -291,7 +295,10 @@ def _make_handler(server: ProtocolServer) -> type[BaseHTTPRequestHandler]:
             server._last_model = model
             last_user = next((c for r, c in reversed(messages) if r == "user"), "")
             key = json.dumps([protocol, model, messages, seed])
-            outs = [_reply(model, last_user, k, seed, max_tokens, stop) for k in server._indices(key, n)]
+            if server.responder is not None:
+                outs = [(server.responder(model, messages, k), "stop") for k in server._indices(key, n)]
+            else:
+                outs = [_reply(model, last_user, k, seed, max_tokens, stop) for k in server._indices(key, n)]
             return outs, sum(_words(c) for _, c in messages)
 
         def _openai(self, path: str, b: dict) -> dict:

@@ -1,0 +1,222 @@
+"""The LLM-judge pass over augmentations: factual validity, relevance, type consistency, mutation logic and
+semantic answer leakage (PHRBench's second validation pass, after the rule-based checks).
+
+    outcome = judge_augmentations(questions, augmentations, LLM("openai:gpt-4o"))
+    outcome.rejections    # Rejection(aug id, "judge" | "judge_leakage", "<criterion>: <judge's reason>")
+    outcome.judgements    # one phr.records.Judgement per augmentation
+    outcome.failures      # judge replies still invalid after re-asks (also rejected, never accepted)
+
+Every prompt goes out in one batched ``agenerate_structured`` call (temperature 0, n=1), so the calls are
+cached and a rerun resumes from the cache. Prompts: validation/prompts/ (README.md there).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from string import Template
+from typing import Any, Iterable, Literal
+
+from pydantic import BaseModel
+
+from phr.llm.structured import agenerate_structured
+from phr.llm.types import ChatRequest, GenerationParams, as_messages
+from phr.records import Augmentation, BaseQuestion, Judgement, TaskType
+
+from .report import Rejection, ValidationReport
+
+__all__ = ["JudgeVerdict", "JudgeFailure", "JudgeOutcome", "judge_augmentations", "ajudge_augmentations",
+           "judge_prompt", "failed_criteria", "PARAMS"]
+
+#: Sampling for the judge: deterministic, one sample.
+PARAMS = GenerationParams(temperature=0.0, max_tokens=512)
+MAX_REFERENCE_CHARS = 2000
+
+#: Criteria that must be true, per premise kind (leaks_answer must be false for both).
+REQUIRED = {
+    "truthful": ("factual_validity", "relevance"),
+    "hallucinated": ("factual_validity", "mutation_logic_consistent", "type_consistency", "relevance",
+                     "plausible", "single_claim"),
+}
+
+
+class JudgeVerdict(BaseModel):
+    """The judge's JSON reply. Hallucinated-only fields are null for truthful premises."""
+
+    reason: str
+    factual_validity: bool
+    relevance: bool
+    type_consistency: bool | None = None
+    mutation_logic_consistent: bool | None = None
+    plausible: bool | None = None
+    single_claim: bool | None = None
+    leaks_answer: bool
+    verdict: Literal["accept", "reject"]
+
+
+@dataclass(frozen=True)
+class JudgeFailure:
+    """An augmentation whose judge reply stayed invalid: every raw reply and error, in order."""
+
+    augmentation_id: str
+    errors: list[str]
+    raw_texts: list[str]
+
+
+@dataclass
+class JudgeOutcome:
+    rejections: list[Rejection] = field(default_factory=list)
+    judgements: list[Judgement] = field(default_factory=list)
+    failures: list[JudgeFailure] = field(default_factory=list)
+
+    @property
+    def rejected_ids(self) -> set[str]:
+        return {r.row_id for r in self.rejections}
+
+    def report(self) -> ValidationReport:
+        return ValidationReport(list(self.rejections), rows={"augmentations": len(self.judgements)})
+
+
+# ---- prompts ----------------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=None)
+def _template(kind: str) -> Template:
+    text = resources.files("phr.validation").joinpath("prompts", f"judge_{kind}.txt").read_text(encoding="utf-8")
+    return Template(text.rstrip("\n"))
+
+
+def _question_block(q: BaseQuestion) -> str:
+    if q.task_type is TaskType.MULTIPLE_CHOICE:
+        cands = "; ".join(f"({i}) {opt}" for i, opt in enumerate(q.options, 1))
+        return f"Question: {q.question}\nCandidates: {cands}"
+    if q.task_type is TaskType.CODE:  # signature + docstring only: the tests are never shown
+        return f"Task: complete this Python function.\n```python\n{(q.code_signature or q.question).rstrip()}\n```"
+    return f"Question: {q.question}"
+
+
+def _gold(q: BaseQuestion) -> str:
+    if q.task_type is TaskType.MULTIPLE_CHOICE:
+        idx = q.answer_index if q.answer_index is not None else (q.options.index(q.answer) if q.answer in q.options else None)
+        return f"({idx + 1}) {q.answer}" if idx is not None else q.answer
+    if q.task_type is TaskType.CODE:
+        ref = (q.reference_solution or q.answer).rstrip()
+        if len(ref) > MAX_REFERENCE_CHARS:
+            ref = ref[:MAX_REFERENCE_CHARS] + "\n# ... (truncated)"
+        return f"a reference solution:\n```python\n{ref}\n```"
+    return q.answer
+
+
+def judge_prompt(q: BaseQuestion, aug: Augmentation) -> str:
+    """The user prompt the judge gets for one augmentation."""
+    fields = {"domain": q.domain.value, "question_block": _question_block(q), "gold_answer": _gold(q),
+              "premise": aug.statement.strip()}
+    if aug.kind == "hallucinated":
+        fields |= {"mutation_type": aug.mutation_type.value if aug.mutation_type else "(none declared)",
+                   "mutation_strategy": aug.mutation_strategy or "(none declared)",
+                   "mutation_logic": aug.mutation_logic or "(none declared)"}
+    return _template(aug.kind).substitute(fields)
+
+
+# ---- verdicts ---------------------------------------------------------------------------------------------
+
+
+def failed_criteria(kind: str, v: JudgeVerdict) -> list[str]:
+    """Required criteria that are not true (leaks_answer listed when true). Empty + accept verdict = pass."""
+    failed = [c for c in REQUIRED[kind] if getattr(v, c) is not True]
+    return failed + (["leaks_answer"] if v.leaks_answer else [])
+
+
+def _missing(kind: str, v: JudgeVerdict) -> list[str]:
+    return [c for c in REQUIRED[kind] if getattr(v, c) is None]
+
+
+def _records(rows: Any, model: type[BaseModel]) -> list:
+    """Records from records, dicts or a DataFrame (NaN -> None, arrays -> lists)."""
+    if hasattr(rows, "to_dict") and hasattr(rows, "columns"):
+        rows = rows.to_dict("records")
+    out = []
+    for r in rows:
+        if not isinstance(r, model):
+            r = {k: (None if isinstance(v, float) and math.isnan(v) else v.tolist() if hasattr(v, "tolist") else v)
+                 for k, v in dict(r).items()}
+            r = model.model_validate(r)
+        out.append(r)
+    return out
+
+
+async def ajudge_augmentations(questions: Iterable, augmentations: Iterable, judge, *, max_reasks: int = 2,
+                               desc: str = "judging") -> JudgeOutcome:
+    """Async :func:`judge_augmentations`."""
+    qs = {q.id: q for q in _records(questions, BaseQuestion)}
+    augs: list[Augmentation] = _records(augmentations, Augmentation)
+    out = JudgeOutcome()
+
+    def reject(aug: Augmentation, check: str, reason: str) -> None:
+        out.rejections.append(Rejection(aug.id, check, reason))
+
+    def judged(aug: Augmentation, passed: bool, rationale: str) -> None:
+        out.judgements.append(Judgement(target_id=aug.id, judge=judge.spec, label="accept" if passed else "reject",
+                                        passed=passed, rationale=rationale))
+
+    todo = []
+    for aug in augs:
+        if aug.question_id not in qs:
+            reason = f"judge skipped: question {aug.question_id!r} not found"
+            reject(aug, "judge", reason)
+            judged(aug, False, reason)
+        else:
+            todo.append(aug)
+    requests = [ChatRequest(as_messages(judge_prompt(qs[a.question_id], a)), PARAMS, n=1, tag=a.id) for a in todo]
+    results = await agenerate_structured(judge, requests, JudgeVerdict, max_reasks=max_reasks, desc=desc) if requests else []
+    for aug, (res,) in zip(todo, results):
+        v = res.value
+        missing = _missing(aug.kind, v) if v is not None else []
+        if v is None or missing:
+            errors = res.errors if v is None else [*res.errors, f"null {', '.join(missing)} for a hallucinated premise"]
+            reason = f"judge output invalid: {errors[-1] if errors else 'no reply'}"
+            out.failures.append(JudgeFailure(aug.id, errors, res.raw_texts))
+            reject(aug, "judge", reason)
+            judged(aug, False, reason)
+            continue
+        failed = failed_criteria(aug.kind, v)
+        content = [c for c in failed if c != "leaks_answer"]
+        if "leaks_answer" in failed:
+            reject(aug, "judge_leakage", f"leaks_answer: {v.reason}")
+        if content or (v.verdict == "reject" and not failed):
+            reject(aug, "judge", f"{', '.join(content) or 'verdict'}: {v.reason}")
+        passed = not failed and v.verdict == "accept"
+        judged(aug, passed, v.reason if passed else f"{', '.join(failed) or 'verdict'}: {v.reason}")
+    return out
+
+
+def judge_augmentations(questions: Iterable, augmentations: Iterable, judge, *, max_reasks: int = 2,
+                        desc: str = "judging") -> JudgeOutcome:
+    """Judge every augmentation with ``judge`` (a phr.llm.LLM) against its question; see the module docstring.
+
+    ``questions`` / ``augmentations``: BaseQuestion / Augmentation records, dicts or DataFrames. An
+    augmentation whose question is missing is rejected without a call.
+    """
+    coro = ajudge_augmentations(questions, augmentations, judge, max_reasks=max_reasks, desc=desc)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    box: dict = {}  # inside a running loop (e.g. a notebook): run on a fresh loop in a thread
+
+    def run() -> None:
+        try:
+            box["out"] = asyncio.run(coro)
+        except BaseException as e:  # re-raised in the caller's thread
+            box["err"] = e
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    if "err" in box:
+        raise box["err"]
+    return box["out"]

@@ -1,0 +1,513 @@
+"""Manual review round trip of a built PHRBench folder (the human QC round).
+
+1. :func:`export_review` writes a CSV review sheet (one row per premise of the ``truthful`` and
+   ``hallucinated`` configs, three empty columns ``decision``, ``reviewer``, ``note``) and a standalone
+   HTML page that shows the same premises grouped by question, for reading.
+2. Maintainers fill ``decision`` (``accept`` / ``reject`` / blank = undecided), ``reviewer`` and, for a
+   rejection, ``note`` (the reason).
+3. :func:`import_review` checks the whole sheet against the folder (every problem is reported, with its
+   sheet row and column; nothing is written unless the sheet is clean) and merges the decisions into
+   ``<folder>/review/decisions.json``.
+4. :func:`review_rejections` (called by ``validate_folder``) turns rejected premises into
+   ``manual_review`` rejections, and flags decisions whose premise changed after the review as stale.
+
+Each row carries ``premise_sha`` (sha256 of the premise text, first 16 hex digits) so a decision is tied
+to the exact text that was reviewed: an edited premise invalidates its decision.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import html
+import io
+import json
+import os
+import re
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from phr.errors import PHRError
+from phr.validation.report import Rejection
+
+REVIEW_DIR = "review"
+DECISIONS_FILE = "decisions.json"
+CHECK = "manual_review"
+PREMISE_CONFIGS = ("truthful", "hallucinated")
+DECISIONS = ("accept", "reject")
+
+COLUMNS = (
+    "instance_id", "augmentation_id", "question_id", "domain", "subtype", "kind", "mutation_type", "question",
+    "gold_answer", "premise", "truth_verification", "mutation_strategy", "mutation_logic", "premise_sha",
+    "decision", "reviewer", "note",
+)
+# columns an imported sheet must have; the others are context for the reviewer and are not read back
+REQUIRED_COLUMNS = ("instance_id", "augmentation_id", "premise_sha", "decision", "reviewer", "note")
+FILL_COLUMNS = ("decision", "reviewer", "note")
+
+_KIND = {"baseline": "baseline", "truthful": "truthful", "hallucinated": "hallucinated"}
+
+
+class ReviewError(PHRError):
+    """The folder or the decisions file cannot be used for a review round."""
+
+
+@dataclass(frozen=True, slots=True)
+class SheetProblem:
+    """One problem of an imported sheet: spreadsheet ``row`` (header = row 1), physical ``line`` of the
+    CSV file where the record starts (differs from ``row`` when earlier cells hold line breaks), the
+    ``column`` concerned (None for the whole row) and what is wrong."""
+
+    row: int
+    column: str | None
+    message: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = f"row {self.row}" + (f" (line {self.line})" if self.line is not None and self.line != self.row else "")
+        return f"{where}, column {self.column}: {self.message}" if self.column else f"{where}: {self.message}"
+
+
+class ReviewSheetError(ReviewError):
+    """A review sheet failed the import checks; ``problems`` lists every one (nothing was written)."""
+
+    def __init__(self, sheet: Path, problems: list[SheetProblem]):
+        self.sheet = Path(sheet)
+        self.problems = list(problems)
+        lines = "\n".join(f"  {p}" for p in self.problems)
+        super().__init__(f"{self.sheet}: {len(self.problems)} problem(s), nothing was imported:\n{lines}")
+
+
+@dataclass
+class ReviewDecisions:
+    """Result of one import: counts of this sheet's rows and the merged decisions now on file."""
+
+    path: Path  # <folder>/review/decisions.json
+    accepted: int  # rows of this sheet
+    rejected: int
+    undecided: int
+    decisions: dict[str, dict] = field(default_factory=dict)  # all decisions on file after the merge
+    changed: int = 0  # ids that had an earlier, different decision, overridden by this sheet
+
+    @property
+    def total_accepted(self) -> int:
+        return sum(d["decision"] == "accept" for d in self.decisions.values())
+
+    @property
+    def total_rejected(self) -> int:
+        return sum(d["decision"] == "reject" for d in self.decisions.values())
+
+    def summary(self) -> str:
+        s = f"{self.accepted} accepted, {self.rejected} rejected, {self.undecided} undecided"
+        if self.changed:
+            s += f" ({self.changed} earlier decision(s) overridden)"
+        return (f"{s}; on file in {self.path}: {len(self.decisions)} decision(s), "
+                f"{self.total_accepted} accepted, {self.total_rejected} rejected")
+
+
+# ---- helpers -------------------------------------------------------------------------------------------
+
+
+def premise_sha(text: str | None) -> str:
+    """sha256 of the premise text (UTF-8), first 16 hex digits."""
+    return hashlib.sha256((text or "").encode("utf-8")).hexdigest()[:16]
+
+
+def decisions_path(folder: str | Path) -> Path:
+    return Path(folder) / REVIEW_DIR / DECISIONS_FILE
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to a temporary sibling, fsync, then rename over ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _natural(s: str) -> tuple:
+    """Sort key with digit runs compared as numbers (``-H2`` before ``-H10``)."""
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", s or ""))
+
+
+def _load_configs(folder: Path, names: tuple[str, ...]) -> dict[str, list[dict]]:
+    from phr.validation.folder import data_file
+
+    if not folder.is_dir():
+        raise ReviewError(f"{folder} is not a folder (build one with `phr-publish build phrbench`)")
+    out = {}
+    for name in names:
+        p = data_file(folder, name)
+        if p is None:
+            raise ReviewError(f"{folder}: no data/{name}-*.parquet: is this a built PHRBench folder?")
+        out[name] = pq.read_table(p).to_pylist()
+    return out
+
+
+def _gold(r: dict) -> str:
+    opts = r.get("options") or []
+    idx = r.get("answer_index")
+    if opts and idx is not None and 0 <= idx < len(opts):
+        return f"{idx + 1}. {opts[idx]}"
+    return r.get("answer") or ""
+
+
+def _question_text(r: dict) -> str:
+    opts = r.get("options") or []
+    q = r.get("question") or ""
+    if not opts:
+        return q
+    return q.rstrip() + "\n" + "\n".join(f"{i}. {o}" for i, o in enumerate(opts, 1))
+
+
+def sheet_rows(folder: str | Path, *, include_baseline: bool = False) -> list[dict]:
+    """The review sheet's rows (dicts keyed by :data:`COLUMNS`), in the sheet's order:
+    (domain, question_id, instance_id)."""
+    folder = Path(folder)
+    names = (("baseline",) if include_baseline else ()) + PREMISE_CONFIGS
+    rows = []
+    for name, records in _load_configs(folder, names).items():
+        for r in records:
+            rows.append({
+                "instance_id": r["id"], "augmentation_id": r.get("augmentation_id") or "",
+                "question_id": r["question_id"], "domain": r.get("domain") or "", "subtype": r.get("subtype") or "",
+                "kind": _KIND[name], "mutation_type": r.get("mutation_type") or "",
+                "question": _question_text(r), "gold_answer": _gold(r), "premise": r.get("premise") or "",
+                "truth_verification": r.get("truth_verification") or "",
+                "mutation_strategy": r.get("mutation_strategy") or "", "mutation_logic": r.get("mutation_logic") or "",
+                "premise_sha": premise_sha(r.get("premise")) if r.get("augmentation_id") else "",
+                "decision": "", "reviewer": "", "note": "",
+            })
+    rows.sort(key=lambda x: (x["domain"], x["question_id"], _natural(x["instance_id"])))
+    return rows
+
+
+def render_csv(rows: list[dict]) -> str:
+    """CSV text of the sheet: header + rows, every field quoted, ``\\r\\n`` records (RFC 4180)."""
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, fieldnames=COLUMNS, quoting=csv.QUOTE_ALL, lineterminator="\r\n", extrasaction="ignore")
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+_CSS = """
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:70rem;
+ padding:0 1rem;color:#1d1d1f;background:#fff}
+h1{font-size:1.5rem;margin-bottom:.2rem}
+.intro{color:#444;margin-bottom:1.5rem}
+code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:13px}
+pre{white-space:pre-wrap;word-wrap:break-word;background:#f6f8fa;border:1px solid #e1e4e8;border-radius:4px;
+ padding:.5rem .7rem;margin:.3rem 0}
+section.q{border:1px solid #d0d7de;border-radius:6px;padding:.8rem 1rem;margin:1.2rem 0}
+section.q h2{font-size:1.05rem;margin:.1rem 0 .4rem}
+.meta{color:#57606a;font-size:13px}
+.gold{margin:.3rem 0 .6rem}
+table{border-collapse:collapse;width:100%;margin-top:.4rem}
+th,td{border:1px solid #d0d7de;padding:.35rem .5rem;vertical-align:top;text-align:left}
+th{background:#f6f8fa;font-size:13px}
+td.premise{width:45%;white-space:pre-wrap}
+.kind-truthful{border-left:4px solid #2da44e}
+.kind-hallucinated{border-left:4px solid #cf222e}
+.kind-baseline{border-left:4px solid #8c959f}
+td.fill{color:#8c959f;font-style:italic;white-space:nowrap}
+.tag{display:inline-block;font-size:12px;border-radius:10px;padding:0 .45rem;background:#eaeef2}
+""".strip()
+
+
+def _e(s: object) -> str:
+    return html.escape("" if s is None else str(s), quote=True)
+
+
+def render_html(rows: list[dict], *, title: str = "PHRBench review", sheet_name: str = "review.csv") -> str:
+    """A standalone HTML page of sheet rows grouped by question (every value escaped; inline CSS only)."""
+    kinds = Counter(r.get("kind", "") for r in rows)
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(r.get("question_id", ""), []).append(r)
+    counts = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(title)}</title>",
+        f"<style>{_CSS}</style>",
+        "</head><body>",
+        f"<h1>{_e(title)}</h1>",
+        f'<p class="intro">{len(rows)} premise row(s) ({_e(counts)}) under {len(groups)} question(s). '
+        f"Read the premises here; record decisions in <code>{_e(sheet_name)}</code>: column "
+        "<code>decision</code> = <code>accept</code>, <code>reject</code> or blank (undecided), "
+        "<code>reviewer</code> = your name, <code>note</code> = the reason (required for a rejection). "
+        "Then run <code>phr-publish review import</code>.</p>",
+    ]
+    for qid, items in groups.items():
+        head = items[0]
+        parts += [
+            f'<section class="q" id="{_e(qid)}">',
+            f"<h2>{_e(qid)}</h2>",
+            f'<div class="meta">{_e(head.get("domain"))} / {_e(head.get("subtype"))}</div>',
+            f"<pre>{_e(head.get('question'))}</pre>",
+            f'<div class="gold"><strong>Gold answer:</strong></div><pre>{_e(head.get("gold_answer"))}</pre>',
+            "<table><thead><tr><th>instance</th><th>premise</th><th>type / logic</th>"
+            "<th>decision</th><th>reviewer</th><th>note</th></tr></thead><tbody>",
+        ]
+        for r in items:
+            kind = r.get("kind", "")
+            if kind == "truthful":
+                detail = (f'<span class="tag">truthful</span><div><strong>verification:</strong> '
+                          f'{_e(r.get("truth_verification"))}</div>')
+            elif kind == "hallucinated":
+                detail = (f'<span class="tag">{_e(r.get("mutation_type"))}</span>'
+                          f'<div><strong>strategy:</strong> {_e(r.get("mutation_strategy"))}</div>'
+                          f'<div><strong>logic:</strong> {_e(r.get("mutation_logic"))}</div>')
+            else:
+                detail = '<span class="tag">baseline (no premise)</span>'
+            fill = [r.get(c) or "" for c in FILL_COLUMNS]
+            fill_cells = "".join(f"<td>{_e(v)}</td>" if v else '<td class="fill">in the CSV</td>' for v in fill)
+            sha = r.get("premise_sha")
+            parts.append(
+                f'<tr class="kind-{_e(kind)}" id="{_e(r.get("instance_id"))}">'
+                f'<td><code>{_e(r.get("instance_id"))}</code><div class="meta">{_e(r.get("augmentation_id"))}</div>'
+                + (f'<div class="meta">sha {_e(sha)}</div>' if sha else "")
+                + f'</td><td class="premise">{_e(r.get("premise"))}</td><td>{detail}</td>{fill_cells}</tr>'
+            )
+        parts.append("</tbody></table></section>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+# ---- export --------------------------------------------------------------------------------------------
+
+
+def export_review(folder: str | Path, out: str | Path, *, include_baseline: bool = False) -> tuple[Path, Path]:
+    """Write the review sheet ``out`` (CSV) and ``out`` with suffix ``.html`` (readable page).
+
+    One row per premise of the truthful and hallucinated configs (``include_baseline`` adds the baseline
+    rows, for context only: they carry no premise and take no decision). Returns (csv path, html path).
+    """
+    folder = Path(folder)
+    out = Path(out)
+    if out.is_dir():
+        out = out / "review.csv"
+    rows = sheet_rows(folder, include_baseline=include_baseline)
+    page = out.with_suffix(".html")
+    _atomic_write(out, render_csv(rows))
+    _atomic_write(page, render_html(rows, title=f"PHRBench review: {folder.resolve().name}", sheet_name=out.name))
+    return out, page
+
+
+# ---- import --------------------------------------------------------------------------------------------
+
+
+def load_decisions(folder: str | Path) -> dict[str, dict]:
+    """The decisions on file (``{}`` when there are none); :class:`ReviewError` when the file is unusable."""
+    path = decisions_path(folder)
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ReviewError(f"{path} does not parse ({e}); fix or remove it") from None
+    if not isinstance(data, dict) or not all(
+        isinstance(v, dict) and v.get("decision") in DECISIONS and isinstance(v.get("premise_sha"), str)
+        for v in data.values()
+    ):
+        raise ReviewError(f"{path} is not a review decisions file "
+                          '({augmentation_id: {"decision", "reviewer", "note", "premise_sha", "instance_id"}})')
+    return data
+
+
+def _dump_decisions(decisions: dict[str, dict]) -> str:
+    ordered = {k: {f: decisions[k].get(f, "") for f in ("decision", "reviewer", "note", "premise_sha", "instance_id")}
+               for k in sorted(decisions)}
+    return json.dumps(ordered, indent=2, ensure_ascii=False) + "\n"
+
+
+def _read_sheet(sheet: Path) -> tuple[list[str] | None, list[tuple[int, int, list[str]]], list[SheetProblem]]:
+    """(header, [(row, line, cells)], problems) of a CSV file; a BOM and a ";" or tab separator
+    (spreadsheet exports) are accepted."""
+    try:
+        text = sheet.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise ReviewError(f"{sheet}: no such file") from None
+    except UnicodeDecodeError as e:
+        raise ReviewSheetError(sheet, [SheetProblem(1, None, f"the sheet is not UTF-8 ({e}); save it as CSV UTF-8")]) from None
+    # spreadsheets in some locales save CSV with ";" (or tabs): take the header line's separator
+    first = text.split("\n", 1)[0]
+    delimiter = max((",", ";", "\t"), key=first.count) if first else ","
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    header, records, problems = None, [], []
+    row, start = 0, 1
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as e:
+            problems.append(SheetProblem(row + 1, None, f"not valid CSV: {e}", start))
+            break
+        row += 1
+        if header is None:
+            header = [c.strip() for c in cells]
+        else:
+            records.append((row, start, cells))
+        start = reader.line_num + 1
+    return header, records, problems
+
+
+def import_review(sheet: str | Path, folder: str | Path, *, reviewer: str | None = None) -> ReviewDecisions:
+    """Check a filled review sheet against ``folder`` and merge its decisions into
+    ``<folder>/review/decisions.json``.
+
+    Every problem is collected (bad decision value, unknown or mismatched ids, premise changed since the
+    export, duplicate rows, missing columns, a rejection without a note, a decision without a reviewer)
+    and raised together as :class:`ReviewSheetError`; then nothing is written. Blank decisions leave any
+    decision on file unchanged; a decision for an id already on file replaces it. ``reviewer`` fills blank
+    ``reviewer`` cells of decided rows.
+    """
+    sheet, folder = Path(sheet), Path(folder)
+    rows = _load_configs(folder, ("baseline", *PREMISE_CONFIGS))
+    existing = load_decisions(folder)  # an unusable decisions file stops the import before anything else
+    premises: dict[str, dict] = {}  # augmentation id -> {instance_id, sha}
+    instances: dict[str, str | None] = {}  # instance id -> augmentation id (None for baseline)
+    for name, records in rows.items():
+        for r in records:
+            instances[r["id"]] = r.get("augmentation_id") if name != "baseline" else None
+            if name != "baseline":
+                premises[r["augmentation_id"]] = {"instance_id": r["id"], "sha": premise_sha(r.get("premise"))}
+
+    header, records, problems = _read_sheet(sheet)
+    if header is None:
+        raise ReviewSheetError(sheet, problems or [SheetProblem(1, None, "the sheet is empty (no header row)")])
+    missing = [c for c in REQUIRED_COLUMNS if c not in header]
+    problems += [SheetProblem(1, c, "missing required column") for c in missing]
+    dup_cols = sorted(c for c, n in Counter(header).items() if n > 1 and c in REQUIRED_COLUMNS)
+    problems += [SheetProblem(1, c, "column appears more than once") for c in dup_cols]
+    if missing or dup_cols:
+        raise ReviewSheetError(sheet, problems)
+    col = {c: header.index(c) for c in REQUIRED_COLUMNS}
+
+    decided: dict[str, dict] = {}
+    seen: dict[str, int] = {}
+    counts = Counter()
+    for row, line, cells in records:
+        if not any(c.strip() for c in cells):
+            continue  # blank rows (spreadsheets add them at the end)
+
+        def P(column, message, _row=row, _line=line):
+            problems.append(SheetProblem(_row, column, message, _line))
+
+        if len(cells) > len(header):
+            extra = [c for c in cells[len(header):] if c.strip()]
+            if extra:
+                P(None, f"{len(cells)} cells but the header has {len(header)} columns")
+        get = {c: (cells[i].strip() if i < len(cells) else "") for c, i in col.items()}
+        iid, aid = get["instance_id"], get["augmentation_id"]
+        raw_decision = get["decision"]
+        decision = raw_decision.lower()
+        key = aid or iid
+        if key:
+            if key in seen:
+                P("augmentation_id" if aid else "instance_id", f"duplicate of row {seen[key]} ({key})")
+                continue
+            seen[key] = row
+        if decision not in ("", *DECISIONS):
+            P("decision", f"{raw_decision!r} is not a decision: use accept, reject or leave it blank")
+            decision = None  # keep checking the other fields
+        if not iid:
+            P("instance_id", "empty")
+        elif iid not in instances:
+            P("instance_id", f"unknown instance id {iid!r} (not in {folder.name}); was the sheet exported from this folder?")
+            continue
+        if not aid:
+            if iid and instances.get(iid) is None:  # a baseline row, context only
+                if decision:
+                    P("decision", f"{iid} is a baseline row (no premise): leave its decision blank")
+                continue
+            P("augmentation_id", "empty")
+            continue
+        if aid not in premises:
+            P("augmentation_id", f"unknown augmentation id {aid!r} (not in {folder.name})")
+            continue
+        cur = premises[aid]
+        if iid and cur["instance_id"] != iid:
+            P("augmentation_id", f"{aid} belongs to instance {cur['instance_id']}, not {iid}")
+            continue
+        if decision == "":
+            counts["undecided"] += 1
+            continue
+        sha = get["premise_sha"]
+        if not sha:
+            P("premise_sha", f"empty: cannot tell which text of {iid} was reviewed; re-export")
+        elif sha != cur["sha"]:
+            P("premise_sha", f"premise of {iid} changed since export; re-export")
+        who = get["reviewer"] or (reviewer or "").strip()
+        if decision and not who:
+            P("reviewer", "a decision needs a reviewer (fill the column, or pass a default reviewer)")
+        note = get["note"]
+        if decision == "reject" and not note:
+            P("note", f"rejecting {iid} needs a reason in the note")
+        if decision:
+            counts[decision] += 1
+            decided[aid] = {"decision": decision, "reviewer": who, "note": note, "premise_sha": sha,
+                            "instance_id": cur["instance_id"]}
+    if problems:
+        raise ReviewSheetError(sheet, problems)
+
+    merged = dict(existing)
+    changed = sum(1 for k, v in decided.items() if k in existing and existing[k].get("decision") != v["decision"])
+    merged.update(decided)
+    path = decisions_path(folder)
+    _atomic_write(path, _dump_decisions(merged))
+    return ReviewDecisions(path=path, accepted=counts["accept"], rejected=counts["reject"],
+                           undecided=counts["undecided"], decisions=json.loads(_dump_decisions(merged)),
+                           changed=changed)
+
+
+# ---- validation ----------------------------------------------------------------------------------------
+
+
+def review_rejections(folder: str | Path, rows: dict[str, list[dict]] | None = None) -> list[Rejection]:
+    """``manual_review`` rejections of a folder: premises rejected in review (whose text is unchanged) and
+    stale decisions (premise changed, or gone, since the review). ``[]`` when there is no decisions file.
+
+    ``rows`` are the folder's rows per config (as ``validation.folder.load_rows``), read when not given.
+    """
+    folder = Path(folder)
+    path = decisions_path(folder)
+    if not path.exists():
+        return []
+    where = f"{REVIEW_DIR}/{DECISIONS_FILE}"
+    try:
+        decisions = load_decisions(folder)
+    except ReviewError as e:
+        return [Rejection(where, CHECK, str(e))]
+    if rows is None:
+        from phr.validation.folder import load_rows
+
+        rows = load_rows(folder)
+    current = {r["augmentation_id"]: r for n in PREMISE_CONFIGS for r in rows.get(n, []) if r.get("augmentation_id")}
+    out = []
+    for aid in sorted(decisions):
+        d = decisions[aid]
+        r = current.get(aid)
+        if r is None:
+            out.append(Rejection(d.get("instance_id") or aid, CHECK,
+                                 f"decision is stale: augmentation {aid} is no longer in the folder"))
+        elif premise_sha(r.get("premise")) != d["premise_sha"]:
+            out.append(Rejection(r["id"], CHECK, "decision is stale: premise changed after review"))
+        elif d["decision"] == "reject":
+            out.append(Rejection(r["id"], CHECK, f"rejected in review by {d.get('reviewer', '')}: {d.get('note', '')}"))
+    return out
