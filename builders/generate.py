@@ -93,13 +93,15 @@ def slots_for(questions: list[BaseQuestion], recipe: Recipe) -> list[_Slot]:
 
 def generate_premises(questions: list[BaseQuestion], recipe: Recipe, generator, judge=None, *,
                       templates: Templates | None = None, prompts: Prompts | None = None,
-                      validation_config=None) -> GenerationResult:
+                      validation_config=None, extra_check=None) -> GenerationResult:
     return asyncio.run(agenerate_premises(questions, recipe, generator, judge, templates=templates,
-                                          prompts=prompts, validation_config=validation_config))
+                                          prompts=prompts, validation_config=validation_config,
+                                          extra_check=extra_check))
 
 
 async def agenerate_premises(questions, recipe: Recipe, generator, judge=None, *, templates=None, prompts=None,
-                             validation_config=None) -> GenerationResult:
+                             validation_config=None, extra_check=None) -> GenerationResult:
+    """``extra_check(candidates) -> [Rejection]`` runs after the rule checks (e.g. manual review decisions)."""
     from phr.validation.checks import run_checks
 
     templates = templates or Templates.load()
@@ -158,7 +160,8 @@ async def agenerate_premises(questions, recipe: Recipe, generator, judge=None, *
             qs = [q for q in questions if q.id in qids]
             pool = [a for a in accepted.values() if a.question_id in qids] + list(candidates.values())
             report = run_checks(qs, pool, validation_config)
-            for r in report.rejections:
+            extra = extra_check(list(candidates.values())) if extra_check else []
+            for r in [*report.rejections, *extra]:
                 if r.row_id in candidates:
                     rejections.append(r)
                     candidates.pop(r.row_id)

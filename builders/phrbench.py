@@ -8,6 +8,7 @@ premises from ``builders/curated/mini.jsonl``, validated by the same checks as g
 from __future__ import annotations
 
 import hashlib
+import shutil
 from collections import Counter
 import json
 import platform
@@ -145,6 +146,12 @@ def _write(out, questions, augs, *, recipe: str, generator: str, judge: str | No
                       judge=judge, qc=qc, notes=notes, licenses=licenses)
         card.save(tmp / "README.md")
         dump_json(manifest, tmp / "manifest.json")
+        from phr.validation.expectations import write_suite
+
+        write_suite(tmp, inst)  # ships with the dataset: `phr-publish validate` re-runs it on a download
+        old_review = Path(out) / "review"
+        if old_review.is_dir():  # review decisions outlive rebuilds (stale ones are reported by validate)
+            shutil.copytree(old_review, tmp / "review")
 
     path = write_folder(out, fill, overwrite=overwrite)
     return BuildResult(path, counts, qc)
@@ -161,6 +168,7 @@ def build_mini(out: str | Path = "phrbench", *, overwrite: bool = False, curated
     pool = _mini_sources(rows)
     questions, augs = curated_augmentations(rows, pool)
     report = _validate(questions, augs)
+    report.extend(_review_rejections(out, augs))
     if judge is not None:
         from phr.validation.judge import judge_augmentations
 
@@ -205,7 +213,8 @@ def build(recipe: str | Path = "mini", out: str | Path = "phrbench", *, generato
     gen_llm = LLM(generator or DEFAULT_GENERATOR, **opts)
     questions, short_sources = select_questions(rec, source_dir, online=online, allow_short=allow_short)
     result = generate_premises(questions, rec, gen_llm, judge_llm, templates=Templates.load(templates_dir),
-                               prompts=Prompts.load(prompts_dir))
+                               prompts=Prompts.load(prompts_dir),
+                               extra_check=lambda augs: _review_rejections(out, augs))
     if progress and result.summary is not None:
         result.summary.print()
     if result.missing and not allow_short:
@@ -231,6 +240,17 @@ def build(recipe: str | Path = "mini", out: str | Path = "phrbench", *, generato
                   templates_dir=templates_dir, prompts_dir=prompts_dir, overwrite=overwrite,
                   extra_manifest={"rejections": [{"row_id": r.row_id, "check": r.check, "reason": r.reason}
                                                  for r in result.rejections]})
+
+
+def _review_rejections(out, augs) -> list:
+    """Premises rejected in a manual review of the previous build at ``out`` (same id and same text)."""
+    from phr.validation.report import Rejection
+    from phr.validation.review import load_decisions, premise_sha
+
+    decisions = load_decisions(out) if Path(out).is_dir() else {}
+    return [Rejection(a.id, "manual_review", f"rejected in review by {d.get('reviewer')}: {d.get('note')}")
+            for a in augs if (d := decisions.get(a.id)) and d.get("decision") == "reject"
+            and d.get("premise_sha") == premise_sha(a.statement)]
 
 
 def _validate(questions, augs):

@@ -28,6 +28,9 @@ app.add_typer(llm_app, name="llm")
 app.add_typer(cache_app, name="cache")
 build_app = typer.Typer(help="Build datasets (PHRBench).", no_args_is_help=True)
 app.add_typer(build_app, name="build")
+from phr.cli_review import review_app  # noqa: E402
+
+app.add_typer(review_app, name="review", help="Manual review round trip: export a sheet, import decisions.")
 
 out = Console()
 err = Console(stderr=True)

@@ -183,7 +183,7 @@ def _ids(result: dict, limit: int = 5) -> str:
     if not names:
         return ""
     more = f" and {len(names) - limit} more" if len(names) > limit else ""
-    return f" (rows {', '.join(names[:limit])}{more})"
+    return f" ({'id' if len(names) == 1 else 'ids'} {', '.join(names[:limit])}{more})"
 
 
 def _values(result: dict, limit: int = 5) -> str:
@@ -247,7 +247,8 @@ def describe_failure(type_: str, kwargs: dict, result: dict, group_by: list[str]
                 f"lengths in [{kwargs.get('min_value')}, {kwargs.get('max_value', '')}]".replace(", ]", ", ...]"),
         }.get(type_, f"{type_} to hold")
         n, total = result.get("unexpected_count"), result.get("element_count")
-        detail = f"{n} of {total} rows fail{_ids(result)}{_values(result)}; expected {expect}"
+        found = "" if type_ == "expect_column_values_to_not_be_null" else _values(result)
+        detail = f"{n} of {total} rows fail{_ids(result)}{found}; expected {expect}"
     else:
         detail = f"observed {_fmt(obs)}, expected {json.dumps(kwargs, sort_keys=True, default=str)}"
     return f"{type_} on {where}: {detail}"

@@ -64,6 +64,13 @@ def validate_folder(folder: str | Path) -> ValidationReport:
     for n in CONFIGS:
         if n not in rows:
             report.extend([Rejection(f"data/{n}-*.parquet", "folder", "missing data file")])
+    # dataset-level expectations shipped with the data (validation/expectations.py, Great Expectations)
+    from phr.validation.expectations import SUITE_FILE, run_suite
+
+    if (folder / SUITE_FILE).exists():
+        report.extend(run_suite(folder))
+    else:
+        report.extend([Rejection(SUITE_FILE, "expectations", "missing: the dataset ships no expectation suite")])
     if len(rows) < len(CONFIGS):
         return report
     ids = Counter(r["id"] for rs in rows.values() for r in rs)
