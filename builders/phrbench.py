@@ -142,8 +142,13 @@ def _write(out, questions, augs, *, recipe: str, generator: str, judge: str | No
         files = {name: write_parquet_hashed(to_table(r), tmp / "data", name) for name, r in inst.items()}
         config_files = {name: [f"data/{f}"] for name, f in files.items()}
         config_files["all"] = [f"data/{files[name]}" for name in CONFIGS]
+        from phr.cards.eval_yaml import write_eval_yaml
+        from phr.cards.figures import markdown, write_figures
+
+        figures = write_figures(tmp, inst)
+        write_eval_yaml(tmp)
         card = render(inst, configs=configs_yaml(config_files, default="all"), recipe=recipe, generator=generator,
-                      judge=judge, qc=qc, notes=notes, licenses=licenses)
+                      judge=judge, qc=qc, notes=notes, licenses=licenses, figures=markdown(figures))
         card.save(tmp / "README.md")
         dump_json(manifest, tmp / "manifest.json")
         from phr.validation.expectations import write_suite

@@ -20,7 +20,7 @@ def _table(header: list[str], rows: list[list]) -> str:
 
 
 def render(rows: dict[str, list[dict]], *, configs: list[dict], recipe: str, generator: str, judge: str | None,
-           qc: dict, notes: list[str], licenses: dict[str, str]) -> DatasetCard:
+           qc: dict, notes: list[str], licenses: dict[str, str], figures: str = "") -> DatasetCard:
     """Card text and metadata from the assembled rows of every config."""
     base, hall = rows["baseline"], rows["hallucinated"]
     domains = sorted({r["domain"] for r in base})
@@ -62,6 +62,8 @@ ds = load_dataset("phrbench", "all")   # or: baseline, truthful, hallucinated (s
 
 Total: {n['baseline']} + {n['truthful']} + {n['hallucinated']} = {sum(n.values())} instances.
 
+{figures}
+
 ## Reasoning subtypes
 
 {subtype_table}
@@ -71,6 +73,13 @@ Total: {n['baseline']} + {n['truthful']} + {n['hallucinated']} = {sum(n.values()
 {source_table}
 
 Each row keeps `source`, `source_row_id` and `license`; the license of a row is its source's.
+
+## Re-validating a download
+
+The dataset ships its checks: `validation/expectations.json` (a Great Expectations suite: counts per domain and
+type, unique ids, no nulls, allowed values, distributions) and `eval.yaml` (the Hub's benchmark format).
+`phr-publish validate DIR` re-runs the suite and every row-level check (single mutation, distinctness, answer
+leakage) on the parquet files and names each failing row.
 
 ## Construction
 

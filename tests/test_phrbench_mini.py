@@ -116,3 +116,25 @@ def test_rebuild_with_other_rows_never_loads_stale_cache(tmp_path, monkeypatch):
     fewer.write_text("\n".join(lines[:-1]) + "\n")
     build_mini("phrbench", overwrite=True, curated=fewer)
     assert load_dataset("phrbench", "baseline")["test"].num_rows == 33
+
+
+def test_validate_names_malformed_rows_instead_of_crashing(built, tmp_path):
+    import shutil
+
+    from phr.validation.folder import data_file, validate_folder
+
+    out, _ = built
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    for name, field, value in (("baseline", "question", None), ("hallucinated", "mutation_type", "Astrology")):
+        path = data_file(copy, name)
+        table = pq.read_table(path)
+        rows = table.to_pylist()
+        rows[3][field] = value
+        write_parquet(table.from_pylist(rows, schema=table.schema), path)
+    report = validate_folder(copy)
+    assert not report.ok
+    text = report.render()
+    base = pq.read_table(data_file(copy, "baseline")).to_pylist()[3]["id"]
+    hall = pq.read_table(data_file(copy, "hallucinated")).to_pylist()[3]["id"]
+    assert base in text and hall in text and "mutation_type" in text

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import warnings
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -159,15 +160,23 @@ def write_suite(folder: str | Path, rows_by_config: dict[str, list[dict]]) -> Pa
 # ---- running it ---------------------------------------------------------------------------------------------------
 
 
-def _gx():
-    """Import Great Expectations quietly: no usage statistics, no progress bars, warnings only."""
-    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
-    for name in ("great_expectations", "great_expectations.core", "great_expectations.data_context"):
-        logging.getLogger(name).setLevel(logging.ERROR)
-    import great_expectations as gx
-    from great_expectations.data_context.types.base import ProgressBarsConfig
-    from great_expectations.expectations.expectation_configuration import ExpectationConfiguration
+def _quiet_logs() -> None:
+    logging.getLogger("great_expectations").setLevel(logging.ERROR)
+    for name in list(logging.root.manager.loggerDict):
+        if name.startswith("great_expectations."):
+            logging.getLogger(name).setLevel(logging.NOTSET)  # inherit ERROR from the package logger
 
+
+def _gx():
+    """Import Great Expectations quietly: no usage statistics, no progress bars, errors only in the logs."""
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    _quiet_logs()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import great_expectations as gx
+        from great_expectations.data_context.types.base import ProgressBarsConfig
+        from great_expectations.expectations.expectation_configuration import ExpectationConfiguration
+    _quiet_logs()
     return gx, ProgressBarsConfig, ExpectationConfiguration
 
 

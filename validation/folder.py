@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 import pyarrow.parquet as pq
+from pydantic import ValidationError
 
 from phr.records import Augmentation, BaseQuestion
 from phr.validation.report import Rejection, ValidationReport
@@ -51,6 +52,22 @@ def load_rows(folder: Path) -> dict[str, list[dict]]:
     return {n: pq.read_table(p).to_pylist() for n in CONFIGS if (p := data_file(folder, n)) is not None}
 
 
+def _first_error(e: Exception) -> str:
+    if isinstance(e, ValidationError):
+        err = e.errors()[0]
+        return f"field {'.'.join(map(str, err['loc']))}: {err['msg']}"
+    return f"missing column {e}"
+
+
+def _question(r: dict) -> BaseQuestion:
+    return BaseQuestion(
+        id=r["question_id"], source=r["source"], source_row_id=r["source_row_id"], license=r["license"],
+        domain=r["domain"], subtype=r["subtype"], task_type=r["task_type"], question=r["question"],
+        options=r["options"] or [], answer=r["answer"], answer_index=r["answer_index"],
+        entry_point=r["entry_point"], code_tests=r["code_tests"], reference_solution=r["reference_solution"],
+    )
+
+
 def validate_folder(folder: str | Path) -> ValidationReport:
     from phr.validation.checks import run_checks
 
@@ -77,25 +94,27 @@ def validate_folder(folder: str | Path) -> ValidationReport:
     report.extend(Rejection(i, "ids", f"instance id appears {c} times") for i, c in ids.items() if c > 1)
     questions: dict[str, BaseQuestion] = {}
     for r in rows["baseline"]:
-        questions[r["question_id"]] = BaseQuestion(
-            id=r["question_id"], source=r["source"], source_row_id=r["source_row_id"], license=r["license"],
-            domain=r["domain"], subtype=r["subtype"], task_type=r["task_type"], question=r["question"],
-            options=r["options"] or [], answer=r["answer"], answer_index=r["answer_index"],
-            entry_point=r["entry_point"], code_tests=r["code_tests"], reference_solution=r["reference_solution"],
-        )
+        try:
+            questions[r["question_id"]] = _question(r)
+        except (ValidationError, KeyError) as e:
+            report.extend([Rejection(r.get("id") or "?", "schema:baseline", _first_error(e))])
     augs, instance_of = [], {}
     for kind, cfg in (("truthful", "truthful"), ("hallucinated", "hallucinated")):
         for r in rows[cfg]:
             if r["question_id"] not in questions:
                 report.extend([Rejection(r["id"], "ids", f"question {r['question_id']} has no baseline row")])
                 continue
+            try:
+                augs.append(Augmentation(
+                    id=r["augmentation_id"], question_id=r["question_id"], kind=kind, statement=r["premise"] or "",
+                    truth_verification=r["truth_verification"], mutation_type=r["mutation_type"],
+                    mutation_strategy=r["mutation_strategy"], mutation_logic=r["mutation_logic"],
+                    generator=r["generator"] or "",
+                ))
+            except (ValidationError, KeyError) as e:
+                report.extend([Rejection(r.get("id") or "?", f"schema:{cfg}", _first_error(e))])
+                continue
             instance_of[r["augmentation_id"]] = r["id"]
-            augs.append(Augmentation(
-                id=r["augmentation_id"], question_id=r["question_id"], kind=kind, statement=r["premise"] or "",
-                truth_verification=r["truth_verification"], mutation_type=r["mutation_type"],
-                mutation_strategy=r["mutation_strategy"], mutation_logic=r["mutation_logic"],
-                generator=r["generator"] or "",
-            ))
     checked = run_checks(list(questions.values()), augs)
     report.extend(
         Rejection(f"{instance_of[x.row_id]} (augmentation {x.row_id})" if x.row_id in instance_of else x.row_id,
