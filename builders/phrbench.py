@@ -210,12 +210,13 @@ def build(recipe: str | Path = "mini", out: str | Path = "phrbench", *, generato
         raise OutputExistsError(f"{Path(out).resolve()} already exists: pass --overwrite to replace it")
     rec = load_recipe(recipe)
     opts = {"progress": progress, "show_summary": False, **(llm_options or {})}
-    judge_llm = LLM(judge, **opts) if judge else None
+    judge = rec.judge if judge is None else judge
+    judge_llm = LLM(judge, **opts) if judge and judge.lower() != "none" else None
     if rec.curated:
         if generator:
             raise BuildError(f"recipe {rec.name} uses curated premises: --generator does not apply")
         return build_mini(out, overwrite=overwrite, templates_dir=templates_dir, judge=judge_llm)
-    gen_llm = LLM(generator or DEFAULT_GENERATOR, **opts)
+    gen_llm = LLM(generator or rec.generator or DEFAULT_GENERATOR, **opts)
     questions, short_sources = select_questions(rec, source_dir, online=online, allow_short=allow_short)
     result = generate_premises(questions, rec, gen_llm, judge_llm, templates=Templates.load(templates_dir),
                                prompts=Prompts.load(prompts_dir),

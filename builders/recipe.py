@@ -40,6 +40,8 @@ class Recipe:
     temperature: float = 0.9
     max_tokens: int = 512
     regeneration_rounds: int = 3
+    generator: str | None = None
+    judge: str | None = None
 
     def slot_types(self, q: BaseQuestion) -> tuple[MutationType, ...]:
         return self.code_types if q.domain is Domain.CODE else self.science_types
@@ -77,6 +79,7 @@ def load_recipe(name_or_path: str | Path) -> Recipe:
             code_types=tuple(MutationType(t) for t in slots.get("code", {}).get("hallucinated", [])),
             temperature=float(gen.get("temperature", 0.9)), max_tokens=int(gen.get("max_tokens", 512)),
             regeneration_rounds=int(gen.get("regeneration_rounds", 3)),
+            generator=(d.get("models") or {}).get("generator"), judge=(d.get("models") or {}).get("judge"),
         )
     except (KeyError, TypeError, ValueError) as e:
         raise RecipeError(f"{where}: invalid recipe: {e}") from None

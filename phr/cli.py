@@ -115,7 +115,7 @@ def cache_clear(
 def build_phrbench(
     recipe: Annotated[str, typer.Option(help="mini (offline, curated premises), paper, or a recipe YAML file.")] = "mini",
     generator: Annotated[Optional[str], typer.Option(help="Premise generator spec (paper: openai:gpt-4o).")] = None,
-    judge: Annotated[Optional[str], typer.Option(help="LLM judge spec for the second validation pass.")] = None,
+    judge: Annotated[Optional[str], typer.Option(help="LLM judge spec for the second validation pass ('none' to skip; paper: google:gemini-3-pro-preview).")] = None,
     source_dir: Annotated[Optional[Path], typer.Option(help="Folder with one sub-folder of released files per source.")] = None,
     online: Annotated[bool, typer.Option("--online", help="Load sources missing locally from the Hub.")] = False,
     out: Annotated[Path, typer.Option("--out", help="Output folder (Hub layout).")] = Path("phrbench"),

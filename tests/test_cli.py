@@ -78,3 +78,12 @@ def test_ping_local_smollm2_offline(tmp_path, smollm2):
     r = run("--cache", str(tmp_path / "c.sqlite"), "llm", "ping", "local:smollm2", env=env)
     assert r.returncode == 0, r.stderr
     assert "Paris" in r.stdout and "model=smollm2" in r.stderr
+
+
+def test_build_paper_without_keys_fails_before_any_work(tmp_path):
+    r = subprocess.run([EXE, "build", "phrbench", "--recipe", "paper"], cwd=tmp_path, capture_output=True, text=True,
+                       env={k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")})
+    assert r.returncode == 2 and "API key" in r.stderr and "GEMINI_API_KEY" in r.stderr
+    assert list(tmp_path.iterdir()) == []
+    r = run("build", "phrbench", "--recipe", "mini", "--generator", "openai:gpt-4o", "--out", str(tmp_path / "x"))
+    assert r.returncode == 2 and "curated premises" in r.stderr

@@ -34,6 +34,15 @@ def responder(model, messages, k):
     second sample of some hallucinated prompts leaks the gold answer (rejected, regenerated next round)."""
     prompt = messages[0][1]
     last = messages[-1][1]
+    if "<premise>" in prompt:  # the judge: rejects ~1 in 13 premises for type consistency
+        premise = re.search(r"<premise>\n(.*?)\n</premise>", prompt, re.S).group(1)
+        bad = int(hashlib.sha256(premise.encode()).hexdigest(), 16) % 13 == 0 and "Mutation types:" in prompt
+        return json.dumps({"reason": "checked", "factual_validity": True, "relevance": True,
+                           "type_consistency": not bad if "Mutation types:" in prompt else None,
+                           "mutation_logic_consistent": True if "Mutation types:" in prompt else None,
+                           "plausible": True if "Mutation types:" in prompt else None,
+                           "single_claim": True if "Mutation types:" in prompt else None,
+                           "leaks_answer": False, "verdict": "reject" if bad else "accept"})
     key = hashlib.sha256(prompt.encode()).hexdigest()
     answer = re.search(r"do not reveal it\): (.*)", prompt).group(1)
     if len(messages) == 1 and k == 0 and int(key, 16) % 11 == 0:
@@ -66,7 +75,8 @@ def env(tmp_path_factory):
 @pytest.fixture(scope="module")
 def built(env):
     root, srv = env
-    res = build("paper", root / "out", generator="openai:gpt-4o", source_dir=root / "sources", progress=False)
+    res = build("paper", root / "out", generator="openai:gpt-4o", judge="openai:judge-model",
+                source_dir=root / "sources", progress=False)
     return res, srv.count
 
 
@@ -98,6 +108,7 @@ def test_rejections_were_regenerated_and_recorded(env, built):
     assert "rejected: generator_output" not in res.qc  # every non-JSON reply was fixed by its re-ask
     assert res.qc["premises generated"] > res.qc["accepted"]
     assert res.qc.get("rejected: leakage", 0) > 0  # leaking samples were caught ...
+    assert res.qc.get("rejected: judge", 0) > 0  # ... and so were the judge's rejections ...
     assert res.qc["accepted"] == 460 + 3900  # ... and their slots regenerated
     manifest = json.loads((res.out / "manifest.json").read_text())
     assert any(r["check"] == "leakage" for r in manifest["rejections"])
@@ -109,8 +120,8 @@ def test_rejections_were_regenerated_and_recorded(env, built):
 def test_rebuild_is_exact_from_cache(env, built, tmp_path):
     root, srv = env
     res, calls_first = built
-    again = build("paper", tmp_path / "again", generator="openai:gpt-4o", source_dir=root / "sources",
-                  progress=False)
+    again = build("paper", tmp_path / "again", generator="openai:gpt-4o", judge="openai:judge-model",
+                  source_dir=root / "sources", progress=False)
     assert srv.count == calls_first  # zero new calls
     for name in ("baseline", "truthful", "hallucinated"):
         assert data_file(res.out, name).read_bytes() == data_file(again.out, name).read_bytes()
@@ -124,5 +135,5 @@ def test_short_sources_fail_clearly_and_write_nothing(env, tmp_path):
     shutil.copytree(root / "sources", src)
     (src / "sciq" / "train.json").write_text(json.dumps(json.loads((src / "sciq" / "train.json").read_text())[:10]))
     with pytest.raises(RecipeError, match=r"sciq .*10 of 50"):
-        build("paper", tmp_path / "out", generator="openai:gpt-4o", source_dir=src, progress=False)
+        build("paper", tmp_path / "out", generator="openai:gpt-4o", judge="none", source_dir=src, progress=False)
     assert not (tmp_path / "out").exists()
