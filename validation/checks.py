@@ -909,7 +909,6 @@ def _blocks(augs: pd.DataFrame, questions: pd.DataFrame | None, cfg: ValidationC
     group_starts = np.flatnonzero(np.diff(sorted_codes)) + 1
     qpos = None
     if questions is not None and len(questions) and "id" in questions.columns:
-        qids = pd.Index(questions["id"])
         qpos = _positions(questions["id"], qcol)
     start = 0
     while start < n:

@@ -12,20 +12,13 @@ import pydantic
 from phr.llm.errors import (
     CallError, CallTimeout, ConnectionFailed, MalformedResponse, from_http_status, parse_retry_after,
 )
-from phr.llm.providers.base import APIProvider, RawCompletion, split_system
+from phr.llm.providers.base import (
+    DEADLINE_GRACE_S, APIProvider, RawCompletion, safe_message, split_system,
+)
 from phr.llm.types import GenerationParams, Message
-from phr.secrets import redact, require_env
+from phr.secrets import require_env
 
 DEFAULT_MAX_TOKENS = 1024
-#: Extra seconds past the per-call timeout before the whole call is abandoned (the SDK's timeouts are per read).
-DEADLINE_GRACE_S = 1.0
-
-
-def _safe(text: str, api_key: str, limit: int = 800) -> str:
-    text = redact(text.replace(api_key, "***") if len(api_key) >= 8 else text)
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
 class AnthropicProvider(APIProvider):
     """``anthropic:<model>``. ANTHROPIC_API_KEY is required; ANTHROPIC_BASE_URL is honoured.
 
@@ -89,7 +82,7 @@ class AnthropicProvider(APIProvider):
             raise MalformedResponse(self._msg(f"response does not parse as a message ({type(e).__name__})")) from e
 
     def _msg(self, text: str) -> str:
-        return _safe(f"{self.spec}: {text}", self._api_key)
+        return safe_message(f"{self.spec}: {text}", self._api_key)
 
     def _translate(self, e: Exception, timeout: float) -> CallError | None:
         """The CallError for an SDK exception; None for anything else (a bug: re-raised as is)."""

@@ -98,3 +98,23 @@ def split_system(messages: tuple[Message, ...]) -> tuple[str | None, list[Messag
     """Anthropic and Gemini take the system prompt apart from the turns."""
     system = "\n\n".join(m.content for m in messages if m.role == "system") or None
     return system, [m for m in messages if m.role != "system"]
+
+
+#: Extra seconds past the per-call timeout before the whole call is abandoned (the SDK's timeouts are per read).
+DEADLINE_GRACE_S = 1.0
+
+
+def split_usage(total: int, n: int) -> list[int]:
+    """Divide ``total`` tokens over ``n`` samples evenly, the remainder to the first, so the parts sum to it."""
+    base, rem = divmod(max(total, 0), n)
+    return [base + (rem if i == 0 else 0) for i in range(n)]
+
+
+def safe_message(text: str, api_key: str | None, limit: int = 800) -> str:
+    """An error message with every secret (environment ones and this provider's key) replaced by ``***``."""
+    from phr.secrets import redact
+
+    if api_key and len(api_key) >= 8:
+        text = text.replace(api_key, "***")
+    text = redact(text)
+    return text if len(text) <= limit else text[:limit] + "..."

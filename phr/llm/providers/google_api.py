@@ -15,23 +15,11 @@ from google.genai import types as gt
 from phr.llm.errors import (
     CallError, CallTimeout, ConnectionFailed, MalformedResponse, from_http_status, parse_retry_after,
 )
-from phr.llm.providers.base import APIProvider, RawCompletion, split_system
+from phr.llm.providers.base import (
+    DEADLINE_GRACE_S, APIProvider, RawCompletion, safe_message, split_system, split_usage,
+)
 from phr.llm.types import GenerationParams, Message
-from phr.secrets import redact, require_env
-
-#: Extra seconds past the per-call timeout before the whole call is abandoned (the SDK's timeouts are per read).
-DEADLINE_GRACE_S = 1.0
-
-
-def _safe(text: str, api_key: str, limit: int = 800) -> str:
-    text = redact(text.replace(api_key, "***") if len(api_key) >= 8 else text)
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-def _split(total: int, n: int) -> list[int]:
-    base, rem = divmod(max(total, 0), n)
-    return [base + (rem if i == 0 else 0) for i in range(n)]
-
+from phr.secrets import require_env
 
 class GoogleProvider(APIProvider):
     """``google:<model>``. GEMINI_API_KEY (or GOOGLE_API_KEY) is required; GOOGLE_GEMINI_BASE_URL is honoured.
@@ -109,11 +97,11 @@ class GoogleProvider(APIProvider):
             raise MalformedResponse(self._msg("response has no candidates"))
         if len(out) != n:
             raise CallError(self._msg(f"asked for {n} candidates, got {len(out)}"))
-        parts_ = _split(completion, n)
+        parts_ = split_usage(completion, n)
         return [RawCompletion(t, f, prompt if i == 0 else 0, parts_[i]) for i, (t, f) in enumerate(out)]
 
     def _msg(self, text: str) -> str:
-        return _safe(f"{self.spec}: {text}", self._api_key)
+        return safe_message(f"{self.spec}: {text}", self._api_key)
 
     def _translate(self, e: Exception, timeout: float) -> CallError | None:
         """The CallError for an SDK or transport exception; None for anything else (a bug: re-raised as is)."""

@@ -13,13 +13,9 @@ import pydantic
 from phr.llm.errors import (
     BadRequest, CallError, CallTimeout, ConnectionFailed, MalformedResponse, from_http_status, parse_retry_after,
 )
-from phr.llm.providers.base import APIProvider, RawCompletion
+from phr.llm.providers.base import DEADLINE_GRACE_S, APIProvider, RawCompletion, safe_message, split_usage
 from phr.llm.types import GenerationParams, Message
-from phr.secrets import redact, require_env
-
-#: Extra seconds past the per-call timeout before the whole call is abandoned (the SDK's timeouts are per read).
-DEADLINE_GRACE_S = 1.0
-
+from phr.secrets import require_env
 
 class UnsupportedParam(BadRequest, ValueError):
     """A generation parameter this provider cannot send. Not retried."""
@@ -33,20 +29,6 @@ def clean_url(url: str) -> str:
         host = f"[{host}]"
     netloc = host + (f":{p.port}" if p.port else "")
     return urlunsplit((p.scheme, netloc, p.path.rstrip("/"), "", ""))
-
-
-def split_usage(total: int, n: int) -> list[int]:
-    """Divide ``total`` tokens over ``n`` samples evenly, the remainder to the first, so the parts sum to it."""
-    base, rem = divmod(max(total, 0), n)
-    return [base + (rem if i == 0 else 0) for i in range(n)]
-
-
-def safe_message(text: str, api_key: str | None, limit: int = 800) -> str:
-    """An error message with every secret (environment ones and this provider's key) replaced by ``***``."""
-    if api_key and len(api_key) >= 8:
-        text = text.replace(api_key, "***")
-    text = redact(text)
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 class OpenAIProvider(APIProvider):
