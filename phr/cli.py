@@ -31,6 +31,9 @@ app.add_typer(build_app, name="build")
 from phr.cli_review import review_app  # noqa: E402
 
 app.add_typer(review_app, name="review", help="Manual review round trip: export a sheet, import decisions.")
+from phr.cli_publish import register as _register_publish  # noqa: E402
+
+_register_publish(app)
 
 out = Console()
 err = Console(stderr=True)

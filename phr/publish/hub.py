@@ -1,0 +1,313 @@
+"""Push to and pull from the Hugging Face Hub (or any server speaking its protocol: ``endpoint``) with ``HfApi``.
+
+A push, in order (nothing is uploaded before step 4):
+
+1. token: the ``token`` argument, else ``HF_TOKEN`` / the saved login (``huggingface_hub.get_token()``); none ->
+   ``MissingTokenError`` naming both;
+2. the local validation gate (``phr.publish.gate``), then the server's card check (``/api/validate-yaml``);
+3. the repo's state: does it exist (as this type? as the other type -> refused), its ``main`` commit and tags
+   (``list_repo_refs``), its files with their hashes (``list_repo_tree(recursive=True)`` at that commit: LFS/Xet
+   files carry ``lfs.sha256``, regular files their git blob id);
+4. ``create_repo(exist_ok=True)`` when missing, then ONE ``create_commit`` with every added or changed file and the
+   deletion of every remote file missing from the folder (``.gitattributes`` kept), ``parent_commit`` = the main
+   commit read in step 3 (a concurrent push makes it fail instead of being overwritten); no commit at all when
+   nothing differs;
+5. ``create_tag`` on the new commit (or on main when nothing changed and the tag is new).
+
+A commit is atomic on the server: a failure leaves the repo at its previous version; the error names what failed
+and the exact command to rerun. Tokens never appear in messages.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+from pathlib import Path
+
+from phr.publish import (
+    GITATTRIBUTES,
+    MissingTokenError,
+    PublishError,
+    PushFailedError,
+    PushResult,
+    RepoNotFoundError,
+    RepoTypeMismatchError,
+    RevisionNotFoundError,
+    TagExistsError,
+    ValidationFailedError,
+    default_message,
+    folder_files,
+    gate,
+    git_blob_sha1,
+    install_into,
+    other_type,
+    readme_text,
+    rerun_command,
+    sha256_file,
+)
+from phr.secrets import redact
+
+log = logging.getLogger(__name__)
+
+
+def _safe(text: str, token: str | None) -> str:
+    text = redact(str(text))
+    if token:
+        text = text.replace(token, "***")
+    return text
+
+
+def _check_online() -> None:
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        raise PublishError("HF_HUB_OFFLINE is set, so the Hub cannot be reached: unset it, or publish to a local "
+                           "hub with --to HUBDIR (or PHR_HUB_DIR)")
+
+
+def resolve_token(token: str | None, *, required: bool = True) -> str | None:
+    """The token to use: ``token``, else ``HF_TOKEN`` or the saved login. Missing and ``required`` -> a clear
+    error (raised before anything is uploaded)."""
+    if token:
+        return token
+    from huggingface_hub import get_token
+
+    found = get_token()
+    if not found and required:
+        raise MissingTokenError("pushing to the Hugging Face Hub needs a token with write access: set the "
+                                "environment variable HF_TOKEN, or log in once with `hf auth login`")
+    return found
+
+
+def _api(token: str | None, endpoint: str | None):
+    from huggingface_hub import HfApi
+
+    return HfApi(endpoint=endpoint, token=token)
+
+
+def repo_url(api, repo_id: str, repo_type: str) -> str:
+    return f"{api.endpoint.rstrip('/')}/{'datasets/' if repo_type == 'dataset' else ''}{repo_id}"
+
+
+def _status(e: Exception) -> int | None:
+    resp = getattr(e, "response", None)
+    return getattr(resp, "status_code", None)
+
+
+def validate_card_remote(api, folder: Path, repo_type: str, token: str | None) -> None:
+    """POST the README to the server's ``/api/validate-yaml`` (the check ``HfApi.create_commit`` runs through its
+    private ``_validate_yaml``), before any upload; refuse on errors. A server without the endpoint (404) is
+    skipped with a log line."""
+    from huggingface_hub.utils import get_session, hf_raise_for_status
+
+    content = readme_text(folder)
+    headers = api._build_hf_headers(token=token) if hasattr(api, "_build_hf_headers") else {}
+    r = get_session().post(f"{api.endpoint.rstrip('/')}/api/validate-yaml",
+                           json={"content": content, "repoType": repo_type}, headers=headers)
+    if r.status_code == 404:
+        log.info("the server has no /api/validate-yaml; skipped the remote card check")
+        return
+    try:
+        body = r.json()
+    except ValueError:
+        body = {}
+    body = body if isinstance(body, dict) else {}
+    for w in body.get("warnings") or []:
+        log.warning("Hub card check: %s", w.get("message") if isinstance(w, dict) else w)
+    if r.status_code == 400:
+        errors = "\n".join(f"- {e.get('message') if isinstance(e, dict) else e}" for e in body.get("errors") or [])
+        raise ValidationFailedError(f"refusing to push {folder}: the Hub rejects the card metadata of README.md "
+                                    f"(nothing was uploaded):\n{_safe(errors or r.text, token)}")
+    hf_raise_for_status(r)
+
+
+def _remote_state(api, repo_id: str, repo_type: str):
+    """(exists, main commit or None, {tag: commit})."""
+    if not api.repo_exists(repo_id, repo_type=repo_type):
+        return False, None, {}
+    refs = api.list_repo_refs(repo_id, repo_type=repo_type)
+    head = next((b.target_commit for b in refs.branches if b.name == "main"), None)
+    return True, head, {t.name: t.target_commit for t in refs.tags}
+
+
+def _remote_files(api, repo_id: str, repo_type: str, revision: str | None) -> dict:
+    from huggingface_hub.hf_api import RepoFile
+
+    if revision is None:
+        return {}
+    return {f.path: f for f in api.list_repo_tree(repo_id, recursive=True, revision=revision, repo_type=repo_type)
+            if isinstance(f, RepoFile)}
+
+
+def differs(local: Path, remote) -> bool:
+    """Whether a local file differs from a remote ``RepoFile`` (LFS/Xet: sha256; regular: git blob id)."""
+    lfs = getattr(remote, "lfs", None)
+    if lfs is not None:
+        size = getattr(lfs, "size", None)
+        if size is not None and size != local.stat().st_size:
+            return True
+        return sha256_file(local) != lfs.sha256
+    return git_blob_sha1(local) != remote.blob_id
+
+
+def plan_operations(files: dict[str, Path], remote: dict) -> tuple[list, list[str], list[str]]:
+    """(operations, added or changed paths, deleted paths) turning ``remote`` into ``files``."""
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+
+    changed = [rel for rel, p in files.items() if rel not in remote or differs(p, remote[rel])]
+    deleted = sorted(rel for rel in remote if rel not in files and rel != GITATTRIBUTES)
+    ops = [CommitOperationAdd(path_in_repo=rel, path_or_fileobj=str(files[rel])) for rel in changed]
+    ops += [CommitOperationDelete(path_in_repo=rel) for rel in deleted]
+    return ops, changed, deleted
+
+
+def push_online(folder: Path, repo_id: str, *, repo_type: str, tag: str | None, private: bool, create_pr: bool,
+                message: str | None, token: str | None, endpoint: str | None) -> PushResult:
+    """``phr.publish.push`` to the Hub (see the module docstring for the steps)."""
+    folder = Path(folder)
+    rerun = rerun_command(folder, repo_id, repo_type=repo_type, tag=tag, private=private, create_pr=create_pr,
+                          message=message, endpoint=endpoint)
+    _check_online()
+    token = resolve_token(token)
+    gate(folder, repo_type)
+    files = folder_files(folder)
+    api = _api(token, endpoint)
+    url = repo_url(api, repo_id, repo_type)
+    step = "checking the card with the server (/api/validate-yaml)"
+    try:
+        validate_card_remote(api, folder, repo_type, token)
+        step = "reading the repo's state"
+        exists, head, tags = _remote_state(api, repo_id, repo_type)
+        if not exists and api.repo_exists(repo_id, repo_type=other_type(repo_type)):
+            raise RepoTypeMismatchError(
+                f"{repo_id} exists on the Hub as a {other_type(repo_type)} repo, not a {repo_type} repo: pass "
+                f"--repo-type {other_type(repo_type)}, or pick another name")
+        if tag and tag in tags and tags[tag] != head:
+            raise TagExistsError(f"tag {tag} already exists in {repo_id} and names commit {tags[tag]}, not main "
+                                 f"({head}); tags are immutable: push with a new tag")
+        result = PushResult(repo_id=repo_id, repo_type=repo_type, revision=None, url=url, head=head, tag=tag,
+                            created=not exists)
+        if not exists:
+            step = "creating the repo"
+            api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True)
+            exists, head, tags = _remote_state(api, repo_id, repo_type)
+            result.head = head
+        step = "listing the repo's files"
+        remote = _remote_files(api, repo_id, repo_type, head)
+        ops, changed, deleted = plan_operations(files, remote)
+        if not ops:
+            if tag and tag not in tags:
+                step = f"creating tag {tag}"
+                api.create_tag(repo_id, tag=tag, revision=head, repo_type=repo_type)
+                result.tag_created = True
+            return result
+        if tag and tag in tags:
+            raise TagExistsError(f"tag {tag} already names main ({head}) of {repo_id}, and this folder differs "
+                                 "from it; tags are immutable: push with a new tag")
+        step = f"committing {len(changed)} file(s) and {len(deleted)} deletion(s)"
+        info = api.create_commit(repo_id, ops, commit_message=message or default_message(folder, repo_type, tag),
+                                 repo_type=repo_type, create_pr=create_pr, parent_commit=head)
+        result.revision, result.changed, result.files, result.deleted = info.oid, True, changed, deleted
+        result.head = info.oid
+        if create_pr:
+            result.pr_url = info.pr_url
+            result.pr_ref = f"refs/pr/{info.pr_num}" if getattr(info, "pr_num", None) else None
+        if tag:
+            step = f"creating tag {tag} on the new commit {info.oid} (the commit itself succeeded)"
+            api.create_tag(repo_id, tag=tag, revision=info.oid, repo_type=repo_type)
+            result.tag_created = True
+        return result
+    except PublishError:
+        raise
+    except Exception as e:
+        raise PushFailedError(
+            f"push to {url} failed while {step}: {type(e).__name__}: {_safe(e, token)}\n"
+            f"The repo keeps its previous version (a commit is all or nothing). Rerun: {rerun}") from None
+
+
+def _download(repo_id: str, repo_type: str, revision: str | None, dest: Path, *, token: str | None,
+              endpoint: str | None, patterns: list[str] | None = None) -> None:
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import RepositoryNotFoundError
+    from huggingface_hub.errors import RevisionNotFoundError as HfRevisionNotFound
+
+    try:
+        snapshot_download(repo_id, repo_type=repo_type, revision=revision, local_dir=dest, token=token,
+                          endpoint=endpoint, allow_patterns=patterns)
+    except HfRevisionNotFound:
+        raise RevisionNotFoundError(f"revision {revision!r} not found in {repo_type} repo {repo_id}") from None
+    except RepositoryNotFoundError:
+        raise RepoNotFoundError(f"{repo_type} repo {repo_id} not found (or the token cannot read it): check the "
+                                "name and --repo-type, and HF_TOKEN / `hf auth login` for private repos") from None
+    shutil.rmtree(dest / ".cache", ignore_errors=True)  # snapshot_download's own metadata
+
+
+def pull_online(repo_id: str, *, repo_type: str, revision: str | None, dest: Path, token: str | None,
+                endpoint: str | None) -> Path:
+    """``phr.publish.pull`` from the Hub: ``snapshot_download`` into a temporary sibling, moved into place."""
+    _check_online()
+    token = resolve_token(token, required=False)
+    try:
+        return install_into(dest, lambda tmp: _download(repo_id, repo_type, revision, tmp, token=token,
+                                                        endpoint=endpoint))
+    except PublishError:
+        raise
+    except Exception as e:
+        raise PublishError(f"pull of {repo_type} repo {repo_id} failed: {type(e).__name__}: {_safe(e, token)}; "
+                           f"nothing was written to {dest}") from None
+
+
+def read_files_online(repo_id: str, repo_type: str, *, patterns: list[str], token: str | None,
+                      endpoint: str | None) -> dict[str, bytes]:
+    """The files matching ``patterns`` on main, as ``{path: bytes}`` ({} when the repo does not exist)."""
+    _check_online()
+    token = resolve_token(token, required=False)
+    tmp = Path(tempfile.mkdtemp(prefix="phr-read-"))
+    try:
+        try:
+            _download(repo_id, repo_type, None, tmp, token=token, endpoint=endpoint, patterns=patterns)
+        except RepoNotFoundError:
+            return {}
+        return {rel: p.read_bytes() for rel, p in folder_files(tmp).items()}
+    except PublishError:
+        raise
+    except Exception as e:
+        raise PublishError(f"reading {repo_type} repo {repo_id} failed: {type(e).__name__}: {_safe(e, token)}") \
+            from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def add_file_pr_online(repo_id: str, repo_type: str, path: str, data: bytes, *, message: str, token: str | None,
+                       endpoint: str | None) -> PushResult:
+    """Open a pull request adding (or replacing) one file; nothing when main already holds the same bytes."""
+    import hashlib
+
+    from huggingface_hub import CommitOperationAdd
+
+    _check_online()
+    token = resolve_token(token)
+    api = _api(token, endpoint)
+    url = repo_url(api, repo_id, repo_type)
+    try:
+        exists, head, _ = _remote_state(api, repo_id, repo_type)
+        if not exists:
+            raise RepoNotFoundError(f"{repo_type} repo {repo_id} not found (or the token cannot read it)")
+        result = PushResult(repo_id=repo_id, repo_type=repo_type, revision=None, url=url, head=head)
+        blob = hashlib.sha1(f"blob {len(data)}\0".encode() + data).hexdigest()
+        current = api.get_paths_info(repo_id, [path], revision=head, repo_type=repo_type)
+        if current and getattr(current[0], "blob_id", None) == blob:
+            return result
+        info = api.create_commit(repo_id, [CommitOperationAdd(path_in_repo=path, path_or_fileobj=data)],
+                                 commit_message=message, repo_type=repo_type, create_pr=True, parent_commit=head)
+        result.revision = result.head = info.oid
+        result.changed, result.files = True, [path]
+        result.pr_url = info.pr_url
+        result.pr_ref = f"refs/pr/{info.pr_num}" if getattr(info, "pr_num", None) else None
+        return result
+    except PublishError:
+        raise
+    except Exception as e:
+        raise PushFailedError(f"opening a pull request on {url} failed: {type(e).__name__}: {_safe(e, token)}; "
+                              "the repo is unchanged") from None

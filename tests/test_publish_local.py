@@ -1,0 +1,560 @@
+"""Publishing (phr.publish) to a local hub: real git, real `datasets`, PHRBench-mini.
+
+Online-path checks that need no server (offline mode, missing token) are here too; pushes through the real
+huggingface_hub client to the Hub-protocol test server are at the end (skipped when it is not available).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from phr.builders.hub_folder import write_parquet
+from phr.builders.phrbench import build_mini
+from phr.validation.folder import data_file
+
+from phr.publish import (
+    DestinationExistsError,
+    MissingTokenError,
+    PublishError,
+    PushFailedError,
+    RepoTypeMismatchError,
+    TagExistsError,
+    ValidationFailedError,
+    folder_files,
+    local_hub,
+    pull,
+    push,
+)
+
+REPO = "org/phrbench"
+
+
+# ---- helpers ---------------------------------------------------------------------------------------------------
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def repo_dir(hub: Path, repo_id: str = REPO, kind: str = "datasets") -> Path:
+    return hub / kind / repo_id
+
+
+def state(repo: Path) -> dict:
+    """Everything a push may change: refs, commit count, working tree content, git status."""
+    return {
+        "refs": git(repo, "for-each-ref", "--format=%(refname) %(objectname)"),
+        "commits": git(repo, "rev-list", "--all", "--count"),
+        "files": {rel: p.read_bytes() for rel, p in folder_files(repo).items()},
+        "status": git(repo, "status", "--porcelain", "--untracked-files=all"),
+    }
+
+
+def variant(src: Path, dest: Path, **files: str) -> Path:
+    """A copy of ``src`` with extra or replaced text files (``name__sub`` -> ``name/sub``)."""
+    shutil.copytree(src, dest)
+    for name, text in files.items():
+        p = dest / name.replace("__", "/")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return dest
+
+
+def result_json(path: Path, model: str, *, bh: float, run_id: str | None = None, **metrics) -> Path:
+    data = {"schema_version": 1, "model": model, "revision": "abc1234",
+            "dataset": {"id": REPO, "revision": "v0.1.0"},
+            "metrics": {"accuracy_b": 0.7, "accuracy_bt": 0.72, "accuracy_bh": bh, **metrics},
+            "date": "2025-06-01"}
+    if run_id:
+        data["run_id"] = run_id
+    path.write_text(json.dumps(data))
+    return path
+
+
+# ---- fixtures --------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    return build_mini(tmp_path_factory.mktemp("build") / "phrbench").out
+
+
+@pytest.fixture(scope="module")
+def pristine(built, tmp_path_factory):
+    """A local hub after the first push of PHRBench-mini with tag v0.1.0 (never modified: copy it)."""
+    hub = tmp_path_factory.mktemp("pristine") / "hub"
+    res = push(built, REPO, tag="v0.1.0", to=hub)
+    return hub, res
+
+
+@pytest.fixture
+def hub(pristine, tmp_path) -> Path:
+    dest = tmp_path / "hub"
+    shutil.copytree(pristine[0], dest, symlinks=True)
+    return dest
+
+
+# ---- datasets: push, load, idempotency, tags -------------------------------------------------------------------
+
+def test_first_push_commits_tags_and_loads_with_datasets(built, pristine):
+    from datasets import load_dataset
+
+    hub, res = pristine
+    repo = repo_dir(hub)
+    assert res.changed and res.created and res.local and res.tag_created
+    assert res.files == sorted(folder_files(built)) and res.deleted == []
+    assert git(repo, "rev-parse", "main") == res.revision == res.head
+    assert git(repo, "rev-parse", "v0.1.0^{commit}") == res.revision
+    assert git(repo, "rev-list", "--count", "main") == "1"
+    assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
+    assert git(repo, "log", "-1", "--format=%an <%ae>") == "phr-publish <phr-publish@localhost>"
+    for rel, p in folder_files(built).items():  # the working tree holds main's files, byte for byte
+        assert (repo / rel).read_bytes() == p.read_bytes(), rel
+    hub_rows = load_dataset(str(repo), "all")["test"].to_list()
+    local_rows = load_dataset(str(built), "all")["test"].to_list()
+    assert len(hub_rows) == 170 and hub_rows == local_rows
+
+
+def test_identical_push_creates_no_commit_and_same_tag_is_a_noop(built, hub):
+    repo = repo_dir(hub)
+    before = state(repo)
+    again = push(built, REPO, tag="v0.1.0", to=hub)
+    assert not again.changed and again.revision is None and not again.tag_created
+    assert again.head == git(repo, "rev-parse", "main")
+    plain = push(built, REPO, to=hub)
+    assert not plain.changed and plain.revision is None
+    assert state(repo) == before
+    # a new tag on an unchanged push names the current head, without a commit
+    tagged = push(built, REPO, tag="v0.1.1", to=hub)
+    assert not tagged.changed and tagged.tag_created
+    assert git(repo, "rev-parse", "v0.1.1^{commit}") == git(repo, "rev-parse", "main")
+    assert git(repo, "rev-list", "--all", "--count") == before["commits"]
+
+
+def test_changed_folder_makes_one_commit_deletions_and_immutable_tags(built, hub, tmp_path):
+    repo = repo_dir(hub)
+    v1 = git(repo, "rev-parse", "main")
+    changed = variant(built, tmp_path / "v2", **{"NOTES.md": "release notes\n", "extra__a.txt": "a\n"})
+    res = push(changed, REPO, tag="v0.2.0", to=hub, message="v0.2.0: notes")
+    assert res.changed and res.files == ["NOTES.md", "extra/a.txt"] and res.deleted == []
+    assert git(repo, "rev-list", "--count", "main") == "2"
+    assert git(repo, "rev-parse", "main^") == v1
+    assert git(repo, "log", "-1", "--format=%s", "main") == "v0.2.0: notes"
+    assert git(repo, "rev-parse", "v0.2.0^{commit}") == res.revision
+    assert (repo / "extra" / "a.txt").read_text() == "a\n"
+    # v0.1.0 names an older commit: a push that reuses it is refused before anything changes
+    before = state(repo)
+    with pytest.raises(TagExistsError, match="v0.1.0"):
+        push(built, REPO, tag="v0.1.0", to=hub)
+    assert state(repo) == before
+    # the original folder again: one commit that deletes the extra files
+    back = push(built, REPO, to=hub)
+    assert back.changed and back.files == [] and back.deleted == ["NOTES.md", "extra/a.txt"]
+    assert not (repo / "NOTES.md").exists() and not (repo / "extra").exists()
+    assert git(repo, "rev-list", "--count", "main") == "3"
+    assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_tag_at_head_with_a_changed_folder_is_refused(built, hub, tmp_path):
+    repo = repo_dir(hub)
+    before = state(repo)
+    with pytest.raises(TagExistsError, match="immutable"):
+        push(variant(built, tmp_path / "c", **{"NOTES.md": "x\n"}), REPO, tag="v0.1.0", to=hub)
+    assert state(repo) == before
+
+
+def test_folder_failing_validation_is_refused_with_the_report(built, hub, tmp_path):
+    repo = repo_dir(hub)
+    before = state(repo)
+    bad = variant(built, tmp_path / "bad")
+    path = data_file(bad, "hallucinated")
+    table = pq.read_table(path)
+    rows = table.to_pylist()
+    victim = next(r for r in rows if r["task_type"] == "multiple_choice" and len(r["answer"]) > 8)
+    victim["premise"] = f"{victim['premise']} The correct answer is {victim['answer']}."
+    write_parquet(table.from_pylist(rows, schema=table.schema), path)
+    with pytest.raises(ValidationFailedError) as e:
+        push(bad, REPO, tag="v0.3.0", to=hub)
+    msg = str(e.value)
+    assert "validation FAILED" in msg and victim["id"] in msg and "leak" in msg.lower()
+    assert "nothing was uploaded" in msg
+    assert state(repo) == before
+    # a new repo is not even created
+    with pytest.raises(ValidationFailedError):
+        push(bad, "org/other", to=hub)
+    assert not repo_dir(hub, "org/other").exists()
+
+
+def test_create_pr_makes_a_branch_and_leaves_main(built, hub, tmp_path):
+    repo = repo_dir(hub)
+    before = state(repo)
+    changed = variant(built, tmp_path / "pr", **{"NOTES.md": "proposed\n"})
+    res = push(changed, REPO, create_pr=True, to=hub)
+    assert res.changed and res.pr_ref == "pr/1" and res.pr_url.endswith("#pr/1")
+    assert git(repo, "rev-parse", "pr/1") == res.revision
+    assert git(repo, "rev-parse", "pr/1^") == git(repo, "rev-parse", "main")
+    after = state(repo)
+    assert after["files"] == before["files"] and after["status"] == ""
+    assert git(repo, "rev-parse", "main") in before["refs"]
+    second = push(variant(built, tmp_path / "pr2", **{"NOTES.md": "other\n"}), REPO, create_pr=True, to=hub)
+    assert second.pr_ref == "pr/2"
+    got = pull(REPO, revision="pr/1", to=tmp_path / "got", hub=hub)
+    assert (got / "NOTES.md").read_text() == "proposed\n"
+    with pytest.raises(PublishError, match="--tag and --create-pr"):
+        push(changed, REPO, create_pr=True, tag="v9", to=hub)
+
+
+def test_pull_by_tag_and_destination_rules(built, hub, tmp_path):
+    push(variant(built, tmp_path / "v2", **{"NOTES.md": "n\n"}), REPO, tag="v0.2.0", to=hub)
+    dest = pull(REPO, revision="v0.1.0", to=tmp_path / "old", hub=hub)
+    assert {r: p.read_bytes() for r, p in folder_files(dest).items()} == \
+        {r: p.read_bytes() for r, p in folder_files(built).items()}
+    assert not (dest / ".git").exists()
+    latest = pull(REPO, to=tmp_path / "new", hub=hub)
+    assert (latest / "NOTES.md").exists()
+    with pytest.raises(DestinationExistsError, match="overwrite"):
+        pull(REPO, revision="v0.2.0", to=tmp_path / "old", hub=hub)
+    again = pull(REPO, revision="v0.2.0", to=tmp_path / "old", hub=hub, overwrite=True)
+    assert (again / "NOTES.md").exists()
+    sha = git(repo_dir(hub), "rev-parse", "v0.1.0")
+    assert not (pull(REPO, revision=sha[:10], to=tmp_path / "bysha", hub=hub) / "NOTES.md").exists()
+    with pytest.raises(PublishError, match="not found"):
+        pull(REPO, revision="v9.9.9", to=tmp_path / "none", hub=hub)
+    with pytest.raises(PublishError, match="no dataset repo"):
+        pull("org/missing", to=tmp_path / "none", hub=hub)
+
+
+# ---- atomicity -------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("step", ["_stage", "_commit", "_checkout"])
+def test_failure_mid_push_leaves_main_and_working_tree_unchanged(built, hub, tmp_path, monkeypatch, step):
+    repo = repo_dir(hub)
+    monkeypatch.setattr(local_hub, "gate", lambda folder, repo_type: None)  # atomicity, not validation
+    changed = variant(built, tmp_path / "c", **{"NOTES.md": "n\n"})
+    (changed / "manifest.json").unlink()
+    before = state(repo)
+
+    def boom(*a, **k):
+        raise RuntimeError(f"injected failure in {step}")
+
+    if step == "_checkout":  # fail part-way through writing the working tree, after main moved
+        real = local_hub._checkout
+
+        def boom(repo_path):
+            boom.calls += 1
+            if boom.calls == 1:
+                (repo_path / "manifest.json").unlink()
+                (repo_path / "half-written.tmp").write_text("x")
+                raise RuntimeError("injected failure in _checkout")
+            real(repo_path)  # the rollback's checkout
+
+        boom.calls = 0
+    monkeypatch.setattr(local_hub, step, boom)
+    with pytest.raises(PushFailedError) as e:
+        push(changed, REPO, tag="v0.2.0", to=hub)
+    assert "previous version" in str(e.value) and "Rerun: phr-publish push" in str(e.value)
+    assert "--tag v0.2.0" in str(e.value)
+    assert {k: v for k, v in state(repo).items() if k != "commits"} == \
+        {k: v for k, v in before.items() if k != "commits"}
+    monkeypatch.undo()
+    ok = push(changed, REPO, tag="v0.2.0", to=hub)  # the rerun works
+    assert ok.changed and git(repo, "rev-parse", "v0.2.0^{commit}") == ok.revision
+
+
+def test_failure_in_a_new_repo_leaves_no_repo(built, tmp_path, monkeypatch):
+    hub = tmp_path / "hub"
+    monkeypatch.setattr(local_hub, "gate", lambda folder, repo_type: None)
+    monkeypatch.setattr(local_hub, "_commit", lambda *a, **k: (_ for _ in ()).throw(OSError("disk full")))
+    with pytest.raises(PushFailedError, match="disk full"):
+        push(built, REPO, to=hub)
+    assert not repo_dir(hub).exists()
+    assert not [p for p in repo_dir(hub).parent.iterdir() if not p.name.endswith(".lock")]
+
+
+def test_hand_edited_working_tree_is_refused(built, hub):
+    repo = repo_dir(hub)
+    (repo / "README.md").write_text("edited\n")
+    with pytest.raises(PublishError, match="reset --hard"):
+        push(built, REPO, to=hub)
+
+
+def test_repo_type_mismatch_and_bad_arguments(built, hub, tmp_path):
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "README.md").write_text("---\nlicense: mit\n---\n# m\n")
+    with pytest.raises(RepoTypeMismatchError, match="--repo-type dataset"):
+        push(model, REPO, repo_type="model", to=hub)
+    with pytest.raises(PublishError, match="invalid repo id"):
+        push(built, "no-slash", to=hub)
+    with pytest.raises(PublishError, match="invalid repo id"):
+        push(built, "../escape", to=hub)
+    with pytest.raises(PublishError, match="invalid tag"):
+        push(built, REPO, tag="bad tag", to=hub)
+    with pytest.raises(PublishError, match="invalid repo type"):
+        push(built, REPO, repo_type="space", to=hub)
+
+
+def test_phr_hub_dir_env_selects_the_local_hub(built, hub, monkeypatch):
+    monkeypatch.setenv("PHR_HUB_DIR", str(hub))
+    res = push(built, REPO)
+    assert res.local and not res.changed
+
+
+# ---- online path without a server: offline mode, missing token -------------------------------------------------
+
+def test_online_push_refused_offline_and_without_token(built, tmp_path, monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.delenv("PHR_HUB_DIR", raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(PublishError, match="HF_HUB_OFFLINE"):
+        push(built, REPO)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    for var in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_OIDC_RESOURCE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no-token"))
+    monkeypatch.setattr(constants, "HF_STORED_TOKENS_PATH", str(tmp_path / "no-tokens"))
+    # an unreachable endpoint proves the token check comes before any request
+    with pytest.raises(MissingTokenError, match="HF_TOKEN.*hf auth login"):
+        push(built, REPO, endpoint="http://127.0.0.1:9")
+
+
+# ---- models ----------------------------------------------------------------------------------------------------
+
+def test_model_card_eval_results_push_and_pr(tmp_path):
+    from huggingface_hub import ModelCard, parse_eval_result_entries
+
+    from phr.publish import write_model_card
+    from phr.publish.model_card import TRAINING_FILE
+    from phr.publish.results import load_result, model_eval_results_yaml, open_model_pr
+
+    hub = tmp_path / "hub"
+    ckpt = tmp_path / "tiny"
+    ckpt.mkdir()
+    (ckpt / "config.json").write_text('{"model_type": "llama"}')
+    (ckpt / TRAINING_FILE).write_text(json.dumps({
+        "schema_version": 1, "base_model": "HuggingFaceTB/SmolLM2-135M-Instruct",
+        "datasets": [{"id": "org/hallucination-r1", "revision": "v0.1.0"}],
+        "hyperparameters": {"learning_rate": 1e-6, "num_generations": 8}, "reward": {"name": "phr-reward"},
+        "method": "GRPO", "trainer_extra": {"kept": True}}))
+    res = load_result(result_json(tmp_path / "r.json", "org/tiny", bh=0.41, OL=0.12))
+    readme = write_model_card(ckpt, eval_results=[res], model_name="tiny")
+    card = ModelCard.load(readme, ignore_metadata_errors=False)
+    assert card.data.base_model == "HuggingFaceTB/SmolLM2-135M-Instruct"
+    assert card.data.datasets == ["org/hallucination-r1"]
+    assert "grpo" in card.data.tags and card.data.library_name == "transformers"
+    assert "model-index:" in readme.read_text()
+    by_metric = {r.metric_type: r for r in card.data.eval_results}
+    assert set(by_metric) == {"accuracy_b", "accuracy_bt", "accuracy_bh", "OL"}
+    assert by_metric["accuracy_bh"].metric_value == 0.41 and by_metric["accuracy_bh"].dataset_config == "hallucinated"
+    assert by_metric["accuracy_bh"].dataset_revision == "v0.1.0"
+    entries = parse_eval_result_entries(yaml.safe_load((ckpt / ".eval_results" / "phrbench.yaml").read_text()))
+    assert {(e.task_id, e.value) for e in entries} >= {("accuracy_bh", 0.41), ("ol", 0.12)}
+    meta = json.loads((ckpt / TRAINING_FILE).read_text())
+    assert meta["trainer_extra"] == {"kept": True} and meta["hyperparameters"]["num_generations"] == 8
+    assert "v0.1.0" in readme.read_text() and "num_generations" in readme.read_text()
+
+    pushed = push(ckpt, "org/tiny", repo_type="model", to=hub)
+    repo = repo_dir(hub, "org/tiny", "models")
+    assert pushed.changed and (repo / ".eval_results" / "phrbench.yaml").exists()
+    assert not push(ckpt, "org/tiny", repo_type="model", to=hub).changed
+    # the leaderboard's PR on the submitting model's repo
+    other = load_result(result_json(tmp_path / "r2.json", "org/tiny", bh=0.55, run_id="second"))
+    pr = open_model_pr("org/tiny", model_eval_results_yaml(other), to=hub)
+    assert pr.pr_ref == "pr/1" and pr.files == [".eval_results/phrbench.yaml"]
+    shown = git(repo, "show", "pr/1:.eval_results/phrbench.yaml")
+    assert "0.55" in shown and git(repo, "rev-parse", "pr/1^") == git(repo, "rev-parse", "main")
+    assert git(repo, "show", "pr/1:README.md") == git(repo, "show", "main:README.md")  # an overlay
+    with pytest.raises(PublishError, match="no model repo"):
+        open_model_pr("org/absent", model_eval_results_yaml(other), to=hub)
+    # a model card whose metadata does not parse is refused
+    (ckpt / "README.md").write_text("---\nmodel-index: [{name: x, results: [{task: 3}]}]\n---\n# x\n")
+    with pytest.raises(ValidationFailedError, match="card"):
+        push(ckpt, "org/tiny", repo_type="model", to=hub)
+    # base_model is required
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    with pytest.raises(PublishError, match="base_model"):
+        write_model_card(bare)
+    write_model_card(bare, base_model="x/y", datasets=[("org/d", "v1")], hyperparameters={"lr": 1}, reward_config=None)
+    assert json.loads((bare / TRAINING_FILE).read_text())["datasets"] == [{"id": "org/d", "revision": "v1"}]
+
+
+# ---- leaderboard results ---------------------------------------------------------------------------------------
+
+def test_results_repo_leaderboard(tmp_path, built):
+    from datasets import load_dataset
+
+    from phr.publish.results import ResultsError, load_result, push_results, result_path
+
+    hub = tmp_path / "hub"
+    r1 = result_json(tmp_path / "r1.json", "org/model-a", bh=0.40, OL=0.2)
+    r2 = result_json(tmp_path / "r2.json", "org/model-b", bh=0.55, run_id="greedy")
+    res = push_results([r1, r2], "org/results", benchmark_eval_yaml=built / "eval.yaml", to=hub)
+    repo = repo_dir(hub, "org/results")
+    assert res.changed and res.created
+    assert (repo / "results" / "org--model-b" / "greedy.json").exists()
+    assert len(list((repo / "results").rglob("*.json"))) == 2
+    assert (repo / "eval.yaml").read_bytes() == (built / "eval.yaml").read_bytes()
+    table = pq.read_table(repo / "data" / "leaderboard.parquet").to_pylist()
+    assert [r["model"] for r in table] == ["org/model-b", "org/model-a"]  # best B+H first
+    a = table[1]
+    assert a["delta_bh"] == pytest.approx(0.40 - 0.7) and a["delta_bt"] == pytest.approx(0.02)
+    assert a["OL"] == 0.2 and a["UI"] is None and a["date"] == "2025-06-01" and a["revision"] == "abc1234"
+    lb = load_dataset(str(repo), "leaderboard")
+    assert lb["train"].num_rows == 2
+    # idempotent: the same submissions again change nothing
+    assert not push_results([r1, r2], "org/results", to=hub).changed
+    # a third submission: one commit, the leaderboard rebuilt from all three
+    r3 = result_json(tmp_path / "r3.json", "org/model-c", bh=0.1)
+    third = push_results([r3], "org/results", to=hub)
+    assert third.changed and third.files == sorted(["README.md", "data/leaderboard.parquet",
+                                                    result_path(load_result(r3))])
+    assert pq.read_table(repo / "data" / "leaderboard.parquet").num_rows == 3
+    assert (repo / "eval.yaml").read_bytes() == (built / "eval.yaml").read_bytes()  # kept
+    # same run id, other content: refused unless replace
+    changed = result_json(tmp_path / "r2b.json", "org/model-b", bh=0.6, run_id="greedy")
+    with pytest.raises(ResultsError, match="replace"):
+        push_results([changed], "org/results", to=hub)
+    assert push_results([changed], "org/results", to=hub, replace=True).changed
+    # an invalid submission
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"model": "x/y", "revision": "r", "dataset": {"id": "a/b", "revision": "v"},
+                               "metrics": {"accuracy_b": 0.5, "accuracy_bt": 1.5}}))
+    with pytest.raises(ResultsError, match="accuracy_bh"):
+        push_results([bad], "org/results", to=hub)
+    # a hand-edited results folder whose leaderboard no longer matches is refused by the gate
+    folder = pull("org/results", to=tmp_path / "res", hub=hub)
+    (folder / "results" / "org--model-c").rename(folder / "results" / "zz")
+    with pytest.raises(ValidationFailedError, match="belongs at"):
+        push(folder, "org/results", to=hub)
+
+
+# ---- CLI -------------------------------------------------------------------------------------------------------
+
+def test_cli_push_pull(built, tmp_path, monkeypatch):
+    import typer
+    from typer.testing import CliRunner
+
+    from phr.cli_publish import register
+
+    app = typer.Typer()
+    register(app)
+    runner = CliRunner()
+    hub = tmp_path / "hub"
+    r = runner.invoke(app, ["push", str(built), "--repo", "org/cli", "--tag", "v1.0.0", "--to", str(hub)])
+    assert r.exit_code == 0, r.output
+    assert "committed" in r.output and "tag v1.0.0 created" in r.output and str(hub) in r.output
+    monkeypatch.setenv("PHR_HUB_DIR", str(hub))
+    r = runner.invoke(app, ["push", str(built), "--repo", "org/cli", "--tag", "v1.0.0"])
+    assert r.exit_code == 0, r.output
+    assert "no changes" in r.output
+    r = runner.invoke(app, ["pull", "org/cli", "--revision", "v1.0.0", "--to", str(tmp_path / "dl")])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "dl" / "README.md").exists() and "pulled dataset org/cli@v1.0.0" in r.output
+    r = runner.invoke(app, ["pull", "org/cli", "--to", str(tmp_path / "dl"), "--hub", str(hub)])
+    assert r.exit_code == 2 and "error:" in r.output and "--overwrite" in r.output
+    r = runner.invoke(app, ["push", str(built), "--repo", "no-slash"])
+    assert r.exit_code == 2 and "invalid repo id" in r.output
+    r = runner.invoke(app, ["push", str(built), "--repo", "org/cli", "--repo-type", "model"])
+    assert r.exit_code == 2 and "error:" in r.output  # a dataset folder is no model card... or the type clash
+    res = result_json(tmp_path / "r.json", "org/m", bh=0.3)
+    r = runner.invoke(app, ["push-results", str(res), "--repo", "org/lb"])
+    assert r.exit_code == 0, r.output
+    assert (hub / "datasets" / "org" / "lb" / "data" / "leaderboard.parquet").exists()
+
+
+# ---- the online path against the Hub-protocol test server (real huggingface_hub client) ------------------------
+
+HF_TOKEN_VALUE = "hf_publish_test_token_0123456789"
+
+
+@pytest.fixture
+def hf(monkeypatch):
+    hub_server = pytest.importorskip("phr.testing.hub_server")
+    monkeypatch.delenv("PHR_HUB_DIR", raising=False)
+    monkeypatch.setenv("HF_TOKEN", HF_TOKEN_VALUE)  # from the environment, as a user would set it
+    monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    with hub_server.HubServer(tokens={HF_TOKEN_VALUE: "alice"}) as server, server.patch_clients():
+        yield server
+        assert server.errors == [], server.errors[0]
+
+
+def test_hub_push_idempotent_tags_pr_and_pull(built, hf, tmp_path):
+    res = push(built, "alice/phrbench", tag="v0.1.0", endpoint=hf.url)
+    assert res.changed and res.created and res.tag_created and not res.local
+    assert res.url == f"{hf.url}/datasets/alice/phrbench"
+    n = len(hf.commits("dataset", "alice/phrbench"))
+    head = hf.head("dataset", "alice/phrbench")
+    assert head == res.revision
+    files = hf.files("dataset", "alice/phrbench")
+    assert {r: p.read_bytes() for r, p in folder_files(built).items()}.items() <= files.items()
+    # identical push: no commit, the same tag is a no-op
+    again = push(built, "alice/phrbench", tag="v0.1.0", endpoint=hf.url)
+    assert not again.changed and again.revision is None and again.head == head
+    assert len(hf.commits("dataset", "alice/phrbench")) == n
+    # changed folder: exactly one commit with the additions and deletions
+    v2 = variant(built, tmp_path / "v2", **{"NOTES.md": "n\n"})
+    (v2 / "manifest.json").unlink()
+    two = push(v2, "alice/phrbench", tag="v0.2.0", endpoint=hf.url)
+    assert two.changed and two.files == ["NOTES.md"] and two.deleted == ["manifest.json"]
+    assert len(hf.commits("dataset", "alice/phrbench")) == n + 1
+    assert ".gitattributes" in hf.files("dataset", "alice/phrbench")  # kept
+    # an existing tag is never moved
+    with pytest.raises(TagExistsError):
+        push(built, "alice/phrbench", tag="v0.1.0", endpoint=hf.url)
+    assert hf.head("dataset", "alice/phrbench") == two.revision
+    # pull request instead of main
+    pr = push(built, "alice/phrbench", create_pr=True, endpoint=hf.url)
+    assert pr.changed and pr.pr_url and hf.head("dataset", "alice/phrbench") == two.revision
+    # pull by tag
+    old = pull("alice/phrbench", revision="v0.1.0", to=tmp_path / "old", endpoint=hf.url)
+    assert {r: p.read_bytes() for r, p in folder_files(old).items() if r != ".gitattributes"} == \
+        {r: p.read_bytes() for r, p in folder_files(built).items()}
+    with pytest.raises(PublishError, match="not found"):
+        pull("alice/phrbench", revision="v9", to=tmp_path / "none", endpoint=hf.url)
+
+
+def test_hub_failure_mid_push_keeps_the_previous_version_and_hides_the_token(built, hf, tmp_path):
+    first = push(built, "alice/phrbench", endpoint=hf.url)
+    hf.fail_next("/commit/", 500, body={"error": f"boom (token {HF_TOKEN_VALUE})"})
+    changed = variant(built, tmp_path / "c", **{"NOTES.md": "n\n"})
+    with pytest.raises(PushFailedError) as e:
+        push(changed, "alice/phrbench", tag="v0.2.0", endpoint=hf.url)
+    msg = str(e.value)
+    assert HF_TOKEN_VALUE not in msg and "previous version" in msg
+    assert f"Rerun: phr-publish push {changed} --repo alice/phrbench --tag v0.2.0" in msg
+    assert hf.head("dataset", "alice/phrbench") == first.revision
+    ok = push(changed, "alice/phrbench", tag="v0.2.0", endpoint=hf.url)  # the rerun
+    assert ok.changed and ok.tag_created
+
+
+def test_hub_repo_type_clash_and_models_and_results(built, hf, tmp_path):
+    from phr.publish import write_model_card
+    from phr.publish.results import load_result, model_eval_results_yaml, open_model_pr, push_results
+
+    push(built, "alice/thing", endpoint=hf.url)
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "config.json").write_text("{}")
+    r1 = load_result(result_json(tmp_path / "r1.json", "alice/m", bh=0.4))
+    write_model_card(ckpt, base_model="x/base", datasets=[("alice/phrbench", "v0.1.0")], hyperparameters={},
+                     eval_results=[r1])
+    with pytest.raises(RepoTypeMismatchError):
+        push(ckpt, "alice/thing", repo_type="model", endpoint=hf.url)
+    m = push(ckpt, "alice/m", repo_type="model", endpoint=hf.url)
+    assert m.changed and ".eval_results/phrbench.yaml" in hf.files("model", "alice/m")
+    res = push_results([tmp_path / "r1.json", result_json(tmp_path / "r2.json", "alice/n", bh=0.5)],
+                       "alice/results", endpoint=hf.url)
+    assert res.changed
+    table = pq.read_table(__import__("io").BytesIO(hf.files("dataset", "alice/results")["data/leaderboard.parquet"]))
+    assert table.num_rows == 2
+    assert not push_results([tmp_path / "r1.json"], "alice/results", endpoint=hf.url).changed
+    pr = open_model_pr("alice/m", model_eval_results_yaml(load_result(result_json(tmp_path / "r3.json", "alice/m",
+                                                                                     bh=0.45, run_id="b"))),
+                       endpoint=hf.url)
+    assert pr.changed and pr.pr_url and pr.files == [".eval_results/phrbench.yaml"]
