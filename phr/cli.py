@@ -34,6 +34,9 @@ app.add_typer(review_app, name="review", help="Manual review round trip: export 
 from phr.cli_publish import register as _register_publish  # noqa: E402
 
 _register_publish(app)
+from phr.cli_eval import register as _register_eval  # noqa: E402
+
+_register_eval(app)
 
 out = Console()
 err = Console(stderr=True)

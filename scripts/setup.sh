@@ -12,4 +12,6 @@ PIP=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
 "${PIP[@]}" --no-deps -r offline-packages.txt
 # The code sandbox prefers Debian's bubblewrap; without it the sandbox falls back (docs/sandbox.md).
 if [ "$(id -u)" -eq 0 ]; then bash scripts/install-sandbox.sh || echo "warning: bubblewrap not installed" >&2; fi
+# The leaderboard page test drives a real headless chromium; without it that test is skipped.
+if [ "$(id -u)" -eq 0 ]; then bash scripts/install-browser.sh || echo "warning: chromium not installed" >&2; fi
 echo "setup done: $(.venv/bin/python -c 'import phr, torch; print("phr", phr.__version__, "torch", torch.__version__)')"

@@ -1,0 +1,219 @@
+"""The PHRBench instances an evaluation runs on: a built folder, a local hub repo or a Hub dataset.
+
+    ds = load_eval_dataset("phrbench")                 # a folder written by `phr-publish build phrbench`
+    ds = load_eval_dataset("ORG/phrbench", revision="v0.1.0")   # $PHR_HUB_DIR's repo, else the Hub
+
+``EvalDataset`` carries what a result must name: the dataset id, the revision evaluated (a commit for a repo,
+``sha256:<12 hex>`` of the data files for a plain folder) and the SHA-256 of every data file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from phr.errors import PHRError
+
+#: condition label -> the dataset config that holds it
+CONDITION_CONFIGS = {"B": "baseline", "B+T": "truthful", "B+H": "hallucinated"}
+CONDITIONS = tuple(CONDITION_CONFIGS)
+
+
+class DatasetError(PHRError):
+    pass
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One PHRBench row as the evaluation needs it."""
+
+    id: str
+    question_id: str
+    condition: str  # "B" | "B+T" | "B+H"
+    domain: str
+    subtype: str
+    task_type: str  # multiple_choice | open_ended | code
+    source: str
+    prompt: str
+    question: str | None = None
+    answer: str | None = None
+    answer_index: int | None = None
+    options: tuple[str, ...] = ()
+    entry_point: str | None = None
+    code_tests: str | None = None
+    premise: str | None = None
+    truth_verification: str | None = None
+    mutation_type: str | None = None
+    mutation_logic: str | None = None
+
+    @classmethod
+    def from_row(cls, row: dict) -> "Instance":
+        names = cls.__dataclass_fields__
+        kw = {k: row.get(k) for k in names}
+        kw["options"] = tuple(row.get("options") or ())
+        return cls(**kw)
+
+
+@dataclass
+class EvalDataset:
+    id: str
+    revision: str
+    path: Path
+    instances: list[Instance]
+    files: dict[str, str] = field(default_factory=dict)  # data file (relative) -> sha256
+
+    def by_id(self) -> dict[str, Instance]:
+        return {i.id: i for i in self.instances}
+
+    def select(self, conditions=CONDITIONS) -> list[Instance]:
+        wanted = set(check_conditions(conditions))
+        return [i for i in self.instances if i.condition in wanted]
+
+    def ref(self) -> dict:
+        return {"id": self.id, "revision": self.revision}
+
+
+def check_conditions(conditions) -> tuple[str, ...]:
+    """Normalise condition names ("B", "B+T", "B+H", or the config names baseline/truthful/hallucinated)."""
+    if isinstance(conditions, str):
+        conditions = [c for c in conditions.replace(" ", "").split(",") if c]
+    by_config = {v: k for k, v in CONDITION_CONFIGS.items()}
+    out = []
+    for c in conditions:
+        c = by_config.get(c.lower(), c.upper())
+        if c not in CONDITION_CONFIGS:
+            raise DatasetError(f"unknown condition {c!r}: use B, B+T, B+H (or baseline, truthful, hallucinated)")
+        if c not in out:
+            out.append(c)
+    if not out:
+        raise DatasetError("no condition selected")
+    return tuple(c for c in CONDITIONS if c in out)
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _data_file(folder: Path, config: str) -> Path | None:
+    found = sorted((folder / "data").glob(f"{config}-*.parquet")) or sorted((folder / "data").glob(f"{config}.parquet"))
+    return found[0] if found else None
+
+
+def _read_folder(folder: Path) -> tuple[list[Instance], dict[str, str]]:
+    instances: list[Instance] = []
+    files: dict[str, str] = {}
+    for cond, config in CONDITION_CONFIGS.items():
+        path = _data_file(folder, config)
+        if path is None:
+            raise DatasetError(f"{folder} has no data/{config}-*.parquet: not a built PHRBench folder "
+                               "(make one with `phr-publish build phrbench`)")
+        rel = path.relative_to(folder).as_posix()
+        files[rel] = sha256_file(path)
+        try:
+            rows = pq.read_table(path).to_pylist()
+        except Exception as e:  # noqa: BLE001 - any unreadable parquet
+            raise DatasetError(f"cannot read {rel}: {e}") from None
+        for n, row in enumerate(rows):
+            if row.get("condition") != cond:
+                raise DatasetError(f"{rel} row {n} ({row.get('id')!r}): condition {row.get('condition')!r}, expected {cond!r}")
+            try:
+                instances.append(Instance.from_row(row))
+            except TypeError as e:
+                raise DatasetError(f"{rel} row {n}: {e}") from None
+    seen: set[str] = set()
+    for i in instances:
+        if not i.id or not i.prompt:
+            raise DatasetError(f"instance {i.id!r} has no id or prompt")
+        if i.id in seen:
+            raise DatasetError(f"duplicate instance id {i.id!r}")
+        seen.add(i.id)
+    return instances, files
+
+
+def _git_head(path: Path) -> str | None:
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 and (path / ".git").exists() else None
+
+
+def load_eval_dataset(spec: str | os.PathLike, *, revision: str | None = None, hub: str | os.PathLike | None = None,
+                      dataset_id: str | None = None) -> EvalDataset:
+    """Load PHRBench from a folder, a local hub (``hub`` or ``$PHR_HUB_DIR``) or the Hub (``ORG/NAME``).
+
+    ``dataset_id`` names a plain folder in results (default: ``local/<folder name>``)."""
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        if revision is not None:
+            raise DatasetError("--revision applies to a repo id, not to a folder")
+        instances, files = _read_folder(path)
+        rev = _git_head(path)
+        if rev is None:
+            digest = hashlib.sha256("".join(f"{k}:{v}\n" for k, v in sorted(files.items())).encode()).hexdigest()
+            rev = f"sha256:{digest[:12]}"
+        return EvalDataset(dataset_id or f"local/{path.resolve().name}", rev, path, instances, files)
+    spec = str(spec)
+    if spec.count("/") != 1 or spec.startswith((".", "/")):
+        raise DatasetError(f"{spec!r} is neither a folder nor a repo id ORG/NAME")
+    from phr.publish import hub_dir
+
+    local = hub_dir(hub)
+    if local is not None:
+        return _from_local_hub(spec, revision, local, dataset_id)
+    return _from_hub(spec, revision, dataset_id)
+
+
+def _from_local_hub(repo_id: str, revision: str | None, hub: Path, dataset_id: str | None) -> EvalDataset:
+    import tempfile
+
+    from phr.publish import RepoNotFoundError, RevisionNotFoundError
+    from phr.publish.local_hub import pull_local
+
+    cache = Path(os.environ.get("PHR_HOME", Path.home() / ".cache" / "phr")) / "eval-datasets"
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=cache, prefix=".pull-"))
+    try:
+        dest = pull_local(repo_id, repo_type="dataset", revision=revision, dest=tmp / "d", hub=hub)
+    except (RepoNotFoundError, RevisionNotFoundError) as e:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise DatasetError(str(e)) from None
+    repo = hub / "datasets" / repo_id
+    import subprocess
+
+    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", f"{revision or 'main'}^{{commit}}"],
+                            capture_output=True, text=True).stdout.strip() or (revision or "main")
+    instances, files = _read_folder(dest)
+    return EvalDataset(dataset_id or repo_id, commit, dest, instances, files)
+
+
+def _from_hub(repo_id: str, revision: str | None, dataset_id: str | None) -> EvalDataset:
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError
+
+    try:
+        local = Path(snapshot_download(repo_id, repo_type="dataset", revision=revision,
+                                       allow_patterns=["README.md", "data/*", "manifest.json"]))
+    except (RepositoryNotFoundError, RevisionNotFoundError) as e:
+        raise DatasetError(f"dataset {repo_id}@{revision or 'main'} not found: {type(e).__name__}") from None
+    except LocalEntryNotFoundError:
+        raise DatasetError(f"dataset {repo_id} is not in the local Hub cache and the Hub cannot be reached "
+                           "(offline): build it locally and pass the folder, or set PHR_HUB_DIR") from None
+    except HfHubHTTPError as e:
+        raise DatasetError(f"cannot download {repo_id}: {e}") from None
+    instances, files = _read_folder(local)
+    commit = local.name if len(local.name) == 40 else (revision or "main")
+    return EvalDataset(dataset_id or repo_id, commit, local, instances, files)

@@ -1,0 +1,152 @@
+"""PHRBench's behavioural resolution (paper Appendix D.1): how a response to a B+H instance handled its
+hallucinated premise, as labelled by an LLM judge.
+
+    res = judge_resolutions("openai:gpt-4o", [(instance, response), ...])
+    res[0].label              # "Correction" | "Compliance" | "Avoidance"; None where the judge stayed invalid
+    insightful(res[0].label, correct=True)
+
+The judge answers two booleans (``accepts_premise``, ``corrects_premise``); :func:`resolution_label` maps
+them to a resolution. Prompt: ``eval/prompts/resolution_judge.txt`` (ours, version 1; docs/metrics.md).
+Calls go through the LLM layer at temperature 0, n=1, so they are cached and a rerun makes no calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Sequence
+
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr
+
+from phr.llm import LLM
+from phr.llm.structured import agenerate_structured
+from phr.llm.types import ChatRequest, GenerationParams, as_messages
+
+from .dataset import Instance
+
+__all__ = ["RESOLUTIONS", "PROMPT_PATH", "ResolutionJudgement", "Resolution", "resolution_label",
+           "resolution_prompt", "judge_resolutions", "insightful", "prompt_hash"]
+
+RESOLUTIONS = ("Correction", "Compliance", "Avoidance")
+PROMPT_PATH = Path(__file__).with_name("prompts") / "resolution_judge.txt"
+_NONE = "(not given)"
+
+
+class ResolutionJudgement(BaseModel):
+    """The judge's JSON reply (booleans must be JSON booleans; extra keys are ignored)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    accepts_premise: StrictBool
+    corrects_premise: StrictBool
+    rationale: StrictStr
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """One judged response: its label, the judge's two booleans and rationale, and the judge's spec."""
+
+    label: str
+    accepts_premise: bool
+    corrects_premise: bool
+    rationale: str
+    judge: str
+
+
+def resolution_label(accepts: bool, corrects: bool) -> str:
+    """corrects -> Correction (even if the premise was also used); accepts only -> Compliance; else Avoidance."""
+    if corrects:
+        return "Correction"
+    return "Compliance" if accepts else "Avoidance"
+
+
+def insightful(label: str, correct: bool) -> bool:
+    """A response is insightful when it corrects the premise and its final answer is correct."""
+    if label not in RESOLUTIONS:
+        raise ValueError(f"unknown resolution {label!r}: expected one of {', '.join(RESOLUTIONS)}")
+    return label == "Correction" and correct is True
+
+
+@lru_cache(maxsize=None)
+def _template() -> str:
+    lines = PROMPT_PATH.read_text(encoding="utf-8").splitlines()
+    while lines and (lines[0].startswith("#") or not lines[0].strip()):
+        lines.pop(0)  # the header comment
+    return "\n".join(lines).rstrip("\n")
+
+
+def prompt_hash() -> str:
+    """Hex SHA-256 of the judge prompt file (header included, so a version bump changes it)."""
+    return hashlib.sha256(PROMPT_PATH.read_bytes()).hexdigest()
+
+
+def _check(inst: Instance) -> None:
+    if inst.condition != "B+H" or not (inst.premise or "").strip():
+        raise ValueError(f"instance {inst.id!r} ({inst.condition}) has no hallucinated premise: "
+                         "resolution is judged on B+H instances only")
+
+
+def _task(inst: Instance) -> str:
+    """The instance prompt without its leading ``Premise: ...`` block (the whole prompt if it has none)."""
+    head = f"Premise: {inst.premise.strip()}"
+    prompt = inst.prompt.strip()
+    return prompt[len(head):].strip() if prompt.startswith(head) else prompt
+
+
+def resolution_prompt(inst: Instance, response: str) -> str:
+    """The judge's user prompt for one B+H instance and the model's response to it."""
+    _check(inst)
+    why = "\n".join(f"{name}: {val.strip()}" for name, val in (
+        ("Mutation type", inst.mutation_type), ("What was changed", inst.mutation_logic),
+        ("Verification", inst.truth_verification)) if val and val.strip()) or _NONE
+    return _template().format(question=_task(inst), premise=inst.premise.strip(), why_false=why,
+                              response=response.strip() or "(empty response)")
+
+
+def _run(coro):
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    box: dict = {}  # inside a running loop (a notebook): a fresh loop in a thread
+
+    def run() -> None:
+        try:
+            box["out"] = asyncio.run(coro)
+        except BaseException as e:  # re-raised in the caller's thread
+            box["err"] = e
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    if "err" in box:
+        raise box["err"]
+    return box["out"]
+
+
+def judge_resolutions(judge: LLM | str, items: Sequence[tuple[Instance, str]], *, max_reasks: int = 2,
+                      max_tokens: int = 256, desc: str = "judging resolution") -> list[Resolution | None]:
+    """Label every ``(B+H instance, response)`` pair, in order.
+
+    ``judge``: an LLM or a model spec. One temperature-0 request per item, tagged with the instance id.
+    An item whose judge reply is still invalid after ``max_reasks`` re-asks gives None. Raises ValueError,
+    before any call, if an instance is not B+H (has no hallucinated premise).
+    """
+    prompts = [resolution_prompt(inst, response) for inst, response in items]
+    if not prompts:
+        return []
+    llm = judge if isinstance(judge, LLM) else LLM(judge)
+    params = GenerationParams(temperature=0.0, max_tokens=max_tokens)
+    requests = [ChatRequest(as_messages(p), params, n=1, tag=inst.id) for p, (inst, _) in zip(prompts, items)]
+    results = _run(agenerate_structured(llm, requests, ResolutionJudgement, max_reasks=max_reasks, desc=desc))
+    out: list[Resolution | None] = []
+    for (res,) in results:
+        v = res.value
+        out.append(None if v is None else Resolution(resolution_label(v.accepts_premise, v.corrects_premise),
+                                                     v.accepts_premise, v.corrects_premise, v.rationale.strip(),
+                                                     llm.spec))
+    return out

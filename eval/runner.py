@@ -1,0 +1,334 @@
+"""Generate a model's responses to PHRBench: B, B+T and B+H, N samples per prompt, cached and resumable.
+
+    run = generate_run(RunConfig(model="local:smollm2", dataset="phrbench", samples=2, limit=5), out="runs")
+
+A run folder holds
+
+    run.json          what was run: model spec and revision, dataset id/revision/file hashes, conditions,
+                      sampling parameters, samples, limit, shard; the instance ids it covers
+    responses.jsonl   one line per response, {"instance_id", "sample", "response"}: itself a valid
+                      leaderboard submission, scored by the same code (phr.eval.scoring)
+    generations.jsonl per sample: finish reason, token counts, latency, cached, or the failure
+
+Every call goes through the LLM layer's cache, so an interrupted run resumes where it stopped and a rerun
+makes no calls. ``--shard i/n`` takes every n-th base question (i = 1..n, the dataset's question order), so
+shards are disjoint, cover the dataset together and keep each question's conditions together;
+``merge_runs`` joins them into one run folder.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Sequence
+
+from phr.errors import PHRError
+from phr.eval.dataset import CONDITIONS, EvalDataset, Instance, check_conditions, load_eval_dataset
+
+RUN_FILE = "run.json"
+RESPONSES_FILE = "responses.jsonl"
+GENERATIONS_FILE = "generations.jsonl"
+RUN_SCHEMA_VERSION = 1
+
+
+class RunError(PHRError):
+    pass
+
+
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    """``"2/4"`` -> (2, 4); i in 1..n."""
+    if text is None:
+        return None
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    if not m:
+        raise RunError(f"--shard {text!r}: expected i/n, e.g. 1/4")
+    i, n = int(m.group(1)), int(m.group(2))
+    if n < 1 or not 1 <= i <= n:
+        raise RunError(f"--shard {text!r}: i must be in 1..n")
+    return i, n
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What to run. Paper defaults: 10 samples at temperature 0.7 with the model's maximum output length
+    (``max_tokens``: set it to your model's limit; the default keeps CPU runs bounded)."""
+
+    model: str
+    dataset: str = "phrbench"
+    dataset_revision: str | None = None
+    dataset_id: str | None = None
+    conditions: tuple[str, ...] = CONDITIONS
+    samples: int = 10
+    temperature: float = 0.7
+    top_p: float | None = None
+    max_tokens: int = 2048
+    seed: int | None = None
+    limit: int | None = None
+    shard: tuple[int, int] | None = None
+    system_prompt: str | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "conditions", check_conditions(self.conditions))
+        if self.samples < 1:
+            raise RunError("samples must be >= 1")
+        if self.limit is not None and self.limit < 1:
+            raise RunError("limit must be >= 1")
+        if self.max_tokens < 1:
+            raise RunError("max_tokens must be >= 1")
+
+
+def select_instances(dataset: EvalDataset, conditions: Sequence[str], limit: int | None = None,
+                     shard: tuple[int, int] | None = None) -> list[Instance]:
+    """The instances of the first ``limit`` base questions (dataset order), then shard i of n of those
+    questions (every n-th, starting at the i-th), in the chosen conditions, in dataset order."""
+    conditions = check_conditions(conditions)
+    qids: list[str] = []
+    seen: set[str] = set()
+    for inst in dataset.instances:
+        if inst.question_id not in seen:
+            seen.add(inst.question_id)
+            qids.append(inst.question_id)
+    if limit is not None:
+        qids = qids[:limit]
+    if shard is not None:
+        i, n = shard
+        qids = qids[i - 1 :: n]
+    keep = set(qids)
+    return [x for x in dataset.instances if x.question_id in keep and x.condition in conditions]
+
+
+def model_revision(provider) -> str:
+    return provider.revision or getattr(provider, "_fingerprint", None) or "unspecified"
+
+
+def _messages(cfg: RunConfig, inst: Instance) -> list[dict]:
+    msgs = [{"role": "system", "content": cfg.system_prompt}] if cfg.system_prompt else []
+    return msgs + [{"role": "user", "content": inst.prompt}]
+
+
+def run_id_of(cfg: RunConfig, revision: str, dataset: EvalDataset) -> str:
+    """A stable id for the (model, revision, dataset revision, settings) run, shard excluded."""
+    key = {k: v for k, v in asdict(cfg).items() if k != "shard"}
+    key.update(model_revision=revision, dataset_revision_resolved=dataset.revision)
+    return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+@dataclass
+class Run:
+    """A run folder's content."""
+
+    path: Path
+    meta: dict
+    responses: dict[tuple[str, int], str] = field(default_factory=dict)
+    failures: list[dict] = field(default_factory=list)
+
+    @property
+    def instance_ids(self) -> list[str]:
+        return self.meta["instance_ids"]
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for pkg in ("phr-toolkit", "transformers", "torch", "openai", "anthropic", "google-genai", "vllm"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
+def _write_json(path: Path, data: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _write_jsonl(path: Path, rows) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    os.replace(tmp, path)
+
+
+def default_run_dir(root: str | Path, model: str, run_id: str, shard: tuple[int, int] | None) -> Path:
+    from phr.publish.results import model_slug
+
+    name = run_id if shard is None else f"{run_id}-shard-{shard[0]}-of-{shard[1]}"
+    return Path(root) / model_slug(model) / name
+
+
+def generate_run(cfg: RunConfig, *, out: str | Path | None = None, root: str | Path = "runs", llm=None,
+                 dataset: EvalDataset | None = None, hub: str | Path | None = None, progress: bool = True,
+                 **llm_options) -> Run:
+    """Generate every response of ``cfg`` and write the run folder (``out``, default
+    ``ROOT/<model>/<run id>[-shard-i-of-n]``). Failed calls are listed in generations.jsonl and left out of
+    responses.jsonl; rerunning retries them (successes come from the cache)."""
+    from phr.eval.submission import write_submission
+    from phr.llm import LLM
+    from phr.llm.types import ChatRequest, GenerationParams, Sample, as_messages
+
+    dataset = dataset or load_eval_dataset(cfg.dataset, revision=cfg.dataset_revision, hub=hub,
+                                           dataset_id=cfg.dataset_id)
+    instances = select_instances(dataset, cfg.conditions, cfg.limit, cfg.shard)
+    if not instances:
+        raise RunError("nothing to run: the limit / shard / conditions select no instance")
+    llm = llm or LLM(cfg.model, progress=progress, **llm_options)
+    revision = model_revision(llm.provider)
+    run_id = run_id_of(cfg, revision, dataset)
+    path = Path(out) if out is not None else default_run_dir(root, cfg.model, run_id, cfg.shard)
+    params = GenerationParams(temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=cfg.max_tokens, seed=cfg.seed)
+    requests = [ChatRequest(as_messages(_messages(cfg, i)), params, n=cfg.samples, tag=i.id) for i in instances]
+    results = llm.generate(requests, desc=f"{cfg.model} on {len(instances)} prompts x {cfg.samples}")
+
+    responses: dict[tuple[str, int], str] = {}
+    log_rows, failures = [], []
+    for inst, res in zip(instances, results):
+        for k, s in enumerate(res.samples):
+            if isinstance(s, Sample):
+                responses[(inst.id, k)] = s.text
+                log_rows.append({"instance_id": inst.id, "sample": k, "finish_reason": s.finish_reason,
+                                 "prompt_tokens": s.prompt_tokens, "completion_tokens": s.completion_tokens,
+                                 "latency_s": round(s.latency_s, 4), "cached": s.cached})
+            else:
+                row = {"instance_id": inst.id, "sample": k, "failure": s.reason, "message": s.message,
+                       "attempts": s.attempts}
+                failures.append(row)
+                log_rows.append(row)
+    meta = {
+        "schema_version": RUN_SCHEMA_VERSION,
+        "run_id": run_id,
+        "model": cfg.model,
+        "model_revision": revision,
+        "dataset": {**dataset.ref(), "path": str(dataset.path), "files": dataset.files},
+        "config": {**asdict(cfg), "conditions": list(cfg.conditions),
+                   "shard": list(cfg.shard) if cfg.shard else None},
+        "generation": {"temperature": cfg.temperature, "top_p": cfg.top_p, "max_tokens": cfg.max_tokens,
+                       "seed": cfg.seed, "system_prompt": cfg.system_prompt},
+        "samples": cfg.samples,
+        "conditions": list(cfg.conditions),
+        "shard": list(cfg.shard) if cfg.shard else None,
+        "instance_ids": [i.id for i in instances],
+        "responses": len(responses),
+        "failures": len(failures),
+        "date": _dt.date.today().isoformat(),
+        "versions": _versions(),
+    }
+    _install(path, meta, responses, log_rows, write_submission)
+    return Run(path, meta, responses, failures)
+
+
+def _install(path: Path, meta: dict, responses: dict, log_rows: list, write_submission) -> None:
+    """Write the run folder's files into a temporary folder, then swap it in."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.tmp-"))
+    try:
+        order = {iid: n for n, iid in enumerate(meta["instance_ids"])}
+        keys = sorted(responses, key=lambda k: (order[k[0]], k[1]))
+        write_submission(tmp / RESPONSES_FILE, ((i, s, responses[(i, s)]) for i, s in keys))
+        _write_jsonl(tmp / GENERATIONS_FILE, log_rows)
+        _write_json(tmp / RUN_FILE, meta)
+        if path.exists():
+            old = path.with_name(f".{path.name}.old-{os.getpid()}")
+            os.replace(path, old)
+            os.replace(tmp, path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def load_run(path: str | Path) -> Run:
+    """Read a run folder written by generate_run or merge_runs."""
+    path = Path(path)
+    try:
+        meta = json.loads((path / RUN_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunError(f"{path} is not a run folder (no {RUN_FILE})") from None
+    except json.JSONDecodeError as e:
+        raise RunError(f"{path / RUN_FILE}: not JSON ({e})") from None
+    responses: dict[tuple[str, int], str] = {}
+    with open(path / RESPONSES_FILE, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if line.strip():
+                r = json.loads(line)
+                responses[(r["instance_id"], r["sample"])] = r["response"]
+    failures = []
+    gen = path / GENERATIONS_FILE
+    if gen.exists():
+        with open(gen, encoding="utf-8") as f:
+            failures = [r for line in f if line.strip() and "failure" in (r := json.loads(line))]
+    return Run(path, meta, responses, failures)
+
+
+_SHARD_FREE = ("run_id", "model", "model_revision", "dataset", "samples", "conditions", "generation")
+
+
+def merge_runs(shards: Sequence[str | Path], out: str | Path) -> Run:
+    """Join the run folders of shards 1..n of one run into ``out``. Refused unless every shard is there
+    exactly once and all shards ran the same model revision, dataset revision and settings."""
+    from phr.eval.submission import write_submission
+
+    runs = [load_run(p) for p in shards]
+    if not runs:
+        raise RunError("no shard folders given")
+    first = runs[0].meta
+    for r in runs[1:]:
+        for k in _SHARD_FREE:
+            if r.meta.get(k) != first.get(k):
+                raise RunError(f"{r.path} differs from {runs[0].path} in {k!r}: not shards of one run")
+    shard_ids = [tuple(r.meta["shard"]) if r.meta.get("shard") else None for r in runs]
+    if None in shard_ids:
+        bad = runs[shard_ids.index(None)].path
+        raise RunError(f"{bad} is not a shard (it was run without --shard)")
+    n = shard_ids[0][1]
+    if any(s[1] != n for s in shard_ids):
+        raise RunError(f"shards of different splits: {sorted(set(shard_ids))}")
+    dupes = sorted({s for s in shard_ids if shard_ids.count(s) > 1})
+    if dupes:
+        raise RunError(f"shard(s) {', '.join(f'{i}/{n}' for i, _ in dupes)} given twice")
+    missing = sorted(set(range(1, n + 1)) - {s[0] for s in shard_ids})
+    if missing:
+        raise RunError(f"missing shard(s) {', '.join(f'{i}/{n}' for i in missing)}")
+    runs.sort(key=lambda r: r.meta["shard"][0])
+    # the dataset order, as the unsharded run would have it
+    ds = load_eval_dataset_from_meta(first)
+    wanted = {iid for r in runs for iid in r.instance_ids}
+    ids = [i.id for i in ds.instances if i.id in wanted] if ds else [i for r in runs for i in r.instance_ids]
+    responses: dict[tuple[str, int], str] = {}
+    log_rows: list[dict] = []
+    for r in runs:
+        responses.update(r.responses)
+        gen = r.path / GENERATIONS_FILE
+        if gen.exists():
+            log_rows += [json.loads(line) for line in gen.read_text(encoding="utf-8").splitlines() if line.strip()]
+    meta = {**first, "shard": None, "merged_from": [str(r.path) for r in runs], "instance_ids": ids,
+            "responses": len(responses), "failures": sum(len(r.failures) for r in runs)}
+    meta["config"] = {**first["config"], "shard": None}
+    out = Path(out)
+    _install(out, meta, responses, log_rows, write_submission)
+    return Run(out, meta, responses, [f for r in runs for f in r.failures])
+
+
+def load_eval_dataset_from_meta(meta: dict) -> EvalDataset | None:
+    """The dataset a run used, when it is still where the run found it (same file hashes)."""
+    try:
+        ds = load_eval_dataset(meta["dataset"]["path"])
+    except (PHRError, KeyError, OSError):
+        return None
+    return ds if ds.files == meta["dataset"].get("files") else None
+
+
+def with_shard(cfg: RunConfig, shard: tuple[int, int] | None) -> RunConfig:
+    return replace(cfg, shard=shard)

@@ -1,0 +1,128 @@
+"""Behavioural resolution judge: real OpenAI SDK against the protocol server, a deterministic JSON judge, real cache."""
+
+import json
+
+import pytest
+
+from phr.eval.dataset import Instance
+from phr.eval.resolution import (RESOLUTIONS, PROMPT_PATH, Resolution, ResolutionJudgement, insightful,
+                                 judge_resolutions, prompt_hash, resolution_label, resolution_prompt)
+from phr.llm import LLM
+from phr.testing.protocol_server import ProtocolServer
+
+REASK = "Your previous reply could not be used"
+
+
+def H(n, premise="Standard gravity at sea level is 12 m/s^2.", **kw):
+    task = "Question: What is g at Earth's surface in m/s^2?\nReason step by step."
+    fields = dict(id=f"gpqa-{n}-bh", question_id=f"gpqa-{n}", condition="B+H", domain="Physics", subtype="mechanics",
+                  task_type="open_ended", source="gpqa", prompt=f"Premise: {premise}\n\n{task}", answer="9.8",
+                  premise=premise, mutation_type="State Distortion", mutation_logic="changed 9.8 m/s^2 to 12 m/s^2")
+    return Instance(**(fields | kw))
+
+
+def judgement(accepts, corrects, why="ok"):
+    return json.dumps({"accepts_premise": accepts, "corrects_premise": corrects, "rationale": why, "extra": 1})
+
+
+def responder(model, messages, k):
+    """A judge keyed on marker phrases in the response shown in the first user message."""
+    response = messages[0][1].split("<response>\n", 1)[1].split("\n</response>", 1)[0]
+    reask = messages[-1][1].startswith(REASK)
+    if "GARBAGE" in response:
+        return "I cannot judge this."
+    if "MALFORMED" in response and not reask:
+        return '{"accepts_premise": "yes", "corrects_premise": false'
+    if "the premise is false" in response:
+        return "```json\n" + judgement(False, True, "It rejects the premise.") + "\n```"
+    if "given the premise" in response:
+        return judgement(True, False, "It uses the premise.")
+    return "Verdict: " + judgement(False, False, "It ignores the premise.")
+
+
+@pytest.fixture
+def server():
+    with ProtocolServer(responder=responder) as srv:
+        yield srv
+
+
+@pytest.fixture
+def make(monkeypatch, server, tmp_path):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+    cache = tmp_path / "calls.sqlite"
+    return lambda: LLM("openai:gpt-4o", cache=cache, progress=False, timeout=5, backoff_initial=0.01,
+                       backoff_max=0.05)
+
+
+@pytest.mark.parametrize("accepts,corrects,label", [(False, False, "Avoidance"), (True, False, "Compliance"),
+                                                    (False, True, "Correction"), (True, True, "Correction")])
+def test_label_table(accepts, corrects, label):
+    assert resolution_label(accepts, corrects) == label and label in RESOLUTIONS
+
+
+def test_insightful():
+    assert insightful("Correction", True)
+    assert not insightful("Correction", False) and not insightful("Compliance", True)
+    assert not insightful("Avoidance", True)
+    with pytest.raises(ValueError):
+        insightful("Refusal", True)
+
+
+def test_schema_is_strict():
+    assert ResolutionJudgement.model_validate_json(judgement(True, False)).accepts_premise is True  # extra ignored
+    with pytest.raises(ValueError):
+        ResolutionJudgement.model_validate({"accepts_premise": "yes", "corrects_premise": False, "rationale": "x"})
+
+
+def test_prompt_rendering():
+    inst = H(1, truth_verification="g = 9.80665 m/s^2 by definition")
+    p = resolution_prompt(inst, "Using 12 m/s^2, the answer is 12.\nAnswer: 12")
+    assert "<premise>\nStandard gravity at sea level is 12 m/s^2.\n</premise>" in p
+    assert "Using 12 m/s^2, the answer is 12.\nAnswer: 12" in p
+    assert "changed 9.8 m/s^2 to 12 m/s^2" in p and "State Distortion" in p and "9.80665" in p
+    task = p.split("<task>\n", 1)[1].split("\n</task>", 1)[0]
+    assert task.startswith("Question: What is g") and "Premise:" not in task  # premise block stripped
+    assert not p.startswith("#") and "version 1" not in p  # header stripped
+    example = p.split("no other text:\n", 1)[1].strip()
+    ResolutionJudgement.model_validate_json(example)  # the example (doubled braces) renders as valid JSON
+    assert "(not given)" in resolution_prompt(H(2, mutation_type=None, mutation_logic=None), "x")
+    assert len(prompt_hash()) == 64 and "version 1" in PROMPT_PATH.read_text().splitlines()[0]
+
+
+def test_end_to_end_reask_failure_and_cache(make, server):
+    items = [(H(1), "Wait, the premise is false: g is 9.8 m/s^2.\nAnswer: 9.8"),
+             (H(2), "So given the premise, g = 12.\nAnswer: 12"),
+             (H(3), "g is about 9.8 m/s^2.\nAnswer: 9.8"),
+             (H(4), "MALFORMED but given the premise, g = 12."),
+             (H(5), "GARBAGE")]
+    out = judge_resolutions(make(), items)
+    assert [r.label if r else None for r in out] == ["Correction", "Compliance", "Avoidance", "Compliance", None]
+    assert out[0] == Resolution("Correction", False, True, "It rejects the premise.", "openai:gpt-4o")
+
+    first = [r["json"] for r in server.requests if not r["json"]["messages"][-1]["content"].startswith(REASK)]
+    assert len(first) == len(items)
+    assert all(b["temperature"] == 0 and b.get("n", 1) == 1 and b.get("max_completion_tokens", b.get("max_tokens")) == 256 for b in first)
+    reasks = [r["json"]["messages"][0]["content"] for r in server.requests
+              if r["json"]["messages"][-1]["content"].startswith(REASK)]
+    assert sum("MALFORMED" in m for m in reasks) == 1 and sum("GARBAGE" in m for m in reasks) == 2
+
+    calls = server.count
+    assert judge_resolutions(make(), items) == out
+    assert server.count == calls  # everything from the cache
+
+
+def test_spec_string_judge(make, server, monkeypatch, tmp_path):
+    monkeypatch.setenv("PHR_CACHE", str(tmp_path / "spec.sqlite"))
+    (r,) = judge_resolutions("openai:gpt-4o", [(H(1), "given the premise, 12")])
+    assert r.label == "Compliance" and r.judge == "openai:gpt-4o"
+
+
+def test_non_bh_instances_rejected_before_any_call(make, server):
+    b = H(1, condition="B", premise=None, prompt="Question: What is g?", mutation_type=None, mutation_logic=None)
+    with pytest.raises(ValueError, match="B\\+H"):
+        judge_resolutions(make(), [(H(2), "given the premise"), (b, "9.8")])
+    with pytest.raises(ValueError):
+        judge_resolutions(make(), [(H(3, condition="B+T"), "fine")])
+    assert server.count == 0
+    assert judge_resolutions(make(), []) == []
