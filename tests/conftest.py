@@ -21,3 +21,14 @@ def smollm2():
     except ModelNotInstalledError as e:
         pytest.skip(str(e))
     return provider.load()
+
+
+# ---- PHRBench-mini, built once per session (read-only: copy it before changing it) -------------------------------
+
+@pytest.fixture(scope="session")
+def mini_folder(tmp_path_factory):
+    from phr.builders.phrbench import build_mini
+
+    out = tmp_path_factory.mktemp("mini") / "phrbench"
+    build_mini(out)
+    return out

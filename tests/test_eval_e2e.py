@@ -1,0 +1,82 @@
+"""End to end, as a user runs it: local:smollm2 on PHRBench-mini -> results -> results repo -> leaderboard page
+(checked in headless chromium); a gold submission through `submit`; shards through `eval merge`."""
+
+import json
+
+import pytest
+from datasets import load_dataset
+
+from tests.test_cli import run
+from tests.test_eval_scoring import gold
+from tests.test_leaderboard import _chromium, _dump
+
+
+@pytest.fixture(scope="module")
+def rows(mini_folder):
+    import pyarrow.parquet as pq
+
+    return {r["id"]: r for p in (mini_folder / "data").glob("*.parquet") for r in pq.read_table(p).to_pylist()}
+
+
+def test_smollm2_run_results_leaderboard(smollm2, mini_folder, rows, tmp_path):
+    cache, hub = str(tmp_path / "calls.sqlite"), tmp_path / "hub"
+    common = ["--dataset", str(mini_folder), "--samples", "2", "--limit", "1", "--max-tokens", "24"]
+    r = run("--cache", cache, "eval", "phrbench", "--model", "local:smollm2", *common, "--runs",
+            str(tmp_path / "runs"), timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    results = next((tmp_path / "runs").glob("local--smollm2/*/scores/results.json"))
+    res = json.loads(results.read_text())
+    m = res["metrics"]
+    assert res["counts"] == {"samples": 10, "missing": 0, "instances": 5, "questions": 1}
+    assert {"accuracy_b", "accuracy_bt", "accuracy_bh", "OL", "UI", "BUF", "BC"} <= set(m)
+    assert 0 < m["OL_b"] <= 24 and m["UI"] > 0 and 0 <= m["BUF"] <= 1
+    assert res["config"]["reference_scorer"]["spec"] == "local:smollm2" and res["config"]["samples"] == 2
+    assert res["dataset"]["id"] == "local/phrbench" and res["revision"] != "unspecified"
+    assert "B+H" in r.stdout and "results:" in r.stdout
+
+    # shards 1/2 and 2/2 of a 2-question run, merged and scored (cache shared with the run above)
+    for i in (1, 2):
+        r = run("--cache", cache, "eval", "phrbench", "--model", "local:smollm2", "--dataset", str(mini_folder),
+                "--limit", "2", "--max-tokens", "24", "--samples", "1", "--shard", f"{i}/2", "--runs",
+                str(tmp_path / "sh"), timeout=900)
+        assert r.returncode == 0 and "eval merge" in r.stdout, r.stderr[-3000:]
+    shard_dirs = sorted((tmp_path / "sh" / "local--smollm2").iterdir())
+    r = run("--cache", cache, "eval", "merge", *map(str, shard_dirs), "--out", str(tmp_path / "merged"),
+            "--scorer", "none", "--no-plots")
+    assert r.returncode == 0, r.stderr[-3000:]
+    merged = json.loads((tmp_path / "merged" / "scores" / "results.json").read_text())
+    assert merged["counts"]["questions"] == 2
+
+    # publish: the run's result, then a gold submission through `submit`
+    r = run("push-results", str(results), "--repo", "org/phrbench-results", "--to", str(hub))
+    assert r.returncode == 0, r.stderr
+    sub = tmp_path / "gold.jsonl"
+    sub.write_text("".join(json.dumps({"instance_id": i, "sample": 0, "response": gold_of(row)}) + "\n"
+                           for i, row in rows.items()))
+    (tmp_path / "gold.meta.json").write_text(json.dumps({"model": "org/gold", "revision": "v1",
+                                                          "link": "https://example.org/gold"}))
+    r = run("submit", str(sub), "--dataset", str(mini_folder), "--scorer", "none", "--repo", "org/phrbench-results",
+            "--to", str(hub))
+    assert r.returncode == 0, r.stderr[-3000:]
+    lb = load_dataset(str(hub / "datasets" / "org" / "phrbench-results"), "leaderboard", split="train")
+    assert lb["model"] == ["org/gold", "local:smollm2"] and lb["accuracy_bh"][0] == 1.0
+
+    r = run("leaderboard", "--repo", "org/phrbench-results", "--hub", str(hub), "--out", str(tmp_path / "lb"))
+    assert r.returncode == 0, r.stderr
+    assert "leaderboard of 2 results" in r.stdout
+    page = _dump(_chromium(), tmp_path / "lb" / "leaderboard.html", "#sort=accuracy_bh&dir=asc", tmp_path)
+    assert page.column("model") == ["local:smollm2", "org/gold"]
+
+    # a defective submission: a clear reason, nothing published
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(sub.read_text().splitlines()[0] + "\n")
+    r = run("submit", str(bad), "--dataset", str(mini_folder), "--model", "org/bad", "--model-revision", "1",
+            "--scorer", "none", "--repo", "org/phrbench-results", "--to", str(hub))
+    assert r.returncode == 2 and "missing 169 responses" in r.stderr, r.stderr
+    assert len(load_dataset(str(hub / "datasets" / "org" / "phrbench-results"), "leaderboard", split="train")) == 2
+
+
+def gold_of(row):
+    from phr.eval.dataset import Instance
+
+    return gold(Instance.from_row(row), {row["id"]: row})

@@ -1,0 +1,139 @@
+"""The evaluation runner: selection, limit, shards, merge, cache resume, failures (a protocol-server model)."""
+
+import json
+
+import pytest
+
+from phr.eval.dataset import DatasetError, check_conditions, load_eval_dataset
+from phr.eval.runner import (GENERATIONS_FILE, RESPONSES_FILE, RunConfig, RunError, generate_run, load_run,
+                             merge_runs, parse_shard, select_instances)
+from phr.eval.submission import SubmissionMeta, validate_submission
+from phr.llm import LLM
+from phr.testing.protocol_server import ProtocolServer
+
+
+def model(model, messages, k):
+    """A deterministic model: always candidate 1, with a sample-dependent preamble."""
+    return f"Step one. Wait, sample {k}.\nAnswer: 1"
+
+
+@pytest.fixture
+def server():
+    with ProtocolServer(responder=model) as srv:
+        yield srv
+
+
+@pytest.fixture
+def llm(monkeypatch, server, tmp_path):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+    cache = tmp_path / "calls.sqlite"
+    return lambda: LLM("openai:gpt-4o", cache=cache, progress=False, timeout=5, max_attempts=2,
+                       backoff_initial=0.01, backoff_max=0.05)
+
+
+@pytest.fixture(scope="module")
+def ds(mini_folder):
+    return load_eval_dataset(mini_folder)
+
+
+def test_dataset_loads_mini_with_hashes(ds, mini_folder):
+    assert len(ds.instances) == 170
+    assert [sum(i.condition == c for i in ds.instances) for c in ("B", "B+T", "B+H")] == [34, 34, 102]
+    assert ds.id == "local/phrbench" and ds.revision.startswith("sha256:") and len(ds.files) == 3
+    assert load_eval_dataset(mini_folder).revision == ds.revision  # stable
+
+
+def test_dataset_errors(tmp_path):
+    with pytest.raises(DatasetError, match="not a built PHRBench folder"):
+        load_eval_dataset(tmp_path)
+    with pytest.raises(DatasetError, match="neither a folder nor a repo id"):
+        load_eval_dataset(str(tmp_path / "missing" / "x" / "y"))
+    with pytest.raises(DatasetError, match="unknown condition"):
+        check_conditions("B,X")
+    assert check_conditions("hallucinated,b") == ("B", "B+H")
+
+
+def test_limit_keeps_whole_questions(ds):
+    sel = select_instances(ds, ("B", "B+T", "B+H"), limit=2)
+    qids = list(dict.fromkeys(i.question_id for i in ds.instances))[:2]
+    assert {i.question_id for i in sel} == set(qids)
+    assert len(sel) == sum(1 for i in ds.instances if i.question_id in qids)
+    assert [i.id for i in sel] == [i.id for i in ds.instances if i.question_id in qids]  # dataset order
+
+
+def test_shards_are_disjoint_and_cover(ds):
+    shards = [select_instances(ds, ("B", "B+H"), shard=(i, 3)) for i in (1, 2, 3)]
+    ids = [i.id for s in shards for i in s]
+    assert len(ids) == len(set(ids)) == 34 + 102
+    for s in shards:  # a question's conditions stay together
+        qs = {i.question_id for i in s}
+        assert all(i.question_id not in qs for o in shards if o is not s for i in o)
+    assert [len({i.question_id for i in s}) for s in shards] == [12, 11, 11]
+
+
+@pytest.mark.parametrize("text", ["0/2", "3/2", "1/0", "x", "1-2"])
+def test_bad_shard(text):
+    with pytest.raises(RunError, match="--shard"):
+        parse_shard(text)
+
+
+def test_run_writes_a_valid_submission_and_resumes(ds, llm, server, tmp_path):
+    cfg = RunConfig(model="openai:gpt-4o", dataset=str(ds.path), samples=2, max_tokens=64)
+    run = generate_run(cfg, out=tmp_path / "run", llm=llm(), dataset=ds)
+    assert len(run.responses) == 340 and not run.failures
+    assert run.responses[(ds.instances[0].id, 1)] == model(None, None, 1)
+    sub = validate_submission(run.path / RESPONSES_FILE, ds, SubmissionMeta(model="m", revision="r", samples=2))
+    assert len(sub.responses) == 340
+    meta = json.loads((run.path / "run.json").read_text())
+    assert meta["dataset"]["files"] == ds.files and meta["samples"] == 2 and meta["generation"]["temperature"] == 0.7
+    # the paper's sampling settings reach the API
+    body = server.requests[0]["json"]
+    assert body["temperature"] == 0.7 and body["n"] == 2 and body.get("max_completion_tokens", body.get("max_tokens")) == 64
+    before = server.count
+    again = generate_run(cfg, out=tmp_path / "run2", llm=llm(), dataset=ds)
+    assert server.count == before  # every sample from the cache
+    assert (again.path / RESPONSES_FILE).read_bytes() == (run.path / RESPONSES_FILE).read_bytes()
+    assert again.meta["run_id"] == run.meta["run_id"]
+
+
+def test_shards_merge_into_the_unsharded_run(ds, llm, tmp_path):
+    base = RunConfig(model="openai:gpt-4o", dataset=str(ds.path), samples=2, limit=7, max_tokens=64)
+    whole = generate_run(base, out=tmp_path / "whole", llm=llm(), dataset=ds)
+    parts = [generate_run(RunConfig(**{**base.__dict__, "shard": (i, 3)}), root=tmp_path / "runs", llm=llm(),
+                          dataset=ds) for i in (1, 2, 3)]
+    assert [p.path.name for p in parts] == [f"{whole.meta['run_id']}-shard-{i}-of-3" for i in (1, 2, 3)]
+    merged = merge_runs([parts[2].path, parts[0].path, parts[1].path], tmp_path / "merged")
+    assert (merged.path / RESPONSES_FILE).read_bytes() == (whole.path / RESPONSES_FILE).read_bytes()
+    assert merged.instance_ids == whole.instance_ids and load_run(merged.path).meta["shard"] is None
+
+    with pytest.raises(RunError, match=r"missing shard\(s\) 2/3"):
+        merge_runs([parts[0].path, parts[2].path], tmp_path / "m2")
+    with pytest.raises(RunError, match=r"shard\(s\) 1/3 given twice"):
+        merge_runs([parts[0].path, parts[0].path, parts[1].path, parts[2].path], tmp_path / "m3")
+    with pytest.raises(RunError, match="not a shard"):
+        merge_runs([whole.path, parts[0].path], tmp_path / "m4")
+    other = generate_run(RunConfig(**{**base.__dict__, "samples": 1, "shard": (2, 3)}), out=tmp_path / "o",
+                         llm=llm(), dataset=ds)
+    with pytest.raises(RunError, match="not shards of one run"):
+        merge_runs([parts[0].path, other.path, parts[2].path], tmp_path / "m5")
+    assert not (tmp_path / "m2").exists() and not (tmp_path / "m5").exists()
+
+
+def test_failed_calls_are_listed_and_retried(ds, llm, server, tmp_path):
+    cfg = RunConfig(model="openai:gpt-4o", dataset=str(ds.path), samples=1, limit=1, max_tokens=64)
+    server.script(None, [("status", 400)])  # a bad request is not retried
+    run = generate_run(cfg, out=tmp_path / "run", llm=llm(), dataset=ds)
+    assert len(run.failures) == 1 and run.failures[0]["failure"] == "bad_request"
+    assert len(run.responses) == len(run.instance_ids) - 1
+    log = [json.loads(x) for x in (run.path / GENERATIONS_FILE).read_text().splitlines()]
+    assert sum("failure" in r for r in log) == 1 and len(log) == len(run.instance_ids)
+    rerun = generate_run(cfg, out=tmp_path / "run", llm=llm(), dataset=ds)
+    assert not rerun.failures and len(rerun.responses) == len(run.instance_ids)
+
+
+def test_nothing_selected(ds, llm, tmp_path):
+    with pytest.raises(RunError, match="select no instance"):
+        generate_run(RunConfig(model="openai:gpt-4o", dataset=str(ds.path), shard=(40, 40)), out=tmp_path / "r",
+                     llm=llm(), dataset=ds)
+    assert not (tmp_path / "r").exists()
