@@ -8,8 +8,8 @@ out of the trajectory means. Resolution proportions are over the judged B+H samp
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from statistics import fmean
-from typing import Iterable, Sequence
 
 from phr.eval.scoring import SampleScore
 

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,7 +54,7 @@ class Instance:
     mutation_logic: str | None = None
 
     @classmethod
-    def from_row(cls, row: dict) -> "Instance":
+    def from_row(cls, row: dict) -> Instance:
         names = cls.__dataclass_fields__
         kw = {k: row.get(k) for k in names}
         kw["options"] = tuple(row.get("options") or ())
@@ -139,14 +142,14 @@ def _read_folder(folder: Path) -> tuple[list[Instance], dict[str, str]]:
 
 
 def _git_head(path: Path) -> str | None:
-    import subprocess
-
+    if not (path / ".git").exists():
+        return None
     try:
-        out = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=10)
+        out = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], check=False, capture_output=True,
+                             text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return out.stdout.strip() if out.returncode == 0 and (path / ".git").exists() else None
+    return out.stdout.strip() if out.returncode == 0 else None
 
 
 def load_eval_dataset(spec: str | os.PathLike, *, revision: str | None = None, hub: str | os.PathLike | None = None,
@@ -176,33 +179,49 @@ def load_eval_dataset(spec: str | os.PathLike, *, revision: str | None = None, h
 
 
 def _from_local_hub(repo_id: str, revision: str | None, hub: Path, dataset_id: str | None) -> EvalDataset:
-    import tempfile
-
+    """Export the repo's revision once into $PHR_HOME/eval-datasets/<org>--<name>/<commit> and read it."""
     from phr.publish import RepoNotFoundError, RevisionNotFoundError
     from phr.publish.local_hub import pull_local
 
-    cache = Path(os.environ.get("PHR_HOME", Path.home() / ".cache" / "phr")) / "eval-datasets"
-    cache.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=cache, prefix=".pull-"))
     try:
-        dest = pull_local(repo_id, repo_type="dataset", revision=revision, dest=tmp / "d", hub=hub)
+        tmp_parent = _eval_cache()
+        tmp = Path(tempfile.mkdtemp(dir=tmp_parent, prefix=".pull-"))
+        try:
+            pulled = pull_local(repo_id, repo_type="dataset", revision=revision, dest=tmp / "d", hub=hub)
+            repo = hub / "datasets" / repo_id
+            commit = subprocess.run(["git", "-C", str(repo), "rev-parse", f"{revision or 'main'}^{{commit}}"],
+                                    check=False, capture_output=True, text=True).stdout.strip()
+            if not commit:
+                raise DatasetError(f"cannot resolve {repo_id}@{revision or 'main'} in {hub}")
+            dest = tmp_parent / repo_id.replace("/", "--") / commit
+            if not dest.exists():
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    os.replace(pulled, dest)
+                except OSError:  # another process installed it meanwhile
+                    pass
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     except (RepoNotFoundError, RevisionNotFoundError) as e:
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
         raise DatasetError(str(e)) from None
-    repo = hub / "datasets" / repo_id
-    import subprocess
-
-    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", f"{revision or 'main'}^{{commit}}"],
-                            capture_output=True, text=True).stdout.strip() or (revision or "main")
     instances, files = _read_folder(dest)
     return EvalDataset(dataset_id or repo_id, commit, dest, instances, files)
 
 
+def _eval_cache() -> Path:
+    cache = Path(os.environ.get("PHR_HOME", Path.home() / ".cache" / "phr")).expanduser() / "eval-datasets"
+    cache.mkdir(parents=True, exist_ok=True)
+    return cache
+
+
 def _from_hub(repo_id: str, revision: str | None, dataset_id: str | None) -> EvalDataset:
     from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError
+    from huggingface_hub.errors import (
+        HfHubHTTPError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
 
     try:
         local = Path(snapshot_download(repo_id, repo_type="dataset", revision=revision,

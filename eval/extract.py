@@ -20,10 +20,10 @@ import string
 _ANSWER_LINE = re.compile(
     r"(?:final\s+answer|answer|correct\s+(?:answer|option|candidate)|the\s+answer\s+is|i\s+choose|option)"
     r"\s*(?:is|:|=|-)?\s*(?:option|candidate)?\s*[:\-]?\s*(.+)$",
-    re.I,
+    re.IGNORECASE,
 )
 _NUM_TOKEN = re.compile(r"^\(?\s*([1-9][0-9]?|[A-Za-z])\s*\)?[.)]?(?:\s|$)")
-_CODE_BLOCK = re.compile(r"```(?:python|py|Python)?[ \t]*\n(.*?)```", re.S)
+_CODE_BLOCK = re.compile(r"```(?:python|py|Python)?[ \t]*\n(.*?)```", re.DOTALL)
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
 
 

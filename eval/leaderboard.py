@@ -15,8 +15,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from phr.publish.results import (RESULTS_DIR, TRAJECTORY_METRICS, ResultsError, _fmt, leaderboard_rows,
-                                 leaderboard_table, load_result)
+from phr.publish.results import (
+    RESULTS_DIR,
+    TRAJECTORY_METRICS,
+    ResultsError,
+    _fmt,
+    leaderboard_rows,
+    leaderboard_table,
+    load_result,
+)
 
 TITLE = "PHRBench leaderboard"
 METRIC_COLUMNS = ("accuracy_b", "accuracy_bt", "accuracy_bh", "delta_bt", "delta_bh", *TRAJECTORY_METRICS)

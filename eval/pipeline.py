@@ -9,12 +9,13 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from phr.errors import PHRError
 from phr.eval.aggregate import aggregate
 from phr.eval.dataset import EvalDataset, load_eval_dataset
 from phr.eval.report import result_json, write_results
 from phr.eval.runner import load_eval_dataset_from_meta, load_run
 from phr.eval.scoring import ScoreOptions, score_responses
+
+from phr.errors import PHRError
 
 SCORES_DIR = "scores"
 

@@ -12,8 +12,8 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from phr.eval.aggregate import RESOLUTIONS, TRAJ
 from phr.eval.scoring import SampleScore

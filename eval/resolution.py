@@ -15,10 +15,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Sequence
 
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr
 
@@ -28,8 +28,17 @@ from phr.llm.types import ChatRequest, GenerationParams, as_messages
 
 from .dataset import Instance
 
-__all__ = ["RESOLUTIONS", "PROMPT_PATH", "ResolutionJudgement", "Resolution", "resolution_label",
-           "resolution_prompt", "judge_resolutions", "insightful", "prompt_hash"]
+__all__ = [
+    "PROMPT_PATH",
+    "RESOLUTIONS",
+    "Resolution",
+    "ResolutionJudgement",
+    "insightful",
+    "judge_resolutions",
+    "prompt_hash",
+    "resolution_label",
+    "resolution_prompt",
+]
 
 RESOLUTIONS = ("Correction", "Compliance", "Avoidance")
 PROMPT_PATH = Path(__file__).with_name("prompts") / "resolution_judge.txt"
@@ -71,7 +80,7 @@ def insightful(label: str, correct: bool) -> bool:
     return label == "Correction" and correct is True
 
 
-@lru_cache(maxsize=None)
+@cache
 def _template() -> str:
     lines = PROMPT_PATH.read_text(encoding="utf-8").splitlines()
     while lines and (lines[0].startswith("#") or not lines[0].strip()):

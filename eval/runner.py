@@ -25,12 +25,20 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
+
+from phr.eval.dataset import (
+    CONDITIONS,
+    EvalDataset,
+    Instance,
+    check_conditions,
+    load_eval_dataset,
+)
 
 from phr.errors import PHRError
-from phr.eval.dataset import CONDITIONS, EvalDataset, Instance, check_conditions, load_eval_dataset
 
 RUN_FILE = "run.json"
 RESPONSES_FILE = "responses.jsonl"
@@ -155,8 +163,7 @@ def _write_json(path: Path, data: Any) -> None:
 def _write_jsonl(path: Path, rows) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "w", encoding="utf-8") as f:
-        for r in rows:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
     os.replace(tmp, path)
 
 
@@ -174,6 +181,7 @@ def generate_run(cfg: RunConfig, *, out: str | Path | None = None, root: str | P
     ``ROOT/<model>/<run id>[-shard-i-of-n]``). Failed calls are listed in generations.jsonl and left out of
     responses.jsonl; rerunning retries them (successes come from the cache)."""
     from phr.eval.submission import write_submission
+
     from phr.llm import LLM
     from phr.llm.types import ChatRequest, GenerationParams, Sample, as_messages
 

@@ -14,11 +14,17 @@ A missing response (a failed call in a run) scores as incorrect with no metrics,
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from phr.eval.dataset import Instance
-from phr.eval.extract import extract_choice, extract_code, extract_final, open_ended_correct
+from phr.eval.extract import (
+    extract_choice,
+    extract_code,
+    extract_final,
+    open_ended_correct,
+)
 
 
 @dataclass
@@ -50,7 +56,7 @@ class SampleScore:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "SampleScore":
+    def from_dict(cls, d: Mapping[str, Any]) -> SampleScore:
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
 
@@ -77,7 +83,7 @@ def answer_correct(inst: Instance, response: str) -> tuple[bool, str | None]:
     raise ValueError(f"{inst.id}: not a multiple-choice or open-ended instance ({inst.task_type})")
 
 
-_IMPORT = re.compile(r"^(?:from\s+\S+\s+import\s+.+|import\s+.+)$", re.M)
+_IMPORT = re.compile(r"^(?:from\s+\S+\s+import\s+.+|import\s+.+)$", re.MULTILINE)
 
 
 def code_program(inst: Instance, response: str) -> str:
@@ -87,15 +93,21 @@ def code_program(inst: Instance, response: str) -> str:
     code = extract_code(response)
     stub = inst.question or ""
     ep = inst.entry_point
-    defines = ep is None or re.search(rf"^(?:async\s+)?def\s+{re.escape(ep)}\s*\(", code, re.M)
-    if not defines and ep and re.search(rf"^def\s+{re.escape(ep)}\s*\(", stub, re.M):
+    defines = ep is None or re.search(rf"^(?:async\s+)?def\s+{re.escape(ep)}\s*\(", code, re.MULTILINE)
+    if not defines and ep and re.search(rf"^def\s+{re.escape(ep)}\s*\(", stub, re.MULTILINE):
         return stub.rstrip("\n") + "\n" + code
     imports = "\n".join(_IMPORT.findall(stub))
     return f"{imports}\n\n{code}" if imports else code
 
 
 def _progress(enabled: bool):
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                     disable=not enabled, transient=False)

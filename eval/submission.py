@@ -25,10 +25,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
+from phr.eval.dataset import CONDITIONS, DatasetError, EvalDataset, check_conditions
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from phr.errors import PHRError
-from phr.eval.dataset import CONDITIONS, DatasetError, EvalDataset, check_conditions
 
 KEYS = ("instance_id", "sample", "response")
 MISSING_SHOWN = 5  # missing responses named in the coverage message

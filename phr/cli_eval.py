@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -13,8 +13,8 @@ from phr.secrets import redact
 eval_app = typer.Typer(help="Evaluate models on PHRBench (generate, merge shards, score).", no_args_is_help=True)
 
 Dataset = Annotated[str, typer.Option("--dataset", help="A built PHRBench folder, or a repo id ORG/NAME ($PHR_HUB_DIR, else the Hub).")]
-Revision = Annotated[Optional[str], typer.Option("--revision", help="Dataset revision (tag or commit) for a repo id.")]
-Hub = Annotated[Optional[Path], typer.Option("--hub", help="Local hub folder (default: $PHR_HUB_DIR).")]
+Revision = Annotated[str | None, typer.Option("--revision", help="Dataset revision (tag or commit) for a repo id.")]
+Hub = Annotated[Path | None, typer.Option("--hub", help="Local hub folder (default: $PHR_HUB_DIR).")]
 Scorer = Annotated[str, typer.Option("--scorer", help="Reference scorer for OL/UI/BUF/BC (paper: hf:Qwen/Qwen2.5-7B-Instruct); 'none' skips them.")]
 Judge = Annotated[str, typer.Option("--judge", help="LLM judge for behavioural resolution of B+H responses; 'none' skips it.")]
 Plots = Annotated[bool, typer.Option("--plots/--no-plots", help="Write PNG plots.")]
@@ -44,7 +44,7 @@ def _print_summary(result: dict, out: Path) -> None:
     table = Table(title=f"PHRBench: {result['model']} @ {result['revision']}")
     for col in ("condition", "n", "accuracy", *TRAJ):
         table.add_column(col, justify="right" if col != "condition" else "left")
-    fmt = lambda v: "" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))  # noqa: E731
+    fmt = lambda v: "" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
     for c, row in t["by_condition"].items():
         table.add_row(c, *(fmt(row[k]) for k in ("n", "accuracy", *TRAJ)))
     con.print(table)
@@ -73,10 +73,10 @@ def eval_phrbench(
     samples: Annotated[int, typer.Option("--samples", help="Samples per prompt (paper: 10).")] = 10,
     temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature (paper: 0.7).")] = 0.7,
     max_tokens: Annotated[int, typer.Option("--max-tokens", help="Maximum new tokens (paper: the model's maximum).")] = 2048,
-    limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N base questions (with all their conditions).")] = None,
-    shard: Annotated[Optional[str], typer.Option("--shard", help="i/n: every n-th question starting at the i-th (merge with `eval merge`).")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="Only the first N base questions (with all their conditions).")] = None,
+    shard: Annotated[str | None, typer.Option("--shard", help="i/n: every n-th question starting at the i-th (merge with `eval merge`).")] = None,
     conditions: Annotated[str, typer.Option("--conditions", help="Comma-separated: B,B+T,B+H.")] = "B,B+T,B+H",
-    out: Annotated[Optional[Path], typer.Option("--out", help="Run folder (default: RUNS/<model>/<run id>).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Run folder (default: RUNS/<model>/<run id>).")] = None,
     runs: Annotated[Path, typer.Option("--runs", help="Root of run folders.")] = Path("runs"),
     scorer: Scorer = "local:smollm2",
     judge: Judge = "none",
@@ -160,14 +160,14 @@ def _score_submission(submission, dataset, revision, hub, meta_file, model, mode
     return score_submission(submission, ds, meta, _options(scorer, judge), out=out, plots=plots)
 
 
-Model = Annotated[Optional[str], typer.Option("--model", help="Model name (repo id); or in the sidecar JSON.")]
-ModelRev = Annotated[Optional[str], typer.Option("--model-revision", help="Model revision (commit or tag).")]
-Link = Annotated[Optional[str], typer.Option("--link", help="http(s) link to the model or write-up.")]
-Samples = Annotated[Optional[int], typer.Option("--samples", help="Declared samples per instance (default 1).")]
-Conds = Annotated[Optional[str], typer.Option("--conditions", help="Comma-separated conditions covered (default all).")]
-MetaFile = Annotated[Optional[Path], typer.Option("--meta", help="Sidecar JSON (default: SUBMISSION.meta.json).")]
-By = Annotated[Optional[str], typer.Option("--submitted-by", help="Who submits.")]
-Notes = Annotated[Optional[str], typer.Option("--notes", help="Free text shown with the result.")]
+Model = Annotated[str | None, typer.Option("--model", help="Model name (repo id); or in the sidecar JSON.")]
+ModelRev = Annotated[str | None, typer.Option("--model-revision", help="Model revision (commit or tag).")]
+Link = Annotated[str | None, typer.Option("--link", help="http(s) link to the model or write-up.")]
+Samples = Annotated[int | None, typer.Option("--samples", help="Declared samples per instance (default 1).")]
+Conds = Annotated[str | None, typer.Option("--conditions", help="Comma-separated conditions covered (default all).")]
+MetaFile = Annotated[Path | None, typer.Option("--meta", help="Sidecar JSON (default: SUBMISSION.meta.json).")]
+By = Annotated[str | None, typer.Option("--submitted-by", help="Who submits.")]
+Notes = Annotated[str | None, typer.Option("--notes", help="Free text shown with the result.")]
 
 
 def score_cmd(
@@ -185,7 +185,7 @@ def score_cmd(
     notes: Notes = None,
     scorer: Scorer = "local:smollm2",
     judge: Judge = "none",
-    out: Annotated[Optional[Path], typer.Option("--out", help="Output folder (default: SUBMISSION.scored/).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Output folder (default: SUBMISSION.scored/).")] = None,
     plots: Plots = True,
 ) -> None:
     """Validate and score a leaderboard submission (the runner's scoring code)."""
@@ -213,8 +213,8 @@ def submit_cmd(
     notes: Notes = None,
     scorer: Scorer = "local:smollm2",
     judge: Judge = "none",
-    out: Annotated[Optional[Path], typer.Option("--out", help="Output folder (default: SUBMISSION.scored/).")] = None,
-    to: Annotated[Optional[Path], typer.Option("--to", help="Local hub for the results repo (default: $PHR_HUB_DIR; unset: the Hub).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Output folder (default: SUBMISSION.scored/).")] = None,
+    to: Annotated[Path | None, typer.Option("--to", help="Local hub for the results repo (default: $PHR_HUB_DIR; unset: the Hub).")] = None,
     replace: Annotated[bool, typer.Option("--replace", help="Overwrite a stored result with the same run id.")] = False,
     create_pr: Annotated[bool, typer.Option("--create-pr", help="Open a pull request on the results repo.")] = False,
 ) -> None:
@@ -233,8 +233,8 @@ def submit_cmd(
 
 
 def leaderboard_cmd(
-    sources: Annotated[Optional[list[Path]], typer.Argument(help="Result JSON files or folders (a pulled results repo).")] = None,
-    repo: Annotated[Optional[str], typer.Option("--repo", help="Read the results repo ORG/NAME instead (local hub or the Hub).")] = None,
+    sources: Annotated[list[Path] | None, typer.Argument(help="Result JSON files or folders (a pulled results repo).")] = None,
+    repo: Annotated[str | None, typer.Option("--repo", help="Read the results repo ORG/NAME instead (local hub or the Hub).")] = None,
     hub: Hub = None,
     out: Annotated[Path, typer.Option("--out", help="Where leaderboard.parquet/.md/.html go.")] = Path("leaderboard"),
     title: Annotated[str, typer.Option("--title", help="Page title.")] = "PHRBench leaderboard",

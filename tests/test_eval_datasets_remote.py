@@ -4,8 +4,8 @@ import json
 import subprocess
 
 import pytest
-
 from phr.eval.dataset import DatasetError, load_eval_dataset
+
 from phr.publish import push
 from phr.testing.hub_server import HubServer
 from phr.testing.protocol_server import ProtocolServer

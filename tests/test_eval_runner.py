@@ -3,11 +3,20 @@
 import json
 
 import pytest
-
 from phr.eval.dataset import DatasetError, check_conditions, load_eval_dataset
-from phr.eval.runner import (GENERATIONS_FILE, RESPONSES_FILE, RunConfig, RunError, generate_run, load_run,
-                             merge_runs, parse_shard, select_instances)
+from phr.eval.runner import (
+    GENERATIONS_FILE,
+    RESPONSES_FILE,
+    RunConfig,
+    RunError,
+    generate_run,
+    load_run,
+    merge_runs,
+    parse_shard,
+    select_instances,
+)
 from phr.eval.submission import SubmissionMeta, validate_submission
+
 from phr.llm import LLM
 from phr.testing.protocol_server import ProtocolServer
 

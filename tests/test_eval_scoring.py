@@ -4,12 +4,12 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
-
 from phr.eval.aggregate import aggregate
 from phr.eval.dataset import Instance, load_eval_dataset
 from phr.eval.pipeline import score_submission
 from phr.eval.scoring import SampleScore, ScoreOptions, code_program, score_responses
 from phr.eval.submission import SubmissionError, SubmissionMeta, write_submission
+
 from phr.llm import LLM
 from phr.publish.results import normalize
 from phr.testing.protocol_server import ProtocolServer

@@ -13,8 +13,13 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from phr.eval.leaderboard import (
+    collect_results,
+    render_html,
+    render_markdown,
+    write_leaderboard,
+)
 
-from phr.eval.leaderboard import collect_results, render_html, render_markdown, write_leaderboard
 from phr.publish.results import ResultsError, normalize, result_path
 
 HOSTILE = "<script>alert(1)</script>"

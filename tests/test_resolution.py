@@ -3,10 +3,19 @@
 import json
 
 import pytest
-
 from phr.eval.dataset import Instance
-from phr.eval.resolution import (RESOLUTIONS, PROMPT_PATH, Resolution, ResolutionJudgement, insightful,
-                                 judge_resolutions, prompt_hash, resolution_label, resolution_prompt)
+from phr.eval.resolution import (
+    PROMPT_PATH,
+    RESOLUTIONS,
+    Resolution,
+    ResolutionJudgement,
+    insightful,
+    judge_resolutions,
+    prompt_hash,
+    resolution_label,
+    resolution_prompt,
+)
+
 from phr.llm import LLM
 from phr.testing.protocol_server import ProtocolServer
 

@@ -4,12 +4,19 @@ import json
 import re
 
 import pytest
-
 from phr.builders.phrbench import build_mini
-from phr.errors import PHRError
 from phr.eval.dataset import load_eval_dataset
-from phr.eval.submission import (Limits, Submission, SubmissionError, SubmissionMeta, load_meta, validate_submission,
-                                 write_submission)
+from phr.eval.submission import (
+    Limits,
+    Submission,
+    SubmissionError,
+    SubmissionMeta,
+    load_meta,
+    validate_submission,
+    write_submission,
+)
+
+from phr.errors import PHRError
 
 
 @pytest.fixture(scope="session")
