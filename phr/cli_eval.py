@@ -217,19 +217,24 @@ def submit_cmd(
     to: Annotated[Path | None, typer.Option("--to", help="Local hub for the results repo (default: $PHR_HUB_DIR; unset: the Hub).")] = None,
     replace: Annotated[bool, typer.Option("--replace", help="Overwrite a stored result with the same run id.")] = False,
     create_pr: Annotated[bool, typer.Option("--create-pr", help="Open a pull request on the results repo.")] = False,
+    model_pr: Annotated[bool, typer.Option("--model-pr", help="Also open a pull request on the model's repo adding .eval_results/phrbench.yaml.")] = False,
 ) -> None:
     """Validate, score and publish a submission to the leaderboard results repo."""
-    from phr.publish.results import push_results
+    from phr.publish.results import model_eval_results_yaml, normalize, open_model_pr, push_results
 
     try:
         result, where = _score_submission(submission, dataset, revision, hub, meta, model, model_revision, link,
                                           samples, conditions, submitted_by, notes, scorer, judge, out, True)
         _print_summary(result, where)
         res = push_results([where / "results.json"], repo, to=to, replace=replace, create_pr=create_pr)
+        for line in res.lines():
+            typer.echo(line)
+        if model_pr:
+            pr = open_model_pr(result["model"], model_eval_results_yaml(normalize(result)), to=to)
+            typer.echo(f"model repo {result['model']}: " + (f"pull request {pr.pr_url or pr.pr_ref}" if pr.changed
+                                                           else "already holds these results"))
     except PHRError as e:
         _fail(e)
-    for line in res.lines():
-        typer.echo(line)
 
 
 def leaderboard_cmd(

@@ -55,9 +55,22 @@ def test_smollm2_run_results_leaderboard(smollm2, mini_folder, rows, tmp_path):
                            for i, row in rows.items()))
     (tmp_path / "gold.meta.json").write_text(json.dumps({"model": "org/gold", "revision": "v1",
                                                           "link": "https://example.org/gold"}))
+    from phr.publish import push, write_model_card
+
+    ckpt = tmp_path / "gold-model"
+    ckpt.mkdir()
+    (ckpt / "config.json").write_text("{}")
+    write_model_card(ckpt, base_model="x/base", datasets=[], hyperparameters={}, eval_results=[])
+    push(ckpt, "org/gold", repo_type="model", to=hub)
     r = run("submit", str(sub), "--dataset", str(mini_folder), "--scorer", "none", "--repo", "org/phrbench-results",
-            "--to", str(hub))
+            "--to", str(hub), "--model-pr")
     assert r.returncode == 0, r.stderr[-3000:]
+    assert "model repo org/gold: pull request" in r.stdout
+    import subprocess
+
+    pr_yaml = subprocess.run(["git", "-C", str(hub / "models" / "org" / "gold"), "show",
+                              "pr/1:.eval_results/phrbench.yaml"], capture_output=True, text=True, check=True).stdout
+    assert "accuracy_bh" in pr_yaml and "value: 1.0" in pr_yaml
     lb = load_dataset(str(hub / "datasets" / "org" / "phrbench-results"), "leaderboard", split="train")
     assert lb["model"] == ["org/gold", "local:smollm2"] and lb["accuracy_bh"][0] == 1.0
 
