@@ -71,6 +71,7 @@ class ScoreOptions:
     code_memory_mb: int = 512
     workers: int | None = None
     resolution_conditions: tuple[str, ...] = ("B+H",)
+    cache: Any = None  # trajectory metrics cache file (None: the call cache file, $PHR_CACHE; False: off)
 
 
 def answer_correct(inst: Instance, response: str) -> tuple[bool, str | None]:
@@ -152,18 +153,38 @@ def score_responses(instances: Sequence[Instance], responses: Mapping[tuple[str,
 
 
 def _trajectory(present, options: ScoreOptions, progress: bool) -> None:
+    from phr.eval.metric_cache import MetricCache, metric_key, scorer_identity
     from phr.eval.trajectory import TrajectoryScorer
 
     scorer = options.scorer
     if not isinstance(scorer, TrajectoryScorer):
         scorer = TrajectoryScorer(scorer, batch_size=options.scorer_batch_size)
+    cache = None if options.cache is False else MetricCache(options.cache)
+    ident = scorer_identity(scorer)
+    spec = f"{ident['provider']}:{ident['model']}"
+    keyed = [(s, i, t, metric_key(ident, i.prompt, t)) for s, i, t in present]
+    hits = cache.get_many([k for *_, k in keyed]) if cache else {}
+
+    def apply(s: SampleScore, m) -> None:
+        s.ol, s.ui, s.buf, s.bc, s.steps = m.ol, m.ui, m.buf, m.bc, m.steps
+
+    todo = []
+    for s, i, t, k in keyed:
+        if k in hits:
+            apply(s, hits[k])
+        else:
+            todo.append((s, i, t, k))
     chunk = max(8, 4 * scorer.batch_size)
     with _progress(progress) as bar:
-        task = bar.add_task(f"trajectory metrics ({len(present)} responses)", total=len(present))
-        for j in range(0, len(present), chunk):
-            part = present[j : j + chunk]
-            for (s, _, _), m in zip(part, scorer.score([(i.prompt, t) for _, i, t in part])):
-                s.ol, s.ui, s.buf, s.bc, s.steps = m.ol, m.ui, m.buf, m.bc, m.steps
+        task = bar.add_task(f"trajectory metrics ({len(present)} responses, {len(hits)} cached)", total=len(present),
+                            completed=len(hits))
+        for j in range(0, len(todo), chunk):
+            part = todo[j : j + chunk]
+            metrics = scorer.score([(i.prompt, t) for _, i, t, _ in part])
+            for (s, _, _, _), m in zip(part, metrics):
+                apply(s, m)
+            if cache:
+                cache.put_many(spec, [(k, m) for (_, _, _, k), m in zip(part, metrics)])
             bar.update(task, advance=len(part))
 
 

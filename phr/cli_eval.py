@@ -92,14 +92,24 @@ def eval_phrbench(
         cfg = RunConfig(model=model, dataset=dataset, dataset_revision=revision, conditions=conditions,
                         samples=samples, temperature=temperature, max_tokens=max_tokens, limit=limit,
                         shard=parse_shard(shard))
-        run = generate_run(cfg, out=out, root=runs, hub=hub, concurrency=concurrency)
+        from phr.llm import LLM
+
+        llm = LLM(model, concurrency=concurrency)
+        run = generate_run(cfg, out=out, root=runs, hub=hub, llm=llm)
         typer.echo(f"run: {run.path}  ({len(run.responses)} responses, {len(run.failures)} failed calls)")
         if cfg.shard is not None:
             typer.echo(f"shard {shard} done; when every shard is done: phr-publish eval merge "
                        f"{run.path.parent}/{run.meta['run_id']}-shard-*-of-{cfg.shard[1]} --out {run.path.parent / run.meta['run_id']}")
             return
         if score:
-            result, where = score_run(run.path, _options(scorer, judge), hub=hub, plots=plots)
+            options = _options(scorer, judge)
+            if options.scorer == model and hasattr(llm.provider, "hf_model"):  # one copy of the weights
+                from dataclasses import replace
+
+                from phr.eval.trajectory import TrajectoryScorer
+
+                options = replace(options, scorer=TrajectoryScorer(llm.provider))
+            result, where = score_run(run.path, options, hub=hub, plots=plots)
             _print_summary(result, where)
     except PHRError as e:
         _fail(e)

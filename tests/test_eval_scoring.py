@@ -171,3 +171,25 @@ def test_full_submission_is_a_leaderboard_result(ds, rows, tmp_path):
     with pytest.raises(SubmissionError, match="unknown"):
         score_submission(bad, ds, meta, ScoreOptions(scorer=None), out=tmp_path / "b", progress=False)
     assert not (tmp_path / "b").exists()
+
+
+def test_trajectory_metrics_cached_and_resumed(smollm2, ds, tmp_path, monkeypatch):
+    from phr.eval.metric_cache import MetricCache
+    from phr.eval.trajectory import TrajectoryScorer
+
+    insts = ds.instances[:3]
+    resp = {(i.id, 0): f"First step. Wait, maybe not. Answer: {n + 1}" for n, i in enumerate(insts)}
+    cache = tmp_path / "calls.sqlite"
+    first = score_responses(insts, resp, samples=1, options=ScoreOptions(scorer=TrajectoryScorer(smollm2),
+                                                                         cache=cache), progress=False)
+    assert MetricCache(cache).count() == 3 and all(s.ol and s.steps == 3 for s in first)
+
+    scorer = TrajectoryScorer(smollm2)
+    monkeypatch.setattr(scorer, "score", lambda items: pytest.fail("recomputed a cached response"))
+    again = score_responses(insts, resp, samples=1, options=ScoreOptions(scorer=scorer, cache=cache), progress=False)
+    assert [(s.ol, s.ui, s.buf, s.bc) for s in again] == [(s.ol, s.ui, s.buf, s.bc) for s in first]
+
+    other_tau = TrajectoryScorer(smollm2, tau=50.0)  # another tau is another key: computed again
+    third = score_responses(insts, resp, samples=1, options=ScoreOptions(scorer=other_tau, cache=cache),
+                            progress=False)
+    assert MetricCache(cache).count() == 6 and all(s.buf == 0.0 for s in third)
