@@ -44,8 +44,13 @@ def _result_files(source: Path) -> list[Path]:
     if not source.is_dir():
         raise ResultsError(f"{source}: no such result JSON file or folder")
     root = source / RESULTS_DIR if (source / RESULTS_DIR).is_dir() else source
-    files = sorted(p for p in root.rglob("*.json")
-                   if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts))
+    def visible(pattern: str) -> list[Path]:
+        return sorted(p for p in root.rglob(pattern)
+                      if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts))
+
+    # a runs folder (RUN/scores/results.json next to run.json): only the results
+    files = visible("results.json") if root is source else []
+    files = files or visible("*.json")
     if not files:
         raise ResultsError(f"no result JSON files under {root}")
     return files
@@ -53,7 +58,8 @@ def _result_files(source: Path) -> list[Path]:
 
 def collect_results(sources: Iterable[str | Path]) -> list[dict[str, Any]]:
     """Load and validate result JSONs from files and folders (a folder: ``results/**/*.json`` if it has a
-    ``results/`` folder, else ``**/*.json``; hidden paths skipped). Identical duplicates collapse; the same
+    ``results/`` folder, else every ``**/results.json`` (a runs folder), else ``**/*.json``; hidden paths
+    skipped). Identical duplicates collapse; the same
     (model, run_id) with other content is a ``ResultsError`` naming both files. Sorted by (model, run_id)."""
     seen: dict[tuple[str, str], tuple[dict[str, Any], Path]] = {}
     for source in sources:

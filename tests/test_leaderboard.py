@@ -250,3 +250,12 @@ def test_html_sorting_in_headless_chromium(tmp_path, records):
     elapsed = time.monotonic() - start
     print(f"headless chromium: 6 page dumps in {elapsed:.1f} s")
     assert elapsed < 60
+
+
+def test_collect_results_from_a_runs_folder(tmp_path, records):
+    runs = tmp_path / "runs"
+    for n, r in enumerate(records[:2]):
+        _write(runs / "m" / f"run{n}" / "run.json", {"schema_version": 1, "run_id": f"run{n}"})
+        _write(runs / "m" / f"run{n}" / "scores" / "results.json", r)
+    got = collect_results([runs])
+    assert sorted(r["run_id"] for r in got) == sorted(r["run_id"] for r in records[:2])
