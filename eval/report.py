@@ -92,6 +92,8 @@ def render_report(result: dict) -> str:
                           res["unjudged"]]])
         lines += ["### Trajectory metrics by resolution (Figure 5)", ""]
         lines += _table(["resolution", *cols], [[r, *(row[k] for k in cols)] for r, row in t["by_resolution"].items()])
+    elif (result.get("config") or {}).get("resolution_judge"):
+        lines += [f"No judgement parsed ({res['unjudged']} B+H responses unjudged).", ""]
     else:
         lines += ["Not judged (no judge given).", ""]
     return "\n".join(lines)

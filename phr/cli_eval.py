@@ -58,12 +58,15 @@ def _print_summary(result: dict, out: Path) -> None:
         props = ", ".join(f"{r} {res['proportions'][r]:.3f}" for r in RESOLUTIONS)
         con.print(f"resolution (n={res['judged']}, unjudged {res['unjudged']}): {props}; insightful rate "
                   f"{res['insightful_rate']:.3f}", markup=False, highlight=False)
-    elif res["unjudged"]:
+    elif res["unjudged"] and (result.get("config") or {}).get("resolution_judge"):
         con.print(f"[yellow]resolution: none of {res['unjudged']} B+H responses could be judged (the judge's output "
                   "never parsed; see the run summary above)[/yellow]")
     if result["counts"]["missing"]:
         con.print(f"[yellow]{result['counts']['missing']} responses missing (failed calls): scored as incorrect; "
                   "rerun the same command to retry them[/yellow]")
+    if not all(f"accuracy_{x}" in m for x in ("b", "bt", "bh")):
+        con.print("note: not a leaderboard entry (a result needs all of B, B+T and B+H)", markup=False,
+                  highlight=False)
     typer.echo(f"results: {out / 'results.json'}  (samples.jsonl, report.md, plots/ next to it)")
 
 

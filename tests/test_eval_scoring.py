@@ -193,3 +193,14 @@ def test_trajectory_metrics_cached_and_resumed(smollm2, ds, tmp_path, monkeypatc
     third = score_responses(insts, resp, samples=1, options=ScoreOptions(scorer=other_tau, cache=cache),
                             progress=False)
     assert MetricCache(cache).count() == 6 and all(s.buf == 0.0 for s in third)
+
+
+def test_report_says_whether_a_judge_ran():
+    from phr.eval.report import render_report, result_json
+
+    scores = [S("q-H1", 0, "q", "B+H", "Physics", "Rule Contradiction", True, 5, 1.0, 0.0, 0.0)]
+    ds_ref = {"id": "org/phrbench", "revision": "v1"}
+    for judge, text in ((None, "Not judged (no judge given)."), ({"spec": "openai:x"}, "No judgement parsed (1 B+H")):
+        res = result_json(model="m", revision="r", dataset=ds_ref, report=aggregate(scores),
+                          config={"resolution_judge": judge})
+        assert text in render_report(res)
