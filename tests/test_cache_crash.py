@@ -28,7 +28,10 @@ def prompts_asked(srv, since=0):
 
 
 def cached_prompts(db):
-    rows = sqlite3.connect(db).execute("SELECT request FROM calls").fetchall()
+    try:
+        rows = sqlite3.connect(db).execute("SELECT request FROM calls").fetchall()
+    except sqlite3.OperationalError:  # the worker has created the file but not yet its tables
+        return []
     return [r[0] for r in rows]
 
 
