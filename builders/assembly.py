@@ -8,40 +8,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-import pyarrow as pa
-
 from phr.builders.templates import Templates
-from phr.records import Augmentation, BaseQuestion, Condition
-
-CONFIGS = {"baseline": Condition.B, "truthful": Condition.B_T, "hallucinated": Condition.B_H}
-
-SCHEMA = pa.schema([
-    ("id", pa.string()),
-    ("question_id", pa.string()),
-    ("condition", pa.string()),
-    ("domain", pa.string()),
-    ("subtype", pa.string()),
-    ("task_type", pa.string()),
-    ("source", pa.string()),
-    ("source_row_id", pa.string()),
-    ("license", pa.string()),
-    ("question", pa.string()),
-    ("options", pa.list_(pa.string())),
-    ("answer", pa.string()),
-    ("answer_index", pa.int64()),
-    ("entry_point", pa.string()),
-    ("code_tests", pa.string()),
-    ("reference_solution", pa.string()),
-    ("augmentation_id", pa.string()),
-    ("premise", pa.string()),
-    ("truth_verification", pa.string()),
-    ("mutation_type", pa.string()),
-    ("mutation_strategy", pa.string()),
-    ("mutation_logic", pa.string()),
-    ("generator", pa.string()),
-    ("prompt", pa.string()),
-])
-
+from phr.bench.conditions import CONDITIONS, condition_spec
+from phr.bench.records import Augmentation, BaseQuestion, Condition
 
 def _base_row(q: BaseQuestion) -> dict:
     return {
@@ -70,10 +39,11 @@ def assemble(
     orphans = sorted(set(by_q) - known)
     if orphans:
         raise ValueError(f"augmentations reference unknown question ids: {', '.join(orphans[:5])}")
-    rows: dict[str, list[dict]] = {name: [] for name in CONFIGS}
+    rows: dict[str, list[dict]] = {c.config: [] for c in CONDITIONS}
+    base_c, truthful_c, hall_c = (condition_spec(c) for c in (Condition.B, Condition.B_T, Condition.B_H))
     for q in questions:
         base = _base_row(q)
-        rows["baseline"].append({**base, **_EMPTY_AUG, "id": f"{q.id}-B", "condition": Condition.B.value,
+        rows[base_c.config].append({**base, **_EMPTY_AUG, "id": base_c.instance_id(q.id), "condition": base_c.value,
                                  "prompt": templates.prompt(q)})
         hall = 0
         for a in by_q.get(q.id, []):
@@ -83,16 +53,14 @@ def assemble(
                 "mutation_strategy": a.mutation_strategy, "mutation_logic": a.mutation_logic,
                 "generator": a.generator,
             }
-            if a.kind == "truthful":
-                rows["truthful"].append({**base, **aug, "id": f"{q.id}-T", "condition": Condition.B_T.value,
+            if a.kind == truthful_c.premise:
+                rows[truthful_c.config].append({**base, **aug, "id": truthful_c.instance_id(q.id), "condition": truthful_c.value,
                                          "prompt": templates.prompt(q, a.statement)})
             else:
                 hall += 1
-                rows["hallucinated"].append({**base, **aug, "id": f"{q.id}-H{hall}",
-                                             "condition": Condition.B_H.value,
+                rows[hall_c.config].append({**base, **aug, "id": hall_c.instance_id(q.id, hall),
+                                            "condition": hall_c.value,
                                              "prompt": templates.prompt(q, a.statement)})
     return rows
 
 
-def to_table(rows: list[dict]) -> pa.Table:
-    return pa.Table.from_pylist(rows, schema=SCHEMA)

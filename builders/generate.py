@@ -8,21 +8,21 @@ round, up to the recipe's ``regeneration_rounds``. Every rejection is kept with 
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from string import Template
 
-from pydantic import BaseModel, Field
-
 from phr.builders.recipe import Recipe
 from phr.builders.templates import Templates
+from phr.validation.report import Rejection
+from pydantic import BaseModel, Field
+
+from phr.core.aio import run_sync
 from phr.llm import ChatRequest, GenerationParams, agenerate_structured, as_messages
 from phr.llm.summary import RunSummary
-from phr.records import Augmentation, BaseQuestion, Domain, MutationType
-from phr.validation.report import Rejection
+from phr.bench.records import Augmentation, BaseQuestion, Domain, MutationType
 
 MUTATION_DEFINITIONS = {
     MutationType.RULE_CONTRADICTION: "states a false version of a scientific law, rule or principle.",
@@ -94,7 +94,7 @@ def slots_for(questions: list[BaseQuestion], recipe: Recipe) -> list[_Slot]:
 def generate_premises(questions: list[BaseQuestion], recipe: Recipe, generator, judge=None, *,
                       templates: Templates | None = None, prompts: Prompts | None = None,
                       validation_config=None, extra_check=None) -> GenerationResult:
-    return asyncio.run(agenerate_premises(questions, recipe, generator, judge, templates=templates,
+    return run_sync(agenerate_premises(questions, recipe, generator, judge, templates=templates,
                                           prompts=prompts, validation_config=validation_config,
                                           extra_check=extra_check))
 

@@ -16,15 +16,20 @@ from dataclasses import dataclass, field
 from importlib import metadata, resources
 from pathlib import Path
 
-from phr.builders.assembly import CONFIGS, assemble, to_table
-from phr.builders.hub_folder import OutputExistsError, configs_yaml, dump_json, write_folder, write_parquet_hashed
+from phr.builders.assembly import assemble
+from phr.bench.folder import MANIFEST, card_configs, write_data
+from phr.core.fs import atomic_dir, write_json
 from phr.builders.templates import NAMES as TEMPLATE_NAMES
 from phr.builders.templates import Templates
-from phr.errors import PHRError
-from phr.records import Augmentation, BaseQuestion, MutationType
+from phr.core.errors import PHRError
+from phr.bench.records import Augmentation, BaseQuestion, MutationType
 
 CURATED = "curated"
 DEFAULT_GENERATOR = "openai:gpt-4o"  # the paper's generator
+
+
+class OutputExistsError(PHRError):
+    """The output folder exists and ``overwrite`` was not given."""
 
 
 class BuildError(PHRError):
@@ -118,7 +123,7 @@ def _write(out, questions, augs, *, recipe: str, generator: str, judge: str | No
            inputs: dict[str, str], templates_dir: Path | None, prompts_dir: Path | None, overwrite: bool,
            extra_manifest: dict | None = None) -> BuildResult:
     """Assemble the instances and write the Hub folder (card, parquet, manifest) atomically."""
-    from phr.cards.phrbench_card import render
+    from phr.cards.phrbench_card import LICENSE_FILE, license_text, render
 
     templates = Templates.load(templates_dir)
     inst = assemble(questions, augs, templates)
@@ -138,19 +143,17 @@ def _write(out, questions, augs, *, recipe: str, generator: str, judge: str | No
     }
 
     def fill(tmp: Path) -> None:
-        (tmp / "data").mkdir()
-        files = {name: write_parquet_hashed(to_table(r), tmp / "data", name) for name, r in inst.items()}
-        config_files = {name: [f"data/{f}"] for name, f in files.items()}
-        config_files["all"] = [f"data/{files[name]}" for name in CONFIGS]
+        files = write_data(tmp, inst)
         from phr.cards.eval_yaml import write_eval_yaml
         from phr.cards.figures import markdown, write_figures
 
         figures = write_figures(tmp, inst)
         write_eval_yaml(tmp)
-        card = render(inst, configs=configs_yaml(config_files, default="all"), recipe=recipe, generator=generator,
+        card = render(inst, configs=card_configs(files), recipe=recipe, generator=generator,
                       judge=judge, qc=qc, notes=notes, licenses=licenses, figures=markdown(figures))
         card.save(tmp / "README.md")
-        dump_json(manifest, tmp / "manifest.json")
+        (tmp / LICENSE_FILE).write_text(license_text(licenses), encoding="utf-8")
+        write_json(manifest, tmp / MANIFEST)
         from phr.validation.expectations import write_suite
 
         write_suite(tmp, inst)  # ships with the dataset: `phr-publish validate` re-runs it on a download
@@ -158,7 +161,11 @@ def _write(out, questions, augs, *, recipe: str, generator: str, judge: str | No
         if old_review.is_dir():  # review decisions outlive rebuilds (stale ones are reported by validate)
             shutil.copytree(old_review, tmp / "review")
 
-    path = write_folder(out, fill, overwrite=overwrite)
+    if Path(out).exists() and not overwrite:
+        raise OutputExistsError(f"{Path(out).resolve()} already exists: pass --overwrite to replace it")
+    with atomic_dir(out) as tmp:
+        fill(tmp)
+    path = Path(out).resolve()
     return BuildResult(path, counts, qc)
 
 

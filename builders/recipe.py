@@ -9,8 +9,8 @@ from pathlib import Path
 
 import yaml
 
-from phr.errors import PHRError
-from phr.records import BaseQuestion, Domain, MutationType
+from phr.core.errors import PHRError
+from phr.bench.records import BaseQuestion, Domain, MutationType
 
 BUILTIN = ("paper", "mini")
 

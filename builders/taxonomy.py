@@ -15,8 +15,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from phr.errors import PHRError
-from phr.records import Domain
+from phr.core.errors import PHRError
+from phr.bench.records import Domain
 
 DEFAULT_PATH = Path(__file__).with_name("taxonomy.yaml")
 ENV_VAR = "PHR_TAXONOMY"

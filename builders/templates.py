@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from phr.records import BaseQuestion, TaskType
+from phr.bench.records import BaseQuestion, TaskType
 
 NAMES = ("multiple_choice", "open_ended", "code", "with_premise")
 

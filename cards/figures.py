@@ -19,7 +19,8 @@ from collections import Counter
 from pathlib import Path
 from statistics import median
 
-from phr.records import Domain, MutationType
+from phr.bench.conditions import CONFIGS
+from phr.bench.records import Domain, MutationType
 
 FIGURES_DIR = "figures"
 COUNTS_PNG = "figures/counts_domain_mutation.png"
@@ -153,9 +154,7 @@ def premise_length(truthful: list[dict], hallucinated: list[dict], path: Path) -
 def write_figures(folder: Path, rows_by_config: dict[str, list[dict]]) -> list[str]:
     """Write the card's figures under ``<folder>/figures/``; return their folder-relative paths."""
     folder = Path(folder)
-    base = rows_by_config.get("baseline", [])
-    truthful = rows_by_config.get("truthful", [])
-    hall = rows_by_config.get("hallucinated", [])
+    base, truthful, hall = (rows_by_config.get(name, []) for name in CONFIGS)
     with _style():
         counts_by_domain_mutation(hall, folder / COUNTS_PNG)
         subtypes_per_domain(base, folder / SUBTYPES_PNG)

@@ -18,47 +18,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow.parquet as pq
+from pydantic import ValidationError
 
-from phr.errors import PHRError
+from phr.bench.conditions import CONDITION_VALUES, UnknownConditionError, condition_spec, select
+from phr.bench.folder import data_file
+from phr.bench.instance import Instance
+from phr.core.errors import PHRError
+from phr.core.fs import sha256_file
+from phr.core.settings import phr_home
 
-#: condition label -> the dataset config that holds it
-CONDITION_CONFIGS = {"B": "baseline", "B+T": "truthful", "B+H": "hallucinated"}
-CONDITIONS = tuple(CONDITION_CONFIGS)
+CONDITIONS = CONDITION_VALUES
 
 
 class DatasetError(PHRError):
     pass
-
-
-@dataclass(frozen=True)
-class Instance:
-    """One PHRBench row as the evaluation needs it."""
-
-    id: str
-    question_id: str
-    condition: str  # "B" | "B+T" | "B+H"
-    domain: str
-    subtype: str
-    task_type: str  # multiple_choice | open_ended | code
-    source: str
-    prompt: str
-    question: str | None = None
-    answer: str | None = None
-    answer_index: int | None = None
-    options: tuple[str, ...] = ()
-    entry_point: str | None = None
-    code_tests: str | None = None
-    premise: str | None = None
-    truth_verification: str | None = None
-    mutation_type: str | None = None
-    mutation_logic: str | None = None
-
-    @classmethod
-    def from_row(cls, row: dict) -> Instance:
-        names = cls.__dataclass_fields__
-        kw = {k: row.get(k) for k in names}
-        kw["options"] = tuple(row.get("options") or ())
-        return cls(**kw)
 
 
 @dataclass
@@ -82,39 +55,18 @@ class EvalDataset:
 
 def check_conditions(conditions) -> tuple[str, ...]:
     """Normalise condition names ("B", "B+T", "B+H", or the config names baseline/truthful/hallucinated)."""
-    if isinstance(conditions, str):
-        conditions = [c for c in conditions.replace(" ", "").split(",") if c]
-    by_config = {v: k for k, v in CONDITION_CONFIGS.items()}
-    out = []
-    for c in conditions:
-        c = by_config.get(c.lower(), c.upper())
-        if c not in CONDITION_CONFIGS:
-            raise DatasetError(f"unknown condition {c!r}: use B, B+T, B+H (or baseline, truthful, hallucinated)")
-        if c not in out:
-            out.append(c)
-    if not out:
-        raise DatasetError("no condition selected")
-    return tuple(c for c in CONDITIONS if c in out)
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _data_file(folder: Path, config: str) -> Path | None:
-    found = sorted((folder / "data").glob(f"{config}-*.parquet")) or sorted((folder / "data").glob(f"{config}.parquet"))
-    return found[0] if found else None
+    try:
+        return select(conditions)
+    except UnknownConditionError as e:
+        raise DatasetError(str(e)) from None
 
 
 def _read_folder(folder: Path) -> tuple[list[Instance], dict[str, str]]:
     instances: list[Instance] = []
     files: dict[str, str] = {}
-    for cond, config in CONDITION_CONFIGS.items():
-        path = _data_file(folder, config)
+    for cond in CONDITIONS:
+        config = condition_spec(cond).config
+        path = data_file(folder, config)
         if path is None:
             raise DatasetError(f"{folder} has no data/{config}-*.parquet: not a built PHRBench folder "
                                "(make one with `phr-publish build phrbench`)")
@@ -129,8 +81,10 @@ def _read_folder(folder: Path) -> tuple[list[Instance], dict[str, str]]:
                 raise DatasetError(f"{rel} row {n} ({row.get('id')!r}): condition {row.get('condition')!r}, expected {cond!r}")
             try:
                 instances.append(Instance.from_row(row))
-            except TypeError as e:
-                raise DatasetError(f"{rel} row {n}: {e}") from None
+            except ValidationError as e:
+                err = e.errors()[0]
+                raise DatasetError(f"{rel} row {n} ({row.get('id')!r}): field {'.'.join(map(str, err['loc']))}: "
+                                   f"{err['msg']}") from None
     seen: set[str] = set()
     for i in instances:
         if not i.id or not i.prompt:
@@ -209,7 +163,7 @@ def _from_local_hub(repo_id: str, revision: str | None, hub: Path, dataset_id: s
 
 
 def _eval_cache() -> Path:
-    cache = Path(os.environ.get("PHR_HOME", Path.home() / ".cache" / "phr")).expanduser() / "eval-datasets"
+    cache = phr_home() / "eval-datasets"
     cache.mkdir(parents=True, exist_ok=True)
     return cache
 

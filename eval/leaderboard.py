@@ -253,7 +253,7 @@ def render_html(records: list[dict], title: str = TITLE) -> str:
 def write_leaderboard(records: list[dict], out_dir: str | Path, title: str = TITLE) -> dict[str, Path]:
     """Write ``leaderboard.parquet``, ``leaderboard.md`` and ``leaderboard.html`` into ``out_dir`` (temp files
     first, then ``os.replace``); returns {"parquet", "markdown", "html"} -> path."""
-    from phr.builders.hub_folder import write_parquet
+    from phr.core.parquet import write_parquet
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from phr.eval.trajectory import TrajectoryMetrics, TrajectoryScorer
+
+from phr.core.sqlite import connect
 from phr.llm.cache import default_cache_path
 
 SCHEMA = """
@@ -50,11 +52,7 @@ class MetricCache:
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA busy_timeout=60000")
-            self._local.conn = conn
+            conn = self._local.conn = connect(self.path)
         return conn
 
     def get_many(self, keys: Sequence[str]) -> dict[str, TrajectoryMetrics]:

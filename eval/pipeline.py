@@ -15,7 +15,7 @@ from phr.eval.report import result_json, write_results
 from phr.eval.runner import load_eval_dataset_from_meta, load_run
 from phr.eval.scoring import ScoreOptions, score_responses
 
-from phr.errors import PHRError
+from phr.core.errors import PHRError
 
 SCORES_DIR = "scores"
 

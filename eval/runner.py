@@ -38,7 +38,7 @@ from phr.eval.dataset import (
     load_eval_dataset,
 )
 
-from phr.errors import PHRError
+from phr.core.errors import PHRError
 
 RUN_FILE = "run.json"
 RESPONSES_FILE = "responses.jsonl"

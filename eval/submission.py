@@ -28,7 +28,7 @@ from urllib.parse import urlparse
 from phr.eval.dataset import CONDITIONS, DatasetError, EvalDataset, check_conditions
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from phr.errors import PHRError
+from phr.core.errors import PHRError
 
 KEYS = ("instance_id", "sample", "response")
 MISSING_SHOWN = 5  # missing responses named in the coverage message

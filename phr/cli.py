@@ -13,8 +13,8 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from phr.errors import PHRError
-from phr.secrets import redact
+from phr.core.errors import PHRError
+from phr.core.secrets import redact
 
 app = typer.Typer(
     name="phr-publish",
@@ -47,7 +47,7 @@ def _global(
     cache: Annotated[Optional[Path], typer.Option("--cache", envvar="PHR_CACHE", help="Call cache file (SQLite).")] = None,
     log_level: Annotated[str, typer.Option("--log-level", envvar="PHR_LOG_LEVEL", help="DEBUG, INFO, WARNING, ERROR.")] = "WARNING",
 ) -> None:
-    from phr.log import setup_logging
+    from phr.core.log import setup_logging
 
     if log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
         raise typer.BadParameter(f"unknown log level {log_level!r}", param_hint="--log-level")

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from phr.errors import PHRError
-from phr.secrets import redact
+from phr.core.errors import PHRError
+from phr.core.secrets import redact
 
 eval_app = typer.Typer(help="Evaluate models on PHRBench (generate, merge shards, score).", no_args_is_help=True)
 

@@ -10,8 +10,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from phr.errors import PHRError
-from phr.secrets import redact
+from phr.core.errors import PHRError
+from phr.core.secrets import redact
 
 RepoType = Annotated[str, typer.Option("--repo-type", help="dataset or model.")]
 

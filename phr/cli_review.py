@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from phr.errors import PHRError
+from phr.core.errors import PHRError
 
 review_app = typer.Typer(
     help="Manual review of a built PHRBench folder: export a review sheet, import the decisions.",

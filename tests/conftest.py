@@ -13,7 +13,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tests never download models
 @pytest.fixture(scope="session")
 def smollm2():
     """local:smollm2, loaded once per session (converted once into the default $PHR_HOME if needed)."""
-    from phr.errors import ModelNotInstalledError
+    from phr.core.errors import ModelNotInstalledError
     from phr.llm.providers.hf_local import local_provider
 
     try:

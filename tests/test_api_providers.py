@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from phr.errors import MissingAPIKeyError, UnknownProviderError
+from phr.core.errors import MissingAPIKeyError, UnknownProviderError
 from phr.llm.errors import (
     AuthFailed, BadRequest, CallError, CallTimeout, ConnectionFailed, MalformedResponse, RateLimited, ServerError,
 )

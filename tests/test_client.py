@@ -8,7 +8,7 @@ import time
 import pytest
 from pydantic import BaseModel
 
-from phr.errors import MissingAPIKeyError
+from phr.core.errors import MissingAPIKeyError
 from phr.llm import LLM, ChatRequest, GenerationParams, as_messages, generate_structured
 from phr.testing.protocol_server import ProtocolServer
 
@@ -148,7 +148,7 @@ def test_requests_per_minute_limit(env, server):
 
 
 def test_no_key_in_cache_logs_or_summary(env, server, caplog, capsys):
-    from phr.log import setup_logging
+    from phr.core.log import setup_logging
 
     setup_logging("DEBUG")
     server.script(None, [("status", 401, {}, {"error": {"message": f"Incorrect API key provided: {KEY}"}})])

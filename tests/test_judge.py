@@ -5,7 +5,7 @@ import json
 import pytest
 
 from phr.llm import LLM
-from phr.records import Augmentation, BaseQuestion
+from phr.bench.records import Augmentation, BaseQuestion
 from phr.testing.protocol_server import ProtocolServer
 from phr.validation.judge import JudgeVerdict, judge_augmentations, judge_prompt
 

@@ -13,7 +13,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 torch = pytest.importorskip("torch")
 
-from phr.errors import ModelNotInstalledError, PHRError  # noqa: E402
+from phr.core.errors import ModelNotInstalledError, PHRError  # noqa: E402
 from phr.llm.providers import hf_local  # noqa: E402
 from phr.llm.providers.base import BatchItem  # noqa: E402
 from phr.llm.spec import make_provider  # noqa: E402

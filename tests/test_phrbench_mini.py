@@ -8,7 +8,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from phr.builders.hub_folder import OutputExistsError, write_parquet
+from phr.builders.phrbench import OutputExistsError
+from phr.core.parquet import write_parquet
 from phr.builders.phrbench import build_mini
 
 EXE = str(Path(sys.executable).parent / "phr-publish")
@@ -29,7 +30,7 @@ def test_counts_and_layout(built):
     assert all(len(n.split("-")[1]) == len("0123456789ab.parquet") for n in names)
     assert (out / "README.md").exists() and (out / "manifest.json").exists()
     assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]  # no temp folders left
-    from phr.validation.folder import data_file
+    from phr.bench.folder import data_file
 
     hall = pq.read_table(data_file(out, "hallucinated")).to_pylist()
     by_domain = {}
@@ -89,7 +90,7 @@ def test_cli_build_validate_then_leak_is_caught(tmp_path):
     r = subprocess.run([EXE, "validate", "phrbench"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     # edit one hallucinated premise to leak its gold answer
-    from phr.validation.folder import data_file
+    from phr.bench.folder import data_file
 
     path = data_file(tmp_path / "phrbench", "hallucinated")
     table = pq.read_table(path)
@@ -121,7 +122,8 @@ def test_rebuild_with_other_rows_never_loads_stale_cache(tmp_path, monkeypatch):
 def test_validate_names_malformed_rows_instead_of_crashing(built, tmp_path):
     import shutil
 
-    from phr.validation.folder import data_file, validate_folder
+    from phr.bench.folder import data_file
+from phr.validation.folder import validate_folder
 
     out, _ = built
     copy = tmp_path / "copy"

@@ -16,7 +16,8 @@ import pytest
 from phr.builders.phrbench import build
 from phr.builders.recipe import RecipeError
 from phr.testing.protocol_server import ProtocolServer
-from phr.validation.folder import data_file, validate_folder
+from phr.bench.folder import data_file
+from phr.validation.folder import validate_folder
 from tests.paper_fixtures import WORDS, write_sources
 
 

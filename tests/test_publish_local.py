@@ -14,9 +14,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from phr.builders.hub_folder import write_parquet
+from phr.core.parquet import write_parquet
 from phr.builders.phrbench import build_mini
-from phr.validation.folder import data_file
+from phr.bench.folder import data_file
 
 from phr.publish import (
     DestinationExistsError,

@@ -10,11 +10,12 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from phr.builders.hub_folder import write_parquet
+from phr.core.parquet import write_parquet
 from phr.builders.phrbench import build_mini
 from phr.cli_review import review_app
-from phr.errors import PHRError
-from phr.validation.folder import data_file, validate_folder
+from phr.core.errors import PHRError
+from phr.bench.folder import data_file
+from phr.validation.folder import validate_folder
 from phr.validation.review import (
     COLUMNS,
     ReviewSheetError,

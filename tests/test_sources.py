@@ -29,7 +29,7 @@ from phr.builders.sources import (
     reference_program,
     sciq,
 )
-from phr.records import BaseQuestion, Domain, TaskType
+from phr.bench.records import BaseQuestion, Domain, TaskType
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("PHR_SHARED_DATA") or REPO.parent / "shared" / "data")

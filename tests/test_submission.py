@@ -16,7 +16,7 @@ from phr.eval.submission import (
     write_submission,
 )
 
-from phr.errors import PHRError
+from phr.core.errors import PHRError
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from phr.records import Augmentation, BaseQuestion
+from phr.bench.records import Augmentation, BaseQuestion
 from phr.validation.checks import (
     distinctness,
     enumeration_markers,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from phr.records import MutationType
+from phr.bench.records import MutationType
 
 ALL_MUTATION_TYPES: tuple[str, ...] = tuple(m.value for m in MutationType)
 

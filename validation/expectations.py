@@ -33,37 +33,37 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-from phr.records import Condition, Domain, MutationType, TaskType
+from phr.bench.conditions import CONDITIONS, condition_spec
+from phr.bench.folder import data_file
+from phr.bench.instance import NOT_NULL
+from phr.bench.records import Domain, MutationType, TaskType
 from phr.validation.report import Rejection
 
 SUITE_FILE = "validation/expectations.json"
 FORMAT = "phr-expectations/1"
 CHECK = "expectations"
 
-CONFIG_CONDITION = {"baseline": Condition.B.value, "truthful": Condition.B_T.value, "hallucinated": Condition.B_H.value}
-ID_SUFFIX = {"baseline": r"-B$", "truthful": r"-T$", "hallucinated": r"-H[0-9]+$"}
+CONFIG_CONDITION = {c.config: c.value for c in CONDITIONS}
+ID_SUFFIX = {c.config: c.id_regex for c in CONDITIONS}
 DOMAINS = tuple(sorted(d.value for d in Domain))
 MUTATION_TYPES = tuple(sorted(m.value for m in MutationType))
 TASK_TYPES = tuple(sorted(t.value for t in TaskType))
-REQUIRED = ("id", "question_id", "condition", "domain", "subtype", "task_type", "source", "source_row_id", "license",
-            "question", "answer", "prompt")
-REQUIRED_BY_CONFIG = {
-    "baseline": REQUIRED,
-    "truthful": (*REQUIRED, "premise", "augmentation_id"),
-    "hallucinated": (*REQUIRED, "premise", "augmentation_id", "mutation_type"),
-}
-NULL_BY_CONFIG = {"baseline": ("augmentation_id", "premise", "mutation_type"), "truthful": ("mutation_type",),
-                  "hallucinated": ()}
-UNIQUE_BY_CONFIG = {"baseline": ("id", "question_id"), "truthful": ("id", "question_id", "augmentation_id"),
-                    "hallucinated": ("id", "augmentation_id")}
-NONEMPTY_BY_CONFIG = {"baseline": ("question", "prompt"), "truthful": ("question", "prompt", "premise"),
-                      "hallucinated": ("question", "prompt", "premise")}
-GROUPS_BY_CONFIG = {
-    "baseline": (("domain",), ("domain", "subtype")),
-    "truthful": (("domain",), ("domain", "subtype")),
-    "hallucinated": (("domain",), ("domain", "mutation_type"), ("domain", "subtype"), ("mutation_type",)),
-}
-DISTRIBUTIONS_BY_CONFIG = {"baseline": ("domain",), "truthful": ("domain",), "hallucinated": ("domain", "mutation_type")}
+REQUIRED = NOT_NULL
+
+
+def _premise_columns(c) -> tuple[str, ...]:
+    return (("premise", "augmentation_id") if c.premise else ()) + (("mutation_type",) if c.mutation else ())
+
+
+REQUIRED_BY_CONFIG = {c.config: (*REQUIRED, *_premise_columns(c)) for c in CONDITIONS}
+NULL_BY_CONFIG = {c.config: tuple(x for x in ("augmentation_id", "premise", "mutation_type")
+                                  if x not in REQUIRED_BY_CONFIG[c.config]) for c in CONDITIONS}
+UNIQUE_BY_CONFIG = {c.config: ("id", *(() if c.mutation else ("question_id",)),
+                               *(("augmentation_id",) if c.premise else ())) for c in CONDITIONS}
+NONEMPTY_BY_CONFIG = {c.config: ("question", "prompt", *(("premise",) if c.premise else ())) for c in CONDITIONS}
+GROUPS_BY_CONFIG = {c.config: (("domain",), ("domain", "mutation_type"), ("domain", "subtype"), ("mutation_type",))
+                    if c.mutation else (("domain",), ("domain", "subtype")) for c in CONDITIONS}
+DISTRIBUTIONS_BY_CONFIG = {c.config: ("domain", *(("mutation_type",) if c.mutation else ())) for c in CONDITIONS}
 KL_THRESHOLD = 1e-9  # "the built share ± 0", up to float rounding
 GROUP_SEP = " / "
 NULL_KEY = "(null)"
@@ -105,7 +105,7 @@ def _row_expectations(config: str, rows: list[dict]) -> list[dict]:
         _e("expect_column_values_to_be_in_set", column="domain", value_set=list(DOMAINS)),
         _e("expect_column_values_to_be_in_set", column="task_type", value_set=list(TASK_TYPES)),
     ]
-    if config == "hallucinated":
+    if condition_spec(config).mutation:
         out.append(_e("expect_column_values_to_be_in_set", column="mutation_type", value_set=list(MUTATION_TYPES)))
     out += [_e("expect_column_value_lengths_to_be_between", column=c, min_value=1) for c in NONEMPTY_BY_CONFIG[config]]
     for col in DISTRIBUTIONS_BY_CONFIG[config]:
@@ -287,8 +287,6 @@ def _frame(rows: list[dict], by: list[str]):
 def run_suite(folder: str | Path) -> list[Rejection]:
     """Run the folder's shipped suite on its parquet files; one Rejection per failed expectation."""
     import pyarrow.parquet as pq
-
-    from phr.validation.folder import data_file
 
     folder = Path(folder)
     doc, problems = _load(folder)

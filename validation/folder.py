@@ -9,47 +9,23 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-import pyarrow.parquet as pq
 from pydantic import ValidationError
 
-from phr.records import Augmentation, BaseQuestion
+from phr.bench.conditions import CONFIGS, condition_spec
+from phr.bench.folder import CARD_CONFIGS, read_rows
+from phr.bench.records import Augmentation, BaseQuestion, Condition
+from phr.hub.card import README, CardError, card_configs, missing_data_files
 from phr.validation.report import Rejection, ValidationReport
 
-CONFIGS = ("baseline", "truthful", "hallucinated")
-
-
 def _card_checks(folder: Path) -> list[Rejection]:
-    from datasets.utils.metadata import MetadataConfigs
-    from huggingface_hub import DatasetCard
-
-    readme = folder / "README.md"
-    if not readme.exists():
-        return [Rejection("README.md", "card", "missing README.md (dataset card)")]
     try:
-        card = DatasetCard.load(readme)
-        configs = MetadataConfigs.from_dataset_card_data(card.data)
-        for name, cfg in configs.items():
-            MetadataConfigs._raise_if_data_files_field_not_valid(cfg)
-    except Exception as e:  # any parser complaint is a card failure
-        return [Rejection("README.md", "card", f"card metadata does not parse: {e}")]
-    missing = [n for n in (*CONFIGS, "all") if n not in configs]
-    out = [Rejection("README.md", "card", f"no config {n!r} in the card's configs") for n in missing]
-    for name, cfg in configs.items():
-        for df in cfg.get("data_files", []):
-            paths = df["path"] if isinstance(df["path"], list) else [df["path"]]
-            out += [Rejection("README.md", "card", f"config {name!r} names {p}, which does not exist")
-                    for p in paths if not any(folder.glob(p))]
+        configs = card_configs(folder)
+    except CardError as e:
+        return [Rejection(README, "card", str(e))]
+    out = [Rejection(README, "card", f"no config {n!r} in the card's configs") for n in CARD_CONFIGS if n not in configs]
+    out += [Rejection(README, "card", f"config {name!r} names {p}, which does not exist")
+            for name, p in missing_data_files(folder, configs)]
     return out
-
-
-def data_file(folder: Path, name: str) -> Path | None:
-    """``data/<name>-<hash>.parquet`` (or ``data/<name>.parquet``) of a built folder."""
-    found = sorted((folder / "data").glob(f"{name}-*.parquet")) or sorted((folder / "data").glob(f"{name}.parquet"))
-    return found[0] if found else None
-
-
-def load_rows(folder: Path) -> dict[str, list[dict]]:
-    return {n: pq.read_table(p).to_pylist() for n in CONFIGS if (p := data_file(folder, n)) is not None}
 
 
 def _first_error(e: Exception) -> str:
@@ -77,7 +53,7 @@ def validate_folder(folder: str | Path) -> ValidationReport:
         report.extend([Rejection(str(folder), "folder", "not a folder")])
         return report
     report.extend(_card_checks(folder))
-    rows = load_rows(folder)
+    rows = read_rows(folder)
     for n in CONFIGS:
         if n not in rows:
             report.extend([Rejection(f"data/{n}-*.parquet", "folder", "missing data file")])
@@ -93,13 +69,13 @@ def validate_folder(folder: str | Path) -> ValidationReport:
     ids = Counter(r["id"] for rs in rows.values() for r in rs)
     report.extend(Rejection(i, "ids", f"instance id appears {c} times") for i, c in ids.items() if c > 1)
     questions: dict[str, BaseQuestion] = {}
-    for r in rows["baseline"]:
+    for r in rows[condition_spec(Condition.B).config]:
         try:
             questions[r["question_id"]] = _question(r)
         except (ValidationError, KeyError) as e:
             report.extend([Rejection(r.get("id") or "?", "schema:baseline", _first_error(e))])
     augs, instance_of = [], {}
-    for kind, cfg in (("truthful", "truthful"), ("hallucinated", "hallucinated")):
+    for kind, cfg in ((c.premise, c.config) for c in map(condition_spec, (Condition.B_T, Condition.B_H))):
         for r in rows[cfg]:
             if r["question_id"] not in questions:
                 report.extend([Rejection(r["id"], "ids", f"question {r['question_id']} has no baseline row")])

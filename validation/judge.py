@@ -3,7 +3,7 @@ semantic answer leakage (PHRBench's second validation pass, after the rule-based
 
     outcome = judge_augmentations(questions, augmentations, LLM("openai:gpt-4o"))
     outcome.rejections    # Rejection(aug id, "judge" | "judge_leakage", "<criterion>: <judge's reason>")
-    outcome.judgements    # one phr.records.Judgement per augmentation
+    outcome.judgements    # one phr.bench.records.Judgement per augmentation
     outcome.failures      # judge replies still invalid after re-asks (also rejected, never accepted)
 
 Every prompt goes out in one batched ``agenerate_structured`` call (temperature 0, n=1), so the calls are
@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from phr.llm.structured import agenerate_structured
 from phr.llm.types import ChatRequest, GenerationParams, as_messages
-from phr.records import Augmentation, BaseQuestion, Judgement, TaskType
+from phr.bench.records import Augmentation, BaseQuestion, Judgement, TaskType
 
 from .report import Rejection, ValidationReport
 

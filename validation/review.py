@@ -31,13 +31,17 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from phr.errors import PHRError
+from phr.bench.conditions import CONDITIONS, condition_spec
+from phr.bench.folder import data_file, read_rows
+from phr.bench.records import Condition
+from phr.core.errors import PHRError
 from phr.validation.report import Rejection
 
 REVIEW_DIR = "review"
 DECISIONS_FILE = "decisions.json"
 CHECK = "manual_review"
-PREMISE_CONFIGS = ("truthful", "hallucinated")
+BASELINE = condition_spec(Condition.B).config
+PREMISE_CONFIGS = tuple(c.config for c in CONDITIONS if c.premise)
 DECISIONS = ("accept", "reject")
 
 COLUMNS = (
@@ -48,9 +52,6 @@ COLUMNS = (
 # columns an imported sheet must have; the others are context for the reviewer and are not read back
 REQUIRED_COLUMNS = ("instance_id", "augmentation_id", "premise_sha", "decision", "reviewer", "note")
 FILL_COLUMNS = ("decision", "reviewer", "note")
-
-_KIND = {"baseline": "baseline", "truthful": "truthful", "hallucinated": "hallucinated"}
-
 
 class ReviewError(PHRError):
     """The folder or the decisions file cannot be used for a review round."""
@@ -143,8 +144,6 @@ def _natural(s: str) -> tuple:
 
 
 def _load_configs(folder: Path, names: tuple[str, ...]) -> dict[str, list[dict]]:
-    from phr.validation.folder import data_file
-
     if not folder.is_dir():
         raise ReviewError(f"{folder} is not a folder (build one with `phr-publish build phrbench`)")
     out = {}
@@ -176,14 +175,14 @@ def sheet_rows(folder: str | Path, *, include_baseline: bool = False) -> list[di
     """The review sheet's rows (dicts keyed by :data:`COLUMNS`), in the sheet's order:
     (domain, question_id, instance_id)."""
     folder = Path(folder)
-    names = (("baseline",) if include_baseline else ()) + PREMISE_CONFIGS
+    names = ((BASELINE,) if include_baseline else ()) + PREMISE_CONFIGS
     rows = []
     for name, records in _load_configs(folder, names).items():
         for r in records:
             rows.append({
                 "instance_id": r["id"], "augmentation_id": r.get("augmentation_id") or "",
                 "question_id": r["question_id"], "domain": r.get("domain") or "", "subtype": r.get("subtype") or "",
-                "kind": _KIND[name], "mutation_type": r.get("mutation_type") or "",
+                "kind": condition_spec(name).premise or name, "mutation_type": r.get("mutation_type") or "",
                 "question": _question_text(r), "gold_answer": _gold(r), "premise": r.get("premise") or "",
                 "truth_verification": r.get("truth_verification") or "",
                 "mutation_strategy": r.get("mutation_strategy") or "", "mutation_logic": r.get("mutation_logic") or "",
@@ -378,14 +377,14 @@ def import_review(sheet: str | Path, folder: str | Path, *, reviewer: str | None
     ``reviewer`` cells of decided rows.
     """
     sheet, folder = Path(sheet), Path(folder)
-    rows = _load_configs(folder, ("baseline", *PREMISE_CONFIGS))
+    rows = _load_configs(folder, (BASELINE, *PREMISE_CONFIGS))
     existing = load_decisions(folder)  # an unusable decisions file stops the import before anything else
     premises: dict[str, dict] = {}  # augmentation id -> {instance_id, sha}
     instances: dict[str, str | None] = {}  # instance id -> augmentation id (None for baseline)
     for name, records in rows.items():
         for r in records:
-            instances[r["id"]] = r.get("augmentation_id") if name != "baseline" else None
-            if name != "baseline":
+            instances[r["id"]] = r.get("augmentation_id") if name != BASELINE else None
+            if name != BASELINE:
                 premises[r["augmentation_id"]] = {"instance_id": r["id"], "sha": premise_sha(r.get("premise"))}
 
     header, records, problems = _read_sheet(sheet)
@@ -495,9 +494,7 @@ def review_rejections(folder: str | Path, rows: dict[str, list[dict]] | None = N
     except ReviewError as e:
         return [Rejection(where, CHECK, str(e))]
     if rows is None:
-        from phr.validation.folder import load_rows
-
-        rows = load_rows(folder)
+        rows = read_rows(folder)
     current = {r["augmentation_id"]: r for n in PREMISE_CONFIGS for r in rows.get(n, []) if r.get("augmentation_id")}
     out = []
     for aid in sorted(decisions):

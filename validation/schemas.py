@@ -1,6 +1,6 @@
 """pandera schemas for the DataFrames of base questions, augmentations and instances.
 
-The columns are the fields of phr.records.BaseQuestion / Augmentation / Instance (one row per record,
+The columns are the fields of phr.bench.records.BaseQuestion / Augmentation / Instance (one row per record,
 enums as their string values, `options` as a list). `validate_frame(df, which)` runs the schema lazily and
 turns every failure into a Rejection naming the row id (or "<which>" for a frame-level problem such as a
 missing column or a wrong dtype).
@@ -16,7 +16,10 @@ import pandas as pd
 import pandera.pandas as pa
 from pandera.errors import SchemaError, SchemaErrors
 
-from phr.records import Condition, Domain, MutationType, TaskType
+from phr.bench.conditions import CONDITION_VALUES, PREMISE_KINDS
+from phr.bench.instance import COLUMNS as INSTANCE_COLUMNS
+from phr.bench.instance import Column
+from phr.bench.records import Condition, Domain, MutationType, TaskType
 
 from .config import SchemaConfig
 from .report import Rejection
@@ -27,8 +30,8 @@ FRAMES: tuple[str, ...] = ("questions", "augmentations", "instances")
 DOMAINS = [d.value for d in Domain]
 TASK_TYPES = [t.value for t in TaskType]
 MUTATION_TYPES = [m.value for m in MutationType]
-CONDITIONS = [c.value for c in Condition]
-KINDS = ["truthful", "hallucinated"]
+CONDITIONS = list(CONDITION_VALUES)
+KINDS = list(PREMISE_KINDS)
 
 _NON_EMPTY = r"\s*\S"  # re.match: at least one non-space character
 
@@ -89,7 +92,7 @@ def _condition_fields(df: pd.DataFrame) -> pd.Series:
     premise = _col(df, "premise").notna()
     aug = _col(df, "augmentation_id").notna()
     mut = _col(df, "mutation_type").notna()
-    is_b, is_t, is_h = cond.eq("B"), cond.eq("B+T"), cond.eq("B+H")
+    is_b, is_t, is_h = (cond.eq(c.value) for c in (Condition.B, Condition.B_T, Condition.B_H))
     return (is_b & ~premise & ~aug & ~mut) | (is_t & premise & aug & ~mut) | (is_h & premise & aug & mut) | ~(is_b | is_t | is_h)
 
 
@@ -116,6 +119,25 @@ _FRAME_RULES: dict[str, tuple[tuple[str, Callable[[pd.DataFrame], pd.Series], st
 
 
 # ---- schemas ------------------------------------------------------------------------------------------
+
+
+_ID_PATTERNS = {"id": "instance_id_pattern", "question_id": "question_id_pattern"}
+
+
+def _instance_column(c: Column, config: SchemaConfig) -> pa.Column:
+    """The pandera column of an instance-row column (phr.bench.instance): core columns are required and
+    non-empty, dataset columns non-empty when present, optional ones may be null."""
+    required, nullable = c.role == "core", c.role == "optional"
+    if c.kind == "enum":
+        return _enum(list(c.values), nullable=nullable, required=required)
+    if c.kind == "list":
+        return pa.Column(object, nullable=True, required=False)
+    if c.kind == "int":
+        return pa.Column(float, pa.Check.ge(0), nullable=True, required=False, coerce=True)
+    if nullable:
+        return _optional_text()
+    pattern = getattr(config, _ID_PATTERNS[c.name]) if c.name in _ID_PATTERNS else None
+    return _text(required=required, pattern=pattern, unique=c.name == "id")
 
 
 @lru_cache(maxsize=16)
@@ -152,18 +174,7 @@ def schema(which: Which, config: SchemaConfig = SchemaConfig()) -> pa.DataFrameS
             "generator": _text(),
         }
     elif which == "instances":
-        columns = {
-            "id": _text(pattern=config.instance_id_pattern, unique=True),
-            "question_id": _text(pattern=config.question_id_pattern),
-            "condition": _enum(CONDITIONS),
-            "domain": _enum(DOMAINS),
-            "subtype": _text(),
-            "task_type": _enum(TASK_TYPES),
-            "prompt": _text(),
-            "premise": _optional_text(),
-            "augmentation_id": _optional_text(),
-            "mutation_type": _enum(MUTATION_TYPES, nullable=True, required=False),
-        }
+        columns = {c.name: _instance_column(c, config) for c in INSTANCE_COLUMNS}
     else:
         raise ValueError(f"unknown frame {which!r}; expected one of {FRAMES}")
     checks = [pa.Check(fn, name=name, error=text) for name, fn, text in _FRAME_RULES[which]]

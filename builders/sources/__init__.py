@@ -1,4 +1,4 @@
-"""Source-benchmark loaders: each standardizes one benchmark's rows into `phr.records.BaseQuestion`.
+"""Source-benchmark loaders: each standardizes one benchmark's rows into `phr.bench.records.BaseQuestion`.
 
 Every module exposes ``load(source_dir=None, *, online=False, **filters) -> list[BaseQuestion]`` and the
 constants NAME, TITLE, LICENSE, HUB_ID, PACKAGE and FORMAT. A copy is taken from `source_dir` (the
@@ -12,7 +12,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from phr.records import BaseQuestion
+from phr.bench.records import BaseQuestion
 
 from . import bbbp, chembench, gpqa, humaneval, mbpp, medmcqa, mmlu, sciq
 from ._common import MalformedSourceError, SourceNotFoundError, SourceOptionError, question_id

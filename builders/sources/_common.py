@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from phr.errors import PHRError
-from phr.records import BaseQuestion, TaskType
+from phr.core.errors import PHRError
+from phr.bench.records import BaseQuestion, TaskType
 
 from .. import taxonomy
 

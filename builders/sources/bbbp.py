@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from phr.records import BaseQuestion
+from phr.bench.records import BaseQuestion
 
 from . import _common as c
 

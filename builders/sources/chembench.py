@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from phr.records import BaseQuestion, TaskType
+from phr.bench.records import BaseQuestion, TaskType
 
 from .. import taxonomy
 from . import _common as c

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from phr.records import BaseQuestion, Domain, TaskType
+from phr.bench.records import BaseQuestion, Domain, TaskType
 
 from .. import taxonomy
 from . import _common as c

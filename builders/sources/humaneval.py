@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from phr.records import BaseQuestion, TaskType
+from phr.bench.records import BaseQuestion, TaskType
 
 from . import _common as c
 

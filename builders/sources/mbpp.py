@@ -7,7 +7,7 @@ import re
 import warnings
 from pathlib import Path
 
-from phr.records import BaseQuestion, TaskType
+from phr.bench.records import BaseQuestion, TaskType
 
 from . import _common as c
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from phr.records import BaseQuestion
+from phr.bench.records import BaseQuestion
 
 from . import _common as c
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
 import threading
 import time
@@ -18,6 +17,8 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from phr.core.settings import cache_path
+from phr.core.sqlite import connect
 from phr.llm.types import GenerationParams, Message, Sample
 
 SCHEMA = """
@@ -57,10 +58,7 @@ class CacheMode(str, Enum):
 
 
 def default_cache_path() -> Path:
-    if os.environ.get("PHR_CACHE"):
-        return Path(os.environ["PHR_CACHE"]).expanduser()
-    home = Path(os.environ.get("PHR_HOME", "~/.cache/phr")).expanduser()
-    return home / "calls.sqlite"
+    return cache_path()
 
 
 def call_key(
@@ -112,11 +110,7 @@ class CallCache:
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
-            conn.execute("PRAGMA busy_timeout=60000")
-            self._local.conn = conn
+            conn = self._local.conn = connect(self.path)
         return conn
 
     def get(self, key: str) -> Sample | None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass, replace
@@ -23,17 +22,38 @@ from pathlib import Path
 from typing import Sequence
 
 from aiolimiter import AsyncLimiter
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from tenacity import (
+    AsyncRetrying,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
 
+from phr.core.aio import run_sync
+from phr.core.secrets import redact
 from phr.llm.cache import CacheMode, CallCache, call_key
 from phr.llm.errors import CallError, CallTimeout, MalformedResponse
 from phr.llm.pricing import PriceTable
 from phr.llm.providers.base import BatchItem, Provider, RawCompletion
 from phr.llm.spec import make_provider
 from phr.llm.summary import RunSummary
-from phr.llm.types import CallFailure, ChatRequest, GenerationParams, Message, RequestResult, Sample, as_messages
-from phr.secrets import redact
+from phr.llm.types import (
+    CallFailure,
+    ChatRequest,
+    GenerationParams,
+    Message,
+    RequestResult,
+    Sample,
+    as_messages,
+)
 
 log = logging.getLogger("phr.llm")
 
@@ -91,15 +111,7 @@ class LLM:
 
     def generate(self, requests: Sequence[ChatRequest], desc: str = "generating") -> list[RequestResult]:
         """Synchronous wrapper around :meth:`agenerate` (safe to call inside a running event loop)."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.agenerate(requests, desc))
-        box: list = []
-        t = threading.Thread(target=lambda: box.append(asyncio.run(self.agenerate(requests, desc))))
-        t.start()
-        t.join()
-        return box[0]
+        return run_sync(self.agenerate(requests, desc))
 
     def chat(self, prompt: str | list, *, n: int = 1, **params) -> RequestResult:
         """One prompt (text or messages) with sampling parameters as keywords."""

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from phr.errors import UnknownProviderError
+from phr.core.errors import UnknownProviderError
 from phr.llm.providers.base import Provider
 
 KNOWN = {

@@ -17,6 +17,7 @@ from typing import Any, Generic, Sequence, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from phr.core.aio import run_sync
 from phr.llm.types import CallFailure, ChatRequest, Message
 
 T = TypeVar("T", bound=BaseModel)
@@ -131,6 +132,4 @@ def _take(sr, sample, messages, req, pending, schema) -> None:
 def generate_structured(llm, requests: Sequence[ChatRequest], schema: type[T], *, max_reasks: int = 2,
                         desc: str = "generating") -> list[list[StructuredResult[T]]]:
     """Synchronous :func:`agenerate_structured`."""
-    import asyncio
-
-    return asyncio.run(agenerate_structured(llm, requests, schema, max_reasks=max_reasks, desc=desc))
+    return run_sync(agenerate_structured(llm, requests, schema, max_reasks=max_reasks, desc=desc))

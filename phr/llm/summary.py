@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.table import Table
 
-from phr.secrets import redact
+from phr.core.secrets import redact
 
 
 @dataclass

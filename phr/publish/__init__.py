@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from phr.errors import PHRError
+from phr.core.errors import PHRError
 
 HUB_DIR_ENV = "PHR_HUB_DIR"
 REPO_TYPES = ("dataset", "model")

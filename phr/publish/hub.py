@@ -46,7 +46,7 @@ from phr.publish import (
     rerun_command,
     sha256_file,
 )
-from phr.secrets import redact
+from phr.core.secrets import redact
 
 log = logging.getLogger(__name__)
 

@@ -229,7 +229,7 @@ def render_card(records: list[dict], *, repo_id: str | None = None, title: str =
 def write_results_folder(folder: Path, results: dict[str, bytes], *, eval_yaml: bytes | None,
                          repo_id: str | None = None) -> None:
     """Write the whole results repo content into ``folder`` from ``results`` (repo path -> JSON bytes)."""
-    from phr.builders.hub_folder import write_parquet
+    from phr.core.parquet import write_parquet
 
     records = [normalize(json.loads(b), source=p) for p, b in sorted(results.items())]
     for rel, data in results.items():

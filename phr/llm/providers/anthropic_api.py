@@ -16,7 +16,7 @@ from phr.llm.providers.base import (
     DEADLINE_GRACE_S, APIProvider, RawCompletion, safe_message, split_system,
 )
 from phr.llm.types import GenerationParams, Message
-from phr.secrets import require_env
+from phr.core.secrets import require_env
 
 DEFAULT_MAX_TOKENS = 1024
 class AnthropicProvider(APIProvider):

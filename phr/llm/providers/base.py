@@ -112,7 +112,7 @@ def split_usage(total: int, n: int) -> list[int]:
 
 def safe_message(text: str, api_key: str | None, limit: int = 800) -> str:
     """An error message with every secret (environment ones and this provider's key) replaced by ``***``."""
-    from phr.secrets import redact
+    from phr.core.secrets import redact
 
     if api_key and len(api_key) >= 8:
         text = text.replace(api_key, "***")

@@ -19,7 +19,7 @@ from phr.llm.providers.base import (
     DEADLINE_GRACE_S, APIProvider, RawCompletion, safe_message, split_system, split_usage,
 )
 from phr.llm.types import GenerationParams, Message
-from phr.secrets import require_env
+from phr.core.secrets import require_env
 
 class GoogleProvider(APIProvider):
     """``google:<model>``. GEMINI_API_KEY (or GOOGLE_API_KEY) is required; GOOGLE_GEMINI_BASE_URL is honoured.

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from phr.errors import ModelNotInstalledError, PHRError
+from phr.core.errors import ModelNotInstalledError, PHRError
+from phr.core.settings import phr_home
 from phr.llm.providers.base import BatchItem, Provider, RawCompletion
 from phr.llm.types import GenerationParams, Message, as_messages
 
@@ -443,10 +444,6 @@ CHATML_TEMPLATE = (
 _MARKER = "phr-source.json"
 #: How many conversions this process has run (tests use it to check the folder is reused).
 CONVERSIONS = 0
-
-
-def phr_home() -> Path:
-    return Path(os.environ.get("PHR_HOME", "~/.cache/phr")).expanduser()
 
 
 def smollm2_gguf() -> Path:

@@ -15,7 +15,7 @@ from phr.llm.errors import (
 )
 from phr.llm.providers.base import DEADLINE_GRACE_S, APIProvider, RawCompletion, safe_message, split_usage
 from phr.llm.types import GenerationParams, Message
-from phr.secrets import require_env
+from phr.core.secrets import require_env
 
 class UnsupportedParam(BadRequest, ValueError):
     """A generation parameter this provider cannot send. Not retried."""

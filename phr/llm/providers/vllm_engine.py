@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from phr.errors import ModelNotInstalledError
+from phr.core.errors import ModelNotInstalledError
 from phr.llm.providers.base import BatchItem, Provider, RawCompletion
 
 INSTALL_HINT = "vllm:<model> needs vLLM (GPU only): pip install 'phr-toolkit[vllm]'"

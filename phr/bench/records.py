@@ -1,4 +1,5 @@
-"""Typed records for the rows that cross module boundaries.
+"""PHRBench records: the vocabularies (domains, task types, mutation types, conditions) and the rows that cross
+module boundaries before assembly (base questions, augmentations, judgements).
 
 Every stage (sources -> augmentation -> assembly -> evaluation -> judging) reads and writes these,
 so a field renamed here is renamed everywhere. They are pydantic models: constructing one validates it.
@@ -75,41 +76,6 @@ class Augmentation(_Record):
     mutation_strategy: str | None = None
     mutation_logic: str | None = None
     generator: str
-
-
-class Instance(_Record):
-    """A benchmark item: a question under one condition, ready to prompt a model with."""
-
-    id: str
-    question_id: str
-    condition: Condition
-    domain: Domain
-    subtype: str
-    task_type: TaskType
-    prompt: str
-    premise: str | None = None
-    augmentation_id: str | None = None
-    mutation_type: MutationType | None = None
-
-
-class Usage(_Record):
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-
-class Response(_Record):
-    """One sampled model response to an instance."""
-
-    instance_id: str
-    sample: int
-    model: str
-    text: str
-    finish_reason: str | None = None
-    usage: Usage = Field(default_factory=Usage)
 
 
 class Judgement(_Record):

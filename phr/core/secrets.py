@@ -36,7 +36,7 @@ class RedactingFilter(logging.Filter):
 
 def require_env(*names: str, purpose: str) -> str:
     """Return the first set variable of ``names``, or raise a clear error naming them."""
-    from phr.errors import MissingAPIKeyError
+    from phr.core.errors import MissingAPIKeyError
 
     for n in names:
         if os.environ.get(n):

@@ -7,7 +7,7 @@ import logging
 from rich.console import Console
 from rich.logging import RichHandler
 
-from phr.secrets import RedactingFilter
+from phr.core.secrets import RedactingFilter
 
 
 def setup_logging(level: str = "WARNING") -> None:

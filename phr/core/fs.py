@@ -1,0 +1,135 @@
+"""Files and folders written so that a reader never sees them half-written, and file hashes.
+
+``atomic_dir(dest)`` yields a temporary sibling ``.<name>.tmp-<pid>-<random>``; when the block ends without an
+error the sibling replaces ``dest`` (one rename; an existing ``dest`` is first renamed aside and then removed),
+otherwise it is removed. A process killed inside the block leaves its temporary sibling behind: the next
+``atomic_dir`` (or ``clean_stale``) on the same parent removes siblings whose process is gone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import secrets
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+_TEMP = re.compile(r"^\.(?P<name>.+)\.(?:tmp|old)-(?P<pid>\d+)-[0-9a-f]+$")
+
+
+def sha256_file(path: str | Path) -> str:
+    """SHA-256 of a file's bytes (hex)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id runs on this machine."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def temp_sibling(dest: Path, kind: str = "tmp") -> Path:
+    """A fresh name ``.<name>.<kind>-<pid>-<random>`` beside ``dest`` (not created)."""
+    return dest.with_name(f".{dest.name}.{kind}-{os.getpid()}-{secrets.token_hex(4)}")
+
+
+def clean_stale(parent: str | Path, name: str | None = None) -> list[Path]:
+    """Remove temporary siblings (``.<name>.tmp-<pid>-*`` / ``.<name>.old-<pid>-*``) left in ``parent`` by
+    processes that no longer run; only those of ``name`` when given. Returns what was removed."""
+    parent = Path(parent)
+    removed = []
+    if not parent.is_dir():
+        return removed
+    for p in parent.iterdir():
+        m = _TEMP.match(p.name)
+        if not m or (name is not None and m["name"] != name) or pid_alive(int(m["pid"])):
+            continue
+        shutil.rmtree(p, ignore_errors=True) if p.is_dir() and not p.is_symlink() else p.unlink(missing_ok=True)
+        removed.append(p)
+    return removed
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def replace_path(src: Path, dest: Path) -> None:
+    """Move ``src`` to ``dest``, replacing an existing file or folder (renamed aside first, then removed)."""
+    if dest.exists() or dest.is_symlink():
+        old = temp_sibling(dest, "old")
+        os.replace(dest, old)
+        os.replace(src, dest)
+        _remove(old)
+    else:
+        os.replace(src, dest)
+
+
+@contextmanager
+def atomic_dir(dest: str | Path, *, overwrite: bool = True) -> Iterator[Path]:
+    """Yield an empty temporary folder beside ``dest``; on success it becomes ``dest`` (modes as for a normal
+    ``mkdir``), on error it is removed. With ``overwrite=False`` an existing ``dest`` raises FileExistsError."""
+    dest = Path(dest).expanduser().resolve()
+    if not overwrite and dest.exists():
+        raise FileExistsError(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale(dest.parent, dest.name)
+    tmp = temp_sibling(dest)
+    tmp.mkdir(mode=0o777 & ~_umask())
+    try:
+        yield tmp
+        replace_path(tmp, dest)
+    except BaseException:
+        _remove(tmp)
+        raise
+
+
+def atomic_write(path: str | Path, data: bytes | str, *, encoding: str = "utf-8") -> Path:
+    """Write ``data`` to ``path`` through a temporary sibling and one rename (modes as for a normal file)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale(path.parent, path.name)
+    tmp = temp_sibling(path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data.encode(encoding) if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def json_text(obj) -> str:
+    """Deterministic JSON: indented, sorted keys, UTF-8 kept, a final newline."""
+    import json
+
+    return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def write_json(obj, path: str | Path) -> None:
+    Path(path).write_text(json_text(obj), encoding="utf-8")

@@ -1,0 +1,88 @@
+"""Read a dataset card's ``configs:`` the way ``datasets`` and the Hub read them, through public APIs only
+(``huggingface_hub.DatasetCard`` for the YAML; the ``configs`` rules of the Hub's dataset viewer checked here)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from phr.core.errors import PHRError
+
+README = "README.md"
+_SPLIT = re.compile(r"^\w+(\.\w+)*$")
+
+
+class CardError(PHRError, ValueError):
+    """The card's metadata does not parse as the Hub reads it."""
+
+
+@dataclass(frozen=True)
+class CardConfig:
+    """One ``configs:`` entry: its name, ``default`` flag and data files per split (glob patterns)."""
+
+    name: str
+    data_files: dict[str, tuple[str, ...]]
+    default: bool = False
+
+    def patterns(self) -> list[str]:
+        return [p for paths in self.data_files.values() for p in paths]
+
+
+def _data_files(name: str, value) -> dict[str, tuple[str, ...]]:
+    bad = CardError(f"config {name!r}: data_files must be a path, a list of paths, or a list of "
+                    f"{{split, path}} entries, got {value!r}")
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        return {"train": (value,)}
+    if not isinstance(value, list):
+        raise bad
+    out: dict[str, tuple[str, ...]] = {}
+    for item in value:
+        if isinstance(item, str):
+            out["train"] = (*out.get("train", ()), item)
+        elif isinstance(item, dict) and set(item) == {"split", "path"} and isinstance(item["split"], str) \
+                and _SPLIT.match(item["split"]) and isinstance(item["path"], str | list):
+            paths = [item["path"]] if isinstance(item["path"], str) else item["path"]
+            if not all(isinstance(p, str) for p in paths):
+                raise bad
+            out[item["split"]] = (*out.get(item["split"], ()), *paths)
+        else:
+            raise bad
+    return out
+
+
+def card_metadata(folder: str | Path) -> dict:
+    """The YAML metadata of ``folder/README.md`` as a dict (``CardError`` when it does not parse)."""
+    from huggingface_hub import DatasetCard
+
+    path = Path(folder) / README
+    if not path.is_file():
+        raise CardError(f"missing {README} (the dataset card)")
+    try:
+        return DatasetCard.load(path, ignore_metadata_errors=False).data.to_dict()
+    except Exception as e:  # any parser complaint is a card failure
+        raise CardError(f"card metadata does not parse: {e}") from None
+
+
+def card_configs(folder: str | Path) -> dict[str, CardConfig]:
+    """The ``configs:`` of a dataset card by name, checked as the Hub checks them."""
+    configs = card_metadata(folder).get("configs") or []
+    if not isinstance(configs, list):
+        raise CardError(f"card metadata does not parse: configs must be a list, got {configs!r}")
+    out: dict[str, CardConfig] = {}
+    for entry in configs:
+        if not isinstance(entry, dict) or not isinstance(entry.get("config_name"), str):
+            raise CardError(f"card metadata does not parse: each config needs a config_name, got {entry!r}")
+        name = entry["config_name"]
+        if name in out:
+            raise CardError(f"card metadata does not parse: config {name!r} appears twice")
+        out[name] = CardConfig(name, _data_files(name, entry.get("data_files")), bool(entry.get("default")))
+    return out
+
+
+def missing_data_files(folder: str | Path, configs: dict[str, CardConfig]) -> list[tuple[str, str]]:
+    """``(config, pattern)`` for every data-file pattern of ``configs`` that matches no file in ``folder``."""
+    folder = Path(folder)
+    return [(c.name, p) for c in configs.values() for p in c.patterns() if not any(folder.glob(p))]
