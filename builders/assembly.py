@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from phr.builders.templates import Templates
+from phr.bench.prompts import Templates
 from phr.bench.conditions import CONDITIONS, condition_spec
 from phr.bench.records import Augmentation, BaseQuestion, Condition
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from string import Template
 
 from phr.builders.recipe import Recipe
-from phr.builders.templates import Templates
+from phr.bench.prompts import Templates
 from phr.validation.report import Rejection
 from pydantic import BaseModel, Field
 

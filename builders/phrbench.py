@@ -19,8 +19,8 @@ from pathlib import Path
 from phr.builders.assembly import assemble
 from phr.bench.folder import MANIFEST, card_configs, write_data
 from phr.core.fs import atomic_dir, write_json
-from phr.builders.templates import NAMES as TEMPLATE_NAMES
-from phr.builders.templates import Templates
+from phr.bench.prompts import NAMES as TEMPLATE_NAMES
+from phr.bench.prompts import Templates
 from phr.core.errors import PHRError
 from phr.bench.records import Augmentation, BaseQuestion, MutationType
 
@@ -129,7 +129,7 @@ def _write(out, questions, augs, *, recipe: str, generator: str, judge: str | No
     inst = assemble(questions, augs, templates)
     counts = {k: len(v) for k, v in inst.items()}
     licenses = {q.source: q.license for q in questions}
-    tpl_dir = templates_dir or resources.files("phr.builders").joinpath("templates")
+    tpl_dir = templates_dir or resources.files("phr.bench").joinpath("templates")
     prm_dir = prompts_dir or resources.files("phr.builders").joinpath("prompts")
     hashes = {f"templates/{n}.txt": hashlib.sha256(tpl_dir.joinpath(f"{n}.txt").read_bytes()).hexdigest()
               for n in TEMPLATE_NAMES}

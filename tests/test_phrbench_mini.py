@@ -123,7 +123,7 @@ def test_validate_names_malformed_rows_instead_of_crashing(built, tmp_path):
     import shutil
 
     from phr.bench.folder import data_file
-from phr.validation.folder import validate_folder
+    from phr.validation.folder import validate_folder
 
     out, _ = built
     copy = tmp_path / "copy"

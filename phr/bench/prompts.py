@@ -1,4 +1,4 @@
-"""Task templates: render a BaseQuestion (and optionally a premise) into the prompt a model sees."""
+"""The prompt templates of PHRBench's conditions: B renders the task; B+T and B+H put the premise before it."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ class Templates:
     @classmethod
     def load(cls, directory: str | Path | None = None) -> "Templates":
         """The packaged templates, or same-named ``.txt`` files from ``directory``."""
-        base = Path(directory) if directory else resources.files("phr.builders").joinpath("templates")
+        base = Path(directory) if directory else resources.files("phr.bench").joinpath("templates")
         return cls(**{n: base.joinpath(f"{n}.txt").read_text(encoding="utf-8").rstrip("\n") for n in NAMES})
 
     def task(self, q: BaseQuestion) -> str:
