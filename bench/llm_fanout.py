@@ -13,10 +13,13 @@ import argparse
 import os
 import tempfile
 import time
+import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test doubles live in tests/support
+
 from phr.llm import LLM, ChatRequest, GenerationParams, as_messages
-from phr.testing.protocol_server import ProtocolServer
+from tests.support.protocol_server import ProtocolServer
 
 
 def run(cache: Path, concurrency: int, calls: int) -> tuple[float, int, int]:

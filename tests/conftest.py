@@ -1,18 +1,61 @@
-"""Shared test fixtures."""
+"""Shared test fixtures.
+
+Every test runs with its own ``$PHR_HOME`` (call cache, exported datasets) under its tmp_path, so the suite never
+reads or writes the user's ``~/.cache/phr``; ``pytest_sessionfinish`` fails the run if it did. The offline model is
+converted once into ``.cache/test-models`` of the checkout (``$PHR_MODELS``) and reused across sessions.
+"""
 
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tests never download models
+
+# ---- isolation from the user's files --------------------------------------------------------------------------
+
+REAL_HOME = Path(os.environ.get("PHR_HOME") or "~/.cache/phr").expanduser()
+_SESSION_HOME = Path(tempfile.mkdtemp(prefix="phr-test-home-"))
+os.environ["PHR_HOME"] = str(_SESSION_HOME)  # session fixtures (built before any test's own home) write here
+os.environ.pop("PHR_CACHE", None)
+os.environ.pop("PHR_HUB_DIR", None)
+os.environ.setdefault("PHR_MODELS", str(Path(__file__).resolve().parents[1] / ".cache" / "test-models"))
+
+
+def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
+    if not folder.is_dir():
+        return {}
+    return {str(p): (p.stat().st_mtime_ns, p.stat().st_size) for p in folder.rglob("*") if p.is_file()}
+
+
+_REAL_BEFORE = _snapshot(REAL_HOME)
+
+
+@pytest.fixture(autouse=True)
+def _own_phr_home(tmp_path, monkeypatch):
+    """A fresh $PHR_HOME per test (the call cache lives in it)."""
+    monkeypatch.setenv("PHR_HOME", str(tmp_path / "phr-home"))
+    monkeypatch.delenv("PHR_CACHE", raising=False)
+    monkeypatch.delenv("PHR_HUB_DIR", raising=False)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    shutil.rmtree(_SESSION_HOME, ignore_errors=True)
+    after = _snapshot(REAL_HOME)
+    if after != _REAL_BEFORE:
+        changed = sorted(k for k in set(after) | set(_REAL_BEFORE) if after.get(k) != _REAL_BEFORE.get(k))
+        print(f"\nERROR: the test suite changed the user's {REAL_HOME}: {changed[:5]}")
+        session.exitstatus = 1
 
 
 # ---- local model (phr.llm.providers.hf_local) -----------------------------------------------------
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tests never download models
-
 
 @pytest.fixture(scope="session")
 def smollm2():
-    """local:smollm2, loaded once per session (converted once into the default $PHR_HOME if needed)."""
+    """local:smollm2, loaded once per session (converted once into $PHR_MODELS if needed)."""
     from phr.core.errors import ModelNotInstalledError
     from phr.llm.providers.hf_local import local_provider
 
@@ -32,3 +75,38 @@ def mini_folder(tmp_path_factory):
     out = tmp_path_factory.mktemp("mini") / "phrbench"
     build_mini(out)
     return out
+
+
+# ---- a fake LLM: the local OpenAI-protocol server, the real openai client pointed at it ------------------------
+
+class FakeOpenAI:
+    """A running ``ProtocolServer`` with the environment of the real ``openai`` client pointed at it."""
+
+    def __init__(self, server, cache):
+        self.server, self.cache = server, cache
+
+    def llm(self, spec: str = "openai:gpt-4o", **kw):
+        """An ``LLM`` on the server with fast retries and the test's own cache file."""
+        from phr.llm import LLM
+
+        opts = dict(cache=self.cache, progress=False, timeout=5, backoff_initial=0.01, backoff_max=0.05) | kw
+        return LLM(spec, **opts)
+
+
+@pytest.fixture
+def fake_openai(monkeypatch, tmp_path):
+    """``fake_openai(responder)`` starts a local OpenAI-protocol server answering with ``responder`` (default: echo)
+    and points ``OPENAI_*`` and ``PHR_CACHE`` at it; servers stop when the test ends."""
+    from contextlib import ExitStack
+
+    from tests.support.protocol_server import ProtocolServer
+
+    with ExitStack() as stack:
+        def start(responder=None, **kw) -> FakeOpenAI:
+            srv = stack.enter_context(ProtocolServer(**({"responder": responder} if responder else {}), **kw))
+            monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
+            monkeypatch.setenv("OPENAI_BASE_URL", srv.url + "/v1")
+            monkeypatch.setenv("PHR_CACHE", str(tmp_path / "calls.sqlite"))
+            return FakeOpenAI(srv, tmp_path / "calls.sqlite")
+
+        yield start

@@ -7,19 +7,27 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
 from phr.core.errors import MissingAPIKeyError, UnknownProviderError
 from phr.llm.errors import (
-    AuthFailed, BadRequest, CallError, CallTimeout, ConnectionFailed, MalformedResponse, RateLimited, ServerError,
+    AuthFailed,
+    BadRequest,
+    CallError,
+    CallTimeout,
+    ConnectionFailed,
+    MalformedResponse,
+    RateLimited,
+    ServerError,
 )
 from phr.llm.providers.anthropic_api import AnthropicProvider
 from phr.llm.providers.google_api import GoogleProvider
 from phr.llm.providers.openai_api import OpenAIProvider, UnsupportedParam
 from phr.llm.spec import KNOWN, make_provider
 from phr.llm.types import GenerationParams, Message
-from phr.testing.protocol_server import ProtocolServer
+from tests.support.protocol_server import ProtocolServer
 
 KEY = "sk-test-SECRET-abc123"
 MSGS = (Message("system", "be brief"), Message("user", "hello there"))
@@ -289,8 +297,9 @@ def test_server_latency_count_and_cli(srv):
     assert time.monotonic() - t0 >= 0.2 and srv.count == 1
     assert [c["message"]["content"] for c in srv.requests[0]["reply"]["choices"]] == ["echo[m] hi #0", "echo[m] hi #1"]
     port = closed_port()
-    with subprocess.Popen([sys.executable, "-m", "phr.testing.protocol_server", "--port", str(port)],
-                          stdout=subprocess.PIPE, text=True) as proc:
+    root = Path(__file__).resolve().parents[1]
+    with subprocess.Popen([sys.executable, "-m", "tests.support.protocol_server", "--port", str(port)],
+                          stdout=subprocess.PIPE, text=True, cwd=root) as proc:
         try:
             assert "serving on" in proc.stdout.readline()
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as r:

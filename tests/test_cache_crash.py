@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from phr.testing.protocol_server import ProtocolServer
+from tests.support.protocol_server import ProtocolServer
 
 WORKER = Path(__file__).with_name("_cache_worker.py")
 

@@ -2,23 +2,15 @@
 
 import json
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from phr.testing.protocol_server import ProtocolServer
+from tests.support.cli import EXE, run
+from tests.support.protocol_server import ProtocolServer
 
-EXE = shutil.which("phr-publish", path=str(Path(sys.executable).parent)) or "phr-publish"
 KEY = "sk-cli-SECRET-0123456789"
-
-
-def run(*args, env=None, timeout=300):
-    clean = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    return subprocess.run([EXE, *args], env={**clean, **(env or {})}, capture_output=True, text=True,
-                          timeout=timeout)
 
 
 @pytest.fixture

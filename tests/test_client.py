@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from phr.core.errors import MissingAPIKeyError
 from phr.llm import LLM, ChatRequest, GenerationParams, as_messages, generate_structured
-from phr.testing.protocol_server import ProtocolServer
+from tests.support.protocol_server import ProtocolServer
 
 KEY = "sk-test-SECRET-0123456789"
 

@@ -7,9 +7,9 @@ import pytest
 from phr.eval.dataset import DatasetError, load_eval_dataset
 
 from phr.publish import push
-from phr.testing.hub_server import HubServer
-from phr.testing.protocol_server import ProtocolServer
-from tests.test_cli import EXE
+from tests.support.cli import EXE
+from tests.support.hub_server import HubServer
+from tests.support.protocol_server import ProtocolServer
 
 
 def run(*args, env):

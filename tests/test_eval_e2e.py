@@ -6,9 +6,9 @@ import json
 import pytest
 from datasets import load_dataset
 
-from tests.test_cli import run
-from tests.test_eval_scoring import gold
-from tests.test_leaderboard import _chromium, _dump
+from tests.support.answers import gold
+from tests.support.browser import chromium, dump_dom
+from tests.support.cli import run
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +77,7 @@ def test_smollm2_run_results_leaderboard(smollm2, mini_folder, rows, tmp_path):
     r = run("leaderboard", "--repo", "org/phrbench-results", "--hub", str(hub), "--out", str(tmp_path / "lb"))
     assert r.returncode == 0, r.stderr
     assert "leaderboard of 2 results" in r.stdout
-    page = _dump(_chromium(), tmp_path / "lb" / "leaderboard.html", "#sort=accuracy_bh&dir=asc", tmp_path)
+    page = dump_dom(chromium(), tmp_path / "lb" / "leaderboard.html", "#sort=accuracy_bh&dir=asc", tmp_path)
     assert page.column("model") == ["local:smollm2", "org/gold"]
 
     # a defective submission: a clear reason, nothing published

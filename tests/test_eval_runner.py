@@ -17,8 +17,6 @@ from phr.eval.runner import (
 )
 from phr.eval.submission import SubmissionMeta, validate_submission
 
-from phr.llm import LLM
-from phr.testing.protocol_server import ProtocolServer
 
 
 def model(model, messages, k):
@@ -27,18 +25,18 @@ def model(model, messages, k):
 
 
 @pytest.fixture
-def server():
-    with ProtocolServer(responder=model) as srv:
-        yield srv
+def fake(fake_openai):
+    return fake_openai(model)
 
 
 @pytest.fixture
-def llm(monkeypatch, server, tmp_path):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
-    monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
-    cache = tmp_path / "calls.sqlite"
-    return lambda: LLM("openai:gpt-4o", cache=cache, progress=False, timeout=5, max_attempts=2,
-                       backoff_initial=0.01, backoff_max=0.05)
+def server(fake):
+    return fake.server
+
+
+@pytest.fixture
+def llm(fake):
+    return lambda: fake.llm(max_attempts=2)
 
 
 @pytest.fixture(scope="module")

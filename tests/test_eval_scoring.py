@@ -12,7 +12,8 @@ from phr.eval.submission import SubmissionError, SubmissionMeta, write_submissio
 
 from phr.llm import LLM
 from phr.publish.results import normalize
-from phr.testing.protocol_server import ProtocolServer
+from tests.support.answers import gold, wrong
+from tests.support.protocol_server import ProtocolServer
 
 
 def S(iid, k, q, cond, dom, mt, correct, ol=None, ui=None, buf=None, bc=None, res=None, missing=False):
@@ -88,22 +89,6 @@ def ds(mini_folder):
 @pytest.fixture(scope="module")
 def rows(ds):
     return {r["id"]: r for f in ds.files for r in pq.read_table(ds.path / f).to_pylist()}
-
-
-def gold(inst, rows):
-    if inst.task_type == "code":
-        return "```python\n" + rows[inst.id]["reference_solution"] + "```"
-    if inst.task_type == "multiple_choice":
-        return f"Let me think.\nAnswer: {inst.answer_index + 1}"
-    return f"Final answer: {inst.answer}"
-
-
-def wrong(inst):
-    if inst.task_type == "code":
-        return f"```python\ndef {inst.entry_point}(*args):\n    return None\n```"
-    if inst.task_type == "multiple_choice":
-        return f"Answer: {(inst.answer_index + 1) % len(inst.options) + 1}"
-    return "Final answer: I do not know"
 
 
 def test_gold_scores_one_and_wrong_scores_zero(ds, rows):

@@ -11,16 +11,22 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-
-from phr.core.parquet import write_parquet
 from phr.builders.phrbench import build_mini
 from phr.cards.eval_yaml import METRICS, eval_results_yaml, eval_yaml, write_eval_yaml
 from phr.cards.figures import CAPTIONS, markdown, write_figures
-from phr.validation.expectations import SUITE_FILE, build_suite, run_suite, suite_json, write_suite
-from phr.bench.folder import data_file
-from phr.bench.folder import read_rows as load_rows
+from phr.validation.expectations import (
+    SUITE_FILE,
+    build_suite,
+    run_suite,
+    suite_json,
+    write_suite,
+)
 from phr.validation.folder import validate_folder
 from phr.validation.report import Rejection
+
+from phr.bench.folder import data_file
+from phr.bench.folder import read_rows as load_rows
+from phr.core.parquet import write_parquet
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -1,6 +1,10 @@
 import pytest
-
-from phr.eval.extract import extract_choice, extract_code, extract_final, open_ended_correct
+from phr.eval.extract import (
+    extract_choice,
+    extract_code,
+    extract_final,
+    open_ended_correct,
+)
 
 OPTS = ["Mitochondria", "Nucleus", "Golgi apparatus", "Ribosome"]
 

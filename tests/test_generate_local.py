@@ -3,7 +3,6 @@
 import json
 
 import pytest
-
 from phr.builders.phrbench import build
 
 RECIPE = """

@@ -1,4 +1,4 @@
-"""The fake Hub (phr.testing.hub_server) driven by the real huggingface_hub and datasets clients."""
+"""The fake Hub (tests.support.hub_server) driven by the real huggingface_hub and datasets clients."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from huggingface_hub.errors import (
     RevisionNotFoundError,
 )
 
-from phr.testing.hub_server import HubServer, validate_card
+from tests.support.hub_server import HubServer, validate_card
 
 TOKEN = "hf_alice_secret_token_0123456789"
 BOB = "hf_bob_secret_token_9876543210"

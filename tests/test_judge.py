@@ -3,11 +3,10 @@
 import json
 
 import pytest
-
-from phr.llm import LLM
-from phr.bench.records import Augmentation, BaseQuestion
-from phr.testing.protocol_server import ProtocolServer
 from phr.validation.judge import JudgeVerdict, judge_augmentations, judge_prompt
+
+from phr.bench.records import Augmentation, BaseQuestion
+from phr.llm import LLM
 
 REASK = "Your previous reply could not be used"
 
@@ -61,16 +60,18 @@ def responder(model, messages, k):
 
 
 @pytest.fixture
-def server():
-    with ProtocolServer(responder=responder) as srv:
-        yield srv
+def fake(fake_openai):
+    return fake_openai(responder)
 
 
 @pytest.fixture
-def env(monkeypatch, server, tmp_path):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
-    monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
-    monkeypatch.setenv("PHR_CACHE", str(tmp_path / "calls.sqlite"))
+def server(fake):
+    return fake.server
+
+
+@pytest.fixture
+def env(fake):
+    return fake
 
 
 def make():

@@ -4,11 +4,7 @@ real headless chromium (skipped when chromium is absent: scripts/install-browser
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 import time
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -21,6 +17,7 @@ from phr.eval.leaderboard import (
 )
 
 from phr.publish.results import ResultsError, normalize, result_path
+from tests.support.browser import Table, chromium, dump_dom
 
 HOSTILE = "<script>alert(1)</script>"
 
@@ -47,47 +44,6 @@ def records() -> list[dict]:
 
 
 # ---- a small DOM reader (stdlib html.parser) ---------------------------------------------------------------
-
-class Table(HTMLParser):
-    """Header attributes and body rows (each a list of the cells' data-value) of the page's table."""
-
-    def __init__(self, text: str):
-        super().__init__()
-        self.heads: list[dict[str, str | None]] = []
-        self.rows: list[list[str | None]] = []
-        self.links: list[str | None] = []
-        self.body: dict[str, str | None] = {}
-        self._in_body = False
-        self.feed(text)
-
-    def handle_starttag(self, tag, attrs):
-        a = dict(attrs)
-        if tag == "th":
-            self.heads.append(a)
-        elif tag == "tbody":
-            self._in_body = True
-        elif tag == "tr" and self._in_body:
-            self.rows.append([])
-        elif tag == "td" and self._in_body:
-            self.rows[-1].append(a.get("data-value"))
-        elif tag == "body":
-            self.body = a
-        elif tag == "a":
-            self.links.append(a.get("href"))
-
-    def handle_endtag(self, tag):
-        if tag == "tbody":
-            self._in_body = False
-
-    def column(self, key: str) -> list[str | None]:
-        i = [h["data-key"] for h in self.heads].index(key)
-        return [r[i] for r in self.rows]
-
-    def sorted_head(self) -> dict[str, str | None]:
-        marked = {h["data-key"]: h.get("aria-sort") for h in self.heads if h.get("aria-sort")}
-        assert len(marked) == 1, marked
-        return marked
-
 
 # ---- unit tests --------------------------------------------------------------------------------------------
 
@@ -193,46 +149,28 @@ def test_write_leaderboard(tmp_path, records):
 
 # ---- a real headless browser -------------------------------------------------------------------------------
 
-def _chromium() -> str:
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not exe:
-        pytest.skip("chromium not installed: run scripts/install-browser.sh as root")
-    return exe
-
-
-def _dump(exe: str, page: Path, fragment: str, home: Path) -> Table:
-    """The DOM after the page's scripts ran, as dumped by headless chromium."""
-    cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-           "--disable-extensions", "--disable-background-networking", f"--user-data-dir={home / 'profile'}",
-           "--dump-dom", page.as_uri() + fragment]
-    env = {**os.environ, "HOME": str(home)}
-    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=60, env=env)
-    assert proc.returncode == 0 and "<table" in proc.stdout, proc.stderr[-2000:]
-    return Table(proc.stdout)
-
-
 def test_html_sorting_in_headless_chromium(tmp_path, records):
-    exe = _chromium()
+    exe = chromium()
     page = tmp_path / "leaderboard.html"
     page.write_text(render_html(records), encoding="utf-8")
     start = time.monotonic()
 
-    default = _dump(exe, page, "", tmp_path)
+    default = dump_dom(exe, page, "", tmp_path)
     assert default.column("model") == ["Org/Beta", "org/gamma|pipe", "org/alpha", HOSTILE]
     assert default.sorted_head() == {"accuracy_bh": "descending"}
 
-    t = _dump(exe, page, "#sort=accuracy_b&dir=asc", tmp_path)
+    t = dump_dom(exe, page, "#sort=accuracy_b&dir=asc", tmp_path)
     vals = [float(v) for v in t.column("accuracy_b")]
     assert vals == sorted(vals) == [0.4, 0.6, 0.7, 0.8]
     assert t.sorted_head() == {"accuracy_b": "ascending"}
     assert t.column("rank") == ["2", "3", "4", "1"]  # rank stays the leaderboard rank
 
-    t = _dump(exe, page, "#sort=model", tmp_path)  # text: case-insensitive, first-click direction asc
+    t = dump_dom(exe, page, "#sort=model", tmp_path)  # text: case-insensitive, first-click direction asc
     assert t.column("model") == sorted(default.column("model"), key=str.lower)
     assert t.sorted_head() == {"model": "ascending"}
 
     for direction in ("asc", "desc"):  # empty cells last in both directions
-        t = _dump(exe, page, f"#sort=OL&dir={direction}", tmp_path)
+        t = dump_dom(exe, page, f"#sort=OL&dir={direction}", tmp_path)
         ol = t.column("OL")
         assert ol[-1] == "" and [float(v) for v in ol[:-1]] == sorted([0.1, 0.2, 0.5], reverse=direction == "desc")
 
@@ -242,7 +180,7 @@ def test_html_sorting_in_headless_chromium(tmp_path, records):
               "b.click(); document.body.setAttribute('data-first', b.parentNode.getAttribute('aria-sort') + ' ' + "
               "document.querySelector('tbody td[data-value]').getAttribute('data-value')); b.click();</script>")
     clicked.write_text(render_html(records).replace("</body>", clicks + "\n</body>"), encoding="utf-8")
-    t = _dump(exe, clicked, "", tmp_path)
+    t = dump_dom(exe, clicked, "", tmp_path)
     assert t.body.get("data-first") == "descending 1"  # after the first click: Beta (0.8, rank 1) on top
     assert [float(v) for v in t.column("accuracy_b")] == [0.4, 0.6, 0.7, 0.8]
     assert t.sorted_head() == {"accuracy_b": "ascending"}

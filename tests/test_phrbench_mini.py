@@ -3,16 +3,13 @@
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from phr.builders.phrbench import OutputExistsError, build_mini
 
-from phr.builders.phrbench import OutputExistsError
 from phr.core.parquet import write_parquet
-from phr.builders.phrbench import build_mini
-
-EXE = str(Path(sys.executable).parent / "phr-publish")
+from tests.support.cli import EXE
 
 
 @pytest.fixture(scope="module")
@@ -122,8 +119,9 @@ def test_rebuild_with_other_rows_never_loads_stale_cache(tmp_path, monkeypatch):
 def test_validate_names_malformed_rows_instead_of_crashing(built, tmp_path):
     import shutil
 
-    from phr.bench.folder import data_file
     from phr.validation.folder import validate_folder
+
+    from phr.bench.folder import data_file
 
     out, _ = built
     copy = tmp_path / "copy"

@@ -12,13 +12,13 @@ from collections import Counter
 
 import pyarrow.parquet as pq
 import pytest
-
 from phr.builders.phrbench import build
 from phr.builders.recipe import RecipeError
-from phr.testing.protocol_server import ProtocolServer
-from phr.bench.folder import data_file
 from phr.validation.folder import validate_folder
+
+from phr.bench.folder import data_file
 from tests.paper_fixtures import WORDS, write_sources
+from tests.support.protocol_server import ProtocolServer
 
 
 def _words(seed: str, k: int) -> str:

@@ -1,7 +1,7 @@
 import logging
 
-from phr.llm.pricing import PriceTable
 from phr.core.secrets import RedactingFilter, redact
+from phr.llm.pricing import PriceTable
 
 
 def test_price_lookup_and_cost(tmp_path, monkeypatch):

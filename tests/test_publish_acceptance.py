@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from phr.testing.hub_server import HubServer
+from tests.support.cli import EXE
+from tests.support.hub_server import HubServer
 
-EXE = str(Path(sys.executable).parent / "phr-publish")
 TOKEN = "hf_acceptance_token_0123456789"
 LOAD = ("import json, sys; from datasets import load_dataset; ds = load_dataset(sys.argv[1], 'all')['test']; "
         "print(json.dumps(sorted(ds['id'])))")

@@ -14,10 +14,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from phr.core.parquet import write_parquet
 from phr.builders.phrbench import build_mini
-from phr.bench.folder import data_file
 
+from phr.bench.folder import data_file
+from phr.core.parquet import write_parquet
 from phr.publish import (
     DestinationExistsError,
     MissingTokenError,
@@ -475,7 +475,7 @@ HF_TOKEN_VALUE = "hf_publish_test_token_0123456789"
 
 @pytest.fixture
 def hf(monkeypatch):
-    hub_server = pytest.importorskip("phr.testing.hub_server")
+    hub_server = pytest.importorskip("tests.support.hub_server")
     monkeypatch.delenv("PHR_HUB_DIR", raising=False)
     monkeypatch.setenv("HF_TOKEN", HF_TOKEN_VALUE)  # from the environment, as a user would set it
     monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -535,7 +535,12 @@ def test_hub_failure_mid_push_keeps_the_previous_version_and_hides_the_token(bui
 
 def test_hub_repo_type_clash_and_models_and_results(built, hf, tmp_path):
     from phr.publish import write_model_card
-    from phr.publish.results import load_result, model_eval_results_yaml, open_model_pr, push_results
+    from phr.publish.results import (
+        load_result,
+        model_eval_results_yaml,
+        open_model_pr,
+        push_results,
+    )
 
     push(built, "alice/thing", endpoint=hf.url)
     ckpt = tmp_path / "ckpt"

@@ -16,8 +16,6 @@ from phr.eval.resolution import (
     resolution_prompt,
 )
 
-from phr.llm import LLM
-from phr.testing.protocol_server import ProtocolServer
 
 REASK = "Your previous reply could not be used"
 
@@ -50,18 +48,18 @@ def responder(model, messages, k):
 
 
 @pytest.fixture
-def server():
-    with ProtocolServer(responder=responder) as srv:
-        yield srv
+def fake(fake_openai):
+    return fake_openai(responder)
 
 
 @pytest.fixture
-def make(monkeypatch, server, tmp_path):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
-    monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
-    cache = tmp_path / "calls.sqlite"
-    return lambda: LLM("openai:gpt-4o", cache=cache, progress=False, timeout=5, backoff_initial=0.01,
-                       backoff_max=0.05)
+def server(fake):
+    return fake.server
+
+
+@pytest.fixture
+def make(fake):
+    return fake.llm
 
 
 @pytest.mark.parametrize("accepts,corrects,label", [(False, False, "Avoidance"), (True, False, "Compliance"),

@@ -8,13 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import typer
-from typer.testing import CliRunner
-
-from phr.core.parquet import write_parquet
 from phr.builders.phrbench import build_mini
-from phr.cli_review import review_app
-from phr.core.errors import PHRError
-from phr.bench.folder import data_file
 from phr.validation.folder import validate_folder
 from phr.validation.review import (
     COLUMNS,
@@ -25,6 +19,12 @@ from phr.validation.review import (
     premise_sha,
     render_html,
 )
+from typer.testing import CliRunner
+
+from phr.bench.folder import data_file
+from phr.cli_review import review_app
+from phr.core.errors import PHRError
+from phr.core.parquet import write_parquet
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from phr.builders import taxonomy
 from phr.builders.sources import (
     SOURCES,
@@ -29,6 +28,7 @@ from phr.builders.sources import (
     reference_program,
     sciq,
 )
+
 from phr.bench.records import BaseQuestion, Domain, TaskType
 
 REPO = Path(__file__).resolve().parents[1]

@@ -11,8 +11,6 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-
-from phr.bench.records import Augmentation, BaseQuestion
 from phr.validation.checks import (
     distinctness,
     enumeration_markers,
@@ -26,7 +24,15 @@ from phr.validation.checks import (
 from phr.validation.config import ValidationConfig
 from phr.validation.report import Rejection, ValidationReport
 from phr.validation.schemas import validate_frame
-from phr.validation.textops import Corpus, lsh_candidates, lsh_params, normalize, oph_signatures
+from phr.validation.textops import (
+    Corpus,
+    lsh_candidates,
+    lsh_params,
+    normalize,
+    oph_signatures,
+)
+
+from phr.bench.records import Augmentation, BaseQuestion
 
 # ---- builders -------------------------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from pathlib import Path
 HOME_ENV = "PHR_HOME"  # models, exported datasets, the call cache (unless PHR_CACHE)
 CACHE_ENV = "PHR_CACHE"  # the call cache file
 HUB_DIR_ENV = "PHR_HUB_DIR"  # a local hub folder used instead of the Hugging Face Hub
+MODELS_ENV = "PHR_MODELS"  # converted offline models (default $PHR_HOME/models)
 DEFAULT_HOME = "~/.cache/phr"
 
 
@@ -21,6 +22,11 @@ def cache_path() -> Path:
     if os.environ.get(CACHE_ENV):
         return Path(os.environ[CACHE_ENV]).expanduser()
     return phr_home() / "calls.sqlite"
+
+
+def models_dir() -> Path:
+    """Converted offline models: ``$PHR_MODELS``, default ``$PHR_HOME/models``."""
+    return Path(os.environ[MODELS_ENV]).expanduser() if os.environ.get(MODELS_ENV) else phr_home() / "models"
 
 
 def hub_dir(value: str | os.PathLike | None = None) -> Path | None:

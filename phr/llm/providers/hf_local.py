@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from phr.core.errors import ModelNotInstalledError, PHRError
-from phr.core.settings import phr_home
+from phr.core.settings import models_dir
 from phr.llm.providers.base import BatchItem, Provider, RawCompletion
 from phr.llm.types import GenerationParams, Message, as_messages
 
@@ -479,7 +479,7 @@ def ensure_smollm2(home: Path | None = None) -> Path:
     """The converted SmolLM2 folder, converting the GGUF once (file-locked, atomic rename) if needed."""
     gguf = smollm2_gguf()
     revision = gguf_revision(gguf)
-    models = (home or phr_home()) / "models"
+    models = home / "models" if home else models_dir()
     folder = models / SMOLLM2_DIR
     if _folder_ok(folder, revision):
         return folder

@@ -1,1 +1,0 @@
-"""Local servers that speak real provider protocols, for tests and benchmarks."""
