@@ -79,7 +79,8 @@ def llm_ping(
     typer.echo(s.text)  # raw: model text is not rich markup
     err.print(
         f"model={s.model} finish={s.finish_reason} prompt_tokens={s.prompt_tokens} "
-        f"completion_tokens={s.completion_tokens} latency={s.latency_s:.2f}s cached={s.cached}", style="dim", markup=False, highlight=False
+        f"completion_tokens={s.completion_tokens} latency={s.latency_s:.2f}s"
+        f"{f' (whole batch of {s.batch_size})' if s.batch_size > 1 else ''} cached={s.cached}", style="dim", markup=False, highlight=False
     )
     llm.last_summary.print(err)
 

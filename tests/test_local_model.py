@@ -268,7 +268,9 @@ def test_llm_client_over_local_model_caches_per_sample(smollm2, tmp_path):
             for q in ("Name a colour.", "Name an animal.")]
     llm = LLM("local:smollm2", provider=smollm2, cache=tmp_path / "c.sqlite", progress=False)
     first = llm.generate(reqs)
-    assert all(r.ok for r in first) and llm.last_summary.calls >= 1 and llm.last_summary.cache_hits == 0
+    assert all(r.ok for r in first) and llm.last_summary.batches >= 1 and llm.last_summary.cache_hits == 0
+    assert llm.last_summary.calls == 0 and llm.last_summary.responses == 4  # batched: responses and batches apart
+    assert all(s.batch_size > 1 for r in first for s in r.samples)  # each response knows its latency is the batch's
     again = LLM("local:smollm2", provider=smollm2, cache=tmp_path / "c.sqlite", progress=False)
     second = again.generate(reqs)
     assert again.last_summary.calls == 0 and again.last_summary.cache_hits == 4

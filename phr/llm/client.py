@@ -170,10 +170,11 @@ class LLM:
             TimeElapsedColumn(), TimeRemainingColumn(), disable=not self.progress, transient=False,
         )
 
-    def _store(self, slot: _Slot, raw: RawCompletion, latency: float, summary: RunSummary) -> Sample:
+    def _store(self, slot: _Slot, raw: RawCompletion, latency: float, summary: RunSummary,
+               batch_size: int = 1) -> Sample:
         sample = Sample(
             slot.index, raw.text, raw.finish_reason, raw.prompt_tokens, raw.completion_tokens, latency,
-            self.provider.cache_model_id,
+            self.provider.cache_model_id, batch_size=batch_size,
         )
         self.cache.put(slot.key, slot.request_json, self.provider.kind, self.provider.revision, sample)
         stats = summary.model(self.spec)
@@ -267,7 +268,7 @@ class LLM:
             for i in range(0, len(slots), self.provider.batch_size):
                 batch = slots[i : i + self.provider.batch_size]
                 items = [BatchItem(requests[s.req].messages, params, s.index) for s in batch]
-                stats.calls += 1
+                stats.batches += 1
                 t0 = time.monotonic()
                 try:
                     raws = await asyncio.to_thread(self.provider.complete_batch, items)
@@ -279,9 +280,9 @@ class LLM:
                     for s in batch:
                         done(s, self._fail(s, reason, f"{type(e).__name__}: {e}", 1, summary))
                     continue
-                latency = (time.monotonic() - t0) / len(items)
+                latency = time.monotonic() - t0  # the batch's wall time: every response of it took that long
                 for s, raw in zip(batch, raws):
-                    done(s, self._store(s, raw, latency, summary))
+                    done(s, self._store(s, raw, latency, summary, batch_size=len(items)))
 
 
 def _estimate_tokens(messages: tuple[Message, ...], params: GenerationParams, n: int) -> int:

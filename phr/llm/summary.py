@@ -13,8 +13,9 @@ from phr.core.secrets import redact
 
 @dataclass
 class ModelStats:
-    calls: int = 0  # requests sent to the provider (a native-n call counts once)
-    samples: int = 0  # fresh samples produced by those calls
+    calls: int = 0  # API requests sent to the provider (a native-n call counts once)
+    batches: int = 0  # in-process batches (hf:, local:, vllm:): one forward loop for many responses
+    samples: int = 0  # fresh responses produced by those calls or batches
     cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -35,6 +36,14 @@ class RunSummary:
         return sum(m.calls for m in self.models.values())
 
     @property
+    def batches(self) -> int:
+        return sum(m.batches for m in self.models.values())
+
+    @property
+    def responses(self) -> int:
+        return sum(m.samples for m in self.models.values())
+
+    @property
     def cache_hits(self) -> int:
         return sum(m.cache_hits for m in self.models.values())
 
@@ -48,7 +57,7 @@ class RunSummary:
     def as_dict(self) -> dict:
         return {
             spec: {
-                "calls": m.calls, "samples": m.samples, "cache_hits": m.cache_hits, "retries": m.retries,
+                "calls": m.calls, "batches": m.batches, "samples": m.samples, "cache_hits": m.cache_hits, "retries": m.retries,
                 "prompt_tokens": m.prompt_tokens, "completion_tokens": m.completion_tokens,
                 "estimated_cost_usd": None if m.cost_usd is None else round(m.cost_usd, 6),
                 "failures": dict(m.failures),
@@ -58,12 +67,15 @@ class RunSummary:
 
     def table(self) -> Table:
         t = Table(title="LLM calls", title_justify="left")
-        for col in ("model", "calls", "cache hits", "retries", "failures", "prompt tok", "completion tok", "est. cost"):
+        for col in ("model", "responses", "calls / batches", "cache hits", "retries", "failures", "prompt tok",
+                    "completion tok", "est. cost"):
             t.add_column(col, justify="left" if col == "model" else "right")
         for spec, m in self.models.items():
             fails = ", ".join(f"{k}={v}" for k, v in sorted(m.failures.items())) or "0"
             cost = "n/a (no price)" if m.cost_usd is None else f"${m.cost_usd:.4f}"
-            t.add_row(redact(spec), str(m.calls), str(m.cache_hits), str(m.retries), fails,
+            sent = " + ".join(x for x in (f"{m.calls} calls" if m.calls else "",
+                                          f"{m.batches} batches" if m.batches else "") if x) or "0"
+            t.add_row(redact(spec), str(m.samples), sent, str(m.cache_hits), str(m.retries), fails,
                       str(m.prompt_tokens), str(m.completion_tokens), cost)
         return t
 

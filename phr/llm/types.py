@@ -91,10 +91,11 @@ class Sample:
     finish_reason: str | None
     prompt_tokens: int
     completion_tokens: int
-    latency_s: float
+    latency_s: float  # seconds until it arrived: for a batched in-process call, the whole batch's time
     model: str
     cached: bool = False
     created_at: float = field(default_factory=time.time)
+    batch_size: int = 1  # how many responses the call that produced it returned together
 
 
 @dataclass(frozen=True)
