@@ -21,18 +21,18 @@ from phr.bench.folder import MANIFEST, card_configs, write_data
 from phr.core.fs import atomic_dir, write_json
 from phr.bench.prompts import NAMES as TEMPLATE_NAMES
 from phr.bench.prompts import Templates
-from phr.core.errors import PHRError
+from phr.core.errors import UsageError
 from phr.bench.records import Augmentation, BaseQuestion, MutationType
 
 CURATED = "curated"
 DEFAULT_GENERATOR = "openai:gpt-4o"  # the paper's generator
 
 
-class OutputExistsError(PHRError):
+class OutputExistsError(UsageError):
     """The output folder exists and ``overwrite`` was not given."""
 
 
-class BuildError(PHRError):
+class BuildError(UsageError):
     pass
 
 

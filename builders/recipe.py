@@ -9,13 +9,13 @@ from pathlib import Path
 
 import yaml
 
-from phr.core.errors import PHRError
+from phr.core.errors import UsageError
 from phr.bench.records import BaseQuestion, Domain, MutationType
 
 BUILTIN = ("paper", "mini")
 
 
-class RecipeError(PHRError):
+class RecipeError(UsageError):
     pass
 
 

@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from phr.core.errors import PHRError
+from phr.core.errors import UsageError
 from phr.bench.records import Domain
 
 DEFAULT_PATH = Path(__file__).with_name("taxonomy.yaml")
@@ -24,7 +24,7 @@ ENV_VAR = "PHR_TAXONOMY"
 Label = str | Sequence[str] | None
 
 
-class TaxonomyError(PHRError, ValueError):
+class TaxonomyError(UsageError, ValueError):
     """The taxonomy file is invalid, or has no rule for a source / label."""
 
 

@@ -23,14 +23,14 @@ from pydantic import ValidationError
 from phr.bench.conditions import CONDITION_VALUES, UnknownConditionError, condition_spec, select
 from phr.bench.folder import data_file
 from phr.bench.instance import Instance
-from phr.core.errors import PHRError
+from phr.core.errors import UsageError
 from phr.core.fs import sha256_file
 from phr.core.settings import phr_home
 
 CONDITIONS = CONDITION_VALUES
 
 
-class DatasetError(PHRError):
+class DatasetError(UsageError):
     pass
 
 

@@ -38,7 +38,7 @@ from phr.eval.dataset import (
     load_eval_dataset,
 )
 
-from phr.core.errors import PHRError
+from phr.core.errors import PHRError, UsageError
 
 RUN_FILE = "run.json"
 RESPONSES_FILE = "responses.jsonl"
@@ -46,7 +46,7 @@ GENERATIONS_FILE = "generations.jsonl"
 RUN_SCHEMA_VERSION = 1
 
 
-class RunError(PHRError):
+class RunError(UsageError):
     pass
 
 

@@ -28,14 +28,14 @@ from urllib.parse import urlparse
 from phr.eval.dataset import CONDITIONS, DatasetError, EvalDataset, check_conditions
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from phr.core.errors import PHRError
+from phr.core.errors import UsageError
 
 KEYS = ("instance_id", "sample", "response")
 MISSING_SHOWN = 5  # missing responses named in the coverage message
 _BOM = b"\xef\xbb\xbf"
 
 
-class SubmissionError(PHRError):
+class SubmissionError(UsageError):
     """A rejected submission or metadata; ``problems`` holds the listed reasons, ``total`` counts all."""
 
     def __init__(self, message: str, problems: list[str] | None = None, total: int | None = None):

@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 from phr.bench.conditions import CONDITIONS, condition_spec
 from phr.bench.folder import data_file, read_rows
 from phr.bench.records import Condition
-from phr.core.errors import PHRError
+from phr.core.errors import UsageError
 from phr.validation.report import Rejection
 
 REVIEW_DIR = "review"
@@ -53,7 +53,7 @@ COLUMNS = (
 REQUIRED_COLUMNS = ("instance_id", "augmentation_id", "premise_sha", "decision", "reviewer", "note")
 FILL_COLUMNS = ("decision", "reviewer", "note")
 
-class ReviewError(PHRError):
+class ReviewError(UsageError):
     """The folder or the decisions file cannot be used for a review round."""
 
 

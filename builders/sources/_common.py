@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from phr.core.errors import PHRError
+from phr.core.errors import UsageError
 from phr.bench.records import BaseQuestion, TaskType
 
 from .. import taxonomy
@@ -23,15 +23,15 @@ Row = Any  # one raw row: a dict (JSON/CSV with header) or a list (CSV without h
 Located = tuple[str, Row]  # (where, row): where = "row 3 (line 4)", used in error messages
 
 
-class SourceNotFoundError(PHRError, FileNotFoundError):
+class SourceNotFoundError(UsageError, FileNotFoundError):
     """No copy of a source benchmark could be found (or downloaded)."""
 
 
-class MalformedSourceError(PHRError, ValueError):
+class MalformedSourceError(UsageError, ValueError):
     """A source file has a row that cannot be standardized; the message names file, row and problem."""
 
 
-class SourceOptionError(PHRError, ValueError):
+class SourceOptionError(UsageError, ValueError):
     """A loader filter has a value the source does not have (unknown subject, split, variant...)."""
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from phr.bench.records import Condition
-from phr.core.errors import PHRError
+from phr.core.errors import UsageError
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ _BY_VALUE = {c.value: c for c in CONDITIONS}
 _BY_CONFIG = {c.config: c for c in CONDITIONS}
 
 
-class UnknownConditionError(PHRError, ValueError):
+class UnknownConditionError(UsageError, ValueError):
     pass
 
 

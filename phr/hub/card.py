@@ -7,13 +7,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from phr.core.errors import PHRError
+from phr.core.errors import UsageError
 
 README = "README.md"
 _SPLIT = re.compile(r"^\w+(\.\w+)*$")
 
 
-class CardError(PHRError, ValueError):
+class CardError(UsageError, ValueError):
     """The card's metadata does not parse as the Hub reads it."""
 
 

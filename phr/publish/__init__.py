@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from phr.core.errors import PHRError
+from phr.core.errors import PHRError, UsageError
 
 HUB_DIR_ENV = "PHR_HUB_DIR"
 REPO_TYPES = ("dataset", "model")
@@ -45,7 +45,7 @@ RESERVED_TAGS = {"main", "HEAD", "head"}
 
 # ---- errors ----------------------------------------------------------------------------------------------------
 
-class PublishError(PHRError):
+class PublishError(UsageError):
     """A push or pull that could not be done; the message says why and what to do."""
 
 
@@ -83,6 +83,8 @@ class DestinationExistsError(PublishError):
 
 class PushFailedError(PublishError):
     """The push failed part-way (network, server, disk): the repo keeps its previous version."""
+
+    exit_code = 1
 
 
 # ---- result ----------------------------------------------------------------------------------------------------
