@@ -16,7 +16,7 @@ from string import Template
 
 from phr.builders.recipe import Recipe
 from phr.bench.prompts import Templates
-from phr.validation.report import Rejection
+from phr.core.report import Rejection
 from pydantic import BaseModel, Field
 
 from phr.core.aio import run_sync

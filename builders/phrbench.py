@@ -257,7 +257,7 @@ def build(recipe: str | Path = "mini", out: str | Path = "phrbench", *, generato
 
 def _review_rejections(out, augs) -> list:
     """Premises rejected in a manual review of the previous build at ``out`` (same id and same text)."""
-    from phr.validation.report import Rejection
+    from phr.core.report import Rejection
     from phr.validation.review import load_decisions, premise_sha
 
     decisions = load_decisions(out) if Path(out).is_dir() else {}

@@ -22,7 +22,7 @@ from phr.validation.expectations import (
     write_suite,
 )
 from phr.validation.folder import validate_folder
-from phr.validation.report import Rejection
+from phr.core.report import Rejection
 
 from phr.bench.folder import data_file
 from phr.bench.folder import read_rows as load_rows

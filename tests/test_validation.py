@@ -22,7 +22,7 @@ from phr.validation.checks import (
     split_sentences,
 )
 from phr.validation.config import ValidationConfig
-from phr.validation.report import Rejection, ValidationReport
+from phr.core.report import Rejection, ValidationReport
 from phr.validation.schemas import validate_frame
 from phr.validation.textops import (
     Corpus,

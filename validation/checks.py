@@ -24,7 +24,7 @@ import pandas as pd
 import pyarrow as pa
 
 from .config import DistinctnessConfig, LeakageConfig, SingleMutationConfig, ValidationConfig
-from .report import Rejection, ValidationReport
+from phr.core.report import Rejection, ValidationReport
 from . import textops as T
 from .schemas import to_frame, validate_frame
 from .textops import Corpus, lsh_candidates, lsh_params, row_starts

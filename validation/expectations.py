@@ -37,7 +37,7 @@ from phr.bench.conditions import CONDITIONS, condition_spec
 from phr.bench.folder import data_file
 from phr.bench.instance import NOT_NULL
 from phr.bench.records import Domain, MutationType, TaskType
-from phr.validation.report import Rejection
+from phr.core.report import Rejection
 
 SUITE_FILE = "validation/expectations.json"
 FORMAT = "phr-expectations/1"

@@ -15,7 +15,7 @@ from phr.bench.conditions import CONFIGS, condition_spec
 from phr.bench.folder import CARD_CONFIGS, read_rows
 from phr.bench.records import Augmentation, BaseQuestion, Condition
 from phr.hub.card import README, CardError, card_configs, missing_data_files
-from phr.validation.report import Rejection, ValidationReport
+from phr.core.report import Rejection, ValidationReport
 
 def _card_checks(folder: Path) -> list[Rejection]:
     try:

@@ -27,7 +27,7 @@ from phr.llm.structured import agenerate_structured
 from phr.llm.types import ChatRequest, GenerationParams, as_messages
 from phr.bench.records import Augmentation, BaseQuestion, Judgement, TaskType
 
-from .report import Rejection, ValidationReport
+from phr.core.report import Rejection, ValidationReport
 
 __all__ = ["JudgeVerdict", "JudgeFailure", "JudgeOutcome", "judge_augmentations", "ajudge_augmentations",
            "judge_prompt", "failed_criteria", "PARAMS"]

@@ -35,7 +35,7 @@ from phr.bench.conditions import CONDITIONS, condition_spec
 from phr.bench.folder import data_file, read_rows
 from phr.bench.records import Condition
 from phr.core.errors import UsageError
-from phr.validation.report import Rejection
+from phr.core.report import Rejection
 
 REVIEW_DIR = "review"
 DECISIONS_FILE = "decisions.json"

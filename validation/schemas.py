@@ -22,7 +22,7 @@ from phr.bench.instance import Column
 from phr.bench.records import Condition, Domain, MutationType, TaskType
 
 from .config import SchemaConfig
-from .report import Rejection
+from phr.core.report import Rejection
 
 Which = Literal["questions", "augmentations", "instances"]
 FRAMES: tuple[str, ...] = ("questions", "augmentations", "instances")

@@ -217,7 +217,7 @@ def _dataset_card_rejections(folder: Path):
     from datasets.utils.metadata import MetadataConfigs
     from huggingface_hub import DatasetCard
 
-    from phr.validation.report import Rejection
+    from phr.core.report import Rejection
 
     try:
         card = DatasetCard.load(folder / README, ignore_metadata_errors=False)
@@ -240,7 +240,7 @@ def _model_card_rejections(folder: Path):
     import yaml
     from huggingface_hub import ModelCard
 
-    from phr.validation.report import Rejection
+    from phr.core.report import Rejection
 
     out = []
     try:
@@ -317,7 +317,7 @@ def gate(folder: str | Path, repo_type: str):
 
 
 def _gate(folder: Path, repo_type: str):
-    from phr.validation.report import Rejection, ValidationReport
+    from phr.core.report import Rejection, ValidationReport
 
     report = ValidationReport()
     if not (folder / README).is_file():

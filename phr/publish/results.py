@@ -261,7 +261,7 @@ def check_results_folder(folder: str | Path):
     import pyarrow.parquet as pq
     import yaml
 
-    from phr.validation.report import Rejection, ValidationReport
+    from phr.core.report import Rejection, ValidationReport
 
     folder = Path(folder)
     report = ValidationReport()

@@ -1,4 +1,4 @@
-"""Rejections and the validation report that collects them."""
+"""Rejections and the report that collects them: what every check (validation, the hub gate) returns."""
 
 from __future__ import annotations
 
