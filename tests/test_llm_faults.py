@@ -101,7 +101,8 @@ def test_retry_after_within_the_cap_is_honoured(env, server):
 def test_cap_is_configurable(env, server):
     server.script(None, [("status", 429, {"Retry-After": "2"})])
     res = make(max_retry_after=1.5).generate([req("too long for me")])
-    assert server.count == 1 and "asked to wait 2 s (Retry-After), more than the cap of 1.5 s" in res[0].failures[0].message
+    assert server.count == 1
+    assert "asked to wait 2 s (Retry-After), more than the cap of 1.5 s" in res[0].failures[0].message
     with pytest.raises(ValueError, match="max_retry_after"):
         make(max_retry_after=-1)
     with pytest.raises(ValueError, match="timeout"):
@@ -220,7 +221,9 @@ def test_no_event_loop_is_closed_noise(env, spec):
 
 
 async def test_client_closed_by_aclose_and_by_loop_shutdown(env, server):
+    """aclose() closes the loop's client; a loop that ends without aclose() (asyncio.run) closes it too."""
     import asyncio
+    import threading
 
     from phr.llm.providers.openai_api import OpenAIProvider
 
@@ -234,8 +237,6 @@ async def test_client_closed_by_aclose_and_by_loop_shutdown(env, server):
         return p._client
 
     box = []
-    import threading
-
     t = threading.Thread(target=lambda: box.append(asyncio.run(use())))  # a loop of its own, never aclose()d
     t.start()
     t.join()
@@ -329,3 +330,19 @@ def test_provider_message_clipped_at_word_boundary():
     msg = safe_message("HTTP 400: " + "word " * 300, None, limit=100)
     assert msg.startswith("HTTP 400: word") and msg.endswith("… (1510 characters in all)")
     assert "wor…" not in msg
+
+
+def test_eval_phrbench_judge_gets_the_call_options(env, server, mini_folder, tmp_path):
+    from phr.cli import app
+    from phr.cli_eval import _options
+
+    opts = _options("none", "openai:judge-model", llm_options={"timeout": 7.0, "max_retry_after": 9.0})
+    assert (opts.judge.spec, opts.judge.timeout, opts.judge.max_retry_after) == ("openai:judge-model", 7.0, 9.0)
+    assert _options("none", "openai:judge-model").judge == "openai:judge-model"
+    r = CliRunner().invoke(app, ["eval", "phrbench", "--model", "openai:gpt-4o", "--dataset", str(mini_folder),
+                                 "--limit", "1", "--samples", "1", "--conditions", "B+H", "--scorer", "none",
+                                 "--judge", "openai:judge-model", "--no-plots", "--timeout", "7",
+                                 "--out", str(tmp_path / "run")])
+    assert r.exit_code == 0, r.output
+    result = json.loads((tmp_path / "run" / "scores" / "results.json").read_text())
+    assert result["config"]["resolution_judge"]["spec"] == "openai:judge-model"
