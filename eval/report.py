@@ -17,6 +17,7 @@ from pathlib import Path
 
 from phr.eval.aggregate import RESOLUTIONS, TRAJ
 from phr.eval.scoring import SampleScore
+from phr.core.fs import honour_umask
 
 RESULTS_FILE = "results.json"
 SAMPLES_FILE = "samples.jsonl"
@@ -172,6 +173,7 @@ def write_results(out: str | Path, result: dict, scores: Sequence[SampleScore], 
         (tmp / REPORT_FILE).write_text(render_report(result), encoding="utf-8")
         if plots:
             write_plots(result, tmp / PLOTS_DIR)
+        honour_umask(tmp)  # mkdtemp makes 0700 folders
         if out.exists():
             old = out.with_name(f".{out.name}.old-{os.getpid()}")
             os.replace(out, old)

@@ -39,6 +39,7 @@ from phr.eval.dataset import (
 )
 
 from phr.core.errors import PHRError, UsageError
+from phr.core.fs import honour_umask
 
 RUN_FILE = "run.json"
 RESPONSES_FILE = "responses.jsonl"
@@ -245,6 +246,7 @@ def _install(path: Path, meta: dict, responses: dict, log_rows: list, write_subm
         write_submission(tmp / RESPONSES_FILE, ((i, s, responses[(i, s)]) for i, s in keys))
         _write_jsonl(tmp / GENERATIONS_FILE, log_rows)
         _write_json(tmp / RUN_FILE, meta)
+        honour_umask(tmp)  # mkdtemp makes 0700 folders
         if path.exists():
             old = path.with_name(f".{path.name}.old-{os.getpid()}")
             os.replace(path, old)

@@ -29,6 +29,8 @@ from phr.eval.dataset import CONDITIONS, DatasetError, EvalDataset, check_condit
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from phr.core.errors import UsageError
+from phr.core.fs import honour_umask
+from phr.core.text import clip
 
 KEYS = ("instance_id", "sample", "response")
 MISSING_SHOWN = 5  # missing responses named in the coverage message
@@ -315,7 +317,7 @@ def _check_line(text: str, lineno: int, meta: SubmissionMeta, wanted: tuple[str,
     except RecursionError:
         return ["not valid JSON (nested too deeply)"]
     except ValueError as e:
-        return [f"not valid JSON ({str(e)[:80]})"]
+        return [f"not valid JSON ({clip(str(e), 160)})"]
     if not isinstance(obj, dict):
         return [f"expected a JSON object, got {_kind(obj).split()[0]}"]
     out: list[str] = []
@@ -383,6 +385,7 @@ def write_submission(path: str | os.PathLike, responses: Iterable[tuple[str, int
                 n += 1
             f.flush()
             os.fsync(f.fileno())
+        honour_umask(tmp)  # mkstemp makes 0600 files
         os.replace(tmp, path)
     except UnicodeEncodeError as e:
         os.unlink(tmp)
@@ -396,5 +399,6 @@ def write_submission(path: str | os.PathLike, responses: Iterable[tuple[str, int
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump({k: v for k, v in meta.as_dict().items() if v is not None}, f, ensure_ascii=False, indent=2)
             f.write("\n")
+        honour_umask(tmp)
         os.replace(tmp, side)
     return n

@@ -34,6 +34,7 @@ app.add_typer(review_app, name="review", help="Manual review round trip: export 
 from phr.cli_publish import register as _register_publish  # noqa: E402
 
 _register_publish(app)
+from phr.cli_eval import MaxRetryAfter, Timeout  # noqa: E402
 from phr.cli_eval import register as _register_eval  # noqa: E402
 
 _register_eval(app)
@@ -63,14 +64,15 @@ def llm_ping(
     max_tokens: Annotated[int, typer.Option(help="Maximum new tokens.")] = 64,
     temperature: Annotated[float, typer.Option(help="Sampling temperature (0 = greedy).")] = 0.0,
     cache_mode: Annotated[str, typer.Option(help="use | refresh | off")] = "use",
-    timeout: Annotated[float, typer.Option(help="Per-call timeout in seconds.")] = 60.0,
+    timeout: Timeout = 60.0,
     attempts: Annotated[int, typer.Option(help="Attempts before giving up (retries back off exponentially).")] = 3,
+    max_retry_after: MaxRetryAfter = 600.0,
 ) -> None:
     """Send one prompt and print the reply and the usage."""
     from phr.llm import LLM
 
-    llm = LLM(spec, cache_mode=cache_mode, timeout=timeout, max_attempts=attempts, progress=False,
-              show_summary=False)
+    llm = LLM(spec, cache_mode=cache_mode, timeout=timeout, max_attempts=attempts, max_retry_after=max_retry_after,
+              progress=False, show_summary=False)
     result = llm.chat(prompt, max_tokens=max_tokens, temperature=temperature)
     s = result.samples[0]
     if result.failures:
@@ -128,12 +130,15 @@ def build_phrbench(
     out: Annotated[Path, typer.Option("--out", help="Output folder (Hub layout).")] = Path("phrbench"),
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output folder.")] = False,
     allow_short: Annotated[bool, typer.Option("--allow-short", help="Build even if some questions lack premises.")] = False,
+    timeout: Timeout = 120.0,
+    max_retry_after: MaxRetryAfter = 600.0,
 ) -> None:
     """Build PHRBench (default: PHRBench-mini offline) into a validated Hub-layout folder."""
     from phr.builders.phrbench import build
 
     res = build(recipe, out, generator=generator, judge=judge, source_dir=source_dir, online=online,
-                overwrite=overwrite, allow_short=allow_short)
+                overwrite=overwrite, allow_short=allow_short,
+                llm_options={"timeout": timeout, "max_retry_after": max_retry_after})
     total = sum(res.counts.values())
     counts = ", ".join(f"{k} {v}" for k, v in res.counts.items())
     typer.echo(f"built PHRBench ({recipe}) in {res.out}: {counts} = {total} instances")

@@ -18,6 +18,12 @@ Hub = Annotated[Path | None, typer.Option("--hub", help="Local hub folder (defau
 Scorer = Annotated[str, typer.Option("--scorer", help="Reference scorer for OL/UI/BUF/BC (paper: hf:Qwen/Qwen2.5-7B-Instruct); 'none' skips them.")]
 Judge = Annotated[str, typer.Option("--judge", help="LLM judge for behavioural resolution of B+H responses; 'none' skips it.")]
 Plots = Annotated[bool, typer.Option("--plots/--no-plots", help="Write PNG plots.")]
+#: Per-call options of the commands that call models (values go to ``LLM(...)``).
+Timeout = Annotated[float, typer.Option("--timeout", min=0.001, help="Per-call timeout in seconds (API models).")]
+MaxRetryAfter = Annotated[float, typer.Option(
+    "--max-retry-after", min=0,
+    help="Longest Retry-After (seconds) a rate-limited call waits; a server asking for more fails the call at once.",
+)]
 
 
 def _fail(e: PHRError) -> None:
@@ -25,12 +31,18 @@ def _fail(e: PHRError) -> None:
     raise typer.Exit(2)
 
 
-def _options(scorer: str, judge: str, code_timeout: float = 10.0):
+def _options(scorer: str, judge: str, code_timeout: float = 10.0, llm_options: dict | None = None):
+    """Scoring options; with ``llm_options`` (timeout, max_retry_after) the judge is an LLM built with them."""
     from phr.eval.scoring import ScoreOptions
 
     none = ("none", "", "off")
-    return ScoreOptions(scorer=None if scorer.lower() in none else scorer,
-                        judge=None if judge.lower() in none else judge, code_timeout_s=code_timeout)
+    judge_spec = None if judge.lower() in none else judge
+    if judge_spec is not None and llm_options:
+        from phr.llm import LLM
+
+        judge_spec = LLM(judge_spec, **llm_options)
+    return ScoreOptions(scorer=None if scorer.lower() in none else scorer, judge=judge_spec,
+                        code_timeout_s=code_timeout)
 
 
 def _print_summary(result: dict, out: Path) -> None:
@@ -89,6 +101,8 @@ def eval_phrbench(
     concurrency: Annotated[int, typer.Option("--concurrency", help="Concurrent API calls.")] = 16,
     score: Annotated[bool, typer.Option("--score/--no-score", help="Score after generating (not for shards).")] = True,
     plots: Plots = True,
+    timeout: Timeout = 120.0,
+    max_retry_after: MaxRetryAfter = 600.0,
 ) -> None:
     """Generate (cached, resumable) and score a model's responses to PHRBench."""
     from phr.eval.pipeline import score_run
@@ -100,7 +114,8 @@ def eval_phrbench(
                         shard=parse_shard(shard))
         from phr.llm import LLM
 
-        llm = LLM(model, concurrency=concurrency)
+        calls = {"timeout": timeout, "max_retry_after": max_retry_after}
+        llm = LLM(model, concurrency=concurrency, **calls)
         run = generate_run(cfg, out=out, root=runs, hub=hub, llm=llm)
         typer.echo(f"run: {run.path}  ({len(run.responses)} responses, {len(run.failures)} failed calls)")
         if cfg.shard is not None:
@@ -108,7 +123,7 @@ def eval_phrbench(
                        f"{run.path.parent}/{run.meta['run_id']}-shard-*-of-{cfg.shard[1]} --out {run.path.parent / run.meta['run_id']}")
             return
         if score:
-            options = _options(scorer, judge)
+            options = _options(scorer, judge, llm_options=calls)
             if options.scorer == model and hasattr(llm.provider, "hf_model"):  # one copy of the weights
                 from dataclasses import replace
 

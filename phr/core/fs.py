@@ -42,10 +42,24 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def _umask() -> int:
-    mask = os.umask(0)
+def current_umask() -> int:
+    """The process umask, read without changing it where Linux exposes it (else set and restored at once)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+def honour_umask(path: str | os.PathLike) -> None:
+    """Give ``path`` (a folder from ``mkdtemp`` or a file from ``mkstemp``) the modes of a normal new one."""
+    base = 0o777 if Path(path).is_dir() else 0o666
+    os.chmod(path, base & ~current_umask())
 
 
 def temp_sibling(dest: Path, kind: str = "tmp") -> Path:
@@ -97,7 +111,7 @@ def atomic_dir(dest: str | Path, *, overwrite: bool = True) -> Iterator[Path]:
     dest.parent.mkdir(parents=True, exist_ok=True)
     clean_stale(dest.parent, dest.name)
     tmp = temp_sibling(dest)
-    tmp.mkdir(mode=0o777 & ~_umask())
+    tmp.mkdir(mode=0o777 & ~current_umask())
     try:
         yield tmp
         replace_path(tmp, dest)

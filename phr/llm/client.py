@@ -5,7 +5,8 @@
 
 Every sample is looked up in the call cache first; only the missing sample indices are requested. API
 providers run under a semaphore and per-minute request/token limiters, with exponential backoff and jitter
-on 429 (honouring Retry-After), 5xx, timeouts, connection errors and malformed bodies. In-process
+on 429 (honouring Retry-After up to ``max_retry_after`` seconds; a longer one fails the call at once with
+the reason), 5xx, timeouts, connection errors and malformed bodies. In-process
 providers (hf, local, vllm) get the missing samples in batches. Every call that finally fails becomes a
 CallFailure in its result slot and a row in the cache's failure table: nothing is dropped.
 """
@@ -57,6 +58,9 @@ from phr.llm.types import (
 
 log = logging.getLogger("phr.llm")
 
+#: Default cap on an honoured Retry-After (seconds): a server asking for a longer wait fails the call at once.
+DEFAULT_MAX_RETRY_AFTER = 600.0
+
 
 @dataclass
 class _Slot:
@@ -84,6 +88,7 @@ class LLM:
         max_attempts: int = 6,
         backoff_initial: float = 1.0,
         backoff_max: float = 60.0,
+        max_retry_after: float = DEFAULT_MAX_RETRY_AFTER,
         prices: PriceTable | None = None,
         progress: bool = True,
         show_summary: bool | None = None,
@@ -92,6 +97,10 @@ class LLM:
     ):
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
+        if timeout <= 0:
+            raise ValueError("timeout must be > 0 seconds")
+        if max_retry_after < 0:
+            raise ValueError("max_retry_after must be >= 0 seconds")
         self.spec = spec
         self.provider = provider or make_provider(spec, **provider_options)
         self.cache = cache if isinstance(cache, CallCache) else CallCache(cache, mode=cache_mode)
@@ -102,6 +111,8 @@ class LLM:
         self.max_attempts = max_attempts
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
+        #: The longest Retry-After (seconds) honoured; a server asking for more fails the call at once.
+        self.max_retry_after = max_retry_after
         self.prices = prices or PriceTable.load()
         self.progress = progress
         self.show_summary = progress if show_summary is None else show_summary
@@ -192,6 +203,29 @@ class LLM:
         summary.model(self.spec).failures[reason] += 1
         return CallFailure(slot.index, reason, message, attempts, self.provider.cache_model_id)
 
+    def _too_long(self, e: BaseException) -> bool:
+        """True when ``e`` asks to wait longer than ``max_retry_after``: not worth retrying."""
+        retry_after = getattr(e, "retry_after", None)
+        return retry_after is not None and retry_after > self.max_retry_after
+
+    def _retryable(self, e: BaseException) -> bool:
+        return isinstance(e, CallError) and e.retryable and not self._too_long(e)
+
+    def _failure_message(self, e: CallError, attempts: int) -> str:
+        """``spec [at url]: reason after k attempt(s): detail``, naming the model and endpoint once."""
+        detail = str(e)
+        prefix = f"{self.provider.spec}: "
+        if detail.startswith(prefix):  # adapters prefix their messages with the spec for direct callers
+            detail = detail[len(prefix):]
+        url = getattr(self.provider, "base_url", None)
+        where = f" at {url}" if url and str(url).rstrip("/") not in detail else ""
+        msg = f"{self.spec}{where}: {e.reason} after {attempts} attempt(s): {detail}"
+        if self._too_long(e):
+            msg += (f"; the server asked to wait {_secs(e.retry_after)} s (Retry-After), more than the cap of "
+                    f"{_secs(self.max_retry_after)} s, so the call was not retried (raise the cap with "
+                    "LLM(max_retry_after=...) or --max-retry-after, or rerun later: successes are cached)")
+        return msg
+
     def _wait(self, retry_state) -> float:
         exc = retry_state.outcome.exception()
         retry_after = getattr(exc, "retry_after", None)
@@ -224,7 +258,7 @@ class LLM:
             async for attempt in AsyncRetrying(
                 stop=stop_after_attempt(self.max_attempts),
                 wait=self._wait,
-                retry=retry_if_exception(lambda e: isinstance(e, CallError) and e.retryable),
+                retry=retry_if_exception(self._retryable),
                 reraise=True,
             ):
                 with attempt:
@@ -250,8 +284,7 @@ class LLM:
             for slot, raw in zip(slots, raws):
                 done(slot, self._store(slot, raw, latency, summary))
         except CallError as e:
-            where = _endpoint(self.provider)
-            msg = f"{self.spec}{where}: {e.reason} after {attempts} attempt(s): {e}"
+            msg = self._failure_message(e, attempts)
             for slot in slots:
                 done(slot, self._fail(slot, e.reason, msg, attempts, summary))
         except Exception as e:  # an adapter bug or an unexpected SDK error: recorded, never lost
@@ -290,6 +323,6 @@ def _estimate_tokens(messages: tuple[Message, ...], params: GenerationParams, n:
     return prompt + n * (params.max_tokens or 512)
 
 
-def _endpoint(provider: Provider) -> str:
-    url = getattr(provider, "base_url", None)
-    return f" at {url}" if url else ""
+def _secs(x: float) -> str:
+    """Seconds as short text: 86400, 0.5, 600.4."""
+    return f"{x:.1f}".rstrip("0").rstrip(".")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
@@ -64,10 +65,17 @@ class Provider(ABC):
 
 
 class APIProvider(Provider, ABC):
-    """An HTTP API. Its SDK client is bound to an event loop, so one is made per loop and closed with it."""
+    """An HTTP API. Its SDK client is bound to an event loop, so one is made per loop and closed with it.
+
+    The client is closed by :meth:`aclose`, or at the latest when its loop shuts down: a keeper task holds it
+    and closes it when ``asyncio.run`` cancels the loop's remaining tasks. A client left open would be closed
+    by the SDK's ``__del__`` in whatever loop runs at garbage collection, after its own loop is closed, which
+    prints ``Task exception was never retrieved ... Event loop is closed``.
+    """
 
     _sdk_client = None
     _sdk_loop = None
+    _sdk_keeper: asyncio.Task | None = None
 
     def _new_client(self):
         raise NotImplementedError
@@ -79,14 +87,29 @@ class APIProvider(Provider, ABC):
     def _client(self):
         loop = asyncio.get_running_loop()
         if self._sdk_client is None or self._sdk_loop is not loop:
-            self._sdk_client, self._sdk_loop = self._new_client(), loop
+            client = self._new_client()
+            self._sdk_client, self._sdk_loop = client, loop
+            self._sdk_keeper = loop.create_task(self._keep(client), name=f"phr-close-{self.kind}-client")
         return self._sdk_client
+
+    async def _keep(self, client) -> None:
+        """Wait until cancelled (by :meth:`aclose` or the loop's shutdown), then close ``client``."""
+        try:
+            await asyncio.Event().wait()
+        finally:
+            try:
+                await self._close_client(client)
+            except Exception:  # a client that cannot close cleanly is no reason to fail a finished run
+                logging.getLogger("phr.llm").debug("closing the %s client failed", self.kind, exc_info=True)
 
     async def aclose(self) -> None:
         """Close the SDK client of the running loop (the client calls this at the end of every run)."""
-        client, self._sdk_client, self._sdk_loop = self._sdk_client, None, None
-        if client is not None:
-            await self._close_client(client)
+        keeper, loop = self._sdk_keeper, self._sdk_loop
+        self._sdk_client, self._sdk_loop, self._sdk_keeper = None, None, None
+        if keeper is not None and loop is asyncio.get_running_loop():
+            await asyncio.sleep(0)  # a keeper made just now runs first, so it is inside its try when cancelled
+            keeper.cancel()
+            await asyncio.wait([keeper])
 
     @abstractmethod
     async def complete(
@@ -113,8 +136,8 @@ def split_usage(total: int, n: int) -> list[int]:
 def safe_message(text: str, api_key: str | None, limit: int = 800) -> str:
     """An error message with every secret (environment ones and this provider's key) replaced by ``***``."""
     from phr.core.secrets import redact
+    from phr.core.text import clip
 
     if api_key and len(api_key) >= 8:
         text = text.replace(api_key, "***")
-    text = redact(text)
-    return text if len(text) <= limit else text[:limit] + "..."
+    return clip(redact(text), limit)
