@@ -334,7 +334,7 @@ def test_provider_message_clipped_at_word_boundary():
 
 def test_eval_phrbench_judge_gets_the_call_options(env, server, mini_folder, tmp_path):
     from phr.cli import app
-    from phr.cli_eval import _options
+    from phr.cli.eval import _options
 
     opts = _options("none", "openai:judge-model", llm_options={"timeout": 7.0, "max_retry_after": 9.0})
     assert (opts.judge.spec, opts.judge.timeout, opts.judge.max_retry_after) == ("openai:judge-model", 7.0, 9.0)

@@ -437,13 +437,10 @@ def test_results_repo_leaderboard(tmp_path, built):
 # ---- CLI -------------------------------------------------------------------------------------------------------
 
 def test_cli_push_pull(built, tmp_path, monkeypatch):
-    import typer
     from typer.testing import CliRunner
 
-    from phr.cli_publish import register
+    from phr.cli import app
 
-    app = typer.Typer()
-    register(app)
     runner = CliRunner()
     hub = tmp_path / "hub"
     r = runner.invoke(app, ["push", str(built), "--repo", "org/cli", "--tag", "v1.0.0", "--to", str(hub)])

@@ -2,46 +2,35 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from phr.core.errors import PHRError
-from phr.core.secrets import redact
+from phr.cli.common import Hub, MaxRetryAfter, Timeout, new_app, spec_or_none
+from phr.core.errors import UsageError
 
-eval_app = typer.Typer(help="Evaluate models on PHRBench (generate, merge shards, score).", no_args_is_help=True)
+eval_app = new_app("Evaluate models on PHRBench (generate, merge shards, score).")
+submit_app = new_app("Score and publish submissions; render the leaderboard.")
 
 Dataset = Annotated[str, typer.Option("--dataset", help="A built PHRBench folder, or a repo id ORG/NAME ($PHR_HUB_DIR, else the Hub).")]
 Revision = Annotated[str | None, typer.Option("--revision", help="Dataset revision (tag or commit) for a repo id.")]
-Hub = Annotated[Path | None, typer.Option("--hub", help="Local hub folder (default: $PHR_HUB_DIR).")]
 Scorer = Annotated[str, typer.Option("--scorer", help="Reference scorer for OL/UI/BUF/BC (paper: hf:Qwen/Qwen2.5-7B-Instruct); 'none' skips them.")]
 Judge = Annotated[str, typer.Option("--judge", help="LLM judge for behavioural resolution of B+H responses; 'none' skips it.")]
 Plots = Annotated[bool, typer.Option("--plots/--no-plots", help="Write PNG plots.")]
-#: Per-call options of the commands that call models (values go to ``LLM(...)``).
-Timeout = Annotated[float, typer.Option("--timeout", min=0.001, help="Per-call timeout in seconds (API models).")]
-MaxRetryAfter = Annotated[float, typer.Option(
-    "--max-retry-after", min=0,
-    help="Longest Retry-After (seconds) a rate-limited call waits; a server asking for more fails the call at once.",
-)]
-
-
-def _fail(e: PHRError) -> None:
-    typer.echo(f"error: {redact(str(e))}", err=True)
-    raise typer.Exit(2)
 
 
 def _options(scorer: str, judge: str, code_timeout: float = 10.0, llm_options: dict | None = None):
     """Scoring options; with ``llm_options`` (timeout, max_retry_after) the judge is an LLM built with them."""
     from phr.eval.scoring import ScoreOptions
 
-    none = ("none", "", "off")
-    judge_spec = None if judge.lower() in none else judge
+    judge_spec = spec_or_none(judge)
     if judge_spec is not None and llm_options:
         from phr.llm import LLM
 
         judge_spec = LLM(judge_spec, **llm_options)
-    return ScoreOptions(scorer=None if scorer.lower() in none else scorer, judge=judge_spec,
+    return ScoreOptions(scorer=spec_or_none(scorer), judge=judge_spec,
                         code_timeout_s=code_timeout)
 
 
@@ -108,32 +97,29 @@ def eval_phrbench(
     from phr.eval.pipeline import score_run
     from phr.eval.runner import RunConfig, generate_run, parse_shard
 
-    try:
-        cfg = RunConfig(model=model, dataset=dataset, dataset_revision=revision, conditions=conditions,
-                        samples=samples, temperature=temperature, max_tokens=max_tokens, limit=limit,
-                        shard=parse_shard(shard))
-        from phr.llm import LLM
+    cfg = RunConfig(model=model, dataset=dataset, dataset_revision=revision, conditions=conditions,
+                    samples=samples, temperature=temperature, max_tokens=max_tokens, limit=limit,
+                    shard=parse_shard(shard))
+    from phr.llm import LLM
 
-        calls = {"timeout": timeout, "max_retry_after": max_retry_after}
-        llm = LLM(model, concurrency=concurrency, **calls)
-        run = generate_run(cfg, out=out, root=runs, hub=hub, llm=llm)
-        typer.echo(f"run: {run.path}  ({len(run.responses)} responses, {len(run.failures)} failed calls)")
-        if cfg.shard is not None:
-            typer.echo(f"shard {shard} done; when every shard is done: phr-publish eval merge "
-                       f"{run.path.parent}/{run.meta['run_id']}-shard-*-of-{cfg.shard[1]} --out {run.path.parent / run.meta['run_id']}")
-            return
-        if score:
-            options = _options(scorer, judge, llm_options=calls)
-            if options.scorer == model and hasattr(llm.provider, "hf_model"):  # one copy of the weights
-                from dataclasses import replace
+    calls = {"timeout": timeout, "max_retry_after": max_retry_after}
+    llm = LLM(model, concurrency=concurrency, **calls)
+    run = generate_run(cfg, out=out, root=runs, hub=hub, llm=llm)
+    typer.echo(f"run: {run.path}  ({len(run.responses)} responses, {len(run.failures)} failed calls)")
+    if cfg.shard is not None:
+        typer.echo(f"shard {shard} done; when every shard is done: phr-publish eval merge "
+                   f"{run.path.parent}/{run.meta['run_id']}-shard-*-of-{cfg.shard[1]} --out {run.path.parent / run.meta['run_id']}")
+        return
+    if score:
+        options = _options(scorer, judge, llm_options=calls)
+        if options.scorer == model and hasattr(llm.provider, "hf_model"):  # one copy of the weights
+            from dataclasses import replace
 
-                from phr.eval.trajectory import TrajectoryScorer
+            from phr.eval.trajectory import TrajectoryScorer
 
-                options = replace(options, scorer=TrajectoryScorer(llm.provider))
-            result, where = score_run(run.path, options, hub=hub, plots=plots)
-            _print_summary(result, where)
-    except PHRError as e:
-        _fail(e)
+            options = replace(options, scorer=TrajectoryScorer(llm.provider))
+        result, where = score_run(run.path, options, hub=hub, plots=plots)
+        _print_summary(result, where)
 
 
 @eval_app.command("merge")
@@ -150,14 +136,11 @@ def eval_merge(
     from phr.eval.pipeline import score_run
     from phr.eval.runner import merge_runs
 
-    try:
-        run = merge_runs(shards, out)
-        typer.echo(f"merged {len(shards)} shards into {run.path} ({len(run.responses)} responses)")
-        if score:
-            result, where = score_run(run.path, _options(scorer, judge), hub=hub, plots=plots)
-            _print_summary(result, where)
-    except PHRError as e:
-        _fail(e)
+    run = merge_runs(shards, out)
+    typer.echo(f"merged {len(shards)} shards into {run.path} ({len(run.responses)} responses)")
+    if score:
+        result, where = score_run(run.path, _options(scorer, judge), hub=hub, plots=plots)
+        _print_summary(result, where)
 
 
 @eval_app.command("score")
@@ -171,24 +154,44 @@ def eval_score(
     """(Re)score a run folder, e.g. with a judge added."""
     from phr.eval.pipeline import score_run
 
-    try:
-        result, where = score_run(run, _options(scorer, judge), hub=hub, plots=plots)
-    except PHRError as e:
-        _fail(e)
+    result, where = score_run(run, _options(scorer, judge), hub=hub, plots=plots)
     _print_summary(result, where)
 
 
-def _score_submission(submission, dataset, revision, hub, meta_file, model, model_revision, link, samples,
-                      conditions, submitted_by, notes, scorer, judge, out, plots):
-    from phr.eval.dataset import load_eval_dataset
-    from phr.eval.pipeline import score_submission
-    from phr.eval.submission import load_meta
+@dataclass(frozen=True)
+class SubmissionOptions:
+    """What the ``score`` and ``submit`` commands share: the submission, its dataset, its metadata, the scorers."""
 
-    meta = load_meta(meta_file, submission=submission, model=model, revision=model_revision, link=link,
-                     samples=samples, conditions=conditions, submitted_by=submitted_by, notes=notes)
-    ds = load_eval_dataset(dataset, revision=revision, hub=hub)
-    out = out or submission.with_name(submission.stem + ".scored")
-    return score_submission(submission, ds, meta, _options(scorer, judge), out=out, plots=plots)
+    submission: Path
+    dataset: str
+    revision: str | None
+    hub: Path | None
+    meta: Path | None
+    model: str | None
+    model_revision: str | None
+    link: str | None
+    samples: int | None
+    conditions: str | None
+    submitted_by: str | None
+    notes: str | None
+    scorer: str
+    judge: str
+    out: Path | None
+
+    def score(self, plots: bool = True):
+        """Validate the submission against the dataset, score it; (result, scored folder)."""
+        from phr.eval.dataset import load_eval_dataset
+        from phr.eval.pipeline import score_submission
+        from phr.eval.submission import load_meta
+
+        if not self.submission.is_file():
+            raise UsageError(f"no such submission file: {self.submission}")
+        meta = load_meta(self.meta, submission=self.submission, model=self.model, revision=self.model_revision,
+                         link=self.link, samples=self.samples, conditions=self.conditions,
+                         submitted_by=self.submitted_by, notes=self.notes)
+        ds = load_eval_dataset(self.dataset, revision=self.revision, hub=self.hub)
+        out = self.out or self.submission.with_name(self.submission.stem + ".scored")
+        return score_submission(self.submission, ds, meta, _options(self.scorer, self.judge), out=out, plots=plots)
 
 
 Model = Annotated[str | None, typer.Option("--model", help="Model name (repo id); or in the sidecar JSON.")]
@@ -201,6 +204,7 @@ By = Annotated[str | None, typer.Option("--submitted-by", help="Who submits.")]
 Notes = Annotated[str | None, typer.Option("--notes", help="Free text shown with the result.")]
 
 
+@submit_app.command("score")
 def score_cmd(
     submission: Annotated[Path, typer.Argument(help="Submission JSONL: {instance_id, sample, response} per line.")],
     dataset: Dataset = "phrbench",
@@ -220,14 +224,13 @@ def score_cmd(
     plots: Plots = True,
 ) -> None:
     """Validate and score a leaderboard submission (the runner's scoring code)."""
-    try:
-        result, where = _score_submission(submission, dataset, revision, hub, meta, model, model_revision, link,
-                                          samples, conditions, submitted_by, notes, scorer, judge, out, plots)
-    except PHRError as e:
-        _fail(e)
+    opts = SubmissionOptions(submission, dataset, revision, hub, meta, model, model_revision, link, samples,
+                             conditions, submitted_by, notes, scorer, judge, out)
+    result, where = opts.score(plots)
     _print_summary(result, where)
 
 
+@submit_app.command("submit")
 def submit_cmd(
     submission: Annotated[Path, typer.Argument(help="Submission JSONL: {instance_id, sample, response} per line.")],
     repo: Annotated[str, typer.Option("--repo", help="The leaderboard results repo, ORG/NAME.")],
@@ -253,21 +256,20 @@ def submit_cmd(
     """Validate, score and publish a submission to the leaderboard results repo."""
     from phr.publish.results import model_eval_results_yaml, normalize, open_model_pr, push_results
 
-    try:
-        result, where = _score_submission(submission, dataset, revision, hub, meta, model, model_revision, link,
-                                          samples, conditions, submitted_by, notes, scorer, judge, out, True)
-        _print_summary(result, where)
-        res = push_results([where / "results.json"], repo, to=to, replace=replace, create_pr=create_pr)
-        for line in res.lines():
-            typer.echo(line)
-        if model_pr:
-            pr = open_model_pr(result["model"], model_eval_results_yaml(normalize(result)), to=to)
-            typer.echo(f"model repo {result['model']}: " + (f"pull request {pr.pr_url or pr.pr_ref}" if pr.changed
-                                                           else "already holds these results"))
-    except PHRError as e:
-        _fail(e)
+    opts = SubmissionOptions(submission, dataset, revision, hub, meta, model, model_revision, link, samples,
+                             conditions, submitted_by, notes, scorer, judge, out)
+    result, where = opts.score()
+    _print_summary(result, where)
+    res = push_results([where / "results.json"], repo, to=to, replace=replace, create_pr=create_pr)
+    for line in res.lines():
+        typer.echo(line)
+    if model_pr:
+        pr = open_model_pr(result["model"], model_eval_results_yaml(normalize(result)), to=to)
+        typer.echo(f"model repo {result['model']}: " + (f"pull request {pr.pr_url or pr.pr_ref}" if pr.changed
+                                                       else "already holds these results"))
 
 
+@submit_app.command("leaderboard")
 def leaderboard_cmd(
     sources: Annotated[list[Path] | None, typer.Argument(help="Result JSON files or folders (a pulled results repo).")] = None,
     repo: Annotated[str | None, typer.Option("--repo", help="Read the results repo ORG/NAME instead (local hub or the Hub).")] = None,
@@ -280,27 +282,17 @@ def leaderboard_cmd(
 
     from phr.eval.leaderboard import collect_results, write_leaderboard
 
-    try:
-        srcs = list(sources or [])
+    srcs = list(sources or [])
+    if not srcs and not repo:
+        raise UsageError("give result JSON files / folders, or --repo ORG/NAME")
+    with tempfile.TemporaryDirectory(prefix="phr-results-") as tmp:  # the pulled repo goes when we are done
         if repo:
             from phr.publish import pull
 
-            tmp = Path(tempfile.mkdtemp(prefix="phr-results-"))
-            srcs.append(pull(repo, to=tmp / "repo", hub=hub))
-        if not srcs:
-            raise PHRError("give result JSON files / folders, or --repo ORG/NAME")
+            srcs.append(pull(repo, to=Path(tmp) / "repo", hub=hub))
         records = collect_results(srcs)
         paths = write_leaderboard(records, out, title=title)
-    except PHRError as e:
-        _fail(e)
     typer.echo(f"leaderboard of {len(records)} results:")
     for p in paths.values():
         typer.echo(f"  {p}")
 
-
-def register(app: typer.Typer) -> None:
-    """Add ``eval``, ``score``, ``submit`` and ``leaderboard`` to ``app``."""
-    app.add_typer(eval_app, name="eval")
-    app.command("score")(score_cmd)
-    app.command("submit")(submit_cmd)
-    app.command("leaderboard")(leaderboard_cmd)

@@ -1,0 +1,54 @@
+"""`phr-publish`: a thin command line over the library.
+
+One module per command group (``llm``/``cache``, ``build``/``validate``, ``review``, ``hub``, ``eval``), each a
+``typer.Typer`` added here with ``add_typer``; one error boundary (``common.Root``): a ``PHRError`` prints one line
+and exits 2 (usage) or 1 (failed work).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from phr.cli import build, eval, hub, llm, review
+from phr.cli.common import Root
+from phr.core.log import setup_logging
+
+app = typer.Typer(
+    name="phr-publish",
+    cls=Root,
+    help="Build, validate, evaluate and publish PHRBench and Hallucination-R1 artifacts.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(llm.llm_app, name="llm")
+app.add_typer(llm.cache_app, name="cache")
+app.add_typer(build.build_app, name="build")
+app.add_typer(build.validate_app)
+app.add_typer(review.review_app, name="review")
+app.add_typer(hub.hub_app)
+app.add_typer(eval.eval_app, name="eval")
+app.add_typer(eval.submit_app)
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+@app.callback()
+def _global(
+    cache: Annotated[Path | None, typer.Option("--cache", envvar="PHR_CACHE", metavar="FILE", help="Call cache file (SQLite).")] = None,
+    log_level: Annotated[str, typer.Option("--log-level", envvar="PHR_LOG_LEVEL", metavar="LEVEL", help="DEBUG, INFO, WARNING, ERROR.")] = "WARNING",
+) -> None:
+    if log_level.upper() not in LOG_LEVELS:
+        raise typer.BadParameter(f"unknown log level {log_level!r}", param_hint="--log-level")
+    setup_logging(log_level)
+    if cache is not None:
+        os.environ["PHR_CACHE"] = str(cache.expanduser())
+
+
+def main() -> None:
+    """Entry point (``phr-publish``)."""
+    app()

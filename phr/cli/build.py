@@ -1,0 +1,56 @@
+"""`phr-publish build phrbench` and `phr-publish validate`: build a dataset folder, re-check one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from phr.builders.phrbench import build
+from phr.cli.common import CallOptions, MaxRetryAfter, Timeout, new_app
+from phr.core.errors import UsageError
+from phr.validation.folder import validate_folder
+
+build_app = new_app("Build datasets (PHRBench).")
+validate_app = new_app("Re-check a built folder.")
+
+
+@build_app.command("phrbench")
+def build_phrbench(
+    recipe: Annotated[str, typer.Option(help="mini (offline, curated premises), paper, or a recipe YAML file.")] = "mini",
+    generator: Annotated[str | None, typer.Option(metavar="SPEC", help="Premise generator spec (paper: openai:gpt-4o).")] = None,
+    judge: Annotated[str | None, typer.Option(metavar="SPEC", help="LLM judge spec for the second validation pass ('none' to skip; paper: google:gemini-3-pro-preview).")] = None,
+    source_dir: Annotated[Path | None, typer.Option(metavar="DIR", help="Folder with one sub-folder of released files per source.")] = None,
+    online: Annotated[bool, typer.Option("--online", help="Load sources missing locally from the Hub.")] = False,
+    out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Output folder (Hub layout).")] = Path("phrbench"),
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output folder.")] = False,
+    allow_short: Annotated[bool, typer.Option("--allow-short", help="Build even if some questions lack premises.")] = False,
+    timeout: Timeout = 120.0,
+    max_retry_after: MaxRetryAfter = 600.0,
+) -> None:
+    """Build PHRBench (default: PHRBench-mini offline) into a validated Hub-layout folder."""
+    calls = CallOptions(timeout=timeout, max_retry_after=max_retry_after)
+    res = build(recipe, out, generator=generator, judge=judge, source_dir=source_dir, online=online,
+                overwrite=overwrite, allow_short=allow_short, llm_options=calls.llm_kwargs())
+    total = sum(res.counts.values())
+    counts = ", ".join(f"{k} {v}" for k, v in res.counts.items())
+    typer.echo(f"built PHRBench ({recipe}) in {res.out}: {counts} = {total} instances")
+    for k, v in res.qc.items():
+        typer.echo(f"  {k}: {v}")
+    typer.echo(f'load it with: load_dataset("{out}", "all")')
+
+
+@validate_app.command("validate")
+def validate(
+    folder: Annotated[Path, typer.Argument(metavar="FOLDER", help="A built PHRBench folder.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Run every check on a built folder; exit 0 when all pass, 1 otherwise (each failing row listed)."""
+    if not folder.exists():
+        raise UsageError(f"no such folder: {folder}")
+    if not folder.is_dir():
+        raise UsageError(f"{folder} is a file, not a folder: give the folder `phr-publish build phrbench` wrote")
+    report = validate_folder(folder)
+    typer.echo(report.to_json() if as_json else report.render())
+    raise typer.Exit(0 if report.ok else 1)

@@ -1,0 +1,84 @@
+"""What the command modules share: the one error boundary, output helpers and the option types used by several
+command groups."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from typer.core import TyperCommand, TyperGroup
+
+from phr.core.errors import PHRError
+from phr.core.secrets import redact
+
+NONE = ("none", "", "off")
+
+
+def error(message: str) -> None:
+    """Print ``error: MESSAGE`` on stderr, secrets redacted, never read as markup."""
+    typer.echo(f"error: {redact(message)}", err=True)
+
+
+class Root(TyperGroup):
+    """The root command group: the one error boundary of the CLI. A ``PHRError`` from any command is printed as
+    one line (no traceback) and exits with its code: 2 for a usage error, 1 for failed work. Click's own usage
+    errors exit 2."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except PHRError as e:
+            error(str(e))
+            import logging
+
+            logging.getLogger("phr").debug("details", exc_info=True)
+            raise typer.Exit(e.exit_code) from None
+
+
+class Command(TyperCommand):
+    """A command whose usage line names required arguments plainly (``FOLDER``, not typer's ``{FOLDER}``)."""
+
+    def collect_usage_pieces(self, ctx):
+        return [p[1:-1] if p.startswith("{") and p.endswith("}") else p for p in super().collect_usage_pieces(ctx)]
+
+
+class App(typer.Typer):
+    """``typer.Typer`` whose commands are ``Command``s."""
+
+    def command(self, *args, **kw):
+        kw.setdefault("cls", Command)
+        return super().command(*args, **kw)
+
+
+def new_app(help: str, **kw) -> App:
+    """A command group (or, added without a name, a set of top-level commands) in the CLI's one style: plain help
+    (no type placeholders on flags), no pretty tracebacks."""
+    return App(help=help, no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False, **kw)
+
+
+def spec_or_none(value: str | None) -> str | None:
+    """A model spec, or ``None`` for none / off / empty."""
+    return None if value is None or value.lower() in NONE else value
+
+
+# ---- option types shared by several groups ------------------------------------------------------------------------
+
+Hub = Annotated[Path | None, typer.Option("--hub", metavar="HUBDIR", help="Local hub folder (default: $PHR_HUB_DIR; unset: the Hub).")]
+Timeout = Annotated[float, typer.Option("--timeout", min=0.001, help="Per-call timeout in seconds (API models).")]
+MaxRetryAfter = Annotated[float, typer.Option(
+    "--max-retry-after", min=0,
+    help="Longest Retry-After (seconds) a rate-limited call waits; a server asking for more fails the call at once.",
+)]
+
+
+@dataclass(frozen=True)
+class CallOptions:
+    """Per-call options of the commands that call models (keyword arguments of ``LLM(...)``)."""
+
+    timeout: float = 120.0
+    max_retry_after: float = 600.0
+
+    def llm_kwargs(self) -> dict:
+        return {"timeout": self.timeout, "max_retry_after": self.max_retry_after}
