@@ -11,7 +11,7 @@ from collections import defaultdict
 import pyarrow as pa
 
 from phr.builders.templates import Templates
-from phr.records import Augmentation, BaseQuestion, Condition
+from phr.records import Augmentation, BaseQuestion, Condition, question_row
 
 CONFIGS = {"baseline": Condition.B, "truthful": Condition.B_T, "hallucinated": Condition.B_H}
 
@@ -29,6 +29,7 @@ SCHEMA = pa.schema([
     ("options", pa.list_(pa.string())),
     ("answer", pa.string()),
     ("answer_index", pa.int64()),
+    ("code_signature", pa.string()),
     ("entry_point", pa.string()),
     ("code_tests", pa.string()),
     ("reference_solution", pa.string()),
@@ -41,15 +42,6 @@ SCHEMA = pa.schema([
     ("generator", pa.string()),
     ("prompt", pa.string()),
 ])
-
-
-def _base_row(q: BaseQuestion) -> dict:
-    return {
-        "question_id": q.id, "domain": q.domain.value, "subtype": q.subtype, "task_type": q.task_type.value,
-        "source": q.source, "source_row_id": q.source_row_id, "license": q.license, "question": q.question,
-        "options": list(q.options), "answer": q.answer, "answer_index": q.answer_index,
-        "entry_point": q.entry_point, "code_tests": q.code_tests, "reference_solution": q.reference_solution,
-    }
 
 
 _EMPTY_AUG = dict.fromkeys(
@@ -72,7 +64,7 @@ def assemble(
         raise ValueError(f"augmentations reference unknown question ids: {', '.join(orphans[:5])}")
     rows: dict[str, list[dict]] = {name: [] for name in CONFIGS}
     for q in questions:
-        base = _base_row(q)
+        base = question_row(q)  # every field: validation reads it back with question_from_row
         rows["baseline"].append({**base, **_EMPTY_AUG, "id": f"{q.id}-B", "condition": Condition.B.value,
                                  "prompt": templates.prompt(q)})
         hall = 0

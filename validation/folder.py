@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from pydantic import ValidationError
 
-from phr.records import Augmentation, BaseQuestion
+from phr.records import Augmentation, BaseQuestion, question_from_row
 from phr.validation.report import Rejection, ValidationReport
 
 CONFIGS = ("baseline", "truthful", "hallucinated")
@@ -59,15 +59,6 @@ def _first_error(e: Exception) -> str:
     return f"missing column {e}"
 
 
-def _question(r: dict) -> BaseQuestion:
-    return BaseQuestion(
-        id=r["question_id"], source=r["source"], source_row_id=r["source_row_id"], license=r["license"],
-        domain=r["domain"], subtype=r["subtype"], task_type=r["task_type"], question=r["question"],
-        options=r["options"] or [], answer=r["answer"], answer_index=r["answer_index"],
-        entry_point=r["entry_point"], code_tests=r["code_tests"], reference_solution=r["reference_solution"],
-    )
-
-
 def validate_folder(folder: str | Path) -> ValidationReport:
     from phr.validation.checks import run_checks
 
@@ -95,7 +86,7 @@ def validate_folder(folder: str | Path) -> ValidationReport:
     questions: dict[str, BaseQuestion] = {}
     for r in rows["baseline"]:
         try:
-            questions[r["question_id"]] = _question(r)
+            questions[r["question_id"]] = question_from_row(r)
         except (ValidationError, KeyError) as e:
             report.extend([Rejection(r.get("id") or "?", "schema:baseline", _first_error(e))])
     augs, instance_of = [], {}
