@@ -121,7 +121,8 @@ def shared(name: str) -> Path:
 def test_question_rows_round_trip_every_field():
     """What a question is, as written by the builder and read back by `validate`: every field, every source."""
     assert set(question_row(load_source("humaneval")[0])) <= set(SCHEMA.names)
-    qs = load_source("humaneval")[:3] + load_source("mbpp", shared("mbpp"))[:3] + load_source("sciq", shared("sciq"))[:3]
+    qs = [*load_source("humaneval")[:3], *load_source("mbpp", shared("mbpp"))[:3],
+          *load_source("sciq", shared("sciq"))[:3]]
     for q in qs:
         row = question_row(q)
         assert row["question_id"] == q.id and row["code_signature"] == q.code_signature
