@@ -10,15 +10,7 @@ from collections import defaultdict
 
 from phr.bench.prompts import Templates
 from phr.bench.conditions import CONDITIONS, condition_spec
-from phr.bench.records import Augmentation, BaseQuestion, Condition
-
-def _base_row(q: BaseQuestion) -> dict:
-    return {
-        "question_id": q.id, "domain": q.domain.value, "subtype": q.subtype, "task_type": q.task_type.value,
-        "source": q.source, "source_row_id": q.source_row_id, "license": q.license, "question": q.question,
-        "options": list(q.options), "answer": q.answer, "answer_index": q.answer_index,
-        "entry_point": q.entry_point, "code_tests": q.code_tests, "reference_solution": q.reference_solution,
-    }
+from phr.bench.records import Augmentation, BaseQuestion, Condition, question_row
 
 
 _EMPTY_AUG = dict.fromkeys(
@@ -42,7 +34,7 @@ def assemble(
     rows: dict[str, list[dict]] = {c.config: [] for c in CONDITIONS}
     base_c, truthful_c, hall_c = (condition_spec(c) for c in (Condition.B, Condition.B_T, Condition.B_H))
     for q in questions:
-        base = _base_row(q)
+        base = question_row(q)  # every field: validation reads it back with question_from_row
         rows[base_c.config].append({**base, **_EMPTY_AUG, "id": base_c.instance_id(q.id), "condition": base_c.value,
                                  "prompt": templates.prompt(q)})
         hall = 0

@@ -4,6 +4,11 @@ Every call is independent and cached (a rerun of a build makes no calls). Each r
 slot, parses the JSON (re-asking on invalid output), runs the rule-based checks and, when a judge is given,
 the LLM-judge pass; rejected slots stay open and are asked again with fresh sample indices in the next
 round, up to the recipe's ``regeneration_rounds``. Every rejection is kept with its reason.
+
+A model call that fails after all retries (generator or judge) is not a rejection: refilling its slot with
+another sample would make the result depend on the fault. The question is set aside for the rest of the
+run and the call listed in ``GenerationResult.failed``; the builder then fails, and a rerun on the same cache
+replays every cached call and makes the failed ones again, ending exactly where a fault-free run ends.
 """
 
 from __future__ import annotations
@@ -72,6 +77,7 @@ class GenerationResult:
     missing: dict[str, list[str]]  # question id -> augmentation ids still open
     stats: dict[str, int] = field(default_factory=dict)
     summary: RunSummary | None = None
+    failed: list[Rejection] = field(default_factory=list)  # slots whose model call failed after all retries
 
 
 def _answer(q: BaseQuestion) -> str:
@@ -103,6 +109,7 @@ async def agenerate_premises(questions, recipe: Recipe, generator, judge=None, *
                              validation_config=None, extra_check=None) -> GenerationResult:
     """``extra_check(candidates) -> [Rejection]`` runs after the rule checks (e.g. manual review decisions)."""
     from phr.validation.checks import run_checks
+    from phr.validation.judge import CALL_FAILED
 
     templates = templates or Templates.load()
     prompts = prompts or Prompts.load()
@@ -111,6 +118,8 @@ async def agenerate_premises(questions, recipe: Recipe, generator, judge=None, *
     next_index: Counter = Counter()
     accepted: dict[str, Augmentation] = {}
     rejections: list[Rejection] = []
+    failed: list[Rejection] = []
+    halted: set[str] = set()  # questions with a failed call: no further rounds (a rerun makes the call again)
     stats: Counter = Counter()
     summary = RunSummary()
     for round_no in range(recipe.regeneration_rounds + 1):
@@ -142,6 +151,11 @@ async def agenerate_premises(questions, recipe: Recipe, generator, judge=None, *
             for slots, results in zip(slot_groups, outs):
                 for slot, res in zip(slots, results):
                     stats["generated"] += 1
+                    if res.failure is not None:
+                        failed.append(Rejection(slot.aug_id, CALL_FAILED,
+                                                f"generator call failed: {res.failure.message}"))
+                        halted.add(slot.question.id)
+                        continue
                     if not res.ok:
                         rejections.append(Rejection(slot.aug_id, "generator_output",
                                                     f"invalid generator output: {res.errors[-1]}"))
@@ -155,6 +169,7 @@ async def agenerate_premises(questions, recipe: Recipe, generator, judge=None, *
                         mutation_type=slot.mutation_type, mutation_strategy=getattr(v, "mutation_strategy", None),
                         mutation_logic=getattr(v, "mutation_logic", None), generator=generator.spec,
                     )
+        _drop_halted(candidates, halted)
         if candidates:
             qids = {a.question_id for a in candidates.values()}
             qs = [q for q in questions if q.id in qids]
@@ -173,18 +188,32 @@ async def agenerate_premises(questions, recipe: Recipe, generator, judge=None, *
             _merge(summary, judge.last_summary)
             for r in outcome.rejections:
                 if r.row_id in candidates:
-                    rejections.append(r)
+                    if r.check == CALL_FAILED:
+                        failed.append(r)
+                        halted.add(candidates[r.row_id].question_id)
+                    else:
+                        rejections.append(r)
                     candidates.pop(r.row_id)
+        _drop_halted(candidates, halted)
         accepted.update(candidates)
-        open_slots = [s for s in open_slots if s.aug_id not in accepted]
+        open_slots = [s for s in open_slots if s.aug_id not in accepted and s.question.id not in halted]
     missing: dict[str, list[str]] = defaultdict(list)
-    for s in open_slots:
-        missing[s.question.id].append(s.aug_id)
+    still_open = {s.aug_id for s in open_slots}
+    for s in slots_for(questions, recipe):
+        if s.aug_id not in accepted and (s.aug_id in still_open or s.question.id in halted):
+            missing[s.question.id].append(s.aug_id)
     order = {s.aug_id: i for i, s in enumerate(slots_for(questions, recipe))}
     augs = sorted(accepted.values(), key=lambda a: order[a.id])
     stats["accepted"] = len(augs)
     stats["rejected"] = len(rejections)
-    return GenerationResult(augs, rejections, dict(missing), dict(stats), summary)
+    stats["call_failed"] = len(failed)
+    return GenerationResult(augs, rejections, dict(missing), dict(stats), summary, failed)
+
+
+def _drop_halted(candidates: dict[str, Augmentation], halted: set[str]) -> None:
+    """Candidates of questions set aside after a failed call are neither checked further nor accepted."""
+    for aug_id in [k for k, a in candidates.items() if a.question_id in halted]:
+        candidates.pop(aug_id)
 
 
 def _merge(into: RunSummary, other: RunSummary) -> None:

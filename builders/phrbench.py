@@ -8,6 +8,7 @@ premises from ``builders/curated/mini.jsonl``, validated by the same checks as g
 from __future__ import annotations
 
 import hashlib
+import shlex
 import shutil
 from collections import Counter
 import json
@@ -206,11 +207,13 @@ def build(recipe: str | Path = "mini", out: str | Path = "phrbench", *, generato
     """Build PHRBench by recipe. ``mini``: curated premises, offline. Others: premises from ``generator``.
 
     Model specs are resolved (and API keys checked) before any work; the output folder is written only when
-    the whole build succeeded.
+    the whole build succeeded. A model call that fails after all retries fails the build (nothing written);
+    the same command then makes only the failed calls again and ends as a build without the failure would.
     """
     from phr.builders.generate import Prompts, generate_premises
     from phr.builders.recipe import load_recipe
     from phr.builders.recipe import select_questions
+    from phr.builders.sources._common import collect_rejected
     from phr.llm import LLM
 
     if Path(out).exists() and not overwrite:
@@ -224,12 +227,18 @@ def build(recipe: str | Path = "mini", out: str | Path = "phrbench", *, generato
             raise BuildError(f"recipe {rec.name} uses curated premises: --generator does not apply")
         return build_mini(out, overwrite=overwrite, templates_dir=templates_dir, judge=judge_llm)
     gen_llm = LLM(generator or rec.generator or DEFAULT_GENERATOR, **opts)
-    questions, short_sources = select_questions(rec, source_dir, online=online, allow_short=allow_short)
+    with collect_rejected() as source_rejections:
+        questions, short_sources = select_questions(rec, source_dir, online=online, allow_short=allow_short)
+    _check_questions(questions)
     result = generate_premises(questions, rec, gen_llm, judge_llm, templates=Templates.load(templates_dir),
                                prompts=Prompts.load(prompts_dir),
                                extra_check=lambda augs: _review_rejections(out, augs))
     if progress and result.summary is not None:
         result.summary.print()
+    if result.failed:
+        rerun = _rerun_command(recipe, out, generator=generator, judge=judge, source_dir=source_dir, online=online,
+                               overwrite=overwrite, allow_short=allow_short, cache=gen_llm.cache.path)
+        raise BuildError(_failed_calls_message(result.failed, rerun, gen_llm.cache.path))
     if result.missing and not allow_short:
         lines = [f"{qid}: {len(ids)} premise slot(s) unfilled ({', '.join(ids[:3])}{', ...' if len(ids) > 3 else ''})"
                  for qid, ids in sorted(result.missing.items())]
@@ -252,7 +261,41 @@ def build(recipe: str | Path = "mini", out: str | Path = "phrbench", *, generato
                   inputs={"questions": hashlib.sha256("\n".join(q.id for q in questions).encode()).hexdigest()},
                   templates_dir=templates_dir, prompts_dir=prompts_dir, overwrite=overwrite,
                   extra_manifest={"rejections": [{"row_id": r.row_id, "check": r.check, "reason": r.reason}
-                                                 for r in result.rejections]})
+                                                 for r in result.rejections],
+                                  "source_rejections": source_rejections})
+
+
+def _check_questions(questions: list[BaseQuestion]) -> None:
+    """The selected questions pass the question schema `validate` applies (e.g. >= 2 options), or BuildError."""
+    from phr.validation.schemas import to_frame, validate_frame
+
+    bad = validate_frame(to_frame(questions), "questions") if questions else []
+    if bad:
+        raise BuildError("selected questions fail validation (nothing was written):\n  "
+                         + "\n  ".join(f"{r.row_id}: [{r.check}] {r.reason}" for r in bad[:20]))
+
+
+def _rerun_command(recipe, out, *, generator, judge, source_dir, online, overwrite, allow_short, cache) -> str:
+    """The `phr-publish` command line of this build, with the cache it used."""
+    args = ["phr-publish", "--cache", str(cache), "build", "phrbench", "--recipe", str(recipe), "--out", str(out)]
+    for flag, value in (("--generator", generator), ("--judge", judge), ("--source-dir", source_dir)):
+        if value is not None:
+            args += [flag, str(value)]
+    args += [flag for flag, on in (("--online", online), ("--overwrite", overwrite), ("--allow-short", allow_short))
+             if on]
+    return shlex.join(args)
+
+
+def _failed_calls_message(failed: list, rerun: str, cache: Path) -> str:
+    """Which premise slots lost a model call (after all retries) and how to finish the build."""
+    questions = {r.row_id.split("-aug-")[0] for r in failed}
+    lines = [f"{r.row_id}: {r.reason}" for r in failed[:20]] + (["..."] if len(failed) > 20 else [])
+    return (
+        f"{len(failed)} premise slot(s) of {len(questions)} question(s) were not completed: a model call failed "
+        "after all retries (nothing was written):\n  " + "\n  ".join(lines) + "\n"
+        f"Calls that succeeded are cached in {cache}. Rerun the same command to make only the failed calls again; "
+        f"the result is the dataset a build without the failures gives:\n  {rerun}"
+    )
 
 
 def _review_rejections(out, augs) -> list:

@@ -97,26 +97,37 @@ def select_questions(recipe: Recipe, source_dir: str | Path | None = None, *, on
     sub-folder there comes from its offline package, or the Hub when ``online``.
     """
     from phr.builders.sources import load_source
+    from phr.builders.sources._common import collect_rejected
 
     chosen: list[BaseQuestion] = []
     seen: set[str] = set()
     short: list[str] = []
-    cache: dict[tuple, list[BaseQuestion]] = {}
+    cache: dict[tuple, tuple[list[BaseQuestion], list[str]]] = {}
     for quota in recipe.quotas:
         sub = Path(source_dir) / quota.source if source_dir else None
         key = (quota.source, tuple(sorted((k, str(v)) for k, v in quota.filters.items())))
         if key not in cache:
-            cache[key] = load_source(quota.source, sub if sub and sub.exists() else None, online=online,
+            with collect_rejected() as rejected:
+                loaded = load_source(quota.source, sub if sub and sub.exists() else None, online=online,
                                      **quota.filters)
-        pool = [q for q in cache[key] if q.domain is quota.domain and q.id not in seen]
+            cache[key] = (loaded, rejected)
+        loaded, rejected = cache[key]
+        pool = [q for q in loaded if q.domain is quota.domain and q.id not in seen]
         pool.sort(key=lambda q: _rank(recipe.seed, q.id))
         take = pool[: quota.count]
         if len(take) < quota.count:
             short.append(f"{quota.source} ({quota.domain.value}, {quota.filters or 'no filters'}): "
-                         f"{len(take)} of {quota.count} questions available")
+                         f"{len(take)} of {quota.count} questions available" + _rejected_note(rejected))
         chosen += take
         seen.update(q.id for q in take)
     if short and not allow_short:
         raise RecipeError("not enough source questions for recipe "
                           f"{recipe.name}:\n  " + "\n  ".join(short) + "\n(pass --allow-short to build anyway)")
     return chosen, short
+
+
+def _rejected_note(rejected: list[str]) -> str:
+    """'; N source row(s) rejected (first ones: ...)' for a shortfall message, or ''."""
+    if not rejected:
+        return ""
+    return f"; {len(rejected)} source row(s) rejected (first ones: {'; '.join(rejected[:3])})"

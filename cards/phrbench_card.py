@@ -107,9 +107,10 @@ leakage) on the parquet files and names each failing row.
 ## Fields
 
 `id`, `question_id`, `condition` (B / B+T / B+H), `domain`, `subtype`, `task_type`, `source`, `source_row_id`,
-`license`, `question`, `options`, `answer`, `answer_index`, `entry_point`, `code_tests` and
-`reference_solution` (code: never shown to models), `augmentation_id`, `premise`, `truth_verification`, `mutation_type`, `mutation_strategy`,
-`mutation_logic`, `generator`, `prompt` (what the model is asked).
+`license`, `question`, `options`, `answer`, `answer_index`, `code_signature` (code: the stub the model completes),
+`entry_point`, `code_tests` and `reference_solution` (code: never shown to models), `augmentation_id`, `premise`,
+`truth_verification`, `mutation_type`, `mutation_strategy`, `mutation_logic`, `generator`, `prompt` (what the model
+is asked).
 
 ## Limitations
 

@@ -141,7 +141,7 @@ def premise_server():
 
 @pytest.fixture
 def small_build(monkeypatch, premise_server, tmp_path):
-    from tests.paper_fixtures import write_sources
+    from tests.support.paper_fixtures import write_sources
 
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("OPENAI_BASE_URL", premise_server.url + "/v1")

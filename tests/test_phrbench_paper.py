@@ -17,7 +17,7 @@ from phr.builders.recipe import RecipeError
 from phr.validation.folder import validate_folder
 
 from phr.bench.folder import data_file
-from tests.paper_fixtures import WORDS, write_sources
+from tests.support.paper_fixtures import WORDS, write_sources
 from tests.support.protocol_server import ProtocolServer
 
 

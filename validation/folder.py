@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from phr.bench.conditions import CONFIGS, condition_spec
 from phr.bench.folder import CARD_CONFIGS, read_rows
-from phr.bench.records import Augmentation, BaseQuestion, Condition
+from phr.bench.records import Augmentation, BaseQuestion, Condition, question_from_row
 from phr.hub.card import README, CardError, card_configs, missing_data_files
 from phr.core.report import Rejection, ValidationReport
 
@@ -33,15 +33,6 @@ def _first_error(e: Exception) -> str:
         err = e.errors()[0]
         return f"field {'.'.join(map(str, err['loc']))}: {err['msg']}"
     return f"missing column {e}"
-
-
-def _question(r: dict) -> BaseQuestion:
-    return BaseQuestion(
-        id=r["question_id"], source=r["source"], source_row_id=r["source_row_id"], license=r["license"],
-        domain=r["domain"], subtype=r["subtype"], task_type=r["task_type"], question=r["question"],
-        options=r["options"] or [], answer=r["answer"], answer_index=r["answer_index"],
-        entry_point=r["entry_point"], code_tests=r["code_tests"], reference_solution=r["reference_solution"],
-    )
 
 
 def validate_folder(folder: str | Path) -> ValidationReport:
@@ -71,7 +62,7 @@ def validate_folder(folder: str | Path) -> ValidationReport:
     questions: dict[str, BaseQuestion] = {}
     for r in rows[condition_spec(Condition.B).config]:
         try:
-            questions[r["question_id"]] = _question(r)
+            questions[r["question_id"]] = question_from_row(r)
         except (ValidationError, KeyError) as e:
             report.extend([Rejection(r.get("id") or "?", "schema:baseline", _first_error(e))])
     augs, instance_of = [], {}

@@ -6,6 +6,8 @@ semantic answer leakage (PHRBench's second validation pass, after the rule-based
     outcome.judgements    # one phr.bench.records.Judgement per augmentation
     outcome.failures      # judge replies still invalid after re-asks (also rejected, never accepted)
 
+A judge call that fails after all retries rejects its augmentation with check ``call_failed`` (not judged).
+
 Every prompt goes out in one batched ``agenerate_structured`` call (temperature 0, n=1), so the calls are
 cached and a rerun resumes from the cache. Prompts: validation/prompts/ (README.md there).
 """
@@ -30,7 +32,10 @@ from phr.bench.records import Augmentation, BaseQuestion, Judgement, TaskType
 from phr.core.report import Rejection, ValidationReport
 
 __all__ = ["JudgeVerdict", "JudgeFailure", "JudgeOutcome", "judge_augmentations", "ajudge_augmentations",
-           "judge_prompt", "failed_criteria", "PARAMS"]
+           "judge_prompt", "failed_criteria", "PARAMS", "CALL_FAILED"]
+
+#: Rejection check of an augmentation whose judge call failed after all retries (it was not judged).
+CALL_FAILED = "call_failed"
 
 #: Sampling for the judge: deterministic, one sample.
 PARAMS = GenerationParams(temperature=0.0, max_tokens=512)
@@ -174,6 +179,11 @@ async def ajudge_augmentations(questions: Iterable, augmentations: Iterable, jud
     requests = [ChatRequest(as_messages(judge_prompt(qs[a.question_id], a)), PARAMS, n=1, tag=a.id) for a in todo]
     results = await agenerate_structured(judge, requests, JudgeVerdict, max_reasks=max_reasks, desc=desc) if requests else []
     for aug, (res,) in zip(todo, results):
+        if res.failure is not None:
+            reason = f"judge call failed: {res.failure.message}"
+            reject(aug, CALL_FAILED, reason)
+            judged(aug, False, reason)
+            continue
         v = res.value
         missing = _missing(aug.kind, v) if v is not None else []
         if v is None or missing:

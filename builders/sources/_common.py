@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import codecs
 import csv
 import gzip
 import hashlib
 import importlib.util
 import io
 import json
+import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +26,8 @@ from .. import taxonomy
 Row = Any  # one raw row: a dict (JSON/CSV with header) or a list (CSV without header)
 Located = tuple[str, Row]  # (where, row): where = "row 3 (line 4)", used in error messages
 
+log = logging.getLogger("phr.sources")
+
 
 class SourceNotFoundError(UsageError, FileNotFoundError):
     """No copy of a source benchmark could be found (or downloaded)."""
@@ -31,12 +37,35 @@ class MalformedSourceError(UsageError, ValueError):
     """A source file has a row that cannot be standardized; the message names file, row and problem."""
 
 
+class SourceEncodingError(MalformedSourceError):
+    """A source file is not valid UTF-8; the message names the file, the line and the byte offset."""
+
+
 class SourceOptionError(UsageError, ValueError):
     """A loader filter has a value the source does not have (unknown subject, split, variant...)."""
 
 
 class RowProblem(ValueError):
     """Raised by row parsers; the caller adds the file and the row number."""
+
+
+class RowRejected(ValueError):
+    """A well-formed row the benchmark cannot use (e.g. fewer than two distinct options): it is skipped, and
+    ``parse_rows`` logs it and hands '<file>: <row>: <reason>' to every active ``collect_rejected`` block."""
+
+
+_rejected: ContextVar[tuple[list[str], ...]] = ContextVar("phr_sources_rejected", default=())
+
+
+@contextmanager
+def collect_rejected() -> Iterator[list[str]]:
+    """Collect '<file>: <row>: <reason>' of every row the loaders reject inside the block (blocks nest)."""
+    found: list[str] = []
+    token = _rejected.set((*_rejected.get(), found))
+    try:
+        yield found
+    finally:
+        _rejected.reset(token)
 
 
 # ---- ids, fields, options ------------------------------------------------------------------------
@@ -126,15 +155,24 @@ def make(
 
 
 def multiple_choice(options: Sequence[str], answer_index: int, **kwargs: Any) -> BaseQuestion:
-    """A multiple-choice BaseQuestion whose answer is options[answer_index]."""
+    """A multiple-choice BaseQuestion whose answer is options[answer_index].
+
+    Repeated options are kept once (first occurrence); fewer than two distinct options is a RowRejected.
+    """
     options = list(options)
     if not 0 <= answer_index < len(options):
         raise RowProblem(f"answer index {answer_index} out of range for {len(options)} options")
+    answer = options[answer_index]
+    distinct = list(dict.fromkeys(options))
+    if len(distinct) < 2:
+        raise RowRejected(
+            f"fewer than two distinct options (answer {answer!r}, options after removing duplicates: {distinct!r})"
+        )
     return make(
         task_type=TaskType.MULTIPLE_CHOICE,
-        options=options,
-        answer=options[answer_index],
-        answer_index=answer_index,
+        options=distinct,
+        answer=answer,
+        answer_index=distinct.index(answer),
         **kwargs,
     )
 
@@ -142,26 +180,59 @@ def multiple_choice(options: Sequence[str], answer_index: int, **kwargs: Any) ->
 # ---- parsing rows with located errors ------------------------------------------------------------
 
 
+class RowIndex:
+    """Where each question id of one load came from: a second row with the same id is an error naming both."""
+
+    def __init__(self, title: str = ""):
+        self.title = title
+        self.where: dict[str, str] = {}
+
+    def add(self, q: BaseQuestion, where: str) -> None:
+        first = self.where.setdefault(q.id, where)
+        if first != where:
+            raise MalformedSourceError(
+                f"{self.title + ': ' if self.title else ''}duplicate question id {q.id!r} "
+                f"(source row id {q.source_row_id!r}): {first} and {where}"
+            )
+
+
 def parse_rows(
-    origin: str, rows: Iterable[Located], parse: Callable[[Row, int], BaseQuestion | None]
+    origin: str,
+    rows: Iterable[Located],
+    parse: Callable[[Row, int], BaseQuestion | None],
+    index: RowIndex | None = None,
 ) -> list[BaseQuestion]:
-    """Run `parse(row, 0-based index)` on every row; a problem becomes MalformedSourceError naming origin and row."""
+    """Run `parse(row, 0-based index)` on every row; a problem becomes MalformedSourceError naming origin and row.
+
+    A RowRejected row is skipped and reported (log and ``collect_rejected``). `index` (one per load) names
+    both rows of a duplicate id, also across files; without it duplicates are found within this file.
+    """
+    index = index if index is not None else RowIndex()
     out: list[BaseQuestion] = []
-    for index, (where, row) in enumerate(rows):
+    rejected: list[str] = []
+    for i, (where, row) in enumerate(rows):
         try:
-            q = parse(row, index)
+            q = parse(row, i)
+        except RowRejected as e:
+            rejected.append(f"{origin}: {where}: {e}")
+            continue
         except RowProblem as e:
             raise MalformedSourceError(f"{origin}: {where}: {e}") from None
         except ValidationError as e:
             problems = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
             raise MalformedSourceError(f"{origin}: {where}: invalid question ({problems})") from None
         if q is not None:
+            index.add(q, f"{origin}: {where}")
             out.append(q)
+    if rejected:
+        log.warning("%s: %d row(s) rejected, e.g. %s", origin, len(rejected), rejected[0].removeprefix(f"{origin}: "))
+        for found in _rejected.get():
+            found.extend(rejected)
     return out
 
 
 def check_unique(questions: list[BaseQuestion], origin: str) -> list[BaseQuestion]:
-    """Raise MalformedSourceError if two questions share an id."""
+    """Raise MalformedSourceError if two questions share an id (loaders name the rows through a RowIndex)."""
     seen: set[str] = set()
     for q in questions:
         if q.id in seen:
@@ -170,14 +241,28 @@ def check_unique(questions: list[BaseQuestion], origin: str) -> list[BaseQuestio
     return questions
 
 
+def read_text(path: Path) -> str:
+    """A source file (optionally .gz) as text: UTF-8, BOM dropped; other bytes are a SourceEncodingError naming
+    the file, the line and the byte offset (of the uncompressed bytes for .gz)."""
+    data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    try:
+        return data[bom:].decode("utf-8")
+    except UnicodeDecodeError as e:
+        offset = bom + e.start
+        line = data.count(b"\n", 0, offset) + 1
+        raise SourceEncodingError(
+            f"{path}: line {line}, byte offset {offset}: invalid UTF-8 (byte 0x{data[offset]:02x}: {e.reason}); "
+            "save the file as UTF-8"
+        ) from None
+
+
 def _open_text(path: Path) -> io.TextIOBase:
-    if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path), encoding="utf-8-sig", newline="")
-    return open(path, encoding="utf-8-sig", newline="")  # noqa: SIM115 - closed by the callers' with
+    return io.StringIO(read_text(path), newline="")
 
 
 def jsonl_rows(path: Path) -> Iterator[Located]:
-    """JSON Lines (optionally .gz): ('row N (line L)', dict); blank lines are skipped."""
+    """JSON Lines (optionally .gz): ('row N (line L)', dict); blank lines are skipped, no rows is an error."""
     n = 0
     with _open_text(path) as f:
         for line_no, line in enumerate(f, 1):
@@ -192,6 +277,8 @@ def jsonl_rows(path: Path) -> Iterator[Located]:
             if not isinstance(row, dict):
                 raise MalformedSourceError(f"{path}: {where}: expected a JSON object, got {type(row).__name__}")
             yield where, row
+    if n == 0:
+        raise MalformedSourceError(f"{path}: the file is empty")
 
 
 def json_array_rows(path: Path) -> Iterator[Located]:
@@ -203,6 +290,8 @@ def json_array_rows(path: Path) -> Iterator[Located]:
         raise MalformedSourceError(f"{path}: invalid JSON at line {e.lineno} ({e.msg})") from None
     if not isinstance(data, list):
         raise MalformedSourceError(f"{path}: expected a JSON array of rows, got {type(data).__name__}")
+    if not data:
+        raise MalformedSourceError(f"{path}: the JSON array is empty")
     for i, row in enumerate(data):
         where = f"row {i + 1} (index {i})"
         if not isinstance(row, dict):
@@ -211,21 +300,40 @@ def json_array_rows(path: Path) -> Iterator[Located]:
 
 
 def csv_rows(path: Path, *, delimiter: str = ",", header: bool = True) -> Iterator[Located]:
-    """CSV/TSV: ('row N (line L)', dict) with a header, ('row N (line L)', list) without one."""
+    """CSV/TSV: ('row N (line L)', dict) with a header, ('row N (line L)', list) without one.
+
+    Blank lines are skipped; with a header, a row with more or fewer fields than the header is an error, and
+    so is a file without data rows.
+    """
     with _open_text(path) as f:
-        reader: Any = csv.DictReader(f, delimiter=delimiter) if header else csv.reader(f, delimiter=delimiter)
+        reader = csv.reader(f, delimiter=delimiter)
+        names: list[str] | None = None
         n = 0
-        start = 1 + bool(header)
+        start = 1
         try:
             for row in reader:
-                if not row or (isinstance(row, list) and not any(c.strip() for c in row)):
-                    start = reader.line_num + 1
+                where, start = f"row {n + 1} (line {start})", reader.line_num + 1
+                if not any(c.strip() for c in row):
+                    continue
+                if header and names is None:
+                    names = row
                     continue
                 n += 1
-                yield f"row {n} (line {start})", row
-                start = reader.line_num + 1
+                yield where, _fields(path, where, names, row) if header else row
         except csv.Error as e:
             raise MalformedSourceError(f"{path}: row {n + 1} (line {start}): invalid CSV ({e})") from None
+    if n == 0:
+        raise MalformedSourceError(f"{path}: the file has a header line but no data rows" if names
+                                   else f"{path}: the file is empty")
+
+
+def _fields(path: Path, where: str, names: list[str] | None, row: list[str]) -> dict[str, str]:
+    """A CSV row as {header name: field}; a row with more or fewer fields than the header is an error."""
+    names = names or []
+    if len(row) != len(names):
+        detail = f"extra: {row[len(names):]!r}" if len(row) > len(names) else f"missing: {names[len(row):]!r}"
+        raise MalformedSourceError(f"{path}: {where}: {len(row)} fields, the header has {len(names)} ({detail})")
+    return dict(zip(names, row, strict=True))
 
 
 # ---- finding the files -----------------------------------------------------------------------------

@@ -80,7 +80,8 @@ def load_b3db(path: str | Path | None = None) -> list[BaseQuestion]:
         raise _missing(f"{path or 'the qc-b3db package'} has no {STANDIN_FILE[1]}")
     license = c.package_license(PACKAGE or "", STANDIN_LICENSE_FALLBACK)
     rows = c.csv_rows(file, delimiter="\t")
-    return c.check_unique(c.parse_rows(str(file), rows, lambda row, _i: parse_b3db_row(row, license)), STANDIN_TITLE)
+    parsed = c.parse_rows(str(file), rows, lambda row, _i: parse_b3db_row(row, license), c.RowIndex(STANDIN_TITLE))
+    return c.check_unique(parsed, STANDIN_TITLE)
 
 
 def load(source_dir: str | Path | None = None, *, online: bool = False) -> list[BaseQuestion]:
@@ -93,8 +94,9 @@ def load(source_dir: str | Path | None = None, *, online: bool = False) -> list[
         if Path(source_dir).name == STANDIN_FILE[1]:
             return load_b3db(source_dir)
         out: list[BaseQuestion] = []
+        ids = c.RowIndex(TITLE)
         for _part, path in c.source_files(source_dir, FILES, None, key=NAME, on_missing=_missing):
-            out += c.parse_rows(str(path), c.csv_rows(path), lambda row, _i: parse_row(row))
+            out += c.parse_rows(str(path), c.csv_rows(path), lambda row, _i: parse_row(row), ids)
         return c.check_unique(out, TITLE)
     if online:
         try:
@@ -103,7 +105,8 @@ def load(source_dir: str | Path | None = None, *, online: bool = False) -> list[
             path = hf_hub_download(HUB_ID, HUB_FILE, repo_type="dataset")
         except Exception as e:  # noqa: BLE001 - network, offline mode...
             raise c.SourceNotFoundError(f"could not download {HUB_FILE} from {HUB_ID}: {type(e).__name__}: {e}") from e
-        return c.check_unique(c.parse_rows(path, c.csv_rows(Path(path)), lambda row, _i: parse_row(row)), TITLE)
+        parsed = c.parse_rows(path, c.csv_rows(Path(path)), lambda row, _i: parse_row(row), c.RowIndex(TITLE))
+        return c.check_unique(parsed, TITLE)
     if c.package_file(*STANDIN_FILE) is not None:
         return load_b3db()
     raise _missing()

@@ -141,22 +141,23 @@ def load(
         return q
 
     out: list[BaseQuestion] = []
+    ids = c.RowIndex(TITLE)
     if source_dir is not None:
         root = Path(source_dir).expanduser()
         for path in _task_files(root):
             try:
-                data = json.loads(path.read_text(encoding="utf-8-sig"))
+                data = json.loads(c.read_text(path))
             except json.JSONDecodeError as e:
                 raise c.MalformedSourceError(f"{path}: invalid JSON at line {e.lineno} ({e.msg})") from None
             labels = list(reversed(path.relative_to(root).parent.parts)) if root.is_dir() else [path.parent.name]
             tasks = data if isinstance(data, list) else [data]
             rows = [r for n, t in enumerate(tasks) for r in _examples(f"task {n + 1}, " * (len(tasks) > 1), t, labels)]
-            out += c.parse_rows(str(path), rows, parse)
+            out += c.parse_rows(str(path), rows, parse, ids)
     elif online:
         for topic in ["_".join(t.lower().replace("-", " ").split()) for t in wanted or TOPICS]:
             data = c.hub_load(HUB_ID, TITLE, name=topic, split="train")
             rows = [r for where, t in c.hub_rows(data) for r in _examples(f"{where}, ", t, [topic])]
-            out += c.parse_rows(f"hf://datasets/{HUB_ID} ({topic}/train)", rows, parse)
+            out += c.parse_rows(f"hf://datasets/{HUB_ID} ({topic}/train)", rows, parse, ids)
     else:
         raise _missing()
     if skipped:

@@ -76,16 +76,17 @@ def load(
         raise c.SourceOptionError(f"unknown GPQA subset {subset!r}; expected one of {list(FILES)}")
     keep = _domains(domains)
     out: list[BaseQuestion] = []
+    ids = c.RowIndex(TITLE)
     if source_dir is not None:
         path = Path(source_dir).expanduser()
         base = path / "dataset" if path.is_dir() and (path / "dataset" / FILES[subset]).is_file() else path
         wanted = None if path.is_file() else [subset]
         for _part, file in c.source_files(base, FILES, wanted, key=NAME, on_missing=_missing):
-            out += c.parse_rows(str(file), c.csv_rows(file), lambda row, _i: parse_row(row, multiple_choice))
+            out += c.parse_rows(str(file), c.csv_rows(file), lambda row, _i: parse_row(row, multiple_choice), ids)
     elif online:
         data = c.hub_load(HUB_ID, TITLE, name=f"gpqa_{subset}", split="train")
         origin = f"hf://datasets/{HUB_ID} (gpqa_{subset}/train)"
-        out = c.parse_rows(origin, c.hub_rows(data), lambda row, _i: parse_row(row, multiple_choice))
+        out = c.parse_rows(origin, c.hub_rows(data), lambda row, _i: parse_row(row, multiple_choice), ids)
     else:
         raise _missing()
     return c.check_unique([q for q in out if keep is None or q.domain in keep], TITLE)

@@ -54,10 +54,12 @@ def load(source_dir: str | Path | None = None, *, online: bool = False) -> list[
     elif online:
         data = c.hub_load(HUB_ID, TITLE, split="test")
         origin = f"hf://datasets/{HUB_ID} (test)"
-        return c.check_unique(c.parse_rows(origin, c.hub_rows(data), lambda row, _i: parse_row(row)), TITLE)
+        parsed = c.parse_rows(origin, c.hub_rows(data), lambda row, _i: parse_row(row), c.RowIndex(TITLE))
+        return c.check_unique(parsed, TITLE)
     else:
         raise _missing()
-    return c.check_unique(c.parse_rows(str(path), c.jsonl_rows(path), lambda row, _i: parse_row(row)), TITLE)
+    parsed = c.parse_rows(str(path), c.jsonl_rows(path), lambda row, _i: parse_row(row), c.RowIndex(TITLE))
+    return c.check_unique(parsed, TITLE)
 
 
 def _missing(detail: str = "") -> c.SourceNotFoundError:

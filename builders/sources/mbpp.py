@@ -98,19 +98,20 @@ def load(
     if variant is not None and variant not in FILES:
         raise c.SourceOptionError(f"unknown MBPP variant {variant!r}; expected one of {list(FILES)}")
     out: list[BaseQuestion] = []
+    ids = c.RowIndex(TITLE)
     if source_dir is not None:
         wanted = [variant] if variant else None if Path(source_dir).is_file() else ["full"]
         for part, path in c.source_files(source_dir, FILES, wanted, key=NAME, on_missing=_missing):
             jsonl = ".jsonl" in path.suffixes
             part = part if part in FILES else "full" if jsonl else "sanitized"
             rows = c.jsonl_rows(path) if jsonl else c.json_array_rows(path)
-            out += c.parse_rows(str(path), rows, lambda row, _i, v=part: parse_row(row, v))
+            out += c.parse_rows(str(path), rows, lambda row, _i, v=part: parse_row(row, v), ids)
     elif online:
         variant = variant or "full"
         data = c.hub_load(HUB_ID, TITLE, name=variant)
         for split, rows in data.items():
             origin = f"hf://datasets/{HUB_ID} ({variant}/{split})"
-            out += c.parse_rows(origin, c.hub_rows(rows), lambda row, _i: parse_row(row, variant))
+            out += c.parse_rows(origin, c.hub_rows(rows), lambda row, _i: parse_row(row, variant), ids)
         out.sort(key=lambda q: int(q.source_row_id.rsplit("/", 1)[-1]))
     else:
         raise _missing()

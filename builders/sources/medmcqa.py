@@ -68,15 +68,16 @@ def load(
         return parse_row(row, cop_base)
 
     out: list[BaseQuestion] = []
+    ids = c.RowIndex(TITLE)
     if source_dir is not None:
         defaults = {k: v for k, v in FILES.items() if wanted or k in DEFAULT_SPLITS}
         for _split, path in c.source_files(source_dir, defaults, wanted, key=NAME, on_missing=_missing):
-            out += c.parse_rows(str(path), c.jsonl_rows(path), lambda row, _i: parse(row, 1))
+            out += c.parse_rows(str(path), c.jsonl_rows(path), lambda row, _i: parse(row, 1), ids)
     elif online:
         for split in wanted or DEFAULT_SPLITS:
             data = c.hub_load(HUB_ID, TITLE, split=_HUB_SPLITS[split])
             origin = f"hf://datasets/{HUB_ID} ({_HUB_SPLITS[split]})"
-            out += c.parse_rows(origin, c.hub_rows(data), lambda row, _i: parse(row, 0))
+            out += c.parse_rows(origin, c.hub_rows(data), lambda row, _i: parse(row, 0), ids)
     else:
         raise _missing()
     return c.check_unique(out, TITLE)

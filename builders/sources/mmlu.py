@@ -128,20 +128,21 @@ def load(
         raise c.SourceOptionError(f"unknown MMLU split {split!r}; expected one of {SPLITS}")
     wanted = resolve_subjects(subjects)
     out: list[BaseQuestion] = []
+    ids = c.RowIndex(TITLE)
     if source_dir is not None:
         for subject, part, path in _csv_files(Path(source_dir).expanduser(), wanted, split, subjects is not None):
             rows = c.csv_rows(path, header=False)
-            out += c.parse_rows(str(path), rows, lambda row, i, s=subject, p=part: _csv_row(row, i, s, p))
+            out += c.parse_rows(str(path), rows, lambda row, i, s=subject, p=part: _csv_row(row, i, s, p), ids)
     elif split == "test" and (packaged := c.package_file(*PACKAGE_FILE)) is not None:
         keep = set(wanted)
         rows = c.jsonl_rows(packaged)  # no blank lines in the file: row index == 0-based line number
-        out = c.parse_rows(str(packaged), rows, lambda row, i: _packaged_row(row, i, keep))
+        out = c.parse_rows(str(packaged), rows, lambda row, i: _packaged_row(row, i, keep), ids)
     elif online:
         hub_split = {"val": "validation"}.get(split, split)
         for subject in wanted:
             data = c.hub_load(HUB_ID, TITLE, name=subject, split=hub_split)
             origin = f"hf://datasets/{HUB_ID} ({subject}/{hub_split})"
-            out += c.parse_rows(origin, c.hub_rows(data), lambda row, i, s=subject: _hub_row(row, i, s, split))
+            out += c.parse_rows(origin, c.hub_rows(data), lambda row, i, s=subject: _hub_row(row, i, s, split), ids)
     else:
         raise _missing()
     return c.check_unique(out, TITLE)

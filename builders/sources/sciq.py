@@ -24,7 +24,8 @@ _HUB_SPLITS = {"train": "train", "valid": "validation", "test": "test"}
 
 
 def parse_row(row: dict, split: str, index: int) -> BaseQuestion:
-    """One SciQ row (released file or Hub) -> a 4-option (3 if options repeat) multiple-choice question."""
+    """One SciQ row (released file or Hub) -> a multiple-choice question: the answer and the distinct distractors
+    (4 options, fewer when they repeat; fewer than 2 rejects the row)."""
     row_id = f"{split}/{index}"
     options, answer_index = c.hashed_order(
         f"{NAME}/{row_id}", c.text(row, "correct_answer"), [c.text(row, f"distractor{k}") for k in (1, 2, 3)]
@@ -47,14 +48,15 @@ def load(
         if s not in FILES:
             raise c.SourceOptionError(f"unknown SciQ split {s!r}; expected one of {list(FILES)}")
     out: list[BaseQuestion] = []
+    ids = c.RowIndex(TITLE)
     if source_dir is not None:
         for split, path in c.source_files(source_dir, FILES, wanted, key=NAME, on_missing=_missing):
-            out += c.parse_rows(str(path), c.json_array_rows(path), lambda row, i, s=split: parse_row(row, s, i))
+            out += c.parse_rows(str(path), c.json_array_rows(path), lambda row, i, s=split: parse_row(row, s, i), ids)
     elif online:
         for split in wanted or SPLITS:
             data = c.hub_load(HUB_ID, TITLE, split=_HUB_SPLITS[split])
             origin = f"hf://datasets/{HUB_ID} ({_HUB_SPLITS[split]})"
-            out += c.parse_rows(origin, c.hub_rows(data), lambda row, i, s=split: parse_row(row, s, i))
+            out += c.parse_rows(origin, c.hub_rows(data), lambda row, i, s=split: parse_row(row, s, i), ids)
     else:
         raise _missing()
     return c.check_unique(out, TITLE)

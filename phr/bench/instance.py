@@ -50,6 +50,7 @@ class Instance(BaseModel):
     options: tuple[str, ...] = ()
     answer: str | None = _dataset()
     answer_index: int | None = None
+    code_signature: str | None = None
     entry_point: str | None = None
     code_tests: str | None = None
     reference_solution: str | None = None

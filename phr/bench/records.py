@@ -7,8 +7,9 @@ so a field renamed here is renamed everywhere. They are pydantic models: constru
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import Enum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -62,6 +63,24 @@ class BaseQuestion(_Record):
     code_tests: str | None = None
     entry_point: str | None = None
     reference_solution: str | None = None
+
+
+def question_row(q: BaseQuestion) -> dict[str, Any]:
+    """The columns of a dataset row that carry question ``q`` (every field; the id as ``question_id``).
+
+    With :func:`question_from_row` this is the one place that decides what a question is, so a question read
+    back from a built dataset is the question the builder checked (e.g. the code signature the model sees)."""
+    row = q.model_dump(mode="json")
+    row["question_id"] = row.pop("id")
+    return row
+
+
+def question_from_row(row: Mapping[str, Any]) -> BaseQuestion:
+    """The BaseQuestion a dataset row carries (inverse of :func:`question_row`); pydantic's ValidationError
+    names a missing or bad field. Columns an older dataset lacks are read as unset."""
+    fields = {name: row.get("question_id" if name == "id" else name) for name in BaseQuestion.model_fields}
+    fields["options"] = list(fields["options"] if fields["options"] is not None else [])
+    return BaseQuestion.model_validate(fields)
 
 
 class Augmentation(_Record):

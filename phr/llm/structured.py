@@ -63,12 +63,16 @@ def parse_as(text: str, schema: type[T]) -> T:
 
 @dataclass
 class StructuredResult(Generic[T]):
-    """One sample's outcome: the validated value, or None with every raw text and error on the way."""
+    """One sample's outcome: the validated value, or None with every raw text and error on the way.
+
+    ``failure`` is set when a call (the first ask or a re-ask) failed after all retries: no reply was judged, so
+    a caller that wants exact reruns must not treat it like an invalid reply."""
 
     index: int
     value: T | None = None
     raw_texts: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    failure: CallFailure | None = None
 
     @property
     def ok(self) -> bool:
@@ -116,6 +120,7 @@ async def agenerate_structured(
 def _take(sr, sample, messages, req, pending, schema) -> None:
     if isinstance(sample, CallFailure):
         sr.errors.append(f"call failed ({sample.reason}): {sample.message}")
+        sr.failure = sample
         return  # a failed call is already recorded by the client; re-asking would not help
     sr.raw_texts.append(sample.text)
     try:

@@ -18,8 +18,8 @@ Tokens are whitespace-separated words: prompt tokens = words in all messages (sy
 tokens = words in the reply. ``max_tokens`` truncates the reply (finish reason length / max_tokens / MAX_TOKENS);
 a stop sequence cuts it (finish reason stop / stop_sequence / STOP).
 
-Faults (``server.script(prefix, [fault, ...])``), consumed one per request whose path starts with ``prefix``
-(``None``: any path), in order:
+Faults (``server.script(prefix, [fault, ...], match=None)``), consumed one per request whose path starts with
+``prefix`` (``None``: any path) and, with ``match``, whose parsed JSON body ``match(body)`` accepts, in order:
 
     ("status", code)                    error response in the protocol's error format
     ("status", code, headers)           ... with extra headers, e.g. {"Retry-After": "1"}
@@ -33,6 +33,7 @@ Faults (``server.script(prefix, [fault, ...])``), consumed one per request whose
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import re
 import socket
@@ -65,11 +66,13 @@ class ProtocolServer:
         self.latency = latency
         #: Optional ``responder(model, messages, k) -> str``: the reply text for choice ``k`` of a request
         #: (messages as (role, text) pairs). Lets a test stand in a deterministic "model" behind the real
-        #: protocol, e.g. one that answers with JSON. None: the echo reply.
+        #: protocol, e.g. one that answers with JSON. None: the echo reply. A responder with a ``seed``
+        #: parameter also gets the request's seed (None when it has none).
         self.responder = responder
+        self._responder_seed = responder is not None and "seed" in inspect.signature(responder).parameters
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._scripts: list[tuple[str | None, deque[Fault]]] = []
+        self._scripts: list[tuple[str | None, Any, deque[Fault]]] = []
         self._requests: list[dict[str, Any]] = []
         self._generated: dict[str, int] = defaultdict(int)
         self._last_model = "echo"
@@ -106,13 +109,14 @@ class ProtocolServer:
         self.stop()
 
     # -- programming and inspection --------------------------------------------------------------
-    def script(self, prefix: str | None, faults: list[Fault]) -> None:
-        """Queue ``faults``, consumed one per request whose path starts with ``prefix`` (None: any)."""
+    def script(self, prefix: str | None, faults: list[Fault], match: Any = None) -> None:
+        """Queue ``faults``, consumed one per request whose path starts with ``prefix`` (None: any) and whose
+        JSON body ``match(body)`` accepts (None: any body), e.g. every attempt of one particular call."""
         for f in faults:
             if not f or f[0] not in ("status", "hang", "malformed", "drop"):
                 raise ValueError(f"unknown fault {f!r}")
         with self._lock:
-            self._scripts.append((prefix, deque(faults)))
+            self._scripts.append((prefix, match, deque(faults)))
 
     def reset(self) -> None:
         """Forget faults, the request log and the sample counters."""
@@ -134,15 +138,15 @@ class ProtocolServer:
         with self._lock:
             return len(self._requests)
 
-    def _next_fault(self, path: str) -> Fault | None:
-        for prefix, queue in self._scripts:
-            if queue and (prefix is None or path.startswith(prefix)):
+    def _next_fault(self, path: str, body: Any) -> Fault | None:
+        for prefix, match, queue in self._scripts:
+            if queue and (prefix is None or path.startswith(prefix)) and (match is None or match(body)):
                 return queue.popleft()
         return None
 
     def _log(self, method: str, path: str, headers: dict[str, str], body: Any) -> tuple[Fault | None, dict]:
         with self._lock:
-            fault = self._next_fault(path)
+            fault = self._next_fault(path, body)
             entry = {"method": method, "path": path, "headers": headers, "json": body, "fault": fault,
                      "time": time.time(), "status": None, "reply": None}
             self._requests.append(entry)
@@ -296,7 +300,8 @@ def _make_handler(server: ProtocolServer) -> type[BaseHTTPRequestHandler]:
             last_user = next((c for r, c in reversed(messages) if r == "user"), "")
             key = json.dumps([protocol, model, messages, seed])
             if server.responder is not None:
-                outs = [(server.responder(model, messages, k), "stop") for k in server._indices(key, n)]
+                kw = {"seed": seed} if server._responder_seed else {}
+                outs = [(server.responder(model, messages, k, **kw), "stop") for k in server._indices(key, n)]
             else:
                 outs = [_reply(model, last_user, k, seed, max_tokens, stop) for k in server._indices(key, n)]
             return outs, sum(_words(c) for _, c in messages)
