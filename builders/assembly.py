@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from phr.bench.prompts import Templates
 from phr.bench.conditions import CONDITIONS, condition_spec
+from phr.bench.prompts import Templates
 from phr.bench.records import Augmentation, BaseQuestion, Condition, question_row
-
 
 _EMPTY_AUG = dict.fromkeys(
     ("augmentation_id", "premise", "truth_verification", "mutation_type", "mutation_strategy", "mutation_logic",

@@ -19,15 +19,17 @@ from importlib import resources
 from pathlib import Path
 from string import Template
 
-from phr.builders.recipe import Recipe
-from phr.bench.prompts import Templates
-from phr.core.report import Rejection
 from pydantic import BaseModel, Field
 
+from phr.bench.prompts import Templates
+from phr.bench.records import Augmentation, BaseQuestion, Domain, MutationType
+from phr.builders.recipe import Recipe
 from phr.core.aio import run_sync
+from phr.core.report import Rejection
 from phr.llm import ChatRequest, GenerationParams, agenerate_structured, as_messages
 from phr.llm.summary import RunSummary
-from phr.bench.records import Augmentation, BaseQuestion, Domain, MutationType
+from phr.validation.checks import run_checks
+from phr.validation.judge import CALL_FAILED, judge_augmentations
 
 MUTATION_DEFINITIONS = {
     MutationType.RULE_CONTRADICTION: "states a false version of a scientific law, rule or principle.",
@@ -108,8 +110,6 @@ def generate_premises(questions: list[BaseQuestion], recipe: Recipe, generator, 
 async def agenerate_premises(questions, recipe: Recipe, generator, judge=None, *, templates=None, prompts=None,
                              validation_config=None, extra_check=None) -> GenerationResult:
     """``extra_check(candidates) -> [Rejection]`` runs after the rule checks (e.g. manual review decisions)."""
-    from phr.validation.checks import run_checks
-    from phr.validation.judge import CALL_FAILED
 
     templates = templates or Templates.load()
     prompts = prompts or Prompts.load()
@@ -181,7 +181,6 @@ async def agenerate_premises(questions, recipe: Recipe, generator, judge=None, *
                     rejections.append(r)
                     candidates.pop(r.row_id)
         if candidates and judge is not None:
-            from phr.validation.judge import judge_augmentations
 
             cand_q = {a.question_id for a in candidates.values()}
             outcome = judge_augmentations([q for q in questions if q.id in cand_q], list(candidates.values()), judge)

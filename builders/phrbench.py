@@ -8,22 +8,36 @@ premises from ``builders/curated/mini.jsonl``, validated by the same checks as g
 from __future__ import annotations
 
 import hashlib
+import json
+import platform
 import shlex
 import shutil
 from collections import Counter
-import json
-import platform
 from dataclasses import dataclass, field
 from importlib import metadata, resources
 from pathlib import Path
 
-from phr.builders.assembly import assemble
 from phr.bench.folder import MANIFEST, card_configs, write_data
-from phr.core.fs import atomic_dir, write_json
 from phr.bench.prompts import NAMES as TEMPLATE_NAMES
 from phr.bench.prompts import Templates
-from phr.core.errors import UsageError
 from phr.bench.records import Augmentation, BaseQuestion, MutationType
+from phr.builders.assembly import assemble
+from phr.builders.generate import Prompts, generate_premises
+from phr.builders.recipe import load_recipe, select_questions
+from phr.builders.sources import bbbp, humaneval, mmlu
+from phr.builders.sources._common import collect_rejected
+from phr.cards.eval_yaml import write_eval_yaml
+from phr.cards.figures import markdown, write_figures
+from phr.cards.phrbench_card import LICENSE_FILE, license_text, render
+from phr.core.errors import UsageError
+from phr.core.fs import atomic_dir, write_json
+from phr.core.report import Rejection
+from phr.llm import LLM
+from phr.validation.checks import run_checks
+from phr.validation.expectations import write_suite
+from phr.validation.judge import judge_augmentations
+from phr.validation.review import load_decisions, premise_sha
+from phr.validation.schemas import to_frame, validate_frame
 
 CURATED = "curated"
 DEFAULT_GENERATOR = "openai:gpt-4o"  # the paper's generator
@@ -67,7 +81,6 @@ def _ref(row: dict) -> tuple[str, str]:
 
 
 def _mini_sources(refs: list[dict]) -> dict[tuple[str, str], BaseQuestion]:
-    from phr.builders.sources import bbbp, humaneval, mmlu
 
     wanted = {r["source"] for r in refs}
     pool: list[BaseQuestion] = []
@@ -124,7 +137,6 @@ def _write(out, questions, augs, *, recipe: str, generator: str, judge: str | No
            inputs: dict[str, str], templates_dir: Path | None, prompts_dir: Path | None, overwrite: bool,
            extra_manifest: dict | None = None) -> BuildResult:
     """Assemble the instances and write the Hub folder (card, parquet, manifest) atomically."""
-    from phr.cards.phrbench_card import LICENSE_FILE, license_text, render
 
     templates = Templates.load(templates_dir)
     inst = assemble(questions, augs, templates)
@@ -145,8 +157,6 @@ def _write(out, questions, augs, *, recipe: str, generator: str, judge: str | No
 
     def fill(tmp: Path) -> None:
         files = write_data(tmp, inst)
-        from phr.cards.eval_yaml import write_eval_yaml
-        from phr.cards.figures import markdown, write_figures
 
         figures = write_figures(tmp, inst)
         write_eval_yaml(tmp)
@@ -155,7 +165,6 @@ def _write(out, questions, augs, *, recipe: str, generator: str, judge: str | No
         card.save(tmp / "README.md")
         (tmp / LICENSE_FILE).write_text(license_text(licenses), encoding="utf-8")
         write_json(manifest, tmp / MANIFEST)
-        from phr.validation.expectations import write_suite
 
         write_suite(tmp, inst)  # ships with the dataset: `phr-publish validate` re-runs it on a download
         old_review = Path(out) / "review"
@@ -173,7 +182,6 @@ def _write(out, questions, augs, *, recipe: str, generator: str, judge: str | No
 def build_mini(out: str | Path = "phrbench", *, overwrite: bool = False, curated: Path | None = None,
                templates_dir: Path | None = None, judge=None) -> BuildResult:
     """Build PHRBench-mini offline: packaged sources + curated premises -> validated Hub folder."""
-    from phr.builders.sources import bbbp
 
     if Path(out).exists() and not overwrite:
         raise OutputExistsError(f"{Path(out).resolve()} already exists: pass --overwrite to replace it")
@@ -183,7 +191,6 @@ def build_mini(out: str | Path = "phrbench", *, overwrite: bool = False, curated
     report = _validate(questions, augs)
     report.extend(_review_rejections(out, augs))
     if judge is not None:
-        from phr.validation.judge import judge_augmentations
 
         report.extend(judge_augmentations(questions, augs, judge).rejections)
     if not report.ok:
@@ -210,11 +217,6 @@ def build(recipe: str | Path = "mini", out: str | Path = "phrbench", *, generato
     the whole build succeeded. A model call that fails after all retries fails the build (nothing written);
     the same command then makes only the failed calls again and ends as a build without the failure would.
     """
-    from phr.builders.generate import Prompts, generate_premises
-    from phr.builders.recipe import load_recipe
-    from phr.builders.recipe import select_questions
-    from phr.builders.sources._common import collect_rejected
-    from phr.llm import LLM
 
     if Path(out).exists() and not overwrite:
         raise OutputExistsError(f"{Path(out).resolve()} already exists: pass --overwrite to replace it")
@@ -267,7 +269,6 @@ def build(recipe: str | Path = "mini", out: str | Path = "phrbench", *, generato
 
 def _check_questions(questions: list[BaseQuestion]) -> None:
     """The selected questions pass the question schema `validate` applies (e.g. >= 2 options), or BuildError."""
-    from phr.validation.schemas import to_frame, validate_frame
 
     bad = validate_frame(to_frame(questions), "questions") if questions else []
     if bad:
@@ -300,8 +301,6 @@ def _failed_calls_message(failed: list, rerun: str, cache: Path) -> str:
 
 def _review_rejections(out, augs) -> list:
     """Premises rejected in a manual review of the previous build at ``out`` (same id and same text)."""
-    from phr.core.report import Rejection
-    from phr.validation.review import load_decisions, premise_sha
 
     decisions = load_decisions(out) if Path(out).is_dir() else {}
     return [Rejection(a.id, "manual_review", f"rejected in review by {d.get('reviewer')}: {d.get('note')}")
@@ -310,6 +309,5 @@ def _review_rejections(out, augs) -> list:
 
 
 def _validate(questions, augs):
-    from phr.validation.checks import run_checks
 
     return run_checks(questions, augs)

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import yaml
 
-from phr.core.errors import UsageError
 from phr.bench.records import BaseQuestion, Domain, MutationType
+from phr.builders.sources import load_source
+from phr.builders.sources._common import collect_rejected
+from phr.core.errors import UsageError
 
 BUILTIN = ("paper", "mini")
 
@@ -96,8 +98,6 @@ def select_questions(recipe: Recipe, source_dir: str | Path | None = None, *, on
     ``source_dir``: a folder with one sub-folder per source (``<dir>/sciq/train.json`` ...); a source with no
     sub-folder there comes from its offline package, or the Hub when ``online``.
     """
-    from phr.builders.sources import load_source
-    from phr.builders.sources._common import collect_rejected
 
     chosen: list[BaseQuestion] = []
     seen: set[str] = set()

@@ -15,8 +15,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from phr.core.errors import UsageError
 from phr.bench.records import Domain
+from phr.core.errors import UsageError
 
 DEFAULT_PATH = Path(__file__).with_name("taxonomy.yaml")
 ENV_VAR = "PHR_TAXONOMY"

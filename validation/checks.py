@@ -23,9 +23,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .config import DistinctnessConfig, LeakageConfig, SingleMutationConfig, ValidationConfig
 from phr.core.report import Rejection, ValidationReport
+
 from . import textops as T
+from .config import DistinctnessConfig, LeakageConfig, SingleMutationConfig, ValidationConfig
 from .schemas import to_frame, validate_frame
 from .textops import Corpus, lsh_candidates, lsh_params, row_starts
 

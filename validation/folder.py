@@ -14,8 +14,12 @@ from pydantic import ValidationError
 from phr.bench.conditions import CONFIGS, condition_spec
 from phr.bench.folder import CARD_CONFIGS, read_rows
 from phr.bench.records import Augmentation, BaseQuestion, Condition, question_from_row
-from phr.hub.card import README, CardError, card_configs, missing_data_files
 from phr.core.report import Rejection, ValidationReport
+from phr.hub.card import README, CardError, card_configs, missing_data_files
+from phr.validation.checks import run_checks
+from phr.validation.expectations import SUITE_FILE, run_suite
+from phr.validation.review import review_rejections
+
 
 def _card_checks(folder: Path) -> list[Rejection]:
     try:
@@ -36,7 +40,6 @@ def _first_error(e: Exception) -> str:
 
 
 def validate_folder(folder: str | Path) -> ValidationReport:
-    from phr.validation.checks import run_checks
 
     folder = Path(folder)
     report = ValidationReport()
@@ -49,7 +52,6 @@ def validate_folder(folder: str | Path) -> ValidationReport:
         if n not in rows:
             report.extend([Rejection(f"data/{n}-*.parquet", "folder", "missing data file")])
     # dataset-level expectations shipped with the data (validation/expectations.py, Great Expectations)
-    from phr.validation.expectations import SUITE_FILE, run_suite
 
     if (folder / SUITE_FILE).exists():
         report.extend(run_suite(folder))
@@ -89,7 +91,6 @@ def validate_folder(folder: str | Path) -> ValidationReport:
         for x in checked.rejections
     )
     # manual review round (validation/review.py): premises rejected by a reviewer, stale decisions
-    from phr.validation.review import review_rejections
 
     report.extend(review_rejections(folder, rows))
     report.rows = {n: len(r) for n, r in rows.items()}

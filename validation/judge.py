@@ -25,11 +25,10 @@ from typing import Any, Iterable, Literal
 
 from pydantic import BaseModel
 
+from phr.bench.records import Augmentation, BaseQuestion, Judgement, TaskType
+from phr.core.report import Rejection, ValidationReport
 from phr.llm.structured import agenerate_structured
 from phr.llm.types import ChatRequest, GenerationParams, as_messages
-from phr.bench.records import Augmentation, BaseQuestion, Judgement, TaskType
-
-from phr.core.report import Rejection, ValidationReport
 
 __all__ = ["JudgeVerdict", "JudgeFailure", "JudgeOutcome", "judge_augmentations", "ajudge_augmentations",
            "judge_prompt", "failed_criteria", "PARAMS", "CALL_FAILED"]

@@ -20,9 +20,9 @@ from phr.bench.conditions import CONDITION_VALUES, PREMISE_KINDS
 from phr.bench.instance import COLUMNS as INSTANCE_COLUMNS
 from phr.bench.instance import Column
 from phr.bench.records import Condition, Domain, MutationType, TaskType
+from phr.core.report import Rejection
 
 from .config import SchemaConfig
-from phr.core.report import Rejection
 
 Which = Literal["questions", "augmentations", "instances"]
 FRAMES: tuple[str, ...] = ("questions", "augmentations", "instances")

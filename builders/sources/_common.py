@@ -18,8 +18,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from phr.core.errors import UsageError
 from phr.bench.records import BaseQuestion, TaskType
+from phr.core.errors import UsageError
 
 from .. import taxonomy
 

@@ -10,6 +10,17 @@ import typer
 
 from phr.cli.common import Hub, MaxRetryAfter, Timeout, new_app, spec_or_none
 from phr.core.errors import UsageError
+from phr.eval.aggregate import RESOLUTIONS, TRAJ
+from phr.eval.dataset import load_eval_dataset
+from phr.eval.leaderboard import collect_results, write_leaderboard
+from phr.eval.pipeline import score_run, score_submission
+from phr.eval.runner import RunConfig, generate_run, merge_runs, parse_shard
+from phr.eval.scoring import ScoreOptions
+from phr.eval.submission import load_meta
+from phr.eval.trajectory import TrajectoryScorer
+from phr.llm import LLM
+from phr.publish import pull
+from phr.publish.results import model_eval_results_yaml, normalize, open_model_pr, push_results
 
 eval_app = new_app("Evaluate models on PHRBench (generate, merge shards, score).")
 submit_app = new_app("Score and publish submissions; render the leaderboard.")
@@ -23,11 +34,9 @@ Plots = Annotated[bool, typer.Option("--plots/--no-plots", help="Write PNG plots
 
 def _options(scorer: str, judge: str, code_timeout: float = 10.0, llm_options: dict | None = None):
     """Scoring options; with ``llm_options`` (timeout, max_retry_after) the judge is an LLM built with them."""
-    from phr.eval.scoring import ScoreOptions
 
     judge_spec = spec_or_none(judge)
     if judge_spec is not None and llm_options:
-        from phr.llm import LLM
 
         judge_spec = LLM(judge_spec, **llm_options)
     return ScoreOptions(scorer=spec_or_none(scorer), judge=judge_spec,
@@ -38,7 +47,6 @@ def _print_summary(result: dict, out: Path) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from phr.eval.aggregate import RESOLUTIONS, TRAJ
 
     con = Console()
     t = result["tables"]
@@ -94,13 +102,10 @@ def eval_phrbench(
     max_retry_after: MaxRetryAfter = 600.0,
 ) -> None:
     """Generate (cached, resumable) and score a model's responses to PHRBench."""
-    from phr.eval.pipeline import score_run
-    from phr.eval.runner import RunConfig, generate_run, parse_shard
 
     cfg = RunConfig(model=model, dataset=dataset, dataset_revision=revision, conditions=conditions,
                     samples=samples, temperature=temperature, max_tokens=max_tokens, limit=limit,
                     shard=parse_shard(shard))
-    from phr.llm import LLM
 
     calls = {"timeout": timeout, "max_retry_after": max_retry_after}
     llm = LLM(model, concurrency=concurrency, **calls)
@@ -115,7 +120,6 @@ def eval_phrbench(
         if options.scorer == model and hasattr(llm.provider, "hf_model"):  # one copy of the weights
             from dataclasses import replace
 
-            from phr.eval.trajectory import TrajectoryScorer
 
             options = replace(options, scorer=TrajectoryScorer(llm.provider))
         result, where = score_run(run.path, options, hub=hub, plots=plots)
@@ -133,8 +137,6 @@ def eval_merge(
     plots: Plots = True,
 ) -> None:
     """Join the shards of one run (refused unless all n are there, once, with the same settings)."""
-    from phr.eval.pipeline import score_run
-    from phr.eval.runner import merge_runs
 
     run = merge_runs(shards, out)
     typer.echo(f"merged {len(shards)} shards into {run.path} ({len(run.responses)} responses)")
@@ -152,7 +154,6 @@ def eval_score(
     plots: Plots = True,
 ) -> None:
     """(Re)score a run folder, e.g. with a judge added."""
-    from phr.eval.pipeline import score_run
 
     result, where = score_run(run, _options(scorer, judge), hub=hub, plots=plots)
     _print_summary(result, where)
@@ -180,9 +181,6 @@ class SubmissionOptions:
 
     def score(self, plots: bool = True):
         """Validate the submission against the dataset, score it; (result, scored folder)."""
-        from phr.eval.dataset import load_eval_dataset
-        from phr.eval.pipeline import score_submission
-        from phr.eval.submission import load_meta
 
         if not self.submission.is_file():
             raise UsageError(f"no such submission file: {self.submission}")
@@ -254,7 +252,6 @@ def submit_cmd(
     model_pr: Annotated[bool, typer.Option("--model-pr", help="Also open a pull request on the model's repo adding .eval_results/phrbench.yaml.")] = False,
 ) -> None:
     """Validate, score and publish a submission to the leaderboard results repo."""
-    from phr.publish.results import model_eval_results_yaml, normalize, open_model_pr, push_results
 
     opts = SubmissionOptions(submission, dataset, revision, hub, meta, model, model_revision, link, samples,
                              conditions, submitted_by, notes, scorer, judge, out)
@@ -280,14 +277,12 @@ def leaderboard_cmd(
     """Render the leaderboard (parquet, Markdown, static sortable HTML) from all results."""
     import tempfile
 
-    from phr.eval.leaderboard import collect_results, write_leaderboard
 
     srcs = list(sources or [])
     if not srcs and not repo:
         raise UsageError("give result JSON files / folders, or --repo ORG/NAME")
     with tempfile.TemporaryDirectory(prefix="phr-results-") as tmp:  # the pulled repo goes when we are done
         if repo:
-            from phr.publish import pull
 
             srcs.append(pull(repo, to=Path(tmp) / "repo", hub=hub))
         records = collect_results(srcs)

@@ -11,6 +11,8 @@ from typing import Annotated
 import typer
 
 from phr.cli.common import new_app
+from phr.publish import pull, push
+from phr.publish.results import push_results
 
 RepoType = Annotated[str, typer.Option("--repo-type", help="dataset or model.")]
 
@@ -31,7 +33,6 @@ def push_cmd(
     endpoint: Annotated[str | None, typer.Option("--endpoint", help="Hub endpoint (default: HF_ENDPOINT or huggingface.co).")] = None,
 ) -> None:
     """Validate FOLDER, then push it to the Hub or a local hub as one commit (none if nothing changed)."""
-    from phr.publish import push
 
     res = push(folder, repo, repo_type=repo_type, tag=tag, private=private, create_pr=create_pr,
                message=message, to=to, endpoint=endpoint)
@@ -50,7 +51,6 @@ def pull_cmd(
     endpoint: Annotated[str | None, typer.Option("--endpoint", help="Hub endpoint.")] = None,
 ) -> None:
     """Download a repo at a revision into a folder."""
-    from phr.publish import pull
 
     dest = pull(repo, repo_type=repo_type, revision=revision, to=to, hub=hub, overwrite=overwrite,
                 endpoint=endpoint)
@@ -69,7 +69,6 @@ def push_results_cmd(
     endpoint: Annotated[str | None, typer.Option("--endpoint", help="Hub endpoint.")] = None,
 ) -> None:
     """Add scored submissions to a leaderboard results repo and rebuild its leaderboard config."""
-    from phr.publish.results import push_results
 
     res = push_results(results, repo, benchmark_eval_yaml=eval_yaml, replace=replace, create_pr=create_pr,
                        message=message, to=to, endpoint=endpoint)

@@ -6,6 +6,8 @@ import logging
 import os
 import re
 
+from phr.core.errors import MissingAPIKeyError
+
 SECRET_ENV_PATTERN = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.I)
 
 
@@ -36,7 +38,6 @@ class RedactingFilter(logging.Filter):
 
 def require_env(*names: str, purpose: str) -> str:
     """Return the first set variable of ``names``, or raise a clear error naming them."""
-    from phr.core.errors import MissingAPIKeyError
 
     for n in names:
         if os.environ.get(n):
