@@ -33,38 +33,44 @@ def _options(scorer: str, judge: str, code_timeout: float = 10.0):
                         judge=None if judge.lower() in none else judge, code_timeout_s=code_timeout)
 
 
-def _print_summary(result: dict, out: Path) -> None:
+def _print_summary(result, out: Path) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from phr.eval.aggregate import RESOLUTIONS, TRAJ
+    from phr.bench.metrics import INSIGHTFUL, LEADERBOARD, REQUIRED, RESOLUTIONS, TRAJECTORY, metric, rate_of
+    from phr.eval.results import estimate_text
 
     con = Console()
     t = result["tables"]
+    errs = (t.get("cell_errors") or {}).get("by_condition", {})
     table = Table(title=f"PHRBench: {result['model']} @ {result['revision']}")
-    for col in ("condition", "n", "accuracy", *TRAJ):
+    for col in ("condition", "n", "accuracy", *TRAJECTORY):
         table.add_column(col, justify="right" if col != "condition" else "left")
-    fmt = lambda v: "" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
     for c, row in t["by_condition"].items():
-        table.add_row(c, *(fmt(row[k]) for k in ("n", "accuracy", *TRAJ)))
+        figures = (estimate_text(row[k], errs.get(c, {}).get(k)) for k in ("accuracy", *TRAJECTORY))
+        table.add_row(c, str(row["n"]), *figures)
     con.print(table)
-    m = result["metrics"]
-    if "accuracy_b" in m:
-        deltas = [f"B+{x.upper()} - B = {m[f'accuracy_b{x}'] - m['accuracy_b']:+.3f}" for x in ("t", "h")
-                  if f"accuracy_b{x}" in m]
+    m, se = result["metrics"], result.get("standard_errors") or {}
+    deltas = []
+    for d in (metric(n) for n in LEADERBOARD if metric(n).difference):
+        a, b = d.difference
+        if a in m and b in m:
+            value = estimate_text(round(m[a] - m[b], 6), se.get(d.name), signed=True)
+            deltas.append(f"{metric(a).condition} - {metric(b).condition} = {value}")
+    if deltas:
         con.print("accuracy " + ", ".join(deltas), markup=False, highlight=False)
     res = t["resolution"]
     if res["judged"]:
         props = ", ".join(f"{r} {res['proportions'][r]:.3f}" for r in RESOLUTIONS)
         con.print(f"resolution (n={res['judged']}, unjudged {res['unjudged']}): {props}; insightful rate "
-                  f"{res['insightful_rate']:.3f}", markup=False, highlight=False)
+                  f"{res[rate_of(INSIGHTFUL)]:.3f}", markup=False, highlight=False)
     elif res["unjudged"] and (result.get("config") or {}).get("resolution_judge"):
         con.print(f"[yellow]resolution: none of {res['unjudged']} B+H responses could be judged (the judge's output "
                   "never parsed; see the run summary above)[/yellow]")
     if result["counts"]["missing"]:
         con.print(f"[yellow]{result['counts']['missing']} responses missing (failed calls): scored as incorrect; "
                   "rerun the same command to retry them[/yellow]")
-    if not all(f"accuracy_{x}" in m for x in ("b", "bt", "bh")):
+    if not all(k in m for k in REQUIRED):
         con.print("note: not a leaderboard entry (a result needs all of B, B+T and B+H)", markup=False,
                   highlight=False)
     typer.echo(f"results: {out / 'results.json'}  (samples.jsonl, report.md, plots/ next to it)")
@@ -236,7 +242,8 @@ def submit_cmd(
     model_pr: Annotated[bool, typer.Option("--model-pr", help="Also open a pull request on the model's repo adding .eval_results/phrbench.yaml.")] = False,
 ) -> None:
     """Validate, score and publish a submission to the leaderboard results repo."""
-    from phr.publish.results import model_eval_results_yaml, normalize, open_model_pr, push_results
+    from phr.eval.results import normalize
+    from phr.leaderboard.repo import model_eval_results_yaml, open_model_pr, push_results
 
     try:
         result, where = _score_submission(submission, dataset, revision, hub, meta, model, model_revision, link,
@@ -263,7 +270,8 @@ def leaderboard_cmd(
     """Render the leaderboard (parquet, Markdown, static sortable HTML) from all results."""
     import tempfile
 
-    from phr.eval.leaderboard import collect_results, write_leaderboard
+    from phr.leaderboard.page import write_leaderboard
+    from phr.leaderboard.repo import collect_results
 
     try:
         srcs = list(sources or [])

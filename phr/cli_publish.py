@@ -75,7 +75,7 @@ def push_results_cmd(
     endpoint: Annotated[Optional[str], typer.Option("--endpoint", help="Hub endpoint.")] = None,
 ) -> None:
     """Add scored submissions to a leaderboard results repo and rebuild its leaderboard config."""
-    from phr.publish.results import push_results
+    from phr.leaderboard.repo import push_results
 
     try:
         res = push_results(results, repo, benchmark_eval_yaml=eval_yaml, replace=replace, create_pr=create_pr,
