@@ -32,6 +32,8 @@ from pathlib import Path
 
 import yaml
 
+from phr.bench.metrics import HUB_METRICS
+
 EVAL_YAML = "eval.yaml"
 SPLIT = "test"
 FRAMEWORK = "inspect-ai"
@@ -44,16 +46,14 @@ DEFAULT_DESCRIPTION = (
     "Leaderboards: accuracy under each condition and the trajectory metrics OL, UI, BUF and BC."
 )
 
-# (metric id, task id, config, what it is)
-METRICS: tuple[tuple[str, str, str, str], ...] = (
-    ("accuracy_b", "accuracy_b", "baseline", "accuracy under B (question only)"),
-    ("accuracy_bt", "accuracy_bt", "truthful", "accuracy under B+T (with a truthful premise)"),
-    ("accuracy_bh", "accuracy_bh", "hallucinated", "accuracy under B+H (with a hallucinated premise)"),
-    ("OL", "ol", "all", "trajectory metric OL over B, B+T and B+H (see the PHRBench paper)"),
-    ("UI", "ui", "all", "trajectory metric UI over B, B+T and B+H (see the PHRBench paper)"),
-    ("BUF", "buf", "all", "trajectory metric BUF over B, B+T and B+H (see the PHRBench paper)"),
-    ("BC", "bc", "all", "trajectory metric BC over B, B+T and B+H (see the PHRBench paper)"),
-)
+#: the dataset config a condition's accuracy task runs on; the trajectory tasks run on ``all``
+_CONFIG = {"B": "baseline", "B+T": "truthful", "B+H": "hallucinated"}
+_ALL = "all"
+
+# (metric id, task id, config, what it is): the catalogue's metrics with a Hub task
+METRICS: tuple[tuple[str, str, str, str], ...] = tuple(
+    (m.name, m.hub_task or m.name, _CONFIG[m.condition] if m.kind == "accuracy" and m.condition else _ALL,
+     m.description) for m in HUB_METRICS)
 
 
 def _inspect_block(grader_model: str | None) -> dict:

@@ -3,20 +3,50 @@
 Every mean is over scored samples (each instance has the same number of samples, so this equals the mean
 over instances of the per-instance mean). Missing responses count as incorrect for accuracy and are left
 out of the trajectory means. Resolution proportions are over the judged B+H samples.
+
+Standard errors: a paired bootstrap over base questions (phr.eval.bootstrap) gives every figure of every table
+cell, every difference (H - T, T - B) and every flat metric its standard error.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from statistics import fmean
 
+import numpy as np
+
+from phr.bench.metrics import (
+    ACCURACY,
+    CONDITION_SUFFIX,
+    FIGURES,
+    INSIGHTFUL,
+    LEADERBOARD,
+    RESOLUTIONS,
+    TRAJECTORY,
+    delta_of,
+    headline_of,
+    metric,
+    name_of,
+    rate_of,
+)
+from phr.eval.bootstrap import QuestionResampler, standard_error
+from phr.eval.results import (
+    H_MINUS_T,
+    T_SAME_QUESTIONS,
+    Bootstrap,
+    Cell,
+    CellErrors,
+    Counts,
+    Difference,
+    Errors,
+    MutationRow,
+    ReportTables,
+    Resolution,
+)
 from phr.eval.scoring import SampleScore
 
-TRAJ = ("OL", "UI", "BUF", "BC")
-_ATTR = {"OL": "ol", "UI": "ui", "BUF": "buf", "BC": "bc"}
-SUFFIX = {"B": "b", "B+T": "bt", "B+H": "bh"}
-RESOLUTIONS = ("Correction", "Compliance", "Avoidance")
+_HALL, _TRUTH = "B+H", "B+T"
 
 
 def _mean(values: Iterable[float | None]) -> float | None:
@@ -24,92 +54,157 @@ def _mean(values: Iterable[float | None]) -> float | None:
     return round(fmean(vals), 6) if vals else None
 
 
-def cell(scores: Sequence[SampleScore]) -> dict:
-    """n, accuracy and the trajectory means of a group of samples."""
-    out = {"n": len(scores), "accuracy": _mean(float(s.correct) for s in scores),
-           "missing": sum(s.missing for s in scores)}
-    for name, attr in _ATTR.items():
-        out[name] = _mean(getattr(s, attr) for s in scores if not s.missing)
-    return out
+def _value(s: SampleScore, figure: str) -> float | None:
+    """A sample's value of a figure: correctness (missing: incorrect), or a trajectory metric (missing: none)."""
+    if figure == ACCURACY:
+        return float(s.correct)
+    return None if s.missing else getattr(s, figure.lower())
+
+
+class _Group:
+    """One table cell: its point estimates and, with a resampler, the bootstrap draws of each figure."""
+
+    def __init__(self, scores: Sequence[SampleScore], rs: QuestionResampler | None):
+        self.cell = Cell(n=len(scores), missing=sum(s.missing for s in scores),
+                         **{f: _mean(_value(s, f) for s in scores) for f in FIGURES})
+        self.draws = {f: _draws(rs, ((s.question_id, _value(s, f)) for s in scores)) for f in FIGURES}
+
+    def get(self, figure: str) -> float | None:
+        return getattr(self.cell, figure)
+
+    def errors(self) -> Errors:
+        return {f: standard_error(d) for f, d in self.draws.items()}
+
+
+def _draws(rs: QuestionResampler | None, pairs: Iterable[tuple[str, float | None]]) -> np.ndarray | None:
+    return None if rs is None else rs.means((q, v) for q, v in pairs if v is not None)
+
+
+def _minus(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+    return None if a is None or b is None else a - b
 
 
 def _diff(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else round(a - b, 6)
 
 
-def _h_minus_t(t: dict, h: dict) -> dict:
-    return {k: _diff(h.get(k), t.get(k)) for k in ("accuracy", *TRAJ)}
+def _h_minus_t(t: _Group, h: _Group) -> tuple[Difference, Errors]:  # type: ignore[valid-type]
+    diff = Difference(**{f: _diff(h.get(f), t.get(f)) for f in FIGURES})
+    return diff, {f: standard_error(_minus(h.draws[f], t.draws[f])) for f in FIGURES}
 
 
-def _group(scores: Iterable[SampleScore], key) -> dict[str, list[SampleScore]]:
+def _group(scores: Iterable[SampleScore], key: Callable[[SampleScore], str]) -> dict[str, list[SampleScore]]:
     out: dict[str, list[SampleScore]] = defaultdict(list)
     for s in scores:
         out[key(s)].append(s)
     return dict(sorted(out.items()))
 
 
-def aggregate(scores: Sequence[SampleScore]) -> dict:
-    """The report tables and the flat ``metrics`` dict of a result JSON."""
-    by_cond = {c: cell(g) for c, g in _group(scores, lambda s: s.condition).items()}
-    by_cond = {c: by_cond[c] for c in SUFFIX if c in by_cond}
+def _cells(scores, key, rs) -> dict[str, _Group]:
+    return {k: _Group(g, rs) for k, g in _group(scores, key).items()}
+
+
+def _shares(judged: Sequence[SampleScore], rs) -> tuple[dict[str, float | None], dict[str, np.ndarray | None]]:
+    """The resolution proportions and the insightful rate of ``judged`` samples, with their draws."""
+    tests = {r: (lambda s, r=r: s.resolution == r) for r in RESOLUTIONS} | {INSIGHTFUL: lambda s: bool(s.insightful)}
+    points = {k: _mean(float(t(s)) for s in judged) for k, t in tests.items()}
+    return points, {k: _draws(rs, ((s.question_id, float(t(s))) for s in judged)) for k, t in tests.items()}
+
+
+def aggregate(scores: Sequence[SampleScore], bootstrap: Bootstrap | None = Bootstrap()) -> ReportTables:
+    """The report tables, the flat ``metrics`` of a result and (unless ``bootstrap`` is None) their standard
+    errors from a paired bootstrap over base questions."""
+    rs = None if bootstrap is None else QuestionResampler((s.question_id for s in scores), bootstrap.resamples,
+                                                           bootstrap.seed)
+    by_cond = _cells(scores, lambda s: s.condition, rs)
+    by_cond = {c: by_cond[c] for c in CONDITION_SUFFIX if c in by_cond}
+    errs = CellErrors(by_condition={c: g.errors() for c, g in by_cond.items()})
 
     per_domain = {}
     for dom, g in _group(scores, lambda s: s.domain).items():
-        row = {c: cell(gg) for c, gg in _group(g, lambda s: s.condition).items()}
-        if "B+T" in row and "B+H" in row:
-            row["H-T"] = _h_minus_t(row["B+T"], row["B+H"])
-        per_domain[dom] = row
+        cells = _cells(g, lambda s: s.condition, rs)
+        row, row_errs = {c: x.cell for c, x in cells.items()}, {c: x.errors() for c, x in cells.items()}
+        if _TRUTH in cells and _HALL in cells:
+            row[H_MINUS_T], row_errs[H_MINUS_T] = _h_minus_t(cells[_TRUTH], cells[_HALL])
+        per_domain[dom], errs.per_domain[dom] = row, row_errs
 
-    hall = [s for s in scores if s.condition == "B+H"]
-    truthful_by_q = _group((s for s in scores if s.condition == "B+T"), lambda s: s.question_id)
+    hall = [s for s in scores if s.condition == _HALL]
+    truthful_by_q = _group((s for s in scores if s.condition == _TRUTH), lambda s: s.question_id)
     per_type = {}
     for mt, g in _group(hall, lambda s: s.mutation_type or "unknown").items():
-        row = cell(g)
-        qs = {s.question_id for s in g}
-        t = cell([s for q in qs for s in truthful_by_q.get(q, [])])
-        row["B+T_same_questions"] = t if t["n"] else None
-        row["H-T"] = _h_minus_t(t, row) if t["n"] else None
-        per_type[mt] = row
+        h = _Group(g, rs)
+        t = _Group([s for q in {s.question_id for s in g} for s in truthful_by_q.get(q, [])], rs)
+        mt_errs = {_HALL: h.errors()}
+        row = MutationRow(**h.cell.model_dump())
+        if t.cell.n:
+            row.truthful = t.cell
+            row.h_minus_t, mt_errs[H_MINUS_T] = _h_minus_t(t, h)
+            mt_errs[T_SAME_QUESTIONS] = t.errors()
+        per_type[mt], errs.per_mutation_type[mt] = row, mt_errs
 
     judged = [s for s in hall if s.resolution is not None]
-    resolution = {
+    shares, share_draws = _shares(judged, rs)
+    errs.resolution = {k: standard_error(d) for k, d in share_draws.items()}
+
+    def props(group: list[SampleScore]) -> dict[str, float | None]:
+        return {r: _mean(float(s.resolution == r) for s in group) for r in RESOLUTIONS}
+
+    resolution = Resolution(**{
         "judged": len(judged),
         "unjudged": sum(1 for s in hall if s.resolution is None and not s.missing),
-        "proportions": {r: _mean(float(s.resolution == r) for s in judged) for r in RESOLUTIONS},
-        "insightful_rate": _mean(float(bool(s.insightful)) for s in judged),
-        "per_domain": {d: {r: _mean(float(s.resolution == r) for s in g) for r in RESOLUTIONS}
-                       for d, g in _group(judged, lambda s: s.domain).items()},
-        "per_mutation_type": {m: {r: _mean(float(s.resolution == r) for s in g) for r in RESOLUTIONS}
-                              for m, g in _group(judged, lambda s: s.mutation_type or "unknown").items()},
-    }
-    by_resolution = {r: cell([s for s in judged if s.resolution == r]) for r in RESOLUTIONS}
+        "proportions": {r: shares[r] for r in RESOLUTIONS}, rate_of(INSIGHTFUL): shares[INSIGHTFUL],
+        "per_domain": {d: props(g) for d, g in _group(judged, lambda s: s.domain).items()},
+        "per_mutation_type": {m: props(g) for m, g in _group(judged, lambda s: s.mutation_type or "unknown").items()},
+    })
+    by_resolution = {r: _Group([s for s in judged if s.resolution == r], rs) for r in RESOLUTIONS}
+    errs.by_resolution = {r: g.errors() for r, g in by_resolution.items()}
 
+    metrics, draws = _flat_metrics(by_cond, shares, share_draws, bool(judged))
+    return ReportTables(
+        metrics=metrics,
+        standard_errors=_flat_errors(metrics, draws) if rs is not None else {},
+        by_condition={c: g.cell for c, g in by_cond.items()},
+        per_domain=per_domain,
+        per_mutation_type=per_type,
+        resolution=resolution,
+        by_resolution={r: g.cell for r, g in by_resolution.items()},
+        cell_errors=errs if rs is not None else None,
+        counts=Counts(samples=len(scores), missing=sum(s.missing for s in scores),
+                      instances=len({s.instance_id for s in scores}), questions=len({s.question_id for s in scores})),
+        bootstrap=bootstrap,
+    )
+
+
+def _flat_metrics(by_cond: dict[str, _Group], shares, share_draws, judged: bool):
+    """The result's flat ``metrics`` (catalogue names) and the bootstrap draws of each."""
     metrics: dict[str, float] = {}
-    for c, row in by_cond.items():
-        sfx = SUFFIX[c]
-        if row["accuracy"] is not None:
-            metrics[f"accuracy_{sfx}"] = row["accuracy"]
-        for name in TRAJ:
-            if row[name] is not None:
-                metrics[f"{name}_{sfx}"] = row[name]
-    for name in TRAJ:  # the leaderboard's OL/UI/BUF/BC: under B+H
-        if f"{name}_bh" in metrics:
-            metrics[name] = metrics[f"{name}_bh"]
-        if f"{name}_bh" in metrics and f"{name}_bt" in metrics:
-            metrics[f"delta_{name}"] = round(metrics[f"{name}_bh"] - metrics[f"{name}_bt"], 6)
+    draws: dict[str, np.ndarray | None] = {}
+    for c, g in by_cond.items():
+        for f in FIGURES:
+            if g.get(f) is not None:
+                name = name_of(f, c)
+                metrics[name], draws[name] = g.get(f), g.draws[f]
+    for f in TRAJECTORY:  # the leaderboard's OL/UI/BUF/BC: under B+H
+        bh, bt = name_of(f, _HALL), name_of(f, _TRUTH)
+        if bh in metrics:
+            metrics[headline_of(f)], draws[headline_of(f)] = metrics[bh], draws[bh]
+        if bh in metrics and bt in metrics:
+            d = delta_of(bh, bt)
+            metrics[d], draws[d] = round(metrics[bh] - metrics[bt], 6), _minus(draws[bh], draws[bt])
     if judged:
-        for r in RESOLUTIONS:
-            metrics[f"{r.lower()}_rate"] = resolution["proportions"][r]
-        metrics["insightful_rate"] = resolution["insightful_rate"]
+        for r in (*RESOLUTIONS, INSIGHTFUL):
+            metrics[rate_of(r)], draws[rate_of(r)] = shares[r], share_draws[r]
+    for name in LEADERBOARD:  # accuracy differences: only their draws (the leaderboard computes the values)
+        pair = metric(name).difference
+        if pair and all(p in draws for p in pair):
+            draws[name] = _minus(draws[pair[0]], draws[pair[1]])
+    return metrics, draws
 
-    return {
-        "metrics": metrics,
-        "by_condition": by_cond,
-        "per_domain": per_domain,
-        "per_mutation_type": per_type,
-        "resolution": resolution,
-        "by_resolution": by_resolution,
-        "counts": {"samples": len(scores), "missing": sum(s.missing for s in scores),
-                   "instances": len({s.instance_id for s in scores}),
-                   "questions": len({s.question_id for s in scores})},
-    }
+
+def _flat_errors(metrics: dict[str, float], draws: dict[str, np.ndarray | None]) -> dict[str, float]:
+    out = {}
+    for name, d in draws.items():
+        se = standard_error(d)
+        if se is not None and (name in metrics or metric(name).difference):
+            out[name] = se
+    return out

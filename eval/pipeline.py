@@ -12,6 +12,7 @@ from pathlib import Path
 from phr.eval.aggregate import aggregate
 from phr.eval.dataset import EvalDataset, load_eval_dataset
 from phr.eval.report import result_json, write_results
+from phr.eval.results import Bootstrap, Result, RunManifest
 from phr.eval.runner import load_eval_dataset_from_meta, load_run
 from phr.eval.scoring import ScoreOptions, score_responses
 
@@ -51,41 +52,42 @@ def scoring_config(options: ScoreOptions) -> dict:
     return cfg
 
 
-def dataset_of_run(meta: dict, hub=None) -> EvalDataset:
+def dataset_of_run(meta: RunManifest, hub=None) -> EvalDataset:
     """The dataset a run used: the same folder if its files are unchanged, else the repo at the revision."""
     ds = load_eval_dataset_from_meta(meta)
     if ds is not None:
         return ds
-    ref = meta["dataset"]
+    ref = meta.dataset
     try:
-        ds = load_eval_dataset(ref["id"], revision=ref["revision"], hub=hub)
+        ds = load_eval_dataset(ref.id, revision=ref.revision, hub=hub)
     except PHRError as e:
-        raise PHRError(f"the run's dataset ({ref['id']} @ {ref['revision']}, folder {ref.get('path')}) is gone "
+        raise PHRError(f"the run's dataset ({ref.id} @ {ref.revision}, folder {ref.path}) is gone "
                        f"or changed, and cannot be fetched: {e}") from None
-    if ds.files != ref.get("files"):
-        raise PHRError(f"dataset {ref['id']} @ {ref['revision']} does not have the files the run used")
+    if ds.files != ref.files:
+        raise PHRError(f"dataset {ref.id} @ {ref.revision} does not have the files the run used")
     return ds
 
 
 def score_run(run_dir: str | Path, options: ScoreOptions = ScoreOptions(), *, out: str | Path | None = None,
               hub=None, source_url: str | None = None, submitted_by: str | None = None, notes: str | None = None,
-              progress: bool = True, plots: bool = True) -> tuple[dict, Path]:
-    """Score a run folder (unsharded or merged) into ``out`` (default RUN/scores)."""
+              progress: bool = True, plots: bool = True, bootstrap: Bootstrap = Bootstrap()) -> tuple[Result, Path]:
+    """Score a run folder (unsharded or merged) into ``out`` (default RUN/scores); standard errors from
+    ``bootstrap``."""
     run = load_run(run_dir)
-    if run.meta.get("shard"):
-        i, n = run.meta["shard"]
+    meta = run.meta
+    if meta.shard:
+        i, n = meta.shard
         raise PHRError(f"{run.path} is shard {i}/{n}: merge the shards first (phr-publish eval merge)")
     ds = dataset_of_run(run.meta, hub)
     by_id = ds.by_id()
     instances = [by_id[i] for i in run.instance_ids]
-    scores = score_responses(instances, run.responses, samples=run.meta["samples"], options=options,
-                             progress=progress)
-    report = aggregate(scores)
-    config = {"source": "run", "conditions": run.meta["conditions"], "samples": run.meta["samples"],
-              "generation": run.meta["generation"], "limit": run.meta["config"].get("limit"),
-              "model_spec": run.meta["model"], **scoring_config(options)}
-    result = result_json(model=run.meta["model"], revision=run.meta["model_revision"], dataset=run.meta["dataset"],
-                         report=report, config=config, run_id=run.meta["run_id"], source_url=source_url,
+    scores = score_responses(instances, run.responses, samples=meta.samples, options=options, progress=progress)
+    report = aggregate(scores, bootstrap)
+    config = {"source": "run", "conditions": meta.conditions, "samples": meta.samples,
+              "generation": meta.generation.model_dump(), "limit": meta.config.limit, "model_spec": meta.model,
+              **scoring_config(options)}
+    result = result_json(model=meta.model, revision=meta.model_revision, dataset=meta.dataset.model_dump(),
+                         report=report, config=config, run_id=meta.run_id, source_url=source_url,
                          submitted_by=submitted_by, notes=notes)
     out = Path(out) if out is not None else run.path / SCORES_DIR
     write_results(out, result, scores, plots=plots)
@@ -93,14 +95,15 @@ def score_run(run_dir: str | Path, options: ScoreOptions = ScoreOptions(), *, ou
 
 
 def score_submission(path: str | Path, dataset: EvalDataset, meta, options: ScoreOptions = ScoreOptions(), *,
-                     out: str | Path, progress: bool = True, plots: bool = True) -> tuple[dict, Path]:
+                     out: str | Path, progress: bool = True, plots: bool = True,
+                     bootstrap: Bootstrap = Bootstrap()) -> tuple[Result, Path]:
     """Validate a submission (phr.eval.submission) against ``dataset``, then score it like a run."""
     from phr.eval.submission import validate_submission
 
     sub = validate_submission(path, dataset, meta)
     instances = dataset.select(meta.conditions)
     scores = score_responses(instances, sub.responses, samples=meta.samples, options=options, progress=progress)
-    report = aggregate(scores)
+    report = aggregate(scores, bootstrap)
     config = {"source": "submission", "submission_sha256": sub.sha256, "conditions": list(meta.conditions),
               "samples": meta.samples, **scoring_config(options)}
     ref = {**dataset.ref(), "files": dataset.files}

@@ -12,10 +12,20 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-from phr.eval.aggregate import RESOLUTIONS, TRAJ
+from phr.bench.metrics import ACCURACY, CONDITION_SUFFIX, FIGURES, INSIGHTFUL, RESOLUTIONS, TRAJECTORY, rate_of
+from phr.eval.results import (
+    H_MINUS_T,
+    DatasetRef,
+    ReportTables,
+    Result,
+    SamplesFile,
+    estimate_text,
+    read_result,
+)
 from phr.eval.scoring import SampleScore
 from phr.core.fs import honour_umask
 
@@ -25,89 +35,105 @@ REPORT_FILE = "report.md"
 PLOTS_DIR = "plots"
 
 
-def result_json(*, model: str, revision: str, dataset: dict, report: dict, config: dict, run_id: str | None = None,
-                date: str | None = None, source_url: str | None = None, submitted_by: str | None = None,
-                notes: str | None = None, samples_sha256: str | None = None) -> dict:
-    """A result JSON (schema_version 1: what phr.publish.results.push_results takes) with the full tables."""
-    rec = {
-        "schema_version": 1,
-        "benchmark": "phrbench",
-        "model": model,
-        "revision": revision,
-        "run_id": run_id,
-        "dataset": {"id": dataset["id"], "revision": dataset["revision"]},
-        "metrics": report["metrics"],
-        "date": date or _dt.date.today().isoformat(),
-        "source_url": source_url,
-        "submitted_by": submitted_by,
-        "notes": notes,
-        "dataset_files": dataset.get("files", {}),
-        "config": config,
-        "counts": report["counts"],
-        "tables": {k: report[k] for k in ("by_condition", "per_domain", "per_mutation_type", "resolution",
-                                          "by_resolution")},
-        "samples_file": {"path": SAMPLES_FILE, "sha256": samples_sha256},
-    }
-    return {k: v for k, v in rec.items() if v is not None}
+def result_json(*, model: str, revision: str, dataset: Mapping[str, Any], report: ReportTables | Mapping[str, Any],
+                config: dict, run_id: str | None = None, date: str | None = None, source_url: str | None = None,
+                submitted_by: str | None = None, notes: str | None = None,
+                samples_sha256: str | None = None) -> Result:
+    """The ``Result`` (results.json, schema_version 2) of a scored run: identity, metrics with their standard
+    errors, the full tables. ``dataset``: ``{"id", "revision"[, "files"]}``."""
+    report = report if isinstance(report, ReportTables) else ReportTables.model_validate(report)
+    return Result(
+        model=model, revision=revision, run_id=run_id,
+        dataset=DatasetRef(id=dataset["id"], revision=dataset["revision"]),
+        metrics=report.metrics, standard_errors=report.standard_errors, bootstrap=report.bootstrap,
+        date=date or _dt.date.today().isoformat(), source_url=source_url, submitted_by=submitted_by, notes=notes,
+        dataset_files=dict(dataset.get("files") or {}), config=config, counts=report.counts,
+        tables=report.as_tables(), samples_file=SamplesFile(path=SAMPLES_FILE, sha256=samples_sha256),
+    )
 
 
-def _fmt(v) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return f"{v:.3f}"
-    return str(v)
+def _as_result(result: Result | Mapping[str, Any]) -> Result:
+    return result if isinstance(result, Result) else read_result(result)
 
 
 def _table(header: list[str], rows: list[list]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(_fmt(c).replace("|", "\\|") for c in r) + " |" for r in rows]
+    out += ["| " + " | ".join(estimate_text(c).replace("|", "\\|") for c in r) + " |" for r in rows]
     return out + [""]
 
 
-def render_report(result: dict) -> str:
-    """A Markdown summary of one result JSON."""
-    t = result["tables"]
-    cols = ["n", "accuracy", *TRAJ]
-    lines = [f"# PHRBench results: {result['model']}", "",
-             f"Model revision `{result['revision']}`, dataset `{result['dataset']['id']}` @ "
-             f"`{result['dataset']['revision']}`, run `{result.get('run_id', '')}`, {result['counts']['samples']} "
-             f"samples ({result['counts']['missing']} missing).", "", "## By condition", ""]
-    lines += _table(["condition", *cols], [[c, *(row[k] for k in cols)] for c, row in t["by_condition"].items()])
+def _est(cell, errors: dict | None, figures=FIGURES) -> list[str]:
+    """The figures of a cell as "value ± se" texts (the value alone without a standard error)."""
+    errors = errors or {}
+    return [estimate_text(getattr(cell, f), errors.get(f)) for f in figures]
+
+
+def render_report(result: Result | Mapping[str, Any]) -> str:
+    """A Markdown summary of one result (any readable schema_version); figures with their standard errors."""
+    res = _as_result(result)
+    t = res.tables
+    err = t.cell_errors
+    e = (lambda part, *keys: _dig(getattr(err, part), keys)) if err else (lambda part, *keys: None)
+    lines = [f"# PHRBench results: {res.model}", "",
+             f"Model revision `{res.revision}`, dataset `{res.dataset.id}` @ `{res.dataset.revision}`, run "
+             f"`{res.run_id or ''}`, {res.counts.samples} samples ({res.counts.missing} missing).", ""]
+    if res.bootstrap:
+        lines += [f"Figures are shown as value ± standard error (bootstrap over base questions: "
+                  f"{res.bootstrap.resamples} resamples, seed {res.bootstrap.seed}).", ""]
+    lines += ["## By condition", ""]
+    lines += _table(["condition", "n", *FIGURES],
+                    [[c, row.n, *_est(row, e("by_condition", c))] for c, row in t.by_condition.items()])
     lines += ["## By domain (Tables 5-8)", ""]
     rows = []
-    for dom, r in t["per_domain"].items():
-        for c in ("B", "B+T", "B+H", "H-T"):
+    for dom, r in t.per_domain.items():
+        for c in (*CONDITION_SUFFIX, H_MINUS_T):
             if c in r:
-                rows.append([dom, c, *(r[c].get(k) for k in ("accuracy", *TRAJ))])
-    lines += _table(["domain", "condition", "accuracy", *TRAJ], rows)
+                rows.append([dom, c, *_est(r[c], e("per_domain", dom, c))])
+    lines += _table(["domain", "condition", *FIGURES], rows)
     lines += ["## By mutation type, B+H (Tables 9-11)", ""]
-    lines += _table(["mutation type", "n", "accuracy", *TRAJ, "accuracy H-T"],
-                    [[m, r["n"], r["accuracy"], *(r[k] for k in TRAJ), (r["H-T"] or {}).get("accuracy")]
-                     for m, r in t["per_mutation_type"].items()])
-    res = t["resolution"]
+    rows = []
+    for m, r in t.per_mutation_type.items():
+        diff = estimate_text(r.h_minus_t.accuracy, (e("per_mutation_type", m, H_MINUS_T) or {}).get(ACCURACY)) \
+            if r.h_minus_t else ""
+        rows.append([m, r.n, *_est(r, e("per_mutation_type", m, "B+H")), diff])
+    lines += _table(["mutation type", "n", *FIGURES, f"{ACCURACY} H-T"], rows)
+    res_t = t.resolution
     lines += ["## Behavioural resolution, B+H (Table 2, Figure 4)", ""]
-    if res["judged"]:
+    shares = e("resolution") or {}
+    insightful = rate_of(INSIGHTFUL)
+    if res_t.judged:
         lines += _table(["judged", *RESOLUTIONS, "insightful rate", "unjudged"],
-                        [[res["judged"], *(res["proportions"][r] for r in RESOLUTIONS), res["insightful_rate"],
-                          res["unjudged"]]])
+                        [[res_t.judged, *(estimate_text(res_t.proportions[r], shares.get(r)) for r in RESOLUTIONS),
+                          estimate_text(getattr(res_t, insightful), shares.get(INSIGHTFUL)), res_t.unjudged]])
         lines += ["### Trajectory metrics by resolution (Figure 5)", ""]
-        lines += _table(["resolution", *cols], [[r, *(row[k] for k in cols)] for r, row in t["by_resolution"].items()])
-    elif (result.get("config") or {}).get("resolution_judge"):
-        lines += [f"No judgement parsed ({res['unjudged']} B+H responses unjudged).", ""]
+        lines += _table(["resolution", "n", *FIGURES],
+                        [[r, row.n, *_est(row, e("by_resolution", r))] for r, row in t.by_resolution.items()])
+    elif (res.config or {}).get("resolution_judge"):
+        lines += [f"No judgement parsed ({res_t.unjudged} B+H responses unjudged).", ""]
     else:
         lines += ["Not judged (no judge given).", ""]
     return "\n".join(lines)
 
 
-def write_plots(result: dict, folder: Path) -> list[Path]:
-    """PNG figures: accuracy by condition and domain, resolution proportions, metrics by resolution."""
+def _dig(data, keys):
+    for k in keys:
+        if not isinstance(data, dict) or k not in data:
+            return None
+        data = data[k]
+    return data
+
+
+def write_plots(result: Result | Mapping[str, Any], folder: Path) -> list[Path]:
+    """PNG figures: accuracy by condition and domain, resolution proportions, metrics by resolution; error bars
+    of one standard error where the result has them."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    t = result["tables"]
+    res = _as_result(result)
+    t = res.tables
+    err = t.cell_errors
     folder.mkdir(parents=True, exist_ok=True)
     out: list[Path] = []
     meta = {"Software": None}
@@ -119,40 +145,49 @@ def write_plots(result: dict, folder: Path) -> list[Path]:
         plt.close(fig)
         out.append(p)
 
-    conds = [c for c in ("B", "B+T", "B+H") if c in t["by_condition"]]
-    domains = list(t["per_domain"])
+    def bars(errors: list[float | None]) -> list[float] | None:
+        return [x or 0.0 for x in errors] if any(x is not None for x in errors) else None
+
+    conds = [c for c in CONDITION_SUFFIX if c in t.by_condition]
+    domains = list(t.per_domain)
     fig, ax = plt.subplots(figsize=(1.6 + 1.4 * max(1, len(domains)), 3.4))
     width = 0.8 / max(1, len(conds))
     for j, c in enumerate(conds):
-        vals = [(t["per_domain"][d].get(c) or {}).get("accuracy") or 0.0 for d in domains]
-        ax.bar([i + j * width for i in range(len(domains))], vals, width, label=c)
+        vals = [(getattr(t.per_domain[d][c], ACCURACY) if c in t.per_domain[d] else None) or 0.0 for d in domains]
+        errs = [_dig(err.per_domain, (d, c, ACCURACY)) if err else None for d in domains]
+        ax.bar([i + j * width for i in range(len(domains))], vals, width, label=c, yerr=bars(errs), capsize=2)
     ax.set_xticks([i + width * (len(conds) - 1) / 2 for i in range(len(domains))], domains)
     ax.set_ylim(0, 1)
-    ax.set_ylabel("accuracy")
-    ax.set_title(f"{result['model']}: accuracy by domain and condition")
+    ax.set_ylabel(ACCURACY)
+    ax.set_title(f"{res.model}: accuracy by domain and condition")
     ax.legend()
     save(fig, "accuracy_by_domain.png")
 
-    fig, axes = plt.subplots(1, len(TRAJ), figsize=(12, 3))
-    for ax, name in zip(axes, TRAJ):
-        ax.bar(conds, [t["by_condition"][c].get(name) or 0.0 for c in conds], color="#4c72b0")
+    fig, axes = plt.subplots(1, len(TRAJECTORY), figsize=(12, 3))
+    for ax, name in zip(axes, TRAJECTORY):
+        errs = [_dig(err.by_condition, (c, name)) if err else None for c in conds]
+        ax.bar(conds, [getattr(t.by_condition[c], name) or 0.0 for c in conds], color="#4c72b0", yerr=bars(errs),
+               capsize=2)
         ax.set_title(name)
     fig.suptitle("trajectory metrics by condition")
     save(fig, "trajectory_by_condition.png")
 
-    res = t["resolution"]
-    if res["judged"]:
+    rt = t.resolution
+    if rt.judged:
         fig, ax = plt.subplots(figsize=(5, 3.2))
-        props = [res["proportions"][r] or 0.0 for r in RESOLUTIONS]
-        ax.bar(RESOLUTIONS, props, color=["#55a868", "#c44e52", "#8172b2"])
-        ax.axhline(res["insightful_rate"] or 0.0, ls="--", color="black", label="insightful rate")
+        props = [rt.proportions[r] or 0.0 for r in RESOLUTIONS]
+        errs = [err.resolution.get(r) if err else None for r in RESOLUTIONS]
+        ax.bar(RESOLUTIONS, props, color=["#55a868", "#c44e52", "#8172b2"], yerr=bars(errs), capsize=3)
+        ax.axhline(getattr(rt, rate_of(INSIGHTFUL)) or 0.0, ls="--", color="black", label="insightful rate")
         ax.set_ylim(0, 1)
-        ax.set_title(f"resolution of hallucinated premises (n={res['judged']})")
+        ax.set_title(f"resolution of hallucinated premises (n={rt.judged})")
         ax.legend()
         save(fig, "resolution.png")
-        fig, axes = plt.subplots(1, len(TRAJ), figsize=(12, 3))
-        for ax, name in zip(axes, TRAJ):
-            ax.bar(RESOLUTIONS, [t["by_resolution"][r].get(name) or 0.0 for r in RESOLUTIONS], color="#dd8452")
+        fig, axes = plt.subplots(1, len(TRAJECTORY), figsize=(12, 3))
+        for ax, name in zip(axes, TRAJECTORY):
+            errs = [_dig(err.by_resolution, (r, name)) if err else None for r in RESOLUTIONS]
+            ax.bar(RESOLUTIONS, [getattr(t.by_resolution[r], name) or 0.0 for r in RESOLUTIONS], color="#dd8452",
+                   yerr=bars(errs), capsize=2)
             ax.set_title(name)
             ax.tick_params(axis="x", labelrotation=20)
         fig.suptitle("trajectory metrics by resolution group (B+H)")
@@ -160,7 +195,8 @@ def write_plots(result: dict, folder: Path) -> list[Path]:
     return out
 
 
-def write_results(out: str | Path, result: dict, scores: Sequence[SampleScore], *, plots: bool = True) -> Path:
+def write_results(out: str | Path, result: Result | Mapping[str, Any], scores: Sequence[SampleScore], *,
+                  plots: bool = True) -> Path:
     """Write results.json, samples.jsonl, report.md and plots/ into ``out`` (replacing an earlier scoring)."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -168,8 +204,10 @@ def write_results(out: str | Path, result: dict, scores: Sequence[SampleScore], 
     try:
         body = "".join(json.dumps(s.as_dict(), ensure_ascii=False) + "\n" for s in scores).encode()
         (tmp / SAMPLES_FILE).write_bytes(body)
-        result = {**result, "samples_file": {"path": SAMPLES_FILE, "sha256": hashlib.sha256(body).hexdigest()}}
-        (tmp / RESULTS_FILE).write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        result = _as_result(result).model_copy(
+            update={"samples_file": SamplesFile(path=SAMPLES_FILE, sha256=hashlib.sha256(body).hexdigest())})
+        text = json.dumps(result.as_json(), indent=2, ensure_ascii=False) + "\n"
+        (tmp / RESULTS_FILE).write_text(text, encoding="utf-8")
         (tmp / REPORT_FILE).write_text(render_report(result), encoding="utf-8")
         if plots:
             write_plots(result, tmp / PLOTS_DIR)

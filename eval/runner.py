@@ -37,6 +37,7 @@ from phr.eval.dataset import (
     check_conditions,
     load_eval_dataset,
 )
+from phr.eval.results import RUN_SCHEMA_VERSION, RunManifest, model_slug, read_run_manifest
 
 from phr.core.errors import PHRError, UsageError
 from phr.core.fs import honour_umask
@@ -44,7 +45,6 @@ from phr.core.fs import honour_umask
 RUN_FILE = "run.json"
 RESPONSES_FILE = "responses.jsonl"
 GENERATIONS_FILE = "generations.jsonl"
-RUN_SCHEMA_VERSION = 1
 
 
 class RunError(UsageError):
@@ -131,16 +131,16 @@ def run_id_of(cfg: RunConfig, revision: str, dataset: EvalDataset) -> str:
 
 @dataclass
 class Run:
-    """A run folder's content."""
+    """A run folder's content (``meta``: its run.json)."""
 
     path: Path
-    meta: dict
+    meta: RunManifest
     responses: dict[tuple[str, int], str] = field(default_factory=dict)
     failures: list[dict] = field(default_factory=list)
 
     @property
     def instance_ids(self) -> list[str]:
-        return self.meta["instance_ids"]
+        return self.meta.instance_ids
 
 
 def _versions() -> dict[str, str]:
@@ -169,8 +169,6 @@ def _write_jsonl(path: Path, rows) -> None:
 
 
 def default_run_dir(root: str | Path, model: str, run_id: str, shard: tuple[int, int] | None) -> Path:
-    from phr.publish.results import model_slug
-
     name = run_id if shard is None else f"{run_id}-shard-{shard[0]}-of-{shard[1]}"
     return Path(root) / model_slug(model) / name
 
@@ -213,39 +211,38 @@ def generate_run(cfg: RunConfig, *, out: str | Path | None = None, root: str | P
                        "attempts": s.attempts}
                 failures.append(row)
                 log_rows.append(row)
-    meta = {
-        "schema_version": RUN_SCHEMA_VERSION,
-        "run_id": run_id,
-        "model": cfg.model,
-        "model_revision": revision,
-        "dataset": {**dataset.ref(), "path": str(dataset.path), "files": dataset.files},
-        "config": {**asdict(cfg), "conditions": list(cfg.conditions),
-                   "shard": list(cfg.shard) if cfg.shard else None},
-        "generation": {"temperature": cfg.temperature, "top_p": cfg.top_p, "max_tokens": cfg.max_tokens,
-                       "seed": cfg.seed, "system_prompt": cfg.system_prompt},
-        "samples": cfg.samples,
-        "conditions": list(cfg.conditions),
-        "shard": list(cfg.shard) if cfg.shard else None,
-        "instance_ids": [i.id for i in instances],
-        "responses": len(responses),
-        "failures": len(failures),
-        "date": _dt.date.today().isoformat(),
-        "versions": _versions(),
-    }
+    meta = RunManifest(
+        schema_version=RUN_SCHEMA_VERSION,
+        run_id=run_id,
+        model=cfg.model,
+        model_revision=revision,
+        dataset={**dataset.ref(), "path": str(dataset.path), "files": dataset.files},
+        config={**asdict(cfg), "conditions": list(cfg.conditions), "shard": list(cfg.shard) if cfg.shard else None},
+        generation={"temperature": cfg.temperature, "top_p": cfg.top_p, "max_tokens": cfg.max_tokens,
+                    "seed": cfg.seed, "system_prompt": cfg.system_prompt},
+        samples=cfg.samples,
+        conditions=list(cfg.conditions),
+        shard=list(cfg.shard) if cfg.shard else None,
+        instance_ids=[i.id for i in instances],
+        responses=len(responses),
+        failures=len(failures),
+        date=_dt.date.today().isoformat(),
+        versions=_versions(),
+    )
     _install(path, meta, responses, log_rows, write_submission)
     return Run(path, meta, responses, failures)
 
 
-def _install(path: Path, meta: dict, responses: dict, log_rows: list, write_submission) -> None:
+def _install(path: Path, meta: RunManifest, responses: dict, log_rows: list, write_submission) -> None:
     """Write the run folder's files into a temporary folder, then swap it in."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.tmp-"))
     try:
-        order = {iid: n for n, iid in enumerate(meta["instance_ids"])}
+        order = {iid: n for n, iid in enumerate(meta.instance_ids)}
         keys = sorted(responses, key=lambda k: (order[k[0]], k[1]))
         write_submission(tmp / RESPONSES_FILE, ((i, s, responses[(i, s)]) for i, s in keys))
         _write_jsonl(tmp / GENERATIONS_FILE, log_rows)
-        _write_json(tmp / RUN_FILE, meta)
+        _write_json(tmp / RUN_FILE, meta.as_json())
         honour_umask(tmp)  # mkdtemp makes 0700 folders
         if path.exists():
             old = path.with_name(f".{path.name}.old-{os.getpid()}")
@@ -263,11 +260,13 @@ def load_run(path: str | Path) -> Run:
     """Read a run folder written by generate_run or merge_runs."""
     path = Path(path)
     try:
-        meta = json.loads((path / RUN_FILE).read_text(encoding="utf-8"))
+        meta = read_run_manifest(json.loads((path / RUN_FILE).read_text(encoding="utf-8")), source=str(path / RUN_FILE))
     except FileNotFoundError:
         raise RunError(f"{path} is not a run folder (no {RUN_FILE})") from None
     except json.JSONDecodeError as e:
         raise RunError(f"{path / RUN_FILE}: not JSON ({e})") from None
+    except ValueError as e:
+        raise RunError(str(e)) from None
     responses: dict[tuple[str, int], str] = {}
     with open(path / RESPONSES_FILE, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
@@ -296,9 +295,9 @@ def merge_runs(shards: Sequence[str | Path], out: str | Path) -> Run:
     first = runs[0].meta
     for r in runs[1:]:
         for k in _SHARD_FREE:
-            if r.meta.get(k) != first.get(k):
+            if getattr(r.meta, k) != getattr(first, k):
                 raise RunError(f"{r.path} differs from {runs[0].path} in {k!r}: not shards of one run")
-    shard_ids = [tuple(r.meta["shard"]) if r.meta.get("shard") else None for r in runs]
+    shard_ids = [tuple(r.meta.shard) if r.meta.shard else None for r in runs]
     if None in shard_ids:
         bad = runs[shard_ids.index(None)].path
         raise RunError(f"{bad} is not a shard (it was run without --shard)")
@@ -311,7 +310,7 @@ def merge_runs(shards: Sequence[str | Path], out: str | Path) -> Run:
     missing = sorted(set(range(1, n + 1)) - {s[0] for s in shard_ids})
     if missing:
         raise RunError(f"missing shard(s) {', '.join(f'{i}/{n}' for i in missing)}")
-    runs.sort(key=lambda r: r.meta["shard"][0])
+    runs.sort(key=lambda r: r.meta.shard[0])
     # the dataset order, as the unsharded run would have it
     ds = load_eval_dataset_from_meta(first)
     wanted = {iid for r in runs for iid in r.instance_ids}
@@ -323,21 +322,21 @@ def merge_runs(shards: Sequence[str | Path], out: str | Path) -> Run:
         gen = r.path / GENERATIONS_FILE
         if gen.exists():
             log_rows += [json.loads(line) for line in gen.read_text(encoding="utf-8").splitlines() if line.strip()]
-    meta = {**first, "shard": None, "merged_from": [str(r.path) for r in runs], "instance_ids": ids,
-            "responses": len(responses), "failures": sum(len(r.failures) for r in runs)}
-    meta["config"] = {**first["config"], "shard": None}
+    meta = first.model_copy(update={
+        "shard": None, "merged_from": [str(r.path) for r in runs], "instance_ids": ids, "responses": len(responses),
+        "failures": sum(len(r.failures) for r in runs), "config": first.config.model_copy(update={"shard": None})})
     out = Path(out)
     _install(out, meta, responses, log_rows, write_submission)
     return Run(out, meta, responses, [f for r in runs for f in r.failures])
 
 
-def load_eval_dataset_from_meta(meta: dict) -> EvalDataset | None:
+def load_eval_dataset_from_meta(meta: RunManifest) -> EvalDataset | None:
     """The dataset a run used, when it is still where the run found it (same file hashes)."""
     try:
-        ds = load_eval_dataset(meta["dataset"]["path"])
-    except (PHRError, KeyError, OSError):
+        ds = load_eval_dataset(meta.dataset.path)
+    except (PHRError, OSError):
         return None
-    return ds if ds.files == meta["dataset"].get("files") else None
+    return ds if ds.files == meta.dataset.files else None
 
 
 def with_shard(cfg: RunConfig, shard: tuple[int, int] | None) -> RunConfig:

@@ -11,7 +11,7 @@ from phr.eval.scoring import SampleScore, ScoreOptions, code_program, score_resp
 from phr.eval.submission import SubmissionError, SubmissionMeta, write_submission
 
 from phr.llm import LLM
-from phr.publish.results import normalize
+from phr.eval.results import normalize
 from tests.support.answers import gold, wrong
 from tests.support.protocol_server import ProtocolServer
 

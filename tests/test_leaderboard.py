@@ -1,4 +1,4 @@
-"""The leaderboard renderer (phr.eval.leaderboard): parquet, Markdown, static HTML, and the HTML's sorting in a
+"""The leaderboard renderer (phr.leaderboard.page): parquet, Markdown, static HTML, and the HTML's sorting in a
 real headless chromium (skipped when chromium is absent: scripts/install-browser.sh)."""
 
 from __future__ import annotations
@@ -9,14 +9,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from phr.eval.leaderboard import (
-    collect_results,
-    render_html,
-    render_markdown,
-    write_leaderboard,
-)
-
-from phr.publish.results import ResultsError, normalize, result_path
+from phr.eval.results import ResultsError, normalize
+from phr.leaderboard.page import render_html, render_markdown, write_leaderboard
+from phr.leaderboard.repo import collect_results, result_path
 from tests.support.browser import Table, chromium, dump_dom
 
 HOSTILE = "<script>alert(1)</script>"

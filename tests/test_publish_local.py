@@ -330,7 +330,8 @@ def test_model_card_eval_results_push_and_pr(tmp_path):
 
     from phr.publish import write_model_card
     from phr.publish.model_card import TRAINING_FILE
-    from phr.publish.results import load_result, model_eval_results_yaml, open_model_pr
+    from phr.eval.results import load_result
+    from phr.leaderboard.repo import model_eval_results_yaml, open_model_pr
 
     hub = tmp_path / "hub"
     ckpt = tmp_path / "tiny"
@@ -389,7 +390,8 @@ def test_model_card_eval_results_push_and_pr(tmp_path):
 def test_results_repo_leaderboard(tmp_path, built):
     from datasets import load_dataset
 
-    from phr.publish.results import ResultsError, load_result, push_results, result_path
+    from phr.eval.results import ResultsError, load_result
+    from phr.leaderboard.repo import push_results, result_path
 
     hub = tmp_path / "hub"
     r1 = result_json(tmp_path / "r1.json", "org/model-a", bh=0.40, OL=0.2)
@@ -532,12 +534,8 @@ def test_hub_failure_mid_push_keeps_the_previous_version_and_hides_the_token(bui
 
 def test_hub_repo_type_clash_and_models_and_results(built, hf, tmp_path):
     from phr.publish import write_model_card
-    from phr.publish.results import (
-        load_result,
-        model_eval_results_yaml,
-        open_model_pr,
-        push_results,
-    )
+    from phr.eval.results import load_result
+    from phr.leaderboard.repo import model_eval_results_yaml, open_model_pr, push_results
 
     push(built, "alice/thing", endpoint=hf.url)
     ckpt = tmp_path / "ckpt"

@@ -8,19 +8,20 @@ from typing import Annotated
 
 import typer
 
+from phr.bench.metrics import INSIGHTFUL, LEADERBOARD, REQUIRED, RESOLUTIONS, TRAJECTORY, metric, rate_of
 from phr.cli.common import Hub, MaxRetryAfter, Timeout, new_app, spec_or_none
 from phr.core.errors import UsageError
-from phr.eval.aggregate import RESOLUTIONS, TRAJ
 from phr.eval.dataset import load_eval_dataset
-from phr.eval.leaderboard import collect_results, write_leaderboard
 from phr.eval.pipeline import score_run, score_submission
+from phr.eval.results import estimate_text, normalize
 from phr.eval.runner import RunConfig, generate_run, merge_runs, parse_shard
 from phr.eval.scoring import ScoreOptions
 from phr.eval.submission import load_meta
 from phr.eval.trajectory import TrajectoryScorer
+from phr.leaderboard.page import write_leaderboard
+from phr.leaderboard.repo import collect_results, model_eval_results_yaml, open_model_pr, push_results
 from phr.llm import LLM
 from phr.publish import pull
-from phr.publish.results import model_eval_results_yaml, normalize, open_model_pr, push_results
 
 eval_app = new_app("Evaluate models on PHRBench (generate, merge shards, score).")
 submit_app = new_app("Score and publish submissions; render the leaderboard.")
@@ -43,37 +44,42 @@ def _options(scorer: str, judge: str, code_timeout: float = 10.0, llm_options: d
                         code_timeout_s=code_timeout)
 
 
-def _print_summary(result: dict, out: Path) -> None:
+def _print_summary(result, out: Path) -> None:
     from rich.console import Console
     from rich.table import Table
 
 
     con = Console()
     t = result["tables"]
+    errs = (t.get("cell_errors") or {}).get("by_condition", {})
     table = Table(title=f"PHRBench: {result['model']} @ {result['revision']}")
-    for col in ("condition", "n", "accuracy", *TRAJ):
+    for col in ("condition", "n", "accuracy", *TRAJECTORY):
         table.add_column(col, justify="right" if col != "condition" else "left")
-    fmt = lambda v: "" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
     for c, row in t["by_condition"].items():
-        table.add_row(c, *(fmt(row[k]) for k in ("n", "accuracy", *TRAJ)))
+        figures = (estimate_text(row[k], errs.get(c, {}).get(k)) for k in ("accuracy", *TRAJECTORY))
+        table.add_row(c, str(row["n"]), *figures)
     con.print(table)
-    m = result["metrics"]
-    if "accuracy_b" in m:
-        deltas = [f"B+{x.upper()} - B = {m[f'accuracy_b{x}'] - m['accuracy_b']:+.3f}" for x in ("t", "h")
-                  if f"accuracy_b{x}" in m]
+    m, se = result["metrics"], result.get("standard_errors") or {}
+    deltas = []
+    for d in (metric(n) for n in LEADERBOARD if metric(n).difference):
+        a, b = d.difference
+        if a in m and b in m:
+            value = estimate_text(round(m[a] - m[b], 6), se.get(d.name), signed=True)
+            deltas.append(f"{metric(a).condition} - {metric(b).condition} = {value}")
+    if deltas:
         con.print("accuracy " + ", ".join(deltas), markup=False, highlight=False)
     res = t["resolution"]
     if res["judged"]:
         props = ", ".join(f"{r} {res['proportions'][r]:.3f}" for r in RESOLUTIONS)
         con.print(f"resolution (n={res['judged']}, unjudged {res['unjudged']}): {props}; insightful rate "
-                  f"{res['insightful_rate']:.3f}", markup=False, highlight=False)
+                  f"{res[rate_of(INSIGHTFUL)]:.3f}", markup=False, highlight=False)
     elif res["unjudged"] and (result.get("config") or {}).get("resolution_judge"):
         con.print(f"[yellow]resolution: none of {res['unjudged']} B+H responses could be judged (the judge's output "
                   "never parsed; see the run summary above)[/yellow]")
     if result["counts"]["missing"]:
         con.print(f"[yellow]{result['counts']['missing']} responses missing (failed calls): scored as incorrect; "
                   "rerun the same command to retry them[/yellow]")
-    if not all(f"accuracy_{x}" in m for x in ("b", "bt", "bh")):
+    if not all(k in m for k in REQUIRED):
         con.print("note: not a leaderboard entry (a result needs all of B, B+T and B+H)", markup=False,
                   highlight=False)
     typer.echo(f"results: {out / 'results.json'}  (samples.jsonl, report.md, plots/ next to it)")

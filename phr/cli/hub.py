@@ -12,7 +12,7 @@ import typer
 
 from phr.cli.common import new_app
 from phr.publish import pull, push
-from phr.publish.results import push_results
+from phr.leaderboard.repo import push_results
 
 RepoType = Annotated[str, typer.Option("--repo-type", help="dataset or model.")]
 

@@ -5,7 +5,7 @@ Every push is
 
 - **validated**: the folder passes a gate before anything is uploaded (``gate``): a PHRBench dataset must pass
   ``phr.validation.folder.validate_folder`` and its card metadata must parse the way ``datasets`` reads it; a
-  results repo must pass ``phr.publish.results.check_results_folder``; a model card must parse with
+  results repo must pass ``phr.leaderboard.repo.check_results_folder``; a model card must parse with
   ``huggingface_hub.ModelCard`` (model-index included) and its ``.eval_results/*.yaml`` must parse;
 - **atomic**: online, one ``create_commit`` (atomic server-side) carries every change; on a local hub, the new
   commit is built with a temporary index and ``main`` moves with one ref transaction;
@@ -291,7 +291,7 @@ def register_dataset_validator(name: str, matches: Callable, validate: Callable)
 
 
 def dataset_validator(folder: Path, configs) -> Callable:
-    from phr.publish.results import check_results_folder, is_results_folder
+    from phr.leaderboard.repo import check_results_folder, is_results_folder
 
     for _, matches, validate in [*DATASET_VALIDATORS, ("results", is_results_folder, check_results_folder)]:
         if matches(folder, configs):
@@ -451,10 +451,6 @@ def pull(repo_id: str, *, repo_type: str = "dataset", revision: str | None = Non
 _LAZY = {
     "write_model_card": "phr.publish.model_card",
     "load_training_metadata": "phr.publish.model_card",
-    "push_results": "phr.publish.results",
-    "open_model_pr": "phr.publish.results",
-    "load_result": "phr.publish.results",
-    "leaderboard_table": "phr.publish.results",
     "LocalHub": "phr.publish.local_hub",
 }
 
@@ -472,5 +468,5 @@ __all__ = [
     "RepoTypeMismatchError", "RepoNotFoundError", "RevisionNotFoundError", "DestinationExistsError",
     "PushFailedError", "push", "pull", "gate", "folder_files", "HUB_DIR_ENV", "register_dataset_validator",
     "write_model_card",
-    "load_training_metadata", "push_results", "open_model_pr", "load_result", "leaderboard_table", "LocalHub",
+    "load_training_metadata", "LocalHub",
 ]

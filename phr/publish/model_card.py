@@ -66,7 +66,8 @@ def _eval_results(results: list[dict], model_name: str):
     from huggingface_hub import EvalResult
 
     from phr.cards.eval_yaml import METRICS
-    from phr.publish.results import model_eval_results_yaml, normalize
+    from phr.eval.results import normalize
+    from phr.leaderboard.repo import model_eval_results_yaml
 
     config_of = {m: (c, what) for m, _, c, what in METRICS}
     entries, files = [], {}

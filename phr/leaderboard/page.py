@@ -1,8 +1,9 @@
-"""The PHRBench leaderboard page: collect result JSONs, render them as parquet, Markdown and one static HTML page.
+"""The PHRBench leaderboard page: results rendered as parquet, Markdown and one static HTML page.
 
 The HTML page is self-contained (inline CSS and vanilla JS, no external resources) and sortable by any column;
-``#sort=<column>[&dir=asc|desc]`` in the URL picks the initial order. Output is deterministic: the same results
-give byte-identical files. See docs/leaderboard.md.
+``#sort=<column>[&dir=asc|desc]`` in the URL picks the initial order. Figures show ``value ± standard error``
+where a result has standard errors. Output is deterministic: the same results give byte-identical files. See
+docs/leaderboard.md.
 """
 
 from __future__ import annotations
@@ -11,69 +12,22 @@ import html
 import os
 import re
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from phr.publish.results import (
-    RESULTS_DIR,
-    TRAJECTORY_METRICS,
-    ResultsError,
-    _fmt,
-    leaderboard_rows,
-    leaderboard_table,
-    load_result,
-)
+from phr.bench.metrics import LEADERBOARD, RANK_BY
+from phr.eval.results import Result
+from phr.leaderboard.table import SE_NOTE, TITLE, LeaderboardEntry, entries, has_errors, leaderboard_table
 
-TITLE = "PHRBench leaderboard"
-METRIC_COLUMNS = ("accuracy_b", "accuracy_bt", "accuracy_bh", "delta_bt", "delta_bh", *TRAJECTORY_METRICS)
+Records = Sequence[Result | Mapping[str, Any]]
 TEXT_COLUMNS = ("model", "revision", "date")
 #: Display columns in order: (key, header label).
 DISPLAY_COLUMNS: tuple[tuple[str, str], ...] = (
     ("rank", "#"), ("model", "model"), ("revision", "revision"),
-    *((c, c) for c in METRIC_COLUMNS), ("date", "date"),
+    *((c, c) for c in LEADERBOARD), ("date", "date"),
 )
 _HTTP_URL = re.compile(r"^https?://[^\s\x00-\x1f\x7f\"'<>`\\]+$", re.IGNORECASE)
-
-
-# ---- collecting --------------------------------------------------------------------------------------------
-
-def _result_files(source: Path) -> list[Path]:
-    if source.is_file():
-        return [source]
-    if not source.is_dir():
-        raise ResultsError(f"{source}: no such result JSON file or folder")
-    root = source / RESULTS_DIR if (source / RESULTS_DIR).is_dir() else source
-    def visible(pattern: str) -> list[Path]:
-        return sorted(p for p in root.rglob(pattern)
-                      if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts))
-
-    # a runs folder (RUN/scores/results.json next to run.json): only the results
-    files = visible("results.json") if root is source else []
-    files = files or visible("*.json")
-    if not files:
-        raise ResultsError(f"no result JSON files under {root}")
-    return files
-
-
-def collect_results(sources: Iterable[str | Path]) -> list[dict[str, Any]]:
-    """Load and validate result JSONs from files and folders (a folder: ``results/**/*.json`` if it has a
-    ``results/`` folder, else every ``**/results.json`` (a runs folder), else ``**/*.json``; hidden paths
-    skipped). Identical duplicates collapse; the same
-    (model, run_id) with other content is a ``ResultsError`` naming both files. Sorted by (model, run_id)."""
-    seen: dict[tuple[str, str], tuple[dict[str, Any], Path]] = {}
-    for source in sources:
-        for path in _result_files(Path(source)):
-            rec = load_result(path)
-            key = (rec["model"], rec["run_id"])
-            if key in seen:
-                other, other_path = seen[key]
-                if other != rec:
-                    raise ResultsError(f"conflicting results for model {key[0]!r} run_id {key[1]!r}: {other_path} "
-                                       f"and {path} differ (give the runs distinct run_id)")
-                continue
-            seen[key] = (rec, path)
-    return [seen[k][0] for k in sorted(seen)]
 
 
 # ---- rendering ---------------------------------------------------------------------------------------------
@@ -83,13 +37,13 @@ def safe_url(url: str | None) -> str | None:
     return url if url and _HTTP_URL.match(url) else None
 
 
-def _datasets(records: list[dict]) -> list[str]:
-    return [f"{d} ({rev})" for d, rev in sorted({(r["dataset"]["id"], r["dataset"]["revision"]) for r in records})]
+def _datasets(rows: list[LeaderboardEntry]) -> list[str]:
+    return [f"{d} ({rev})" for d, rev in sorted({(e.dataset, e.dataset_revision) for e in rows})]
 
 
-def _footer(records: list[dict]) -> str:
-    n = len(records)
-    return f"{n} submission{'s' if n != 1 else ''}; datasets: {', '.join(_datasets(records)) or 'none'}"
+def _footer(rows: list[LeaderboardEntry]) -> str:
+    n = len(rows)
+    return f"{n} submission{'s' if n != 1 else ''}; datasets: {', '.join(_datasets(rows)) or 'none'}"
 
 
 def _md(text: str, link_text: bool = False) -> str:
@@ -98,20 +52,21 @@ def _md(text: str, link_text: bool = False) -> str:
     return text.replace("[", "\\[").replace("]", "\\]") if link_text else text
 
 
-def render_markdown(records: list[dict], title: str = TITLE) -> str:
-    """The leaderboard as a Markdown table (best ``accuracy_bh`` first), models linked to their http(s)
-    ``source_url``; '|' and other table-breaking characters escaped."""
+def render_markdown(records: Records, title: str = TITLE) -> str:
+    """The leaderboard as a Markdown table (best ``accuracy_bh`` first; ``value ± standard error`` where known),
+    models linked to their http(s) ``source_url``; '|' and other table-breaking characters escaped."""
+    rows = entries(records)
     head = [label for _, label in DISPLAY_COLUMNS]
     lines = [f"# {_md(title)}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for i, row in enumerate(leaderboard_rows(records), 1):
-        url = safe_url(row["source_url"])
-        model = (f"[{_md(row['model'], True)}]({_md(url).replace('(', '%28').replace(')', '%29')})"
-                 if url else _md(row["model"]))
-        cells = [str(i), model, _md(row["revision"]),
-                 *(_fmt(row[c], c.startswith("delta")) for c in METRIC_COLUMNS),
-                 _md(row["date"]) if row["date"] is not None else ""]
+    for i, e in enumerate(rows, 1):
+        url = safe_url(e.source_url)
+        model = (f"[{_md(e.model, True)}]({_md(url).replace('(', '%28').replace(')', '%29')})"
+                 if url else _md(e.model))
+        cells = [str(i), model, _md(e.revision), *(e.text(m) for m in LEADERBOARD),
+                 _md(e.date) if e.date is not None else ""]
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join([*lines, "", _md(_footer(records)), ""])
+    note = ["", SE_NOTE] if has_errors(rows) else []
+    return "\n".join([*lines, *note, "", _md(_footer(rows)), ""])
 
 
 _CSS = """
@@ -198,30 +153,34 @@ def _e(text: Any) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _num_cell(v: float | None, text: str) -> str:
-    return f'<td class="num" data-value="{"" if v is None else repr(v)}">{_e(text)}</td>'
+def _num_cell(v: float | None, text: str, se: float | None = None) -> str:
+    err = "" if se is None else f' data-se="{se!r}"'
+    return f'<td class="num" data-value="{"" if v is None else repr(v)}"{err}>{_e(text)}</td>'
 
 
-def render_html(records: list[dict], title: str = TITLE) -> str:
-    """One self-contained, deterministic HTML page: the leaderboard table (best ``accuracy_bh`` first), sortable
-    by clicking any header (again: reverse), initial order from ``#sort=<column>[&dir=asc|desc]``."""
+def render_html(records: Records, title: str = TITLE) -> str:
+    """One self-contained, deterministic HTML page: the leaderboard table (best ``accuracy_bh`` first;
+    ``value ± standard error`` where known, the error also in ``data-se``), sortable by clicking any header
+    (again: reverse), initial order from ``#sort=<column>[&dir=asc|desc]``."""
+    rows = entries(records)
     heads = []
     for key, label in DISPLAY_COLUMNS:
         typ = "text" if key in TEXT_COLUMNS else "num"
-        first = "desc" if key in METRIC_COLUMNS else "asc"  # first click: best metric first, text A-Z
-        sort = ' aria-sort="descending"' if key == "accuracy_bh" else ""
+        first = "desc" if key in LEADERBOARD else "asc"  # first click: best metric first, text A-Z
+        sort = ' aria-sort="descending"' if key == RANK_BY else ""
         heads.append(f'<th scope="col" data-key="{key}" data-type="{typ}" data-dir="{first}"{sort}>'
                      f'<button type="button">{_e(label)}</button></th>')
     body = []
-    for i, row in enumerate(leaderboard_rows(records), 1):
-        url = safe_url(row["source_url"])
-        model = f'<a href="{_e(url)}" rel="nofollow noopener">{_e(row["model"])}</a>' if url else _e(row["model"])
+    for i, e in enumerate(rows, 1):
+        url = safe_url(e.source_url)
+        model = f'<a href="{_e(url)}" rel="nofollow noopener">{_e(e.model)}</a>' if url else _e(e.model)
         cells = [_num_cell(i, str(i)),
-                 f'<td data-value="{_e(row["model"])}">{model}</td>',
-                 f'<td data-value="{_e(row["revision"])}"><code>{_e(row["revision"])}</code></td>',
-                 *(_num_cell(row[c], _fmt(row[c], c.startswith("delta"))) for c in METRIC_COLUMNS),
-                 f'<td data-value="{_e(row["date"] or "")}">{_e(row["date"] or "")}</td>']
-        body.append(f'<tr data-run-id="{_e(row["run_id"])}">' + "".join(cells) + "</tr>")
+                 f'<td data-value="{_e(e.model)}">{model}</td>',
+                 f'<td data-value="{_e(e.revision)}"><code>{_e(e.revision)}</code></td>',
+                 *(_num_cell(e.values[m], e.text(m), e.errors[m]) for m in LEADERBOARD),
+                 f'<td data-value="{_e(e.date or "")}">{_e(e.date or "")}</td>']
+        body.append(f'<tr data-run-id="{_e(e.run_id)}">' + "".join(cells) + "</tr>")
+    note = [f"<p>{_e(SE_NOTE)}</p>"] if has_errors(rows) else []
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en">',
@@ -236,11 +195,12 @@ def render_html(records: list[dict], title: str = TITLE) -> str:
         ("<p>Accuracy under B (question only), B+T (truthful premise) and B+H (hallucinated premise), the deltas "
          "B+T &minus; B and B+H &minus; B, and the trajectory metrics OL, UI, BUF and BC where reported. "
          "Click a column header to sort (again to reverse).</p>"),
-        '<table id="leaderboard" data-sort="accuracy_bh" data-dir="desc">',
+        f'<table id="leaderboard" data-sort="{RANK_BY}" data-dir="desc">',
         "<thead><tr>" + "".join(heads) + "</tr></thead>",
         "<tbody>", *body, "</tbody>",
         "</table>",
-        f"<footer>{_e(_footer(records))}</footer>",
+        *note,
+        f"<footer>{_e(_footer(rows))}</footer>",
         f"<script>\n{_JS}\n</script>",
         "</body>",
         "</html>",
@@ -250,7 +210,7 @@ def render_html(records: list[dict], title: str = TITLE) -> str:
 
 # ---- writing -----------------------------------------------------------------------------------------------
 
-def write_leaderboard(records: list[dict], out_dir: str | Path, title: str = TITLE) -> dict[str, Path]:
+def write_leaderboard(records: Records, out_dir: str | Path, title: str = TITLE) -> dict[str, Path]:
     """Write ``leaderboard.parquet``, ``leaderboard.md`` and ``leaderboard.html`` into ``out_dir`` (temp files
     first, then ``os.replace``); returns {"parquet", "markdown", "html"} -> path."""
     from phr.core.parquet import write_parquet

@@ -4,209 +4,122 @@ Repo layout (a dataset repo)::
 
     README.md                              card: ``configs: [leaderboard]`` + the leaderboard as a table
     data/leaderboard.parquet               one row per result JSON, rebuilt from ALL of them on every push
-    results/<model-slug>/<run-id>.json     one per scored submission (schema below, docs/publishing.md)
+    results/<model-slug>/<run-id>.json     one per scored submission (``phr.eval.results.Result``)
     eval.yaml                              the benchmark's definition (copied from the benchmark repo)
 
-Result JSON (``schema_version`` 1)::
-
-    {"schema_version": 1, "benchmark": "phrbench",
-     "model": "ORG/model", "revision": "<model commit or tag>", "run_id": "<optional; default: content hash>",
-     "dataset": {"id": "ORG/phrbench", "revision": "v0.1.0"},
-     "metrics": {"accuracy_b": 0.71, "accuracy_bt": 0.74, "accuracy_bh": 0.42, "OL": ..., "UI": ..., "BUF": ...,
-                 "BC": ...},
-     "date": "2025-06-01", "source_url": "...", "submitted_by": "...", "notes": "..."}
-
-``accuracy_b``, ``accuracy_bt`` and ``accuracy_bh`` are required (fractions in [0, 1]); other metrics are optional;
-further top-level keys (e.g. ``generation`` settings) are kept as they are.
+A result JSON is eval's ``results.json`` (schema: ``phr.eval.results``, docs/publishing.md); version-1 results
+(toolkit 0.1.0) are read too. ``accuracy_b``, ``accuracy_bt`` and ``accuracy_bh`` are required (fractions in
+[0, 1]; ``phr.bench.metrics.REQUIRED``); other metrics and their standard errors are optional; further top-level
+keys are kept as they are.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
-import re
 import shutil
 import tempfile
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from phr.bench.metrics import LEADERBOARD
+from phr.eval.results import (
+    ID_PATTERN,
+    SCHEMA_VERSION,
+    Result,
+    ResultsError,
+    leaderboard_result,
+    load_result,
+    model_slug,
+    normalize,
+)
+from phr.leaderboard.table import SE_NOTE, TITLE, entries, has_errors, leaderboard_table
+from phr.publish import README, PushResult, RepoNotFoundError, check_repo_id, hub_dir, push
 
-from phr.publish import README, PublishError, PushResult, check_repo_id, hub_dir
-
-SCHEMA_VERSION = 1
 LEADERBOARD_CONFIG = "leaderboard"
 LEADERBOARD_FILE = "data/leaderboard.parquet"
 LEADERBOARD_SPLIT = "train"
 RESULTS_DIR = "results"
 EVAL_YAML = "eval.yaml"
-REQUIRED_METRICS = ("accuracy_b", "accuracy_bt", "accuracy_bh")
-TRAJECTORY_METRICS = ("OL", "UI", "BUF", "BC")
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-
-COLUMNS: tuple[tuple[str, str], ...] = (
-    ("model", "string"), ("revision", "string"), ("run_id", "string"),
-    ("dataset", "string"), ("dataset_revision", "string"),
-    ("accuracy_b", "float64"), ("accuracy_bt", "float64"), ("accuracy_bh", "float64"),
-    ("delta_bt", "float64"), ("delta_bh", "float64"),
-    ("OL", "float64"), ("UI", "float64"), ("BUF", "float64"), ("BC", "float64"),
-    ("date", "string"), ("source_url", "string"),
-)
 
 
-class ResultsError(PublishError):
-    pass
+def result_path(rec: Result | Mapping[str, Any]) -> str:
+    rec = leaderboard_result(rec)
+    return f"{RESULTS_DIR}/{model_slug(rec.model)}/{rec.run_id}.json"
 
 
-class DatasetRef(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    id: str = Field(min_length=3)
-    revision: str = Field(min_length=1)
+def dump_result(rec: Result | Mapping[str, Any]) -> bytes:
+    data = rec.as_json() if isinstance(rec, Result) else rec
+    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode()
 
 
-class ResultRecord(BaseModel):
-    """One scored submission (see the module docstring)."""
+# ---- collecting --------------------------------------------------------------------------------------------
 
-    model_config = ConfigDict(extra="allow")
-    schema_version: int = SCHEMA_VERSION
-    benchmark: str = "phrbench"
-    model: str = Field(min_length=1)
-    revision: str = Field(min_length=1)
-    run_id: str | None = None
-    dataset: DatasetRef
-    metrics: dict[str, float]
-    date: str | None = None
-    source_url: str | None = None
-    submitted_by: str | None = None
-    notes: str | None = None
+def _result_files(source: Path) -> list[Path]:
+    if source.is_file():
+        return [source]
+    if not source.is_dir():
+        raise ResultsError(f"{source}: no such result JSON file or folder")
+    root = source / RESULTS_DIR if (source / RESULTS_DIR).is_dir() else source
 
-    @field_validator("schema_version")
-    @classmethod
-    def _version(cls, v: int) -> int:
-        if v != SCHEMA_VERSION:
-            raise ValueError(f"unsupported schema_version {v} (this toolkit reads {SCHEMA_VERSION})")
-        return v
+    def visible(pattern: str) -> list[Path]:
+        return sorted(p for p in root.rglob(pattern)
+                      if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts))
 
-    @field_validator("run_id", "benchmark")
-    @classmethod
-    def _run_id(cls, v: str | None) -> str | None:
-        if v is not None and not _ID.match(v):
-            raise ValueError("letters, digits, '.', '_', '-' only (at most 128)")
-        return v
-
-    @field_validator("metrics")
-    @classmethod
-    def _metrics(cls, m: dict[str, float]) -> dict[str, float]:
-        missing = [k for k in REQUIRED_METRICS if k not in m]
-        if missing:
-            raise ValueError(f"missing required metric(s) {missing}")
-        bad = [k for k, v in m.items() if not math.isfinite(v)]
-        if bad:
-            raise ValueError(f"metric(s) {bad} are not finite numbers")
-        out = [k for k in REQUIRED_METRICS if not 0.0 <= m[k] <= 1.0]
-        if out:
-            raise ValueError(f"accuracy metric(s) {out} must be fractions in [0, 1]")
-        return m
+    # a runs folder (RUN/scores/results.json next to run.json): only the results
+    files = visible("results.json") if root is source else []
+    files = files or visible("*.json")
+    if not files:
+        raise ResultsError(f"no result JSON files under {root}")
+    return files
 
 
-def model_slug(model: str) -> str:
-    """``ORG/name`` -> ``ORG--name`` (a folder name)."""
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "--", model).strip("-.") or "model"
-    return slug[:96]
+def collect_results(sources: Iterable[str | Path]) -> list[Result]:
+    """Load and validate result JSONs from files and folders (a folder: ``results/**/*.json`` if it has a
+    ``results/`` folder, else every ``**/results.json`` (a runs folder), else ``**/*.json``; hidden paths
+    skipped). Identical duplicates collapse; the same (model, run_id) with other content is a ``ResultsError``
+    naming both files. Sorted by (model, run_id)."""
+    seen: dict[tuple[str, str], tuple[Result, Path]] = {}
+    for source in sources:
+        for path in _result_files(Path(source)):
+            rec = load_result(path)
+            key = (rec.model, rec.run_id or "")
+            if key in seen:
+                other, other_path = seen[key]
+                if other != rec:
+                    raise ResultsError(f"conflicting results for model {key[0]!r} run_id {key[1]!r}: {other_path} "
+                                       f"and {path} differ (give the runs distinct run_id)")
+                continue
+            seen[key] = (rec, path)
+    return [seen[k][0] for k in sorted(seen)]
 
 
-def _canonical(data: dict) -> str:
-    return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+# ---- the card ----------------------------------------------------------------------------------------------
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
 
 
-def normalize(data: dict[str, Any], *, source: str = "result") -> dict[str, Any]:
-    """Validate one result dict and return it normalized (``run_id`` filled in: a hash of the content when the
-    submission has none)."""
-    try:
-        rec = ResultRecord.model_validate(data)
-    except ValidationError as e:
-        errs = "; ".join(f"{'.'.join(map(str, er['loc'])) or '(top)'}: {er['msg']}" for er in e.errors())
-        raise ResultsError(f"{source} is not a valid result JSON (docs/publishing.md): {errs}") from None
-    out = rec.model_dump(exclude_none=True)
-    if "run_id" not in out:
-        out["run_id"] = hashlib.sha256(_canonical(out).encode()).hexdigest()[:12]
-    return out
-
-
-def load_result(path: str | Path) -> dict[str, Any]:
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        raise ResultsError(f"cannot read result JSON {path}: {e}") from None
-    if not isinstance(data, dict):
-        raise ResultsError(f"{path} is not a JSON object")
-    return normalize(data, source=str(path))
-
-
-def result_path(rec: dict) -> str:
-    return f"{RESULTS_DIR}/{model_slug(rec['model'])}/{rec['run_id']}.json"
-
-
-def dump_result(rec: dict) -> bytes:
-    return (json.dumps(rec, indent=2, ensure_ascii=False) + "\n").encode()
-
-
-# ---- the leaderboard -------------------------------------------------------------------------------------------
-
-def leaderboard_rows(records: list[dict]) -> list[dict]:
-    """One row per record (columns ``COLUMNS``), best ``accuracy_bh`` first (ties: model, run id)."""
-    rows = []
-    for r in records:
-        m = r["metrics"]
-        row = {
-            "model": r["model"], "revision": r["revision"], "run_id": r["run_id"],
-            "dataset": r["dataset"]["id"], "dataset_revision": r["dataset"]["revision"],
-            "accuracy_b": m["accuracy_b"], "accuracy_bt": m["accuracy_bt"], "accuracy_bh": m["accuracy_bh"],
-            "delta_bt": round(m["accuracy_bt"] - m["accuracy_b"], 6),
-            "delta_bh": round(m["accuracy_bh"] - m["accuracy_b"], 6),
-            **{k: m.get(k) for k in TRAJECTORY_METRICS},
-            "date": r.get("date"), "source_url": r.get("source_url"),
-        }
-        rows.append(row)
-    rows.sort(key=lambda x: (-x["accuracy_bh"], x["model"], x["run_id"]))
-    return rows
-
-
-def leaderboard_table(records: list[dict]):
-    import pyarrow as pa
-
-    schema = pa.schema([(name, getattr(pa, typ)()) for name, typ in COLUMNS])
-    return pa.Table.from_pylist(leaderboard_rows(records), schema=schema)
-
-
-def _fmt(v, signed: bool = False) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return f"{v:+.3f}" if signed else f"{v:.3f}"
-    return str(v).replace("|", "\\|")
-
-
-def render_card(records: list[dict], *, repo_id: str | None = None, title: str = "PHRBench leaderboard") -> str:
-    """The results repo's README: YAML (``configs: leaderboard``) and the leaderboard as a Markdown table.
-    Deterministic (no timestamps): the same results give the same card."""
+def render_card(records: Iterable[Result | Mapping[str, Any]], *, repo_id: str | None = None,
+                title: str = TITLE) -> str:
+    """The results repo's README: YAML (``configs: leaderboard``) and the leaderboard as a Markdown table
+    (figures as ``value ± standard error`` where a result has them). Deterministic (no timestamps): the same
+    results give the same card."""
     import yaml
 
-    datasets = sorted({r["dataset"]["id"] for r in records})
+    rows = entries(records)
+    datasets = sorted({e.dataset for e in rows})
     meta = {
         "pretty_name": title,
         "tags": ["leaderboard", "phrbench", "evaluation-results"],
         "configs": [{"config_name": LEADERBOARD_CONFIG, "default": True,
                      "data_files": [{"split": LEADERBOARD_SPLIT, "path": LEADERBOARD_FILE}]}],
     }
-    rows = leaderboard_rows(records)
-    cols = ["model", "revision", "accuracy_b", "accuracy_bt", "accuracy_bh", "delta_bt", "delta_bh",
-            *TRAJECTORY_METRICS, "date"]
+    cols = ["model", "revision", *LEADERBOARD, "date"]
     table = ["| # | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
-    table += [f"| {i} | " + " | ".join(_fmt(row[c], c.startswith("delta")) for c in cols) + " |"
-              for i, row in enumerate(rows, 1)]
+    table += [f"| {i} | " + " | ".join([_cell(e.model), _cell(e.revision), *(e.text(m) for m in LEADERBOARD),
+                                        _cell(e.date or "")]) + " |"
+              for i, e in enumerate(rows, 1)]
     load = repo_id or "ORG/NAME"
     links = ", ".join(f"[{d}](https://huggingface.co/datasets/{d})" for d in datasets)
     body = [
@@ -215,11 +128,13 @@ def render_card(records: list[dict], *, repo_id: str | None = None, title: str =
          "and B+H (hallucinated premise), the deltas B+T - B and B+H - B, and the trajectory metrics OL, UI, BUF "
          "and BC where reported."), "",
         *table, "",
+        *([SE_NOTE, ""] if has_errors(rows) else []),
         "```python", "from datasets import load_dataset",
         f'lb = load_dataset("{load}", "{LEADERBOARD_CONFIG}", split="{LEADERBOARD_SPLIT}")', "```", "",
         (f"Each submission is one JSON under `{RESULTS_DIR}/<model>/<run-id>.json` (schema_version "
-         f"{SCHEMA_VERSION}: model, revision, dataset id and revision, metrics). `{LEADERBOARD_FILE}` is rebuilt "
-         "from all of them on every push by `phr.publish.results.push_results`."), "",
+         f"{SCHEMA_VERSION}: model, revision, dataset id and revision, metrics and their standard errors; version 1 "
+         f"is read too). `{LEADERBOARD_FILE}` is rebuilt from all of them on every push by "
+         "`phr.leaderboard.repo.push_results`; its `<metric>_se` columns hold the standard errors."), "",
     ]
     return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n\n" + "\n".join(body)
 
@@ -231,7 +146,7 @@ def write_results_folder(folder: Path, results: dict[str, bytes], *, eval_yaml: 
     """Write the whole results repo content into ``folder`` from ``results`` (repo path -> JSON bytes)."""
     from phr.core.parquet import write_parquet
 
-    records = [normalize(json.loads(b), source=p) for p, b in sorted(results.items())]
+    records = [leaderboard_result(json.loads(b), source=p) for p, b in sorted(results.items())]
     for rel, data in results.items():
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
         (folder / rel).write_bytes(data)
@@ -274,7 +189,7 @@ def check_results_folder(folder: str | Path):
             report.extend([Rejection(rel, "results", "only result JSON files belong under results/")])
             continue
         try:
-            rec = normalize(json.loads(p.read_text(encoding="utf-8")), source=rel)
+            rec = leaderboard_result(json.loads(p.read_text(encoding="utf-8")), source=rel)
         except (ResultsError, json.JSONDecodeError, UnicodeDecodeError) as e:
             report.extend([Rejection(rel, "results", str(e))])
             continue
@@ -309,7 +224,6 @@ def check_results_folder(folder: str | Path):
 def _existing(repo_id: str, *, local: Path | None, token: str | None, endpoint: str | None) -> dict[str, bytes]:
     """The results repo's current ``results/*`` and ``eval.yaml`` ({} for a repo that does not exist yet)."""
     if local is not None:
-        from phr.publish import RepoNotFoundError
         from phr.publish.local_hub import LocalHub, read_tree
 
         try:
@@ -334,15 +248,13 @@ def push_results(result_json_paths: list[str | Path], repo_id: str, *, benchmark
     ``benchmark_eval_yaml``: the benchmark's ``eval.yaml`` (default: keep the repo's, else PHRBench's generated
     one). A submission whose path exists with other content is refused unless ``replace``.
     """
-    from phr.publish import push
-
     check_repo_id(repo_id)
     if not result_json_paths:
         raise ResultsError("no result JSON files given")
     local = hub_dir(to)
     new = {}
     for p in result_json_paths:
-        rec = load_result(p)
+        rec = load_result(p).as_json()
         rel = result_path(rec)
         if rel in new and json.loads(new[rel]) != rec:
             raise ResultsError(f"two submissions map to {rel} with different content: give them distinct run_id")
@@ -383,17 +295,17 @@ def push_results(result_json_paths: list[str | Path], repo_id: str, *, benchmark
 
 # ---- the submitting model's repo -------------------------------------------------------------------------------
 
-def model_eval_results_yaml(rec: dict, *, source_url: str | None = None, source_name: str | None = None) -> str:
+def model_eval_results_yaml(rec: Result | Mapping[str, Any], *, source_url: str | None = None,
+                            source_name: str | None = None) -> str:
     """``.eval_results/phrbench.yaml`` for the model of result ``rec`` (its metrics known to PHRBench's
     ``eval.yaml``)."""
     from phr.cards.eval_yaml import METRICS, eval_results_yaml
 
-    rec = normalize(rec) if "run_id" not in rec else rec
+    rec = leaderboard_result(rec)
     known = {m for m, *_ in METRICS}
-    scores = {k: v for k, v in rec["metrics"].items() if k in known}
-    return eval_results_yaml(rec["dataset"]["id"], scores, revision=rec["dataset"]["revision"], date=rec.get("date"),
-                             source_url=source_url or rec.get("source_url"), source_name=source_name,
-                             notes=rec.get("notes"))
+    scores = {k: v for k, v in rec.metrics.items() if k in known}
+    return eval_results_yaml(rec.dataset.id, scores, revision=rec.dataset.revision, date=rec.date,
+                             source_url=source_url or rec.source_url, source_name=source_name, notes=rec.notes)
 
 
 def _check_eval_results_text(text: str) -> None:
@@ -421,7 +333,7 @@ def open_model_pr(model_repo: str, eval_results_yaml: str | Path, *, benchmark: 
     (``eval_results_yaml``: the YAML text or a file). Local hub: a branch ``pr/N``. Nothing is opened when main
     already holds the same file."""
     check_repo_id(model_repo)
-    if not _ID.match(benchmark):
+    if not ID_PATTERN.match(benchmark):
         raise ResultsError(f"invalid benchmark name {benchmark!r}")
     text = Path(eval_results_yaml).read_text(encoding="utf-8") if isinstance(eval_results_yaml, Path) \
         else eval_results_yaml

@@ -1,0 +1,389 @@
+"""Eval's typed artifacts: the run manifest (``run.json``), the report tables and the result (``results.json``).
+
+Eval owns these formats; the leaderboard and the publisher import them from here. The artifact models
+(``RunManifest``, ``ReportTables``, ``Result``) also answer ``x["key"]``, ``x.get("key")`` and ``"key" in x``
+from their JSON form, for code written against the plain dicts of toolkit 0.1.0.
+
+``results.json`` versions (``schema_version``):
+
+1. toolkit 0.1.0: model, revision, run_id, dataset, ``metrics``, ``counts``, ``tables``, ``config``, ...
+2. adds ``standard_errors`` (metric -> standard error), ``bootstrap`` (how they were computed: resamples, seed,
+   resampling unit) and ``tables.cell_errors`` (the standard error of every table figure, keyed like the
+   tables). ``read_result`` reads both; a version-1 result reads as a version-2 result without standard errors
+   (and keeps the run id 0.1.0 gave it).
+
+``run.json`` is at ``RUN_SCHEMA_VERSION`` 1 (unchanged since 0.1.0). See docs/evaluation.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_serializer
+
+from phr.bench.metrics import ACCURACY, FIGURES, INSIGHTFUL, REQUIRED, rate_of
+from phr.core.errors import PHRError
+
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
+RUN_SCHEMA_VERSION = 1
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+#: table keys beside the conditions: the B+H - B+T difference, B+T over the questions of a mutation type
+H_MINUS_T = "H-T"
+T_SAME_QUESTIONS = "B+T_same_questions"
+
+
+class ResultsError(PHRError):
+    pass
+
+
+class Artifact(BaseModel):
+    """A typed artifact; ``x["key"]``, ``x.get(key)`` and ``key in x`` read its JSON form (``as_json``)."""
+
+    _drop_none: ClassVar[tuple[str, ...]] = ()  # top-level keys left out of the JSON when None ("*": all)
+
+    def as_json(self) -> dict[str, Any]:
+        data = self.model_dump(mode="json", by_alias=True)
+        drop = self._drop_none
+        return {k: v for k, v in data.items() if v is not None or ("*" not in drop and k not in drop)}
+
+    def __getitem__(self, key: str) -> Any:
+        return self.as_json()[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.as_json().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.as_json()
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+_NUM: Any = (float | None, None)
+
+# ---- the report tables -------------------------------------------------------------------------------------
+
+Cell = create_model(  # field names: the catalogue's figures
+    "Cell", __base__=_Strict, __doc__="A group of samples: n, the figures (accuracy, trajectory means), missing.",
+    **{"n": (int, ...), ACCURACY: _NUM, "missing": (int, 0), **{f: _NUM for f in FIGURES if f != ACCURACY}})
+Difference = create_model(
+    "Difference", __base__=_Strict, __doc__="B+H minus B+T, per figure.", **{f: _NUM for f in FIGURES})
+
+
+class MutationRow(Cell):  # type: ignore[misc, valid-type]
+    """The B+H cell of one mutation type, B+T over the same questions, and their difference."""
+
+    truthful: Cell | None = Field(None, alias=T_SAME_QUESTIONS)  # type: ignore[valid-type]
+    h_minus_t: Difference | None = Field(None, alias=H_MINUS_T)  # type: ignore[valid-type]
+
+
+Resolution = create_model(
+    "Resolution", __base__=_Strict, __doc__="Behavioural resolution of the judged B+H samples.",
+    **{"judged": (int, 0), "unjudged": (int, 0), "proportions": (dict[str, float | None], {}),
+       rate_of(INSIGHTFUL): _NUM, "per_domain": (dict[str, dict[str, float | None]], {}),
+       "per_mutation_type": (dict[str, dict[str, float | None]], {})})
+
+Errors = dict[str, float | None]  # figure (or resolution share) -> standard error
+
+
+class CellErrors(_Strict):
+    """The standard error of every table figure, keyed like the tables (``per_mutation_type``: "B+H",
+    "B+T_same_questions", "H-T"; ``resolution``: the shares and the insightful rate)."""
+
+    by_condition: dict[str, Errors] = {}
+    per_domain: dict[str, dict[str, Errors]] = {}
+    per_mutation_type: dict[str, dict[str, Errors]] = {}
+    by_resolution: dict[str, Errors] = {}
+    resolution: Errors = {}
+
+
+class Tables(_Strict):
+    """Paper Tables 2 and 5-11, Figures 4-5: cells by condition, domain, mutation type and resolution."""
+
+    by_condition: dict[str, Cell] = {}  # type: ignore[valid-type]
+    per_domain: dict[str, dict[str, Cell | Difference]] = {}  # type: ignore[valid-type]  # + "H-T"
+    per_mutation_type: dict[str, MutationRow] = {}
+    resolution: Resolution = Field(default_factory=Resolution)  # type: ignore[valid-type]
+    by_resolution: dict[str, Cell] = {}  # type: ignore[valid-type]
+    cell_errors: CellErrors | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_errors(self, handler):
+        data = handler(self)
+        if data.get("cell_errors") is None:
+            data.pop("cell_errors", None)
+        return data
+
+    def as_tables(self) -> Tables:
+        """Just the tables (of a ``ReportTables``)."""
+        return Tables(**{f: getattr(self, f) for f in Tables.model_fields})
+
+
+class Counts(_Strict):
+    samples: int
+    missing: int
+    instances: int
+    questions: int
+
+
+class Bootstrap(_Strict):
+    """How standard errors are computed: ``resamples`` draws of the base questions with replacement, ``seed``."""
+
+    resamples: int = Field(1000, ge=2)
+    seed: int = 0
+    unit: Literal["question_id"] = "question_id"
+
+
+class ReportTables(Artifact, Tables):
+    """What ``phr.eval.aggregate.aggregate`` returns: the flat metrics, their standard errors, the tables."""
+
+    metrics: dict[str, float] = {}
+    standard_errors: dict[str, float] = {}
+    counts: Counts
+    bootstrap: Bootstrap | None = None
+
+
+# ---- the result --------------------------------------------------------------------------------------------
+
+class DatasetRef(_Strict):
+    id: str = Field(min_length=3)
+    revision: str = Field(min_length=1)
+
+
+class SamplesFile(_Strict):
+    path: str
+    sha256: str | None = None
+
+
+def _finite(values: dict[str, float], what: str, nonnegative: bool = False) -> dict[str, float]:
+    bad = [k for k, v in values.items() if not math.isfinite(v) or (nonnegative and v < 0)]
+    if bad:
+        raise ValueError(f"{what} {bad} are not finite{' non-negative' if nonnegative else ''} numbers")
+    return values
+
+
+class Result(Artifact):
+    """One scored run or submission (``results.json``, schema_version 2). Further top-level keys are kept."""
+
+    model_config = ConfigDict(extra="allow")
+    _drop_none: ClassVar[tuple[str, ...]] = ("*",)
+
+    schema_version: int = SCHEMA_VERSION
+    benchmark: str = "phrbench"
+    model: str = Field(min_length=1)
+    revision: str = Field(min_length=1)
+    run_id: str | None = None
+    dataset: DatasetRef
+    metrics: dict[str, float]
+    standard_errors: dict[str, float] = {}
+    bootstrap: Bootstrap | None = None
+    date: str | None = None
+    source_url: str | None = None
+    submitted_by: str | None = None
+    notes: str | None = None
+    dataset_files: dict[str, str] | None = None
+    config: dict[str, Any] | None = None
+    counts: Counts | None = None
+    tables: Tables | None = None
+    samples_file: SamplesFile | None = None
+
+    @field_validator("schema_version")
+    @classmethod
+    def _version(cls, v: int) -> int:
+        if v != SCHEMA_VERSION:
+            raise ValueError(f"expected {SCHEMA_VERSION} (read older versions with read_result)")
+        return v
+
+    @field_validator("run_id", "benchmark")
+    @classmethod
+    def _ident(cls, v: str | None) -> str | None:
+        if v is not None and not ID_PATTERN.match(v):
+            raise ValueError("letters, digits, '.', '_', '-' only (at most 128)")
+        return v
+
+    @field_validator("metrics")
+    @classmethod
+    def _metrics(cls, m: dict[str, float]) -> dict[str, float]:
+        return _finite(m, "metric(s)")
+
+    @field_validator("standard_errors")
+    @classmethod
+    def _errors(cls, m: dict[str, float]) -> dict[str, float]:
+        return _finite(m, "standard error(s)", nonnegative=True)
+
+    def leaderboard_problems(self) -> list[str]:
+        """Why this result is not a leaderboard entry (empty: it is one)."""
+        missing = [k for k in REQUIRED if k not in self.metrics]
+        if missing:
+            return [f"metrics: missing required metric(s) {missing}"]
+        out = [k for k in REQUIRED if not 0.0 <= self.metrics[k] <= 1.0]
+        return [f"metrics: accuracy metric(s) {out} must be fractions in [0, 1]"] if out else []
+
+
+class _ResultV1(BaseModel):
+    """results.json as toolkit 0.1.0 wrote and validated it (kept to read it and to reproduce its run ids)."""
+
+    model_config = ConfigDict(extra="allow")
+    schema_version: Literal[1] = 1
+    benchmark: str = "phrbench"
+    model: str = Field(min_length=1)
+    revision: str = Field(min_length=1)
+    run_id: str | None = None
+    dataset: DatasetRef
+    metrics: dict[str, float]
+    date: str | None = None
+    source_url: str | None = None
+    submitted_by: str | None = None
+    notes: str | None = None
+
+
+def _content_id(data: dict) -> str:
+    text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _invalid(source: str, e: ValidationError) -> ResultsError:
+    errs = "; ".join(f"{'.'.join(map(str, er['loc'])) or '(top)'}: {er['msg']}" for er in e.errors())
+    return ResultsError(f"{source} is not a valid result JSON (docs/publishing.md): {errs}")
+
+
+def read_result(data: Result | Mapping[str, Any], *, source: str = "result") -> Result:
+    """A result of any readable version as a current ``Result`` (``run_id`` filled in: a hash of the content
+    when it has none, computed as 0.1.0 did for a version-1 result). ``ResultsError`` names ``source``."""
+    if isinstance(data, Result):
+        return data if data.run_id else data.model_copy(update={"run_id": _content_id(data.as_json())})
+    if not isinstance(data, Mapping):
+        raise ResultsError(f"{source} is not a JSON object")
+    version = data.get("schema_version", 1)
+    if version not in READABLE_VERSIONS:
+        raise ResultsError(f"{source}: unsupported schema_version {version!r} (this toolkit reads "
+                           f"{', '.join(map(str, READABLE_VERSIONS))})")
+    try:
+        if version == 1:
+            old = _ResultV1.model_validate(data).model_dump(exclude_none=True)
+            data = {**data, "schema_version": SCHEMA_VERSION, "run_id": old.get("run_id") or _content_id(old)}
+        res = Result.model_validate(data)
+    except ValidationError as e:
+        raise _invalid(source, e) from None
+    return res if res.run_id else res.model_copy(update={"run_id": _content_id(res.as_json())})
+
+
+def leaderboard_result(data: Result | Mapping[str, Any], *, source: str = "result") -> Result:
+    """``read_result``, refused (``ResultsError``) unless it is a leaderboard entry (B, B+T and B+H accuracy)."""
+    res = read_result(data, source=source)
+    problems = res.leaderboard_problems()
+    if problems:
+        raise ResultsError(f"{source} is not a valid result JSON (docs/publishing.md): {'; '.join(problems)}")
+    return res
+
+
+def normalize(data: Result | Mapping[str, Any], *, source: str = "result") -> dict[str, Any]:
+    """A leaderboard entry's JSON form (``leaderboard_result(...).as_json()``)."""
+    return leaderboard_result(data, source=source).as_json()
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ResultsError(f"cannot read result JSON {path}: {e}") from None
+
+
+def read_result_file(path: str | Path) -> Result:
+    """A ``results.json`` of any readable version (no leaderboard requirement)."""
+    return read_result(_read_json(Path(path)), source=str(path))
+
+
+def load_result(path: str | Path) -> Result:
+    """A result JSON file that is a leaderboard entry."""
+    return leaderboard_result(_read_json(Path(path)), source=str(path))
+
+
+def model_slug(model: str) -> str:
+    """``ORG/name`` -> ``ORG--name`` (a folder name)."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "--", model).strip("-.") or "model"
+    return slug[:96]
+
+
+def estimate_text(value: Any, se: float | None = None, *, signed: bool = False) -> str:
+    """``0.512`` / ``0.512 ± 0.021`` (``+0.050 ± 0.010`` signed); '' for None; non-floats as ``str``."""
+    if value is None:
+        return ""
+    if not isinstance(value, float):
+        return str(value)
+    text = f"{value:+.3f}" if signed else f"{value:.3f}"
+    return text if se is None else f"{text} ± {se:.3f}"
+
+
+# ---- the run manifest --------------------------------------------------------------------------------------
+
+class RunDataset(DatasetRef):
+    path: str
+    files: dict[str, str] = {}
+
+
+class Generation(_Strict):
+    temperature: float
+    top_p: float | None = None
+    max_tokens: int
+    seed: int | None = None
+    system_prompt: str | None = None
+
+
+class RunSettings(_Strict):
+    """The ``RunConfig`` of a run (phr.eval.runner)."""
+
+    model: str
+    dataset: str
+    dataset_revision: str | None = None
+    dataset_id: str | None = None
+    conditions: list[str]
+    samples: int
+    temperature: float
+    top_p: float | None = None
+    max_tokens: int
+    seed: int | None = None
+    limit: int | None = None
+    shard: list[int] | None = None
+    system_prompt: str | None = None
+
+
+class RunManifest(Artifact):
+    """``run.json``: what a run generated (model and revision, dataset and its files, settings, instances)."""
+
+    model_config = ConfigDict(extra="forbid")
+    _drop_none: ClassVar[tuple[str, ...]] = ("merged_from",)
+
+    schema_version: Literal[1] = RUN_SCHEMA_VERSION
+    run_id: str
+    model: str
+    model_revision: str
+    dataset: RunDataset
+    config: RunSettings
+    generation: Generation
+    samples: int = Field(ge=1)
+    conditions: list[str]
+    shard: list[int] | None = None
+    instance_ids: list[str]
+    responses: int
+    failures: int
+    date: str
+    versions: dict[str, str] = {}
+    merged_from: list[str] | None = None
+
+
+def read_run_manifest(data: Any, *, source: str = "run.json") -> RunManifest:
+    """``run.json`` content as a ``RunManifest``; ``ValueError`` naming ``source`` and the fields otherwise."""
+    try:
+        return RunManifest.model_validate(data)
+    except ValidationError as e:
+        errs = "; ".join(f"{'.'.join(map(str, er['loc'])) or '(top)'}: {er['msg']}" for er in e.errors())
+        raise ValueError(f"{source} is not a valid run manifest: {errs}") from None

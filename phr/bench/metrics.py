@@ -1,0 +1,140 @@
+"""PHRBench's metric catalogue: every metric name a result or the leaderboard carries, written here once.
+
+Each ``Metric`` says what it measures, under which condition, which direction is better (``None``: descriptive,
+no better direction), whether a leaderboard entry requires it, its Hub task id in ``eval.yaml`` and the name of
+its standard error. Other modules ask for names (``name_of``, ``delta_of``, ``rate_of``) instead of assembling
+strings. A table cell reports the ``FIGURES`` (accuracy and the trajectory metrics) of a group of samples; a
+per-condition metric is ``<figure>_<condition suffix>``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+#: condition -> the suffix of its metric names (accuracy_b, OL_bt, ...)
+CONDITION_SUFFIX = {"B": "b", "B+T": "bt", "B+H": "bh"}
+ACCURACY = "accuracy"
+TRAJECTORY = ("OL", "UI", "BUF", "BC")
+#: the figures of one table cell
+FIGURES = (ACCURACY, *TRAJECTORY)
+#: behavioural resolutions of a B+H response (paper Appendix D.1)
+RESOLUTIONS = ("Correction", "Compliance", "Avoidance")
+INSIGHTFUL = "insightful"
+#: how the leaderboard ranks entries (best first)
+RANK_BY = "accuracy_bh"
+
+Kind = Literal["accuracy", "trajectory", "delta", "resolution"]
+Better = Literal["higher", "lower"] | None
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    kind: Kind
+    description: str
+    better: Better = None
+    figure: str | None = None  # the table figure (accuracy, OL, ...) or resolution it reports
+    condition: str | None = None  # the condition it is measured under; None for a difference
+    required: bool = False  # a leaderboard entry must report it
+    leaderboard: bool = False  # a leaderboard column
+    hub_task: str | None = None  # its task (one Hub leaderboard) in eval.yaml
+    difference: tuple[str, str] | None = None  # (a, b): this metric is a - b, paired per question
+    same_as: str | None = None  # a headline name for another metric
+
+    @property
+    def se(self) -> str:
+        """The name of its standard error (a leaderboard column, a key of a result's ``standard_errors``)."""
+        return se_name(self.name)
+
+
+def _traj(name: str, cond: str, what: str) -> Metric:
+    return Metric(name, "trajectory", f"{what} under {cond}", figure=name.split("_")[0], condition=cond)
+
+
+_OL, _UI = "mean response length in scorer tokens", "mean next-token entropy over the response (nats)"
+_BUF, _BC = "fraction of step transitions with KL above tau", "branching cues per 100 words"
+
+METRICS: tuple[Metric, ...] = (
+    Metric("accuracy_b", "accuracy", "accuracy under B (question only)", "higher", ACCURACY, "B",
+           required=True, leaderboard=True, hub_task="accuracy_b"),
+    Metric("accuracy_bt", "accuracy", "accuracy under B+T (with a truthful premise)", "higher", ACCURACY, "B+T",
+           required=True, leaderboard=True, hub_task="accuracy_bt"),
+    Metric("accuracy_bh", "accuracy", "accuracy under B+H (with a hallucinated premise)", "higher", ACCURACY, "B+H",
+           required=True, leaderboard=True, hub_task="accuracy_bh"),
+    Metric("delta_bt", "delta", "accuracy B+T - B (a truthful premise's effect)", "higher", ACCURACY,
+           leaderboard=True, difference=("accuracy_bt", "accuracy_b")),
+    Metric("delta_bh", "delta", "accuracy B+H - B (a hallucinated premise's effect)", "higher", ACCURACY,
+           leaderboard=True, difference=("accuracy_bh", "accuracy_b")),
+    Metric("OL", "trajectory", f"{_OL} under B+H", None, "OL", "B+H", leaderboard=True, hub_task="ol",
+           same_as="OL_bh"),
+    Metric("UI", "trajectory", f"{_UI} under B+H", None, "UI", "B+H", leaderboard=True, hub_task="ui",
+           same_as="UI_bh"),
+    Metric("BUF", "trajectory", f"{_BUF} under B+H", None, "BUF", "B+H", leaderboard=True, hub_task="buf",
+           same_as="BUF_bh"),
+    Metric("BC", "trajectory", f"{_BC} under B+H", None, "BC", "B+H", leaderboard=True, hub_task="bc",
+           same_as="BC_bh"),
+    _traj("OL_b", "B", _OL), _traj("OL_bt", "B+T", _OL), _traj("OL_bh", "B+H", _OL),
+    _traj("UI_b", "B", _UI), _traj("UI_bt", "B+T", _UI), _traj("UI_bh", "B+H", _UI),
+    _traj("BUF_b", "B", _BUF), _traj("BUF_bt", "B+T", _BUF), _traj("BUF_bh", "B+H", _BUF),
+    _traj("BC_b", "B", _BC), _traj("BC_bt", "B+T", _BC), _traj("BC_bh", "B+H", _BC),
+    Metric("delta_OL", "delta", "OL under B+H - under B+T", figure="OL", difference=("OL_bh", "OL_bt")),
+    Metric("delta_UI", "delta", "UI under B+H - under B+T", figure="UI", difference=("UI_bh", "UI_bt")),
+    Metric("delta_BUF", "delta", "BUF under B+H - under B+T", figure="BUF", difference=("BUF_bh", "BUF_bt")),
+    Metric("delta_BC", "delta", "BC under B+H - under B+T", figure="BC", difference=("BC_bh", "BC_bt")),
+    Metric("correction_rate", "resolution", "share of judged B+H responses that correct the premise", "higher",
+           "Correction", "B+H"),
+    Metric("compliance_rate", "resolution", "share of judged B+H responses that reason with the false premise",
+           "lower", "Compliance", "B+H"),
+    Metric("avoidance_rate", "resolution", "share of judged B+H responses that neither accept nor correct it",
+           None, "Avoidance", "B+H"),
+    Metric("insightful_rate", "resolution", "share of judged B+H responses that correct the premise and answer "
+           "correctly", "higher", INSIGHTFUL, "B+H"),
+)
+
+CATALOGUE: dict[str, Metric] = {m.name: m for m in METRICS}
+#: the metrics a leaderboard entry must report (fractions in [0, 1])
+REQUIRED: tuple[str, ...] = tuple(m.name for m in METRICS if m.required)
+#: the leaderboard's metric columns, in display order
+LEADERBOARD: tuple[str, ...] = tuple(m.name for m in METRICS if m.leaderboard)
+#: the metrics with a Hub task in eval.yaml
+HUB_METRICS: tuple[Metric, ...] = tuple(m for m in METRICS if m.hub_task)
+
+_PER_CONDITION = {(m.figure, m.condition): m.name for m in METRICS
+                  if m.kind in ("accuracy", "trajectory") and m.same_as is None}
+_HEADLINE = {m.figure: m.name for m in METRICS if m.same_as is not None}
+_DELTA = {m.difference: m.name for m in METRICS if m.difference}
+_RATE = {m.figure: m.name for m in METRICS if m.kind == "resolution"}
+
+
+def metric(name: str) -> Metric:
+    """The catalogue entry ``name``; ``KeyError`` naming the known metrics otherwise."""
+    try:
+        return CATALOGUE[name]
+    except KeyError:
+        raise KeyError(f"unknown PHRBench metric {name!r}; known: {', '.join(CATALOGUE)}") from None
+
+
+def name_of(figure: str, condition: str) -> str:
+    """The metric of ``figure`` (accuracy, OL, ...) under ``condition`` (B, B+T, B+H): ``accuracy_bt``."""
+    return _PER_CONDITION[(figure, condition)]
+
+
+def headline_of(figure: str) -> str:
+    """The leaderboard's name for a trajectory figure (its value under B+H): ``OL``."""
+    return _HEADLINE[figure]
+
+
+def delta_of(a: str, b: str) -> str:
+    """The metric ``a - b`` (two metric names): ``delta_of("OL_bh", "OL_bt") == "delta_OL"``."""
+    return _DELTA[(a, b)]
+
+
+def rate_of(resolution: str) -> str:
+    """The share metric of a resolution (``Correction``, ...) or of ``INSIGHTFUL``."""
+    return _RATE[resolution]
+
+
+def se_name(name: str) -> str:
+    """The standard error column of metric ``name`` (``accuracy_bh_se``)."""
+    return f"{name}_se"

@@ -1,0 +1,96 @@
+"""The leaderboard table: one ``LeaderboardEntry`` per result (a view of ``phr.eval.results.Result``), as rows and
+as an Arrow table (the ``leaderboard`` parquet of a results repo and of a rendered page).
+
+Columns: the entry's identity, each leaderboard metric of the catalogue (``phr.bench.metrics.LEADERBOARD``) followed
+by its standard error ``<metric>_se`` (null for results without standard errors, e.g. those of 0.1.0), then date
+and source URL. Best ``accuracy_bh`` first (ties: model, run id).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from phr.bench.metrics import LEADERBOARD, RANK_BY, metric, se_name
+from phr.eval.results import Result, estimate_text, leaderboard_result
+
+TITLE = "PHRBench leaderboard"
+#: the statement under a table whose entries carry standard errors
+SE_NOTE = "± one standard error (bootstrap over base questions; B, B+T and B+H paired)."
+IDENTITY = ("model", "revision", "run_id", "dataset", "dataset_revision")
+TRAILING = ("date", "source_url")
+COLUMNS: tuple[tuple[str, str], ...] = (
+    *((c, "string") for c in IDENTITY),
+    *((c, "float64") for m in LEADERBOARD for c in (m, se_name(m))),
+    *((c, "string") for c in TRAILING),
+)
+
+
+class LeaderboardEntry(BaseModel):
+    """One leaderboard row: who, on which dataset, the leaderboard metrics and their standard errors."""
+
+    model: str
+    revision: str
+    run_id: str
+    dataset: str
+    dataset_revision: str
+    values: dict[str, float | None]
+    errors: dict[str, float | None]
+    date: str | None = None
+    source_url: str | None = None
+
+    @classmethod
+    def of(cls, result: Result) -> LeaderboardEntry:
+        """The entry of a leaderboard result; a difference metric (delta_bt, ...) is computed from its parts."""
+        m = result.metrics
+        values = {}
+        for name in LEADERBOARD:
+            pair = metric(name).difference
+            if pair:
+                values[name] = round(m[pair[0]] - m[pair[1]], 6) if all(p in m for p in pair) else None
+            else:
+                values[name] = m.get(name)
+        return cls(model=result.model, revision=result.revision, run_id=result.run_id or "",
+                   dataset=result.dataset.id, dataset_revision=result.dataset.revision, values=values,
+                   errors={name: result.standard_errors.get(name) for name in LEADERBOARD},
+                   date=result.date, source_url=result.source_url)
+
+    def row(self) -> dict[str, Any]:
+        """The flat row (``COLUMNS``)."""
+        metrics = {c: v for name in LEADERBOARD for c, v in ((name, self.values[name]),
+                                                              (se_name(name), self.errors[name]))}
+        return {**{c: getattr(self, c) for c in IDENTITY}, **metrics, **{c: getattr(self, c) for c in TRAILING}}
+
+    def text(self, name: str) -> str:
+        """A metric's cell text: ``0.512 ± 0.021`` (differences signed), '' when not reported."""
+        return estimate_text(self.values[name], self.errors[name], signed=metric(name).difference is not None)
+
+
+def as_result(record: Result | Mapping[str, Any]) -> Result:
+    """A leaderboard result from a ``Result`` or its JSON form (any readable schema_version)."""
+    return leaderboard_result(record)
+
+
+def entries(records: Iterable[Result | Mapping[str, Any]]) -> list[LeaderboardEntry]:
+    """One entry per record, best ``accuracy_bh`` first (ties: model, run id)."""
+    out = [LeaderboardEntry.of(as_result(r)) for r in records]
+    out.sort(key=lambda e: (-(e.values[RANK_BY] or 0.0), e.model, e.run_id))
+    return out
+
+
+def has_errors(rows: Sequence[LeaderboardEntry]) -> bool:
+    return any(v is not None for e in rows for v in e.errors.values())
+
+
+def leaderboard_rows(records: Iterable[Result | Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One flat row (``COLUMNS``) per record, best ``accuracy_bh`` first."""
+    return [e.row() for e in entries(records)]
+
+
+def leaderboard_table(records: Iterable[Result | Mapping[str, Any]]):
+    import pyarrow as pa
+
+    schema = pa.schema([(name, getattr(pa, typ)()) for name, typ in COLUMNS])
+    return pa.Table.from_pylist(leaderboard_rows(records), schema=schema)
