@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -40,10 +41,32 @@ def write_parquet_hashed(table: pa.Table, folder: Path, name: str) -> str:
     """
     tmp = folder / f".{name}.parquet.tmp"
     write_parquet(table, tmp)
-    digest = hashlib.sha256(tmp.read_bytes()).hexdigest()[:12]
-    final = f"{name}-{digest}.parquet"
+    final = f"{name}-{content_hash(tmp)}.parquet"
     os.replace(tmp, folder / final)
     return final
+
+
+HASH_LEN = 12
+HASHED_NAME = re.compile(rf"^(?P<name>.+)-(?P<digest>[0-9a-f]{{{HASH_LEN}}})\.parquet$")
+
+
+def content_hash(path: Path) -> str:
+    """The hash a data file's name carries: the first 12 hex digits of the SHA-256 of its bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()[:HASH_LEN]
+
+
+def hashed_name_mismatch(path: Path) -> tuple[str, str] | None:
+    """``(hash in the name, hash of the content)`` when ``<name>-<hash>.parquet`` no longer holds the bytes it was
+    named after (edited in place); ``None`` when they agree or the name carries no hash."""
+    m = HASHED_NAME.match(path.name)
+    if m is None:
+        return None
+    actual = content_hash(path)
+    return None if actual == m["digest"] else (m["digest"], actual)
 
 
 def configs_yaml(configs: dict[str, list[str]], default: str | None = None) -> list[dict]:

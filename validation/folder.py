@@ -48,6 +48,20 @@ def data_file(folder: Path, name: str) -> Path | None:
     return found[0] if found else None
 
 
+def _hash_checks(folder: Path) -> list[Rejection]:
+    """Each ``data/<name>-<hash>.parquet`` still holds the bytes its name was made from (builders/hub_folder.py):
+    `datasets` caches by file path, so a file edited under its old name would serve stale rows."""
+    from phr.builders.hub_folder import hashed_name_mismatch
+
+    out = []
+    for p in sorted((folder / "data").glob("*.parquet")):
+        if (bad := hashed_name_mismatch(p)) is not None:
+            out.append(Rejection(f"data/{p.name}", "content_hash",
+                                 f"the name says content hash {bad[0]}, the file's content hashes to {bad[1]}: "
+                                 "it was edited after the build; rebuild the folder instead of editing it"))
+    return out
+
+
 def load_rows(folder: Path) -> dict[str, list[dict]]:
     return {n: pq.read_table(p).to_pylist() for n in CONFIGS if (p := data_file(folder, n)) is not None}
 
@@ -77,6 +91,7 @@ def validate_folder(folder: str | Path) -> ValidationReport:
         report.extend([Rejection(str(folder), "folder", "not a folder")])
         return report
     report.extend(_card_checks(folder))
+    report.extend(_hash_checks(folder))
     rows = load_rows(folder)
     for n in CONFIGS:
         if n not in rows:
