@@ -189,6 +189,30 @@ def test_folder_failing_validation_is_refused_with_the_report(built, hub, tmp_pa
     assert not repo_dir(hub, "org/other").exists()
 
 
+def test_data_file_edited_under_its_hashed_name_is_refused(built, hub, tmp_path):
+    """The content hash in a data file's name is checked by validate and by the push gate."""
+    from phr.core.parquet import content_hash
+    from phr.validation.folder import validate_folder
+
+    repo = repo_dir(hub)
+    before = state(repo)
+    edited = variant(built, tmp_path / "edited")
+    path = data_file(edited, "baseline")
+    named = path.stem.rsplit("-", 1)[1]
+    pq.write_table(pq.read_table(path), path, compression="snappy")  # the same rows, other bytes, the old name
+    actual = content_hash(path)
+    assert actual != named
+    report = validate_folder(edited)
+    assert [(r.row_id, r.check) for r in report.rejections] == [(f"data/{path.name}", "content_hash")]
+    assert f"name says content hash {named}" in report.rejections[0].reason
+    assert f"content hashes to {actual}" in report.rejections[0].reason
+    with pytest.raises(ValidationFailedError) as e:
+        push(edited, REPO, tag="v0.3.0", to=hub)
+    assert f"data/{path.name}" in str(e.value) and actual in str(e.value)
+    assert state(repo) == before
+    assert validate_folder(built).ok  # the built folder itself passes
+
+
 def test_create_pr_makes_a_branch_and_leaves_main(built, hub, tmp_path):
     repo = repo_dir(hub)
     before = state(repo)
@@ -241,18 +265,15 @@ def test_failure_mid_push_leaves_main_and_working_tree_unchanged(built, hub, tmp
     def boom(*a, **k):
         raise RuntimeError(f"injected failure in {step}")
 
-    if step == "_checkout":  # fail part-way through writing the working tree, after main moved
+    if step == "_checkout":  # fail part-way through writing the next version's working tree
         real = local_hub._checkout
 
         def boom(repo_path):
-            boom.calls += 1
-            if boom.calls == 1:
-                (repo_path / "manifest.json").unlink()
-                (repo_path / "half-written.tmp").write_text("x")
-                raise RuntimeError("injected failure in _checkout")
-            real(repo_path)  # the rollback's checkout
+            real(repo_path)
+            (repo_path / "manifest.json").unlink()
+            (repo_path / "half-written.tmp").write_text("x")
+            raise RuntimeError("injected failure in _checkout")
 
-        boom.calls = 0
     monkeypatch.setattr(local_hub, step, boom)
     with pytest.raises(PushFailedError) as e:
         push(changed, REPO, tag="v0.2.0", to=hub)
@@ -260,6 +281,7 @@ def test_failure_mid_push_leaves_main_and_working_tree_unchanged(built, hub, tmp
     assert "--tag v0.2.0" in str(e.value)
     assert {k: v for k, v in state(repo).items() if k != "commits"} == \
         {k: v for k, v in before.items() if k != "commits"}
+    assert [p.name for p in (repo.parent / f".{repo.name}.hub" / "v").iterdir()] == [repo.resolve().name]
     monkeypatch.undo()
     ok = push(changed, REPO, tag="v0.2.0", to=hub)  # the rerun works
     assert ok.changed and git(repo, "rev-parse", "v0.2.0^{commit}") == ok.revision

@@ -12,8 +12,9 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from phr.bench.conditions import CONFIGS, condition_spec
-from phr.bench.folder import CARD_CONFIGS, read_rows
+from phr.bench.folder import CARD_CONFIGS, DATA_DIR, read_rows
 from phr.bench.records import Augmentation, BaseQuestion, Condition, question_from_row
+from phr.core.parquet import hashed_name_mismatch
 from phr.core.report import Rejection, ValidationReport
 from phr.hub.card import README, CardError, card_configs, missing_data_files
 from phr.validation.checks import run_checks
@@ -32,6 +33,18 @@ def _card_checks(folder: Path) -> list[Rejection]:
     return out
 
 
+def _hash_checks(folder: Path) -> list[Rejection]:
+    """Each ``data/<name>-<hash>.parquet`` still holds the bytes its name was made from (phr.core.parquet):
+    `datasets` caches by file path, so a file edited under its old name would serve stale rows."""
+    out = []
+    for p in sorted((folder / DATA_DIR).glob("*.parquet")):
+        if (bad := hashed_name_mismatch(p)) is not None:
+            out.append(Rejection(f"{DATA_DIR}/{p.name}", "content_hash",
+                                 f"the name says content hash {bad[0]}, the file's content hashes to {bad[1]}: "
+                                 "it was edited after the build; rebuild the folder instead of editing it"))
+    return out
+
+
 def _first_error(e: Exception) -> str:
     if isinstance(e, ValidationError):
         err = e.errors()[0]
@@ -47,6 +60,7 @@ def validate_folder(folder: str | Path) -> ValidationReport:
         report.extend([Rejection(str(folder), "folder", "not a folder")])
         return report
     report.extend(_card_checks(folder))
+    report.extend(_hash_checks(folder))
     rows = read_rows(folder)
     for n in CONFIGS:
         if n not in rows:

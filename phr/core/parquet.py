@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from phr.core.fs import temp_sibling
+from phr.core.fs import sha256_file, temp_sibling
 
 HASH_CHARS = 12
 _HASHED = re.compile(rf"^(?P<stem>.+)-(?P<hash>[0-9a-f]{{{HASH_CHARS}}})\.parquet$")
@@ -23,8 +23,11 @@ def write_parquet(table: pa.Table, path: str | Path) -> None:
                    use_dictionary=True, write_statistics=True, store_schema=True)
 
 
-def content_hash(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()[:HASH_CHARS]
+def content_hash(data: bytes | str | Path) -> str:
+    """The hash a data file's name carries: the first 12 hex digits of the SHA-256 of its bytes (or of a file's)."""
+    if isinstance(data, bytes):
+        return hashlib.sha256(data).hexdigest()[:HASH_CHARS]
+    return sha256_file(data)[:HASH_CHARS]
 
 
 def write_parquet_hashed(table: pa.Table, folder: str | Path, name: str) -> str:
@@ -52,5 +55,5 @@ def hashed_name_mismatch(path: str | Path) -> tuple[str, str] | None:
     m = _HASHED.match(path.name)
     if not m:
         return None
-    actual = content_hash(path.read_bytes())
+    actual = content_hash(path)
     return None if actual == m["hash"] else (m["hash"], actual)

@@ -8,7 +8,8 @@ Every push is
   results repo must pass ``phr.leaderboard.repo.check_results_folder``; a model card must parse with
   ``huggingface_hub.ModelCard`` (model-index included) and its ``.eval_results/*.yaml`` must parse;
 - **atomic**: online, one ``create_commit`` (atomic server-side) carries every change; on a local hub, the new
-  commit is built with a temporary index and ``main`` moves with one ref transaction;
+  commit is built with a temporary index and the next version (refs and files) replaces the current one with one
+  rename;
 - **versioned**: ``tag`` creates an immutable tag (an existing tag is never moved), ``create_pr`` opens a pull
   request (local hub: branch ``pr/N``) instead of committing to ``main``;
 - **idempotent**: a folder identical to the repo's ``main`` creates no commit.

@@ -2,23 +2,31 @@
 
 Layout::
 
-    HUBDIR/datasets/ORG/NAME/   a git repository; its working tree holds main's files, so
-                                ``datasets.load_dataset("HUBDIR/datasets/ORG/NAME", "all")`` loads it
-    HUBDIR/models/ORG/NAME/     the same for model repos
-    HUBDIR/datasets/ORG/.NAME.lock   a lock file held during a push
+    HUBDIR/datasets/ORG/NAME -> .NAME.hub/v/N   a symlink to the current version: main's files and a .git whose
+                                                refs (main, tags, pr/N) are this version's, so
+                                                ``datasets.load_dataset("HUBDIR/datasets/ORG/NAME", "all")`` loads
+                                                it and ``git -C HUBDIR/datasets/ORG/NAME ...`` reads its refs
+    HUBDIR/datasets/ORG/.NAME.hub/store.git     a bare repository holding every object (versions borrow them
+                                                through ``objects/info/alternates``)
+    HUBDIR/datasets/ORG/.NAME.hub/v/N           versions: the current one and the one before it (for readers that
+                                                resolved the link just before a push)
+    HUBDIR/datasets/ORG/.NAME.lock              the lock a push holds (``flock``; it records the holder's pid)
+    HUBDIR/models/ORG/NAME                      the same for model repos
 
-A push never edits the working tree file by file. It
+A push never edits what readers see. Under the lock it
 
-1. hashes the folder's files into the repo's object store and builds the new tree with a *temporary index*
-   (``GIT_INDEX_FILE``): the repo's refs, index and working tree are untouched;
+1. hashes the folder's files into the store and builds the new tree with a *temporary index*
+   (``GIT_INDEX_FILE=store.git/phr-index-<pid>-*``);
 2. compares that tree with ``main``'s: identical -> no commit (idempotent);
 3. writes the commit (``git commit-tree``, a fixed author/committer identity so no git config is needed);
-4. moves ``main`` (and creates the tag) in one ``git update-ref --stdin`` transaction that checks ``main`` still
-   points where it did, then checks the working tree out (``git reset --hard``). If that checkout fails, the ref
-   transaction is rolled back and the working tree restored, so a failure anywhere leaves the previous version.
+4. builds the next version beside the current one (``v/.build-<pid>-*``: the new refs, main's files checked out),
+   renames it to ``v/N+1``, and swaps the link ``NAME`` to it with one ``rename``: refs and files change together.
 
-A new repo is built in a temporary sibling folder and renamed into place at the end. ``create_pr`` puts the
-commit on a new branch ``pr/N`` instead of ``main``. Tags are git tags and never move.
+A kill at any point leaves ``NAME`` on the previous version or on the new one, complete. Whatever a killed push
+left (a build folder, a numbered version never linked, a temporary index, a temporary link) is invisible and is
+removed by the next push; the lock is released by the kernel when its holder dies. A live holder is waited for
+(``PHR_HUB_LOCK_TIMEOUT`` seconds, default 600), then refused with an error naming its pid. A repo created by an
+older version (``NAME`` a plain git repository) is converted on its next push.
 """
 
 from __future__ import annotations
@@ -27,10 +35,12 @@ import fcntl
 import io
 import logging
 import os
+import re
 import shutil
 import subprocess
 import tarfile
 import tempfile
+import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
@@ -58,14 +68,18 @@ IDENTITY = {
     "GIT_AUTHOR_NAME": "phr-publish", "GIT_AUTHOR_EMAIL": "phr-publish@localhost",
     "GIT_COMMITTER_NAME": "phr-publish", "GIT_COMMITTER_EMAIL": "phr-publish@localhost",
 }
-ZERO = "0" * 40
-MARKER = "phr-push-in-progress"
+LOCK_TIMEOUT_ENV = "PHR_HUB_LOCK_TIMEOUT"
 _GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE",
-                 "GIT_CEILING_DIRECTORIES", "GIT_PREFIX")
+                 "GIT_CEILING_DIRECTORIES", "GIT_PREFIX", "GIT_ALTERNATE_OBJECT_DIRECTORIES")
+_PID_NAME = re.compile(r"^(?:phr-index-|\.build-|\.link-)(\d+)(?:-|$)")
 
 
 class LocalHubError(PublishError):
     pass
+
+
+class RepoLockedError(LocalHubError):
+    """Another live process holds the repo's lock."""
 
 
 def _git_exe() -> str:
@@ -81,7 +95,8 @@ def _git(repo: Path, *args: str, input: bytes | None = None, env: dict | None = 
     cmd = [_git_exe(), "-C", str(repo), "-c", "core.autocrlf=false", "-c", "core.safecrlf=false",
            "-c", "gc.auto=0", "-c", "core.hooksPath=/dev/null", *args]
     r = subprocess.run(cmd, input=input, capture_output=True, check=False,
-                       env={**base_env, **IDENTITY, "GIT_TERMINAL_PROMPT": "0", **(env or {})})
+                       env={**base_env, **IDENTITY, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0",
+                            **(env or {})})
     if check and r.returncode != 0:
         raise LocalHubError(f"git {' '.join(args[:2])} failed in {repo}: "
                             f"{r.stderr.decode(errors='replace').strip()}")
@@ -95,6 +110,34 @@ def _rev(repo: Path, ref: str) -> str | None:
     if r.returncode != 0:
         return None
     return r.stdout.decode().strip() or None
+
+
+def _step(name: str) -> None:
+    """A named point of a push ("staged", "committed", "built", "swapped", "moved-aside"): a no-op that the kill
+    tests replace to stop a push there."""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return pid != os.getpid()  # under the repo lock, nothing of this process is in progress
+
+
+def _stale(name: str) -> bool:
+    """Whether a temporary entry named with its creator's pid belongs to a process that is gone."""
+    m = _PID_NAME.match(name)
+    return bool(m) and not _alive(int(m.group(1)))
+
+
+def _remove(p: Path) -> None:
+    if p.is_symlink() or p.is_file():
+        p.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(p, ignore_errors=True)
 
 
 class LocalHub:
@@ -111,14 +154,29 @@ class LocalHub:
         return (self.repo_path(repo_id, repo_type) / ".git").is_dir()
 
     @contextmanager
-    def lock(self, repo_id: str, repo_type: str):
+    def lock(self, repo_id: str, repo_type: str, timeout: float | None = None):
+        """Hold the repo's lock (waiting up to ``timeout`` s, default ``$PHR_HUB_LOCK_TIMEOUT`` or 600, for a live
+        holder); the lock file records the holder's pid for the error message."""
         path = self.repo_path(repo_id, repo_type)
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path.parent / f".{path.name}.lock", "w") as f:
-            fcntl.flock(f, fcntl.LOCK_EX)
+        lockfile = path.parent / f".{path.name}.lock"
+        if timeout is None:
+            try:
+                timeout = float(os.environ.get(LOCK_TIMEOUT_ENV) or 600)
+            except ValueError:
+                raise LocalHubError(f"{LOCK_TIMEOUT_ENV} must be a number of seconds, not "
+                                    f"{os.environ[LOCK_TIMEOUT_ENV]!r}") from None
+        with open(lockfile, "a+") as f:
+            _acquire(f, lockfile, f"{repo_type} repo {repo_id}", timeout)
+            f.seek(0)
+            f.truncate()
+            f.write(f"{os.getpid()}\n")
+            f.flush()
             try:
                 yield
             finally:
+                f.seek(0)
+                f.truncate()
                 fcntl.flock(f, fcntl.LOCK_UN)
 
     def refs(self, repo_id: str, repo_type: str) -> dict[str, str]:
@@ -134,15 +192,100 @@ class LocalHub:
         return refs
 
 
+def _acquire(f, lockfile: Path, what: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    waited = False
+    while True:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
+        holder = lockfile.read_text().strip() or "unknown"
+        if time.monotonic() >= deadline:
+            raise RepoLockedError(
+                f"the local hub {what} is locked by another push (process {holder}, still running; lock file "
+                f"{lockfile}): wait for it to finish and push again, or set {LOCK_TIMEOUT_ENV} to wait longer than "
+                f"{timeout:g} s")
+        if not waited:
+            log.warning("local hub: %s is locked by process %s; waiting up to %g s", what, holder, timeout)
+            waited = True
+        time.sleep(0.05)
+
+
+# ---- layout ----------------------------------------------------------------------------------------------------
+
+def _hub_dir(path: Path) -> Path:
+    return path.with_name(f".{path.name}.hub")
+
+
+def _store(path: Path) -> Path:
+    return _hub_dir(path) / "store.git"
+
+
+def _versions(path: Path) -> Path:
+    return _hub_dir(path) / "v"
+
+
+def _is_legacy(path: Path) -> bool:
+    """A repo written by an older version: ``NAME`` itself a git repository, not a link to a version."""
+    return not path.is_symlink() and (path / ".git").is_dir()
+
+
+def _current(path: Path) -> Path | None:
+    if not path.is_symlink():
+        return None
+    return (path.parent / os.readlink(path)).resolve()
+
+
+def _ensure_store(path: Path) -> Path:
+    store = _store(path)
+    if not (store / "objects").is_dir():
+        store.parent.mkdir(parents=True, exist_ok=True)
+        _git(store.parent, "init", "-q", "--bare", store.name)
+        _git(store, "config", "gc.pruneExpire", "never")  # no refs here: never prune what versions borrow
+    return store
+
+
+def _tidy(path: Path) -> None:
+    """Under the lock, before a push: finish or undo what a killed push left, remove its temporaries."""
+    hub, aside = _hub_dir(path), _hub_dir(path) / "legacy"
+    if not os.path.lexists(path):
+        if aside.is_dir():  # a conversion killed between its two renames: put the old repo back
+            os.rename(aside, path)
+        elif hub.exists():  # a first push killed before its link: nothing was published
+            shutil.rmtree(hub)
+    elif aside.exists() and path.is_symlink():
+        shutil.rmtree(aside, ignore_errors=True)
+    for p in path.parent.glob(f".{path.name}.new-*"):  # temporary repos of older versions (under the lock: stale)
+        shutil.rmtree(p, ignore_errors=True)
+    if path.is_symlink():
+        _prune(path)
+    store = _store(path)
+    if store.is_dir():
+        for p in store.glob("phr-index-*"):
+            if _stale(p.name):
+                p.unlink(missing_ok=True)
+
+
+def _prune(path: Path) -> None:
+    """Keep the current version and the one before it; remove other versions, dead builds and links."""
+    current, versions = _current(path), _versions(path)
+    if current is None or not current.is_dir() or current.parent != versions.resolve() or not current.name.isdigit():
+        return  # not a link to one of our versions: touch nothing
+    numbered = [int(p.name) for p in versions.iterdir() if p.name.isdigit()]
+    previous = max((n for n in numbered if n < int(current.name)), default=None)
+    for p in versions.iterdir():
+        if p.name.isdigit() and p.name != current.name and int(p.name) != previous:
+            _remove(p)
+        elif not p.name.isdigit() and _stale(p.name):
+            _remove(p)
+    for p in _hub_dir(path).glob(".link-*"):
+        if _stale(p.name):
+            p.unlink(missing_ok=True)
+
+
 # ---- building a commit -----------------------------------------------------------------------------------------
-
-def _init(path: Path) -> None:
-    path.mkdir(parents=True, exist_ok=True)
-    _git(path, "init", "-q")
-    _git(path, "symbolic-ref", "HEAD", "refs/heads/main")
-    _git(path, "config", "core.autocrlf", "false")
-    _git(path, "config", "gc.auto", "0")
-
 
 def _tree_of(repo: Path, commit: str | None) -> str:
     if commit is None:
@@ -160,7 +303,7 @@ def _stage(repo: Path, files: dict[str, Path | bytes], *, base: str | None = Non
     overlay), else alone; ``keep_from``: a commit whose ``.gitattributes`` is kept when ``files`` lacks one.
     Objects go into the repo's object store; refs, index and working tree are untouched."""
     gitdir = Path(_git(repo, "rev-parse", "--absolute-git-dir").strip())
-    fd, index = tempfile.mkstemp(prefix="phr-index-", dir=gitdir)
+    fd, index = tempfile.mkstemp(prefix=f"phr-index-{os.getpid()}-", dir=gitdir)
     os.close(fd)
     os.unlink(index)  # git creates it
     env = {"GIT_INDEX_FILE": index}
@@ -207,9 +350,12 @@ def _diff(repo: Path, old_tree: str, new_tree: str) -> tuple[list[str], list[str
     return sorted(changed), sorted(deleted)
 
 
-def _checkout(repo: Path) -> None:
-    """Make the working tree and index match ``main`` (HEAD)."""
-    _git(repo, "reset", "-q", "--hard", "HEAD")
+# ---- versions: what readers see --------------------------------------------------------------------------------
+
+def _refs_of(repo: Path) -> dict[str, str]:
+    """Every ref of ``repo`` -> the object it names (annotated tags not peeled)."""
+    out = _git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
+    return dict(line.split(" ", 1) for line in out.splitlines())
 
 
 def _update_refs(repo: Path, lines: list[str]) -> None:
@@ -217,38 +363,77 @@ def _update_refs(repo: Path, lines: list[str]) -> None:
     _git(repo, "update-ref", "--stdin", input=script.encode())
 
 
-def _publish(repo: Path, commit: str, old: str | None, tag: str | None) -> None:
-    """Move main to ``commit`` (and create ``tag``) in one transaction, then check the working tree out; if the
-    checkout fails, roll the refs back and restore the working tree."""
-    marker = Path(_git(repo, "rev-parse", "--absolute-git-dir").strip()) / MARKER
-    marker.write_text(f"{old or ZERO} {commit}\n")
-    lines = [f"update refs/heads/main {commit} {old or ZERO}"]
-    if tag:
-        lines.append(f"create refs/tags/{tag} {commit}")
-    _update_refs(repo, lines)
+def _checkout(repo: Path) -> None:
+    """Write ``main``'s files (HEAD) into a version being built, with its index."""
+    _git(repo, "reset", "-q", "--hard", "HEAD")
+
+
+def _build_version(path: Path, refs: dict[str, str]) -> Path:
+    """A complete new version ``v/N`` (``refs`` and main's files) beside the current one, not yet visible."""
+    versions = _versions(path)
+    versions.mkdir(parents=True, exist_ok=True)
+    build = Path(tempfile.mkdtemp(prefix=f".build-{os.getpid()}-", dir=versions))
     try:
-        _checkout(repo)
+        _git(build, "init", "-q", "--template=")
+        (build / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+        info = build / ".git" / "objects" / "info"
+        info.mkdir(parents=True, exist_ok=True)
+        (info / "alternates").write_text(os.path.relpath(_store(path) / "objects", info.parent) + "\n")
+        _update_refs(build, [f"create {ref} {sha}" for ref, sha in sorted(refs.items())])
+        _checkout(build)
+        os.chmod(build, 0o755)
+        _step("built")
+        final = versions / str(max((int(p.name) for p in versions.iterdir() if p.name.isdigit()), default=0) + 1)
+        os.rename(build, final)
     except BaseException:
-        back = [f"update refs/heads/main {old} {commit}" if old else f"delete refs/heads/main {commit}"]
-        if tag:
-            back.append(f"delete refs/tags/{tag} {commit}")
-        _update_refs(repo, back)
-        if old:
-            _checkout(repo)
-            _git(repo, "clean", "-q", "-fd")
+        shutil.rmtree(build, ignore_errors=True)
         raise
-    marker.unlink(missing_ok=True)
+    return final
 
 
-def _recover(repo: Path) -> None:
-    """Finish a push that was killed between moving main and checking out the working tree."""
-    marker = Path(_git(repo, "rev-parse", "--absolute-git-dir").strip()) / MARKER
-    if marker.exists():
-        log.warning("local hub: %s: finishing an interrupted push (checking out main)", repo)
-        if _rev(repo, "HEAD"):
-            _checkout(repo)
-            _git(repo, "clean", "-q", "-fd")
-        marker.unlink(missing_ok=True)
+def _swap(path: Path, version: Path) -> None:
+    """Point ``NAME`` at ``version`` with one rename (a plain repo of an older version is first moved aside)."""
+    link = _hub_dir(path) / f".link-{os.getpid()}"
+    link.unlink(missing_ok=True)
+    os.symlink(os.path.relpath(version, path.parent), link)
+    aside = _hub_dir(path) / "legacy"
+    if _is_legacy(path):
+        os.rename(path, aside)
+        _step("moved-aside")
+    os.replace(link, path)
+    _step("swapped")
+    if aside.exists():
+        shutil.rmtree(aside, ignore_errors=True)
+
+
+def _release(path: Path, refs: dict[str, str]) -> None:
+    """Make ``refs`` (and main's files) what readers of ``NAME`` see, in one rename; then drop old versions."""
+    _swap(path, _build_version(path, refs))
+    try:
+        _prune(path)
+    except OSError as e:  # published already: a leftover is removed by the next push
+        log.warning("local hub: could not remove an old version of %s: %s", path, e)
+
+
+def _convert(path: Path) -> None:
+    """Turn a repo of an older version (a plain git repository at ``NAME``) into a store and a first version with
+    the same refs; main's files are checked out again from main."""
+    log.warning("local hub: converting %s to versioned folders (its working tree is rebuilt from main)", path)
+    store = _ensure_store(path)
+    src = path / ".git" / "objects"
+    for root, _, names in os.walk(src):
+        dest = store / "objects" / Path(root).relative_to(src)
+        dest.mkdir(parents=True, exist_ok=True)
+        for n in names:
+            if not (dest / n).exists():
+                try:
+                    os.link(Path(root) / n, dest / n)  # objects are immutable: share them
+                except OSError:
+                    shutil.copy2(Path(root) / n, dest / n)
+    refs = _refs_of(path)
+    if "refs/heads/main" not in refs:
+        raise LocalHubError(f"the local hub repo {path} has no main branch: it cannot be converted")
+    _release(path, refs)
 
 
 def _check_clean(repo: Path) -> None:
@@ -261,7 +446,9 @@ def _check_clean(repo: Path) -> None:
             "clean -fd")
 
 
-def _next_pr(repo: Path) -> int:
+def _next_pr(repo: Path | None) -> int:
+    if repo is None:
+        return 1
     names = _git(repo, "for-each-ref", "--format=%(refname:strip=3)", "refs/heads/pr/").split()
     nums = [int(n) for n in names if n.isdigit()]
     return max(nums, default=0) + 1
@@ -279,6 +466,7 @@ def commit_files(hub: LocalHub, repo_id: str, repo_type: str,
     was validated is what is pushed)."""
     path = hub.repo_path(repo_id, repo_type)
     with hub.lock(repo_id, repo_type):
+        _tidy(path)
         exists = hub.exists(repo_id, repo_type)
         if not exists:
             if hub.exists(repo_id, other_type(repo_type)):
@@ -287,8 +475,12 @@ def commit_files(hub: LocalHub, repo_id: str, repo_type: str,
                     f"{repo_type} repo: pass --repo-type {other_type(repo_type)}, or pick another name")
             if not create:
                 raise RepoNotFoundError(f"no {repo_type} repo {repo_id} in the local hub {hub.root}")
+        elif _is_legacy(path):
+            gitdir = path / ".git"
+            if not ((gitdir / "phr-push-in-progress").exists() or (gitdir / "index.lock").exists()):
+                _check_clean(path)  # hand edits are refused; the leftovers of a killed push are rebuilt
+            _convert(path)
         else:
-            _recover(path)
             _check_clean(path)
         head = _rev(path, "refs/heads/main") if exists else None
         existing_tag = _rev(path, f"refs/tags/{tag}") if (exists and tag) else None
@@ -300,43 +492,42 @@ def commit_files(hub: LocalHub, repo_id: str, repo_type: str,
             validate()
         if callable(files):
             files = files()
-        work = path if exists else Path(tempfile.mkdtemp(prefix=f".{path.name}.new-", dir=path.parent))
+        published = False
         try:
-            if not exists:
-                _init(work)
-            new_tree = _stage(work, files, base=None if replace else head, keep_from=head if replace else None)
-            old_tree = _tree_of(work, head)
-            url = str(path)
-            result = PushResult(repo_id=repo_id, repo_type=repo_type, revision=None, url=url, head=head, tag=tag,
-                                local=True, created=not exists)
+            store = _ensure_store(path)
+            new_tree = _stage(store, files, base=None if replace else head, keep_from=head if replace else None)
+            _step("staged")
+            old_tree = _tree_of(store, head)
+            refs = _refs_of(path) if exists else {}
+            result = PushResult(repo_id=repo_id, repo_type=repo_type, revision=None, url=str(path), head=head,
+                                tag=tag, local=True, created=not exists)
             if new_tree == old_tree and exists:
                 if tag and existing_tag is None:
-                    _update_refs(work, [f"create refs/tags/{tag} {head}"])
+                    _release(path, {**refs, f"refs/tags/{tag}": head})
                     result.tag_created = True
                 return result
             if tag and existing_tag:
                 raise TagExistsError(
                     f"tag {tag} already names main ({head}) of {repo_id}, and this folder differs from it; tags "
                     "are immutable: push with a new tag")
-            changed, deleted = _diff(work, old_tree, new_tree)
+            changed, deleted = _diff(store, old_tree, new_tree)
             if create_pr:
                 if head is None:  # a new repo: an empty initial commit on main, the pull request on top
-                    head = _commit(work, old_tree, None, "Initial commit")
-                    _update_refs(work, [f"create refs/heads/main {head}"])
-                commit = _commit(work, new_tree, head, message)
-                n = _next_pr(work)
-                _update_refs(work, [f"create refs/heads/pr/{n} {commit}"])
+                    head = refs["refs/heads/main"] = _commit(store, old_tree, None, "Initial commit")
+                commit = _commit(store, new_tree, head, message)
+                n = _next_pr(path if exists else None)
+                refs[f"refs/heads/pr/{n}"] = commit
                 result.pr_ref = f"pr/{n}"
                 result.pr_url = f"{path.as_uri()}#pr/{n}"
-                result.head = commit
             else:
-                commit = _commit(work, new_tree, head, message)
-                _publish(work, commit, head, tag)
-                result.head = commit
+                commit = refs["refs/heads/main"] = _commit(store, new_tree, head, message)
+                if tag:
+                    refs[f"refs/tags/{tag}"] = commit
                 result.tag_created = bool(tag)
-            if not exists:
-                os.chmod(work, 0o755)
-                os.rename(work, path)
+            _step("committed")
+            _release(path, refs)
+            published = True
+            result.head = commit
             result.revision, result.changed, result.files, result.deleted = commit, True, changed, deleted
             return result
         except PublishError:
@@ -346,8 +537,8 @@ def commit_files(hub: LocalHub, repo_id: str, repo_type: str,
                 f"push to the local hub repo {path} failed ({type(e).__name__}: {e}); the repo keeps its previous "
                 f"version." + (f" Rerun: {rerun}" if rerun else "")) from e
         finally:
-            if not exists and work.exists():
-                shutil.rmtree(work, ignore_errors=True)
+            if not exists and not published and not os.path.lexists(path):
+                shutil.rmtree(_hub_dir(path), ignore_errors=True)
 
 
 def push_local(folder: Path, repo_id: str, *, repo_type: str, tag: str | None, create_pr: bool,
