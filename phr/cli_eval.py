@@ -108,13 +108,9 @@ def eval_phrbench(
                        f"{run.path.parent}/{run.meta['run_id']}-shard-*-of-{cfg.shard[1]} --out {run.path.parent / run.meta['run_id']}")
             return
         if score:
-            options = _options(scorer, judge)
-            if options.scorer == model and hasattr(llm.provider, "hf_model"):  # one copy of the weights
-                from dataclasses import replace
+            from dataclasses import replace
 
-                from phr.eval.trajectory import TrajectoryScorer
-
-                options = replace(options, scorer=TrajectoryScorer(llm.provider))
+            options = replace(_options(scorer, judge), generator=llm)  # its weights serve a same-model scorer
             result, where = score_run(run.path, options, hub=hub, plots=plots)
             _print_summary(result, where)
     except PHRError as e:
