@@ -67,7 +67,7 @@ def bare_batches(scorer: TrajectoryScorer, items) -> list[tuple[torch.Tensor, to
     """The scorer's padded batches (same order, same tokens), for the bare forward."""
     prepared = [scorer._prepare(m, r) for m, r in items]
     order = sorted(range(len(prepared)), key=lambda i: -(len(prepared[i].prompt) + len(prepared[i].response)))
-    pad = scorer.tokenizer.pad_token_id or 0
+    pad = scorer.provider.tokenizer.pad_token_id or 0
     out = []
     for j in range(0, len(order), scorer.batch_size):
         batch = [prepared[i] for i in order[j : j + scorer.batch_size]]

@@ -1,8 +1,8 @@
 """Trajectory metrics cache: a ``trajectory`` table in the call cache's SQLite file (``--cache`` / PHR_CACHE).
 
-A key is the SHA-256 of the reference scorer's identity (provider, model id with its local fingerprint,
-revision), tau, clip, the cue list, the prompt and the response: rescoring a run, or resuming an interrupted
-scoring, recomputes nothing already scored. Each chunk is committed as soon as it is scored.
+A key is the SHA-256 of the trajectory scorer's config (``phr.eval.scorers.TrajectoryConfig``: the reference
+model's fingerprint, tau, clip, the cue list), the prompt and the response: rescoring a run, or resuming an
+interrupted scoring, recomputes nothing already scored. Each chunk is committed as soon as it is scored.
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from phr.eval.trajectory import TrajectoryMetrics, TrajectoryScorer
-
 from phr.core.sqlite import connect
+from phr.eval.trajectory import TrajectoryMetrics
 from phr.llm.cache import default_cache_path
 
 SCHEMA = """
@@ -28,12 +27,6 @@ CREATE TABLE IF NOT EXISTS trajectory (
     created_at REAL NOT NULL
 );
 """
-
-
-def scorer_identity(scorer: TrajectoryScorer) -> dict:
-    p = scorer.provider
-    return {"provider": p.kind, "model": p.cache_model_id, "revision": p.revision, "tau": scorer.tau,
-            "clip": scorer.clip, "cues": list(scorer.cues)}
 
 
 def metric_key(identity: dict, prompt: Any, response: str) -> str:

@@ -7,35 +7,33 @@ hallucinated premise, as labelled by an LLM judge.
 
 The judge answers two booleans (``accepts_premise``, ``corrects_premise``); :func:`resolution_label` maps
 them to a resolution. Prompt: ``eval/prompts/resolution_judge.txt`` (ours, version 1; docs/metrics.md).
-Calls go through the LLM layer at temperature 0, n=1, so they are cached and a rerun makes no calls.
+Calls go through the LLM-judge helper (``phr.llm.judge``) at temperature 0, n=1, so they are cached and a
+rerun makes no calls.
 """
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr
 
 from phr.llm import LLM
-from phr.llm.structured import agenerate_structured
-from phr.llm.types import ChatRequest, GenerationParams, as_messages
+from phr.llm.judge import JudgeItem, JudgeTemplate, LLMJudge
 
 from .dataset import Instance
 
 __all__ = [
     "PROMPT_PATH",
     "RESOLUTIONS",
+    "TEMPLATE",
     "Resolution",
     "ResolutionJudgement",
     "insightful",
     "judge_resolutions",
     "prompt_hash",
+    "resolution_judge",
     "resolution_label",
     "resolution_prompt",
 ]
@@ -80,17 +78,19 @@ def insightful(label: str, correct: bool) -> bool:
     return label == "Correction" and correct is True
 
 
-@cache
-def _template() -> str:
-    lines = PROMPT_PATH.read_text(encoding="utf-8").splitlines()
-    while lines and (lines[0].startswith("#") or not lines[0].strip()):
-        lines.pop(0)  # the header comment
-    return "\n".join(lines).rstrip("\n")
+#: The judge prompt, read once (``#`` header lines stripped; ``TEMPLATE.version`` is the file's SHA-256).
+TEMPLATE = JudgeTemplate(PROMPT_PATH, syntax="format", comment="#")
 
 
 def prompt_hash() -> str:
     """Hex SHA-256 of the judge prompt file (header included, so a version bump changes it)."""
-    return hashlib.sha256(PROMPT_PATH.read_bytes()).hexdigest()
+    return TEMPLATE.version
+
+
+def resolution_judge(max_tokens: int = 256, max_reasks: int = 2) -> LLMJudge[ResolutionJudgement]:
+    """The resolution judge: ``TEMPLATE``, the ``ResolutionJudgement`` verdict, temperature 0, n = 1."""
+    return LLMJudge(ResolutionJudgement, TEMPLATE, max_tokens=max_tokens, max_reasks=max_reasks,
+                    desc="judging resolution")
 
 
 def _check(inst: Instance) -> None:
@@ -106,35 +106,18 @@ def _task(inst: Instance) -> str:
     return prompt[len(head):].strip() if prompt.startswith(head) else prompt
 
 
-def resolution_prompt(inst: Instance, response: str) -> str:
-    """The judge's user prompt for one B+H instance and the model's response to it."""
+def _fields(inst: Instance, response: str) -> dict[str, str]:
     _check(inst)
     why = "\n".join(f"{name}: {val.strip()}" for name, val in (
         ("Mutation type", inst.mutation_type), ("What was changed", inst.mutation_logic),
         ("Verification", inst.truth_verification)) if val and val.strip()) or _NONE
-    return _template().format(question=_task(inst), premise=inst.premise.strip(), why_false=why,
-                              response=response.strip() or "(empty response)")
+    return {"question": _task(inst), "premise": inst.premise.strip(), "why_false": why,
+            "response": response.strip() or "(empty response)"}
 
 
-def _run(coro):
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    box: dict = {}  # inside a running loop (a notebook): a fresh loop in a thread
-
-    def run() -> None:
-        try:
-            box["out"] = asyncio.run(coro)
-        except BaseException as e:  # re-raised in the caller's thread
-            box["err"] = e
-
-    t = threading.Thread(target=run)
-    t.start()
-    t.join()
-    if "err" in box:
-        raise box["err"]
-    return box["out"]
+def resolution_prompt(inst: Instance, response: str) -> str:
+    """The judge's user prompt for one B+H instance and the model's response to it."""
+    return TEMPLATE.render(_fields(inst, response))
 
 
 def judge_resolutions(judge: LLM | str, items: Sequence[tuple[Instance, str]], *, max_reasks: int = 2,
@@ -142,19 +125,17 @@ def judge_resolutions(judge: LLM | str, items: Sequence[tuple[Instance, str]], *
     """Label every ``(B+H instance, response)`` pair, in order.
 
     ``judge``: an LLM or a model spec. One temperature-0 request per item, tagged with the instance id.
-    An item whose judge reply is still invalid after ``max_reasks`` re-asks gives None. Raises ValueError,
-    before any call, if an instance is not B+H (has no hallucinated premise).
+    An item whose judge reply is still invalid after ``max_reasks`` re-asks gives None (unjudged). Raises
+    ValueError, before any call, if an instance is not B+H (has no hallucinated premise).
     """
-    prompts = [resolution_prompt(inst, response) for inst, response in items]
-    if not prompts:
+    work = [JudgeItem(_fields(inst, response), tag=inst.id) for inst, response in items]
+    if not work:
         return []
     llm = judge if isinstance(judge, LLM) else LLM(judge)
-    params = GenerationParams(temperature=0.0, max_tokens=max_tokens)
-    requests = [ChatRequest(as_messages(p), params, n=1, tag=inst.id) for p, (inst, _) in zip(prompts, items)]
-    results = _run(agenerate_structured(llm, requests, ResolutionJudgement, max_reasks=max_reasks, desc=desc))
+    judged = resolution_judge(max_tokens, max_reasks).judge(llm, work, desc=desc)
     out: list[Resolution | None] = []
-    for (res,) in results:
-        v = res.value
+    for j in judged:
+        v = j.verdict
         out.append(None if v is None else Resolution(resolution_label(v.accepts_premise, v.corrects_premise),
                                                      v.accepts_premise, v.corrects_premise, v.rationale.strip(),
                                                      llm.spec))

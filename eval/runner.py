@@ -114,7 +114,7 @@ def select_instances(dataset: EvalDataset, conditions: Sequence[str], limit: int
 
 
 def model_revision(provider) -> str:
-    return provider.revision or getattr(provider, "_fingerprint", None) or "unspecified"
+    return provider.revision or getattr(provider, "content_revision", None) or "unspecified"
 
 
 def _messages(cfg: RunConfig, inst: Instance) -> list[dict]:

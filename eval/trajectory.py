@@ -31,10 +31,12 @@ import math
 import os
 import re
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from phr.llm.providers.base import OutputHead, ScoringProvider, require_scoring
+from phr.llm.spec import make_provider
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -315,33 +317,26 @@ class _Prepared:
     bc: float
 
 
-def _provider(provider):
-    if isinstance(provider, str):
-        from phr.llm.spec import make_provider
-
-        provider = make_provider(provider)
-    if not hasattr(provider, "hf_model") or not hasattr(provider, "tokenizer"):
-        raise TypeError(
-            f"the reference scorer needs an in-process transformers model (hf:... or local:...), got {provider!r}"
-        )
-    return provider
+def _provider(provider, purpose: str = "the reference scorer (trajectory metrics)") -> ScoringProvider:
+    """A model spec or provider as a ScoringProvider (CannotScoreError naming the spec otherwise)."""
+    return require_scoring(make_provider(provider) if isinstance(provider, str) else provider, purpose)
 
 
-def _encode_response(tok, response: str) -> tuple[list[int], list[tuple[int, int]]]:
-    if not response:
-        return [], []
-    if not getattr(tok, "is_fast", False):
-        raise TypeError("trajectory metrics need a fast tokenizer (offset mapping) for step alignment")
-    enc = tok(response, add_special_tokens=False, return_offsets_mapping=True)
-    return list(enc["input_ids"]), [tuple(o) for o in enc["offset_mapping"]]
+def _encode_response(provider: ScoringProvider, response: str) -> tuple[list[int], list[tuple[int, int]]]:
+    enc = provider.encode(response)
+    if response and enc.offsets is None:
+        raise TypeError(f"{provider.spec}: trajectory metrics need a fast tokenizer (offset mapping) for step "
+                        "alignment")
+    return enc.ids, enc.offsets or []
 
 
 class TrajectoryScorer:
     """OL, UI, BUF and BC of responses under a reference scorer, one forward pass per response.
 
-    ``provider``: an ``HFProvider`` (``local:smollm2``, ``hf:...``) or its spec string. The prompt is the
-    provider's chat template over the prompt messages with the generation prompt (the assistant turn
-    opened), and the response's tokens follow as that assistant turn's content.
+    ``provider``: a ``ScoringProvider`` (``local:smollm2``, ``hf:...``; only its public scoring interface is
+    used) or its spec string. The prompt is the provider's chat template over the prompt messages with the
+    generation prompt (the assistant turn opened), and the response's tokens follow as that assistant turn's
+    content.
 
     ``batch_size`` responses share a forward (right padding, longest first). ``vocab_chunk`` is the
     vocabulary slice the output head and the entropy/KL sums work on (``None``: the whole vocabulary at
@@ -370,48 +365,19 @@ class TrajectoryScorer:
         self.cues = load_cues(cues)
         self._head_ok: bool | None = None
 
-    # ---- model parts ---------------------------------------------------------------------------
-
-    @property
-    def model(self):
-        return self.provider.hf_model
-
-    @property
-    def tokenizer(self):
-        return self.provider.tokenizer
-
-    def _device(self):
-        return next(self.model.parameters()).device
-
-    def _lock(self):
-        return getattr(self.provider, "_run_lock", None) or nullcontext()
-
-    def _parts(self):
-        """(decoder, head) when logits == head(decoder(...).last_hidden_state), else None."""
-        import torch
-
-        model = self.model
-        try:
-            decoder, head = model.get_decoder(), model.get_output_embeddings()
-        except (AttributeError, NotImplementedError):
+    def _head(self) -> OutputHead | None:
+        """The provider's linear output head, or None: the model's full logits (``_head_ok = False`` forces it)."""
+        if self._head_ok is False:
             return None
-        if decoder is None or head is None or decoder is model or not hasattr(head, "weight"):
-            return None
-        if self._head_ok is None:
-            ids = torch.tensor([self.tokenizer("Check the head.", add_special_tokens=False)["input_ids"]])
-            ids = ids.to(self._device())
-            with self._lock(), torch.inference_mode():
-                full = model(input_ids=ids, use_cache=False).logits.float()
-                h = decoder(input_ids=ids, use_cache=False).last_hidden_state
-                mine = head(h).float()
-            self._head_ok = full.shape == mine.shape and torch.allclose(full, mine, rtol=1e-3, atol=1e-3)
-        return (decoder, head) if self._head_ok else None
+        head = self.provider.output_head()
+        self._head_ok = head is not None
+        return head
 
     # ---- scoring -------------------------------------------------------------------------------
 
     def _prepare(self, messages, response: str) -> _Prepared:
-        prompt = self.provider._prompt_ids(messages)
-        ids, offsets = _encode_response(self.tokenizer, response)
+        prompt = self.provider.prompt_token_ids(messages)
+        ids, offsets = _encode_response(self.provider, response)
         steps = split_steps(response)
         return _Prepared(prompt, ids, steps, step_last_tokens(offsets, steps), branching_cues(response, self.cues))
 
@@ -421,7 +387,6 @@ class TrajectoryScorer:
     def score(self, items: Sequence[tuple[Any, str]]) -> list[TrajectoryMetrics]:
         """Metrics for each ``(messages, response)``, in order. ``messages``: a user prompt string, a list
         of ``Message`` or of ``{"role", "content"}`` dicts."""
-        self.provider.load()
         prepared = [self._prepare(m, r) for m, r in items]
         order = sorted(range(len(prepared)), key=lambda i: -(len(prepared[i].prompt) + len(prepared[i].response)))
         out: list[TrajectoryMetrics | None] = [None] * len(prepared)
@@ -434,36 +399,23 @@ class TrajectoryScorer:
     def _score_batch(self, batch: list[_Prepared]) -> list[TrajectoryMetrics]:
         import torch
 
-        model, device = self.model, self._device()
-        pad = self.tokenizer.pad_token_id
-        pad = 0 if pad is None else pad
-        lengths = [len(b.prompt) + len(b.response) for b in batch]
-        width = max(lengths)
-        ids = torch.full((len(batch), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(batch), width), dtype=torch.long)
-        for r, (b, n) in enumerate(zip(batch, lengths)):
-            ids[r, :n] = torch.tensor(b.prompt + b.response, dtype=torch.long)
-            mask[r, :n] = 1
-        ids, mask = ids.to(device), mask.to(device)
-
         # Rows kept per response: positions len(prompt)-1 .. len(prompt)+L-1 (L+1 rows); row j predicts
         # response token j, row j+1 is the distribution after response token j.
-        parts = self._parts()
-        with self._lock(), torch.inference_mode():
-            if parts is not None:
-                decoder, head = parts
-                states = decoder(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state
-            else:
-                states = model(input_ids=ids, attention_mask=mask, use_cache=False).logits
+        head = self._head()
+        out = self.provider.forward([b.prompt + b.response for b in batch], logits=head is None,
+                                    hidden_layer=None if head is None else -1)
+        states = out.logits if head is None else out.hidden
+        lengths = out.lengths
+        del out
+        with torch.inference_mode():
             rows = torch.cat([states[r, len(b.prompt) - 1 : n] for r, (b, n) in enumerate(zip(batch, lengths))])
             del states
             base = [0]
             for b in batch:
                 base.append(base[-1] + len(b.response) + 1)
 
-            if parts is not None:
-                weight = head.weight
-                bias = getattr(head, "bias", None)
+            if head is not None:
+                weight, bias = head.weight, head.bias
                 vocab = weight.shape[0]
 
                 def chunk_of(h):
@@ -539,25 +491,26 @@ def reference_metrics(
     provider, messages, response: str, tau: float = TAU, clip: float = CLIP, cues=None
 ) -> TrajectoryMetrics:
     """The slow way, to check ``TrajectoryScorer``: one forward per step prefix (the response text cut
-    after step k, re-tokenized, via ``provider.next_token_logits``), P_k = its last row; the entropies of
-    the tokens step k adds come from that prefix's forward (trailing tokens after the last step from a
+    after step k, re-tokenized, through the provider's public ``forward``), P_k = its last row; the entropies
+    of the tokens step k adds come from that prefix's forward (trailing tokens after the last step from a
     forward over the whole response); full-vocabulary float64 softmax. Raises when a prefix does not
     tokenize as a prefix of the response (the one-pass scorer never re-tokenizes, so it cannot differ)."""
-    provider.load()
-    tok = provider.tokenizer
-    full_ids = tok(response, add_special_tokens=False)["input_ids"] if response else []
+    provider = _provider(provider, "reference_metrics")
+    prompt = provider.prompt_token_ids(messages)
+    full_ids = provider.encode(response).ids
     steps = split_steps(response)
     ents: list[float] = []
     ps = []
     done = 0
     for cut in [e for _, e in steps] + ([len(response)] if response else []):
         prefix = response[:cut]
-        ids = tok(prefix, add_special_tokens=False)["input_ids"]
+        ids = provider.encode(prefix).ids
         if ids != full_ids[: len(ids)]:
             raise ValueError(f"prefix {prefix[-20:]!r} does not tokenize as a prefix of the response")
         if len(ids) <= done and cut == len(response) and ps:
             break  # nothing after the last step
-        logits = provider.next_token_logits(messages, prefix)  # [len(ids)+1, V]
+        # next-token logits from the prompt's last token on: [len(ids)+1, V]
+        logits = provider.forward([prompt + ids]).logits[0, len(prompt) - 1 :].float().cpu()
         if len(ps) < len(steps):
             ps.append(logits[-1])
         ents.extend(_full_entropy(logits[done : len(ids)]).tolist())

@@ -35,10 +35,9 @@ _REAL_BEFORE = _snapshot(REAL_HOME)
 
 @pytest.fixture(autouse=True)
 def _own_phr_home(tmp_path, monkeypatch):
-    """A fresh $PHR_HOME per test (the call cache lives in it)."""
+    """A fresh $PHR_HOME per test (the call cache lives in it unless a fixture points PHR_CACHE elsewhere; the
+    user's PHR_CACHE and PHR_HUB_DIR were dropped when the session started)."""
     monkeypatch.setenv("PHR_HOME", str(tmp_path / "phr-home"))
-    monkeypatch.delenv("PHR_CACHE", raising=False)
-    monkeypatch.delenv("PHR_HUB_DIR", raising=False)
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -11,7 +11,7 @@ def test_each_test_has_its_own_phr_home(tmp_path):
     assert phr_home() == tmp_path / "phr-home"
     assert cache_path() == tmp_path / "phr-home" / "calls.sqlite"
     assert not str(cache_path()).startswith(str(Path("~/.cache/phr").expanduser()))
-    assert "PHR_CACHE" not in os.environ and "PHR_HUB_DIR" not in os.environ
+    assert "PHR_CACHE" not in os.environ and "PHR_HUB_DIR" not in os.environ  # the user's values are dropped
 
 
 def test_the_call_cache_of_a_test_is_its_own(tmp_path):

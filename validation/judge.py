@@ -8,27 +8,25 @@ semantic answer leakage (PHRBench's second validation pass, after the rule-based
 
 A judge call that fails after all retries rejects its augmentation with check ``call_failed`` (not judged).
 
-Every prompt goes out in one batched ``agenerate_structured`` call (temperature 0, n=1), so the calls are
-cached and a rerun resumes from the cache. Prompts: validation/prompts/ (README.md there).
+Every prompt goes out in one batched call of the LLM-judge helper (``phr.llm.judge``; temperature 0, n=1,
+re-asks on invalid JSON), so the calls are cached and a rerun resumes from the cache. Prompts:
+validation/prompts/ (README.md there).
 """
 
 from __future__ import annotations
 
-import asyncio
 import math
-import threading
 from dataclasses import dataclass, field
-from functools import lru_cache
-from importlib import resources
-from string import Template
+from pathlib import Path
 from typing import Any, Iterable, Literal
 
 from pydantic import BaseModel
 
 from phr.bench.records import Augmentation, BaseQuestion, Judgement, TaskType
+from phr.core.aio import run_sync
 from phr.core.report import Rejection, ValidationReport
-from phr.llm.structured import agenerate_structured
-from phr.llm.types import ChatRequest, GenerationParams, as_messages
+from phr.llm.judge import JudgeItem, JudgeTemplate, LLMJudge
+from phr.llm.types import GenerationParams
 
 __all__ = ["JudgeVerdict", "JudgeFailure", "JudgeOutcome", "judge_augmentations", "ajudge_augmentations",
            "judge_prompt", "failed_criteria", "PARAMS", "CALL_FAILED"]
@@ -88,10 +86,11 @@ class JudgeOutcome:
 # ---- prompts ----------------------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=None)
-def _template(kind: str) -> Template:
-    text = resources.files("phr.validation").joinpath("prompts", f"judge_{kind}.txt").read_text(encoding="utf-8")
-    return Template(text.rstrip("\n"))
+#: The judge prompts per premise kind (``string.Template``), read once; ``.version`` is each file's SHA-256.
+TEMPLATES = {kind: JudgeTemplate(Path(__file__).with_name("prompts") / f"judge_{kind}.txt", syntax="dollar")
+             for kind in ("truthful", "hallucinated")}
+#: The judge: the ``JudgeVerdict`` model, ``PARAMS``; each item carries its rendered prompt (two templates).
+JUDGE = LLMJudge(JudgeVerdict, max_tokens=PARAMS.max_tokens, desc="judging")
 
 
 def _question_block(q: BaseQuestion) -> str:
@@ -123,7 +122,7 @@ def judge_prompt(q: BaseQuestion, aug: Augmentation) -> str:
         fields |= {"mutation_type": aug.mutation_type.value if aug.mutation_type else "(none declared)",
                    "mutation_strategy": aug.mutation_strategy or "(none declared)",
                    "mutation_logic": aug.mutation_logic or "(none declared)"}
-    return _template(aug.kind).substitute(fields)
+    return TEMPLATES[aug.kind].render(fields)
 
 
 # ---- verdicts ---------------------------------------------------------------------------------------------
@@ -175,20 +174,20 @@ async def ajudge_augmentations(questions: Iterable, augmentations: Iterable, jud
             judged(aug, False, reason)
         else:
             todo.append(aug)
-    requests = [ChatRequest(as_messages(judge_prompt(qs[a.question_id], a)), PARAMS, n=1, tag=a.id) for a in todo]
-    results = await agenerate_structured(judge, requests, JudgeVerdict, max_reasks=max_reasks, desc=desc) if requests else []
-    for aug, (res,) in zip(todo, results):
+    items = [JudgeItem(tag=a.id, prompt=judge_prompt(qs[a.question_id], a)) for a in todo]
+    results = await JUDGE.ajudge(judge, items, max_reasks=max_reasks, desc=desc)
+    for aug, res in zip(todo, results):
         if res.failure is not None:
             reason = f"judge call failed: {res.failure.message}"
             reject(aug, CALL_FAILED, reason)
             judged(aug, False, reason)
             continue
-        v = res.value
+        v = res.verdict
         missing = _missing(aug.kind, v) if v is not None else []
         if v is None or missing:
-            errors = res.errors if v is None else [*res.errors, f"null {', '.join(missing)} for a hallucinated premise"]
+            errors = [*res.errors] + ([f"null {', '.join(missing)} for a hallucinated premise"] if v is not None else [])
             reason = f"judge output invalid: {errors[-1] if errors else 'no reply'}"
-            out.failures.append(JudgeFailure(aug.id, errors, res.raw_texts))
+            out.failures.append(JudgeFailure(aug.id, errors, list(res.raw_texts)))
             reject(aug, "judge", reason)
             judged(aug, False, reason)
             continue
@@ -210,22 +209,4 @@ def judge_augmentations(questions: Iterable, augmentations: Iterable, judge, *, 
     ``questions`` / ``augmentations``: BaseQuestion / Augmentation records, dicts or DataFrames. An
     augmentation whose question is missing is rejected without a call.
     """
-    coro = ajudge_augmentations(questions, augmentations, judge, max_reasks=max_reasks, desc=desc)
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    box: dict = {}  # inside a running loop (e.g. a notebook): run on a fresh loop in a thread
-
-    def run() -> None:
-        try:
-            box["out"] = asyncio.run(coro)
-        except BaseException as e:  # re-raised in the caller's thread
-            box["err"] = e
-
-    t = threading.Thread(target=run)
-    t.start()
-    t.join()
-    if "err" in box:
-        raise box["err"]
-    return box["out"]
+    return run_sync(ajudge_augmentations(questions, augmentations, judge, max_reasks=max_reasks, desc=desc))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated
 
@@ -17,7 +17,6 @@ from phr.eval.results import estimate_text, normalize
 from phr.eval.runner import RunConfig, generate_run, merge_runs, parse_shard
 from phr.eval.scoring import ScoreOptions
 from phr.eval.submission import load_meta
-from phr.eval.trajectory import TrajectoryScorer
 from phr.leaderboard.page import write_leaderboard
 from phr.leaderboard.repo import collect_results, model_eval_results_yaml, open_model_pr, push_results
 from phr.llm import LLM
@@ -122,12 +121,8 @@ def eval_phrbench(
                    f"{run.path.parent}/{run.meta['run_id']}-shard-*-of-{cfg.shard[1]} --out {run.path.parent / run.meta['run_id']}")
         return
     if score:
-        options = _options(scorer, judge, llm_options=calls)
-        if options.scorer == model and hasattr(llm.provider, "hf_model"):  # one copy of the weights
-            from dataclasses import replace
-
-
-            options = replace(options, scorer=TrajectoryScorer(llm.provider))
+        # the generator's weights serve a same-model trajectory scorer (phr.eval.scorers.trajectory_engine)
+        options = replace(_options(scorer, judge, llm_options=calls), generator=llm)
         result, where = score_run(run.path, options, hub=hub, plots=plots)
         _print_summary(result, where)
 

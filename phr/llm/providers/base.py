@@ -5,8 +5,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
+from phr.core.errors import PHRError
 from phr.llm.types import GenerationParams, Message
 
 
@@ -115,6 +118,91 @@ class APIProvider(Provider, ABC):
     async def complete(
         self, messages: tuple[Message, ...], params: GenerationParams, n: int, timeout: float
     ) -> list[RawCompletion]: ...
+
+
+# ---- scoring: what an in-process model offers besides generation ------------------------------------------
+
+
+@dataclass(frozen=True)
+class TokenEncoding:
+    """Token ids of a text (no special tokens) and each token's ``(start, end)`` character span; ``offsets`` is
+    None when the tokenizer cannot give spans (a slow tokenizer)."""
+
+    ids: list[int]
+    offsets: list[tuple[int, int]] | None
+
+
+@dataclass(frozen=True)
+class ForwardOutput:
+    """One forward pass over right-padded token rows. Tensors stay on the model's device (inference tensors).
+
+    ``logits``: ``[rows, width, vocab]`` or None when not asked for. ``hidden``: ``[rows, width, hidden]`` of
+    ``layer`` (0 = the embeddings, i = the output of block i, ``num_layers()`` = the final hidden state, which
+    the output head reads), or None. Positions at or past ``lengths[r]`` of row r are padding."""
+
+    lengths: tuple[int, ...]
+    logits: Any = None
+    hidden: Any = None
+    layer: int | None = None
+
+
+@dataclass(frozen=True)
+class OutputHead:
+    """The linear output head: ``logits = final_hidden @ weight.T (+ bias)``; weight ``[vocab, hidden]``
+    (detached: no gradients)."""
+
+    weight: Any
+    bias: Any = None
+
+
+@runtime_checkable
+class ScoringProvider(Protocol):
+    """An in-process model that can score text: prompt token ids, a forward pass (logits and / or the hidden
+    states of a chosen layer) and its identity for cache keys. ``hf:`` and ``local:`` implement it; API models
+    and ``vllm:`` do not (``require_scoring`` says so, naming the spec). Methods load the model on first use."""
+
+    @property
+    def spec(self) -> str: ...
+
+    @property
+    def fingerprint(self) -> str:
+        """The weights' identity for cache keys: changes when the model, its files or its revision do."""
+        ...
+
+    def prompt_token_ids(self, messages: Any) -> list[int]:
+        """The chat-templated prompt with the assistant turn opened (a string is one user message)."""
+        ...
+
+    def encode(self, text: str) -> TokenEncoding:
+        """``text``'s token ids without special tokens (as an assistant turn's content), with offsets."""
+        ...
+
+    def num_layers(self) -> int:
+        """The number of blocks: valid ``hidden_layer`` values are ``-(n + 1) .. n``."""
+        ...
+
+    def forward(self, rows: Sequence[Sequence[int]], *, logits: bool = True,
+                hidden_layer: int | None = None) -> ForwardOutput:
+        """One forward pass over the token rows (right padding), no KV cache, no gradients."""
+        ...
+
+    def output_head(self) -> OutputHead | None:
+        """The head when ``logits == head(final hidden state)`` exactly (checked once), else None (e.g. a logit
+        soft-cap): then only ``forward(logits=True)`` gives the logits."""
+        ...
+
+
+class CannotScoreError(PHRError, TypeError):
+    """A model that cannot score (an API model, vLLM) was given where scoring needs one."""
+
+
+def require_scoring(provider: Any, purpose: str = "scoring") -> ScoringProvider:
+    """``provider`` as a ``ScoringProvider``, or a CannotScoreError naming its spec."""
+    if isinstance(provider, ScoringProvider):
+        return provider
+    spec = getattr(provider, "spec", None) or repr(provider)
+    raise CannotScoreError(f"{purpose} needs an in-process transformers model (hf:<model> or local:smollm2); "
+                           f"{spec} cannot score (no prompt token ids / forward pass)")
 
 
 def split_system(messages: tuple[Message, ...]) -> tuple[str | None, list[Message]]:

