@@ -28,11 +28,14 @@ answer parsing, the trajectory metrics) is PHR's own evaluation.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from phr.bench.metrics import HUB_METRICS
+from phr.eval.results import Result, leaderboard_result
 
 EVAL_YAML = "eval.yaml"
 SPLIT = "test"
@@ -135,3 +138,15 @@ def eval_results_yaml(dataset_id: str, scores: dict[str, float], *, revision: st
                                date=date, source_url=source_url, source_name=source_name, notes=notes)
                for m, v in scores.items()]
     return yaml.safe_dump(eval_result_entries_to_yaml(entries), sort_keys=False, allow_unicode=True)
+
+
+def model_eval_results_yaml(rec: Result | Mapping[str, Any], *, source_url: str | None = None,
+                            source_name: str | None = None) -> str:
+    """``.eval_results/phrbench.yaml`` for the model of result ``rec`` (its metrics known to PHRBench's
+    ``eval.yaml``)."""
+
+    rec = leaderboard_result(rec)
+    known = {m for m, *_ in METRICS}
+    scores = {k: v for k, v in rec.metrics.items() if k in known}
+    return eval_results_yaml(rec.dataset.id, scores, revision=rec.dataset.revision, date=rec.date,
+                             source_url=source_url or rec.source_url, source_name=source_name, notes=rec.notes)

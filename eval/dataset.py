@@ -26,6 +26,8 @@ from phr.bench.instance import Instance
 from phr.core.errors import UsageError
 from phr.core.fs import sha256_file
 from phr.core.settings import phr_home
+from phr.hub import RepoNotFoundError, RevisionNotFoundError, hub_dir
+from phr.hub.local import pull_local
 
 CONDITIONS = CONDITION_VALUES
 
@@ -124,7 +126,6 @@ def load_eval_dataset(spec: str | os.PathLike, *, revision: str | None = None, h
     spec = str(spec)
     if spec.count("/") != 1 or spec.startswith((".", "/")):
         raise DatasetError(f"{spec!r} is neither a folder nor a repo id ORG/NAME")
-    from phr.publish import hub_dir
 
     local = hub_dir(hub)
     if local is not None:
@@ -134,8 +135,6 @@ def load_eval_dataset(spec: str | os.PathLike, *, revision: str | None = None, h
 
 def _from_local_hub(repo_id: str, revision: str | None, hub: Path, dataset_id: str | None) -> EvalDataset:
     """Export the repo's revision once into $PHR_HOME/eval-datasets/<org>--<name>/<commit> and read it."""
-    from phr.publish import RepoNotFoundError, RevisionNotFoundError
-    from phr.publish.local_hub import pull_local
 
     try:
         tmp_parent = _eval_cache()

@@ -9,14 +9,17 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from phr.core.errors import PHRError
 from phr.eval.aggregate import aggregate
 from phr.eval.dataset import EvalDataset, load_eval_dataset
 from phr.eval.report import result_json, write_results
+from phr.eval.resolution import prompt_hash
 from phr.eval.results import Bootstrap, Result, RunManifest
 from phr.eval.runner import load_eval_dataset_from_meta, load_run
+from phr.eval.sandbox import detect_isolation
 from phr.eval.scoring import ScoreOptions, score_responses
-
-from phr.core.errors import PHRError
+from phr.eval.submission import validate_submission
+from phr.eval.trajectory import CLIP, TAU, load_cues
 
 SCORES_DIR = "scores"
 
@@ -27,8 +30,6 @@ def _spec_of(x) -> str | None:
 
 def scoring_config(options: ScoreOptions) -> dict:
     """What the scores depend on, for the results JSON."""
-    from phr.eval.sandbox import detect_isolation
-    from phr.eval.trajectory import CLIP, TAU, load_cues
 
     cfg: dict = {"sandbox": {"isolation": detect_isolation(), "timeout_s": options.code_timeout_s,
                              "memory_mb": options.code_memory_mb}}
@@ -43,7 +44,6 @@ def scoring_config(options: ScoreOptions) -> dict:
     else:
         cfg["reference_scorer"] = None
     if options.judge is not None:
-        from phr.eval.resolution import prompt_hash
 
         cfg["resolution_judge"] = {"spec": _spec_of(options.judge), "prompt_sha256": prompt_hash(),
                                    "max_reasks": options.judge_max_reasks}
@@ -98,7 +98,6 @@ def score_submission(path: str | Path, dataset: EvalDataset, meta, options: Scor
                      out: str | Path, progress: bool = True, plots: bool = True,
                      bootstrap: Bootstrap = Bootstrap()) -> tuple[Result, Path]:
     """Validate a submission (phr.eval.submission) against ``dataset``, then score it like a run."""
-    from phr.eval.submission import validate_submission
 
     sub = validate_submission(path, dataset, meta)
     instances = dataset.select(meta.conditions)

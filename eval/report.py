@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from phr.bench.metrics import ACCURACY, CONDITION_SUFFIX, FIGURES, INSIGHTFUL, RESOLUTIONS, TRAJECTORY, rate_of
+from phr.core.fs import honour_umask
 from phr.eval.results import (
     H_MINUS_T,
     DatasetRef,
@@ -27,7 +28,6 @@ from phr.eval.results import (
     read_result,
 )
 from phr.eval.scoring import SampleScore
-from phr.core.fs import honour_umask
 
 RESULTS_FILE = "results.json"
 SAMPLES_FILE = "samples.jsonl"

@@ -30,6 +30,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from phr.core.errors import PHRError, UsageError
+from phr.core.fs import honour_umask
 from phr.eval.dataset import (
     CONDITIONS,
     EvalDataset,
@@ -38,9 +40,9 @@ from phr.eval.dataset import (
     load_eval_dataset,
 )
 from phr.eval.results import RUN_SCHEMA_VERSION, RunManifest, model_slug, read_run_manifest
-
-from phr.core.errors import PHRError, UsageError
-from phr.core.fs import honour_umask
+from phr.eval.submission import write_submission
+from phr.llm import LLM
+from phr.llm.types import ChatRequest, GenerationParams, Sample, as_messages
 
 RUN_FILE = "run.json"
 RESPONSES_FILE = "responses.jsonl"
@@ -179,10 +181,7 @@ def generate_run(cfg: RunConfig, *, out: str | Path | None = None, root: str | P
     """Generate every response of ``cfg`` and write the run folder (``out``, default
     ``ROOT/<model>/<run id>[-shard-i-of-n]``). Failed calls are listed in generations.jsonl and left out of
     responses.jsonl; rerunning retries them (successes come from the cache)."""
-    from phr.eval.submission import write_submission
 
-    from phr.llm import LLM
-    from phr.llm.types import ChatRequest, GenerationParams, Sample, as_messages
 
     dataset = dataset or load_eval_dataset(cfg.dataset, revision=cfg.dataset_revision, hub=hub,
                                            dataset_id=cfg.dataset_id)
@@ -287,7 +286,6 @@ _SHARD_FREE = ("run_id", "model", "model_revision", "dataset", "samples", "condi
 def merge_runs(shards: Sequence[str | Path], out: str | Path) -> Run:
     """Join the run folders of shards 1..n of one run into ``out``. Refused unless every shard is there
     exactly once and all shards ran the same model revision, dataset revision and settings."""
-    from phr.eval.submission import write_submission
 
     runs = [load_run(p) for p in shards]
     if not runs:

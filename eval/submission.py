@@ -25,12 +25,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
-from phr.eval.dataset import CONDITIONS, DatasetError, EvalDataset, check_conditions
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from phr.core.errors import UsageError
 from phr.core.fs import honour_umask
 from phr.core.text import clip
+from phr.eval.dataset import CONDITIONS, DatasetError, EvalDataset, check_conditions
 
 KEYS = ("instance_id", "sample", "response")
 MISSING_SHOWN = 5  # missing responses named in the coverage message

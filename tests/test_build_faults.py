@@ -169,7 +169,7 @@ def test_paper_build_from_real_files_validates(real_paper):
 def test_paper_build_from_real_files_pushes_to_a_local_hub(real_paper, tmp_path):
     from datasets import load_dataset
 
-    from phr.publish import pull, push
+    from phr.hub import pull, push
 
     hub = tmp_path / "hub"
     res = push(real_paper.out, "org/phrbench-real", tag="v1.0.0", to=hub)

@@ -6,7 +6,7 @@ import subprocess
 import pytest
 from phr.eval.dataset import DatasetError, load_eval_dataset
 
-from phr.publish import push
+from phr.hub import push
 from tests.support.cli import EXE
 from tests.support.hub_server import HubServer
 from tests.support.protocol_server import ProtocolServer

@@ -21,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from phr.publish import PushFailedError, folder_files, local_hub, push
-from phr.publish.local_hub import LocalHub, RepoLockedError, read_tree
+from phr.hub import PushFailedError, folder_files, push
+from phr.hub import local as local_hub
+from phr.hub.local import LocalHub, RepoLockedError, read_tree
 
 REPO = "org/tiny"
 KIND = "model"  # the model gate (a card that parses) is cheap: the kills are about the hub, not validation
@@ -30,7 +31,8 @@ KIND = "model"  # the model gate (a card that parses) is cheap: the kills are ab
 DRIVER = r"""
 import json, os, sys, time
 from pathlib import Path
-from phr.publish import local_hub, push
+from phr.hub import local as local_hub
+from phr.hub import push
 
 folder, repo, tag, hub, pause, notice = sys.argv[1:7]
 calls, first = [], []
@@ -254,7 +256,7 @@ def test_leftovers_of_dead_processes_are_removed_and_a_stale_git_lock_does_not_b
 def test_a_live_lock_holder_is_named_and_a_dead_one_is_ignored(variants, tmp_path, monkeypatch):
     hub = tmp_path / "hub"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from phr.publish.local_hub import LocalHub\n"
+        [sys.executable, "-c", "import sys, time; from phr.hub.local import LocalHub\n"
          f"with LocalHub({str(hub)!r}).lock({REPO!r}, {KIND!r}):\n    print('held', flush=True); time.sleep(600)"],
         stdout=subprocess.PIPE, text=True, start_new_session=True)
     assert holder.stdout.readline().strip() == "held"
@@ -353,8 +355,8 @@ def test_failure_after_nothing_visible_changed_keeps_the_old_version(variants, t
 
 ONLINE_DRIVER = r"""
 import sys
-import phr.publish.hub as online
-from phr.publish import push
+import phr.hub.online as online
+from phr.hub import push
 
 online.gate = lambda folder, repo_type: None
 folder, repo, tag, endpoint = sys.argv[1:5]

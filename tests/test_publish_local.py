@@ -1,4 +1,4 @@
-"""Publishing (phr.publish) to a local hub: real git, real `datasets`, PHRBench-mini.
+"""Publishing (phr.hub) to a local hub: real git, real `datasets`, PHRBench-mini.
 
 Online-path checks that need no server (offline mode, missing token) are here too; pushes through the real
 huggingface_hub client to the Hub-protocol test server are at the end (skipped when it is not available).
@@ -14,11 +14,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from phr.builders.phrbench import build_mini
 
 from phr.bench.folder import data_file
+from phr.builders.phrbench import build_mini
 from phr.core.parquet import write_parquet
-from phr.publish import (
+from phr.hub import (
     DestinationExistsError,
     MissingTokenError,
     PublishError,
@@ -27,10 +27,10 @@ from phr.publish import (
     TagExistsError,
     ValidationFailedError,
     folder_files,
-    local_hub,
     pull,
     push,
 )
+from phr.hub import local as local_hub
 
 REPO = "org/phrbench"
 
@@ -350,10 +350,10 @@ def test_online_push_refused_offline_and_without_token(built, tmp_path, monkeypa
 def test_model_card_eval_results_push_and_pr(tmp_path):
     from huggingface_hub import ModelCard, parse_eval_result_entries
 
-    from phr.publish import write_model_card
-    from phr.publish.model_card import TRAINING_FILE
+    from phr.cards.eval_yaml import model_eval_results_yaml
+    from phr.cards.model_card import TRAINING_FILE, write_model_card
     from phr.eval.results import load_result
-    from phr.leaderboard.repo import model_eval_results_yaml, open_model_pr
+    from phr.leaderboard.repo import open_model_pr
 
     hub = tmp_path / "hub"
     ckpt = tmp_path / "tiny"
@@ -555,9 +555,10 @@ def test_hub_failure_mid_push_keeps_the_previous_version_and_hides_the_token(bui
 
 
 def test_hub_repo_type_clash_and_models_and_results(built, hf, tmp_path):
-    from phr.publish import write_model_card
+    from phr.cards.eval_yaml import model_eval_results_yaml
+    from phr.cards.model_card import write_model_card
     from phr.eval.results import load_result
-    from phr.leaderboard.repo import model_eval_results_yaml, open_model_pr, push_results
+    from phr.leaderboard.repo import open_model_pr, push_results
 
     push(built, "alice/thing", endpoint=hf.url)
     ckpt = tmp_path / "ckpt"

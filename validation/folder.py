@@ -16,6 +16,7 @@ from phr.bench.folder import CARD_CONFIGS, DATA_DIR, read_rows
 from phr.bench.records import Augmentation, BaseQuestion, Condition, question_from_row
 from phr.core.parquet import hashed_name_mismatch
 from phr.core.report import Rejection, ValidationReport
+from phr.hub.kinds import ArtifactKind
 from phr.hub.card import README, CardError, card_configs, missing_data_files
 from phr.validation.checks import run_checks
 from phr.validation.expectations import SUITE_FILE, run_suite
@@ -109,3 +110,12 @@ def validate_folder(folder: str | Path) -> ValidationReport:
     report.extend(review_rejections(folder, rows))
     report.rows = {n: len(r) for n, r in rows.items()}
     return report
+
+
+def is_phrbench_folder(folder: Path, configs: dict) -> bool:
+    """A dataset folder whose card declares PHRBench's condition configs."""
+    return set(CONFIGS) <= set(configs)
+
+
+#: PHRBench datasets for the hub gate (entry point ``phr.hub.kinds``: phrbench).
+PHRBENCH = ArtifactKind("phrbench", "dataset", is_phrbench_folder, validate_folder)

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from phr.bench.metrics import INSIGHTFUL, LEADERBOARD, REQUIRED, RESOLUTIONS, TRAJECTORY, metric, rate_of
+from phr.cards.eval_yaml import model_eval_results_yaml
 from phr.cli.common import Hub, MaxRetryAfter, Timeout, new_app, spec_or_none
 from phr.core.errors import UsageError
 from phr.eval.dataset import load_eval_dataset
@@ -17,10 +18,10 @@ from phr.eval.results import estimate_text, normalize
 from phr.eval.runner import RunConfig, generate_run, merge_runs, parse_shard
 from phr.eval.scoring import ScoreOptions
 from phr.eval.submission import load_meta
+from phr.hub import pull
 from phr.leaderboard.page import write_leaderboard
-from phr.leaderboard.repo import collect_results, model_eval_results_yaml, open_model_pr, push_results
+from phr.leaderboard.repo import collect_results, open_model_pr, push_results
 from phr.llm import LLM
-from phr.publish import pull
 
 eval_app = new_app("Evaluate models on PHRBench (generate, merge shards, score).")
 submit_app = new_app("Score and publish submissions; render the leaderboard.")

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from phr.cli.common import new_app
-from phr.publish import pull, push
+from phr.hub import pull, push
 from phr.leaderboard.repo import push_results
 
 RepoType = Annotated[str, typer.Option("--repo-type", help="dataset or model.")]

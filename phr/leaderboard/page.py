@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from phr.bench.metrics import LEADERBOARD, RANK_BY
+from phr.core.parquet import write_parquet
 from phr.eval.results import Result
 from phr.leaderboard.table import SE_NOTE, TITLE, LeaderboardEntry, entries, has_errors, leaderboard_table
 
@@ -213,7 +214,6 @@ def render_html(records: Records, title: str = TITLE) -> str:
 def write_leaderboard(records: Records, out_dir: str | Path, title: str = TITLE) -> dict[str, Path]:
     """Write ``leaderboard.parquet``, ``leaderboard.md`` and ``leaderboard.html`` into ``out_dir`` (temp files
     first, then ``os.replace``); returns {"parquet", "markdown", "html"} -> path."""
-    from phr.core.parquet import write_parquet
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

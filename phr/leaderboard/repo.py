@@ -23,6 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from phr.bench.metrics import LEADERBOARD
+from phr.cards.eval_yaml import eval_yaml
+from phr.core.parquet import write_parquet
+from phr.core.report import Rejection, ValidationReport
 from phr.eval.results import (
     ID_PATTERN,
     SCHEMA_VERSION,
@@ -33,8 +36,12 @@ from phr.eval.results import (
     model_slug,
     normalize,
 )
+from phr.hub import README, ArtifactKind, PushResult, RepoNotFoundError, hub_dir, push
+from phr.hub.card import CardError, card_configs
+from phr.hub.local import LocalHub, commit_files, read_tree
+from phr.hub.online import add_file_pr_online, read_files_online
+from phr.hub.repo import check_repo_id
 from phr.leaderboard.table import SE_NOTE, TITLE, entries, has_errors, leaderboard_table
-from phr.publish import README, PushResult, RepoNotFoundError, check_repo_id, hub_dir, push
 
 LEADERBOARD_CONFIG = "leaderboard"
 LEADERBOARD_FILE = "data/leaderboard.parquet"
@@ -144,7 +151,6 @@ def render_card(records: Iterable[Result | Mapping[str, Any]], *, repo_id: str |
 def write_results_folder(folder: Path, results: dict[str, bytes], *, eval_yaml: bytes | None,
                          repo_id: str | None = None) -> None:
     """Write the whole results repo content into ``folder`` from ``results`` (repo path -> JSON bytes)."""
-    from phr.core.parquet import write_parquet
 
     records = [leaderboard_result(json.loads(b), source=p) for p, b in sorted(results.items())]
     for rel, data in results.items():
@@ -161,11 +167,8 @@ def is_results_folder(folder: Path, configs=None) -> bool:
     folder = Path(folder)
     if configs is None:
         try:
-            from datasets.utils.metadata import MetadataConfigs
-            from huggingface_hub import DatasetCard
-
-            configs = MetadataConfigs.from_dataset_card_data(DatasetCard.load(folder / README).data)
-        except Exception:
+            configs = card_configs(folder)
+        except CardError:
             return False
     return LEADERBOARD_CONFIG in configs and (folder / RESULTS_DIR).is_dir()
 
@@ -176,7 +179,6 @@ def check_results_folder(folder: str | Path):
     import pyarrow.parquet as pq
     import yaml
 
-    from phr.core.report import Rejection, ValidationReport
 
     folder = Path(folder)
     report = ValidationReport()
@@ -224,14 +226,12 @@ def check_results_folder(folder: str | Path):
 def _existing(repo_id: str, *, local: Path | None, token: str | None, endpoint: str | None) -> dict[str, bytes]:
     """The results repo's current ``results/*`` and ``eval.yaml`` ({} for a repo that does not exist yet)."""
     if local is not None:
-        from phr.publish.local_hub import LocalHub, read_tree
 
         try:
             files = read_tree(LocalHub(local), repo_id, "dataset")
         except RepoNotFoundError:
             return {}
     else:
-        from phr.publish.hub import read_files_online
 
         files = read_files_online(repo_id, "dataset", patterns=[f"{RESULTS_DIR}/**", EVAL_YAML], token=token,
                                   endpoint=endpoint)
@@ -277,7 +277,6 @@ def push_results(result_json_paths: list[str | Path], repo_id: str, *, benchmark
     elif EVAL_YAML in existing:
         eval_bytes = existing[EVAL_YAML]
     else:
-        from phr.cards.eval_yaml import eval_yaml
 
         eval_bytes = eval_yaml().encode()
     tmp = Path(tempfile.mkdtemp(prefix="phr-results-"))
@@ -294,19 +293,6 @@ def push_results(result_json_paths: list[str | Path], repo_id: str, *, benchmark
 
 
 # ---- the submitting model's repo -------------------------------------------------------------------------------
-
-def model_eval_results_yaml(rec: Result | Mapping[str, Any], *, source_url: str | None = None,
-                            source_name: str | None = None) -> str:
-    """``.eval_results/phrbench.yaml`` for the model of result ``rec`` (its metrics known to PHRBench's
-    ``eval.yaml``)."""
-    from phr.cards.eval_yaml import METRICS, eval_results_yaml
-
-    rec = leaderboard_result(rec)
-    known = {m for m, *_ in METRICS}
-    scores = {k: v for k, v in rec.metrics.items() if k in known}
-    return eval_results_yaml(rec.dataset.id, scores, revision=rec.dataset.revision, date=rec.date,
-                             source_url=source_url or rec.source_url, source_name=source_name, notes=rec.notes)
-
 
 def _check_eval_results_text(text: str) -> None:
     import yaml
@@ -342,11 +328,13 @@ def open_model_pr(model_repo: str, eval_results_yaml: str | Path, *, benchmark: 
     message = message or f"Add {benchmark} evaluation results"
     local = hub_dir(to)
     if local is not None:
-        from phr.publish.local_hub import LocalHub, commit_files
 
         return commit_files(LocalHub(local), model_repo, "model", {path: text.encode()}, message=message,
                             replace=False, create_pr=True, create=False)
-    from phr.publish.hub import add_file_pr_online
 
     return add_file_pr_online(model_repo, "model", path, text.encode(), message=message, token=token,
                               endpoint=endpoint)
+
+
+#: Leaderboard results repos for the hub gate (entry point ``phr.hub.kinds``: phrbench-results).
+RESULTS = ArtifactKind("phrbench-results", "dataset", is_results_folder, check_results_folder)

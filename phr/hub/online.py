@@ -4,7 +4,7 @@ A push, in order (nothing is uploaded before step 4):
 
 1. token: the ``token`` argument, else ``HF_TOKEN`` / the saved login (``huggingface_hub.get_token()``); none ->
    ``MissingTokenError`` naming both;
-2. the local validation gate (``phr.publish.gate``), then the server's card check (``/api/validate-yaml``);
+2. the local validation gate (``phr.hub.gate``), then the server's card check (``/api/validate-yaml``);
 3. the repo's state: does it exist (as this type? as the other type -> refused), its ``main`` commit and tags
    (``list_repo_refs``), its files with their hashes (``list_repo_tree(recursive=True)`` at that commit: LFS/Xet
    files carry ``lfs.sha256``, regular files their git blob id);
@@ -25,28 +25,30 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from phr.publish import (
-    GITATTRIBUTES,
+from phr.core.fs import sha256_file
+from phr.core.secrets import redact
+from phr.hub.errors import (
     MissingTokenError,
     PublishError,
     PushFailedError,
-    PushResult,
     RepoNotFoundError,
     RepoTypeMismatchError,
     RevisionNotFoundError,
     TagExistsError,
     ValidationFailedError,
+)
+from phr.hub.gate import gate
+from phr.hub.repo import (
+    GITATTRIBUTES,
+    PushResult,
     default_message,
     folder_files,
-    gate,
     git_blob_sha1,
     install_into,
     other_type,
     readme_text,
     rerun_command,
-    sha256_file,
 )
-from phr.core.secrets import redact
 
 log = logging.getLogger(__name__)
 
@@ -99,10 +101,10 @@ def validate_card_remote(api, folder: Path, repo_type: str, token: str | None) -
     """POST the README to the server's ``/api/validate-yaml`` (the check ``HfApi.create_commit`` runs through its
     private ``_validate_yaml``), before any upload; refuse on errors. A server without the endpoint (404) is
     skipped with a log line."""
-    from huggingface_hub.utils import get_session, hf_raise_for_status
+    from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
     content = readme_text(folder)
-    headers = api._build_hf_headers(token=token) if hasattr(api, "_build_hf_headers") else {}
+    headers = build_hf_headers(token=token, endpoint=api.endpoint)
     r = get_session().post(f"{api.endpoint.rstrip('/')}/api/validate-yaml",
                            json={"content": content, "repoType": repo_type}, headers=headers)
     if r.status_code == 404:
@@ -164,7 +166,7 @@ def plan_operations(files: dict[str, Path], remote: dict) -> tuple[list, list[st
 
 def push_online(folder: Path, repo_id: str, *, repo_type: str, tag: str | None, private: bool, create_pr: bool,
                 message: str | None, token: str | None, endpoint: str | None) -> PushResult:
-    """``phr.publish.push`` to the Hub (see the module docstring for the steps)."""
+    """``phr.hub.push`` to the Hub (see the module docstring for the steps)."""
     folder = Path(folder)
     rerun = rerun_command(folder, repo_id, repo_type=repo_type, tag=tag, private=private, create_pr=create_pr,
                           message=message, endpoint=endpoint)
@@ -245,7 +247,7 @@ def _download(repo_id: str, repo_type: str, revision: str | None, dest: Path, *,
 
 def pull_online(repo_id: str, *, repo_type: str, revision: str | None, dest: Path, token: str | None,
                 endpoint: str | None) -> Path:
-    """``phr.publish.pull`` from the Hub: ``snapshot_download`` into a temporary sibling, moved into place."""
+    """``phr.hub.pull`` from the Hub: ``snapshot_download`` into a temporary sibling, moved into place."""
     _check_online()
     token = resolve_token(token, required=False)
     try:

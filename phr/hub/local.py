@@ -45,18 +45,20 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
-from phr.publish import (
-    GITATTRIBUTES,
+from phr.hub.errors import (
     PublishError,
     PushFailedError,
-    PushResult,
     RepoNotFoundError,
     RepoTypeMismatchError,
     RevisionNotFoundError,
     TagExistsError,
+)
+from phr.hub.gate import gate
+from phr.hub.repo import (
+    GITATTRIBUTES,
+    PushResult,
     default_message,
     folder_files,
-    gate,
     install_into,
     other_type,
     rerun_command,
@@ -543,7 +545,7 @@ def commit_files(hub: LocalHub, repo_id: str, repo_type: str,
 
 def push_local(folder: Path, repo_id: str, *, repo_type: str, tag: str | None, create_pr: bool,
                message: str | None, hub: Path) -> PushResult:
-    """``phr.publish.push`` to the local hub ``hub``."""
+    """``phr.hub.push`` to the local hub ``hub``."""
     folder = Path(folder)
     rerun = rerun_command(folder, repo_id, repo_type=repo_type, tag=tag, create_pr=create_pr, message=message,
                           to=hub)
@@ -583,7 +585,7 @@ def read_tree(hub: LocalHub, repo_id: str, repo_type: str, revision: str | None 
 
 
 def pull_local(repo_id: str, *, repo_type: str, revision: str | None, dest: Path, hub: Path) -> Path:
-    """``phr.publish.pull`` from the local hub ``hub``: the files of ``revision`` (no ``.git``) into ``dest``."""
+    """``phr.hub.pull`` from the local hub ``hub``: the files of ``revision`` (no ``.git``) into ``dest``."""
     lh = LocalHub(hub)
     path = lh.repo_path(repo_id, repo_type)
     if not lh.exists(repo_id, repo_type):

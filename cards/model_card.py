@@ -23,7 +23,9 @@ from typing import Any
 
 import yaml
 
-from phr.publish import README, PublishError
+from phr.cards.eval_yaml import METRICS, model_eval_results_yaml
+from phr.eval.results import normalize
+from phr.hub import README, PublishError
 
 TRAINING_FILE = "phr_training.json"
 EVAL_RESULTS_DIR = ".eval_results"
@@ -65,9 +67,6 @@ def _eval_results(results: list[dict], model_name: str):
     """``EvalResult`` entries (model-index) and ``{benchmark: [entries]}`` for ``.eval_results``."""
     from huggingface_hub import EvalResult
 
-    from phr.cards.eval_yaml import METRICS
-    from phr.eval.results import normalize
-    from phr.leaderboard.repo import model_eval_results_yaml
 
     config_of = {m: (c, what) for m, _, c, what in METRICS}
     entries, files = [], {}

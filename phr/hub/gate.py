@@ -1,0 +1,54 @@
+"""The validation gate every push passes before anything is uploaded: the card as the Hub reads it, then the
+content, checked by the folder's artifact kind (``phr.hub.kinds``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from phr.core.report import Rejection, ValidationReport
+from phr.hub.card import README, CardError, card_configs, missing_data_files
+from phr.hub.errors import PublishError, ValidationFailedError
+from phr.hub.kinds import kind_of
+from phr.hub.repo import content_digest
+
+_PASSED: dict[str, ValidationReport] = {}  # content digest -> report of a folder that passed in this process
+
+
+def _dataset_card_rejections(folder: Path) -> tuple[list[Rejection], dict]:
+    """Card metadata as the Hub and ``datasets`` read it: ``configs`` with valid ``data_files`` naming files that
+    exist."""
+    try:
+        configs = card_configs(folder)
+    except CardError as e:
+        return [Rejection(README, "card", str(e))], {}
+    return [Rejection(README, "card", f"config {name!r} names {p}, which matches no file")
+            for name, p in missing_data_files(folder, configs)], configs
+
+
+def gate(folder: str | Path, repo_type: str) -> ValidationReport:
+    """Validate ``folder`` for a push as ``repo_type``; return the report or raise ``ValidationFailedError`` (its
+    message holds the rendered report; ``UnknownKindError`` when no artifact kind recognises the folder). A folder
+    whose exact content already passed in this process is not validated again."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise PublishError(f"{folder} is not a folder")
+    digest = content_digest(folder, repo_type)
+    if digest in _PASSED:
+        return _PASSED[digest]
+    report = ValidationReport()
+    if not (folder / README).is_file():
+        report.extend([Rejection(README, "card", "missing README.md (the repo card)")])
+    else:
+        configs: dict = {}
+        if repo_type == "dataset":
+            rejections, configs = _dataset_card_rejections(folder)
+            report.extend(rejections)
+        if report.ok:
+            full = kind_of(folder, repo_type, configs).validate(folder)
+            report.extend(full.rejections)
+            report.rows = full.rows
+    if not report.ok:
+        raise ValidationFailedError(
+            f"refusing to push {folder}: it fails validation (nothing was uploaded)\n{report.render()}", report)
+    _PASSED[digest] = report
+    return report

@@ -1,0 +1,188 @@
+"""What every push and pull shares: repo ids, tags and types, the files a folder pushes, the push result, the
+rerun command, and installing a download into place."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from phr.core.fs import atomic_dir, sha256_file
+from phr.core.settings import hub_dir  # noqa: F401 (re-exported: where a push goes)
+from phr.hub.errors import PublishError
+
+REPO_TYPES = ("dataset", "model")
+README = "README.md"
+GITATTRIBUTES = ".gitattributes"
+# never part of a pushed folder: git metadata, and the download metadata snapshot_download writes into local_dir
+IGNORED_DIRS = (".git", ".cache/huggingface")
+_NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
+REPO_ID_RE = re.compile(rf"^{_NAME}/{_NAME}$")
+TAG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")
+RESERVED_TAGS = {"main", "HEAD", "head"}
+
+
+# ---- result ----------------------------------------------------------------------------------------------------
+
+@dataclass
+class PushResult:
+    """What a push did.
+
+    ``revision`` is the new commit (``None`` when nothing changed), ``head`` the commit ``main`` (or the pull
+    request) points at after the push, ``files`` the paths added or modified, ``deleted`` the paths removed.
+    ``url`` is the repo's web address (online) or its folder (local hub); ``pr_url``/``pr_ref`` name the pull
+    request when one was opened (local hub: the branch ``pr/N``).
+    """
+
+    repo_id: str
+    repo_type: str
+    revision: str | None
+    url: str
+    head: str | None = None
+    tag: str | None = None
+    tag_created: bool = False
+    pr_url: str | None = None
+    pr_ref: str | None = None
+    changed: bool = False
+    created: bool = False
+    files: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    local: bool = False
+
+    def lines(self) -> list[str]:
+        """Human-readable summary (what the CLI prints)."""
+        where = "local hub" if self.local else "Hub"
+        out = []
+        if self.created:
+            out.append(f"created {self.repo_type} repo {self.repo_id} on the {where}")
+        if self.changed:
+            dest = f"pull request {self.pr_ref}" if self.pr_ref else "main"
+            out.append(f"committed {self.revision} to {dest}: {len(self.files)} file(s) added or changed, "
+                       f"{len(self.deleted)} deleted")
+        else:
+            out.append(f"no changes: {self.repo_id} already holds this folder (main at {self.head})")
+        if self.tag:
+            out.append(f"tag {self.tag} {'created' if self.tag_created else 'already there'} "
+                       f"-> {self.head}")
+        if self.pr_url:
+            out.append(f"pull request: {self.pr_url}")
+        out.append(f"{'path' if self.local else 'url'}: {self.url}")
+        return out
+
+
+# ---- checks ----------------------------------------------------------------------------------------------------
+
+def check_repo_id(repo_id: str) -> str:
+    if not isinstance(repo_id, str) or not REPO_ID_RE.match(repo_id) or ".." in repo_id:
+        raise PublishError(f"invalid repo id {repo_id!r}: expected ORG/NAME (letters, digits, '.', '_', '-')")
+    return repo_id
+
+
+def check_repo_type(repo_type: str) -> str:
+    if repo_type not in REPO_TYPES:
+        raise PublishError(f"invalid repo type {repo_type!r}: use one of {', '.join(REPO_TYPES)}")
+    return repo_type
+
+
+def check_tag(tag: str | None) -> str | None:
+    if tag is None:
+        return None
+    if not TAG_RE.match(tag) or tag in RESERVED_TAGS or ".." in tag or tag.endswith((".lock", ".")):
+        raise PublishError(f"invalid tag {tag!r}: use something like v0.1.0 (letters, digits, '.', '_', '-', '+')")
+    return tag
+
+
+def other_type(repo_type: str) -> str:
+    return "model" if repo_type == "dataset" else "dataset"
+
+
+# ---- files and hashes ------------------------------------------------------------------------------------------
+
+def folder_files(folder: str | Path) -> dict[str, Path]:
+    """The files a push uploads: every regular file (symlinks followed) under ``folder`` by POSIX path relative to
+    it, sorted, without ``.git/`` and ``.cache/huggingface/``."""
+    folder = Path(folder)
+    out: dict[str, Path] = {}
+    for root, dirs, files in os.walk(folder, followlinks=True):
+        rel_root = Path(root).relative_to(folder).as_posix()
+        rel_root = "" if rel_root == "." else rel_root + "/"
+        dirs[:] = sorted(d for d in dirs if (rel_root + d) not in IGNORED_DIRS and d != ".git")
+        for name in files:
+            p = Path(root) / name
+            if p.is_file():
+                rel = rel_root + name
+                if "\n" in rel or "\r" in rel:
+                    raise PublishError(f"file name with a line break cannot be published: {rel!r}")
+                out[rel] = p
+    return dict(sorted(out.items()))
+
+
+def git_blob_sha1(path: Path) -> str:
+    """The git blob id of a file (what the Hub reports as ``blob_id`` of a regular, non-LFS file)."""
+    size = path.stat().st_size
+    h = hashlib.sha1(f"blob {size}\0".encode())
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def prepare_destination(dest: str | Path, overwrite: bool) -> Path:
+    dest = Path(dest).expanduser().resolve()
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())) and not overwrite:
+        raise DestinationExistsError(f"{dest} exists and is not empty: pass overwrite=True (--overwrite) to "
+                                     "replace it, or pull somewhere else (--to)")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    return dest
+
+
+def install_into(dest: Path, fill: Callable[[Path], None]) -> Path:
+    """Create ``dest`` by ``fill(tmp)`` in a temporary sibling, then move it into place (replacing ``dest``)."""
+    with atomic_dir(dest) as tmp:
+        fill(tmp)
+    return dest
+
+
+def rerun_command(folder: str | Path, repo_id: str, *, repo_type: str = "dataset", tag: str | None = None,
+                  private: bool = False, create_pr: bool = False, message: str | None = None,
+                  to: str | Path | None = None, endpoint: str | None = None) -> str:
+    """The ``phr-publish push`` command line that repeats a push (never with a token)."""
+    parts = ["phr-publish", "push", str(folder), "--repo", repo_id]
+    if repo_type != "dataset":
+        parts += ["--repo-type", repo_type]
+    if tag:
+        parts += ["--tag", tag]
+    if private:
+        parts.append("--private")
+    if create_pr:
+        parts.append("--create-pr")
+    if message:
+        parts += ["--message", message]
+    if to:
+        parts += ["--to", str(to)]
+    if endpoint:
+        parts += ["--endpoint", endpoint]
+    return shlex.join(parts)
+
+
+def default_message(folder: Path, repo_type: str, tag: str | None) -> str:
+    return f"Upload {repo_type} {folder.name} with phr-publish" + (f" ({tag})" if tag else "")
+
+
+
+
+def readme_text(folder: Path) -> str:
+    return (folder / README).read_text(encoding="utf-8")
+
+
+def content_digest(folder: Path, repo_type: str) -> str:
+    """SHA-256 over the repo type and every file's path and content: two folders with the same digest push the
+    same repo content."""
+    h = hashlib.sha256(repo_type.encode() + b"\0")
+    for rel, p in folder_files(folder).items():
+        h.update(rel.encode() + b"\0" + sha256_file(p).encode() + b"\0")
+    return h.hexdigest()
