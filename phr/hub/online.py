@@ -104,7 +104,7 @@ def validate_card_remote(api, folder: Path, repo_type: str, token: str | None) -
     from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
     content = readme_text(folder)
-    headers = build_hf_headers(token=token, endpoint=api.endpoint)
+    headers = build_hf_headers(token=token)
     r = get_session().post(f"{api.endpoint.rstrip('/')}/api/validate-yaml",
                            json={"content": content, "repoType": repo_type}, headers=headers)
     if r.status_code == 404:
