@@ -13,7 +13,7 @@ from pathlib import Path
 
 from phr.core.fs import atomic_dir, sha256_file
 from phr.core.settings import hub_dir  # noqa: F401 (re-exported: where a push goes)
-from phr.hub.errors import PublishError
+from phr.hub.errors import DestinationExistsError, PublishError
 
 REPO_TYPES = ("dataset", "model")
 README = "README.md"
