@@ -56,7 +56,7 @@ def test_smollm2_run_results_leaderboard(smollm2, mini_folder, rows, tmp_path):
     (tmp_path / "gold.meta.json").write_text(json.dumps({"model": "org/gold", "revision": "v1",
                                                           "link": "https://example.org/gold"}))
     from phr.cards.model_card import write_model_card
-from phr.hub import push
+    from phr.hub import push
 
     ckpt = tmp_path / "gold-model"
     ckpt.mkdir()
