@@ -9,6 +9,7 @@ from pathlib import Path
 
 import yaml
 
+from phr.bench.conditions import CONDITIONS
 from phr.bench.records import BaseQuestion, Domain, MutationType
 from phr.builders.sources import load_source
 from phr.builders.sources._common import collect_rejected
@@ -52,7 +53,7 @@ class Recipe:
         n = sum(x.count for x in self.quotas)
         code = sum(x.count for x in self.quotas if x.domain is Domain.CODE)
         hall = (n - code) * len(self.science_types) + code * len(self.code_types)
-        return {"baseline": n, "truthful": n, "hallucinated": hall}
+        return {c.config: hall if c.mutation else n for c in CONDITIONS}
 
 
 def load_recipe(name_or_path: str | Path) -> Recipe:

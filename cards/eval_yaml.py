@@ -34,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from phr.bench.conditions import ALL_CONFIG, CONDITIONS
 from phr.bench.metrics import HUB_METRICS
 from phr.eval.results import Result, leaderboard_result
 
@@ -50,8 +51,8 @@ DEFAULT_DESCRIPTION = (
 )
 
 #: the dataset config a condition's accuracy task runs on; the trajectory tasks run on ``all``
-_CONFIG = {"B": "baseline", "B+T": "truthful", "B+H": "hallucinated"}
-_ALL = "all"
+_CONFIG = {c.value: c.config for c in CONDITIONS}
+_ALL = ALL_CONFIG
 
 # (metric id, task id, config, what it is): the catalogue's metrics with a Hub task
 METRICS: tuple[tuple[str, str, str, str], ...] = tuple(

@@ -7,7 +7,7 @@ from collections import Counter
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from phr.bench.conditions import ALL_CONFIG, CONFIGS
-from phr.bench.instance import card_features
+from phr.bench.instance import COLUMN_NAMES, card_features
 
 PAPER_TITLE = "PHRBench: A Behavioral Evaluation of Post-Hallucination Reasoning in LLMs"
 # The paper text available to the maintainers carries no author list or venue: the entry says so rather than
@@ -106,11 +106,10 @@ leakage) on the parquet files and names each failing row.
 
 ## Fields
 
-`id`, `question_id`, `condition` (B / B+T / B+H), `domain`, `subtype`, `task_type`, `source`, `source_row_id`,
-`license`, `question`, `options`, `answer`, `answer_index`, `code_signature` (code: the stub the model completes),
-`entry_point`, `code_tests` and `reference_solution` (code: never shown to models), `augmentation_id`, `premise`,
-`truth_verification`, `mutation_type`, `mutation_strategy`, `mutation_logic`, `generator`, `prompt` (what the model
-is asked).
+{", ".join(f"`{c}`" for c in COLUMN_NAMES)}.
+
+`condition` is B / B+T / B+H; `prompt` is what the model is asked; for code, `code_signature` is the stub the
+model completes, and `code_tests` and `reference_solution` are never shown to models.
 
 ## Limitations
 

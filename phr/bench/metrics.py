@@ -12,8 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-#: condition -> the suffix of its metric names (accuracy_b, OL_bt, ...)
-CONDITION_SUFFIX = {"B": "b", "B+T": "bt", "B+H": "bh"}
+from phr.bench.conditions import CONDITIONS
+
+#: condition -> the suffix of its metric names (accuracy_b, OL_bt, ...), from phr.bench.conditions
+CONDITION_SUFFIX = {c.value: c.metric_suffix for c in CONDITIONS}
 ACCURACY = "accuracy"
 TRAJECTORY = ("OL", "UI", "BUF", "BC")
 #: the figures of one table cell
