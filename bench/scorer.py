@@ -23,8 +23,8 @@ import sys
 import time
 
 import torch
-from phr.eval.trajectory import TrajectoryScorer, reference_metrics
 
+from phr.eval.trajectory import TrajectoryScorer, reference_metrics
 from phr.llm.spec import make_provider
 
 SENTENCES = [
@@ -110,8 +110,10 @@ def main() -> int:
     items = make_items(args.responses, args.steps)
     batches = bare_batches(scorer, items)
     n_tokens = sum(int(mask.sum()) for _, mask in batches)
-    print(f"model {args.model} ({provider.hf_model.dtype}, {torch.get_num_threads()} threads); "
-          f"{len(items)} responses, {args.steps} steps each, {n_tokens} tokens in all (prompts included)")
+    print(
+        f"model {args.model} ({provider.hf_model.dtype}, {torch.get_num_threads()} threads); "
+        f"{len(items)} responses, {args.steps} steps each, {n_tokens} tokens in all (prompts included)"
+    )
 
     scorer.score(items[:1])  # warm-up (first forwards are slow) and the head self-check
     bare_forward(provider.hf_model, batches[:1])
@@ -132,8 +134,13 @@ def main() -> int:
     same = True
     worst_ui = worst_kl = 0.0
     for g, r in zip(got, ref):
-        same &= (g.ol, g.steps, g.bc, g.buf, g.transitions_above_tau) == (r.ol, r.steps, r.bc, r.buf,
-                                                                           r.transitions_above_tau)
+        same &= (g.ol, g.steps, g.bc, g.buf, g.transitions_above_tau) == (
+            r.ol,
+            r.steps,
+            r.bc,
+            r.buf,
+            r.transitions_above_tau,
+        )
         same &= len(g.kls) == len(r.kls)
         worst_ui = max(worst_ui, abs(g.ui - r.ui))
         worst_kl = max([worst_kl] + [abs(a - b) for a, b in zip(g.kls, r.kls)])
@@ -149,10 +156,14 @@ def main() -> int:
     print(f"bare forward     {bare:10.3f} s {bare_cpu:10.3f} s")
     print(f"naive per prefix {naive_wall:10.3f} s {naive_cpu:10.3f} s   (one run)")
     r1, r2 = one_pass / bare, naive_wall / one_pass
-    print(f"one-pass / bare   = {r1:6.3f}  (CPU {one_pass_cpu / bare_cpu:6.3f}; goal <= 1.25: "
-          f"{'met' if r1 <= 1.25 else 'MISSED'})")
-    print(f"naive / one-pass  = {r2:6.2f}x (CPU {naive_cpu / one_pass_cpu:6.2f}x; goal >= 5x: "
-          f"{'met' if r2 >= 5 else 'MISSED'})")
+    print(
+        f"one-pass / bare   = {r1:6.3f}  (CPU {one_pass_cpu / bare_cpu:6.3f}; goal <= 1.25: "
+        f"{'met' if r1 <= 1.25 else 'MISSED'})"
+    )
+    print(
+        f"naive / one-pass  = {r2:6.2f}x (CPU {naive_cpu / one_pass_cpu:6.2f}x; goal >= 5x: "
+        f"{'met' if r2 >= 5 else 'MISSED'})"
+    )
     print(f"outputs agree: {same} (max |dUI| {worst_ui:.2e}, max |dKL| {worst_kl:.2e})")
     return 0 if same else 1
 

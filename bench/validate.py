@@ -32,10 +32,47 @@ TEMPLATES = [
     "When {A} {verb} {B}, the {adj} {E} shifts toward {C} in {D} conditions",
     "{A} stores its {E} as {C}, so {B} {verb} it only in {adj} {D} media",
 ]
-VERBS = ["binds", "oxidises", "reduces", "catalyses", "absorbs", "emits", "inhibits", "activates", "transports", "cleaves", "stabilises", "polarises"]
+VERBS = [
+    "binds",
+    "oxidises",
+    "reduces",
+    "catalyses",
+    "absorbs",
+    "emits",
+    "inhibits",
+    "activates",
+    "transports",
+    "cleaves",
+    "stabilises",
+    "polarises",
+]
 ADJS = ["denser", "faster", "weaker", "stronger", "lighter", "warmer", "colder", "slower", "larger", "smaller"]
-NOUNS_E = ["energy", "charge", "spin", "mass", "entropy", "momentum", "pressure", "affinity", "potential", "density", "flux", "yield"]
-NOUNS_D = ["aqueous", "cellular", "thermal", "ionic", "planetary", "membrane", "crystalline", "viscous", "acidic", "optical"]
+NOUNS_E = [
+    "energy",
+    "charge",
+    "spin",
+    "mass",
+    "entropy",
+    "momentum",
+    "pressure",
+    "affinity",
+    "potential",
+    "density",
+    "flux",
+    "yield",
+]
+NOUNS_D = [
+    "aqueous",
+    "cellular",
+    "thermal",
+    "ionic",
+    "planetary",
+    "membrane",
+    "crystalline",
+    "viscous",
+    "acidic",
+    "optical",
+]
 
 
 def _words(rng: np.random.Generator, k: int) -> list[str]:
@@ -59,9 +96,15 @@ def synthesize(n_rows: int = 100_000, seed: int = 0, fault_rate: float = 0.01) -
         a, b, c, e = pick(4)
         tpl = TEMPLATES[t if t is not None else int(rng.integers(0, len(TEMPLATES)))]
         text = tpl.format(
-            A=a, B=b, C=c, D=NOUNS_D[int(rng.integers(0, len(NOUNS_D)))], E=NOUNS_E[int(rng.integers(0, len(NOUNS_E)))],
-            verb=VERBS[int(rng.integers(0, len(VERBS)))], adj=ADJS[int(rng.integers(0, len(ADJS)))],
-            adj2=ADJS[int(rng.integers(0, len(ADJS)))], num=f"{rng.integers(2, 900)}.{rng.integers(1, 9)}",
+            A=a,
+            B=b,
+            C=c,
+            D=NOUNS_D[int(rng.integers(0, len(NOUNS_D)))],
+            E=NOUNS_E[int(rng.integers(0, len(NOUNS_E)))],
+            verb=VERBS[int(rng.integers(0, len(VERBS)))],
+            adj=ADJS[int(rng.integers(0, len(ADJS)))],
+            adj2=ADJS[int(rng.integers(0, len(ADJS)))],
+            num=f"{rng.integers(2, 900)}.{rng.integers(1, 9)}",
             unit=UNITS[int(rng.integers(0, len(UNITS)))],
         )
         extra = " ".join(pick(int(rng.integers(3, 9))))
@@ -76,30 +119,80 @@ def synthesize(n_rows: int = 100_000, seed: int = 0, fault_rate: float = 0.01) -
             options = [" ".join(pick(2)) for _ in range(4)]
             gi = int(rng.integers(0, 4))
             dom = ["Chemistry", "Biomedicine", "Physics"][q % 3]
-            question = dict(id=qid, source="synth", source_row_id=str(q), license="CC0-1.0", domain=dom, subtype="Synthetic",
-                            task_type="multiple_choice", question=f"Which {' '.join(pick(6))} {VERBS[q % 12]} the {NOUNS_E[q % 12]}?",
-                            options=options, answer=options[gi], answer_index=gi, code_signature=None, code_tests=None,
-                            entry_point=None, reference_solution=None)
+            question = dict(
+                id=qid,
+                source="synth",
+                source_row_id=str(q),
+                license="CC0-1.0",
+                domain=dom,
+                subtype="Synthetic",
+                task_type="multiple_choice",
+                question=f"Which {' '.join(pick(6))} {VERBS[q % 12]} the {NOUNS_E[q % 12]}?",
+                options=options,
+                answer=options[gi],
+                answer_index=gi,
+                code_signature=None,
+                code_tests=None,
+                entry_point=None,
+                reference_solution=None,
+            )
         elif kind == "numeric":
             value = f"{rng.integers(1, 500)}.{rng.integers(1, 99)}"
-            question = dict(id=qid, source="synth", source_row_id=str(q), license="CC0-1.0", domain="Physics", subtype="Synthetic",
-                            task_type="open_ended", question=f"What is the {NOUNS_E[q % 12]} of {' '.join(pick(5))} at {rng.integers(2, 99)} K?",
-                            options=[], answer=f"{value} {UNITS[q % 10]}", answer_index=None, code_signature=None, code_tests=None,
-                            entry_point=None, reference_solution=None)
+            question = dict(
+                id=qid,
+                source="synth",
+                source_row_id=str(q),
+                license="CC0-1.0",
+                domain="Physics",
+                subtype="Synthetic",
+                task_type="open_ended",
+                question=f"What is the {NOUNS_E[q % 12]} of {' '.join(pick(5))} at {rng.integers(2, 99)} K?",
+                options=[],
+                answer=f"{value} {UNITS[q % 10]}",
+                answer_index=None,
+                code_signature=None,
+                code_tests=None,
+                entry_point=None,
+                reference_solution=None,
+            )
         else:
             fn, var = pick(2)
-            sol = (f"    total = 0\n    for item in {var}:\n        if item % 2 == 0:\n            total += item * {q % 7 + 2}\n"
-                   f"    return sorted({var}, key=lambda x: x % {q % 5 + 3})[:total]\n")
-            question = dict(id=qid, source="synth", source_row_id=str(q), license="MIT", domain="Code", subtype="Python",
-                            task_type="code", question=f"def {fn}({var}):\n    \"\"\"{' '.join(pick(8))}\"\"\"\n", options=[], answer=sol,
-                            answer_index=None, code_signature=f"def {fn}({var}):\n", code_tests="assert True\n", entry_point=fn,
-                            reference_solution=sol)
+            sol = (
+                f"    total = 0\n    for item in {var}:\n        if item % 2 == 0:\n            total += item * {q % 7 + 2}\n"
+                f"    return sorted({var}, key=lambda x: x % {q % 5 + 3})[:total]\n"
+            )
+            question = dict(
+                id=qid,
+                source="synth",
+                source_row_id=str(q),
+                license="MIT",
+                domain="Code",
+                subtype="Python",
+                task_type="code",
+                question=f'def {fn}({var}):\n    """{" ".join(pick(8))}"""\n',
+                options=[],
+                answer=sol,
+                answer_index=None,
+                code_signature=f"def {fn}({var}):\n",
+                code_tests="assert True\n",
+                entry_point=fn,
+                reference_solution=sol,
+            )
         questions.append(question)
         templates = rng.permutation(len(TEMPLATES))[:5].tolist()
         texts = [statement(t) for t in templates]
-        types = ["State Distortion"] * 4 if kind == "code" else [
-            ["Rule Contradiction", "State Distortion", "Pseudoscientific Entanglement"][int(rng.integers(0, 3))] for _ in range(4)]
-        logic = [f"Changed the {NOUNS_E[int(rng.integers(0, 12))]} of {pick(1)[0]}, contradicting the {NOUNS_D[int(rng.integers(0, 10))]} rule." for _ in range(4)]
+        types = (
+            ["State Distortion"] * 4
+            if kind == "code"
+            else [
+                ["Rule Contradiction", "State Distortion", "Pseudoscientific Entanglement"][int(rng.integers(0, 3))]
+                for _ in range(4)
+            ]
+        )
+        logic = [
+            f"Changed the {NOUNS_E[int(rng.integers(0, 12))]} of {pick(1)[0]}, contradicting the {NOUNS_D[int(rng.integers(0, 10))]} rule."
+            for _ in range(4)
+        ]
         if fault == "gold" and kind == "mc":
             texts[0] = texts[0][:-1] + f" near {question['answer']}."
         elif fault == "sentences":
@@ -122,11 +215,19 @@ def synthesize(n_rows: int = 100_000, seed: int = 0, fault_rate: float = 0.01) -
             texts[2] = texts[2][:-1] + f" via `return sorted({var}, key=lambda x: x % {q % 5 + 3})[:total]`."
         for k, text in enumerate(texts):
             h = k > 0
-            augs.append(dict(
-                id=f"{qid}-{'H' + str(k) if h else 'T'}", question_id=qid, kind="hallucinated" if h else "truthful", statement=text,
-                truth_verification=None if h else "Checked against the source.", mutation_type=types[k - 1] if h else None,
-                mutation_strategy="substitution" if h else None, mutation_logic=logic[k - 1] if h else None, generator="synthetic",
-            ))
+            augs.append(
+                dict(
+                    id=f"{qid}-{'H' + str(k) if h else 'T'}",
+                    question_id=qid,
+                    kind="hallucinated" if h else "truthful",
+                    statement=text,
+                    truth_verification=None if h else "Checked against the source.",
+                    mutation_type=types[k - 1] if h else None,
+                    mutation_strategy="substitution" if h else None,
+                    mutation_logic=logic[k - 1] if h else None,
+                    generator="synthetic",
+                )
+            )
     return pd.DataFrame(questions), pd.DataFrame(augs[:n_rows])
 
 
@@ -154,7 +255,9 @@ def main() -> None:
     print(f"generated {len(augs)} augmentation rows / {len(questions)} questions in {time.perf_counter() - t0:.1f} s")
     sizes = [s for s in (args.rows // 4, args.rows // 2, args.rows) if s > 0]
     print(f"best of {args.repeat}, interleaved; run_checks includes the same pandera schemas")
-    print(f"{'rows':>8} {'pandera s':>10} {'run_checks s':>13} {'pandera us/row':>15} {'run_checks us/row':>18} {'ratio':>6}  rejections")
+    print(
+        f"{'rows':>8} {'pandera s':>10} {'run_checks s':>13} {'pandera us/row':>15} {'run_checks us/row':>18} {'ratio':>6}  rejections"
+    )
     results = []
     for n in sizes:
         a = augs.iloc[:n].reset_index(drop=True)
@@ -164,12 +267,21 @@ def main() -> None:
             args.repeat,
         )
         results.append((n, tp, tc))
-        print(f"{n:>8} {tp:>10.3f} {tc:>13.3f} {tp / n * 1e6:>15.2f} {tc / n * 1e6:>18.2f} {tc / tp:>6.2f}  {len(report.rejections)}")
+        print(
+            f"{n:>8} {tp:>10.3f} {tc:>13.3f} {tp / n * 1e6:>15.2f} {tc / n * 1e6:>18.2f} {tc / tp:>6.2f}  {len(report.rejections)}"
+        )
     n, tp, tc = results[-1]
-    print("\nsteps of the last run_checks at", n, "rows (s):", ", ".join(f"{k} {v:.3f}" for k, v in report.seconds.items()))
+    print(
+        "\nsteps of the last run_checks at",
+        n,
+        "rows (s):",
+        ", ".join(f"{k} {v:.3f}" for k, v in report.seconds.items()),
+    )
     print("rejections by check:", report.by_check())
     per_row = [tc / n for n, _, tc in results]
-    print(f"run_checks time per row, largest / smallest over the sizes: {max(per_row) / min(per_row):.2f} (flat = linear)")
+    print(
+        f"run_checks time per row, largest / smallest over the sizes: {max(per_row) / min(per_row):.2f} (flat = linear)"
+    )
     print(f"ratio to pandera-only at {n} rows: {tc / tp:.2f} (goal <= 3)")
 
 

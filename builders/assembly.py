@@ -13,8 +13,15 @@ from phr.bench.prompts import Templates
 from phr.bench.records import Augmentation, BaseQuestion, Condition, question_row
 
 _EMPTY_AUG = dict.fromkeys(
-    ("augmentation_id", "premise", "truth_verification", "mutation_type", "mutation_strategy", "mutation_logic",
-     "generator")
+    (
+        "augmentation_id",
+        "premise",
+        "truth_verification",
+        "mutation_type",
+        "mutation_strategy",
+        "mutation_logic",
+        "generator",
+    )
 )
 
 
@@ -34,24 +41,45 @@ def assemble(
     base_c, truthful_c, hall_c = (condition_spec(c) for c in (Condition.B, Condition.B_T, Condition.B_H))
     for q in questions:
         base = question_row(q)  # every field: validation reads it back with question_from_row
-        rows[base_c.config].append({**base, **_EMPTY_AUG, "id": base_c.instance_id(q.id), "condition": base_c.value,
-                                 "prompt": templates.prompt(q)})
+        rows[base_c.config].append(
+            {
+                **base,
+                **_EMPTY_AUG,
+                "id": base_c.instance_id(q.id),
+                "condition": base_c.value,
+                "prompt": templates.prompt(q),
+            }
+        )
         hall = 0
         for a in by_q.get(q.id, []):
             aug = {
-                "augmentation_id": a.id, "premise": a.statement, "truth_verification": a.truth_verification,
+                "augmentation_id": a.id,
+                "premise": a.statement,
+                "truth_verification": a.truth_verification,
                 "mutation_type": a.mutation_type.value if a.mutation_type else None,
-                "mutation_strategy": a.mutation_strategy, "mutation_logic": a.mutation_logic,
+                "mutation_strategy": a.mutation_strategy,
+                "mutation_logic": a.mutation_logic,
                 "generator": a.generator,
             }
             if a.kind == truthful_c.premise:
-                rows[truthful_c.config].append({**base, **aug, "id": truthful_c.instance_id(q.id), "condition": truthful_c.value,
-                                         "prompt": templates.prompt(q, a.statement)})
+                rows[truthful_c.config].append(
+                    {
+                        **base,
+                        **aug,
+                        "id": truthful_c.instance_id(q.id),
+                        "condition": truthful_c.value,
+                        "prompt": templates.prompt(q, a.statement),
+                    }
+                )
             else:
                 hall += 1
-                rows[hall_c.config].append({**base, **aug, "id": hall_c.instance_id(q.id, hall),
-                                            "condition": hall_c.value,
-                                             "prompt": templates.prompt(q, a.statement)})
+                rows[hall_c.config].append(
+                    {
+                        **base,
+                        **aug,
+                        "id": hall_c.instance_id(q.id, hall),
+                        "condition": hall_c.value,
+                        "prompt": templates.prompt(q, a.statement),
+                    }
+                )
     return rows
-
-

@@ -62,7 +62,9 @@ class Prompts:
     @classmethod
     def load(cls, directory: str | Path | None = None) -> "Prompts":
         base = Path(directory) if directory else resources.files("phr.builders").joinpath("prompts")
-        return cls(Template(base.joinpath("prompt_t.txt").read_text()), Template(base.joinpath("prompt_h.txt").read_text()))
+        return cls(
+            Template(base.joinpath("prompt_t.txt").read_text()), Template(base.joinpath("prompt_h.txt").read_text())
+        )
 
 
 @dataclass
@@ -99,16 +101,42 @@ def slots_for(questions: list[BaseQuestion], recipe: Recipe) -> list[_Slot]:
     return out
 
 
-def generate_premises(questions: list[BaseQuestion], recipe: Recipe, generator, judge=None, *,
-                      templates: Templates | None = None, prompts: Prompts | None = None,
-                      validation_config=None, extra_check=None) -> GenerationResult:
-    return run_sync(agenerate_premises(questions, recipe, generator, judge, templates=templates,
-                                          prompts=prompts, validation_config=validation_config,
-                                          extra_check=extra_check))
+def generate_premises(
+    questions: list[BaseQuestion],
+    recipe: Recipe,
+    generator,
+    judge=None,
+    *,
+    templates: Templates | None = None,
+    prompts: Prompts | None = None,
+    validation_config=None,
+    extra_check=None,
+) -> GenerationResult:
+    return run_sync(
+        agenerate_premises(
+            questions,
+            recipe,
+            generator,
+            judge,
+            templates=templates,
+            prompts=prompts,
+            validation_config=validation_config,
+            extra_check=extra_check,
+        )
+    )
 
 
-async def agenerate_premises(questions, recipe: Recipe, generator, judge=None, *, templates=None, prompts=None,
-                             validation_config=None, extra_check=None) -> GenerationResult:
+async def agenerate_premises(
+    questions,
+    recipe: Recipe,
+    generator,
+    judge=None,
+    *,
+    templates=None,
+    prompts=None,
+    validation_config=None,
+    extra_check=None,
+) -> GenerationResult:
     """``extra_check(candidates) -> [Rejection]`` runs after the rule checks (e.g. manual review decisions)."""
 
     templates = templates or Templates.load()
@@ -135,8 +163,12 @@ async def agenerate_premises(questions, recipe: Recipe, generator, judge=None, *
             if mtype is None:
                 text = prompts.truthful.substitute(task=task, answer=_answer(q))
             else:
-                text = prompts.hallucinated.substitute(task=task, answer=_answer(q), mutation_type=mtype.value,
-                                                       mutation_definition=MUTATION_DEFINITIONS[mtype])
+                text = prompts.hallucinated.substitute(
+                    task=task,
+                    answer=_answer(q),
+                    mutation_type=mtype.value,
+                    mutation_definition=MUTATION_DEFINITIONS[mtype],
+                )
             req = ChatRequest(as_messages(text), params, n=len(slots), tag=qid, first_index=next_index[(qid, mtype)])
             next_index[(qid, mtype)] += len(slots)
             (t_reqs if mtype is None else h_reqs).append(req)
@@ -145,29 +177,38 @@ async def agenerate_premises(questions, recipe: Recipe, generator, judge=None, *
         for reqs, slot_groups, schema in ((t_reqs, t_slots, TruthfulOut), (h_reqs, h_slots, HallucinatedOut)):
             if not reqs:
                 continue
-            outs = await agenerate_structured(generator, reqs, schema, desc=f"round {round_no + 1}: "
-                                              f"{'truthful' if schema is TruthfulOut else 'hallucinated'} premises")
+            outs = await agenerate_structured(
+                generator,
+                reqs,
+                schema,
+                desc=f"round {round_no + 1}: {'truthful' if schema is TruthfulOut else 'hallucinated'} premises",
+            )
             _merge(summary, generator.last_summary)
             for slots, results in zip(slot_groups, outs):
                 for slot, res in zip(slots, results):
                     stats["generated"] += 1
                     if res.failure is not None:
-                        failed.append(Rejection(slot.aug_id, CALL_FAILED,
-                                                f"generator call failed: {res.failure.message}"))
+                        failed.append(
+                            Rejection(slot.aug_id, CALL_FAILED, f"generator call failed: {res.failure.message}")
+                        )
                         halted.add(slot.question.id)
                         continue
                     if not res.ok:
-                        rejections.append(Rejection(slot.aug_id, "generator_output",
-                                                    f"invalid generator output: {res.errors[-1]}"))
+                        rejections.append(
+                            Rejection(slot.aug_id, "generator_output", f"invalid generator output: {res.errors[-1]}")
+                        )
                         continue
                     v = res.value
                     candidates[slot.aug_id] = Augmentation(
-                        id=slot.aug_id, question_id=slot.question.id,
+                        id=slot.aug_id,
+                        question_id=slot.question.id,
                         kind="truthful" if slot.mutation_type is None else "hallucinated",
                         statement=v.statement.strip(),
                         truth_verification=getattr(v, "truth_verification", None),
-                        mutation_type=slot.mutation_type, mutation_strategy=getattr(v, "mutation_strategy", None),
-                        mutation_logic=getattr(v, "mutation_logic", None), generator=generator.spec,
+                        mutation_type=slot.mutation_type,
+                        mutation_strategy=getattr(v, "mutation_strategy", None),
+                        mutation_logic=getattr(v, "mutation_logic", None),
+                        generator=generator.spec,
                     )
         _drop_halted(candidates, halted)
         if candidates:
@@ -181,7 +222,6 @@ async def agenerate_premises(questions, recipe: Recipe, generator, judge=None, *
                     rejections.append(r)
                     candidates.pop(r.row_id)
         if candidates and judge is not None:
-
             cand_q = {a.question_id for a in candidates.values()}
             outcome = judge_augmentations([q for q in questions if q.id in cand_q], list(candidates.values()), judge)
             _merge(summary, judge.last_summary)

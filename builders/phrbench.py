@@ -94,8 +94,9 @@ def _mini_sources(refs: list[dict]) -> dict[tuple[str, str], BaseQuestion]:
     return {(q.source, q.source_row_id): q for q in pool}
 
 
-def curated_augmentations(rows: list[dict], pool: dict[tuple[str, str], BaseQuestion]
-                          ) -> tuple[list[BaseQuestion], list[Augmentation]]:
+def curated_augmentations(
+    rows: list[dict], pool: dict[tuple[str, str], BaseQuestion]
+) -> tuple[list[BaseQuestion], list[Augmentation]]:
     """Resolve curated rows to their base questions and make Augmentation records (ids stable)."""
     questions, augs = [], []
     for n, row in enumerate(rows, 1):
@@ -107,19 +108,35 @@ def curated_augmentations(rows: list[dict], pool: dict[tuple[str, str], BaseQues
             raise BuildError(f"{where}: answer_check {row['answer_check']!r} does not match the row's answer")
         questions.append(q)
         t = row["truthful"]
-        augs.append(Augmentation(id=f"{q.id}-aug-T", question_id=q.id, kind="truthful", statement=t["statement"],
-                                 truth_verification=t.get("truth_verification"), generator=CURATED))
+        augs.append(
+            Augmentation(
+                id=f"{q.id}-aug-T",
+                question_id=q.id,
+                kind="truthful",
+                statement=t["statement"],
+                truth_verification=t.get("truth_verification"),
+                generator=CURATED,
+            )
+        )
         for k, h in enumerate(row["hallucinated"], 1):
             try:
                 mt = MutationType(h["mutation_type"])
             except ValueError:
-                raise BuildError(f"{where}: hallucinated premise {k} has unknown mutation_type "
-                                 f"{h.get('mutation_type')!r}") from None
-            augs.append(Augmentation(
-                id=f"{q.id}-aug-H{k}", question_id=q.id, kind="hallucinated", statement=h["statement"],
-                mutation_type=mt, mutation_strategy=h.get("mutation_strategy"),
-                mutation_logic=h.get("mutation_logic"), generator=CURATED,
-            ))
+                raise BuildError(
+                    f"{where}: hallucinated premise {k} has unknown mutation_type {h.get('mutation_type')!r}"
+                ) from None
+            augs.append(
+                Augmentation(
+                    id=f"{q.id}-aug-H{k}",
+                    question_id=q.id,
+                    kind="hallucinated",
+                    statement=h["statement"],
+                    mutation_type=mt,
+                    mutation_strategy=h.get("mutation_strategy"),
+                    mutation_logic=h.get("mutation_logic"),
+                    generator=CURATED,
+                )
+            )
     return questions, augs
 
 
@@ -133,9 +150,22 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def _write(out, questions, augs, *, recipe: str, generator: str, judge: str | None, qc: dict, notes: list[str],
-           inputs: dict[str, str], templates_dir: Path | None, prompts_dir: Path | None, overwrite: bool,
-           extra_manifest: dict | None = None) -> BuildResult:
+def _write(
+    out,
+    questions,
+    augs,
+    *,
+    recipe: str,
+    generator: str,
+    judge: str | None,
+    qc: dict,
+    notes: list[str],
+    inputs: dict[str, str],
+    templates_dir: Path | None,
+    prompts_dir: Path | None,
+    overwrite: bool,
+    extra_manifest: dict | None = None,
+) -> BuildResult:
     """Assemble the instances and write the Hub folder (card, parquet, manifest) atomically."""
 
     templates = Templates.load(templates_dir)
@@ -144,14 +174,24 @@ def _write(out, questions, augs, *, recipe: str, generator: str, judge: str | No
     licenses = {q.source: q.license for q in questions}
     tpl_dir = templates_dir or resources.files("phr.bench").joinpath("templates")
     prm_dir = prompts_dir or resources.files("phr.builders").joinpath("prompts")
-    hashes = {f"templates/{n}.txt": hashlib.sha256(tpl_dir.joinpath(f"{n}.txt").read_bytes()).hexdigest()
-              for n in TEMPLATE_NAMES}
+    hashes = {
+        f"templates/{n}.txt": hashlib.sha256(tpl_dir.joinpath(f"{n}.txt").read_bytes()).hexdigest()
+        for n in TEMPLATE_NAMES
+    }
     if generator != CURATED:
-        hashes |= {f"prompts/{n}": hashlib.sha256(prm_dir.joinpath(n).read_bytes()).hexdigest()
-                   for n in ("prompt_t.txt", "prompt_h.txt")}
+        hashes |= {
+            f"prompts/{n}": hashlib.sha256(prm_dir.joinpath(n).read_bytes()).hexdigest()
+            for n in ("prompt_t.txt", "prompt_h.txt")
+        }
     manifest = {
-        "recipe": recipe, "counts": counts | {"total": sum(counts.values())}, "generator": generator,
-        "judge": judge, "inputs": inputs, "prompt_hashes": hashes, "qc": qc, "versions": _versions(),
+        "recipe": recipe,
+        "counts": counts | {"total": sum(counts.values())},
+        "generator": generator,
+        "judge": judge,
+        "inputs": inputs,
+        "prompt_hashes": hashes,
+        "qc": qc,
+        "versions": _versions(),
         **(extra_manifest or {}),
     }
 
@@ -160,8 +200,17 @@ def _write(out, questions, augs, *, recipe: str, generator: str, judge: str | No
 
         figures = write_figures(tmp, inst)
         write_eval_yaml(tmp)
-        card = render(inst, configs=card_configs(files), recipe=recipe, generator=generator,
-                      judge=judge, qc=qc, notes=notes, licenses=licenses, figures=markdown(figures))
+        card = render(
+            inst,
+            configs=card_configs(files),
+            recipe=recipe,
+            generator=generator,
+            judge=judge,
+            qc=qc,
+            notes=notes,
+            licenses=licenses,
+            figures=markdown(figures),
+        )
         card.save(tmp / "README.md")
         (tmp / LICENSE_FILE).write_text(license_text(licenses), encoding="utf-8")
         write_json(manifest, tmp / MANIFEST)
@@ -179,8 +228,14 @@ def _write(out, questions, augs, *, recipe: str, generator: str, judge: str | No
     return BuildResult(path, counts, qc)
 
 
-def build_mini(out: str | Path = "phrbench", *, overwrite: bool = False, curated: Path | None = None,
-               templates_dir: Path | None = None, judge=None) -> BuildResult:
+def build_mini(
+    out: str | Path = "phrbench",
+    *,
+    overwrite: bool = False,
+    curated: Path | None = None,
+    templates_dir: Path | None = None,
+    judge=None,
+) -> BuildResult:
     """Build PHRBench-mini offline: packaged sources + curated premises -> validated Hub folder."""
 
     if Path(out).exists() and not overwrite:
@@ -191,7 +246,6 @@ def build_mini(out: str | Path = "phrbench", *, overwrite: bool = False, curated
     report = _validate(questions, augs)
     report.extend(_review_rejections(out, augs))
     if judge is not None:
-
         report.extend(judge_augmentations(questions, augs, judge).rejections)
     if not report.ok:
         raise BuildError("curated premises fail validation:\n" + report.render())
@@ -202,15 +256,37 @@ def build_mini(out: str | Path = "phrbench", *, overwrite: bool = False, curated
         "MMLU subjects stand in for sources with no offline copy (ChemBench, GPQA, MedMCQA, SciQ, MBPP).",
         bbbp.STANDIN_NOTE,
     ]
-    return _write(out, questions, augs, recipe="mini", generator=CURATED, judge=judge.spec if judge else None,
-                  qc=qc, notes=notes, inputs={"curated/mini.jsonl": curated_hash}, templates_dir=templates_dir,
-                  prompts_dir=None, overwrite=overwrite)
+    return _write(
+        out,
+        questions,
+        augs,
+        recipe="mini",
+        generator=CURATED,
+        judge=judge.spec if judge else None,
+        qc=qc,
+        notes=notes,
+        inputs={"curated/mini.jsonl": curated_hash},
+        templates_dir=templates_dir,
+        prompts_dir=None,
+        overwrite=overwrite,
+    )
 
 
-def build(recipe: str | Path = "mini", out: str | Path = "phrbench", *, generator: str | None = None,
-          judge: str | None = None, source_dir: str | Path | None = None, online: bool = False,
-          overwrite: bool = False, allow_short: bool = False, templates_dir: Path | None = None,
-          prompts_dir: Path | None = None, progress: bool = True, llm_options: dict | None = None) -> BuildResult:
+def build(
+    recipe: str | Path = "mini",
+    out: str | Path = "phrbench",
+    *,
+    generator: str | None = None,
+    judge: str | None = None,
+    source_dir: str | Path | None = None,
+    online: bool = False,
+    overwrite: bool = False,
+    allow_short: bool = False,
+    templates_dir: Path | None = None,
+    prompts_dir: Path | None = None,
+    progress: bool = True,
+    llm_options: dict | None = None,
+) -> BuildResult:
     """Build PHRBench by recipe. ``mini``: curated premises, offline. Others: premises from ``generator``.
 
     Model specs are resolved (and API keys checked) before any work; the output folder is written only when
@@ -232,39 +308,73 @@ def build(recipe: str | Path = "mini", out: str | Path = "phrbench", *, generato
     with collect_rejected() as source_rejections:
         questions, short_sources = select_questions(rec, source_dir, online=online, allow_short=allow_short)
     _check_questions(questions)
-    result = generate_premises(questions, rec, gen_llm, judge_llm, templates=Templates.load(templates_dir),
-                               prompts=Prompts.load(prompts_dir),
-                               extra_check=lambda augs: _review_rejections(out, augs))
+    result = generate_premises(
+        questions,
+        rec,
+        gen_llm,
+        judge_llm,
+        templates=Templates.load(templates_dir),
+        prompts=Prompts.load(prompts_dir),
+        extra_check=lambda augs: _review_rejections(out, augs),
+    )
     if progress and result.summary is not None:
         result.summary.print()
     if result.failed:
-        rerun = _rerun_command(recipe, out, generator=generator, judge=judge, source_dir=source_dir, online=online,
-                               overwrite=overwrite, allow_short=allow_short, cache=gen_llm.cache.path)
+        rerun = _rerun_command(
+            recipe,
+            out,
+            generator=generator,
+            judge=judge,
+            source_dir=source_dir,
+            online=online,
+            overwrite=overwrite,
+            allow_short=allow_short,
+            cache=gen_llm.cache.path,
+        )
         raise BuildError(_failed_calls_message(result.failed, rerun, gen_llm.cache.path))
     if result.missing and not allow_short:
-        lines = [f"{qid}: {len(ids)} premise slot(s) unfilled ({', '.join(ids[:3])}{', ...' if len(ids) > 3 else ''})"
-                 for qid, ids in sorted(result.missing.items())]
+        lines = [
+            f"{qid}: {len(ids)} premise slot(s) unfilled ({', '.join(ids[:3])}{', ...' if len(ids) > 3 else ''})"
+            for qid, ids in sorted(result.missing.items())
+        ]
         reasons = Counter(r.check for r in result.rejections)
         raise BuildError(
             f"{len(result.missing)} question(s) fall short after {rec.regeneration_rounds} regeneration round(s) "
-            f"(rejections by check: {dict(reasons)}):\n  " + "\n  ".join(lines[:50])
-            + ("\n  ..." if len(lines) > 50 else "") + "\n(pass --allow-short to build anyway; nothing was written)"
+            f"(rejections by check: {dict(reasons)}):\n  "
+            + "\n  ".join(lines[:50])
+            + ("\n  ..." if len(lines) > 50 else "")
+            + "\n(pass --allow-short to build anyway; nothing was written)"
         )
     rejected = Counter(r.check for r in result.rejections)
-    qc = {"premises generated": result.stats.get("generated", 0),
-          **{f"rejected: {k}": v for k, v in sorted(rejected.items())},
-          "accepted": result.stats.get("accepted", 0)}
-    notes = [f"Premises generated by `{gen_llm.spec}` with the toolkit's PROMPT_T / PROMPT_H "
-             "(builders/prompts); every rejection and its reason is listed in `manifest.json`."]
+    qc = {
+        "premises generated": result.stats.get("generated", 0),
+        **{f"rejected: {k}": v for k, v in sorted(rejected.items())},
+        "accepted": result.stats.get("accepted", 0),
+    }
+    notes = [
+        f"Premises generated by `{gen_llm.spec}` with the toolkit's PROMPT_T / PROMPT_H "
+        "(builders/prompts); every rejection and its reason is listed in `manifest.json`."
+    ]
     notes += [f"Short: {s}" for s in short_sources]
     notes += [f"Short: {qid} has {len(ids)} unfilled premise slot(s)" for qid, ids in sorted(result.missing.items())]
-    return _write(out, questions, result.augmentations, recipe=rec.name, generator=gen_llm.spec,
-                  judge=judge_llm.spec if judge_llm else None, qc=qc, notes=notes,
-                  inputs={"questions": hashlib.sha256("\n".join(q.id for q in questions).encode()).hexdigest()},
-                  templates_dir=templates_dir, prompts_dir=prompts_dir, overwrite=overwrite,
-                  extra_manifest={"rejections": [{"row_id": r.row_id, "check": r.check, "reason": r.reason}
-                                                 for r in result.rejections],
-                                  "source_rejections": source_rejections})
+    return _write(
+        out,
+        questions,
+        result.augmentations,
+        recipe=rec.name,
+        generator=gen_llm.spec,
+        judge=judge_llm.spec if judge_llm else None,
+        qc=qc,
+        notes=notes,
+        inputs={"questions": hashlib.sha256("\n".join(q.id for q in questions).encode()).hexdigest()},
+        templates_dir=templates_dir,
+        prompts_dir=prompts_dir,
+        overwrite=overwrite,
+        extra_manifest={
+            "rejections": [{"row_id": r.row_id, "check": r.check, "reason": r.reason} for r in result.rejections],
+            "source_rejections": source_rejections,
+        },
+    )
 
 
 def _check_questions(questions: list[BaseQuestion]) -> None:
@@ -272,8 +382,10 @@ def _check_questions(questions: list[BaseQuestion]) -> None:
 
     bad = validate_frame(to_frame(questions), "questions") if questions else []
     if bad:
-        raise BuildError("selected questions fail validation (nothing was written):\n  "
-                         + "\n  ".join(f"{r.row_id}: [{r.check}] {r.reason}" for r in bad[:20]))
+        raise BuildError(
+            "selected questions fail validation (nothing was written):\n  "
+            + "\n  ".join(f"{r.row_id}: [{r.check}] {r.reason}" for r in bad[:20])
+        )
 
 
 def _rerun_command(recipe, out, *, generator, judge, source_dir, online, overwrite, allow_short, cache) -> str:
@@ -282,8 +394,9 @@ def _rerun_command(recipe, out, *, generator, judge, source_dir, online, overwri
     for flag, value in (("--generator", generator), ("--judge", judge), ("--source-dir", source_dir)):
         if value is not None:
             args += [flag, str(value)]
-    args += [flag for flag, on in (("--online", online), ("--overwrite", overwrite), ("--allow-short", allow_short))
-             if on]
+    args += [
+        flag for flag, on in (("--online", online), ("--overwrite", overwrite), ("--allow-short", allow_short)) if on
+    ]
     return shlex.join(args)
 
 
@@ -303,9 +416,13 @@ def _review_rejections(out, augs) -> list:
     """Premises rejected in a manual review of the previous build at ``out`` (same id and same text)."""
 
     decisions = load_decisions(out) if Path(out).is_dir() else {}
-    return [Rejection(a.id, "manual_review", f"rejected in review by {d.get('reviewer')}: {d.get('note')}")
-            for a in augs if (d := decisions.get(a.id)) and d.get("decision") == "reject"
-            and d.get("premise_sha") == premise_sha(a.statement)]
+    return [
+        Rejection(a.id, "manual_review", f"rejected in review by {d.get('reviewer')}: {d.get('note')}")
+        for a in augs
+        if (d := decisions.get(a.id))
+        and d.get("decision") == "reject"
+        and d.get("premise_sha") == premise_sha(a.statement)
+    ]
 
 
 def _validate(questions, augs):

@@ -75,14 +75,19 @@ def load_recipe(name_or_path: str | Path) -> Recipe:
             for q in d.get("sources", [])
         )
         return Recipe(
-            name=d["name"], seed=int(d.get("seed", 0)), curated=d.get("curated"), quotas=quotas,
+            name=d["name"],
+            seed=int(d.get("seed", 0)),
+            curated=d.get("curated"),
+            quotas=quotas,
             science_truthful=int(slots.get("science", {}).get("truthful", 1)),
             science_types=tuple(MutationType(t) for t in slots.get("science", {}).get("hallucinated", [])),
             code_truthful=int(slots.get("code", {}).get("truthful", 1)),
             code_types=tuple(MutationType(t) for t in slots.get("code", {}).get("hallucinated", [])),
-            temperature=float(gen.get("temperature", 0.9)), max_tokens=int(gen.get("max_tokens", 512)),
+            temperature=float(gen.get("temperature", 0.9)),
+            max_tokens=int(gen.get("max_tokens", 512)),
             regeneration_rounds=int(gen.get("regeneration_rounds", 3)),
-            generator=(d.get("models") or {}).get("generator"), judge=(d.get("models") or {}).get("judge"),
+            generator=(d.get("models") or {}).get("generator"),
+            judge=(d.get("models") or {}).get("judge"),
         )
     except (KeyError, TypeError, ValueError) as e:
         raise RecipeError(f"{where}: invalid recipe: {e}") from None
@@ -92,8 +97,9 @@ def _rank(seed: int, qid: str) -> str:
     return hashlib.sha256(f"{seed}:{qid}".encode()).hexdigest()
 
 
-def select_questions(recipe: Recipe, source_dir: str | Path | None = None, *, online: bool = False,
-                     allow_short: bool = False) -> tuple[list[BaseQuestion], list[str]]:
+def select_questions(
+    recipe: Recipe, source_dir: str | Path | None = None, *, online: bool = False, allow_short: bool = False
+) -> tuple[list[BaseQuestion], list[str]]:
     """The recipe's base questions, seeded and deterministic; returns (questions, shortfall messages).
 
     ``source_dir``: a folder with one sub-folder per source (``<dir>/sciq/train.json`` ...); a source with no
@@ -109,21 +115,26 @@ def select_questions(recipe: Recipe, source_dir: str | Path | None = None, *, on
         key = (quota.source, tuple(sorted((k, str(v)) for k, v in quota.filters.items())))
         if key not in cache:
             with collect_rejected() as rejected:
-                loaded = load_source(quota.source, sub if sub and sub.exists() else None, online=online,
-                                     **quota.filters)
+                loaded = load_source(
+                    quota.source, sub if sub and sub.exists() else None, online=online, **quota.filters
+                )
             cache[key] = (loaded, rejected)
         loaded, rejected = cache[key]
         pool = [q for q in loaded if q.domain is quota.domain and q.id not in seen]
         pool.sort(key=lambda q: _rank(recipe.seed, q.id))
         take = pool[: quota.count]
         if len(take) < quota.count:
-            short.append(f"{quota.source} ({quota.domain.value}, {quota.filters or 'no filters'}): "
-                         f"{len(take)} of {quota.count} questions available" + _rejected_note(rejected))
+            short.append(
+                f"{quota.source} ({quota.domain.value}, {quota.filters or 'no filters'}): "
+                f"{len(take)} of {quota.count} questions available" + _rejected_note(rejected)
+            )
         chosen += take
         seen.update(q.id for q in take)
     if short and not allow_short:
-        raise RecipeError("not enough source questions for recipe "
-                          f"{recipe.name}:\n  " + "\n  ".join(short) + "\n(pass --allow-short to build anyway)")
+        raise RecipeError(
+            "not enough source questions for recipe "
+            f"{recipe.name}:\n  " + "\n  ".join(short) + "\n(pass --allow-short to build anyway)"
+        )
     return chosen, short
 
 

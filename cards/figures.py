@@ -121,8 +121,15 @@ def subtypes_per_domain(rows: list[dict], path: Path) -> None:
     ax.set_xlim(0, max([1, *(n for _, _, n in items)]) * 1.15)
     from matplotlib.patches import Patch
 
-    ax.legend(handles=[Patch(color=colour[d], label=str(d)) for d in domains], frameon=False, fontsize=8,
-              loc="upper left", bbox_to_anchor=(1.0, 1.0), title="domain", title_fontsize=8)
+    ax.legend(
+        handles=[Patch(color=colour[d], label=str(d)) for d in domains],
+        frameon=False,
+        fontsize=8,
+        loc="upper left",
+        bbox_to_anchor=(1.0, 1.0),
+        title="domain",
+        title_fontsize=8,
+    )
     _save(fig, path)
 
 
@@ -138,11 +145,20 @@ def premise_length(truthful: list[dict], hallucinated: list[dict], path: Path) -
     bins = list(range(lo, hi + step + 1, step))
     fig = _figure(7.5, 4.0)
     ax = fig.add_subplot()
-    series = [(d, f"{label}: n={len(d)}, median {median(d):g} words", c)
-              for d, label, c in ((t, "truthful (B+T)", PALETTE[2]), (h, "hallucinated (B+H)", PALETTE[5])) if d]
+    series = [
+        (d, f"{label}: n={len(d)}, median {median(d):g} words", c)
+        for d, label, c in ((t, "truthful (B+T)", PALETTE[2]), (h, "hallucinated (B+H)", PALETTE[5]))
+        if d
+    ]
     if series:
-        ax.hist([d for d, _, _ in series], bins=bins, weights=[[1 / len(d)] * len(d) for d, _, _ in series],
-                color=[c for _, _, c in series], label=[lab for _, lab, _ in series], rwidth=0.9)
+        ax.hist(
+            [d for d, _, _ in series],
+            bins=bins,
+            weights=[[1 / len(d)] * len(d) for d, _, _ in series],
+            color=[c for _, _, c in series],
+            label=[lab for _, lab, _ in series],
+            rwidth=0.9,
+        )
         ax.legend(frameon=False, fontsize=8, loc="upper left")
         ax.set_ylim(0, ax.get_ylim()[1] * 1.2)
     ax.set_xlabel("premise length (words)")

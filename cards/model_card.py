@@ -67,7 +67,6 @@ def _eval_results(results: list[dict], model_name: str):
     """``EvalResult`` entries (model-index) and ``{benchmark: [entries]}`` for ``.eval_results``."""
     from huggingface_hub import EvalResult
 
-
     config_of = {m: (c, what) for m, _, c, what in METRICS}
     entries, files = [], {}
     for raw in results:
@@ -75,13 +74,22 @@ def _eval_results(results: list[dict], model_name: str):
         ds, rev = rec["dataset"]["id"], rec["dataset"]["revision"]
         for metric, value in rec["metrics"].items():
             config, what = config_of.get(metric, (None, metric))
-            entries.append(EvalResult(
-                task_type="text-generation", task_name="Post-hallucination reasoning",
-                dataset_type=ds, dataset_name=ds.split("/")[-1], dataset_config=config, dataset_split="test",
-                dataset_revision=rev, metric_type=metric, metric_name=what, metric_value=value,
-                source_name=(rec.get("source_name") or "PHR evaluation") if rec.get("source_url") else None,
-                source_url=rec.get("source_url"),
-            ))
+            entries.append(
+                EvalResult(
+                    task_type="text-generation",
+                    task_name="Post-hallucination reasoning",
+                    dataset_type=ds,
+                    dataset_name=ds.split("/")[-1],
+                    dataset_config=config,
+                    dataset_split="test",
+                    dataset_revision=rev,
+                    metric_type=metric,
+                    metric_name=what,
+                    metric_value=value,
+                    source_name=(rec.get("source_name") or "PHR evaluation") if rec.get("source_url") else None,
+                    source_url=rec.get("source_url"),
+                )
+            )
         files.setdefault(rec.get("benchmark", "phrbench"), []).extend(yaml.safe_load(model_eval_results_yaml(rec)))
     return entries, files
 
@@ -96,12 +104,20 @@ def _table(d: dict) -> list[str]:
     return rows
 
 
-def write_model_card(checkpoint_dir: str | Path, *, base_model: str | None = None,
-                     datasets: list[tuple[str, str | None]] | list[dict] | None = None,
-                     hyperparameters: dict | None = None, reward_config: dict | None = None,
-                     eval_results: list[dict] | None = None, model_name: str | None = None,
-                     license: str | None = "apache-2.0", tags: list[str] | None = None,
-                     library_name: str | None = None, description: str | None = None) -> Path:
+def write_model_card(
+    checkpoint_dir: str | Path,
+    *,
+    base_model: str | None = None,
+    datasets: list[tuple[str, str | None]] | list[dict] | None = None,
+    hyperparameters: dict | None = None,
+    reward_config: dict | None = None,
+    eval_results: list[dict] | None = None,
+    model_name: str | None = None,
+    license: str | None = "apache-2.0",
+    tags: list[str] | None = None,
+    library_name: str | None = None,
+    description: str | None = None,
+) -> Path:
     """Write ``README.md`` (model card), ``.eval_results/<benchmark>.yaml`` (from ``eval_results``: result dicts
     as in docs/publishing.md) and ``phr_training.json`` (merged training metadata) into ``checkpoint_dir``.
     Returns the README path. The card is re-read with ``huggingface_hub.ModelCard`` before returning."""
@@ -127,30 +143,50 @@ def write_model_card(checkpoint_dir: str | Path, *, base_model: str | None = Non
     meta["datasets"] = _datasets(meta["datasets"])
     name = model_name or meta.get("model_name") or folder.name
     if library_name is None:
-        library_name = "peft" if (folder / "adapter_config.json").exists() else \
-            "transformers" if (folder / "config.json").exists() else None
+        library_name = (
+            "peft"
+            if (folder / "adapter_config.json").exists()
+            else "transformers"
+            if (folder / "config.json").exists()
+            else None
+        )
     entries, eval_files = _eval_results(eval_results or [], name)
     data = ModelCardData(
-        base_model=meta["base_model"], datasets=[d["id"] for d in meta["datasets"]] or None,
+        base_model=meta["base_model"],
+        datasets=[d["id"] for d in meta["datasets"]] or None,
         tags=sorted(set(DEFAULT_TAGS) | set(tags or []) | ({meta["method"].lower()} if meta.get("method") else set())),
-        license=license, library_name=library_name, model_name=name, eval_results=entries or None,
+        license=license,
+        library_name=library_name,
+        model_name=name,
+        eval_results=entries or None,
     )
     body = [
-        f"# {name}", "",
-        description or (f"Fine-tuned from [{meta['base_model']}](https://huggingface.co/{meta['base_model']})"
-                        + (f" with {meta['method']}" if meta.get("method") else "")
-                        + " to reason soundly after a hallucinated premise has entered the context."), "",
-        "## Training data", "",
+        f"# {name}",
+        "",
+        description
+        or (
+            f"Fine-tuned from [{meta['base_model']}](https://huggingface.co/{meta['base_model']})"
+            + (f" with {meta['method']}" if meta.get("method") else "")
+            + " to reason soundly after a hallucinated premise has entered the context."
+        ),
+        "",
+        "## Training data",
+        "",
     ]
-    body += [f"- [{d['id']}](https://huggingface.co/datasets/{d['id']})"
-             + (f" at revision `{d['revision']}`" if d["revision"] else " (revision not recorded)")
-             for d in meta["datasets"]] or ["(none recorded)"]
+    body += [
+        f"- [{d['id']}](https://huggingface.co/datasets/{d['id']})"
+        + (f" at revision `{d['revision']}`" if d["revision"] else " (revision not recorded)")
+        for d in meta["datasets"]
+    ] or ["(none recorded)"]
     body += ["", "## Hyperparameters", "", *_table(meta["hyperparameters"]), "", "## Reward", ""]
     body += _table(meta["reward"]) if meta["reward"] else ["(none: supervised training)"]
     if entries:
         body += ["", "## Evaluation", "", "| dataset | revision | config | metric | value |", "|---|---|---|---|---|"]
-        body += [f"| {e.dataset_type} | {e.dataset_revision} | {e.dataset_config or ''} | {e.metric_type} | "
-                 f"{e.metric_value:.4f} |" for e in entries]
+        body += [
+            f"| {e.dataset_type} | {e.dataset_revision} | {e.dataset_config or ''} | {e.metric_type} | "
+            f"{e.metric_value:.4f} |"
+            for e in entries
+        ]
         body += ["", f"Machine-readable: the `model-index` above and `{EVAL_RESULTS_DIR}/*.yaml`."]
     body += ["", f"Training metadata: [`{TRAINING_FILE}`]({TRAINING_FILE}).", ""]
     card = ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(body))
@@ -159,7 +195,8 @@ def write_model_card(checkpoint_dir: str | Path, *, base_model: str | None = Non
         (folder / EVAL_RESULTS_DIR).mkdir(exist_ok=True)
         for bench, items in eval_files.items():
             (folder / EVAL_RESULTS_DIR / f"{bench}.yaml").write_text(
-                yaml.safe_dump(items, sort_keys=False, allow_unicode=True), encoding="utf-8")
+                yaml.safe_dump(items, sort_keys=False, allow_unicode=True), encoding="utf-8"
+            )
     path = folder / README
     card.save(path)
     ModelCard.load(path, ignore_metadata_errors=False)  # fails loudly if the metadata does not round-trip

@@ -27,8 +27,18 @@ def _table(header: list[str], rows: list[list]) -> str:
     return "\n".join(lines)
 
 
-def render(rows: dict[str, list[dict]], *, configs: list[dict], recipe: str, generator: str, judge: str | None,
-           qc: dict, notes: list[str], licenses: dict[str, str], figures: str = "") -> DatasetCard:
+def render(
+    rows: dict[str, list[dict]],
+    *,
+    configs: list[dict],
+    recipe: str,
+    generator: str,
+    judge: str | None,
+    qc: dict,
+    notes: list[str],
+    licenses: dict[str, str],
+    figures: str = "",
+) -> DatasetCard:
     """Card text and metadata from the assembled rows of every config."""
     base, hall = rows[_B], rows[_H]
     domains = sorted({r["domain"] for r in base})
@@ -37,21 +47,35 @@ def render(rows: dict[str, list[dict]], *, configs: list[dict], recipe: str, gen
     n = {k: len(v) for k, v in rows.items()}
     counts = _table(
         ["domain", "questions (B)", "B+T", *[f"B+H {t}" for t in types], "B+H total"],
-        [[d, sum(r["domain"] == d for r in base), sum(r["domain"] == d for r in rows[_T]),
-          *[by_dt[(d, t)] for t in types], sum(by_dt[(d, t)] for t in types)] for d in domains]
+        [
+            [
+                d,
+                sum(r["domain"] == d for r in base),
+                sum(r["domain"] == d for r in rows[_T]),
+                *[by_dt[(d, t)] for t in types],
+                sum(by_dt[(d, t)] for t in types),
+            ]
+            for d in domains
+        ]
         + [["**all**", n[_B], n[_T], *[sum(by_dt[(d, t)] for d in domains) for t in types], n[_H]]],
     )
     subtypes = Counter((r["domain"], r["subtype"]) for r in base)
     subtype_table = _table(["domain", "subtype", "questions"], [[d, s, c] for (d, s), c in sorted(subtypes.items())])
     src = Counter(r["source"] for r in base)
-    source_table = _table(["source", "questions", "license"], [[s, c, licenses.get(s, "see source")] for s, c in sorted(src.items())])
+    source_table = _table(
+        ["source", "questions", "license"], [[s, c, licenses.get(s, "see source")] for s, c in sorted(src.items())]
+    )
     qc_rows = [[k, v] for k, v in qc.items()]
     data = DatasetCardData(
-        language="en", license="other", license_name=LICENSE_NAME, license_link=LICENSE_FILE,
+        language="en",
+        license="other",
+        license_name=LICENSE_NAME,
+        license_link=LICENSE_FILE,
         pretty_name=f"PHRBench ({recipe})",
         task_categories=["question-answering", "text-generation"],
         size_categories="n<1K" if sum(n.values()) < 1000 else "1K<n<10K",
-        tags=["hallucination", "reasoning", "benchmark", "phrbench"], configs=configs,
+        tags=["hallucination", "reasoning", "benchmark", "phrbench"],
+        configs=configs,
         dataset_info=[{"config_name": name, "features": card_features()} for name in (*n, ALL_CONFIG)],
     )
     body = f"""
@@ -96,7 +120,7 @@ leakage) on the parquet files and names each failing row.
 
 - Recipe: `{recipe}`
 - Premise generator: `{generator}`
-- Judge: `{judge or 'none (rule-based validation only)'}`
+- Judge: `{judge or "none (rule-based validation only)"}`
 
 ### Quality control
 
@@ -133,6 +157,8 @@ model completes, and `code_tests` and `reference_solution` are never shown to mo
 def license_text(licenses: dict[str, str]) -> str:
     """``LICENSE.md``: PHRBench mixes sources with their own licenses; each row carries its source's."""
     rows = "\n".join(f"| {s} | {lic} |" for s, lic in sorted(licenses.items()))
-    return ("# Licenses\n\nPHRBench combines questions from several public benchmarks. Each row's `license` field\n"
-            "names the license of its `source`; the premises written for PHRBench are released under the toolkit's\n"
-            f"Apache-2.0 license.\n\n| source | license |\n|---|---|\n{rows}\n")
+    return (
+        "# Licenses\n\nPHRBench combines questions from several public benchmarks. Each row's `license` field\n"
+        "names the license of its `source`; the premises written for PHRBench are released under the toolkit's\n"
+        f"Apache-2.0 license.\n\n| source | license |\n|---|---|\n{rows}\n"
+    )

@@ -65,8 +65,11 @@ class _Group:
     """One table cell: its point estimates and, with a resampler, the bootstrap draws of each figure."""
 
     def __init__(self, scores: Sequence[SampleScore], rs: QuestionResampler | None):
-        self.cell = Cell(n=len(scores), missing=sum(s.missing for s in scores),
-                         **{f: _mean(_value(s, f) for s in scores) for f in FIGURES})
+        self.cell = Cell(
+            n=len(scores),
+            missing=sum(s.missing for s in scores),
+            **{f: _mean(_value(s, f) for s in scores) for f in FIGURES},
+        )
         self.draws = {f: _draws(rs, ((s.question_id, _value(s, f)) for s in scores)) for f in FIGURES}
 
     def get(self, figure: str) -> float | None:
@@ -114,8 +117,11 @@ def _shares(judged: Sequence[SampleScore], rs) -> tuple[dict[str, float | None],
 def aggregate(scores: Sequence[SampleScore], bootstrap: Bootstrap | None = Bootstrap()) -> ReportTables:
     """The report tables, the flat ``metrics`` of a result and (unless ``bootstrap`` is None) their standard
     errors from a paired bootstrap over base questions."""
-    rs = None if bootstrap is None else QuestionResampler((s.question_id for s in scores), bootstrap.resamples,
-                                                           bootstrap.seed)
+    rs = (
+        None
+        if bootstrap is None
+        else QuestionResampler((s.question_id for s in scores), bootstrap.resamples, bootstrap.seed)
+    )
     by_cond = _cells(scores, lambda s: s.condition, rs)
     by_cond = {c: by_cond[c] for c in CONDITION_SUFFIX if c in by_cond}
     errs = CellErrors(by_condition={c: g.errors() for c, g in by_cond.items()})
@@ -149,13 +155,18 @@ def aggregate(scores: Sequence[SampleScore], bootstrap: Bootstrap | None = Boots
     def props(group: list[SampleScore]) -> dict[str, float | None]:
         return {r: _mean(float(s.resolution == r) for s in group) for r in RESOLUTIONS}
 
-    resolution = Resolution(**{
-        "judged": len(judged),
-        "unjudged": sum(1 for s in hall if s.resolution is None and not s.missing),
-        "proportions": {r: shares[r] for r in RESOLUTIONS}, rate_of(INSIGHTFUL): shares[INSIGHTFUL],
-        "per_domain": {d: props(g) for d, g in _group(judged, lambda s: s.domain).items()},
-        "per_mutation_type": {m: props(g) for m, g in _group(judged, lambda s: s.mutation_type or "unknown").items()},
-    })
+    resolution = Resolution(
+        **{
+            "judged": len(judged),
+            "unjudged": sum(1 for s in hall if s.resolution is None and not s.missing),
+            "proportions": {r: shares[r] for r in RESOLUTIONS},
+            rate_of(INSIGHTFUL): shares[INSIGHTFUL],
+            "per_domain": {d: props(g) for d, g in _group(judged, lambda s: s.domain).items()},
+            "per_mutation_type": {
+                m: props(g) for m, g in _group(judged, lambda s: s.mutation_type or "unknown").items()
+            },
+        }
+    )
     by_resolution = {r: _Group([s for s in judged if s.resolution == r], rs) for r in RESOLUTIONS}
     errs.by_resolution = {r: g.errors() for r, g in by_resolution.items()}
 
@@ -169,8 +180,12 @@ def aggregate(scores: Sequence[SampleScore], bootstrap: Bootstrap | None = Boots
         resolution=resolution,
         by_resolution={r: g.cell for r, g in by_resolution.items()},
         cell_errors=errs if rs is not None else None,
-        counts=Counts(samples=len(scores), missing=sum(s.missing for s in scores),
-                      instances=len({s.instance_id for s in scores}), questions=len({s.question_id for s in scores})),
+        counts=Counts(
+            samples=len(scores),
+            missing=sum(s.missing for s in scores),
+            instances=len({s.instance_id for s in scores}),
+            questions=len({s.question_id for s in scores}),
+        ),
         bootstrap=bootstrap,
     )
 

@@ -70,8 +70,10 @@ def _read_folder(folder: Path) -> tuple[list[Instance], dict[str, str]]:
         config = condition_spec(cond).config
         path = data_file(folder, config)
         if path is None:
-            raise DatasetError(f"{folder} has no data/{config}-*.parquet: not a built PHRBench folder "
-                               "(make one with `phr-publish build phrbench`)")
+            raise DatasetError(
+                f"{folder} has no data/{config}-*.parquet: not a built PHRBench folder "
+                "(make one with `phr-publish build phrbench`)"
+            )
         rel = path.relative_to(folder).as_posix()
         files[rel] = sha256_file(path)
         try:
@@ -80,13 +82,16 @@ def _read_folder(folder: Path) -> tuple[list[Instance], dict[str, str]]:
             raise DatasetError(f"cannot read {rel}: {e}") from None
         for n, row in enumerate(rows):
             if row.get("condition") != cond:
-                raise DatasetError(f"{rel} row {n} ({row.get('id')!r}): condition {row.get('condition')!r}, expected {cond!r}")
+                raise DatasetError(
+                    f"{rel} row {n} ({row.get('id')!r}): condition {row.get('condition')!r}, expected {cond!r}"
+                )
             try:
                 instances.append(Instance.from_row(row))
             except ValidationError as e:
                 err = e.errors()[0]
-                raise DatasetError(f"{rel} row {n} ({row.get('id')!r}): field {'.'.join(map(str, err['loc']))}: "
-                                   f"{err['msg']}") from None
+                raise DatasetError(
+                    f"{rel} row {n} ({row.get('id')!r}): field {'.'.join(map(str, err['loc']))}: {err['msg']}"
+                ) from None
     seen: set[str] = set()
     for i in instances:
         if not i.id or not i.prompt:
@@ -101,15 +106,21 @@ def _git_head(path: Path) -> str | None:
     if not (path / ".git").exists():
         return None
     try:
-        out = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], check=False, capture_output=True,
-                             text=True, timeout=10)
+        out = subprocess.run(
+            ["git", "-C", str(path), "rev-parse", "HEAD"], check=False, capture_output=True, text=True, timeout=10
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip() if out.returncode == 0 else None
 
 
-def load_eval_dataset(spec: str | os.PathLike, *, revision: str | None = None, hub: str | os.PathLike | None = None,
-                      dataset_id: str | None = None) -> EvalDataset:
+def load_eval_dataset(
+    spec: str | os.PathLike,
+    *,
+    revision: str | None = None,
+    hub: str | os.PathLike | None = None,
+    dataset_id: str | None = None,
+) -> EvalDataset:
     """Load PHRBench from a folder, a local hub (``hub`` or ``$PHR_HUB_DIR``) or the Hub (``ORG/NAME``).
 
     ``dataset_id`` names a plain folder in results (default: ``local/<folder name>``)."""
@@ -142,8 +153,12 @@ def _from_local_hub(repo_id: str, revision: str | None, hub: Path, dataset_id: s
         try:
             pulled = pull_local(repo_id, repo_type="dataset", revision=revision, dest=tmp / "d", hub=hub)
             repo = hub / "datasets" / repo_id
-            commit = subprocess.run(["git", "-C", str(repo), "rev-parse", f"{revision or 'main'}^{{commit}}"],
-                                    check=False, capture_output=True, text=True).stdout.strip()
+            commit = subprocess.run(
+                ["git", "-C", str(repo), "rev-parse", f"{revision or 'main'}^{{commit}}"],
+                check=False,
+                capture_output=True,
+                text=True,
+            ).stdout.strip()
             if not commit:
                 raise DatasetError(f"cannot resolve {repo_id}@{revision or 'main'} in {hub}")
             dest = tmp_parent / repo_id.replace("/", "--") / commit
@@ -177,13 +192,18 @@ def _from_hub(repo_id: str, revision: str | None, dataset_id: str | None) -> Eva
     )
 
     try:
-        local = Path(snapshot_download(repo_id, repo_type="dataset", revision=revision,
-                                       allow_patterns=["README.md", "data/*", "manifest.json"]))
+        local = Path(
+            snapshot_download(
+                repo_id, repo_type="dataset", revision=revision, allow_patterns=["README.md", "data/*", "manifest.json"]
+            )
+        )
     except (RepositoryNotFoundError, RevisionNotFoundError) as e:
         raise DatasetError(f"dataset {repo_id}@{revision or 'main'} not found: {type(e).__name__}") from None
     except LocalEntryNotFoundError:
-        raise DatasetError(f"dataset {repo_id} is not in the local Hub cache and the Hub cannot be reached "
-                           "(offline): build it locally and pass the folder, or set PHR_HUB_DIR") from None
+        raise DatasetError(
+            f"dataset {repo_id} is not in the local Hub cache and the Hub cannot be reached "
+            "(offline): build it locally and pass the folder, or set PHR_HUB_DIR"
+        ) from None
     except HfHubHTTPError as e:
         raise DatasetError(f"cannot download {repo_id}: {e}") from None
     instances, files = _read_folder(local)

@@ -30,8 +30,13 @@ CREATE TABLE IF NOT EXISTS trajectory (
 
 
 def metric_key(identity: dict, prompt: Any, response: str) -> str:
-    text = json.dumps({**identity, "prompt": prompt, "response": response}, sort_keys=True, ensure_ascii=False,
-                      separators=(",", ":"), default=str)
+    text = json.dumps(
+        {**identity, "prompt": prompt, "response": response},
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+        default=str,
+    )
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -65,8 +70,10 @@ class MetricCache:
         conn = self._conn()
         conn.execute("BEGIN")
         try:
-            conn.executemany("INSERT OR REPLACE INTO trajectory(key, scorer, value, created_at) VALUES (?, ?, ?, ?)",
-                             [(k, scorer, json.dumps(m.as_dict()), now) for k, m in items])
+            conn.executemany(
+                "INSERT OR REPLACE INTO trajectory(key, scorer, value, created_at) VALUES (?, ?, ?, ?)",
+                [(k, scorer, json.dumps(m.as_dict()), now) for k, m in items],
+            )
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")

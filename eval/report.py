@@ -35,20 +35,40 @@ REPORT_FILE = "report.md"
 PLOTS_DIR = "plots"
 
 
-def result_json(*, model: str, revision: str, dataset: Mapping[str, Any], report: ReportTables | Mapping[str, Any],
-                config: dict, run_id: str | None = None, date: str | None = None, source_url: str | None = None,
-                submitted_by: str | None = None, notes: str | None = None,
-                samples_sha256: str | None = None) -> Result:
+def result_json(
+    *,
+    model: str,
+    revision: str,
+    dataset: Mapping[str, Any],
+    report: ReportTables | Mapping[str, Any],
+    config: dict,
+    run_id: str | None = None,
+    date: str | None = None,
+    source_url: str | None = None,
+    submitted_by: str | None = None,
+    notes: str | None = None,
+    samples_sha256: str | None = None,
+) -> Result:
     """The ``Result`` (results.json, schema_version 2) of a scored run: identity, metrics with their standard
     errors, the full tables. ``dataset``: ``{"id", "revision"[, "files"]}``."""
     report = report if isinstance(report, ReportTables) else ReportTables.model_validate(report)
     return Result(
-        model=model, revision=revision, run_id=run_id,
+        model=model,
+        revision=revision,
+        run_id=run_id,
         dataset=DatasetRef(id=dataset["id"], revision=dataset["revision"]),
-        metrics=report.metrics, standard_errors=report.standard_errors, bootstrap=report.bootstrap,
-        date=date or _dt.date.today().isoformat(), source_url=source_url, submitted_by=submitted_by, notes=notes,
-        dataset_files=dict(dataset.get("files") or {}), config=config, counts=report.counts,
-        tables=report.as_tables(), samples_file=SamplesFile(path=SAMPLES_FILE, sha256=samples_sha256),
+        metrics=report.metrics,
+        standard_errors=report.standard_errors,
+        bootstrap=report.bootstrap,
+        date=date or _dt.date.today().isoformat(),
+        source_url=source_url,
+        submitted_by=submitted_by,
+        notes=notes,
+        dataset_files=dict(dataset.get("files") or {}),
+        config=config,
+        counts=report.counts,
+        tables=report.as_tables(),
+        samples_file=SamplesFile(path=SAMPLES_FILE, sha256=samples_sha256),
     )
 
 
@@ -74,15 +94,24 @@ def render_report(result: Result | Mapping[str, Any]) -> str:
     t = res.tables
     err = t.cell_errors
     e = (lambda part, *keys: _dig(getattr(err, part), keys)) if err else (lambda part, *keys: None)
-    lines = [f"# PHRBench results: {res.model}", "",
-             f"Model revision `{res.revision}`, dataset `{res.dataset.id}` @ `{res.dataset.revision}`, run "
-             f"`{res.run_id or ''}`, {res.counts.samples} samples ({res.counts.missing} missing).", ""]
+    lines = [
+        f"# PHRBench results: {res.model}",
+        "",
+        f"Model revision `{res.revision}`, dataset `{res.dataset.id}` @ `{res.dataset.revision}`, run "
+        f"`{res.run_id or ''}`, {res.counts.samples} samples ({res.counts.missing} missing).",
+        "",
+    ]
     if res.bootstrap:
-        lines += [f"Figures are shown as value ± standard error (bootstrap over base questions: "
-                  f"{res.bootstrap.resamples} resamples, seed {res.bootstrap.seed}).", ""]
+        lines += [
+            f"Figures are shown as value ± standard error (bootstrap over base questions: "
+            f"{res.bootstrap.resamples} resamples, seed {res.bootstrap.seed}).",
+            "",
+        ]
     lines += ["## By condition", ""]
-    lines += _table(["condition", "n", *FIGURES],
-                    [[c, row.n, *_est(row, e("by_condition", c))] for c, row in t.by_condition.items()])
+    lines += _table(
+        ["condition", "n", *FIGURES],
+        [[c, row.n, *_est(row, e("by_condition", c))] for c, row in t.by_condition.items()],
+    )
     lines += ["## By domain (Tables 5-8)", ""]
     rows = []
     for dom, r in t.per_domain.items():
@@ -93,8 +122,11 @@ def render_report(result: Result | Mapping[str, Any]) -> str:
     lines += ["## By mutation type, B+H (Tables 9-11)", ""]
     rows = []
     for m, r in t.per_mutation_type.items():
-        diff = estimate_text(r.h_minus_t.accuracy, (e("per_mutation_type", m, H_MINUS_T) or {}).get(ACCURACY)) \
-            if r.h_minus_t else ""
+        diff = (
+            estimate_text(r.h_minus_t.accuracy, (e("per_mutation_type", m, H_MINUS_T) or {}).get(ACCURACY))
+            if r.h_minus_t
+            else ""
+        )
         rows.append([m, r.n, *_est(r, e("per_mutation_type", m, "B+H")), diff])
     lines += _table(["mutation type", "n", *FIGURES, f"{ACCURACY} H-T"], rows)
     res_t = t.resolution
@@ -102,12 +134,22 @@ def render_report(result: Result | Mapping[str, Any]) -> str:
     shares = e("resolution") or {}
     insightful = rate_of(INSIGHTFUL)
     if res_t.judged:
-        lines += _table(["judged", *RESOLUTIONS, "insightful rate", "unjudged"],
-                        [[res_t.judged, *(estimate_text(res_t.proportions[r], shares.get(r)) for r in RESOLUTIONS),
-                          estimate_text(getattr(res_t, insightful), shares.get(INSIGHTFUL)), res_t.unjudged]])
+        lines += _table(
+            ["judged", *RESOLUTIONS, "insightful rate", "unjudged"],
+            [
+                [
+                    res_t.judged,
+                    *(estimate_text(res_t.proportions[r], shares.get(r)) for r in RESOLUTIONS),
+                    estimate_text(getattr(res_t, insightful), shares.get(INSIGHTFUL)),
+                    res_t.unjudged,
+                ]
+            ],
+        )
         lines += ["### Trajectory metrics by resolution (Figure 5)", ""]
-        lines += _table(["resolution", "n", *FIGURES],
-                        [[r, row.n, *_est(row, e("by_resolution", r))] for r, row in t.by_resolution.items()])
+        lines += _table(
+            ["resolution", "n", *FIGURES],
+            [[r, row.n, *_est(row, e("by_resolution", r))] for r, row in t.by_resolution.items()],
+        )
     elif (res.config or {}).get("resolution_judge"):
         lines += [f"No judgement parsed ({res_t.unjudged} B+H responses unjudged).", ""]
     else:
@@ -166,8 +208,9 @@ def write_plots(result: Result | Mapping[str, Any], folder: Path) -> list[Path]:
     fig, axes = plt.subplots(1, len(TRAJECTORY), figsize=(12, 3))
     for ax, name in zip(axes, TRAJECTORY):
         errs = [_dig(err.by_condition, (c, name)) if err else None for c in conds]
-        ax.bar(conds, [getattr(t.by_condition[c], name) or 0.0 for c in conds], color="#4c72b0", yerr=bars(errs),
-               capsize=2)
+        ax.bar(
+            conds, [getattr(t.by_condition[c], name) or 0.0 for c in conds], color="#4c72b0", yerr=bars(errs), capsize=2
+        )
         ax.set_title(name)
     fig.suptitle("trajectory metrics by condition")
     save(fig, "trajectory_by_condition.png")
@@ -186,8 +229,13 @@ def write_plots(result: Result | Mapping[str, Any], folder: Path) -> list[Path]:
         fig, axes = plt.subplots(1, len(TRAJECTORY), figsize=(12, 3))
         for ax, name in zip(axes, TRAJECTORY):
             errs = [_dig(err.by_resolution, (r, name)) if err else None for r in RESOLUTIONS]
-            ax.bar(RESOLUTIONS, [getattr(t.by_resolution[r], name) or 0.0 for r in RESOLUTIONS], color="#dd8452",
-                   yerr=bars(errs), capsize=2)
+            ax.bar(
+                RESOLUTIONS,
+                [getattr(t.by_resolution[r], name) or 0.0 for r in RESOLUTIONS],
+                color="#dd8452",
+                yerr=bars(errs),
+                capsize=2,
+            )
             ax.set_title(name)
             ax.tick_params(axis="x", labelrotation=20)
         fig.suptitle("trajectory metrics by resolution group (B+H)")
@@ -195,8 +243,9 @@ def write_plots(result: Result | Mapping[str, Any], folder: Path) -> list[Path]:
     return out
 
 
-def write_results(out: str | Path, result: Result | Mapping[str, Any], scores: Sequence[SampleScore], *,
-                  plots: bool = True) -> Path:
+def write_results(
+    out: str | Path, result: Result | Mapping[str, Any], scores: Sequence[SampleScore], *, plots: bool = True
+) -> Path:
     """Write results.json, samples.jsonl, report.md and plots/ into ``out`` (replacing an earlier scoring)."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -205,7 +254,8 @@ def write_results(out: str | Path, result: Result | Mapping[str, Any], scores: S
         body = "".join(json.dumps(s.as_dict(), ensure_ascii=False) + "\n" for s in scores).encode()
         (tmp / SAMPLES_FILE).write_bytes(body)
         result = _as_result(result).model_copy(
-            update={"samples_file": SamplesFile(path=SAMPLES_FILE, sha256=hashlib.sha256(body).hexdigest())})
+            update={"samples_file": SamplesFile(path=SAMPLES_FILE, sha256=hashlib.sha256(body).hexdigest())}
+        )
         text = json.dumps(result.as_json(), indent=2, ensure_ascii=False) + "\n"
         (tmp / RESULTS_FILE).write_text(text, encoding="utf-8")
         (tmp / REPORT_FILE).write_text(render_report(result), encoding="utf-8")

@@ -89,30 +89,46 @@ def prompt_hash() -> str:
 
 def resolution_judge(max_tokens: int = 256, max_reasks: int = 2) -> LLMJudge[ResolutionJudgement]:
     """The resolution judge: ``TEMPLATE``, the ``ResolutionJudgement`` verdict, temperature 0, n = 1."""
-    return LLMJudge(ResolutionJudgement, TEMPLATE, max_tokens=max_tokens, max_reasks=max_reasks,
-                    desc="judging resolution")
+    return LLMJudge(
+        ResolutionJudgement, TEMPLATE, max_tokens=max_tokens, max_reasks=max_reasks, desc="judging resolution"
+    )
 
 
 def _check(inst: Instance) -> None:
     if inst.condition != "B+H" or not (inst.premise or "").strip():
-        raise ValueError(f"instance {inst.id!r} ({inst.condition}) has no hallucinated premise: "
-                         "resolution is judged on B+H instances only")
+        raise ValueError(
+            f"instance {inst.id!r} ({inst.condition}) has no hallucinated premise: "
+            "resolution is judged on B+H instances only"
+        )
 
 
 def _task(inst: Instance) -> str:
     """The instance prompt without its leading ``Premise: ...`` block (the whole prompt if it has none)."""
     head = f"Premise: {inst.premise.strip()}"
     prompt = inst.prompt.strip()
-    return prompt[len(head):].strip() if prompt.startswith(head) else prompt
+    return prompt[len(head) :].strip() if prompt.startswith(head) else prompt
 
 
 def _fields(inst: Instance, response: str) -> dict[str, str]:
     _check(inst)
-    why = "\n".join(f"{name}: {val.strip()}" for name, val in (
-        ("Mutation type", inst.mutation_type), ("What was changed", inst.mutation_logic),
-        ("Verification", inst.truth_verification)) if val and val.strip()) or _NONE
-    return {"question": _task(inst), "premise": inst.premise.strip(), "why_false": why,
-            "response": response.strip() or "(empty response)"}
+    why = (
+        "\n".join(
+            f"{name}: {val.strip()}"
+            for name, val in (
+                ("Mutation type", inst.mutation_type),
+                ("What was changed", inst.mutation_logic),
+                ("Verification", inst.truth_verification),
+            )
+            if val and val.strip()
+        )
+        or _NONE
+    )
+    return {
+        "question": _task(inst),
+        "premise": inst.premise.strip(),
+        "why_false": why,
+        "response": response.strip() or "(empty response)",
+    }
 
 
 def resolution_prompt(inst: Instance, response: str) -> str:
@@ -120,8 +136,14 @@ def resolution_prompt(inst: Instance, response: str) -> str:
     return TEMPLATE.render(_fields(inst, response))
 
 
-def judge_resolutions(judge: LLM | str, items: Sequence[tuple[Instance, str]], *, max_reasks: int = 2,
-                      max_tokens: int = 256, desc: str = "judging resolution") -> list[Resolution | None]:
+def judge_resolutions(
+    judge: LLM | str,
+    items: Sequence[tuple[Instance, str]],
+    *,
+    max_reasks: int = 2,
+    max_tokens: int = 256,
+    desc: str = "judging resolution",
+) -> list[Resolution | None]:
     """Label every ``(B+H instance, response)`` pair, in order.
 
     ``judge``: an LLM or a model spec. One temperature-0 request per item, tagged with the instance id.
@@ -136,7 +158,15 @@ def judge_resolutions(judge: LLM | str, items: Sequence[tuple[Instance, str]], *
     out: list[Resolution | None] = []
     for j in judged:
         v = j.verdict
-        out.append(None if v is None else Resolution(resolution_label(v.accepts_premise, v.corrects_premise),
-                                                     v.accepts_premise, v.corrects_premise, v.rationale.strip(),
-                                                     llm.spec))
+        out.append(
+            None
+            if v is None
+            else Resolution(
+                resolution_label(v.accepts_premise, v.corrects_premise),
+                v.accepts_premise,
+                v.corrects_premise,
+                v.rationale.strip(),
+                llm.spec,
+            )
+        )
     return out

@@ -72,10 +72,14 @@ _NUM: Any = (float | None, None)
 # ---- the report tables -------------------------------------------------------------------------------------
 
 Cell = create_model(  # field names: the catalogue's figures
-    "Cell", __base__=_Strict, __doc__="A group of samples: n, the figures (accuracy, trajectory means), missing.",
-    **{"n": (int, ...), ACCURACY: _NUM, "missing": (int, 0), **{f: _NUM for f in FIGURES if f != ACCURACY}})
+    "Cell",
+    __base__=_Strict,
+    __doc__="A group of samples: n, the figures (accuracy, trajectory means), missing.",
+    **{"n": (int, ...), ACCURACY: _NUM, "missing": (int, 0), **{f: _NUM for f in FIGURES if f != ACCURACY}},
+)
 Difference = create_model(
-    "Difference", __base__=_Strict, __doc__="B+H minus B+T, per figure.", **{f: _NUM for f in FIGURES})
+    "Difference", __base__=_Strict, __doc__="B+H minus B+T, per figure.", **{f: _NUM for f in FIGURES}
+)
 
 
 class MutationRow(Cell):  # type: ignore[misc, valid-type]
@@ -86,10 +90,18 @@ class MutationRow(Cell):  # type: ignore[misc, valid-type]
 
 
 Resolution = create_model(
-    "Resolution", __base__=_Strict, __doc__="Behavioural resolution of the judged B+H samples.",
-    **{"judged": (int, 0), "unjudged": (int, 0), "proportions": (dict[str, float | None], {}),
-       rate_of(INSIGHTFUL): _NUM, "per_domain": (dict[str, dict[str, float | None]], {}),
-       "per_mutation_type": (dict[str, dict[str, float | None]], {})})
+    "Resolution",
+    __base__=_Strict,
+    __doc__="Behavioural resolution of the judged B+H samples.",
+    **{
+        "judged": (int, 0),
+        "unjudged": (int, 0),
+        "proportions": (dict[str, float | None], {}),
+        rate_of(INSIGHTFUL): _NUM,
+        "per_domain": (dict[str, dict[str, float | None]], {}),
+        "per_mutation_type": (dict[str, dict[str, float | None]], {}),
+    },
+)
 
 Errors = dict[str, float | None]  # figure (or resolution share) -> standard error
 
@@ -152,6 +164,7 @@ class ReportTables(Artifact, Tables):
 
 
 # ---- the result --------------------------------------------------------------------------------------------
+
 
 class DatasetRef(_Strict):
     id: str = Field(min_length=3)
@@ -264,8 +277,10 @@ def read_result(data: Result | Mapping[str, Any], *, source: str = "result") -> 
         raise ResultsError(f"{source} is not a JSON object")
     version = data.get("schema_version", 1)
     if version not in READABLE_VERSIONS:
-        raise ResultsError(f"{source}: unsupported schema_version {version!r} (this toolkit reads "
-                           f"{', '.join(map(str, READABLE_VERSIONS))})")
+        raise ResultsError(
+            f"{source}: unsupported schema_version {version!r} (this toolkit reads "
+            f"{', '.join(map(str, READABLE_VERSIONS))})"
+        )
     try:
         if version == 1:
             old = _ResultV1.model_validate(data).model_dump(exclude_none=True)
@@ -324,6 +339,7 @@ def estimate_text(value: Any, se: float | None = None, *, signed: bool = False) 
 
 
 # ---- the run manifest --------------------------------------------------------------------------------------
+
 
 class RunDataset(DatasetRef):
     path: str

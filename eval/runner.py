@@ -95,8 +95,9 @@ class RunConfig:
             raise RunError("max_tokens must be >= 1")
 
 
-def select_instances(dataset: EvalDataset, conditions: Sequence[str], limit: int | None = None,
-                     shard: tuple[int, int] | None = None) -> list[Instance]:
+def select_instances(
+    dataset: EvalDataset, conditions: Sequence[str], limit: int | None = None, shard: tuple[int, int] | None = None
+) -> list[Instance]:
     """The instances of the first ``limit`` base questions (dataset order), then shard i of n of those
     questions (every n-th, starting at the i-th), in the chosen conditions, in dataset order."""
     conditions = check_conditions(conditions)
@@ -175,16 +176,24 @@ def default_run_dir(root: str | Path, model: str, run_id: str, shard: tuple[int,
     return Path(root) / model_slug(model) / name
 
 
-def generate_run(cfg: RunConfig, *, out: str | Path | None = None, root: str | Path = "runs", llm=None,
-                 dataset: EvalDataset | None = None, hub: str | Path | None = None, progress: bool = True,
-                 **llm_options) -> Run:
+def generate_run(
+    cfg: RunConfig,
+    *,
+    out: str | Path | None = None,
+    root: str | Path = "runs",
+    llm=None,
+    dataset: EvalDataset | None = None,
+    hub: str | Path | None = None,
+    progress: bool = True,
+    **llm_options,
+) -> Run:
     """Generate every response of ``cfg`` and write the run folder (``out``, default
     ``ROOT/<model>/<run id>[-shard-i-of-n]``). Failed calls are listed in generations.jsonl and left out of
     responses.jsonl; rerunning retries them (successes come from the cache)."""
 
-
-    dataset = dataset or load_eval_dataset(cfg.dataset, revision=cfg.dataset_revision, hub=hub,
-                                           dataset_id=cfg.dataset_id)
+    dataset = dataset or load_eval_dataset(
+        cfg.dataset, revision=cfg.dataset_revision, hub=hub, dataset_id=cfg.dataset_id
+    )
     instances = select_instances(dataset, cfg.conditions, cfg.limit, cfg.shard)
     if not instances:
         raise RunError("nothing to run: the limit / shard / conditions select no instance")
@@ -202,12 +211,25 @@ def generate_run(cfg: RunConfig, *, out: str | Path | None = None, root: str | P
         for k, s in enumerate(res.samples):
             if isinstance(s, Sample):
                 responses[(inst.id, k)] = s.text
-                log_rows.append({"instance_id": inst.id, "sample": k, "finish_reason": s.finish_reason,
-                                 "prompt_tokens": s.prompt_tokens, "completion_tokens": s.completion_tokens,
-                                 "latency_s": round(s.latency_s, 4), "cached": s.cached})
+                log_rows.append(
+                    {
+                        "instance_id": inst.id,
+                        "sample": k,
+                        "finish_reason": s.finish_reason,
+                        "prompt_tokens": s.prompt_tokens,
+                        "completion_tokens": s.completion_tokens,
+                        "latency_s": round(s.latency_s, 4),
+                        "cached": s.cached,
+                    }
+                )
             else:
-                row = {"instance_id": inst.id, "sample": k, "failure": s.reason, "message": s.message,
-                       "attempts": s.attempts}
+                row = {
+                    "instance_id": inst.id,
+                    "sample": k,
+                    "failure": s.reason,
+                    "message": s.message,
+                    "attempts": s.attempts,
+                }
                 failures.append(row)
                 log_rows.append(row)
     meta = RunManifest(
@@ -217,8 +239,13 @@ def generate_run(cfg: RunConfig, *, out: str | Path | None = None, root: str | P
         model_revision=revision,
         dataset={**dataset.ref(), "path": str(dataset.path), "files": dataset.files},
         config={**asdict(cfg), "conditions": list(cfg.conditions), "shard": list(cfg.shard) if cfg.shard else None},
-        generation={"temperature": cfg.temperature, "top_p": cfg.top_p, "max_tokens": cfg.max_tokens,
-                    "seed": cfg.seed, "system_prompt": cfg.system_prompt},
+        generation={
+            "temperature": cfg.temperature,
+            "top_p": cfg.top_p,
+            "max_tokens": cfg.max_tokens,
+            "seed": cfg.seed,
+            "system_prompt": cfg.system_prompt,
+        },
         samples=cfg.samples,
         conditions=list(cfg.conditions),
         shard=list(cfg.shard) if cfg.shard else None,
@@ -320,9 +347,16 @@ def merge_runs(shards: Sequence[str | Path], out: str | Path) -> Run:
         gen = r.path / GENERATIONS_FILE
         if gen.exists():
             log_rows += [json.loads(line) for line in gen.read_text(encoding="utf-8").splitlines() if line.strip()]
-    meta = first.model_copy(update={
-        "shard": None, "merged_from": [str(r.path) for r in runs], "instance_ids": ids, "responses": len(responses),
-        "failures": sum(len(r.failures) for r in runs), "config": first.config.model_copy(update={"shard": None})})
+    meta = first.model_copy(
+        update={
+            "shard": None,
+            "merged_from": [str(r.path) for r in runs],
+            "instance_ids": ids,
+            "responses": len(responses),
+            "failures": sum(len(r.failures) for r in runs),
+            "config": first.config.model_copy(update={"shard": None}),
+        }
+    )
     out = Path(out)
     _install(out, meta, responses, log_rows, write_submission)
     return Run(out, meta, responses, [f for r in runs for f in r.failures])

@@ -133,7 +133,7 @@ class Verdict:
 # left in it down. Death by signal N is reported as exit 128 + N.
 # ---------------------------------------------------------------------------------------------------
 
-BOOTSTRAP = r'''
+BOOTSTRAP = r"""
 import json, os, sys
 spec = json.loads(sys.argv[1])
 
@@ -216,7 +216,7 @@ while True:
     if child == pid:
         code = os.waitstatus_to_exitcode(status)
         os._exit(code if code >= 0 else 128 - code)
-'''
+"""
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -271,8 +271,13 @@ def _python_for_uid_drop(python: str) -> str | None:
     lib = os.path.join(_prefix_of(real), "lib")
     if _accessible_to_others(real) and (not os.path.isdir(lib) or _accessible_to_others(lib)):
         return real
-    out = subprocess.run([real, "-I", "-S", "-c", "import sys;print('%d.%d' % sys.version_info[:2])"],
-                         capture_output=True, text=True, timeout=30, check=False)
+    out = subprocess.run(
+        [real, "-I", "-S", "-c", "import sys;print('%d.%d' % sys.version_info[:2])"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     version = out.stdout.strip()
     for d in ("/usr/local/bin", "/usr/bin"):
         cand = os.path.join(d, f"python{version}")
@@ -462,14 +467,21 @@ def _bwrap_features() -> frozenset[str]:
         text = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=10, check=False).stdout
     except (OSError, subprocess.SubprocessError):
         return frozenset()
-    return frozenset(f for f in ("--size", "--perms", "--disable-userns")
-                     if f in text)
+    return frozenset(f for f in ("--size", "--perms", "--disable-userns") if f in text)
 
 
 def _bwrap_argv(plan: tuple[tuple, ...], prog_host: str) -> list[str]:
     feats = _bwrap_features()
-    argv = [shutil.which("bwrap") or "bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net",
-            "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
+    argv = [
+        shutil.which("bwrap") or "bwrap",
+        "--unshare-ipc",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+    ]
     # No --as-pid-1: bwrap's own pid 1 reports the program's exit at once, bwrap then exits and
     # --die-with-parent takes the namespace -- and anything the program left running -- down with it.
     if _is_root():
@@ -538,8 +550,7 @@ class _Capped:
         return s
 
 
-def _communicate(proc: subprocess.Popen, deadline: float, cap: int, ready_r: int
-                 ) -> tuple[bytes, str, str, bool]:
+def _communicate(proc: subprocess.Popen, deadline: float, cap: int, ready_r: int) -> tuple[bytes, str, str, bool]:
     """Read stdout/stderr (capped) and the ready pipe until the process exits or the deadline passes.
 
     Returns (ready bytes, stdout, stderr, timed_out). Once the process we started has exited (the
@@ -617,8 +628,17 @@ def _last_line(text: str, limit: int = 200) -> str:
 _MEMORY_RE = re.compile(r"^(MemoryError|.*Cannot allocate memory|.*std::bad_alloc)", re.MULTILINE)
 
 
-def _classify(rc: int | None, timed_out: bool, ready: bool, stderr: str, *, timeout_s: float,
-              cpu_s: int, memory_mb: int, max_file_mb: int) -> tuple[str, str]:
+def _classify(
+    rc: int | None,
+    timed_out: bool,
+    ready: bool,
+    stderr: str,
+    *,
+    timeout_s: float,
+    cpu_s: int,
+    memory_mb: int,
+    max_file_mb: int,
+) -> tuple[str, str]:
     if not ready:
         if timed_out:
             return "error", f"the sandbox did not start the program within {timeout_s:g}s"
@@ -729,19 +749,30 @@ def run_program(
             nproc = max_procs  # a uid of its own, or a user namespace of its own (counted per userns)
         else:  # the count includes every task of the caller's uid: allow max_procs more than now
             nproc = max_procs + _count_user_tasks(os.getuid())
-        limits = ",".join(f"{name}:{soft}:{hard}" for name, soft, hard in (
-            ("CPU", cpu, cpu + 1),
-            ("AS", memory_mb * MB, memory_mb * MB),
-            ("NPROC", nproc, nproc),
-            ("FSIZE", max_file_mb * MB, max_file_mb * MB),
-            ("CORE", 0, 0),
-            ("NOFILE", 1024, 1024),
-        ))
+        limits = ",".join(
+            f"{name}:{soft}:{hard}"
+            for name, soft, hard in (
+                ("CPU", cpu, cpu + 1),
+                ("AS", memory_mb * MB, memory_mb * MB),
+                ("NPROC", nproc, nproc),
+                ("FSIZE", max_file_mb * MB, max_file_mb * MB),
+                ("CORE", 0, 0),
+                ("NOFILE", 1024, 1024),
+            )
+        )
         ready_r, ready_w = os.pipe()
-        program = [program_python, "-I", *([] if site_packages else ["-S"]), "-c", RUNNER,
-                   str(ready_w), "-" if uid is None else str(uid), limits,
-                   "0" if mode == "bwrap" else "1",  # bwrap sets no_new_privs + parent-death signal itself
-                   prog_path]
+        program = [
+            program_python,
+            "-I",
+            *([] if site_packages else ["-S"]),
+            "-c",
+            RUNNER,
+            str(ready_w),
+            "-" if uid is None else str(uid),
+            limits,
+            "0" if mode == "bwrap" else "1",  # bwrap sets no_new_privs + parent-death signal itself
+            prog_path,
+        ]
         if mode == "bwrap":
             argv = _bwrap_argv(_fs_plan(python, disk_mb * MB), prog_host) + ["--", *program]
         elif mode == "unshare":
@@ -749,16 +780,39 @@ def run_program(
             os.mkdir(newroot, 0o700)
             plan = [*_fs_plan(python, disk_mb * MB), ("ro-bind", prog_host, SANDBOX_DIR + "/prog.py")]
             spec = {"root": newroot, "plan": plan, "cwd": cwd, "argv": program, "ready_fd": ready_w}
-            argv = ["unshare", "--pid", "--fork", "--kill-child", "--mount", "--net", "--ipc", "--uts",
-                    "--propagation", "private", "--", python, "-I", "-S", "-c", BOOTSTRAP, json.dumps(spec)]
+            argv = [
+                "unshare",
+                "--pid",
+                "--fork",
+                "--kill-child",
+                "--mount",
+                "--net",
+                "--ipc",
+                "--uts",
+                "--propagation",
+                "private",
+                "--",
+                python,
+                "-I",
+                "-S",
+                "-c",
+                BOOTSTRAP,
+                json.dumps(spec),
+            ]
         else:
             argv = program
         env_ = _clean_env(cwd, tmp, env)
 
         proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=env_, cwd=cwd if mode == "rlimits" else workdir, pass_fds=(ready_w,),
-            start_new_session=True, close_fds=True,
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env_,
+            cwd=cwd if mode == "rlimits" else workdir,
+            pass_fds=(ready_w,),
+            start_new_session=True,
+            close_fds=True,
         )
         os.close(ready_w)
         ready_w = -1
@@ -773,13 +827,22 @@ def run_program(
         wall = time.monotonic() - t0
         if mode != "rlimits" and 128 < rc < 128 + 65:
             rc = -(rc - 128)  # bwrap and the unshare bootstrap report death by signal N as 128 + N
-        status, reason = _classify(rc, timed_out, bool(ready), err, timeout_s=timeout_s, cpu_s=cpu,
-                                   memory_mb=memory_mb, max_file_mb=max_file_mb)
+        status, reason = _classify(
+            rc,
+            timed_out,
+            bool(ready),
+            err,
+            timeout_s=timeout_s,
+            cpu_s=cpu,
+            memory_mb=memory_mb,
+            max_file_mb=max_file_mb,
+        )
         rc_report = rc if ready else None
         return Verdict(status, rc_report, out, err, round(wall, 4), mode, reason, uid)
     except OSError as e:
-        return Verdict("error", None, "", "", round(time.monotonic() - t0, 4), mode,
-                       f"sandbox error: {type(e).__name__}: {e}", uid)
+        return Verdict(
+            "error", None, "", "", round(time.monotonic() - t0, 4), mode, f"sandbox error: {type(e).__name__}: {e}", uid
+        )
     finally:
         for fd in (ready_r, ready_w):
             if fd >= 0:
@@ -816,12 +879,12 @@ def isolation_available(mode: str, python: str | None = None) -> bool:
     with _PROBE_LOCK:
         if key not in _PROBES:
             missing = (mode == "bwrap" and not shutil.which("bwrap")) or (
-                mode == "unshare" and (not _is_root() or not shutil.which("unshare")))
+                mode == "unshare" and (not _is_root() or not shutil.which("unshare"))
+            )
             if missing:
                 ok = False
             else:
-                v = run_program("import sys; sys.stdout.write('ok')", timeout_s=30, isolation=mode,
-                                python=python)
+                v = run_program("import sys; sys.stdout.write('ok')", timeout_s=30, isolation=mode, python=python)
                 ok = v.status == "passed" and v.stdout == "ok"
             _PROBES[key] = ok
         return _PROBES[key]

@@ -41,8 +41,17 @@ from phr.llm.providers.base import ScoringProvider
 from phr.llm.spec import make_provider
 
 __all__ = [
-    "AccuracyScorer", "ResolutionScorer", "ScoreItem", "ScoreOptions", "Scorer", "TrajectoryMetricsScorer",
-    "answer_correct", "build_scorers", "cache_identity", "code_program", "trajectory_engine",
+    "AccuracyScorer",
+    "ResolutionScorer",
+    "ScoreItem",
+    "ScoreOptions",
+    "Scorer",
+    "TrajectoryMetricsScorer",
+    "answer_correct",
+    "build_scorers",
+    "cache_identity",
+    "code_program",
+    "trajectory_engine",
 ]
 
 
@@ -89,8 +98,12 @@ class Scorer(Protocol):
 
 def cache_identity(scorer: Scorer) -> str:
     """Hex SHA-256 of the scorer's name and config: equal iff the scores would be."""
-    text = json.dumps({"scorer": scorer.name, "config": scorer.config.model_dump(mode="json")}, sort_keys=True,
-                      ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(
+        {"scorer": scorer.name, "config": scorer.config.model_dump(mode="json")},
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -101,8 +114,14 @@ class _Config(BaseModel):
 def _progress(enabled: bool):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                    disable=not enabled, transient=False)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        disable=not enabled,
+        transient=False,
+    )
 
 
 # ---- accuracy ---------------------------------------------------------------------------------------------
@@ -145,8 +164,14 @@ class AccuracyScorer:
 
     name = "accuracy"
 
-    def __init__(self, code_timeout_s: float = 10.0, code_memory_mb: int = 512, *, workers: int | None = None,
-                 progress: bool = True):
+    def __init__(
+        self,
+        code_timeout_s: float = 10.0,
+        code_memory_mb: int = 512,
+        *,
+        workers: int | None = None,
+        progress: bool = True,
+    ):
         self._config = AccuracyConfig(code_timeout_s=code_timeout_s, code_memory_mb=code_memory_mb)
         self.workers = workers
         self.progress = progress
@@ -163,13 +188,22 @@ class AccuracyScorer:
                 correct, extracted = answer_correct(it.instance, it.response)
                 out[i] = {"correct": correct, "extracted": extracted}
         if code:
-            jobs = [{"program": code_program(batch[i].instance, batch[i].response),
-                     "tests": batch[i].instance.code_tests or "", "entry_point": batch[i].instance.entry_point}
-                    for i in code]
+            jobs = [
+                {
+                    "program": code_program(batch[i].instance, batch[i].response),
+                    "tests": batch[i].instance.code_tests or "",
+                    "entry_point": batch[i].instance.entry_point,
+                }
+                for i in code
+            ]
             with _progress(self.progress) as bar:
                 task = bar.add_task(f"running {len(code)} programs in the sandbox", total=len(code))
-                verdicts = run_many(jobs, workers=self.workers, timeout_s=self.config.code_timeout_s,
-                                    memory_mb=self.config.code_memory_mb)
+                verdicts = run_many(
+                    jobs,
+                    workers=self.workers,
+                    timeout_s=self.config.code_timeout_s,
+                    memory_mb=self.config.code_memory_mb,
+                )
                 bar.update(task, completed=len(code))
             for i, v in zip(code, verdicts):
                 out[i] = {"correct": v.passed, "extracted": v.status}
@@ -179,8 +213,7 @@ class AccuracyScorer:
 # ---- trajectory metrics -----------------------------------------------------------------------------------
 
 
-def trajectory_engine(scorer: Any = DEFAULT_SCORER, generator: Any = None, *,
-                      batch_size: int = 4) -> TrajectoryScorer:
+def trajectory_engine(scorer: Any = DEFAULT_SCORER, generator: Any = None, *, batch_size: int = 4) -> TrajectoryScorer:
     """The reference scorer for a spec (or a provider, or a ready ``TrajectoryScorer``), reusing the weights of
     ``generator`` (the LLM or provider that generated the responses) when it is the same model: the same spec,
     or the same ``fingerprint``. Raises CannotScoreError, naming the spec, when the model cannot score."""
@@ -232,8 +265,11 @@ class TrajectoryMetricsScorer:
         todo = [i for i, m in enumerate(metrics) if m is None]
         chunk = max(8, 4 * self.engine.batch_size)
         with _progress(self.progress) as bar:
-            task = bar.add_task(f"trajectory metrics ({len(batch)} responses, {len(batch) - len(todo)} cached)",
-                                total=len(batch), completed=len(batch) - len(todo))
+            task = bar.add_task(
+                f"trajectory metrics ({len(batch)} responses, {len(batch) - len(todo)} cached)",
+                total=len(batch),
+                completed=len(batch) - len(todo),
+            )
             for j in range(0, len(todo), chunk):
                 part = todo[j : j + chunk]
                 got = self.engine.score([(batch[i].instance.prompt, batch[i].response) for i in part])
@@ -263,12 +299,16 @@ class ResolutionScorer:
 
     name = "resolution"
 
-    def __init__(self, judge: Any, *, max_reasks: int = 2, max_tokens: int = 256,
-                 conditions: Sequence[str] = ("B+H",)):
+    def __init__(self, judge: Any, *, max_reasks: int = 2, max_tokens: int = 256, conditions: Sequence[str] = ("B+H",)):
         self.judge = judge
         spec = judge if isinstance(judge, str) else getattr(judge, "spec", type(judge).__name__)
-        self._config = ResolutionConfig(judge=spec, prompt_sha256=prompt_hash(), max_reasks=max_reasks,
-                                        max_tokens=max_tokens, conditions=tuple(conditions))
+        self._config = ResolutionConfig(
+            judge=spec,
+            prompt_sha256=prompt_hash(),
+            max_reasks=max_reasks,
+            max_tokens=max_tokens,
+            conditions=tuple(conditions),
+        )
 
     @property
     def config(self) -> ResolutionConfig:
@@ -279,13 +319,21 @@ class ResolutionScorer:
         idx = [i for i, it in enumerate(batch) if it.instance.condition in self.config.conditions]
         if not idx:
             return out
-        verdicts = judge_resolutions(self.judge, [(batch[i].instance, batch[i].response) for i in idx],
-                                     max_reasks=self.config.max_reasks, max_tokens=self.config.max_tokens)
+        verdicts = judge_resolutions(
+            self.judge,
+            [(batch[i].instance, batch[i].response) for i in idx],
+            max_reasks=self.config.max_reasks,
+            max_tokens=self.config.max_tokens,
+        )
         for i, r in zip(idx, verdicts):
             if r is not None:
-                out[i] = {"resolution": r.label, "accepts_premise": r.accepts_premise,
-                          "corrects_premise": r.corrects_premise, "judge_rationale": r.rationale,
-                          "insightful": insightful(r.label, bool(batch[i].scored.get("correct", False)))}
+                out[i] = {
+                    "resolution": r.label,
+                    "accepts_premise": r.accepts_premise,
+                    "corrects_premise": r.corrects_premise,
+                    "judge_rationale": r.rationale,
+                    "insightful": insightful(r.label, bool(batch[i].scored.get("correct", False))),
+                }
         return out
 
 
@@ -295,12 +343,16 @@ class ResolutionScorer:
 def build_scorers(options: ScoreOptions = ScoreOptions(), *, progress: bool = True) -> list[Scorer]:
     """Accuracy, then trajectory metrics (``options.scorer``; None skips them), then resolution
     (``options.judge``; None skips it)."""
-    scorers: list[Scorer] = [AccuracyScorer(options.code_timeout_s, options.code_memory_mb, workers=options.workers,
-                                            progress=progress)]
+    scorers: list[Scorer] = [
+        AccuracyScorer(options.code_timeout_s, options.code_memory_mb, workers=options.workers, progress=progress)
+    ]
     if options.scorer is not None:
         engine = trajectory_engine(options.scorer, options.generator, batch_size=options.scorer_batch_size)
         scorers.append(TrajectoryMetricsScorer(engine, cache=options.cache, progress=progress))
     if options.judge is not None:
-        scorers.append(ResolutionScorer(options.judge, max_reasks=options.judge_max_reasks,
-                                        conditions=options.resolution_conditions))
+        scorers.append(
+            ResolutionScorer(
+                options.judge, max_reasks=options.judge_max_reasks, conditions=options.resolution_conditions
+            )
+        )
     return scorers

@@ -61,13 +61,28 @@ class SampleScore:
 
 #: The fields a scorer may set (the rest say which sample it is).
 SCORED_FIELDS = frozenset(f.name for f in fields(SampleScore)) - {
-    "instance_id", "sample", "question_id", "condition", "domain", "subtype", "task_type", "source",
-    "mutation_type", "missing"}
+    "instance_id",
+    "sample",
+    "question_id",
+    "condition",
+    "domain",
+    "subtype",
+    "task_type",
+    "source",
+    "mutation_type",
+    "missing",
+}
 
 
-def score_responses(instances: Sequence[Instance], responses: Mapping[tuple[str, int], str], *, samples: int,
-                    options: ScoreOptions = ScoreOptions(), progress: bool = True,
-                    scorers: Sequence[Scorer] | None = None) -> list[SampleScore]:
+def score_responses(
+    instances: Sequence[Instance],
+    responses: Mapping[tuple[str, int], str],
+    *,
+    samples: int,
+    options: ScoreOptions = ScoreOptions(),
+    progress: bool = True,
+    scorers: Sequence[Scorer] | None = None,
+) -> list[SampleScore]:
     """Score samples 0..samples-1 of every instance (in order) with ``scorers`` (default: ``build_scorers
     (options)``), each in turn over all present responses; see the module docstring."""
     rows: list[SampleScore] = []
@@ -75,8 +90,19 @@ def score_responses(instances: Sequence[Instance], responses: Mapping[tuple[str,
     for inst in instances:
         for k in range(samples):
             text = responses.get((inst.id, k))
-            s = SampleScore(inst.id, k, inst.question_id, inst.condition, inst.domain, inst.subtype, inst.task_type,
-                            inst.source, inst.mutation_type, missing=text is None, correct=False)
+            s = SampleScore(
+                inst.id,
+                k,
+                inst.question_id,
+                inst.condition,
+                inst.domain,
+                inst.subtype,
+                inst.task_type,
+                inst.source,
+                inst.mutation_type,
+                missing=text is None,
+                correct=False,
+            )
             rows.append(s)
             if text is not None:
                 present.append((s, ScoreItem(inst, text, k)))

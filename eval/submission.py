@@ -107,8 +107,9 @@ def default_meta_path(submission: str | os.PathLike) -> Path:
     return Path(submission).with_suffix(".meta.json")
 
 
-def load_meta(path: str | os.PathLike | None = None, *, submission: str | os.PathLike | None = None,
-              **overrides) -> SubmissionMeta:
+def load_meta(
+    path: str | os.PathLike | None = None, *, submission: str | os.PathLike | None = None, **overrides
+) -> SubmissionMeta:
     """Metadata from the sidecar JSON ``path`` (default: ``default_meta_path(submission)`` if it exists),
     with ``overrides`` (e.g. command-line options; ``None`` values are ignored) winning."""
     unknown = sorted(set(overrides) - set(_MetaFile.model_fields))
@@ -126,7 +127,9 @@ def load_meta(path: str | os.PathLike | None = None, *, submission: str | os.Pat
         try:
             values = _MetaFile.model_validate_json(text).model_dump(exclude_none=True)
         except ValidationError as e:
-            raise SubmissionError(f"metadata file {p}: " + "; ".join(_pydantic_reason(err) for err in e.errors())) from None
+            raise SubmissionError(
+                f"metadata file {p}: " + "; ".join(_pydantic_reason(err) for err in e.errors())
+            ) from None
     values.update({k: v for k, v in overrides.items() if v is not None})
     for name in ("model", "revision"):
         if name not in values:
@@ -233,8 +236,9 @@ def _open_regular(path: Path, limits: Limits):
     return f
 
 
-def validate_submission(path: str | os.PathLike, dataset: EvalDataset, meta: SubmissionMeta,
-                        limits: Limits = Limits()) -> Submission:
+def validate_submission(
+    path: str | os.PathLike, dataset: EvalDataset, meta: SubmissionMeta, limits: Limits = Limits()
+) -> Submission:
     """Check ``path`` against ``dataset`` and ``meta`` in one pass; raise ``SubmissionError`` listing every problem."""
     path = Path(path)
     wanted = meta.conditions
@@ -273,7 +277,7 @@ def validate_submission(path: str | os.PathLike, dataset: EvalDataset, meta: Sub
             line = raw[:-1] if raw.endswith(b"\n") else raw
             if lineno == 1 and line.startswith(_BOM):
                 problems.add("line 1: file starts with a UTF-8 byte order mark (BOM); write UTF-8 without a BOM")
-                line = line[len(_BOM):]
+                line = line[len(_BOM) :]
             try:
                 text = line.decode("utf-8")
             except UnicodeDecodeError as e:
@@ -292,8 +296,10 @@ def validate_submission(path: str | os.PathLike, dataset: EvalDataset, meta: Sub
         if missing:
             shown = ", ".join(f"{i} sample {s}" for i, s in missing[:MISSING_SHOWN])
             more = ", ..." if len(missing) > MISSING_SHOWN else ""
-            problems.add(f"missing {len(missing)} responses (conditions {', '.join(wanted)}, samples={meta.samples}): "
-                         f"{shown}{more}")
+            problems.add(
+                f"missing {len(missing)} responses (conditions {', '.join(wanted)}, samples={meta.samples}): "
+                f"{shown}{more}"
+            )
     if problems.total:
         listed = list(problems.listed)
         lines = [f"{path}: submission rejected, {problems.total} problem{'s' if problems.total > 1 else ''}:"]
@@ -304,8 +310,16 @@ def validate_submission(path: str | os.PathLike, dataset: EvalDataset, meta: Sub
     return Submission(meta, responses, path, digest.hexdigest(), n_lines)
 
 
-def _check_line(text: str, lineno: int, meta: SubmissionMeta, wanted: tuple[str, ...], by_id: dict,
-                limits: Limits, responses: dict, first_line: dict) -> list[str]:
+def _check_line(
+    text: str,
+    lineno: int,
+    meta: SubmissionMeta,
+    wanted: tuple[str, ...],
+    by_id: dict,
+    limits: Limits,
+    responses: dict,
+    first_line: dict,
+) -> list[str]:
     """The problems of one line; records its response when it has none."""
     try:
         obj = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicate_keys)
@@ -326,8 +340,9 @@ def _check_line(text: str, lineno: int, meta: SubmissionMeta, wanted: tuple[str,
     if missing:
         out.append(f"missing key{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))}")
     if extra:
-        out.append(f"unknown key{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))} "
-                   f"(allowed: {', '.join(KEYS)})")
+        out.append(
+            f"unknown key{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))} (allowed: {', '.join(KEYS)})"
+        )
     iid, sample, response = obj.get("instance_id"), obj.get("sample"), obj.get("response")
     ok_id = ok_sample = ok_response = False
     if "instance_id" in obj:
@@ -338,8 +353,10 @@ def _check_line(text: str, lineno: int, meta: SubmissionMeta, wanted: tuple[str,
         elif iid not in by_id:
             out.append(f"unknown instance_id {iid!r}")
         elif by_id[iid].condition not in wanted:
-            out.append(f"instance_id {iid!r} is condition {by_id[iid].condition}, which the submission does not "
-                       f"declare (conditions: {', '.join(wanted)})")
+            out.append(
+                f"instance_id {iid!r} is condition {by_id[iid].condition}, which the submission does not "
+                f"declare (conditions: {', '.join(wanted)})"
+            )
         else:
             ok_id = True
     if "sample" in obj:
@@ -353,7 +370,9 @@ def _check_line(text: str, lineno: int, meta: SubmissionMeta, wanted: tuple[str,
         if not isinstance(response, str):
             out.append(f"field 'response' must be a string, got {_kind(response)}")
         elif len(response) > limits.max_response_chars:
-            out.append(f"field 'response' has {len(response)} characters, over the limit of {limits.max_response_chars}")
+            out.append(
+                f"field 'response' has {len(response)} characters, over the limit of {limits.max_response_chars}"
+            )
         elif (bad := _surrogate(response)) is not None:
             out.append(f"field 'response' {bad}")
         else:
@@ -369,8 +388,9 @@ def _check_line(text: str, lineno: int, meta: SubmissionMeta, wanted: tuple[str,
     return out
 
 
-def write_submission(path: str | os.PathLike, responses: Iterable[tuple[str, int, str]],
-                     meta: SubmissionMeta | None = None) -> int:
+def write_submission(
+    path: str | os.PathLike, responses: Iterable[tuple[str, int, str]], meta: SubmissionMeta | None = None
+) -> int:
     """Write ``(instance_id, sample, response)`` triples as canonical JSONL, atomically (temp file +
     ``os.replace``), in the order given; with ``meta``, also its sidecar ``<name>.meta.json``. Returns the count."""
     path = Path(path)
@@ -380,8 +400,14 @@ def write_submission(path: str | os.PathLike, responses: Iterable[tuple[str, int
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             for iid, sample, response in responses:
-                f.write(json.dumps({"instance_id": iid, "sample": sample, "response": response},
-                                   ensure_ascii=False, allow_nan=False) + "\n")
+                f.write(
+                    json.dumps(
+                        {"instance_id": iid, "sample": sample, "response": response},
+                        ensure_ascii=False,
+                        allow_nan=False,
+                    )
+                    + "\n"
+                )
                 n += 1
             f.flush()
             os.fsync(f.fileno())

@@ -75,8 +75,27 @@ class TrajectoryMetrics:
 #: A "." ending one of these words (case-insensitive) does not end a step. "etc." is left out on purpose:
 #: it usually ends its sentence.
 ABBREVIATIONS = frozenset(
-    ["e.g.", "i.e.", "cf.", "vs.", "viz.", "al.", "approx.", "fig.", "figs.", "eq.", "eqs.",
-     "mr.", "mrs.", "ms.", "dr.", "prof.", "sr.", "jr.", "st."]
+    [
+        "e.g.",
+        "i.e.",
+        "cf.",
+        "vs.",
+        "viz.",
+        "al.",
+        "approx.",
+        "fig.",
+        "figs.",
+        "eq.",
+        "eqs.",
+        "mr.",
+        "mrs.",
+        "ms.",
+        "dr.",
+        "prof.",
+        "sr.",
+        "jr.",
+        "st.",
+    ]
 )
 _CLOSERS = "\"')]}*”’»"
 _BREAK = re.compile(r"[.!?]+[" + re.escape(_CLOSERS) + r"]*(?=\s|$)|\r\n|[\r\n]")
@@ -325,8 +344,9 @@ def _provider(provider, purpose: str = "the reference scorer (trajectory metrics
 def _encode_response(provider: ScoringProvider, response: str) -> tuple[list[int], list[tuple[int, int]]]:
     enc = provider.encode(response)
     if response and enc.offsets is None:
-        raise TypeError(f"{provider.spec}: trajectory metrics need a fast tokenizer (offset mapping) for step "
-                        "alignment")
+        raise TypeError(
+            f"{provider.spec}: trajectory metrics need a fast tokenizer (offset mapping) for step alignment"
+        )
     return enc.ids, enc.offsets or []
 
 
@@ -402,8 +422,9 @@ class TrajectoryScorer:
         # Rows kept per response: positions len(prompt)-1 .. len(prompt)+L-1 (L+1 rows); row j predicts
         # response token j, row j+1 is the distribution after response token j.
         head = self._head()
-        out = self.provider.forward([b.prompt + b.response for b in batch], logits=head is None,
-                                    hidden_layer=None if head is None else -1)
+        out = self.provider.forward(
+            [b.prompt + b.response for b in batch], logits=head is None, hidden_layer=None if head is None else -1
+        )
         states = out.logits if head is None else out.hidden
         lengths = out.lengths
         del out

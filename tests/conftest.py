@@ -67,6 +67,7 @@ def smollm2():
 
 # ---- PHRBench-mini, built once per session (read-only: copy it before changing it) -------------------------------
 
+
 @pytest.fixture(scope="session")
 def mini_folder(tmp_path_factory):
     from phr.builders.phrbench import build_mini
@@ -77,6 +78,7 @@ def mini_folder(tmp_path_factory):
 
 
 # ---- a fake LLM: the local OpenAI-protocol server, the real openai client pointed at it ------------------------
+
 
 class FakeOpenAI:
     """A running ``ProtocolServer`` with the environment of the real ``openai`` client pointed at it."""
@@ -101,6 +103,7 @@ def fake_openai(monkeypatch, tmp_path):
     from tests.support.protocol_server import ProtocolServer
 
     with ExitStack() as stack:
+
         def start(responder=None, **kw) -> FakeOpenAI:
             srv = stack.enter_context(ProtocolServer(**({"responder": responder} if responder else {}), **kw))
             monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")

@@ -33,9 +33,21 @@ KEY = "sk-test-SECRET-abc123"
 MSGS = (Message("system", "be brief"), Message("user", "hello there"))
 KINDS = ["openai", "compatible", "anthropic", "google"]
 MODEL = {"openai": "gpt-test", "compatible": "my-model", "anthropic": "claude-test", "google": "gemini-test"}
-ENV = ["OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_COMPATIBLE_API_KEY", "OPENAI_CUSTOM_HEADERS", "ANTHROPIC_API_KEY",
-       "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_CUSTOM_HEADERS", "GEMINI_API_KEY", "GOOGLE_API_KEY",
-       "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_API_VERSION"]
+ENV = [
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENAI_COMPATIBLE_API_KEY",
+    "OPENAI_CUSTOM_HEADERS",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_CUSTOM_HEADERS",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "GOOGLE_GEMINI_BASE_URL",
+    "GOOGLE_GENAI_USE_VERTEXAI",
+    "GOOGLE_GENAI_API_VERSION",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -111,8 +123,9 @@ async def test_n_samples_texts_and_usage(srv, kind):
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_request_mapping(srv, kind):
-    params = GenerationParams(temperature=0.2, top_p=0.9, top_k=None if kind == "openai" else 5, max_tokens=3,
-                              seed=11, stop=("zzz",))
+    params = GenerationParams(
+        temperature=0.2, top_p=0.9, top_k=None if kind == "openai" else 5, max_tokens=3, seed=11, stop=("zzz",)
+    )
     p = make(kind, srv.url)
     (out,) = await p.complete(MSGS, params, 1, 5.0)
     await p.aclose()
@@ -136,7 +149,12 @@ async def test_request_mapping(srv, kind):
         cfg = body["generationConfig"]
         assert body["systemInstruction"]["parts"][0]["text"] == "be brief"
         assert (cfg["temperature"], cfg["topP"], cfg["topK"], cfg["maxOutputTokens"], cfg["seed"]) == (
-            0.2, 0.9, 5, 3, 11)
+            0.2,
+            0.9,
+            5,
+            3,
+            11,
+        )
         assert cfg["stopSequences"] == ["zzz"] and "candidateCount" not in cfg
         assert out.finish_reason == "MAX_TOKENS"
 
@@ -204,8 +222,9 @@ async def test_connection_refused(kind):
 @pytest.mark.parametrize("kind", KINDS)
 async def test_auth_error_never_shows_key(srv, kind):
     """Even when the endpoint echoes the key back in its error body, the raised message has it redacted."""
-    srv.script(None, [("status", 401, {}, {"error": {"message": f"invalid key {KEY}", "type": "auth"},
-                                          "type": "error"})])
+    srv.script(
+        None, [("status", 401, {}, {"error": {"message": f"invalid key {KEY}", "type": "auth"}, "type": "error"})]
+    )
     err = await fail(kind, srv.url)
     assert isinstance(err, AuthFailed) and not err.retryable
 
@@ -222,10 +241,14 @@ async def test_key_passed_as_argument_is_redacted_too(srv, monkeypatch):
     assert srv.requests[0]["headers"]["authorization"] == f"Bearer {other}"
 
 
-@pytest.mark.parametrize(("kind", "names"), [
-    ("openai", ["OPENAI_API_KEY"]), ("anthropic", ["ANTHROPIC_API_KEY"]),
-    ("google", ["GEMINI_API_KEY", "GOOGLE_API_KEY"]),
-])
+@pytest.mark.parametrize(
+    ("kind", "names"),
+    [
+        ("openai", ["OPENAI_API_KEY"]),
+        ("anthropic", ["ANTHROPIC_API_KEY"]),
+        ("google", ["GEMINI_API_KEY", "GOOGLE_API_KEY"]),
+    ],
+)
 def test_missing_key_raised_at_construction(monkeypatch, kind, names):
     for n in names:
         monkeypatch.delenv(n, raising=False)
@@ -289,17 +312,24 @@ def test_compatible_spec_parsing_and_cache_id():
 def test_server_latency_count_and_cli(srv):
     srv.latency = 0.2
     t0 = time.monotonic()
-    req = urllib.request.Request(f"{srv.url}/v1/chat/completions", method="POST",
-                                 data=b'{"model": "m", "messages": [{"role": "user", "content": "hi"}], "n": 2}',
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        f"{srv.url}/v1/chat/completions",
+        method="POST",
+        data=b'{"model": "m", "messages": [{"role": "user", "content": "hi"}], "n": 2}',
+        headers={"Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=5) as r:
         assert r.status == 200
     assert time.monotonic() - t0 >= 0.2 and srv.count == 1
     assert [c["message"]["content"] for c in srv.requests[0]["reply"]["choices"]] == ["echo[m] hi #0", "echo[m] hi #1"]
     port = closed_port()
     root = Path(__file__).resolve().parents[1]
-    with subprocess.Popen([sys.executable, "-m", "tests.support.protocol_server", "--port", str(port)],
-                          stdout=subprocess.PIPE, text=True, cwd=root) as proc:
+    with subprocess.Popen(
+        [sys.executable, "-m", "tests.support.protocol_server", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=root,
+    ) as proc:
         try:
             assert "serving on" in proc.stdout.readline()
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as r:

@@ -21,15 +21,15 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from phr.bench.folder import data_file
 from phr.bench.instance import arrow_schema
+from phr.bench.records import question_from_row, question_row
 from phr.builders.phrbench import BuildError, build
 from phr.builders.recipe import _rank
 from phr.builders.sources import load_source, question_id
-from phr.bench.records import BaseQuestion, question_from_row, question_row
-from tests.support.protocol_server import ProtocolServer
-from phr.bench.folder import data_file
 from phr.validation.folder import validate_folder
 from tests.support.paper_fixtures import WORDS, write_sources
+from tests.support.protocol_server import ProtocolServer
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("PHR_SHARED_DATA") or REPO.parent / "shared" / "data")
@@ -71,11 +71,19 @@ def make_responder(recipe_seed: int, *, quote_def: bool = False):
             premise = re.search(r"<premise>\n(.*?)\n</premise>", prompt, re.S).group(1)
             hall = "Mutation types:" in prompt
             bad = hall and _h("judge", premise) % 4 == 0
-            return json.dumps({"reason": "checked", "factual_validity": True, "relevance": True,
-                               "type_consistency": not bad if hall else None,
-                               "mutation_logic_consistent": True if hall else None,
-                               "plausible": True if hall else None, "single_claim": True if hall else None,
-                               "leaks_answer": False, "verdict": "reject" if bad else "accept"})
+            return json.dumps(
+                {
+                    "reason": "checked",
+                    "factual_validity": True,
+                    "relevance": True,
+                    "type_consistency": not bad if hall else None,
+                    "mutation_logic_consistent": True if hall else None,
+                    "plausible": True if hall else None,
+                    "single_claim": True if hall else None,
+                    "leaks_answer": False,
+                    "verdict": "reject" if bad else "accept",
+                }
+            )
         if len(messages) == 1 and _h("json", prompt, index) % 7 == 0:
             return "Sorry, here is my premise without JSON."
         statement = f"The toy system obeys the {_words(_h(prompt, index), 6)} relation."
@@ -87,8 +95,9 @@ def make_responder(recipe_seed: int, *, quote_def: bool = False):
         if index % 4 == 1 and _h("leak", prompt) % 3 == 0 and len(messages) == 1:
             answer = re.search(r"do not reveal it\): (.*)", prompt).group(1)
             statement = f"The toy system gives {answer} here."
-        return "Here you go: " + json.dumps({"mutation_strategy": "swap", "mutation_logic": "It swaps one relation.",
-                                             "statement": statement})
+        return "Here you go: " + json.dumps(
+            {"mutation_strategy": "swap", "mutation_logic": "It swaps one relation.", "statement": statement}
+        )
 
     return responder
 
@@ -122,8 +131,11 @@ def shared(name: str) -> Path:
 def test_question_rows_round_trip_every_field():
     """What a question is, as written by the builder and read back by `validate`: every field, every source."""
     assert set(question_row(load_source("humaneval")[0])) <= set(arrow_schema().names)
-    qs = [*load_source("humaneval")[:3], *load_source("mbpp", shared("mbpp"))[:3],
-          *load_source("sciq", shared("sciq"))[:3]]
+    qs = [
+        *load_source("humaneval")[:3],
+        *load_source("mbpp", shared("mbpp"))[:3],
+        *load_source("sciq", shared("sciq"))[:3],
+    ]
     for q in qs:
         row = question_row(q)
         assert row["question_id"] == q.id and row["code_signature"] == q.code_signature
@@ -145,8 +157,9 @@ def real_paper(tmp_path_factory):
         mp.setenv("OPENAI_BASE_URL", srv.url + "/v1")
         mp.setenv("PHR_CACHE", str(src.parent / "calls.sqlite"))
         try:
-            res = build("paper", src.parent / "out", generator="openai:gpt-4o", judge="none", source_dir=src,
-                        progress=False)
+            res = build(
+                "paper", src.parent / "out", generator="openai:gpt-4o", judge="none", source_dir=src, progress=False
+            )
         finally:
             mp.undo()
     return res
@@ -157,7 +170,11 @@ def test_paper_build_from_real_files_validates(real_paper):
     assert real_paper.counts == {"baseline": 460, "truthful": 460, "hallucinated": 3900}
     base = pq.read_table(data_file(out, "baseline")).to_pylist()
     assert Counter(r["source"] for r in base if r["source"] in ("mbpp", "sciq", "bbbp", "humaneval")) == {
-        "mbpp": 50, "sciq": 50, "bbbp": 50, "humaneval": 50}
+        "mbpp": 50,
+        "sciq": 50,
+        "bbbp": 50,
+        "humaneval": 50,
+    }
     truthful = pq.read_table(data_file(out, "truthful")).to_pylist()
     quoting = [r for r in truthful if r["source"] == "mbpp" and f"def {r['entry_point']}(" in r["premise"]]
     assert len(quoting) == 50  # every MBPP truthful premise quotes the `def` line the model is shown ...
@@ -187,25 +204,43 @@ def test_build_skips_one_option_sciq_rows_and_validates(tmp_path, llm_env):
     rows = json.loads((src / "sciq" / "train.json").read_text())[:3]
     # the 1-option row goes where the recipe's seeded ranking picks first, so a loader that keeps it builds it
     first = min(range(4), key=lambda i: _rank(TINY_SEED, question_id("sciq", f"train/{i}")))
-    rows.insert(first, {**rows[0], "question": "What gas is it?", "correct_answer": "oxygen",
-                        "distractor1": "oxygen", "distractor2": "oxygen", "distractor3": "oxygen"})
+    rows.insert(
+        first,
+        {
+            **rows[0],
+            "question": "What gas is it?",
+            "correct_answer": "oxygen",
+            "distractor1": "oxygen",
+            "distractor2": "oxygen",
+            "distractor3": "oxygen",
+        },
+    )
     (src / "sciq" / "train.json").write_text(json.dumps(rows, indent=16))
     recipe = tmp_path / "tiny.yaml"
     recipe.write_text(TINY)
     with ProtocolServer(responder=make_responder(TINY_SEED)) as srv:
         llm_env(srv, tmp_path / "calls.sqlite")
-        res = build(recipe, tmp_path / "out", generator="openai:gpt-4o", judge="none", source_dir=src,
-                    progress=False, llm_options=FAST)
+        res = build(
+            recipe,
+            tmp_path / "out",
+            generator="openai:gpt-4o",
+            judge="none",
+            source_dir=src,
+            progress=False,
+            llm_options=FAST,
+        )
     base = pq.read_table(data_file(res.out, "baseline")).to_pylist()
     assert sorted(r["source_row_id"] for r in base if r["source"] == "sciq") == sorted(
-        f"train/{i}" for i in range(4) if i != first)
+        f"train/{i}" for i in range(4) if i != first
+    )
     assert all(len(set(r["options"])) == len(r["options"]) >= 2 for r in base if r["task_type"] == "multiple_choice")
     report = validate_folder(res.out)
     assert report.ok, report.render()
     manifest = json.loads((res.out / "manifest.json").read_text())
     assert manifest["source_rejections"] == [
         f"{src / 'sciq' / 'train.json'}: row {first + 1} (index {first}): fewer than two distinct options "
-        "(answer 'oxygen', options after removing duplicates: ['oxygen'])"]
+        "(answer 'oxygen', options after removing duplicates: ['oxygen'])"
+    ]
 
 
 # ---- item 3: a failed call fails the build; the rerun is exact ----------------------------------------------------
@@ -224,8 +259,15 @@ def tiny(tmp_path_factory):
         mp.setenv("OPENAI_BASE_URL", srv.url + "/v1")
         mp.setenv("PHR_CACHE", str(root / "clean.sqlite"))
         try:
-            res = build(recipe, root / "clean", generator="openai:gpt-4o", judge="openai:judge-model",
-                        source_dir=src, progress=False, llm_options=FAST)
+            res = build(
+                recipe,
+                root / "clean",
+                generator="openai:gpt-4o",
+                judge="openai:judge-model",
+                source_dir=src,
+                progress=False,
+                llm_options=FAST,
+            )
         finally:
             mp.undo()
         calls = [r["json"] for r in srv.requests]
@@ -235,13 +277,17 @@ def tiny(tmp_path_factory):
 def _positions(calls: list[dict]) -> dict[str, dict]:
     """Calls of the fault-free build to fail: first, a re-ask, a judge call, a regeneration round, the last one."""
     gen = [c for c in calls if c["model"] == "gpt-4o"]
-    first_round_seeds = {c["seed"] for c in gen if len(c["messages"]) == 1}
     out = {
         "first generator call": gen[0],
         "a re-ask": next(c for c in gen if len(c["messages"]) == 3),
         "a judge call": [c for c in calls if c["model"] == "judge-model"][5],
-        "a regeneration round": next(c for c in gen if len(c["messages"]) == 1 and c["seed"] - TINY_SEED >= 2
-                                     and "Mutation type: Rule Contradiction" in c["messages"][0]["content"]),
+        "a regeneration round": next(
+            c
+            for c in gen
+            if len(c["messages"]) == 1
+            and c["seed"] - TINY_SEED >= 2
+            and "Mutation type: Rule Contradiction" in c["messages"][0]["content"]
+        ),
         "the last call": calls[-1],
     }
     assert len({json.dumps(c, sort_keys=True) for c in out.values()}) == len(out)
@@ -267,21 +313,37 @@ def test_failed_call_fails_the_build_and_the_rerun_is_byte_identical(tiny, tmp_p
             llm_env(srv, cache)
             srv.script("/v1/chat/completions", [("status", 500)] * ATTEMPTS, match=lambda b, t=target: b == t)
             with pytest.raises(BuildError) as err:
-                build(recipe, out, generator="openai:gpt-4o", judge="openai:judge-model", source_dir=src,
-                      progress=False, llm_options=FAST)
+                build(
+                    recipe,
+                    out,
+                    generator="openai:gpt-4o",
+                    judge="openai:judge-model",
+                    source_dir=src,
+                    progress=False,
+                    llm_options=FAST,
+                )
             faulted = [r for r in srv.requests if r["fault"] is not None]
         msg = str(err.value)
         assert len(faulted) == ATTEMPTS and all(r["json"] == target for r in faulted), name  # retried, then failed
         assert "premise slot(s) of 1 question(s) were not completed: a model call failed after all retries" in msg
         assert "server_error after 2 attempt(s)" in msg and "(nothing was written)" in msg, msg
-        assert (f"phr-publish --cache {cache} build phrbench --recipe {recipe} --out {out} --generator openai:gpt-4o "
-                f"--judge openai:judge-model --source-dir {src}") in msg, msg
+        assert (
+            f"phr-publish --cache {cache} build phrbench --recipe {recipe} --out {out} --generator openai:gpt-4o "
+            f"--judge openai:judge-model --source-dir {src}"
+        ) in msg, msg
         assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(f".{out.name}")], name
 
         with ProtocolServer(responder=make_responder(TINY_SEED)) as srv:  # the fault is gone: same command
             llm_env(srv, cache)
-            again = build(recipe, out, generator="openai:gpt-4o", judge="openai:judge-model", source_dir=src,
-                          progress=False, llm_options=FAST)
+            again = build(
+                recipe,
+                out,
+                generator="openai:gpt-4o",
+                judge="openai:judge-model",
+                source_dir=src,
+                progress=False,
+                llm_options=FAST,
+            )
             made = [json.dumps(r["json"], sort_keys=True) for r in srv.requests]
         assert json.dumps(target, sort_keys=True) in made and set(made) <= known, name  # only missing calls
         assert folder_bytes(again.out) == expected, name

@@ -9,8 +9,14 @@ MSGS = (Message("user", "What is 2+2?"),)
 
 
 def key(**kw):
-    args = dict(provider="openai", model="gpt-4o", revision=None, params=GenerationParams(temperature=0.7),
-                messages=MSGS, sample_index=0)
+    args = dict(
+        provider="openai",
+        model="gpt-4o",
+        revision=None,
+        params=GenerationParams(temperature=0.7),
+        messages=MSGS,
+        sample_index=0,
+    )
     args.update(kw)
     return call_key(**args)[0]
 

@@ -18,8 +18,12 @@ WORKER = Path(__file__).with_name("_cache_worker.py")
 @pytest.fixture
 def setup(tmp_path):
     with ProtocolServer(latency=0.15) as srv:
-        env = dict(os.environ, OPENAI_API_KEY="sk-test-crash-0123456789", OPENAI_BASE_URL=srv.url + "/v1",
-                   PHR_CACHE=str(tmp_path / "calls.sqlite"))
+        env = dict(
+            os.environ,
+            OPENAI_API_KEY="sk-test-crash-0123456789",
+            OPENAI_BASE_URL=srv.url + "/v1",
+            PHR_CACHE=str(tmp_path / "calls.sqlite"),
+        )
         yield srv, env, tmp_path / "calls.sqlite"
 
 
@@ -37,8 +41,9 @@ def cached_prompts(db):
 
 def test_sigkill_mid_run_loses_no_completed_call_and_duplicates_none(setup):
     srv, env, db = setup
-    proc = subprocess.Popen([sys.executable, str(WORKER), "0", "60", "4"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, str(WORKER), "0", "60", "4"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if db.exists() and len(cached_prompts(db)) >= 12:
@@ -54,8 +59,9 @@ def test_sigkill_mid_run_loses_no_completed_call_and_duplicates_none(setup):
     assert 12 <= n_before < 60
     sent_before = srv.count
 
-    out = subprocess.run([sys.executable, str(WORKER), "0", "60", "4"], env=env, capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(
+        [sys.executable, str(WORKER), "0", "60", "4"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     calls, hits = map(int, out.stdout.split())
     assert hits == n_before and calls == 60 - n_before  # every completed call reused, the rest asked once
@@ -72,8 +78,12 @@ def test_concurrent_writer_processes(setup):
     srv, env, db = setup
     srv.latency = 0.02
     # three processes, overlapping ranges: 0-40, 20-60, 10-50
-    procs = [subprocess.Popen([sys.executable, str(WORKER), a, b, "4"], env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for a, b in (("0", "40"), ("20", "60"), ("10", "50"))]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(WORKER), a, b, "4"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for a, b in (("0", "40"), ("20", "60"), ("10", "50"))
+    ]
     for p in procs:
         _, err = p.communicate(timeout=120)
         assert p.returncode == 0, err

@@ -73,8 +73,13 @@ def test_ping_local_smollm2_offline(tmp_path, smollm2):
 
 
 def test_build_paper_without_keys_fails_before_any_work(tmp_path):
-    r = subprocess.run([EXE, "build", "phrbench", "--recipe", "paper"], cwd=tmp_path, capture_output=True, text=True,
-                       env={k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")})
+    r = subprocess.run(
+        [EXE, "build", "phrbench", "--recipe", "paper"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")},
+    )
     assert r.returncode == 2 and "API key" in r.stderr and "GEMINI_API_KEY" in r.stderr
     assert list(tmp_path.iterdir()) == []
     r = run("build", "phrbench", "--recipe", "mini", "--generator", "openai:gpt-4o", "--out", str(tmp_path / "x"))

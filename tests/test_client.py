@@ -45,7 +45,9 @@ def req(text, n=1, **params):
     return ChatRequest(as_messages(text), GenerationParams(**params), n=n)
 
 
-@pytest.mark.parametrize("spec, calls_for_n3", [("openai:gpt-4o", 1), ("anthropic:claude-x", 3), ("google:gemini-x", 1)])
+@pytest.mark.parametrize(
+    "spec, calls_for_n3", [("openai:gpt-4o", 1), ("anthropic:claude-x", 3), ("google:gemini-x", 1)]
+)
 def test_n_samples_then_warm_cache_makes_no_calls(env, server, spec, calls_for_n3):
     llm = make(spec)
     res = llm.generate([req("hello", n=3, temperature=0.7), req("bye", n=2, temperature=0.7)])
@@ -173,7 +175,10 @@ class Premise(BaseModel):
 
 def _openai_body(content):
     return {
-        "id": "x", "object": "chat.completion", "created": 0, "model": "gpt-4o",
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "gpt-4o",
         "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7},
     }
@@ -181,10 +186,13 @@ def _openai_body(content):
 
 def test_structured_output_reasks_with_the_error(env, server):
     good = '{"statement": "Water boils at 100 C at sea level.", "truth_verification": "standard fact"}'
-    server.script(None, [
-        ("status", 200, {}, _openai_body("Sure! ```json\n{\"statement\": \"only this\"}\n```")),
-        ("status", 200, {}, _openai_body(f"Here you go:\n{good}")),
-    ])
+    server.script(
+        None,
+        [
+            ("status", 200, {}, _openai_body('Sure! ```json\n{"statement": "only this"}\n```')),
+            ("status", 200, {}, _openai_body(f"Here you go:\n{good}")),
+        ],
+    )
     llm = make()
     [[res]] = generate_structured(llm, [req("make a premise")], Premise, max_reasks=2)
     assert res.ok and res.value.statement.startswith("Water boils")
@@ -199,6 +207,9 @@ def test_structured_output_final_failure_keeps_raw_texts(env, server):
     [[res]] = generate_structured(llm, [req("make a premise")], Premise, max_reasks=2)
     assert not res.ok and res.raw_texts == ["no json here"] * 3 and len(res.errors) == 3
     assert llm.last_summary.failures["invalid_output"] == 1
-    row = sqlite3.connect(env / "calls.sqlite").execute(
-        "SELECT message FROM failures WHERE reason = 'invalid_output'").fetchone()
+    row = (
+        sqlite3.connect(env / "calls.sqlite")
+        .execute("SELECT message FROM failures WHERE reason = 'invalid_output'")
+        .fetchone()
+    )
     assert json.loads(row[0])["raw_texts"] == ["no json here"] * 3

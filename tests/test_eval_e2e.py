@@ -21,8 +21,18 @@ def rows(mini_folder):
 def test_smollm2_run_results_leaderboard(smollm2, mini_folder, rows, tmp_path):
     cache, hub = str(tmp_path / "calls.sqlite"), tmp_path / "hub"
     common = ["--dataset", str(mini_folder), "--samples", "2", "--limit", "1", "--max-tokens", "24"]
-    r = run("--cache", cache, "eval", "phrbench", "--model", "local:smollm2", *common, "--runs",
-            str(tmp_path / "runs"), timeout=900)
+    r = run(
+        "--cache",
+        cache,
+        "eval",
+        "phrbench",
+        "--model",
+        "local:smollm2",
+        *common,
+        "--runs",
+        str(tmp_path / "runs"),
+        timeout=900,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     results = next((tmp_path / "runs").glob("local--smollm2/*/scores/results.json"))
     res = json.loads(results.read_text())
@@ -36,13 +46,41 @@ def test_smollm2_run_results_leaderboard(smollm2, mini_folder, rows, tmp_path):
 
     # shards 1/2 and 2/2 of a 2-question run, merged and scored (cache shared with the run above)
     for i in (1, 2):
-        r = run("--cache", cache, "eval", "phrbench", "--model", "local:smollm2", "--dataset", str(mini_folder),
-                "--limit", "2", "--max-tokens", "24", "--samples", "1", "--shard", f"{i}/2", "--runs",
-                str(tmp_path / "sh"), timeout=900)
+        r = run(
+            "--cache",
+            cache,
+            "eval",
+            "phrbench",
+            "--model",
+            "local:smollm2",
+            "--dataset",
+            str(mini_folder),
+            "--limit",
+            "2",
+            "--max-tokens",
+            "24",
+            "--samples",
+            "1",
+            "--shard",
+            f"{i}/2",
+            "--runs",
+            str(tmp_path / "sh"),
+            timeout=900,
+        )
         assert r.returncode == 0 and "eval merge" in r.stdout, r.stderr[-3000:]
     shard_dirs = sorted((tmp_path / "sh" / "local--smollm2").iterdir())
-    r = run("--cache", cache, "eval", "merge", *map(str, shard_dirs), "--out", str(tmp_path / "merged"),
-            "--scorer", "none", "--no-plots")
+    r = run(
+        "--cache",
+        cache,
+        "eval",
+        "merge",
+        *map(str, shard_dirs),
+        "--out",
+        str(tmp_path / "merged"),
+        "--scorer",
+        "none",
+        "--no-plots",
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     merged = json.loads((tmp_path / "merged" / "scores" / "results.json").read_text())
     assert merged["counts"]["questions"] == 2
@@ -51,10 +89,12 @@ def test_smollm2_run_results_leaderboard(smollm2, mini_folder, rows, tmp_path):
     r = run("push-results", str(results), "--repo", "org/phrbench-results", "--to", str(hub))
     assert r.returncode == 0, r.stderr
     sub = tmp_path / "gold.jsonl"
-    sub.write_text("".join(json.dumps({"instance_id": i, "sample": 0, "response": gold_of(row)}) + "\n"
-                           for i, row in rows.items()))
-    (tmp_path / "gold.meta.json").write_text(json.dumps({"model": "org/gold", "revision": "v1",
-                                                          "link": "https://example.org/gold"}))
+    sub.write_text(
+        "".join(json.dumps({"instance_id": i, "sample": 0, "response": gold_of(row)}) + "\n" for i, row in rows.items())
+    )
+    (tmp_path / "gold.meta.json").write_text(
+        json.dumps({"model": "org/gold", "revision": "v1", "link": "https://example.org/gold"})
+    )
     from phr.cards.model_card import write_model_card
     from phr.hub import push
 
@@ -63,14 +103,29 @@ def test_smollm2_run_results_leaderboard(smollm2, mini_folder, rows, tmp_path):
     (ckpt / "config.json").write_text("{}")
     write_model_card(ckpt, base_model="x/base", datasets=[], hyperparameters={}, eval_results=[])
     push(ckpt, "org/gold", repo_type="model", to=hub)
-    r = run("submit", str(sub), "--dataset", str(mini_folder), "--scorer", "none", "--repo", "org/phrbench-results",
-            "--to", str(hub), "--model-pr")
+    r = run(
+        "submit",
+        str(sub),
+        "--dataset",
+        str(mini_folder),
+        "--scorer",
+        "none",
+        "--repo",
+        "org/phrbench-results",
+        "--to",
+        str(hub),
+        "--model-pr",
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     assert "model repo org/gold: pull request" in r.stdout
     import subprocess
 
-    pr_yaml = subprocess.run(["git", "-C", str(hub / "models" / "org" / "gold"), "show",
-                              "pr/1:.eval_results/phrbench.yaml"], capture_output=True, text=True, check=True).stdout
+    pr_yaml = subprocess.run(
+        ["git", "-C", str(hub / "models" / "org" / "gold"), "show", "pr/1:.eval_results/phrbench.yaml"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "accuracy_bh" in pr_yaml and "value: 1.0" in pr_yaml
     lb = load_dataset(str(hub / "datasets" / "org" / "phrbench-results"), "leaderboard", split="train")
     assert lb["model"] == ["org/gold", "local:smollm2"] and lb["accuracy_bh"][0] == 1.0
@@ -84,8 +139,22 @@ def test_smollm2_run_results_leaderboard(smollm2, mini_folder, rows, tmp_path):
     # a defective submission: a clear reason, nothing published
     bad = tmp_path / "bad.jsonl"
     bad.write_text(sub.read_text().splitlines()[0] + "\n")
-    r = run("submit", str(bad), "--dataset", str(mini_folder), "--model", "org/bad", "--model-revision", "1",
-            "--scorer", "none", "--repo", "org/phrbench-results", "--to", str(hub))
+    r = run(
+        "submit",
+        str(bad),
+        "--dataset",
+        str(mini_folder),
+        "--model",
+        "org/bad",
+        "--model-revision",
+        "1",
+        "--scorer",
+        "none",
+        "--repo",
+        "org/phrbench-results",
+        "--to",
+        str(hub),
+    )
     assert r.returncode == 2 and "missing 169 responses" in r.stderr, r.stderr
     assert len(load_dataset(str(hub / "datasets" / "org" / "phrbench-results"), "leaderboard", split="train")) == 2
 

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+
+from phr.bench.metrics import CATALOGUE, CONDITION_SUFFIX, LEADERBOARD, REQUIRED, metric, name_of
+from phr.eval.report import render_report
 from phr.eval.results import (
     SCHEMA_VERSION,
     Result,
@@ -23,9 +26,6 @@ from phr.eval.results import (
     read_result_file,
     read_run_manifest,
 )
-
-from phr.bench.metrics import CATALOGUE, CONDITION_SUFFIX, LEADERBOARD, REQUIRED, metric, name_of
-from phr.eval.report import render_report
 from phr.leaderboard.page import render_html, render_markdown, write_leaderboard
 from phr.leaderboard.repo import check_results_folder, collect_results, push_results, render_card, result_path
 
@@ -44,8 +44,9 @@ def test_a_v1_result_reads_as_a_typed_v2_result():
     assert res.counts.questions == 3 and res.config["reference_scorer"]["spec"] == "local:smollm2"
     # everything 0.1.0 wrote is kept; only the version changes
     again = res.as_json()
-    assert {k: v for k, v in again.items() if k not in ("schema_version", "standard_errors")} == \
-        {k: v for k, v in raw.items() if k != "schema_version"}
+    assert {k: v for k, v in again.items() if k not in ("schema_version", "standard_errors")} == {
+        k: v for k, v in raw.items() if k != "schema_version"
+    }
     assert read_result(again) == res
     # the old key access keeps working
     assert res["metrics"]["accuracy_bh"] == 0.166667 and res.get("nope") is None and "tables" in res
@@ -60,8 +61,10 @@ def test_a_v1_result_loads_and_renders_on_the_leaderboard(tmp_path):
     assert rec.model == "local:smollm2" and rec.run_id == "4576569d6e87"
     md = render_markdown([rec])
     row = next(ln for ln in md.splitlines() if "local:smollm2" in ln)
-    assert row == "| 1 | local:smollm2 | 30fc7cc64f0d | 0.167 | 0.000 | 0.167 | -0.167 | +0.000 | 21.667 | 1.841 " \
-                  "| 0.611 | 0.000 | 2026-11-30 |"
+    assert (
+        row == "| 1 | local:smollm2 | 30fc7cc64f0d | 0.167 | 0.000 | 0.167 | -0.167 | +0.000 | 21.667 | 1.841 "
+        "| 0.611 | 0.000 | 2026-11-30 |"
+    )
     assert "±" not in md  # no standard errors in a 0.1.0 result
     assert 'data-value="0.166667">0.167</td>' in render_html([rec])
     paths = write_leaderboard([rec], tmp_path / "lb")
@@ -82,10 +85,15 @@ def test_a_v1_result_publishes_under_its_0_1_0_path(tmp_path):
 def test_v1_run_ids_are_those_0_1_0_gave():
     """A version-1 result without a run id gets the content hash 0.1.0 computed (9215194d3bba: computed with
     0.1.0's normalize), so resubmitting it maps to the same results-repo file."""
-    data = {"schema_version": 1, "model": "org/m", "revision": "abc1234",
-            "dataset": {"id": "org/phrbench", "revision": "v0.1.0"},
-            "metrics": {"accuracy_b": 0.7, "accuracy_bt": 0.72, "accuracy_bh": 0.4, "OL": 0.2}, "date": "2025-06-01",
-            "generation": {"temperature": 0.7, "top_p": None}}
+    data = {
+        "schema_version": 1,
+        "model": "org/m",
+        "revision": "abc1234",
+        "dataset": {"id": "org/phrbench", "revision": "v0.1.0"},
+        "metrics": {"accuracy_b": 0.7, "accuracy_bt": 0.72, "accuracy_bh": 0.4, "OL": 0.2},
+        "date": "2025-06-01",
+        "generation": {"temperature": 0.7, "top_p": None},
+    }
     assert normalize(data)["run_id"] == "9215194d3bba"
     assert result_path(data) == "results/org--m/9215194d3bba.json"
     assert normalize({k: v for k, v in data.items() if k != "schema_version"})["run_id"] == "9215194d3bba"

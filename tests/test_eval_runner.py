@@ -3,6 +3,7 @@
 import json
 
 import pytest
+
 from phr.eval.dataset import DatasetError, check_conditions, load_eval_dataset
 from phr.eval.runner import (
     GENERATIONS_FILE,
@@ -16,7 +17,6 @@ from phr.eval.runner import (
     select_instances,
 )
 from phr.eval.submission import SubmissionMeta, validate_submission
-
 
 
 def model(model, messages, k):
@@ -96,7 +96,11 @@ def test_run_writes_a_valid_submission_and_resumes(ds, llm, server, tmp_path):
     assert meta["dataset"]["files"] == ds.files and meta["samples"] == 2 and meta["generation"]["temperature"] == 0.7
     # the paper's sampling settings reach the API
     body = server.requests[0]["json"]
-    assert body["temperature"] == 0.7 and body["n"] == 2 and body.get("max_completion_tokens", body.get("max_tokens")) == 64
+    assert (
+        body["temperature"] == 0.7
+        and body["n"] == 2
+        and body.get("max_completion_tokens", body.get("max_tokens")) == 64
+    )
     before = server.count
     again = generate_run(cfg, out=tmp_path / "run2", llm=llm(), dataset=ds)
     assert server.count == before  # every sample from the cache
@@ -107,8 +111,10 @@ def test_run_writes_a_valid_submission_and_resumes(ds, llm, server, tmp_path):
 def test_shards_merge_into_the_unsharded_run(ds, llm, tmp_path):
     base = RunConfig(model="openai:gpt-4o", dataset=str(ds.path), samples=2, limit=7, max_tokens=64)
     whole = generate_run(base, out=tmp_path / "whole", llm=llm(), dataset=ds)
-    parts = [generate_run(RunConfig(**{**base.__dict__, "shard": (i, 3)}), root=tmp_path / "runs", llm=llm(),
-                          dataset=ds) for i in (1, 2, 3)]
+    parts = [
+        generate_run(RunConfig(**{**base.__dict__, "shard": (i, 3)}), root=tmp_path / "runs", llm=llm(), dataset=ds)
+        for i in (1, 2, 3)
+    ]
     assert [p.path.name for p in parts] == [f"{whole.meta['run_id']}-shard-{i}-of-3" for i in (1, 2, 3)]
     merged = merge_runs([parts[2].path, parts[0].path, parts[1].path], tmp_path / "merged")
     assert (merged.path / RESPONSES_FILE).read_bytes() == (whole.path / RESPONSES_FILE).read_bytes()
@@ -120,8 +126,9 @@ def test_shards_merge_into_the_unsharded_run(ds, llm, tmp_path):
         merge_runs([parts[0].path, parts[0].path, parts[1].path, parts[2].path], tmp_path / "m3")
     with pytest.raises(RunError, match="not a shard"):
         merge_runs([whole.path, parts[0].path], tmp_path / "m4")
-    other = generate_run(RunConfig(**{**base.__dict__, "samples": 1, "shard": (2, 3)}), out=tmp_path / "o",
-                         llm=llm(), dataset=ds)
+    other = generate_run(
+        RunConfig(**{**base.__dict__, "samples": 1, "shard": (2, 3)}), out=tmp_path / "o", llm=llm(), dataset=ds
+    )
     with pytest.raises(RunError, match="not shards of one run"):
         merge_runs([parts[0].path, other.path, parts[2].path], tmp_path / "m5")
     assert not (tmp_path / "m2").exists() and not (tmp_path / "m5").exists()
@@ -141,6 +148,10 @@ def test_failed_calls_are_listed_and_retried(ds, llm, server, tmp_path):
 
 def test_nothing_selected(ds, llm, tmp_path):
     with pytest.raises(RunError, match="select no instance"):
-        generate_run(RunConfig(model="openai:gpt-4o", dataset=str(ds.path), shard=(40, 40)), out=tmp_path / "r",
-                     llm=llm(), dataset=ds)
+        generate_run(
+            RunConfig(model="openai:gpt-4o", dataset=str(ds.path), shard=(40, 40)),
+            out=tmp_path / "r",
+            llm=llm(),
+            dataset=ds,
+        )
     assert not (tmp_path / "r").exists()

@@ -4,21 +4,37 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
+
 from phr.eval.aggregate import aggregate
 from phr.eval.dataset import Instance, load_eval_dataset
 from phr.eval.pipeline import score_submission
+from phr.eval.results import normalize
 from phr.eval.scoring import SampleScore, ScoreOptions, code_program, score_responses
 from phr.eval.submission import SubmissionError, SubmissionMeta, write_submission
-
 from phr.llm import LLM
-from phr.eval.results import normalize
 from tests.support.answers import gold, wrong
 from tests.support.protocol_server import ProtocolServer
 
 
 def S(iid, k, q, cond, dom, mt, correct, ol=None, ui=None, buf=None, bc=None, res=None, missing=False):
-    s = SampleScore(iid, k, q, cond, dom, "sub", "multiple_choice", "src", mt, missing=missing, correct=correct,
-                    ol=ol, ui=ui, buf=buf, bc=bc, resolution=res)
+    s = SampleScore(
+        iid,
+        k,
+        q,
+        cond,
+        dom,
+        "sub",
+        "multiple_choice",
+        "src",
+        mt,
+        missing=missing,
+        correct=correct,
+        ol=ol,
+        ui=ui,
+        buf=buf,
+        bc=bc,
+        resolution=res,
+    )
     s.insightful = None if res is None else (res == "Correction" and correct)
     return s
 
@@ -44,8 +60,15 @@ def test_aggregate_hand_computed():
     assert (m["correction_rate"], m["compliance_rate"], m["avoidance_rate"]) == (0.333333,) * 3
     assert m["insightful_rate"] == 0.333333
     assert r["counts"] == {"samples": 7, "missing": 1, "instances": 6, "questions": 2}
-    assert r["by_condition"]["B+T"] == {"n": 2, "accuracy": 0.5, "missing": 1, "OL": 20.0, "UI": 2.0, "BUF": 0.0,
-                                        "BC": 0.0}
+    assert r["by_condition"]["B+T"] == {
+        "n": 2,
+        "accuracy": 0.5,
+        "missing": 1,
+        "OL": 20.0,
+        "UI": 2.0,
+        "BUF": 0.0,
+        "BC": 0.0,
+    }
     br = r["by_resolution"]
     assert (br["Compliance"]["accuracy"], br["Compliance"]["OL"]) == (0.0, 30.0)
     assert (br["Correction"]["accuracy"], br["Correction"]["OL"], br["Avoidance"]["OL"]) == (1.0, 50.0, 40.0)
@@ -53,8 +76,12 @@ def test_aggregate_hand_computed():
     assert (rc["n"], rc["accuracy"], rc["OL"], rc["H-T"]["accuracy"], rc["H-T"]["OL"]) == (2, 0.5, 40.0, -0.5, 20.0)
     assert (sd["accuracy"], sd["H-T"]["accuracy"], sd["H-T"]["OL"]) == (1.0, 1.0, None)  # q2-T missing
     phys = r["per_domain"]["Physics"]
-    assert (phys["B"]["accuracy"], phys["B+H"]["accuracy"], phys["H-T"]["accuracy"], phys["H-T"]["OL"]) == \
-        (1.0, 0.5, -0.5, 20.0)
+    assert (phys["B"]["accuracy"], phys["B+H"]["accuracy"], phys["H-T"]["accuracy"], phys["H-T"]["OL"]) == (
+        1.0,
+        0.5,
+        -0.5,
+        20.0,
+    )
     assert r["resolution"]["per_domain"]["Code"] == {"Correction": 0.0, "Compliance": 0.0, "Avoidance": 1.0}
 
 
@@ -65,9 +92,18 @@ def test_no_judge_no_resolution_metrics():
 
 
 def _code(**kw):
-    base = dict(id="h-B", question_id="h", condition="B", domain="Code", subtype="s", task_type="code",
-                source="humaneval", prompt="p", entry_point="add",
-                question="from typing import List\n\n\ndef add(a: int, b: int) -> int:\n    \"\"\"Add.\"\"\"\n")
+    base = dict(
+        id="h-B",
+        question_id="h",
+        condition="B",
+        domain="Code",
+        subtype="s",
+        task_type="code",
+        source="humaneval",
+        prompt="p",
+        entry_point="add",
+        question='from typing import List\n\n\ndef add(a: int, b: int) -> int:\n    """Add."""\n',
+    )
     return Instance(**{**base, **kw})
 
 
@@ -122,8 +158,9 @@ def test_submission_scored_with_judge_into_results(ds, rows, tmp_path, monkeypat
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
         monkeypatch.setenv("OPENAI_BASE_URL", srv.url + "/v1")
         judge = LLM("openai:gpt-4o", cache=tmp_path / "j.sqlite", progress=False, timeout=5)
-        result, out = score_submission(sub, ds, meta, ScoreOptions(scorer=None, judge=judge), out=tmp_path / "scored",
-                                       progress=False)
+        result, out = score_submission(
+            sub, ds, meta, ScoreOptions(scorer=None, judge=judge), out=tmp_path / "scored", progress=False
+        )
         assert srv.count == 102
     m = result["metrics"]
     assert m["accuracy_bh"] == 0.5 and m["correction_rate"] == 0.5 and m["compliance_rate"] == 0.5
@@ -135,7 +172,11 @@ def test_submission_scored_with_judge_into_results(ds, rows, tmp_path, monkeypat
     assert saved["samples_file"]["path"] == "samples.jsonl" and len(saved["samples_file"]["sha256"]) == 64
     assert len((out / "samples.jsonl").read_text().splitlines()) == 102
     assert sorted(p.name for p in (out / "plots").iterdir()) == [
-        "accuracy_by_domain.png", "resolution.png", "trajectory_by_condition.png", "trajectory_by_resolution.png"]
+        "accuracy_by_domain.png",
+        "resolution.png",
+        "trajectory_by_condition.png",
+        "trajectory_by_resolution.png",
+    ]
     assert (out / "plots" / "resolution.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "Correction" in (out / "report.md").read_text()
     with pytest.raises(Exception, match="accuracy_b"):  # B+H only: not a leaderboard result
@@ -146,8 +187,9 @@ def test_full_submission_is_a_leaderboard_result(ds, rows, tmp_path):
     sub = tmp_path / "gold.jsonl"
     write_submission(sub, ((i.id, 0, gold(i, rows)) for i in ds.instances))
     meta = SubmissionMeta(model="org/gold", revision="v1")
-    result, out = score_submission(sub, ds, meta, ScoreOptions(scorer=None), out=tmp_path / "s", progress=False,
-                                   plots=False)
+    result, out = score_submission(
+        sub, ds, meta, ScoreOptions(scorer=None), out=tmp_path / "s", progress=False, plots=False
+    )
     rec = normalize(json.loads((out / "results.json").read_text()))
     assert rec["metrics"]["accuracy_bh"] == 1.0 and rec["run_id"].startswith("sub-")
     assert rec["tables"]["by_condition"]["B"]["n"] == 34
@@ -165,8 +207,9 @@ def test_trajectory_metrics_cached_and_resumed(smollm2, ds, tmp_path, monkeypatc
     insts = ds.instances[:3]
     resp = {(i.id, 0): f"First step. Wait, maybe not. Answer: {n + 1}" for n, i in enumerate(insts)}
     cache = tmp_path / "calls.sqlite"
-    first = score_responses(insts, resp, samples=1, options=ScoreOptions(scorer=TrajectoryScorer(smollm2),
-                                                                         cache=cache), progress=False)
+    first = score_responses(
+        insts, resp, samples=1, options=ScoreOptions(scorer=TrajectoryScorer(smollm2), cache=cache), progress=False
+    )
     assert MetricCache(cache).count() == 3 and all(s.ol and s.steps == 3 for s in first)
 
     scorer = TrajectoryScorer(smollm2)
@@ -175,8 +218,7 @@ def test_trajectory_metrics_cached_and_resumed(smollm2, ds, tmp_path, monkeypatc
     assert [(s.ol, s.ui, s.buf, s.bc) for s in again] == [(s.ol, s.ui, s.buf, s.bc) for s in first]
 
     other_tau = TrajectoryScorer(smollm2, tau=50.0)  # another tau is another key: computed again
-    third = score_responses(insts, resp, samples=1, options=ScoreOptions(scorer=other_tau, cache=cache),
-                            progress=False)
+    third = score_responses(insts, resp, samples=1, options=ScoreOptions(scorer=other_tau, cache=cache), progress=False)
     assert MetricCache(cache).count() == 6 and all(s.buf == 0.0 for s in third)
 
 
@@ -186,6 +228,7 @@ def test_report_says_whether_a_judge_ran():
     scores = [S("q-H1", 0, "q", "B+H", "Physics", "Rule Contradiction", True, 5, 1.0, 0.0, 0.0)]
     ds_ref = {"id": "org/phrbench", "revision": "v1"}
     for judge, text in ((None, "Not judged (no judge given)."), ({"spec": "openai:x"}, "No judgement parsed (1 B+H")):
-        res = result_json(model="m", revision="r", dataset=ds_ref, report=aggregate(scores),
-                          config={"resolution_judge": judge})
+        res = result_json(
+            model="m", revision="r", dataset=ds_ref, report=aggregate(scores), config={"resolution_judge": judge}
+        )
         assert text in render_report(res)

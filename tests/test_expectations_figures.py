@@ -11,9 +11,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
+
+from phr.bench.folder import data_file
+from phr.bench.folder import read_rows as load_rows
 from phr.builders.phrbench import build_mini
 from phr.cards.eval_yaml import METRICS, eval_results_yaml, eval_yaml, write_eval_yaml
 from phr.cards.figures import CAPTIONS, markdown, write_figures
+from phr.core.parquet import write_parquet
+from phr.core.report import Rejection
 from phr.validation.expectations import (
     SUITE_FILE,
     build_suite,
@@ -22,11 +27,6 @@ from phr.validation.expectations import (
     write_suite,
 )
 from phr.validation.folder import validate_folder
-from phr.core.report import Rejection
-
-from phr.bench.folder import data_file
-from phr.bench.folder import read_rows as load_rows
-from phr.core.parquet import write_parquet
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -83,7 +83,9 @@ def test_suite_passes_on_the_built_folder_and_is_deterministic(built, tmp_path):
     # derived from the build: exact row counts and counts per (domain, mutation_type)
     suite = build_suite(rows)
     assert suite["hallucinated"]["rows"] == len(rows["hallucinated"])
-    by_dm = next(s for s in suite["hallucinated"]["suites"] if s["meta"]["frame"]["group_by"] == ["domain", "mutation_type"])
+    by_dm = next(
+        s for s in suite["hallucinated"]["suites"] if s["meta"]["frame"]["group_by"] == ["domain", "mutation_type"]
+    )
     pairs = next(e for e in by_dm["expectations"] if e["type"] == "expect_column_pair_values_to_be_in_set")
     assert sum(n for _, n in pairs["kwargs"]["value_pairs_set"]) == len(rows["hallucinated"])
     assert ["Code / State Distortion", 24] in pairs["kwargs"]["value_pairs_set"]
@@ -103,19 +105,31 @@ def test_unknown_domain_is_reported(copy):
     reasons = [r.reason for r in run_suite(copy) if r.row_id == "data/truthful"]
     assert any(x.startswith("expect_column_values_to_be_in_set on domain:") and "'Astrology'" in x for x in reasons)
     assert any(x.startswith("expect_column_kl_divergence_to_be_less_than on domain:") for x in reasons)
-    assert any(x.startswith("expect_column_distinct_values_to_equal_set on count per (domain):")
-               and "unexpected values ['Astrology']" in x for x in reasons)
+    assert any(
+        x.startswith("expect_column_distinct_values_to_equal_set on count per (domain):")
+        and "unexpected values ['Astrology']" in x
+        for x in reasons
+    )
 
 
 def test_dropped_row_is_reported(copy, built):
     dropped = built[1]["baseline"][0]
     rows = edit(copy, "baseline", lambda rs: rs[1:])
     out = run_suite(copy)
-    assert Rejection("data/baseline", "expectations",
-                     f"expect_table_row_count_to_equal on table: observed {len(rows)} rows, expected {len(rows) + 1}") in out
-    counts = [r.reason for r in out if r.reason.startswith("expect_column_pair_values_to_be_in_set on count per (domain):")]
+    assert (
+        Rejection(
+            "data/baseline",
+            "expectations",
+            f"expect_table_row_count_to_equal on table: observed {len(rows)} rows, expected {len(rows) + 1}",
+        )
+        in out
+    )
+    counts = [
+        r.reason for r in out if r.reason.startswith("expect_column_pair_values_to_be_in_set on count per (domain):")
+    ]
     assert len(counts) == 1 and counts[0].startswith(
-        f"expect_column_pair_values_to_be_in_set on count per (domain): '{dropped['domain']}': observed ")
+        f"expect_column_pair_values_to_be_in_set on count per (domain): '{dropped['domain']}': observed "
+    )
     assert all(r.row_id == "data/baseline" for r in out)
 
 
@@ -138,8 +152,8 @@ def test_validate_folder_includes_the_expectations(copy):
 def png_size(data: bytes) -> tuple[int, int]:
     assert data[:8] == PNG_SIGNATURE and data[12:16] == b"IHDR"
     (length,) = struct.unpack(">I", data[8:12])
-    crc = struct.unpack(">I", data[16 + length:20 + length])[0]
-    assert zlib.crc32(data[12:16 + length]) == crc
+    crc = struct.unpack(">I", data[16 + length : 20 + length])[0]
+    assert zlib.crc32(data[12 : 16 + length]) == crc
     return struct.unpack(">II", data[16:24])
 
 
@@ -147,7 +161,11 @@ def test_figures_are_valid_and_byte_identical(built, tmp_path):
     _, rows = built
     a = write_figures(tmp_path / "a", rows)
     b = write_figures(tmp_path / "b", rows)
-    assert a == b == ["figures/counts_domain_mutation.png", "figures/subtypes_per_domain.png", "figures/premise_length.png"]
+    assert (
+        a
+        == b
+        == ["figures/counts_domain_mutation.png", "figures/subtypes_per_domain.png", "figures/premise_length.png"]
+    )
     for p in a:
         data = (tmp_path / "a" / p).read_bytes()
         w, h = png_size(data)
@@ -171,7 +189,14 @@ def test_eval_yaml_names_configs_split_and_metrics(built, tmp_path):
     assert {t["config"] for t in tasks.values()} == {"baseline", "truthful", "hallucinated", "all"}
     assert all(t["split"] == "test" for t in tasks.values())
     assert {m for t in tasks.values() for m in t["metrics"]} == {
-        "accuracy_b", "accuracy_bt", "accuracy_bh", "OL", "UI", "BUF", "BC"}
+        "accuracy_b",
+        "accuracy_bt",
+        "accuracy_bh",
+        "OL",
+        "UI",
+        "BUF",
+        "BC",
+    }
     assert tasks["accuracy_bh"]["config"] == "hallucinated" and tasks["ol"]["config"] == "all"
     for t in tasks.values():  # inspect-ai requires these three
         assert t["field_spec"]["input"] in rows["baseline"][0] and t["field_spec"]["target"] in rows["baseline"][0]

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+
 from phr.builders.phrbench import build
 
 RECIPE = """

@@ -128,18 +128,27 @@ def test_upload_download_roundtrip(hub, api, dataset_repo, tmp_path):
     info = api.upload_folder(folder_path=folder, repo_id=dataset_repo, repo_type="dataset", commit_message="data")
     assert info.oid == hub.head("dataset", dataset_repo)
     assert api.list_repo_files(dataset_repo, repo_type="dataset") == [
-        ".gitattributes", "README.md", "data/train.parquet", "images/x.png"]
+        ".gitattributes",
+        "README.md",
+        "data/train.parquet",
+        "images/x.png",
+    ]
 
     # parquet and png went through LFS (batch + PUT), the README as a regular base64 blob
-    by_path = {f.path: f for f in api.get_paths_info(dataset_repo, ["README.md", "data/train.parquet",
-                                                                     "images/x.png"], repo_type="dataset")}
+    by_path = {
+        f.path: f
+        for f in api.get_paths_info(
+            dataset_repo, ["README.md", "data/train.parquet", "images/x.png"], repo_type="dataset"
+        )
+    }
     assert by_path["README.md"].lfs is None
     assert by_path["data/train.parquet"].lfs is not None and by_path["images/x.png"].lfs is not None
     assert any(r["method"] == "PUT" and r["path"].startswith("/_lfs/upload/") for r in hub.requests)
 
     cache = tmp_path / "cache"
-    p = hf_hub_download(dataset_repo, "data/train.parquet", repo_type="dataset", endpoint=hub.url,
-                        cache_dir=cache, token=False)
+    p = hf_hub_download(
+        dataset_repo, "data/train.parquet", repo_type="dataset", endpoint=hub.url, cache_dir=cache, token=False
+    )
     assert pq.read_table(p).to_pydict() == {"q": ["a", "b", "c"], "n": [1, 2, 3]}
     snap = snapshot_download(dataset_repo, repo_type="dataset", endpoint=hub.url, cache_dir=cache, token=False)
     assert (Path(snap) / "images" / "x.png").read_bytes() == PNG
@@ -154,8 +163,11 @@ def test_upload_download_roundtrip(hub, api, dataset_repo, tmp_path):
 
     # a binary file is LFS in a model repo too (no *.png rule there); HfFileSystem range reads work
     api.create_repo("org/model", repo_type="model")
-    api.create_commit("org/model", [CommitOperationAdd("logo.png", PNG), CommitOperationAdd("config.json", b"{}")],
-                      commit_message="model files")
+    api.create_commit(
+        "org/model",
+        [CommitOperationAdd("logo.png", PNG), CommitOperationAdd("config.json", b"{}")],
+        commit_message="model files",
+    )
     files = {f.path: f for f in api.list_repo_tree("org/model", recursive=True)}
     assert files["logo.png"].lfs is not None and files["config.json"].lfs is None
     fs = HfFileSystem(endpoint=hub.url, token=False, skip_instance_cache=True)
@@ -166,16 +178,15 @@ def test_upload_download_roundtrip(hub, api, dataset_repo, tmp_path):
 
 def test_tags_refs_and_revisions(hub, api, tmp_path):
     api.create_repo("org/tagged", repo_type="dataset")
-    api.create_commit("org/tagged", [CommitOperationAdd("a.txt", b"v1")], commit_message="one",
-                      repo_type="dataset")
+    api.create_commit("org/tagged", [CommitOperationAdd("a.txt", b"v1")], commit_message="one", repo_type="dataset")
     api.create_tag("org/tagged", tag="v1.0", repo_type="dataset")
-    api.create_commit("org/tagged", [CommitOperationAdd("a.txt", b"v2")], commit_message="two",
-                      repo_type="dataset")
+    api.create_commit("org/tagged", [CommitOperationAdd("a.txt", b"v2")], commit_message="two", repo_type="dataset")
     refs = api.list_repo_refs("org/tagged", repo_type="dataset")
     assert [(t.name, t.ref) for t in refs.tags] == [("v1.0", "refs/tags/v1.0")]
     assert refs.branches[0].target_commit == hub.head("dataset", "org/tagged") != refs.tags[0].target_commit
-    old = hf_hub_download("org/tagged", "a.txt", repo_type="dataset", revision="v1.0", endpoint=hub.url,
-                          cache_dir=tmp_path, token=False)
+    old = hf_hub_download(
+        "org/tagged", "a.txt", repo_type="dataset", revision="v1.0", endpoint=hub.url, cache_dir=tmp_path, token=False
+    )
     assert Path(old).read_bytes() == b"v1"
     assert api.dataset_info("org/tagged", revision="v1.0").sha == refs.tags[0].target_commit
 
@@ -193,14 +204,27 @@ def test_tags_refs_and_revisions(hub, api, tmp_path):
 def test_pull_request(hub, api, tmp_path):
     api.create_repo("org/pr", repo_type="dataset")
     head = hub.head("dataset", "org/pr")
-    info = api.create_commit("org/pr", [CommitOperationAdd("new.txt", b"proposal\n")], commit_message="Propose",
-                             commit_description="please merge", repo_type="dataset", create_pr=True)
+    info = api.create_commit(
+        "org/pr",
+        [CommitOperationAdd("new.txt", b"proposal\n")],
+        commit_message="Propose",
+        commit_description="please merge",
+        repo_type="dataset",
+        create_pr=True,
+    )
     assert info.pr_revision == "refs/pr/1" and info.pr_num == 1
     assert info.pr_url.endswith("/datasets/org/pr/discussions/1")
     assert hub.head("dataset", "org/pr") == head  # main did not move
     assert "new.txt" in api.list_repo_files("org/pr", repo_type="dataset", revision=info.pr_revision)
-    p = hf_hub_download("org/pr", "new.txt", repo_type="dataset", revision=info.pr_revision, endpoint=hub.url,
-                        cache_dir=tmp_path, token=False)
+    p = hf_hub_download(
+        "org/pr",
+        "new.txt",
+        repo_type="dataset",
+        revision=info.pr_revision,
+        endpoint=hub.url,
+        cache_dir=tmp_path,
+        token=False,
+    )
     assert Path(p).read_bytes() == b"proposal\n"
 
     [d] = api.get_repo_discussions("org/pr", repo_type="dataset")
@@ -213,39 +237,54 @@ def test_pull_request(hub, api, tmp_path):
     assert [(r.ref, r.target_commit) for r in prs] == [("refs/pr/1", info.oid)]
 
     # pushing to the PR ref moves the PR, not main
-    api.create_commit("org/pr", [CommitOperationAdd("more.txt", b"x")], commit_message="More",
-                      repo_type="dataset", revision=info.pr_revision)
+    api.create_commit(
+        "org/pr",
+        [CommitOperationAdd("more.txt", b"x")],
+        commit_message="More",
+        repo_type="dataset",
+        revision=info.pr_revision,
+    )
     assert hub.head("dataset", "org/pr") == head
     assert len(api.get_discussion_details("org/pr", 1, repo_type="dataset").events) == 3
 
 
 def test_parent_commit_and_errors(hub, api, tmp_path):
     api.create_repo("org/errs", repo_type="dataset")
-    first = api.create_commit("org/errs", [CommitOperationAdd("a.txt", b"1")], commit_message="c1",
-                              repo_type="dataset")
-    api.create_commit("org/errs", [CommitOperationAdd("b.txt", b"2")], commit_message="c2", repo_type="dataset",
-                      parent_commit=first.oid)
+    first = api.create_commit("org/errs", [CommitOperationAdd("a.txt", b"1")], commit_message="c1", repo_type="dataset")
+    api.create_commit(
+        "org/errs",
+        [CommitOperationAdd("b.txt", b"2")],
+        commit_message="c2",
+        repo_type="dataset",
+        parent_commit=first.oid,
+    )
     head = hub.head("dataset", "org/errs")
     with pytest.raises(HfHubHTTPError) as e:  # stale parent
-        api.create_commit("org/errs", [CommitOperationAdd("c.txt", b"3")], commit_message="c3",
-                          repo_type="dataset", parent_commit=first.oid)
+        api.create_commit(
+            "org/errs",
+            [CommitOperationAdd("c.txt", b"3")],
+            commit_message="c3",
+            repo_type="dataset",
+            parent_commit=first.oid,
+        )
     assert e.value.response.status_code == 412
     assert hub.head("dataset", "org/errs") == head
 
     with pytest.raises(RepositoryNotFoundError):
         api.dataset_info("org/does-not-exist")
     with pytest.raises(RepositoryNotFoundError):
-        hf_hub_download("org/does-not-exist", "a.txt", repo_type="dataset", endpoint=hub.url, cache_dir=tmp_path,
-                        token=False)
+        hf_hub_download(
+            "org/does-not-exist", "a.txt", repo_type="dataset", endpoint=hub.url, cache_dir=tmp_path, token=False
+        )
     with pytest.raises(RevisionNotFoundError):
         api.dataset_info("org/errs", revision="no-such-branch")
     with pytest.raises(EntryNotFoundError):
-        hf_hub_download("org/errs", "missing.txt", repo_type="dataset", endpoint=hub.url, cache_dir=tmp_path,
-                        token=False)
+        hf_hub_download(
+            "org/errs", "missing.txt", repo_type="dataset", endpoint=hub.url, cache_dir=tmp_path, token=False
+        )
     assert not api.file_exists("org/errs", "missing.txt", repo_type="dataset")
     with pytest.raises(EntryNotFoundError):  # deleting a file that isn't there
-        api.create_commit("org/errs", [CommitOperationDelete("missing.txt")], commit_message="rm",
-                          repo_type="dataset")
+        api.create_commit("org/errs", [CommitOperationDelete("missing.txt")], commit_message="rm", repo_type="dataset")
 
     # injected faults: the request gets the status, nothing else happens
     hub.fail_next("/api/whoami-v2", 503)
@@ -266,9 +305,15 @@ def test_validate_yaml(hub, api):
     n_requests = len(hub.requests)
     bad = "---\nconfigs:\n- data_files: data/*.parquet\n---\n"
     with pytest.raises(ValueError, match="config_name is required"):
-        api.create_commit("org/yaml", [CommitOperationAdd("README.md", bad.encode()),
-                                       CommitOperationAdd("data/x.parquet", parquet_bytes({"a": [1]}))],
-                          commit_message="bad card", repo_type="dataset")
+        api.create_commit(
+            "org/yaml",
+            [
+                CommitOperationAdd("README.md", bad.encode()),
+                CommitOperationAdd("data/x.parquet", parquet_bytes({"a": [1]})),
+            ],
+            commit_message="bad card",
+            repo_type="dataset",
+        )
     # the client stopped after validate-yaml: nothing was uploaded, the repo is unchanged
     assert [r["path"] for r in hub.requests[n_requests:]] == ["/api/validate-yaml"]
     assert api.list_repo_files("org/yaml", repo_type="dataset") == [".gitattributes"]
@@ -276,8 +321,9 @@ def test_validate_yaml(hub, api):
 
 def test_failed_commit_after_lfs_upload_leaves_repo_unchanged(hub, api):
     api.create_repo("org/atomic", repo_type="dataset")
-    api.create_commit("org/atomic", [CommitOperationAdd("README.md", README.encode())], commit_message="card",
-                      repo_type="dataset")
+    api.create_commit(
+        "org/atomic", [CommitOperationAdd("README.md", README.encode())], commit_message="card", repo_type="dataset"
+    )
     head, files = hub.head("dataset", "org/atomic"), api.list_repo_files("org/atomic", repo_type="dataset")
     data = parquet_bytes({"q": ["lost"], "n": [0]})
     ops = [CommitOperationAdd("data/train.parquet", data)]
@@ -294,16 +340,18 @@ def test_failed_commit_after_lfs_upload_leaves_repo_unchanged(hub, api):
 
     # a retry commits without uploading the object again (the batch API says it is already there)
     n_requests = len(hub.requests)
-    api.create_commit("org/atomic", [CommitOperationAdd("data/train.parquet", data)], commit_message="retry",
-                      repo_type="dataset")
+    api.create_commit(
+        "org/atomic", [CommitOperationAdd("data/train.parquet", data)], commit_message="retry", repo_type="dataset"
+    )
     assert not any(r["method"] == "PUT" for r in hub.requests[n_requests:])
     assert hub.files("dataset", "org/atomic")["data/train.parquet"] == data
 
 
 def test_tree_pagination(hub, api):
     api.create_repo("org/many", repo_type="model")
-    api.create_commit("org/many", [CommitOperationAdd(f"d{i % 2}/f{i}.txt", b"x") for i in range(7)],
-                      commit_message="many")
+    api.create_commit(
+        "org/many", [CommitOperationAdd(f"d{i % 2}/f{i}.txt", b"x") for i in range(7)], commit_message="many"
+    )
     hub.tree_page_size = 3
     try:
         n_requests = len(hub.requests)
@@ -312,21 +360,39 @@ def test_tree_pagination(hub, api):
     finally:
         hub.tree_page_size = 1000
     assert len(files) == 8 and len(tree_calls) == 4  # 10 entries (2 folders), 3 per page
-    assert {e.path for e in api.list_repo_tree("org/many", "d0")} == {"d0/f0.txt", "d0/f2.txt", "d0/f4.txt",
-                                                                     "d0/f6.txt"}
+    assert {e.path for e in api.list_repo_tree("org/many", "d0")} == {
+        "d0/f0.txt",
+        "d0/f2.txt",
+        "d0/f4.txt",
+        "d0/f6.txt",
+    }
 
 
 def test_load_dataset_through_endpoint(hub, api, tmp_path):
     """The real datasets client in a fresh process (it reads HF_ENDPOINT at import)."""
     api.create_repo("org/loadable", repo_type="dataset")
     rows = {"question": ["q1", "q2", "q3"], "label": [0, 1, 0]}
-    api.create_commit("org/loadable", [CommitOperationAdd("README.md", README.encode()),
-                                       CommitOperationAdd("data/train.parquet", parquet_bytes(rows))],
-                      commit_message="add", repo_type="dataset")
-    code = ("import datasets, json; d = datasets.load_dataset('org/loadable', split='train'); "
-            "print(json.dumps(d.to_dict()))")
-    r = subprocess.run([sys.executable, "-c", code], env=hub.client_env(tmp_path / "home"), capture_output=True,
-                       text=True, timeout=120, check=False)
+    api.create_commit(
+        "org/loadable",
+        [
+            CommitOperationAdd("README.md", README.encode()),
+            CommitOperationAdd("data/train.parquet", parquet_bytes(rows)),
+        ],
+        commit_message="add",
+        repo_type="dataset",
+    )
+    code = (
+        "import datasets, json; d = datasets.load_dataset('org/loadable', split='train'); "
+        "print(json.dumps(d.to_dict()))"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        env=hub.client_env(tmp_path / "home"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     assert json.loads(r.stdout.strip().splitlines()[-1]) == rows
 

@@ -3,23 +3,52 @@
 import json
 
 import pytest
-from phr.validation.judge import JudgeVerdict, judge_augmentations, judge_prompt
 
 from phr.bench.records import Augmentation, BaseQuestion
 from phr.llm import LLM
+from phr.validation.judge import JudgeVerdict, judge_augmentations, judge_prompt
 
 REASK = "Your previous reply could not be used"
 
-MC = BaseQuestion(id="sciq-1", source="sciq", source_row_id="1", license="CC-BY", domain="Chemistry", subtype="acids",
-                  task_type="multiple_choice", question="Which gas is released when zinc reacts with HCl?",
-                  options=["Oxygen", "Hydrogen", "Chlorine"], answer="Hydrogen", answer_index=1)
-OPEN = BaseQuestion(id="gpqa-2", source="gpqa", source_row_id="2", license="CC-BY", domain="Physics",
-                    subtype="mechanics", task_type="open_ended", question="What is g at Earth's surface in m/s^2?",
-                    answer="9.8")
-CODE = BaseQuestion(id="humaneval-3", source="humaneval", source_row_id="3", license="MIT", domain="Code",
-                    subtype="lists", task_type="code", question="Add two numbers.",
-                    code_signature='def add(a, b):\n    """Return a + b."""', code_tests="assert add(1, 2) == 3  # SECRET_TEST",
-                    entry_point="add", reference_solution="def add(a, b):\n    return a + b", answer="def add(a, b): return a + b")
+MC = BaseQuestion(
+    id="sciq-1",
+    source="sciq",
+    source_row_id="1",
+    license="CC-BY",
+    domain="Chemistry",
+    subtype="acids",
+    task_type="multiple_choice",
+    question="Which gas is released when zinc reacts with HCl?",
+    options=["Oxygen", "Hydrogen", "Chlorine"],
+    answer="Hydrogen",
+    answer_index=1,
+)
+OPEN = BaseQuestion(
+    id="gpqa-2",
+    source="gpqa",
+    source_row_id="2",
+    license="CC-BY",
+    domain="Physics",
+    subtype="mechanics",
+    task_type="open_ended",
+    question="What is g at Earth's surface in m/s^2?",
+    answer="9.8",
+)
+CODE = BaseQuestion(
+    id="humaneval-3",
+    source="humaneval",
+    source_row_id="3",
+    license="MIT",
+    domain="Code",
+    subtype="lists",
+    task_type="code",
+    question="Add two numbers.",
+    code_signature='def add(a, b):\n    """Return a + b."""',
+    code_tests="assert add(1, 2) == 3  # SECRET_TEST",
+    entry_point="add",
+    reference_solution="def add(a, b):\n    return a + b",
+    answer="def add(a, b): return a + b",
+)
 
 
 def T(i, q, text):
@@ -27,13 +56,30 @@ def T(i, q, text):
 
 
 def H(i, q, text, mtype="State Distortion", logic="changed 9.8 to 12"):
-    return Augmentation(id=f"{q.id}-h{i}", question_id=q.id, kind="hallucinated", statement=text, generator="test",
-                        mutation_type=mtype, mutation_strategy="value swap", mutation_logic=logic)
+    return Augmentation(
+        id=f"{q.id}-h{i}",
+        question_id=q.id,
+        kind="hallucinated",
+        statement=text,
+        generator="test",
+        mutation_type=mtype,
+        mutation_strategy="value swap",
+        mutation_logic=logic,
+    )
 
 
 def verdict(**kw):
-    v = {"reason": "fine", "factual_validity": True, "relevance": True, "leaks_answer": False, "verdict": "accept",
-         "type_consistency": None, "mutation_logic_consistent": None, "plausible": None, "single_claim": None}
+    v = {
+        "reason": "fine",
+        "factual_validity": True,
+        "relevance": True,
+        "leaks_answer": False,
+        "verdict": "accept",
+        "type_consistency": None,
+        "mutation_logic_consistent": None,
+        "plausible": None,
+        "single_claim": None,
+    }
     return v | kw
 
 
@@ -42,8 +88,13 @@ def responder(model, messages, k):
     prompt = messages[0][1]
     premise = prompt.split("<premise>\n", 1)[1].split("\n</premise>", 1)[0]
     hallucinated = "HALLUCINATED" in prompt
-    base = verdict(**({c: True for c in ("type_consistency", "mutation_logic_consistent", "plausible", "single_claim")}
-                      if hallucinated else {}))
+    base = verdict(
+        **(
+            {c: True for c in ("type_consistency", "mutation_logic_consistent", "plausible", "single_claim")}
+            if hallucinated
+            else {}
+        )
+    )
     if "GARBAGE" in premise:
         return "I would rather not say."
     if "MALFORMED" in premise and not messages[-1][1].startswith(REASK):
@@ -105,7 +156,9 @@ def test_judge_outcomes_reasks_and_cache(env, server):
 
     for good in ("sciq-1-t1", "gpqa-2-h1"):
         assert good not in rej and jud[good].label == "accept" and jud[good].passed
-    assert [(r.check, r.reason) for r in rej["gpqa-2-h2"]] == [("judge", "type_consistency: the error is a value, not a rule")]
+    assert [(r.check, r.reason) for r in rej["gpqa-2-h2"]] == [
+        ("judge", "type_consistency: the error is a value, not a rule")
+    ]
     assert [(r.check, r.reason) for r in rej["sciq-1-t2"]] == [("judge_leakage", "leaks_answer: it names hydrogen")]
     assert [(r.check, r.reason) for r in rej["humaneval-3-t4"]] == [("judge", "verdict: too vague")]
     assert jud["sciq-1-t2"].label == "reject" and jud["sciq-1-t2"].passed is False
@@ -137,11 +190,22 @@ def test_judge_outcomes_reasks_and_cache(env, server):
 
 def test_prompts_show_what_the_judge_needs(env, server):
     mc = judge_prompt(MC, AUGS[0])
-    assert "Candidates: (1) Oxygen; (2) Hydrogen; (3) Chlorine" in mc and "(2) Hydrogen" in mc.split("Correct answer")[1]
+    assert (
+        "Candidates: (1) Oxygen; (2) Hydrogen; (3) Chlorine" in mc and "(2) Hydrogen" in mc.split("Correct answer")[1]
+    )
     assert "TRUTHFUL" in mc and "mutation_logic" in mc  # field listed as null-only
     h = judge_prompt(OPEN, AUGS[1])
-    assert all(s in h for s in ("Declared mutation type: State Distortion", "value swap", "changed 9.8 to 12",
-                                "Rule Contradiction:", "Pseudoscientific Entanglement:", "Correct answer (for your review only; never shown with the premise): 9.8"))
+    assert all(
+        s in h
+        for s in (
+            "Declared mutation type: State Distortion",
+            "value swap",
+            "changed 9.8 to 12",
+            "Rule Contradiction:",
+            "Pseudoscientific Entanglement:",
+            "Correct answer (for your review only; never shown with the premise): 9.8",
+        )
+    )
     code = judge_prompt(CODE, AUGS[6])
     assert 'def add(a, b):\n    """Return a + b."""' in code and "return a + b" in code and "SECRET_TEST" not in code
     assert "$" not in mc + h + code

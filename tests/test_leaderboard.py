@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+
 from phr.eval.results import ResultsError, normalize
 from phr.leaderboard.page import render_html, render_markdown, write_leaderboard
 from phr.leaderboard.repo import collect_results, result_path
@@ -18,10 +19,19 @@ HOSTILE = "<script>alert(1)</script>"
 
 
 def rec(model: str, b: float, bt: float, bh: float, *, run_id: str | None = None, **extra) -> dict:
-    metrics = {"accuracy_b": b, "accuracy_bt": bt, "accuracy_bh": bh,
-               **{k: extra.pop(k) for k in ("OL", "UI", "BUF", "BC") if k in extra}}
-    data = {"model": model, "revision": extra.pop("revision", "main"),
-            "dataset": {"id": "ORG/phrbench", "revision": "v0.1.0"}, "metrics": metrics, **extra}
+    metrics = {
+        "accuracy_b": b,
+        "accuracy_bt": bt,
+        "accuracy_bh": bh,
+        **{k: extra.pop(k) for k in ("OL", "UI", "BUF", "BC") if k in extra},
+    }
+    data = {
+        "model": model,
+        "revision": extra.pop("revision", "main"),
+        "dataset": {"id": "ORG/phrbench", "revision": "v0.1.0"},
+        "metrics": metrics,
+        **extra,
+    }
     if run_id:
         data["run_id"] = run_id
     return normalize(data)
@@ -30,8 +40,18 @@ def rec(model: str, b: float, bt: float, bh: float, *, run_id: str | None = None
 @pytest.fixture
 def records() -> list[dict]:
     return [
-        rec("org/alpha", 0.60, 0.70, 0.30, OL=0.2, UI=0.1, BUF=0.3, BC=0.05, date="2025-06-01",
-            source_url="https://example.org/alpha?a=1&b=2"),
+        rec(
+            "org/alpha",
+            0.60,
+            0.70,
+            0.30,
+            OL=0.2,
+            UI=0.1,
+            BUF=0.3,
+            BC=0.05,
+            date="2025-06-01",
+            source_url="https://example.org/alpha?a=1&b=2",
+        ),
         rec("Org/Beta", 0.80, 0.85, 0.50, date="2025-05-01"),
         rec("org/gamma|pipe", 0.40, 0.45, 0.40, OL=0.5, revision="rev|1"),
         rec(HOSTILE, 0.70, 0.72, 0.10, OL=0.1, source_url="javascript:alert(1)"),
@@ -41,6 +61,7 @@ def records() -> list[dict]:
 # ---- a small DOM reader (stdlib html.parser) ---------------------------------------------------------------
 
 # ---- unit tests --------------------------------------------------------------------------------------------
+
 
 def test_markdown_order_deltas_and_escaping(records):
     md = render_markdown(records, title="My board")
@@ -144,6 +165,7 @@ def test_write_leaderboard(tmp_path, records):
 
 # ---- a real headless browser -------------------------------------------------------------------------------
 
+
 def test_html_sorting_in_headless_chromium(tmp_path, records):
     exe = chromium()
     page = tmp_path / "leaderboard.html"
@@ -171,9 +193,11 @@ def test_html_sorting_in_headless_chromium(tmp_path, records):
 
     # clicks: an injected script clicks the accuracy_b header twice (first: desc, then toggled to asc)
     clicked = tmp_path / "clicked.html"
-    clicks = ('<script>var b = document.querySelector(\'th[data-key="accuracy_b"] button\');'
-              "b.click(); document.body.setAttribute('data-first', b.parentNode.getAttribute('aria-sort') + ' ' + "
-              "document.querySelector('tbody td[data-value]').getAttribute('data-value')); b.click();</script>")
+    clicks = (
+        "<script>var b = document.querySelector('th[data-key=\"accuracy_b\"] button');"
+        "b.click(); document.body.setAttribute('data-first', b.parentNode.getAttribute('aria-sort') + ' ' + "
+        "document.querySelector('tbody td[data-value]').getAttribute('data-value')); b.click();</script>"
+    )
     clicked.write_text(render_html(records).replace("</body>", clicks + "\n</body>"), encoding="utf-8")
     t = dump_dom(exe, clicked, "", tmp_path)
     assert t.body.get("data-first") == "descending 1"  # after the first click: Beta (0.8, rank 1) on top

@@ -15,9 +15,9 @@ from email.utils import formatdate
 import pytest
 from typer.testing import CliRunner
 
+from phr.core.text import clip
 from phr.llm import LLM, ChatRequest, GenerationParams, as_messages
 from tests.support.protocol_server import ProtocolServer
-from phr.core.text import clip
 
 KEY = "sk-test-faults-0123456789"
 
@@ -158,9 +158,26 @@ def test_build_phrbench_timeout_and_max_retry_after_options(small_build, premise
     root = small_build
     premise_server.script("/v1/chat", [("hang", 60), ("status", 429, {"Retry-After": "86400"})])
     t0 = time.monotonic()
-    CliRunner().invoke(app, ["build", "phrbench", "--recipe", str(root / "small.yaml"), "--judge", "none",
-                             "--source-dir", str(root / "sources"), "--out", str(root / "out"), "--allow-short",
-                             "--timeout", "1", "--max-retry-after", "5"])
+    CliRunner().invoke(
+        app,
+        [
+            "build",
+            "phrbench",
+            "--recipe",
+            str(root / "small.yaml"),
+            "--judge",
+            "none",
+            "--source-dir",
+            str(root / "sources"),
+            "--out",
+            str(root / "out"),
+            "--allow-short",
+            "--timeout",
+            "1",
+            "--max-retry-after",
+            "5",
+        ],
+    )
     assert time.monotonic() - t0 < 40  # the default timeout (120 s) would wait out the 60 s hang
     rows = failure_rows(root / "calls.sqlite")
     assert [r[0] for r in rows if r[0] != "invalid_output"] == ["rate_limit"]
@@ -172,9 +189,30 @@ def test_eval_phrbench_timeout_and_max_retry_after_options(env, server, mini_fol
 
     server.script("/v1/chat", [("hang", 60), ("status", 429, {"Retry-After": "86400"})])
     t0 = time.monotonic()
-    r = CliRunner().invoke(app, ["eval", "phrbench", "--model", "openai:gpt-4o", "--dataset", str(mini_folder),
-                                 "--limit", "1", "--samples", "1", "--conditions", "B,B+T", "--no-score",
-                                 "--timeout", "1", "--max-retry-after", "5", "--out", str(tmp_path / "run")])
+    r = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "phrbench",
+            "--model",
+            "openai:gpt-4o",
+            "--dataset",
+            str(mini_folder),
+            "--limit",
+            "1",
+            "--samples",
+            "1",
+            "--conditions",
+            "B,B+T",
+            "--no-score",
+            "--timeout",
+            "1",
+            "--max-retry-after",
+            "5",
+            "--out",
+            str(tmp_path / "run"),
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert time.monotonic() - t0 < 30
     rows = [json.loads(x) for x in (tmp_path / "run" / "generations.jsonl").read_text().splitlines()]
@@ -210,10 +248,15 @@ print("done")
 @pytest.mark.parametrize("spec", ["openai:gpt-4o", "anthropic:claude-x", "google:gemini-x"])
 def test_no_event_loop_is_closed_noise(env, spec):
     with ProtocolServer(responder=lambda model, messages, k: json.dumps({"statement": f"s{k}"})) as srv:
-        run_env = {**os.environ, "OPENAI_BASE_URL": srv.url + "/v1", "ANTHROPIC_BASE_URL": srv.url,
-                   "GOOGLE_GEMINI_BASE_URL": srv.url}
-        r = subprocess.run([sys.executable, "-c", SCRIPT, spec], capture_output=True, text=True, env=run_env,
-                           timeout=120)
+        run_env = {
+            **os.environ,
+            "OPENAI_BASE_URL": srv.url + "/v1",
+            "ANTHROPIC_BASE_URL": srv.url,
+            "GOOGLE_GEMINI_BASE_URL": srv.url,
+        }
+        r = subprocess.run(
+            [sys.executable, "-c", SCRIPT, spec], capture_output=True, text=True, env=run_env, timeout=120
+        )
     assert r.returncode == 0 and r.stdout.strip() == "done", r.stderr
     assert "Task exception was never retrieved" not in r.stderr, r.stderr
     assert "Event loop is closed" not in r.stderr, r.stderr
@@ -274,7 +317,10 @@ def test_run_results_and_submission_modes(env, server, mini_folder, tmp_path, ma
         write_submission(sub, [("x", 0, "y")], SubmissionMeta(model="m", revision="r", samples=1))
     assert mode(run.path) == dir_mode and mode(scores) == dir_mode
     assert {p.name: mode(p) for p in run.path.iterdir() if p.is_file()} == {
-        "responses.jsonl": file_mode, "generations.jsonl": file_mode, "run.json": file_mode}
+        "responses.jsonl": file_mode,
+        "generations.jsonl": file_mode,
+        "run.json": file_mode,
+    }
     assert all(mode(p) == file_mode for p in scores.iterdir() if p.is_file())
     assert mode(sub) == file_mode and mode(sub.with_name("responses.meta.json")) == file_mode
 
@@ -304,8 +350,10 @@ def test_connection_failure_names_the_endpoint_once(env, monkeypatch):
 def test_clip():
     text = "Exceeds the limit (4300 digits) for integer string conversion: value has 5000 digits; use more"
     assert clip(text, 200) == text
-    assert clip(text, 80) == ("Exceeds the limit (4300 digits) for integer string conversion: value has 5000… "
-                              f"({len(text)} characters in all)")
+    assert clip(text, 80) == (
+        "Exceeds the limit (4300 digits) for integer string conversion: value has 5000… "
+        f"({len(text)} characters in all)"
+    )
     assert clip(text, 76).startswith("Exceeds the limit (4300 digits) for integer string conversion: value has…")
     assert clip("a" * 300, 50) == "a" * 50 + "… (300 characters in all)"
 
@@ -339,10 +387,32 @@ def test_eval_phrbench_judge_gets_the_call_options(env, server, mini_folder, tmp
     opts = _options("none", "openai:judge-model", llm_options={"timeout": 7.0, "max_retry_after": 9.0})
     assert (opts.judge.spec, opts.judge.timeout, opts.judge.max_retry_after) == ("openai:judge-model", 7.0, 9.0)
     assert _options("none", "openai:judge-model").judge == "openai:judge-model"
-    r = CliRunner().invoke(app, ["eval", "phrbench", "--model", "openai:gpt-4o", "--dataset", str(mini_folder),
-                                 "--limit", "1", "--samples", "1", "--conditions", "B+H", "--scorer", "none",
-                                 "--judge", "openai:judge-model", "--no-plots", "--timeout", "7",
-                                 "--out", str(tmp_path / "run")])
+    r = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "phrbench",
+            "--model",
+            "openai:gpt-4o",
+            "--dataset",
+            str(mini_folder),
+            "--limit",
+            "1",
+            "--samples",
+            "1",
+            "--conditions",
+            "B+H",
+            "--scorer",
+            "none",
+            "--judge",
+            "openai:judge-model",
+            "--no-plots",
+            "--timeout",
+            "7",
+            "--out",
+            str(tmp_path / "run"),
+        ],
+    )
     assert r.exit_code == 0, r.output
     result = json.loads((tmp_path / "run" / "scores" / "results.json").read_text())
     assert result["config"]["resolution_judge"]["spec"] == "openai:judge-model"

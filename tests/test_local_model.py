@@ -45,8 +45,11 @@ def test_greedy_is_sensible_and_deterministic(smollm2):
 
 
 def test_batch_matches_one_at_a_time(smollm2):
-    prompts = [FRANCE, (Message("user", "What is 2+2?"),),
-               (Message("system", "Answer in one word."), Message("user", "Name a color."))]
+    prompts = [
+        FRANCE,
+        (Message("user", "What is 2+2?"),),
+        (Message("system", "Answer in one word."), Message("user", "Name a color.")),
+    ]
     params = GenerationParams(temperature=0, max_tokens=8)
     alone = [ask(smollm2, p, params) for p in prompts]
     together = smollm2.complete_batch([BatchItem(p, params, 0) for p in prompts])
@@ -63,13 +66,17 @@ def test_sampling_differs_by_index_and_is_reproducible(smollm2):
     assert [r.text for r in smollm2.complete_batch(items)] == texts  # same batch, same text
     assert ask(smollm2, items[2].messages, params, index=2).text == texts[2]  # independent of batch mates
     other_seed = GenerationParams(temperature=0.8, max_tokens=8, seed=8)
-    assert [r.text for r in smollm2.complete_batch([BatchItem(i.messages, other_seed, i.index) for i in items])] != texts
+    assert [
+        r.text for r in smollm2.complete_batch([BatchItem(i.messages, other_seed, i.index) for i in items])
+    ] != texts
 
 
 def test_top_k_1_and_tiny_top_p_are_greedy(smollm2):
     greedy = ask(smollm2, FRANCE, GenerationParams(temperature=0, max_tokens=6)).text
-    for params in (GenerationParams(temperature=1.0, top_k=1, max_tokens=6, seed=1),
-                   GenerationParams(temperature=1.0, top_p=1e-6, max_tokens=6, seed=2)):
+    for params in (
+        GenerationParams(temperature=1.0, top_k=1, max_tokens=6, seed=1),
+        GenerationParams(temperature=1.0, top_p=1e-6, max_tokens=6, seed=2),
+    ):
         assert ask(smollm2, FRANCE, params, index=3).text == greedy
 
 
@@ -88,8 +95,11 @@ def test_stop_strings_truncate(smollm2):
 
 
 def test_max_tokens(smollm2):
-    out = ask(smollm2, (Message("user", "Write a long essay about the history of Rome."),),
-              GenerationParams(temperature=0, max_tokens=5))
+    out = ask(
+        smollm2,
+        (Message("user", "Write a long essay about the history of Rome."),),
+        GenerationParams(temperature=0, max_tokens=5),
+    )
     assert out.completion_tokens <= 5
     assert out.finish_reason == "length"
     assert out.text
@@ -150,9 +160,11 @@ def test_dequantized_weights_match_gguf_reference(smollm2):
 
     reader = gguf.GGUFReader(str(hf_local.smollm2_gguf()))
     tensors = {t.name: t for t in reader.tensors}
-    pairs = {"blk.0.ffn_down.weight": "model.layers.0.mlp.down_proj.weight",
-             "blk.7.attn_v.weight": "model.layers.7.self_attn.v_proj.weight",
-             "token_embd.weight": "model.embed_tokens.weight"}
+    pairs = {
+        "blk.0.ffn_down.weight": "model.layers.0.mlp.down_proj.weight",
+        "blk.7.attn_v.weight": "model.layers.7.self_attn.v_proj.weight",
+        "token_embd.weight": "model.embed_tokens.weight",
+    }
     with safe_open(str(smollm2.folder / "model.safetensors"), "pt") as f:
         for g, h in pairs.items():
             t = tensors[g]
@@ -264,8 +276,10 @@ def test_vllm_missing_install():
 def test_llm_client_over_local_model_caches_per_sample(smollm2, tmp_path):
     from phr.llm import LLM, ChatRequest, GenerationParams, as_messages
 
-    reqs = [ChatRequest(as_messages(q), GenerationParams(temperature=0.8, max_tokens=8, seed=3), n=2)
-            for q in ("Name a colour.", "Name an animal.")]
+    reqs = [
+        ChatRequest(as_messages(q), GenerationParams(temperature=0.8, max_tokens=8, seed=3), n=2)
+        for q in ("Name a colour.", "Name an animal.")
+    ]
     llm = LLM("local:smollm2", provider=smollm2, cache=tmp_path / "c.sqlite", progress=False)
     first = llm.generate(reqs)
     assert all(r.ok for r in first) and llm.last_summary.batches >= 1 and llm.last_summary.cache_hits == 0

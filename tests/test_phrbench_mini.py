@@ -6,8 +6,8 @@ import sys
 
 import pyarrow.parquet as pq
 import pytest
-from phr.builders.phrbench import OutputExistsError, build_mini
 
+from phr.builders.phrbench import OutputExistsError, build_mini
 from phr.core.parquet import write_parquet
 from tests.support.cli import EXE
 
@@ -119,9 +119,8 @@ def test_rebuild_with_other_rows_never_loads_stale_cache(tmp_path, monkeypatch):
 def test_validate_names_malformed_rows_instead_of_crashing(built, tmp_path):
     import shutil
 
-    from phr.validation.folder import validate_folder
-
     from phr.bench.folder import data_file
+    from phr.validation.folder import validate_folder
 
     out, _ = built
     copy = tmp_path / "copy"

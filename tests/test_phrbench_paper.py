@@ -12,11 +12,11 @@ from collections import Counter
 
 import pyarrow.parquet as pq
 import pytest
+
+from phr.bench.folder import data_file
 from phr.builders.phrbench import build
 from phr.builders.recipe import RecipeError
 from phr.validation.folder import validate_folder
-
-from phr.bench.folder import data_file
 from tests.support.paper_fixtures import WORDS, write_sources
 from tests.support.protocol_server import ProtocolServer
 
@@ -38,12 +38,19 @@ def responder(model, messages, k):
     if "<premise>" in prompt:  # the judge: rejects ~1 in 13 premises for type consistency
         premise = re.search(r"<premise>\n(.*?)\n</premise>", prompt, re.S).group(1)
         bad = int(hashlib.sha256(premise.encode()).hexdigest(), 16) % 13 == 0 and "Mutation types:" in prompt
-        return json.dumps({"reason": "checked", "factual_validity": True, "relevance": True,
-                           "type_consistency": not bad if "Mutation types:" in prompt else None,
-                           "mutation_logic_consistent": True if "Mutation types:" in prompt else None,
-                           "plausible": True if "Mutation types:" in prompt else None,
-                           "single_claim": True if "Mutation types:" in prompt else None,
-                           "leaks_answer": False, "verdict": "reject" if bad else "accept"})
+        return json.dumps(
+            {
+                "reason": "checked",
+                "factual_validity": True,
+                "relevance": True,
+                "type_consistency": not bad if "Mutation types:" in prompt else None,
+                "mutation_logic_consistent": True if "Mutation types:" in prompt else None,
+                "plausible": True if "Mutation types:" in prompt else None,
+                "single_claim": True if "Mutation types:" in prompt else None,
+                "leaks_answer": False,
+                "verdict": "reject" if bad else "accept",
+            }
+        )
     key = hashlib.sha256(prompt.encode()).hexdigest()
     answer = re.search(r"do not reveal it\): (.*)", prompt).group(1)
     if len(messages) == 1 and k == 0 and int(key, 16) % 11 == 0:
@@ -56,8 +63,9 @@ def responder(model, messages, k):
         return json.dumps({"statement": statement, "truth_verification": "It follows from the toy rules."})
     if k == 1 and int(key, 16) % 5 == 0 and "re-ask" not in last:
         statement = f"The toy system gives {answer} here."
-    return "Here you go: " + json.dumps({"mutation_strategy": "swap", "mutation_logic": "It swaps one relation.",
-                                         "statement": statement})
+    return "Here you go: " + json.dumps(
+        {"mutation_strategy": "swap", "mutation_logic": "It swaps one relation.", "statement": statement}
+    )
 
 
 @pytest.fixture(scope="module")
@@ -76,8 +84,14 @@ def env(tmp_path_factory):
 @pytest.fixture(scope="module")
 def built(env):
     root, srv = env
-    res = build("paper", root / "out", generator="openai:gpt-4o", judge="openai:judge-model",
-                source_dir=root / "sources", progress=False)
+    res = build(
+        "paper",
+        root / "out",
+        generator="openai:gpt-4o",
+        judge="openai:judge-model",
+        source_dir=root / "sources",
+        progress=False,
+    )
     return res, srv.count
 
 
@@ -88,9 +102,16 @@ def test_paper_counts(built):
     base = pq.read_table(data_file(out, "baseline")).to_pylist()
     per_source = Counter((r["source"], r["domain"]) for r in base)
     assert per_source == {
-        ("bbbp", "Chemistry"): 50, ("chembench", "Chemistry"): 50, ("gpqa", "Chemistry"): 20,
-        ("medmcqa", "Biomedicine"): 100, ("gpqa", "Biomedicine"): 20, ("mmlu", "Physics"): 50,
-        ("sciq", "Physics"): 50, ("gpqa", "Physics"): 20, ("humaneval", "Code"): 50, ("mbpp", "Code"): 50,
+        ("bbbp", "Chemistry"): 50,
+        ("chembench", "Chemistry"): 50,
+        ("gpqa", "Chemistry"): 20,
+        ("medmcqa", "Biomedicine"): 100,
+        ("gpqa", "Biomedicine"): 20,
+        ("mmlu", "Physics"): 50,
+        ("sciq", "Physics"): 50,
+        ("gpqa", "Physics"): 20,
+        ("humaneval", "Code"): 50,
+        ("mbpp", "Code"): 50,
     }
     mmlu = Counter(r["source_row_id"].split("/")[0] for r in base if r["source"] == "mmlu")
     assert mmlu == {"college_physics": 14, "conceptual_physics": 36}
@@ -121,8 +142,14 @@ def test_rejections_were_regenerated_and_recorded(env, built):
 def test_rebuild_is_exact_from_cache(env, built, tmp_path):
     root, srv = env
     res, calls_first = built
-    again = build("paper", tmp_path / "again", generator="openai:gpt-4o", judge="openai:judge-model",
-                  source_dir=root / "sources", progress=False)
+    again = build(
+        "paper",
+        tmp_path / "again",
+        generator="openai:gpt-4o",
+        judge="openai:judge-model",
+        source_dir=root / "sources",
+        progress=False,
+    )
     assert srv.count == calls_first  # zero new calls
     for name in ("baseline", "truthful", "hallucinated"):
         assert data_file(res.out, name).read_bytes() == data_file(again.out, name).read_bytes()

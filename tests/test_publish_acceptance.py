@@ -12,8 +12,10 @@ from tests.support.cli import EXE
 from tests.support.hub_server import HubServer
 
 TOKEN = "hf_acceptance_token_0123456789"
-LOAD = ("import json, sys; from datasets import load_dataset; ds = load_dataset(sys.argv[1], 'all')['test']; "
-        "print(json.dumps(sorted(ds['id'])))")
+LOAD = (
+    "import json, sys; from datasets import load_dataset; ds = load_dataset(sys.argv[1], 'all')['test']; "
+    "print(json.dumps(sorted(ds['id'])))"
+)
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +38,11 @@ def test_push_to_local_hub_then_load_and_idempotent(folder, tmp_path):
     first = subprocess.run(args, env=env, capture_output=True, text=True)
     assert first.returncode == 0, first.stderr
     repo = hubdir / "datasets" / "org" / "phrbench"
-    count = lambda: subprocess.run(["git", "-C", str(repo), "rev-list", "--count", "main"],  # noqa: E731
-                                   capture_output=True, text=True).stdout.strip()
+    count = lambda: subprocess.run(
+        ["git", "-C", str(repo), "rev-list", "--count", "main"],  # noqa: E731
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     n = count()
     second = subprocess.run(args, env=env, capture_output=True, text=True)
     assert second.returncode == 0, second.stderr

@@ -56,6 +56,7 @@ print(json.dumps({"calls": calls, "first_git": first[0], "end": time.time()}))
 
 # ---- folders and processes ---------------------------------------------------------------------------------------
 
+
 def model_folder(dest: Path, variant: int) -> Path:
     """A small model repo; variants differ by changed, added and deleted files."""
     rng = random.Random(variant)
@@ -79,8 +80,13 @@ def git(repo: Path, *args: str) -> str:
 
 def run_driver(hub: Path, folder: Path, tag: str, pause: str, tmp: Path, repo: str = REPO) -> subprocess.Popen:
     notice = tmp / f"notice-{time.monotonic_ns()}"
-    proc = subprocess.Popen([sys.executable, "-c", DRIVER, str(folder), repo, tag, str(hub), pause, str(notice)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", DRIVER, str(folder), repo, tag, str(hub), pause, str(notice)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     proc.notice = notice
     return proc
 
@@ -115,6 +121,7 @@ def calibrate(hub: Path, folder: Path, tmp: Path) -> dict:
 
 # ---- what readers see --------------------------------------------------------------------------------------------
 
+
 def visible(hub: Path) -> dict | None:
     """``None`` when the repo does not exist; else its refs after checking that the working tree holds exactly
     main's files, byte for byte, and that git sees no edits."""
@@ -147,8 +154,9 @@ def check_after_kill(hub: Path, old: dict | None, new_files: dict, tag: str) -> 
 def check_clean_hub(hub: Path) -> None:
     """After a push: no temporary of a killed push is left."""
     path = LocalHub(hub).repo_path(REPO, KIND)
-    assert sorted(p.name for p in path.parent.iterdir()) == sorted([path.name, f".{path.name}.hub",
-                                                                    f".{path.name}.lock"])
+    assert sorted(p.name for p in path.parent.iterdir()) == sorted(
+        [path.name, f".{path.name}.hub", f".{path.name}.lock"]
+    )
     hubdir = path.parent / f".{path.name}.hub"
     assert sorted(p.name for p in hubdir.iterdir()) == ["store.git", "v"]
     versions = sorted(p.name for p in (hubdir / "v").iterdir())
@@ -167,6 +175,7 @@ def push_again(hub: Path, folder: Path, tag: str) -> None:
 
 # ---- the loops ---------------------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def variants(tmp_path_factory):
     base = tmp_path_factory.mktemp("variants")
@@ -178,8 +187,11 @@ def test_kill_at_every_step_of_a_push_to_an_existing_repo(variants, tmp_path):
     push(variants[0], REPO, repo_type=KIND, tag="t0", to=hub)
     calls = calibrate(hub, variants[1], tmp_path)["calls"]
     plan = [(f"git:{n}", (signal.SIGKILL, signal.SIGTERM)[n % 2]) for n in range(1, len(calls) + 1)]
-    plan += [(f"step:{s}", sig) for s in ("staged", "committed", "built", "swapped")
-             for sig in (signal.SIGKILL, signal.SIGTERM)]
+    plan += [
+        (f"step:{s}", sig)
+        for s in ("staged", "committed", "built", "swapped")
+        for sig in (signal.SIGKILL, signal.SIGTERM)
+    ]
     outcomes = {}
     for i, (point, sig) in enumerate(plan, start=1):
         target, tag, old = variants[i % 2], f"t{i}", visible(hub)
@@ -188,8 +200,10 @@ def test_kill_at_every_step_of_a_push_to_an_existing_repo(variants, tmp_path):
         push_again(hub, target, tag)
     # a kill before the link swap leaves the old version, after it the new one
     last = (f"git:{len(calls)}", (signal.SIGKILL, signal.SIGTERM)[len(calls) % 2])
-    assert {k for k, v in outcomes.items() if v == "new"} == {("step:swapped", signal.SIGKILL),
-                                                               ("step:swapped", signal.SIGTERM)}
+    assert {k for k, v in outcomes.items() if v == "new"} == {
+        ("step:swapped", signal.SIGKILL),
+        ("step:swapped", signal.SIGTERM),
+    }
     assert calls[-1] == "reset" and outcomes[last] == "old"  # killed before the checkout of the next version
 
 
@@ -225,6 +239,7 @@ def test_kill_after_random_delays(variants, tmp_path):
 
 # ---- locks and leftovers -----------------------------------------------------------------------------------------
 
+
 def dead_pid() -> int:
     p = subprocess.Popen([sys.executable, "-c", "pass"])
     p.wait()
@@ -256,9 +271,16 @@ def test_leftovers_of_dead_processes_are_removed_and_a_stale_git_lock_does_not_b
 def test_a_live_lock_holder_is_named_and_a_dead_one_is_ignored(variants, tmp_path, monkeypatch):
     hub = tmp_path / "hub"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from phr.hub.local import LocalHub\n"
-         f"with LocalHub({str(hub)!r}).lock({REPO!r}, {KIND!r}):\n    print('held', flush=True); time.sleep(600)"],
-        stdout=subprocess.PIPE, text=True, start_new_session=True)
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from phr.hub.local import LocalHub\n"
+            f"with LocalHub({str(hub)!r}).lock({REPO!r}, {KIND!r}):\n    print('held', flush=True); time.sleep(600)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     assert holder.stdout.readline().strip() == "held"
     monkeypatch.setenv(local_hub.LOCK_TIMEOUT_ENV, "0.5")
     outcome: list = []
@@ -282,6 +304,7 @@ def test_a_live_lock_holder_is_named_and_a_dead_one_is_ignored(variants, tmp_pat
 
 
 # ---- a repo written by the previous layout (a plain git repository at NAME) ----------------------------------------
+
 
 def legacy_repo(hub: Path, folder: Path, tag: str) -> Path:
     """What the previous version of the local hub wrote: NAME a git repository whose working tree serves main."""
@@ -327,8 +350,16 @@ def test_kill_while_converting_the_previous_layout(variants, tmp_path):
         old = visible(hub)
         if calls is None:
             calls = calibrate(hub, variants[1], tmp_path)["calls"]
-            assert calls[:8] == ["status", "init", "config", "for-each-ref", "init", "update-ref", "reset",
-                                 "rev-parse"]  # the conversion, then the push itself
+            assert calls[:8] == [
+                "status",
+                "init",
+                "config",
+                "for-each-ref",
+                "init",
+                "update-ref",
+                "reset",
+                "rev-parse",
+            ]  # the conversion, then the push itself
         kill_at(hub, variants[1], "t1", point, signal.SIGKILL, tmp_path)
         if point == "step:moved-aside":
             assert not os.path.lexists(repo)
@@ -365,8 +396,9 @@ push(folder, repo, repo_type="model", tag=tag, endpoint=endpoint)
 TOKEN = "hf_kill_test_token_0123456789"
 
 
-def online_push(server, folder: Path, tag: str, env: dict, kill_after: int | None = None,
-                repo: str = "alice/tiny") -> int:
+def online_push(
+    server, folder: Path, tag: str, env: dict, kill_after: int | None = None, repo: str = "alice/tiny"
+) -> int:
     """Push in a subprocess; with ``kill_after``, kill its process group once the server has handled that many of
     its requests (before the client reads the answer). Returns how many requests the server saw."""
     seen, held, release = [0], threading.Event(), threading.Event()
@@ -382,9 +414,14 @@ def online_push(server, folder: Path, tag: str, env: dict, kill_after: int | Non
 
     server._handle = handle
     try:
-        proc = subprocess.Popen([sys.executable, "-c", ONLINE_DRIVER, str(folder), repo, tag, server.url],
-                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", ONLINE_DRIVER, str(folder), repo, tag, server.url],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         if kill_after is not None:
             while not held.wait(0.02):
                 assert proc.poll() is None, f"the push ended before its request {kill_after}"
@@ -426,8 +463,9 @@ def test_online_kill_after_each_request(tmp_path, monkeypatch):
             if main == old_main:
                 assert not tagged and len(server.commits("model", "alice/tiny")) == commits
             else:
-                assert {p: b for p, b in server.files("model", "alice/tiny").items() if p != ".gitattributes"} \
-                    == files_of(target)
+                assert {
+                    p: b for p, b in server.files("model", "alice/tiny").items() if p != ".gitattributes"
+                } == files_of(target)
                 assert len(server.commits("model", "alice/tiny")) == commits + 1
                 assert not tagged or server.head("model", "alice/tiny", tag) == main
             seen[paths[k - 1]] = "old" if main == old_main else "new, tagged" if tagged else "new, no tag"
@@ -441,8 +479,9 @@ def test_online_kill_after_each_request(tmp_path, monkeypatch):
         online_push(server, first, "t0", env, kill_after=create, repo="alice/fresh")
         assert set(server.files("model", "alice/fresh")) <= {".gitattributes"}
         assert push(first, "alice/fresh", repo_type="model", tag="t0", endpoint=server.url).changed
-        assert {p: b for p, b in server.files("model", "alice/fresh").items() if p != ".gitattributes"} \
-            == files_of(first)
+        assert {p: b for p, b in server.files("model", "alice/fresh").items() if p != ".gitattributes"} == files_of(
+            first
+        )
         assert server.errors == []
 
 

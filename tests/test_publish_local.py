@@ -37,6 +37,7 @@ REPO = "org/phrbench"
 
 # ---- helpers ---------------------------------------------------------------------------------------------------
 
+
 def git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout.strip()
 
@@ -66,10 +67,14 @@ def variant(src: Path, dest: Path, **files: str) -> Path:
 
 
 def result_json(path: Path, model: str, *, bh: float, run_id: str | None = None, **metrics) -> Path:
-    data = {"schema_version": 1, "model": model, "revision": "abc1234",
-            "dataset": {"id": REPO, "revision": "v0.1.0"},
-            "metrics": {"accuracy_b": 0.7, "accuracy_bt": 0.72, "accuracy_bh": bh, **metrics},
-            "date": "2025-06-01"}
+    data = {
+        "schema_version": 1,
+        "model": model,
+        "revision": "abc1234",
+        "dataset": {"id": REPO, "revision": "v0.1.0"},
+        "metrics": {"accuracy_b": 0.7, "accuracy_bt": 0.72, "accuracy_bh": bh, **metrics},
+        "date": "2025-06-01",
+    }
     if run_id:
         data["run_id"] = run_id
     path.write_text(json.dumps(data))
@@ -77,6 +82,7 @@ def result_json(path: Path, model: str, *, bh: float, run_id: str | None = None,
 
 
 # ---- fixtures --------------------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
@@ -99,6 +105,7 @@ def hub(pristine, tmp_path) -> Path:
 
 
 # ---- datasets: push, load, idempotency, tags -------------------------------------------------------------------
+
 
 def test_first_push_commits_tags_and_loads_with_datasets(built, pristine):
     from datasets import load_dataset
@@ -235,8 +242,9 @@ def test_create_pr_makes_a_branch_and_leaves_main(built, hub, tmp_path):
 def test_pull_by_tag_and_destination_rules(built, hub, tmp_path):
     push(variant(built, tmp_path / "v2", **{"NOTES.md": "n\n"}), REPO, tag="v0.2.0", to=hub)
     dest = pull(REPO, revision="v0.1.0", to=tmp_path / "old", hub=hub)
-    assert {r: p.read_bytes() for r, p in folder_files(dest).items()} == \
-        {r: p.read_bytes() for r, p in folder_files(built).items()}
+    assert {r: p.read_bytes() for r, p in folder_files(dest).items()} == {
+        r: p.read_bytes() for r, p in folder_files(built).items()
+    }
     assert not (dest / ".git").exists()
     latest = pull(REPO, to=tmp_path / "new", hub=hub)
     assert (latest / "NOTES.md").exists()
@@ -253,6 +261,7 @@ def test_pull_by_tag_and_destination_rules(built, hub, tmp_path):
 
 
 # ---- atomicity -------------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("step", ["_stage", "_commit", "_checkout"])
 def test_failure_mid_push_leaves_main_and_working_tree_unchanged(built, hub, tmp_path, monkeypatch, step):
@@ -279,8 +288,9 @@ def test_failure_mid_push_leaves_main_and_working_tree_unchanged(built, hub, tmp
         push(changed, REPO, tag="v0.2.0", to=hub)
     assert "previous version" in str(e.value) and "Rerun: phr-publish push" in str(e.value)
     assert "--tag v0.2.0" in str(e.value)
-    assert {k: v for k, v in state(repo).items() if k != "commits"} == \
-        {k: v for k, v in before.items() if k != "commits"}
+    assert {k: v for k, v in state(repo).items() if k != "commits"} == {
+        k: v for k, v in before.items() if k != "commits"
+    }
     assert [p.name for p in (repo.parent / f".{repo.name}.hub" / "v").iterdir()] == [repo.resolve().name]
     monkeypatch.undo()
     ok = push(changed, REPO, tag="v0.2.0", to=hub)  # the rerun works
@@ -328,6 +338,7 @@ def test_phr_hub_dir_env_selects_the_local_hub(built, hub, monkeypatch):
 
 # ---- online path without a server: offline mode, missing token -------------------------------------------------
 
+
 def test_online_push_refused_offline_and_without_token(built, tmp_path, monkeypatch):
     from huggingface_hub import constants
 
@@ -347,6 +358,7 @@ def test_online_push_refused_offline_and_without_token(built, tmp_path, monkeypa
 
 # ---- models ----------------------------------------------------------------------------------------------------
 
+
 def test_model_card_eval_results_push_and_pr(tmp_path):
     from huggingface_hub import ModelCard, parse_eval_result_entries
 
@@ -359,11 +371,19 @@ def test_model_card_eval_results_push_and_pr(tmp_path):
     ckpt = tmp_path / "tiny"
     ckpt.mkdir()
     (ckpt / "config.json").write_text('{"model_type": "llama"}')
-    (ckpt / TRAINING_FILE).write_text(json.dumps({
-        "schema_version": 1, "base_model": "HuggingFaceTB/SmolLM2-135M-Instruct",
-        "datasets": [{"id": "org/hallucination-r1", "revision": "v0.1.0"}],
-        "hyperparameters": {"learning_rate": 1e-6, "num_generations": 8}, "reward": {"name": "phr-reward"},
-        "method": "GRPO", "trainer_extra": {"kept": True}}))
+    (ckpt / TRAINING_FILE).write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "base_model": "HuggingFaceTB/SmolLM2-135M-Instruct",
+                "datasets": [{"id": "org/hallucination-r1", "revision": "v0.1.0"}],
+                "hyperparameters": {"learning_rate": 1e-6, "num_generations": 8},
+                "reward": {"name": "phr-reward"},
+                "method": "GRPO",
+                "trainer_extra": {"kept": True},
+            }
+        )
+    )
     res = load_result(result_json(tmp_path / "r.json", "org/tiny", bh=0.41, OL=0.12))
     readme = write_model_card(ckpt, eval_results=[res], model_name="tiny")
     card = ModelCard.load(readme, ignore_metadata_errors=False)
@@ -409,6 +429,7 @@ def test_model_card_eval_results_push_and_pr(tmp_path):
 
 # ---- leaderboard results ---------------------------------------------------------------------------------------
 
+
 def test_results_repo_leaderboard(tmp_path, built):
     from datasets import load_dataset
 
@@ -436,8 +457,9 @@ def test_results_repo_leaderboard(tmp_path, built):
     # a third submission: one commit, the leaderboard rebuilt from all three
     r3 = result_json(tmp_path / "r3.json", "org/model-c", bh=0.1)
     third = push_results([r3], "org/results", to=hub)
-    assert third.changed and third.files == sorted(["README.md", "data/leaderboard.parquet",
-                                                    result_path(load_result(r3))])
+    assert third.changed and third.files == sorted(
+        ["README.md", "data/leaderboard.parquet", result_path(load_result(r3))]
+    )
     assert pq.read_table(repo / "data" / "leaderboard.parquet").num_rows == 3
     assert (repo / "eval.yaml").read_bytes() == (built / "eval.yaml").read_bytes()  # kept
     # same run id, other content: refused unless replace
@@ -447,8 +469,16 @@ def test_results_repo_leaderboard(tmp_path, built):
     assert push_results([changed], "org/results", to=hub, replace=True).changed
     # an invalid submission
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"model": "x/y", "revision": "r", "dataset": {"id": "a/b", "revision": "v"},
-                               "metrics": {"accuracy_b": 0.5, "accuracy_bt": 1.5}}))
+    bad.write_text(
+        json.dumps(
+            {
+                "model": "x/y",
+                "revision": "r",
+                "dataset": {"id": "a/b", "revision": "v"},
+                "metrics": {"accuracy_b": 0.5, "accuracy_bt": 1.5},
+            }
+        )
+    )
     with pytest.raises(ResultsError, match="accuracy_bh"):
         push_results([bad], "org/results", to=hub)
     # a hand-edited results folder whose leaderboard no longer matches is refused by the gate
@@ -459,6 +489,7 @@ def test_results_repo_leaderboard(tmp_path, built):
 
 
 # ---- CLI -------------------------------------------------------------------------------------------------------
+
 
 def test_cli_push_pull(built, tmp_path, monkeypatch):
     from typer.testing import CliRunner
@@ -534,8 +565,9 @@ def test_hub_push_idempotent_tags_pr_and_pull(built, hf, tmp_path):
     assert pr.changed and pr.pr_url and hf.head("dataset", "alice/phrbench") == two.revision
     # pull by tag
     old = pull("alice/phrbench", revision="v0.1.0", to=tmp_path / "old", endpoint=hf.url)
-    assert {r: p.read_bytes() for r, p in folder_files(old).items() if r != ".gitattributes"} == \
-        {r: p.read_bytes() for r, p in folder_files(built).items()}
+    assert {r: p.read_bytes() for r, p in folder_files(old).items() if r != ".gitattributes"} == {
+        r: p.read_bytes() for r, p in folder_files(built).items()
+    }
     with pytest.raises(PublishError, match="not found"):
         pull("alice/phrbench", revision="v9", to=tmp_path / "none", endpoint=hf.url)
 
@@ -565,19 +597,23 @@ def test_hub_repo_type_clash_and_models_and_results(built, hf, tmp_path):
     ckpt.mkdir()
     (ckpt / "config.json").write_text("{}")
     r1 = load_result(result_json(tmp_path / "r1.json", "alice/m", bh=0.4))
-    write_model_card(ckpt, base_model="x/base", datasets=[("alice/phrbench", "v0.1.0")], hyperparameters={},
-                     eval_results=[r1])
+    write_model_card(
+        ckpt, base_model="x/base", datasets=[("alice/phrbench", "v0.1.0")], hyperparameters={}, eval_results=[r1]
+    )
     with pytest.raises(RepoTypeMismatchError):
         push(ckpt, "alice/thing", repo_type="model", endpoint=hf.url)
     m = push(ckpt, "alice/m", repo_type="model", endpoint=hf.url)
     assert m.changed and ".eval_results/phrbench.yaml" in hf.files("model", "alice/m")
-    res = push_results([tmp_path / "r1.json", result_json(tmp_path / "r2.json", "alice/n", bh=0.5)],
-                       "alice/results", endpoint=hf.url)
+    res = push_results(
+        [tmp_path / "r1.json", result_json(tmp_path / "r2.json", "alice/n", bh=0.5)], "alice/results", endpoint=hf.url
+    )
     assert res.changed
     table = pq.read_table(__import__("io").BytesIO(hf.files("dataset", "alice/results")["data/leaderboard.parquet"]))
     assert table.num_rows == 2
     assert not push_results([tmp_path / "r1.json"], "alice/results", endpoint=hf.url).changed
-    pr = open_model_pr("alice/m", model_eval_results_yaml(load_result(result_json(tmp_path / "r3.json", "alice/m",
-                                                                                     bh=0.45, run_id="b"))),
-                       endpoint=hf.url)
+    pr = open_model_pr(
+        "alice/m",
+        model_eval_results_yaml(load_result(result_json(tmp_path / "r3.json", "alice/m", bh=0.45, run_id="b"))),
+        endpoint=hf.url,
+    )
     assert pr.changed and pr.pr_url and pr.files == [".eval_results/phrbench.yaml"]

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+
 from phr.eval.dataset import Instance
 from phr.eval.resolution import (
     PROMPT_PATH,
@@ -16,15 +17,25 @@ from phr.eval.resolution import (
     resolution_prompt,
 )
 
-
 REASK = "Your previous reply could not be used"
 
 
 def H(n, premise="Standard gravity at sea level is 12 m/s^2.", **kw):
     task = "Question: What is g at Earth's surface in m/s^2?\nReason step by step."
-    fields = dict(id=f"gpqa-{n}-bh", question_id=f"gpqa-{n}", condition="B+H", domain="Physics", subtype="mechanics",
-                  task_type="open_ended", source="gpqa", prompt=f"Premise: {premise}\n\n{task}", answer="9.8",
-                  premise=premise, mutation_type="State Distortion", mutation_logic="changed 9.8 m/s^2 to 12 m/s^2")
+    fields = dict(
+        id=f"gpqa-{n}-bh",
+        question_id=f"gpqa-{n}",
+        condition="B+H",
+        domain="Physics",
+        subtype="mechanics",
+        task_type="open_ended",
+        source="gpqa",
+        prompt=f"Premise: {premise}\n\n{task}",
+        answer="9.8",
+        premise=premise,
+        mutation_type="State Distortion",
+        mutation_logic="changed 9.8 m/s^2 to 12 m/s^2",
+    )
     return Instance(**(fields | kw))
 
 
@@ -62,8 +73,10 @@ def make(fake):
     return fake.llm
 
 
-@pytest.mark.parametrize("accepts,corrects,label", [(False, False, "Avoidance"), (True, False, "Compliance"),
-                                                    (False, True, "Correction"), (True, True, "Correction")])
+@pytest.mark.parametrize(
+    "accepts,corrects,label",
+    [(False, False, "Avoidance"), (True, False, "Compliance"), (False, True, "Correction"), (True, True, "Correction")],
+)
 def test_label_table(accepts, corrects, label):
     assert resolution_label(accepts, corrects) == label and label in RESOLUTIONS
 
@@ -98,20 +111,28 @@ def test_prompt_rendering():
 
 
 def test_end_to_end_reask_failure_and_cache(make, server):
-    items = [(H(1), "Wait, the premise is false: g is 9.8 m/s^2.\nAnswer: 9.8"),
-             (H(2), "So given the premise, g = 12.\nAnswer: 12"),
-             (H(3), "g is about 9.8 m/s^2.\nAnswer: 9.8"),
-             (H(4), "MALFORMED but given the premise, g = 12."),
-             (H(5), "GARBAGE")]
+    items = [
+        (H(1), "Wait, the premise is false: g is 9.8 m/s^2.\nAnswer: 9.8"),
+        (H(2), "So given the premise, g = 12.\nAnswer: 12"),
+        (H(3), "g is about 9.8 m/s^2.\nAnswer: 9.8"),
+        (H(4), "MALFORMED but given the premise, g = 12."),
+        (H(5), "GARBAGE"),
+    ]
     out = judge_resolutions(make(), items)
     assert [r.label if r else None for r in out] == ["Correction", "Compliance", "Avoidance", "Compliance", None]
     assert out[0] == Resolution("Correction", False, True, "It rejects the premise.", "openai:gpt-4o")
 
     first = [r["json"] for r in server.requests if not r["json"]["messages"][-1]["content"].startswith(REASK)]
     assert len(first) == len(items)
-    assert all(b["temperature"] == 0 and b.get("n", 1) == 1 and b.get("max_completion_tokens", b.get("max_tokens")) == 256 for b in first)
-    reasks = [r["json"]["messages"][0]["content"] for r in server.requests
-              if r["json"]["messages"][-1]["content"].startswith(REASK)]
+    assert all(
+        b["temperature"] == 0 and b.get("n", 1) == 1 and b.get("max_completion_tokens", b.get("max_tokens")) == 256
+        for b in first
+    )
+    reasks = [
+        r["json"]["messages"][0]["content"]
+        for r in server.requests
+        if r["json"]["messages"][-1]["content"].startswith(REASK)
+    ]
     assert sum("MALFORMED" in m for m in reasks) == 1 and sum("GARBAGE" in m for m in reasks) == 2
 
     calls = server.count

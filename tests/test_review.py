@@ -7,7 +7,12 @@ import shutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from typer.testing import CliRunner
+
+from phr.bench.folder import data_file
 from phr.builders.phrbench import build_mini
+from phr.core.errors import PHRError
+from phr.core.parquet import write_parquet
 from phr.validation.folder import validate_folder
 from phr.validation.review import (
     COLUMNS,
@@ -18,11 +23,6 @@ from phr.validation.review import (
     premise_sha,
     render_html,
 )
-from typer.testing import CliRunner
-
-from phr.bench.folder import data_file
-from phr.core.errors import PHRError
-from phr.core.parquet import write_parquet
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +50,11 @@ def write_sheet(path, rows, fieldnames=COLUMNS):
 
 
 def premises(folder):
-    return {r["augmentation_id"]: r for n in ("truthful", "hallucinated")
-            for r in pq.read_table(data_file(folder, n)).to_pylist()}
+    return {
+        r["augmentation_id"]: r
+        for n in ("truthful", "hallucinated")
+        for r in pq.read_table(data_file(folder, n)).to_pylist()
+    }
 
 
 def fill(rows):
@@ -99,9 +102,18 @@ def test_export_sheet_and_page(folder, tmp_path):
 def test_render_html_escapes_everything():
     nasty = "<script>alert(\"x\")</script> & 'q' </td></table>"
     row = dict.fromkeys(COLUMNS, "")
-    row.update(instance_id="q1-H1", augmentation_id="q1-aug-H1", question_id='q1"><b>', kind="hallucinated",
-               question="Is 1 < 2 & 3 > 2?", gold_answer="<yes>", premise=nasty, mutation_type="State Distortion",
-               mutation_logic="a<b", note="<i>n</i>")
+    row.update(
+        instance_id="q1-H1",
+        augmentation_id="q1-aug-H1",
+        question_id='q1"><b>',
+        kind="hallucinated",
+        question="Is 1 < 2 & 3 > 2?",
+        gold_answer="<yes>",
+        premise=nasty,
+        mutation_type="State Distortion",
+        mutation_logic="a<b",
+        note="<i>n</i>",
+    )
     out = render_html([row], title="t <x>", sheet_name="s&.csv")
     assert "<script" not in out and "</td></table>" not in out and "<i>n" not in out and '"><b>' not in out
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#x27;q&#x27;" in out
@@ -121,8 +133,10 @@ def test_import_writes_decisions_and_validate_reports_rejections(folder, tmp_pat
     for i in rej + acc:
         r = rows[i]
         expected[r["augmentation_id"]] = {
-            "decision": "reject" if i in rej else "accept", "reviewer": "ann" if i in rej else "bob",
-            "note": f"too vague: {r['instance_id']} <&>" if i in rej else "", "premise_sha": r["premise_sha"],
+            "decision": "reject" if i in rej else "accept",
+            "reviewer": "ann" if i in rej else "bob",
+            "note": f"too vague: {r['instance_id']} <&>" if i in rej else "",
+            "premise_sha": r["premise_sha"],
             "instance_id": r["instance_id"],
         }
     text = path.read_text(encoding="utf-8")
@@ -134,15 +148,24 @@ def test_import_writes_decisions_and_validate_reports_rejections(folder, tmp_pat
     assert not report.ok
     assert {(x.row_id, x.check) for x in report} == {(rows[i]["instance_id"], "manual_review") for i in rej}
     r0 = rows[rej[0]]
-    assert report.for_row(r0["instance_id"])[0].reason == f"rejected in review by ann: too vague: {r0['instance_id']} <&>"
+    assert (
+        report.for_row(r0["instance_id"])[0].reason == f"rejected in review by ann: too vague: {r0['instance_id']} <&>"
+    )
 
     # a later import overrides the same id and keeps the others; blank decisions change nothing
     later = [dict(rows[rej[0]], decision="accept", reviewer="cy", note="fine after all")]
     res2 = import_review(write_sheet(tmp_path / "later.csv", later), folder, reviewer=None)
     assert (res2.accepted, res2.rejected, res2.changed, res2.total_rejected) == (1, 0, 1, 1)
     on_file = json.loads(path.read_text(encoding="utf-8"))
-    assert on_file == {**expected, r0["augmentation_id"]: {**expected[r0["augmentation_id"]], "decision": "accept",
-                                                          "reviewer": "cy", "note": "fine after all"}}
+    assert on_file == {
+        **expected,
+        r0["augmentation_id"]: {
+            **expected[r0["augmentation_id"]],
+            "decision": "accept",
+            "reviewer": "cy",
+            "note": "fine after all",
+        },
+    }
     assert validate_folder(folder).rejected_ids("manual_review") == {rows[rej[1]]["instance_id"]}
 
 
@@ -161,7 +184,9 @@ def test_changed_premise_makes_decision_stale_and_blocks_import(folder, tmp_path
     write_parquet(pa.Table.from_pylist(table, schema=pq.read_schema(p)), p)
     report = validate_folder(folder)
     stale = report.for_row(target["instance_id"])
-    assert [(x.check, x.reason) for x in stale] == [("manual_review", "decision is stale: premise changed after review")]
+    assert [(x.check, x.reason) for x in stale] == [
+        ("manual_review", "decision is stale: premise changed after review")
+    ]
     assert len(report.rejected_ids("manual_review")) == 3
     # re-importing the old sheet now fails on that row, naming it
     before = decisions_path(folder).read_bytes()
@@ -176,6 +201,7 @@ def test_changed_premise_makes_decision_stale_and_blocks_import(folder, tmp_path
 
 def _bad(rows):
     """(name, sheet rows, fieldnames, expected [(row, column)]) of each kind of bad sheet."""
+
     def edit(i, **kw):
         out = [dict(r) for r in rows]
         out[i].update(kw)
@@ -183,18 +209,36 @@ def _bad(rows):
 
     return [
         ("bad decision", edit(3, decision="maybe", reviewer="x"), COLUMNS, [(5, "decision")]),
-        ("unknown instance", edit(4, instance_id="nope-H1", decision="accept", reviewer="x"), COLUMNS, [(6, "instance_id")]),
+        (
+            "unknown instance",
+            edit(4, instance_id="nope-H1", decision="accept", reviewer="x"),
+            COLUMNS,
+            [(6, "instance_id")],
+        ),
         ("unknown augmentation", edit(4, augmentation_id="nope-aug-H1"), COLUMNS, [(6, "augmentation_id")]),
         # row 6 claims row 7's premise: wrong instance for it, and row 7 then repeats that premise
-        ("mismatched ids", edit(4, augmentation_id=rows[5]["augmentation_id"]), COLUMNS,
-         [(6, "augmentation_id"), (7, "augmentation_id")]),
-        ("changed premise", edit(7, premise_sha="0" * 16, decision="accept", reviewer="x"), COLUMNS, [(9, "premise_sha")]),
+        (
+            "mismatched ids",
+            edit(4, augmentation_id=rows[5]["augmentation_id"]),
+            COLUMNS,
+            [(6, "augmentation_id"), (7, "augmentation_id")],
+        ),
+        (
+            "changed premise",
+            edit(7, premise_sha="0" * 16, decision="accept", reviewer="x"),
+            COLUMNS,
+            [(9, "premise_sha")],
+        ),
         ("reject without note", edit(2, decision="reject", reviewer="x", note=" "), COLUMNS, [(4, "note")]),
         ("decision without reviewer", edit(2, decision="accept"), COLUMNS, [(4, "reviewer")]),
         ("duplicate row", [*rows, dict(rows[1])], COLUMNS, [(len(rows) + 2, "augmentation_id")]),
         ("missing column", rows, [c for c in COLUMNS if c != "note"], [(1, "note")]),
-        ("several at once", edit(3, decision="nah") + [dict(rows[0], decision="reject", reviewer="x")], COLUMNS,
-         [(5, "decision"), (len(rows) + 2, "augmentation_id")]),
+        (
+            "several at once",
+            edit(3, decision="nah") + [dict(rows[0], decision="reject", reviewer="x")],
+            COLUMNS,
+            [(5, "decision"), (len(rows) + 2, "augmentation_id")],
+        ),
     ]
 
 

@@ -19,6 +19,7 @@ import time
 import uuid
 
 import pytest
+
 from phr.eval import sandbox as sb
 from phr.eval.sandbox import ISOLATIONS, Verdict, check_solution, run_many, run_program
 
@@ -99,8 +100,9 @@ def test_pass_fail_and_output(mode):
 def test_stdin_closed_and_output_capped(mode):
     v = run_program("input()", isolation=mode)
     assert v.status == "failed" and "EOFError" in v.reason
-    v = run_program("import sys\nfor _ in range(4000): sys.stdout.write('x' * 1000)\n", isolation=mode,
-                    max_output_bytes=10_000)
+    v = run_program(
+        "import sys\nfor _ in range(4000): sys.stdout.write('x' * 1000)\n", isolation=mode, max_output_bytes=10_000
+    )
     assert v.status == "passed"
     assert v.stdout.startswith("x" * 10_000) and "truncated" in v.stdout and len(v.stdout) < 10_100
 
@@ -124,8 +126,10 @@ def test_fresh_workdir_and_cleanup(mode, monkeypatch):
 
 
 def test_stdlib_available_site_packages_not(mode):
-    code = ("import json, re, math, heapq, collections, itertools, functools, fractions, decimal, hashlib\n"
-            "import importlib.util\nprint(importlib.util.find_spec('pytest') is None)\n")
+    code = (
+        "import json, re, math, heapq, collections, itertools, functools, fractions, decimal, hashlib\n"
+        "import importlib.util\nprint(importlib.util.find_spec('pytest') is None)\n"
+    )
     v = run_program(code, isolation=mode)
     assert v.status == "passed" and v.stdout == "True\n", v
 
@@ -135,12 +139,20 @@ def test_stdlib_available_site_packages_not(mode):
 
 def test_fork_bomb_contained(mode):
     if mode == "rlimits" and os.geteuid() == 0 and not _rlimits_uid_drop():
-        pytest.skip("rlimits-only as root without an interpreter an unprivileged uid can run: "
-                    "RLIMIT_NPROC does not apply to root")
+        pytest.skip(
+            "rlimits-only as root without an interpreter an unprivileged uid can run: "
+            "RLIMIT_NPROC does not apply to root"
+        )
     marker = _marker()
     box: dict[str, Verdict] = {}
-    t = threading.Thread(target=lambda: box.setdefault("v", run_program(
-        "import os\nwhile True:\n    os.fork()\n", isolation=mode, timeout_s=4, env={"PHR_MARK": marker})))
+    t = threading.Thread(
+        target=lambda: box.setdefault(
+            "v",
+            run_program(
+                "import os\nwhile True:\n    os.fork()\n", isolation=mode, timeout_s=4, env={"PHR_MARK": marker}
+            ),
+        )
+    )
     t0 = time.monotonic()
     t.start()
     time.sleep(0.3)
@@ -158,8 +170,10 @@ def test_daemon_left_behind_is_killed(mode):
     if mode == "rlimits" and not _rlimits_uid_drop():
         pytest.skip("rlimits-only without a uid of its own: a setsid() daemon escapes the process group")
     marker = _marker()
-    code = ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
-            "        time.sleep(60)\n    os._exit(0)\nprint('parent done')\n")
+    code = (
+        "import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+        "        time.sleep(60)\n    os._exit(0)\nprint('parent done')\n"
+    )
     v = run_program(code, isolation=mode, timeout_s=5, env={"PHR_MARK": marker})
     assert v.status == "passed" and v.wall_s < 3, v
     _no_leftovers(marker)
@@ -182,10 +196,14 @@ def test_sleeping_program_times_out(mode):
     assert v.status == "timeout" and v.stdout == "start\n" and v.wall_s < 3
 
 
-@pytest.mark.parametrize("code", [
-    "x = bytearray(2 * 1024 ** 3)\n",
-    "chunks = []\nwhile True:\n    chunks.append(bytearray(16 * 1024 * 1024))\n",
-], ids=["one-big", "growing"])
+@pytest.mark.parametrize(
+    "code",
+    [
+        "x = bytearray(2 * 1024 ** 3)\n",
+        "chunks = []\nwhile True:\n    chunks.append(bytearray(16 * 1024 * 1024))\n",
+    ],
+    ids=["one-big", "growing"],
+)
 def test_memory_hog(mode, code):
     v = run_program(code, isolation=mode, memory_mb=256, timeout_s=10)
     assert v.status in {"memory", "error"} and v.status == "memory", v
@@ -201,19 +219,24 @@ def test_disk_fill_hits_file_size_limit(mode):
 def test_disk_fill_with_many_files_hits_tmpfs_size(mode):
     if mode == "rlimits":
         pytest.skip("rlimits-only isolation writes to the host disk: only the per-file size is capped")
-    code = ("import os\nfor i in range(100):\n    with open(f'f{i}', 'wb') as f:\n"
-            "        f.write(b'0' * (4 << 20))\n")
+    code = "import os\nfor i in range(100):\n    with open(f'f{i}', 'wb') as f:\n        f.write(b'0' * (4 << 20))\n"
     v = run_program(code, isolation=mode, max_file_mb=8, disk_mb=32, timeout_s=10)
     assert v.status == "failed" and "No space left" in v.reason, v
 
 
 def test_writes_outside_its_folder_do_not_reach_the_host(mode):
     tag = uuid.uuid4().hex
-    targets = [REPO / f"phr-sandbox-escape-{tag}", pathlib.Path("/tmp") / f"phr-sandbox-escape-{tag}",
-               pathlib.Path("/dev/shm") / f"phr-sandbox-escape-{tag}", pathlib.Path.home() / f"phr-sandbox-escape-{tag}"]
-    code = (f"import os\nfor p in {[str(p) for p in targets]!r}:\n"
-            "    try:\n        open(p, 'w').write('escaped')\n        print('wrote', p)\n"
-            "    except OSError as e:\n        print('denied', p, e.errno)\n")
+    targets = [
+        REPO / f"phr-sandbox-escape-{tag}",
+        pathlib.Path("/tmp") / f"phr-sandbox-escape-{tag}",
+        pathlib.Path("/dev/shm") / f"phr-sandbox-escape-{tag}",
+        pathlib.Path.home() / f"phr-sandbox-escape-{tag}",
+    ]
+    code = (
+        f"import os\nfor p in {[str(p) for p in targets]!r}:\n"
+        "    try:\n        open(p, 'w').write('escaped')\n        print('wrote', p)\n"
+        "    except OSError as e:\n        print('denied', p, e.errno)\n"
+    )
     try:
         v = run_program(code, isolation=mode)
         assert v.status == "passed", v
@@ -238,8 +261,10 @@ def test_no_network(mode):
     srv.listen(1)
     port = srv.getsockname()[1]
     try:
-        code = (f"import socket\ns = socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
-                "s.sendall(b'leak')\nprint('connected')\n")
+        code = (
+            f"import socket\ns = socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
+            "s.sendall(b'leak')\nprint('connected')\n"
+        )
         v = run_program(code, isolation=mode, timeout_s=5)
         assert v.status == "failed" and "connected" not in v.stdout, v
         assert "Error" in v.reason
@@ -251,8 +276,11 @@ def test_no_network(mode):
 
 
 def test_secrets_not_visible(mode, monkeypatch):
-    secrets = {"HF_TOKEN": "hf_" + uuid.uuid4().hex, "OPENAI_API_KEY": "sk-" + uuid.uuid4().hex,
-               "ANTHROPIC_API_KEY": "sk-ant-" + uuid.uuid4().hex}
+    secrets = {
+        "HF_TOKEN": "hf_" + uuid.uuid4().hex,
+        "OPENAI_API_KEY": "sk-" + uuid.uuid4().hex,
+        "ANTHROPIC_API_KEY": "sk-ant-" + uuid.uuid4().hex,
+    }
     for k, val in secrets.items():
         monkeypatch.setenv(k, val)
     code = (
@@ -306,7 +334,9 @@ def test_cannot_setuid_back_to_root(mode):
 
 def test_fallback_when_bwrap_is_missing(monkeypatch):
     real_which = sb.shutil.which
-    monkeypatch.setattr(sb.shutil, "which", lambda name, *a, **k: None if name == "bwrap" else real_which(name, *a, **k))
+    monkeypatch.setattr(
+        sb.shutil, "which", lambda name, *a, **k: None if name == "bwrap" else real_which(name, *a, **k)
+    )
     monkeypatch.setattr(sb, "_PROBES", {})
     monkeypatch.delenv("PHR_SANDBOX_ISOLATION", raising=False)
     mode = sb.detect_isolation()
@@ -353,9 +383,26 @@ def test_unprivileged_caller():
     srv.listen(1)
     try:
         res = subprocess.run(
-            [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", python, "-I", "-S", "-c",
-             _UNPRIVILEGED, sb.__file__, str(srv.getsockname()[1])],
-            check=False, capture_output=True, text=True, timeout=60, cwd="/", env={"PATH": "/usr/bin:/bin"})
+            [
+                setpriv,
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                python,
+                "-I",
+                "-S",
+                "-c",
+                _UNPRIVILEGED,
+                sb.__file__,
+                str(srv.getsockname()[1]),
+            ],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd="/",
+            env={"PATH": "/usr/bin:/bin"},
+        )
     finally:
         srv.close()
     assert res.returncode == 0, res.stderr
@@ -397,8 +444,10 @@ def _humaneval() -> list[dict]:
 def test_humaneval_canonical_solutions_pass():
     problems = _humaneval()
     assert len(problems) == 164
-    jobs = [{"program": p["prompt"] + p["canonical_solution"], "tests": p["test"],
-             "entry_point": p["entry_point"]} for p in problems]
+    jobs = [
+        {"program": p["prompt"] + p["canonical_solution"], "tests": p["test"], "entry_point": p["entry_point"]}
+        for p in problems
+    ]
     t0 = time.monotonic()
     verdicts = run_many(jobs, workers=os.cpu_count(), timeout_s=20)
     wall = time.monotonic() - t0
@@ -408,8 +457,12 @@ def test_humaneval_canonical_solutions_pass():
 
 
 def test_run_many_keeps_order_and_mixes_job_kinds():
-    jobs = ["print(1)", {"code": "print(2)", "timeout_s": 5}, {"program": "x = 3", "tests": "assert x == 3"},
-            "raise SystemExit(4)"]
+    jobs = [
+        "print(1)",
+        {"code": "print(2)", "timeout_s": 5},
+        {"program": "x = 3", "tests": "assert x == 3"},
+        "raise SystemExit(4)",
+    ]
     vs = run_many(jobs, workers=3)
     assert [v.status for v in vs] == ["passed", "passed", "passed", "failed"]
     assert [v.stdout for v in vs[:2]] == ["1\n", "2\n"] and vs[3].returncode == 4

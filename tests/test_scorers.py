@@ -44,9 +44,19 @@ def unloaded():
 
 
 def inst(n, task="multiple_choice", condition="B", **kw):
-    base = dict(id=f"q{n}-{condition}", question_id=f"q{n}", condition=condition, domain="Physics", subtype="s",
-                task_type=task, source="src", prompt=f"Question {n}?", options=("red", "green", "blue"),
-                answer_index=1, answer="green")
+    base = dict(
+        id=f"q{n}-{condition}",
+        question_id=f"q{n}",
+        condition=condition,
+        domain="Physics",
+        subtype="s",
+        task_type=task,
+        source="src",
+        prompt=f"Question {n}?",
+        options=("red", "green", "blue"),
+        answer_index=1,
+        answer="green",
+    )
     return Instance(**(base | kw))
 
 
@@ -60,12 +70,21 @@ def test_each_scorer_implements_the_protocol(unloaded):
     for s, name in ((acc, "accuracy"), (traj, "trajectory"), (res, "resolution")):
         assert isinstance(s, Scorer) and s.name == name and len(cache_identity(s)) == 64
     assert acc.config.model_dump() == {"code_timeout_s": 5.0, "code_memory_mb": 256}
-    assert traj.config.model_dump() == {"model": f"local:smollm2@{unloaded.revision}", "tau": 0.2, "clip": 1e-12,
-                                        "cues": load_cues()}
+    assert traj.config.model_dump() == {
+        "model": f"local:smollm2@{unloaded.revision}",
+        "tau": 0.2,
+        "clip": 1e-12,
+        "cues": load_cues(),
+    }
     from phr.eval.resolution import prompt_hash
 
-    assert res.config.model_dump() == {"judge": "openai:gpt-4o", "prompt_sha256": prompt_hash(), "max_reasks": 3,
-                                       "max_tokens": 256, "conditions": ("B+H",)}
+    assert res.config.model_dump() == {
+        "judge": "openai:gpt-4o",
+        "prompt_sha256": prompt_hash(),
+        "max_reasks": 3,
+        "max_tokens": 256,
+        "conditions": ("B+H",),
+    }
     built = build_scorers(ScoreOptions(scorer=TrajectoryScorer(unloaded), judge="openai:gpt-4o"), progress=False)
     assert [s.name for s in built] == ["accuracy", "trajectory", "resolution"]
     assert [s.name for s in build_scorers(ScoreOptions(scorer=None), progress=False)] == ["accuracy"]
@@ -77,8 +96,11 @@ def test_config_change_changes_cache_identity(unloaded, tmp_path):
     assert cache_identity(AccuracyScorer()) != cache_identity(AccuracyScorer(code_timeout_s=3.0))
     same = TrajectoryMetricsScorer(TrajectoryScorer(unloaded))
     assert cache_identity(same) == cache_identity(TrajectoryMetricsScorer(TrajectoryScorer(unloaded, batch_size=7)))
-    for other in (TrajectoryScorer(unloaded, tau=0.5), TrajectoryScorer(unloaded, clip=1e-9),
-                  TrajectoryScorer(unloaded, cues=["wait"])):
+    for other in (
+        TrajectoryScorer(unloaded, tau=0.5),
+        TrajectoryScorer(unloaded, clip=1e-9),
+        TrajectoryScorer(unloaded, cues=["wait"]),
+    ):
         assert cache_identity(TrajectoryMetricsScorer(other)) != cache_identity(same)
     (tmp_path / "config.json").write_text("{}")
     folder = HFProvider(str(tmp_path))
@@ -94,13 +116,19 @@ def test_config_change_changes_cache_identity(unloaded, tmp_path):
 
 def test_accuracy_scorer_batch():
     code = inst(3, task="code", entry_point="add", code_tests="assert add(1, 2) == 3", question="Write add.")
-    batch = [ScoreItem(inst(1), "Answer: 2"), ScoreItem(inst(2), "(3)"),
-             ScoreItem(inst(4, task="open_ended", answer="9.8"), "So g is about...\nAnswer: 9.81"),
-             ScoreItem(code, "```python\ndef add(a, b):\n    return a + b\n```"),
-             ScoreItem(code, "```python\ndef add(a, b):\n    return a - b\n```")]
+    batch = [
+        ScoreItem(inst(1), "Answer: 2"),
+        ScoreItem(inst(2), "(3)"),
+        ScoreItem(inst(4, task="open_ended", answer="9.8"), "So g is about...\nAnswer: 9.81"),
+        ScoreItem(code, "```python\ndef add(a, b):\n    return a + b\n```"),
+        ScoreItem(code, "```python\ndef add(a, b):\n    return a - b\n```"),
+    ]
     out = AccuracyScorer(progress=False).score(batch)
-    assert out[:3] == [{"correct": True, "extracted": "2"}, {"correct": False, "extracted": "3"},
-                       {"correct": True, "extracted": "9.81"}]
+    assert out[:3] == [
+        {"correct": True, "extracted": "2"},
+        {"correct": False, "extracted": "3"},
+        {"correct": True, "extracted": "9.81"},
+    ]
     assert out[3]["correct"] is True and out[4]["correct"] is False and out[4]["extracted"] != out[3]["extracted"]
 
 
@@ -125,8 +153,11 @@ def test_score_responses_runs_a_list_of_scorers():
     resp = {(a.id, 0): "Answer: 2", (a.id, 1): "Answer: 1", (b.id, 1): "Answer: 2"}
     rows = score_responses([a, b], resp, samples=2, progress=False, scorers=[AccuracyScorer(progress=False), Echo()])
     assert [(r.instance_id, r.sample, r.missing, r.correct, r.extracted) for r in rows] == [
-        ("q1-B", 0, False, True, "0:True"), ("q1-B", 1, False, False, "1:False"),
-        ("q2-B", 0, True, False, None), ("q2-B", 1, False, True, "1:True")]
+        ("q1-B", 0, False, True, "0:True"),
+        ("q1-B", 1, False, False, "1:False"),
+        ("q2-B", 0, True, False, None),
+        ("q2-B", 1, False, True, "1:True"),
+    ]
     with pytest.raises(ValueError, match="scorer 'echo' set unknown field.*nonsense"):
         score_responses([a], resp, samples=1, scorers=[Echo("nonsense")], progress=False)
     with pytest.raises(ValueError, match="scorer 'echo' set unknown field.*instance_id"):
@@ -165,8 +196,9 @@ PARIS = "The capital of France is Paris."
 def test_public_scoring_interface_same_logprobs(smollm2):
     torch = pytest.importorskip("torch")
     tok, model = smollm2.tokenizer, smollm2.hf_model
-    text = tok.apply_chat_template([{"role": "user", "content": FRANCE[0].content}], tokenize=False,
-                                   add_generation_prompt=True)
+    text = tok.apply_chat_template(
+        [{"role": "user", "content": FRANCE[0].content}], tokenize=False, add_generation_prompt=True
+    )
     prompt = smollm2.prompt_token_ids(FRANCE)
     assert prompt == tok(text, add_special_tokens=False)["input_ids"] == smollm2.prompt_token_ids(FRANCE[0].content)
     enc = smollm2.encode(PARIS)
@@ -237,8 +269,13 @@ def judge_env(monkeypatch, tmp_path):
         path = tmp_path / "b3.txt"
         path.write_text(B3)
         cache = tmp_path / "calls.sqlite"
-        yield srv, path, lambda: LLM("openai:gpt-4o", cache=cache, progress=False, timeout=5,
-                                     backoff_initial=0.01, backoff_max=0.05)
+        yield (
+            srv,
+            path,
+            lambda: LLM(
+                "openai:gpt-4o", cache=cache, progress=False, timeout=5, backoff_initial=0.01, backoff_max=0.05
+            ),
+        )
 
 
 def test_judge_reasks_then_unjudged(judge_env):
@@ -246,8 +283,10 @@ def test_judge_reasks_then_unjudged(judge_env):
     template = JudgeTemplate(path, syntax="fields", comment="#")
     assert template.version == hashlib.sha256(B3.encode()).hexdigest()
     judge = LLMJudge(Verdict, template, max_tokens=64, max_reasks=2)
-    items = [JudgeItem({"ground_truth": "Paris", "response": r}, tag=f"i{n}")
-             for n, r in enumerate(["Paris", "BAD_ONCE Paris", "ALWAYS_BAD"])]
+    items = [
+        JudgeItem({"ground_truth": "Paris", "response": r}, tag=f"i{n}")
+        for n, r in enumerate(["Paris", "BAD_ONCE Paris", "ALWAYS_BAD"])
+    ]
     prompt = judge.prompt(items[0])
     assert prompt.startswith("Score the response") and '{"think": "your reasoning process", "result": 0/1/2}' in prompt
     assert prompt.endswith("Reference Answer: Paris\nModel Response: Paris")
@@ -306,11 +345,20 @@ def test_resolution_scorer_sets_insightful_from_accuracy(judge_env, monkeypatch)
         return json.dumps({"accepts_premise": False, "corrects_premise": True, "rationale": "rejects it"})
 
     srv.responder = resolution_judge
-    h = inst(1, condition="B+H", task="open_ended", answer="9.8", premise="g is 12 m/s^2.",
-             prompt="Premise: g is 12 m/s^2.\n\nQuestion 1?", mutation_type="State Distortion")
-    batch = [ScoreItem(h, "The premise is false.\nAnswer: 9.8", 0, {"correct": True}),
-             ScoreItem(h, "The premise is false.\nAnswer: 12", 1, {"correct": False}),
-             ScoreItem(inst(2), "Answer: 2", 0, {"correct": True})]
+    h = inst(
+        1,
+        condition="B+H",
+        task="open_ended",
+        answer="9.8",
+        premise="g is 12 m/s^2.",
+        prompt="Premise: g is 12 m/s^2.\n\nQuestion 1?",
+        mutation_type="State Distortion",
+    )
+    batch = [
+        ScoreItem(h, "The premise is false.\nAnswer: 9.8", 0, {"correct": True}),
+        ScoreItem(h, "The premise is false.\nAnswer: 12", 1, {"correct": False}),
+        ScoreItem(inst(2), "Answer: 2", 0, {"correct": True}),
+    ]
     out = ResolutionScorer(make()).score(batch)
     assert [o.get("insightful") for o in out] == [True, False, None] and out[2] == {}
     assert out[0]["resolution"] == "Correction" and out[0]["judge_rationale"] == "rejects it"

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from phr.bench.records import BaseQuestion, Domain, TaskType
 from phr.builders import taxonomy
 from phr.builders.sources import (
     SOURCES,
@@ -28,8 +30,6 @@ from phr.builders.sources import (
     reference_program,
     sciq,
 )
-
-from phr.bench.records import BaseQuestion, Domain, TaskType
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("PHR_SHARED_DATA") or REPO.parent / "shared" / "data")
@@ -345,22 +345,49 @@ def test_hub_rows_use_the_same_parsers(monkeypatch):
 @pytest.mark.parametrize(
     ("loader", "filename", "content", "problem"),
     [
-        (sciq, "train.json", '[{"question": "q", "distractor1": "a", "distractor2": "b", "correct_answer": "d"}]',
-         r"row 1 \(index 0\): missing field 'distractor3'"),
-        (mmlu, "college_physics_test.csv", "q1,a,b,c,d,A\nq2,a,b,c,d,E\n",
-         r"row 2 \(line 2\): bad answer label 'E'"),
-        (medmcqa, "train.json", '{"question": "q", "opa": "a", "opb": "b", "opc": "c", "opd": "d", "cop": 7}\n',
-         r"row 1 \(line 1\): bad answer label cop=7"),
-        (bbbp, "BBBP.csv", "num,name,p_np,smiles\r\n1,a,1,CCO\r\n2,b,yes,CCN\r\n",
-         r"row 2 \(line 3\): bad p_np label 'yes'"),
-        (mbpp, "mbpp.jsonl", '{"text": "t", "code": "def f(): pass", "task_id": 1, "test_list": []}\n',
-         r"row 1 \(line 1\): field 'test_list' must be a non-empty list"),
-        (humaneval, "HumanEval.jsonl", '{"task_id": "H/0", "prompt": "def f():\\n", "entry_point": "f"}\n',
-         r"row 1 \(line 1\): missing field 'canonical_solution'"),
-        (gpqa, "gpqa_main.csv", "Question,Correct Answer,Record ID,High-level domain\nq,a,rec1,Astrology\n",
-         r"row 1 \(line 2\): no PHRBench domain for gpqa label 'Astrology'"),
-        (chembench, "task.json", '{"name": "t", "examples": [{"input": "q"}]}',
-         r"example 1: missing field 'target' or 'target_scores'"),
+        (
+            sciq,
+            "train.json",
+            '[{"question": "q", "distractor1": "a", "distractor2": "b", "correct_answer": "d"}]',
+            r"row 1 \(index 0\): missing field 'distractor3'",
+        ),
+        (mmlu, "college_physics_test.csv", "q1,a,b,c,d,A\nq2,a,b,c,d,E\n", r"row 2 \(line 2\): bad answer label 'E'"),
+        (
+            medmcqa,
+            "train.json",
+            '{"question": "q", "opa": "a", "opb": "b", "opc": "c", "opd": "d", "cop": 7}\n',
+            r"row 1 \(line 1\): bad answer label cop=7",
+        ),
+        (
+            bbbp,
+            "BBBP.csv",
+            "num,name,p_np,smiles\r\n1,a,1,CCO\r\n2,b,yes,CCN\r\n",
+            r"row 2 \(line 3\): bad p_np label 'yes'",
+        ),
+        (
+            mbpp,
+            "mbpp.jsonl",
+            '{"text": "t", "code": "def f(): pass", "task_id": 1, "test_list": []}\n',
+            r"row 1 \(line 1\): field 'test_list' must be a non-empty list",
+        ),
+        (
+            humaneval,
+            "HumanEval.jsonl",
+            '{"task_id": "H/0", "prompt": "def f():\\n", "entry_point": "f"}\n',
+            r"row 1 \(line 1\): missing field 'canonical_solution'",
+        ),
+        (
+            gpqa,
+            "gpqa_main.csv",
+            "Question,Correct Answer,Record ID,High-level domain\nq,a,rec1,Astrology\n",
+            r"row 1 \(line 2\): no PHRBench domain for gpqa label 'Astrology'",
+        ),
+        (
+            chembench,
+            "task.json",
+            '{"name": "t", "examples": [{"input": "q"}]}',
+            r"example 1: missing field 'target' or 'target_scores'",
+        ),
     ],
 )
 def test_malformed_rows_name_file_row_and_problem(tmp_path, loader, filename, content, problem):

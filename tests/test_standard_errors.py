@@ -8,12 +8,12 @@ import random
 
 import pyarrow.parquet as pq
 import pytest
+
+from phr.bench.metrics import CATALOGUE
 from phr.eval.aggregate import aggregate
 from phr.eval.report import render_report, result_json
 from phr.eval.results import Bootstrap, read_result
 from phr.eval.scoring import SampleScore
-
-from phr.bench.metrics import CATALOGUE
 from phr.leaderboard.page import render_html, render_markdown, write_leaderboard
 from phr.leaderboard.repo import render_card
 
@@ -23,15 +23,33 @@ P = {"B": 0.6, "B+T": 0.7, "B+H": 0.4}
 def score(q: str, cond: str, correct: bool, ol: float | None = None, dom: str = "Physics") -> SampleScore:
     iid = f"{q}-{cond}"
     mt = "Rule Contradiction" if cond == "B+H" else None
-    return SampleScore(iid, 0, q, cond, dom, "s", "multiple_choice", "src", mt, missing=False, correct=correct, ol=ol,
-                       ui=0.5, buf=0.5, bc=0.0)
+    return SampleScore(
+        iid,
+        0,
+        q,
+        cond,
+        dom,
+        "s",
+        "multiple_choice",
+        "src",
+        mt,
+        missing=False,
+        correct=correct,
+        ol=ol,
+        ui=0.5,
+        buf=0.5,
+        bc=0.0,
+    )
 
 
 def independent(n: int, seed: int) -> list[SampleScore]:
     """n questions, one independent binary outcome per condition, and an independent OL per B+H response."""
     rng = random.Random(seed)
-    return [score(f"q{i}", c, rng.random() < p, ol=rng.gauss(100, 20) if c == "B+H" else None)
-            for i in range(n) for c, p in P.items()]
+    return [
+        score(f"q{i}", c, rng.random() < p, ol=rng.gauss(100, 20) if c == "B+H" else None)
+        for i in range(n)
+        for c, p in P.items()
+    ]
 
 
 def correlated(n: int, seed: int) -> list[SampleScore]:
@@ -74,12 +92,12 @@ def test_pairing_shrinks_the_se_of_differences_on_correlated_questions():
     errs = r.cell_errors
     se_t, se_h = errs.by_condition["B+T"]["accuracy"], errs.by_condition["B+H"]["accuracy"]
     paired = errs.per_domain["Physics"]["H-T"]["accuracy"]
-    unpaired = math.sqrt(se_h ** 2 + se_t ** 2)
+    unpaired = math.sqrt(se_h**2 + se_t**2)
     assert paired < 0.85 * unpaired, (paired, unpaired)
     # the same for the mutation type's H - T (B+T over the same questions) and for the flat B+H - B
     assert errs.per_mutation_type["Rule Contradiction"]["H-T"]["accuracy"] == paired
     se_b = errs.by_condition["B"]["accuracy"]
-    assert r.standard_errors["delta_bh"] < 0.85 * math.sqrt(se_h ** 2 + se_b ** 2)
+    assert r.standard_errors["delta_bh"] < 0.85 * math.sqrt(se_h**2 + se_b**2)
 
 
 def test_same_seed_same_errors_and_the_seed_matters():
@@ -105,8 +123,15 @@ def test_every_error_is_named_in_the_catalogue_and_one_question_has_none():
 @pytest.fixture(scope="module")
 def result():
     report = aggregate(independent(400, seed=5), Bootstrap(resamples=400, seed=1))
-    return result_json(model="org/m", revision="r1", dataset={"id": "org/phrbench", "revision": "v1"},
-                       report=report, config={}, run_id="run-1", source_url="https://example.org/m")
+    return result_json(
+        model="org/m",
+        revision="r1",
+        dataset={"id": "org/phrbench", "revision": "v1"},
+        report=report,
+        config={},
+        run_id="run-1",
+        source_url="https://example.org/m",
+    )
 
 
 def test_report_shows_value_plus_minus_se(result):

@@ -4,7 +4,9 @@ import json
 import re
 
 import pytest
+
 from phr.builders.phrbench import build_mini
+from phr.core.errors import PHRError
 from phr.eval.dataset import load_eval_dataset
 from phr.eval.submission import (
     Limits,
@@ -15,8 +17,6 @@ from phr.eval.submission import (
     validate_submission,
     write_submission,
 )
-
-from phr.core.errors import PHRError
 
 
 @pytest.fixture(scope="session")
@@ -30,8 +30,11 @@ META = SubmissionMeta(model="m", revision="r1", samples=2)
 
 
 def rows(dataset, samples=2, conditions=("B", "B+T", "B+H")):
-    return [{"instance_id": i.id, "sample": s, "response": f"answer {i.id} {s}"}
-            for i in dataset.select(conditions) for s in range(samples)]
+    return [
+        {"instance_id": i.id, "sample": s, "response": f"answer {i.id} {s}"}
+        for i in dataset.select(conditions)
+        for s in range(samples)
+    ]
 
 
 def dump(path, records):
@@ -80,7 +83,7 @@ def test_valid_submission(dataset, tmp_path):
 
 
 def test_write_submission_roundtrip(dataset, tmp_path):
-    triples = [(r["instance_id"], r["sample"], r["response"] + " é ✓\n\"x\"") for r in rows(dataset)]
+    triples = [(r["instance_id"], r["sample"], r["response"] + ' é ✓\n"x"') for r in rows(dataset)]
     path = tmp_path / "out" / "resp.txt"  # any name: .jsonl is not required
     assert write_submission(path, triples, meta=META) == 340
     assert not [p for p in path.parent.iterdir() if p.name.startswith(".")]
@@ -134,13 +137,16 @@ def test_duplicate_json_key(dataset, tmp_path):
     assert "line 6: key 'sample' appears twice" in str(e)
 
 
-@pytest.mark.parametrize("field,value,reason", [
-    ("sample", "0", "field 'sample' must be an integer, got string \"0\""),
-    ("sample", True, "field 'sample' must be an integer, got boolean true"),
-    ("sample", 1.0, "field 'sample' must be an integer, got number 1.0"),
-    ("response", 5, "field 'response' must be a string, got number 5"),
-    ("instance_id", None, "field 'instance_id' must be a string, got null"),
-])
+@pytest.mark.parametrize(
+    "field,value,reason",
+    [
+        ("sample", "0", "field 'sample' must be an integer, got string \"0\""),
+        ("sample", True, "field 'sample' must be an integer, got boolean true"),
+        ("sample", 1.0, "field 'sample' must be an integer, got number 1.0"),
+        ("response", 5, "field 'response' must be a string, got number 5"),
+        ("instance_id", None, "field 'instance_id' must be a string, got null"),
+    ],
+)
 def test_wrong_types(dataset, tmp_path, field, value, reason):
     r = {**rows(dataset)[5], field: value}
     e = reject(with_line(dataset, tmp_path, r), dataset)
@@ -180,8 +186,9 @@ def test_undeclared_condition(dataset, tmp_path):
     recs = rows(dataset, conditions=("B+H",))
     b = dataset.select(("B",))[0].id
     e = reject(dump(tmp_path / "s.jsonl", recs + [{"instance_id": b, "sample": 0, "response": "x"}]), dataset, meta)
-    assert (f"line 205: instance_id {b!r} is condition B, which the submission does not declare "
-            "(conditions: B+H)") in str(e)
+    assert (
+        f"line 205: instance_id {b!r} is condition B, which the submission does not declare (conditions: B+H)"
+    ) in str(e)
     assert e.total == 1  # B instances are not required
 
 
@@ -213,8 +220,11 @@ def test_line_exactly_at_limit(dataset, tmp_path):
 
 
 def test_oversized_response(dataset, tmp_path):
-    e = reject(with_line(dataset, tmp_path, {**rows(dataset)[5], "response": "é" * 51}), dataset,
-               limits=Limits(max_response_chars=50))
+    e = reject(
+        with_line(dataset, tmp_path, {**rows(dataset)[5], "response": "é" * 51}),
+        dataset,
+        limits=Limits(max_response_chars=50),
+    )
     assert "line 6: field 'response' has 51 characters, over the limit of 50" in str(e)
 
 
@@ -260,8 +270,12 @@ def test_multiple_defects_together(dataset, tmp_path):
     msg = str(e)
     assert e.total == 4
     assert msg.startswith(f"{tmp_path / 's.jsonl'}: submission rejected, 4 problems:")
-    for needle in ("line 2: field 'sample' must be", "line 5: not valid JSON", "line 10: unknown key 'extra'",
-                   "missing 3 responses"):
+    for needle in (
+        "line 2: field 'sample' must be",
+        "line 5: not valid JSON",
+        "line 10: unknown key 'extra'",
+        "missing 3 responses",
+    ):
         assert needle in msg
     assert msg.index("line 2:") < msg.index("line 5:") < msg.index("line 10:") < msg.index("missing 3")
 
@@ -281,25 +295,37 @@ def test_report_truncation(dataset, tmp_path):
 
 def test_meta_sidecar_and_overrides(tmp_path):
     sub = tmp_path / "sub.jsonl"
-    (tmp_path / "sub.meta.json").write_text(json.dumps(
-        {"model": "m", "revision": "r", "link": "https://x.org/m", "samples": 2, "conditions": ["baseline", "B+H"],
-         "submitted_by": "me"}))
+    (tmp_path / "sub.meta.json").write_text(
+        json.dumps(
+            {
+                "model": "m",
+                "revision": "r",
+                "link": "https://x.org/m",
+                "samples": 2,
+                "conditions": ["baseline", "B+H"],
+                "submitted_by": "me",
+            }
+        )
+    )
     meta = load_meta(submission=sub, revision="r2", notes=None)
     assert meta == SubmissionMeta("m", "r2", "https://x.org/m", 2, ("B", "B+H"), "me")
     assert load_meta(model="a", revision="b") == SubmissionMeta("a", "b")
     assert load_meta(tmp_path / "sub.meta.json").revision == "r"
 
 
-@pytest.mark.parametrize("kw,field", [
-    ({"revision": "r"}, "model"),
-    ({"model": " ", "revision": "r"}, "model"),
-    ({"model": "m"}, "revision"),
-    ({"model": "m", "revision": "r", "link": "javascript:x"}, "link"),
-    ({"model": "m", "revision": "r", "link": "ftp://x.org"}, "link"),
-    ({"model": "m", "revision": "r", "samples": 0}, "samples"),
-    ({"model": "m", "revision": "r", "samples": True}, "samples"),
-    ({"model": "m", "revision": "r", "conditions": ("B", "X")}, "conditions"),
-])
+@pytest.mark.parametrize(
+    "kw,field",
+    [
+        ({"revision": "r"}, "model"),
+        ({"model": " ", "revision": "r"}, "model"),
+        ({"model": "m"}, "revision"),
+        ({"model": "m", "revision": "r", "link": "javascript:x"}, "link"),
+        ({"model": "m", "revision": "r", "link": "ftp://x.org"}, "link"),
+        ({"model": "m", "revision": "r", "samples": 0}, "samples"),
+        ({"model": "m", "revision": "r", "samples": True}, "samples"),
+        ({"model": "m", "revision": "r", "conditions": ("B", "X")}, "conditions"),
+    ],
+)
 def test_meta_errors(kw, field):
     with pytest.raises(SubmissionError, match=f"field '{re.escape(field)}'"):
         load_meta(**kw)

@@ -5,6 +5,7 @@ from importlib import resources
 
 import pytest
 import torch
+
 from phr.eval.trajectory import (
     ABBREVIATIONS,
     TAU,
@@ -119,7 +120,7 @@ def test_buf_threshold():
 TEXT = (
     "1. First, 1.5 + 2.25 = 3.75. Wait... is that right?!\n"
     "\n"
-    "We use a rule, e.g. the sum rule (i.e. add them).  Dr. Smith agrees! \"Really?\" Yes\r\n"
+    'We use a rule, e.g. the sum rule (i.e. add them).  Dr. Smith agrees! "Really?" Yes\r\n'
     "   \n"
     "Version 3.10 is fine; pi is 3.14"
 )
@@ -171,8 +172,20 @@ def test_step_last_tokens():
 
 def test_cue_list_file_and_package_data():
     cues = load_cues()
-    for c in ("wait", "however", "alternatively", "but", "actually", "hmm", "on second thought",
-              "let me reconsider", "another approach", "instead", "or maybe", "let me check"):
+    for c in (
+        "wait",
+        "however",
+        "alternatively",
+        "but",
+        "actually",
+        "hmm",
+        "on second thought",
+        "let me reconsider",
+        "another approach",
+        "instead",
+        "or maybe",
+        "let me check",
+    ):
         assert c in cues
     shipped = resources.files("phr.eval").joinpath("branching_cues.txt").read_text()
     assert "on second thought" in shipped
@@ -249,7 +262,9 @@ def test_one_pass_equals_naive_per_step_prefix(scorer, smollm2):
     assert len(got.kls) == 4
     assert got.kls == pytest.approx(ref.kls, abs=1e-4)
     assert got.buf == ref.buf and got.transitions_above_tau == ref.transitions_above_tau
-    assert got.bc == ref.bc == pytest.approx(100 * 3 / word_count(RESPONSE))  # e.g. is no cue: Wait, let me check, Actually
+    assert (
+        got.bc == ref.bc == pytest.approx(100 * 3 / word_count(RESPONSE))
+    )  # e.g. is no cue: Wait, let me check, Actually
 
 
 @pytest.mark.slow

@@ -11,6 +11,9 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+
+from phr.bench.records import Augmentation, BaseQuestion
+from phr.core.report import Rejection, ValidationReport
 from phr.validation.checks import (
     distinctness,
     enumeration_markers,
@@ -22,7 +25,6 @@ from phr.validation.checks import (
     split_sentences,
 )
 from phr.validation.config import ValidationConfig
-from phr.core.report import Rejection, ValidationReport
 from phr.validation.schemas import validate_frame
 from phr.validation.textops import (
     Corpus,
@@ -32,25 +34,49 @@ from phr.validation.textops import (
     oph_signatures,
 )
 
-from phr.bench.records import Augmentation, BaseQuestion
-
 # ---- builders -------------------------------------------------------------------------------------------
 
 HEART_OPTIONS = ["the liver", "the lungs", "the kidneys", "the spleen"]
 
 
-def mc(qid: str = "sciq-train-0", *, question: str | None = None, options: list[str] | None = None, gold: int = 1,
-       domain: str = "Biomedicine") -> dict:
+def mc(
+    qid: str = "sciq-train-0",
+    *,
+    question: str | None = None,
+    options: list[str] | None = None,
+    gold: int = 1,
+    domain: str = "Biomedicine",
+) -> dict:
     options = options or HEART_OPTIONS
-    return dict(id=qid, source=qid.split("-")[0], source_row_id=qid.split("-", 1)[1], license="CC0-1.0", domain=domain,
-                subtype="Physiology", task_type="multiple_choice",
-                question=question or "Where does blood pick up oxygen in mammals?", options=options,
-                answer=options[gold], answer_index=gold)
+    return dict(
+        id=qid,
+        source=qid.split("-")[0],
+        source_row_id=qid.split("-", 1)[1],
+        license="CC0-1.0",
+        domain=domain,
+        subtype="Physiology",
+        task_type="multiple_choice",
+        question=question or "Where does blood pick up oxygen in mammals?",
+        options=options,
+        answer=options[gold],
+        answer_index=gold,
+    )
 
 
 def open_ended(qid: str, question: str, answer: str, domain: str = "Physics") -> dict:
-    return dict(id=qid, source=qid.split("-")[0], source_row_id=qid.split("-", 1)[1], license="CC0-1.0", domain=domain,
-                subtype="Mechanics", task_type="open_ended", question=question, options=[], answer=answer, answer_index=None)
+    return dict(
+        id=qid,
+        source=qid.split("-")[0],
+        source_row_id=qid.split("-", 1)[1],
+        license="CC0-1.0",
+        domain=domain,
+        subtype="Mechanics",
+        task_type="open_ended",
+        question=question,
+        options=[],
+        answer=answer,
+        answer_index=None,
+    )
 
 
 SOLUTION = (
@@ -70,20 +96,47 @@ SIGNATURE = (
 
 
 def code_question(qid: str = "humaneval-HumanEval-0") -> dict:
-    return dict(id=qid, source="humaneval", source_row_id="HumanEval/0", license="MIT", domain="Code", subtype="Python",
-                task_type="code", question=SIGNATURE, options=[], answer=SOLUTION, answer_index=None,
-                code_signature=SIGNATURE, code_tests="def check(candidate):\n    assert True\n",
-                entry_point="has_close_elements", reference_solution=SOLUTION)
+    return dict(
+        id=qid,
+        source="humaneval",
+        source_row_id="HumanEval/0",
+        license="MIT",
+        domain="Code",
+        subtype="Python",
+        task_type="code",
+        question=SIGNATURE,
+        options=[],
+        answer=SOLUTION,
+        answer_index=None,
+        code_signature=SIGNATURE,
+        code_tests="def check(candidate):\n    assert True\n",
+        entry_point="has_close_elements",
+        reference_solution=SOLUTION,
+    )
 
 
-def aug(aid: str, statement: str, *, qid: str = "sciq-train-0", kind: str = "hallucinated",
-        mutation_type: str | None = "State Distortion", logic: str | None = "Changed one value, contradicting the rule.",
-        strategy: str | None = "substitution") -> dict:
+def aug(
+    aid: str,
+    statement: str,
+    *,
+    qid: str = "sciq-train-0",
+    kind: str = "hallucinated",
+    mutation_type: str | None = "State Distortion",
+    logic: str | None = "Changed one value, contradicting the rule.",
+    strategy: str | None = "substitution",
+) -> dict:
     h = kind == "hallucinated"
-    return dict(id=aid, question_id=qid, kind=kind, statement=statement,
-                truth_verification=None if h else "Matches the textbook.",
-                mutation_type=mutation_type if h else None, mutation_strategy=strategy if h else None,
-                mutation_logic=logic if h else None, generator="test")
+    return dict(
+        id=aid,
+        question_id=qid,
+        kind=kind,
+        statement=statement,
+        truth_verification=None if h else "Matches the textbook.",
+        mutation_type=mutation_type if h else None,
+        mutation_strategy=strategy if h else None,
+        mutation_logic=logic if h else None,
+        generator="test",
+    )
 
 
 def frames(questions: list[dict], augs: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -146,12 +199,15 @@ def test_rejects_three_sentences():
 
 
 def test_rejects_lists_and_semicolon_chains_and_connectives():
-    q, a = frames([mc()], [
-        aug("list", "Two facts hold: (1) blood is oxygenated in the liver (2) the heart has two chambers"),
-        aug("bullets", "- Blood is oxygenated in the liver\n- The heart has two chambers"),
-        aug("chain", "Blood is oxygenated in the liver; the heart has two chambers; veins carry oxygenated blood"),
-        aug("also", "Blood is oxygenated in the liver. Additionally, the heart has two chambers."),
-    ])
+    q, a = frames(
+        [mc()],
+        [
+            aug("list", "Two facts hold: (1) blood is oxygenated in the liver (2) the heart has two chambers"),
+            aug("bullets", "- Blood is oxygenated in the liver\n- The heart has two chambers"),
+            aug("chain", "Blood is oxygenated in the liver; the heart has two chambers; veins carry oxygenated blood"),
+            aug("also", "Blood is oxygenated in the liver. Additionally, the heart has two chambers."),
+        ],
+    )
     out = single_mutation(a, q)
     assert reasons(out, "list") == ["hallucinated premise is a list (2 enumeration markers: '(1)', '(2)')"]
     assert reasons(out, "bullets") == ["hallucinated premise is a list (2 enumeration markers: '-', '-')"]
@@ -160,12 +216,23 @@ def test_rejects_lists_and_semicolon_chains_and_connectives():
 
 
 def test_rejects_mutation_logic_with_two_errors():
-    q, a = frames([mc()], [
-        aug("two", "Blood is oxygenated in the liver.", logic="Introduced two errors: swapped the organ and the gas."),
-        aug("numbered", "Blood is oxygenated in the liver.", logic="1. Swapped lungs for liver. 2. Changed oxygen to nitrogen."),
-        aug("also", "Blood is oxygenated in the liver.", logic="Swapped lungs for liver and also changed the gas."),
-        aug("none", "Blood is oxygenated in the liver.", logic=None),
-    ])
+    q, a = frames(
+        [mc()],
+        [
+            aug(
+                "two",
+                "Blood is oxygenated in the liver.",
+                logic="Introduced two errors: swapped the organ and the gas.",
+            ),
+            aug(
+                "numbered",
+                "Blood is oxygenated in the liver.",
+                logic="1. Swapped lungs for liver. 2. Changed oxygen to nitrogen.",
+            ),
+            aug("also", "Blood is oxygenated in the liver.", logic="Swapped lungs for liver and also changed the gas."),
+            aug("none", "Blood is oxygenated in the liver.", logic=None),
+        ],
+    )
     out = single_mutation(a, q)
     assert reasons(out, "two") == ["mutation_logic names more than one error ('two errors')"]
     assert reasons(out, "numbered") == ["mutation_logic names more than one error ('an enumeration 1. / 2.')"]
@@ -175,14 +242,27 @@ def test_rejects_mutation_logic_with_two_errors():
 
 def test_rejects_code_premise_with_rule_contradiction_and_bad_mutation_fields():
     code = code_question()
-    q, a = frames([mc(), code], [
-        aug("code-rc", "The function sorts the list before comparing neighbours.", qid=code["id"], mutation_type="Rule Contradiction"),
-        aug("bogus", "Blood is oxygenated in the liver.", mutation_type="Wishful Thinking"),
-        aug("untyped", "Blood is oxygenated in the liver.", mutation_type=None),
-        {**aug("t-typed", "Blood is oxygenated in the lungs.", kind="truthful"), "mutation_type": "State Distortion"},
-    ])
+    q, a = frames(
+        [mc(), code],
+        [
+            aug(
+                "code-rc",
+                "The function sorts the list before comparing neighbours.",
+                qid=code["id"],
+                mutation_type="Rule Contradiction",
+            ),
+            aug("bogus", "Blood is oxygenated in the liver.", mutation_type="Wishful Thinking"),
+            aug("untyped", "Blood is oxygenated in the liver.", mutation_type=None),
+            {
+                **aug("t-typed", "Blood is oxygenated in the lungs.", kind="truthful"),
+                "mutation_type": "State Distortion",
+            },
+        ],
+    )
     out = single_mutation(a, q)
-    assert reasons(out, "code-rc") == ["code question premise has mutation_type 'Rule Contradiction'; Code allows only State Distortion"]
+    assert reasons(out, "code-rc") == [
+        "code question premise has mutation_type 'Rule Contradiction'; Code allows only State Distortion"
+    ]
     assert reasons(out, "bogus") == [
         "mutation_type 'Wishful Thinking' is not one of Pseudoscientific Entanglement, Rule Contradiction, State Distortion"
     ]
@@ -195,16 +275,25 @@ def test_rejects_code_premise_with_rule_contradiction_and_bad_mutation_fields():
 
 def test_single_mutation_near_misses_pass():
     code = code_question()
-    q, a = frames([mc(), code], [
-        # two sentences with max 2; "e.g." and "cf. Fig." are not breaks
-        aug("two", "Blood is oxygenated in the liver, e.g. in its sinusoids. The liver (cf. Fig. 2) holds alveoli."),
-        # "in addition to" is a preposition, a lone "(2)" is no list, one "; " is allowed
-        aug("prep", "In addition to the liver, reaction (2) oxygenates blood; the lungs only filter it."),
-        # a single error explained at length
-        aug("logic", "Blood is oxygenated in the liver.", logic="Replaced the lungs with the liver, which contradicts the anatomy of gas exchange."),
-        aug("code-sd", "The function compares only neighbouring numbers after sorting.", qid=code["id"]),
-        aug("t", "Blood is oxygenated in the lungs.", kind="truthful"),
-    ])
+    q, a = frames(
+        [mc(), code],
+        [
+            # two sentences with max 2; "e.g." and "cf. Fig." are not breaks
+            aug(
+                "two", "Blood is oxygenated in the liver, e.g. in its sinusoids. The liver (cf. Fig. 2) holds alveoli."
+            ),
+            # "in addition to" is a preposition, a lone "(2)" is no list, one "; " is allowed
+            aug("prep", "In addition to the liver, reaction (2) oxygenates blood; the lungs only filter it."),
+            # a single error explained at length
+            aug(
+                "logic",
+                "Blood is oxygenated in the liver.",
+                logic="Replaced the lungs with the liver, which contradicts the anatomy of gas exchange.",
+            ),
+            aug("code-sd", "The function compares only neighbouring numbers after sorting.", qid=code["id"]),
+            aug("t", "Blood is oxygenated in the lungs.", kind="truthful"),
+        ],
+    )
     assert single_mutation(a, q) == []
 
 
@@ -227,9 +316,22 @@ def metal_question() -> dict:
 def test_rejects_near_paraphrases():
     # 16 words -> 15 distinct bigrams; "the body" -> "the whole body" swaps 1 bigram for 2:
     # shared 14, union 15 + 2 = 17, Jaccard 14 / 17 = 0.82 >= 0.8
-    _, a = frames([], [aug("h1", BASE), aug("h2", BASE.replace("the body", "the whole body")), aug("h3", "The heart has three chambers.")])
+    _, a = frames(
+        [],
+        [
+            aug("h1", BASE),
+            aug("h2", BASE.replace("the body", "the whole body")),
+            aug("h3", "The heart has three chambers."),
+        ],
+    )
     out = distinctness(a)
-    assert out == [Rejection("h2", "distinctness", "hallucinated premises h1 and h2 of question sciq-train-0 are near-paraphrases (Jaccard 0.82 >= 0.8 on word 2-grams)")]
+    assert out == [
+        Rejection(
+            "h2",
+            "distinctness",
+            "hallucinated premises h1 and h2 of question sciq-train-0 are near-paraphrases (Jaccard 0.82 >= 0.8 on word 2-grams)",
+        )
+    ]
 
 
 def test_same_topic_different_errors_pass():
@@ -276,11 +378,14 @@ def test_rejects_gold_option_text():
 
 
 def test_rejects_gold_label_references():
-    q, a = frames([mc(gold=1), mc("sciq-train-1", gold=2)], [
-        aug("h1", "Since the correct answer is (2), blood is oxygenated in the liver."),
-        aug("h2", "Everyone agrees on option C: blood is oxygenated in the liver.", qid="sciq-train-1"),
-        aug("h3", "Blood is oxygenated in the liver, so the answer is (4).", qid="sciq-train-1"),
-    ])
+    q, a = frames(
+        [mc(gold=1), mc("sciq-train-1", gold=2)],
+        [
+            aug("h1", "Since the correct answer is (2), blood is oxygenated in the liver."),
+            aug("h2", "Everyone agrees on option C: blood is oxygenated in the liver.", qid="sciq-train-1"),
+            aug("h3", "Blood is oxygenated in the liver, so the answer is (4).", qid="sciq-train-1"),
+        ],
+    )
     out = leakage(q, a)
     assert reasons(out, "h1") == ["premise reveals the gold label '2' ('correct answer is (2)')"]
     assert reasons(out, "h2") == ["premise reveals the gold label 'C' ('option C')"]
@@ -290,66 +395,109 @@ def test_rejects_gold_label_references():
 def test_rejects_numeric_answer_in_other_notation():
     q, a = frames(
         [open_ended("sciq-train-7", "What is the acceleration due to gravity near Earth's surface, in m/s^2?", "9.8")],
-        [aug("h1", "Near the surface every object accelerates at 9.80 m/s² only when dropped in a vacuum.", qid="sciq-train-7")],
+        [
+            aug(
+                "h1",
+                "Near the surface every object accelerates at 9.80 m/s² only when dropped in a vacuum.",
+                qid="sciq-train-7",
+            )
+        ],
     )
     assert reasons(leakage(q, a), "h1") == ["premise states the numeric answer '9.8' as '9.80'"]
 
 
 def test_rejects_code_premise_quoting_the_solution():
     code = code_question()
-    q, a = frames([code], [
-        aug("line", "It computes distance = abs(elem - elem2) for each pair but skips equal values.", qid=code["id"]),
-        # no full solution line (>= 20 chars) here, but a run of 10 solution tokens across two lines
-        aug("tokens", "It checks `if idx != idx2: distance = abs(elem` only once.", qid=code["id"]),
-    ])
+    q, a = frames(
+        [code],
+        [
+            aug(
+                "line", "It computes distance = abs(elem - elem2) for each pair but skips equal values.", qid=code["id"]
+            ),
+            # no full solution line (>= 20 chars) here, but a run of 10 solution tokens across two lines
+            aug("tokens", "It checks `if idx != idx2: distance = abs(elem` only once.", qid=code["id"]),
+        ],
+    )
     out = leakage(q, a)
     assert reasons(out, "line") == ["premise quotes the reference solution line 'distance = abs(elem - elem2)'"]
-    assert reasons(out, "tokens") == ["premise quotes 10 consecutive tokens of the reference solution 'if idx ! = idx2 : distance = abs ('"]
+    assert reasons(out, "tokens") == [
+        "premise quotes 10 consecutive tokens of the reference solution 'if idx ! = idx2 : distance = abs ('"
+    ]
 
 
 def test_rejects_truthful_premise_carrying_a_hallucinated_statement():
     h = "The heart pumps blood through the lungs to collect nitrogen before returning it to the body."
-    q, a = frames([metal_question()], [
-        aug("t1", "Blood returns to the heart through veins. " + h, kind="truthful", qid=METAL),
-        aug("h1", h, qid=METAL),
-    ])
+    q, a = frames(
+        [metal_question()],
+        [
+            aug("t1", "Blood returns to the heart through veins. " + h, kind="truthful", qid=METAL),
+            aug("h1", h, qid=METAL),
+        ],
+    )
     # h1 has 15 bigrams, none in the question text, all 15 in t1
-    assert leakage(q, a) == [Rejection("t1", "leakage", "truthful premise contains hallucinated premise h1: 15/15 (100%) of its word 2-grams (outside the question) are in the truthful statement")]
+    assert leakage(q, a) == [
+        Rejection(
+            "t1",
+            "leakage",
+            "truthful premise contains hallucinated premise h1: 15/15 (100%) of its word 2-grams (outside the question) are in the truthful statement",
+        )
+    ]
 
 
 # ---- leakage: near misses that must pass ------------------------------------------------------------------------------
 
 
 def test_leakage_near_misses_pass():
-    paris = mc("mmlu-geo-1", question="Which city hosts the Louvre museum?", options=["Lyon", "Paris", "Nice", "Lille"], domain="Physics")
+    paris = mc(
+        "mmlu-geo-1",
+        question="Which city hosts the Louvre museum?",
+        options=["Lyon", "Paris", "Nice", "Lille"],
+        domain="Physics",
+    )
     fours = mc("mmlu-chem-2", question="How many valence electrons does carbon have?", options=["2", "4", "6", "8"])
-    shown = open_ended("sciq-train-8", "Water boils at 100 °C at sea level. At what temperature in °C does it boil there?", "100")
-    oxygen = mc("sciq-train-9", question="Which gas do plants release?", options=["liquid oxygen", "oxygen", "helium", "argon"])
+    shown = open_ended(
+        "sciq-train-8", "Water boils at 100 °C at sea level. At what temperature in °C does it boil there?", "100"
+    )
+    oxygen = mc(
+        "sciq-train-9", question="Which gas do plants release?", options=["liquid oxygen", "oxygen", "helium", "argon"]
+    )
     code = code_question()
-    q, a = frames([mc(), metal_question(), paris, fours, shown, oxygen, code], [
-        # "Parisian" is not the word "Paris"
-        aug("paris", "Parisian architecture was designed by engineers from Lyon's observatory.", qid="mmlu-geo-1"),
-        # "4" only inside "40"
-        aug("forty", "Carbon atoms hold 40 electrons in their outer shell.", qid="mmlu-chem-2"),
-        # the gold number (100) is in the question already
-        aug("shown", "At sea level water boils at 100 °C only in copper pots.", qid="sciq-train-8"),
-        # "oxygen" inside another candidate ("liquid oxygen")
-        aug("liquid", "Plants release liquid oxygen through their roots.", qid="sciq-train-9"),
-        # a lone "(2)" that is no answer label, and a description of the code in words
-        aug("eq", "Reaction (2) shows that blood is oxygenated in the liver."),
-        aug("words", "The function returns True as soon as two numbers are closer than the threshold.", qid=code["id"]),
-        # a truthful premise that one hallucinated premise edits (one word): not carried
-        aug("t", BASE, kind="truthful", qid=METAL),
-        aug("h", BASE.replace("oxygen", "nitrogen"), qid=METAL),
-    ])
+    q, a = frames(
+        [mc(), metal_question(), paris, fours, shown, oxygen, code],
+        [
+            # "Parisian" is not the word "Paris"
+            aug("paris", "Parisian architecture was designed by engineers from Lyon's observatory.", qid="mmlu-geo-1"),
+            # "4" only inside "40"
+            aug("forty", "Carbon atoms hold 40 electrons in their outer shell.", qid="mmlu-chem-2"),
+            # the gold number (100) is in the question already
+            aug("shown", "At sea level water boils at 100 °C only in copper pots.", qid="sciq-train-8"),
+            # "oxygen" inside another candidate ("liquid oxygen")
+            aug("liquid", "Plants release liquid oxygen through their roots.", qid="sciq-train-9"),
+            # a lone "(2)" that is no answer label, and a description of the code in words
+            aug("eq", "Reaction (2) shows that blood is oxygenated in the liver."),
+            aug(
+                "words",
+                "The function returns True as soon as two numbers are closer than the threshold.",
+                qid=code["id"],
+            ),
+            # a truthful premise that one hallucinated premise edits (one word): not carried
+            aug("t", BASE, kind="truthful", qid=METAL),
+            aug("h", BASE.replace("oxygen", "nitrogen"), qid=METAL),
+        ],
+    )
     assert leakage(q, a) == []
 
 
 def test_numeric_tolerance_boundary():
-    q, a = frames([open_ended("sciq-train-7", "What is g near Earth's surface, in m/s^2?", "9.8")], [
-        aug("far", "Objects fall at 9.9 m/s² near the poles.", qid="sciq-train-7"),  # |9.9 - 9.8| / 9.9 = 1.0% > 0.5%
-        aug("near", "Objects fall at 9.81 m/s² near the poles.", qid="sciq-train-7"),  # 0.1% <= 0.5%
-    ])
+    q, a = frames(
+        [open_ended("sciq-train-7", "What is g near Earth's surface, in m/s^2?", "9.8")],
+        [
+            aug(
+                "far", "Objects fall at 9.9 m/s² near the poles.", qid="sciq-train-7"
+            ),  # |9.9 - 9.8| / 9.9 = 1.0% > 0.5%
+            aug("near", "Objects fall at 9.81 m/s² near the poles.", qid="sciq-train-7"),  # 0.1% <= 0.5%
+        ],
+    )
     out = leakage(q, a)
     assert reasons(out, "far") == []
     assert reasons(out, "near") == ["premise states the numeric answer '9.8' as '9.81'"]
@@ -359,13 +507,15 @@ def test_numeric_tolerance_boundary():
 
 
 def test_schema_rejections_name_rows():
-    a = pd.DataFrame([
-        aug("a1", "Blood is oxygenated in the lungs.", kind="truthful"),
-        {**aug("a2", "Blood is oxygenated in the liver."), "kind": "hallucinate"},
-        aug("a1", "Blood is oxygenated in the spleen."),
-        {**aug("a4", "   "), "question_id": "sciq train 0"},
-        {**aug("a5", "Blood is oxygenated in the kidneys."), "generator": None},
-    ])
+    a = pd.DataFrame(
+        [
+            aug("a1", "Blood is oxygenated in the lungs.", kind="truthful"),
+            {**aug("a2", "Blood is oxygenated in the liver."), "kind": "hallucinate"},
+            aug("a1", "Blood is oxygenated in the spleen."),
+            {**aug("a4", "   "), "question_id": "sciq train 0"},
+            {**aug("a5", "Blood is oxygenated in the kidneys."), "generator": None},
+        ]
+    )
     out = validate_frame(a, "augmentations")
     assert {(r.row_id, r.reason) for r in out} == {
         ("a1", "column 'id': duplicate value 'a1'"),
@@ -383,21 +533,63 @@ def test_schema_questions_and_instances():
     out = validate_frame(pd.DataFrame([mc(), bad_mc, code]), "questions")
     assert [(r.row_id, r.reason) for r in out] == [
         ("sciq-train-1", "multiple-choice row needs >= 2 options and options[answer_index] == answer"),
-        ("humaneval-HumanEval-0", "domain Code must go with task_type code, which needs entry_point and reference_solution"),
+        (
+            "humaneval-HumanEval-0",
+            "domain Code must go with task_type code, which needs entry_point and reference_solution",
+        ),
     ]
-    inst = pd.DataFrame([
-        dict(id="i-b", question_id="sciq-train-0", condition="B", domain="Biomedicine", subtype="x", task_type="multiple_choice",
-             prompt="Question: ...", premise=None, augmentation_id=None, mutation_type=None),
-        dict(id="i-h", question_id="sciq-train-0", condition="B+H", domain="Biomedicine", subtype="x", task_type="multiple_choice",
-             prompt="Premise: P\n\nQuestion: ...", premise="P", augmentation_id="a2", mutation_type=None),
-        dict(id="i-x", question_id="sciq-train-0", condition="B-T", domain="Biomedicine", subtype="x", task_type="multiple_choice",
-             prompt="Question: ...", premise=None, augmentation_id=None, mutation_type=None),
-    ])
+    inst = pd.DataFrame(
+        [
+            dict(
+                id="i-b",
+                question_id="sciq-train-0",
+                condition="B",
+                domain="Biomedicine",
+                subtype="x",
+                task_type="multiple_choice",
+                prompt="Question: ...",
+                premise=None,
+                augmentation_id=None,
+                mutation_type=None,
+            ),
+            dict(
+                id="i-h",
+                question_id="sciq-train-0",
+                condition="B+H",
+                domain="Biomedicine",
+                subtype="x",
+                task_type="multiple_choice",
+                prompt="Premise: P\n\nQuestion: ...",
+                premise="P",
+                augmentation_id="a2",
+                mutation_type=None,
+            ),
+            dict(
+                id="i-x",
+                question_id="sciq-train-0",
+                condition="B-T",
+                domain="Biomedicine",
+                subtype="x",
+                task_type="multiple_choice",
+                prompt="Question: ...",
+                premise=None,
+                augmentation_id=None,
+                mutation_type=None,
+            ),
+        ]
+    )
     out = validate_frame(inst, "instances")
-    assert ("i-h", "condition B has no premise/augmentation/mutation_type, B+T has premise and augmentation but no mutation_type, B+H has all three") in {(r.row_id, r.reason) for r in out}
-    assert ("i-x", "column 'condition': value 'B-T' fails isin(['B', 'B+T', 'B+H'])") in {(r.row_id, r.reason) for r in out}
+    assert (
+        "i-h",
+        "condition B has no premise/augmentation/mutation_type, B+T has premise and augmentation but no mutation_type, B+H has all three",
+    ) in {(r.row_id, r.reason) for r in out}
+    assert ("i-x", "column 'condition': value 'B-T' fails isin(['B', 'B+T', 'B+H'])") in {
+        (r.row_id, r.reason) for r in out
+    }
     assert not [r for r in out if r.row_id == "i-b"]
-    assert Rejection("<instances>", "schema:instances", "missing column 'prompt'") in validate_frame(inst.drop(columns=["prompt"]), "instances")
+    assert Rejection("<instances>", "schema:instances", "missing column 'prompt'") in validate_frame(
+        inst.drop(columns=["prompt"]), "instances"
+    )
 
 
 def test_records_round_trip_through_the_schemas():
@@ -411,12 +603,15 @@ def test_records_round_trip_through_the_schemas():
 
 
 def test_run_checks_composes_and_reports():
-    q, a = frames([mc()], [
-        aug("t1", "Blood is oxygenated in the lungs.", kind="truthful"),
-        aug("h1", "Blood is oxygenated in the liver. It has alveoli. They bind oxygen."),
-        aug("h2", "Blood is oxygenated in the kidneys.", qid="sciq-train-404"),
-        {**aug("h3", "Blood is oxygenated in the spleen."), "kind": "maybe"},
-    ])
+    q, a = frames(
+        [mc()],
+        [
+            aug("t1", "Blood is oxygenated in the lungs.", kind="truthful"),
+            aug("h1", "Blood is oxygenated in the liver. It has alveoli. They bind oxygen."),
+            aug("h2", "Blood is oxygenated in the kidneys.", qid="sciq-train-404"),
+            {**aug("h3", "Blood is oxygenated in the spleen."), "kind": "maybe"},
+        ],
+    )
     report = run_checks(q, a)
     assert not report.ok
     assert report.by_check() == {"leakage": 1, "single_mutation": 1, "schema:augmentations": 1, "reference": 1}
@@ -437,7 +632,9 @@ def test_blocks_give_the_same_result_as_one_pass():
     for k in range(3):
         for i in range(30):
             text = BASE if k < 2 else f"Blood of species {i} is oxygenated in the liver."
-            rows.append(aug(f"q{i}-h{k}", text.replace("the body", "the whole body") if k == 1 else text, qid=f"sciq-train-{i}"))
+            rows.append(
+                aug(f"q{i}-h{k}", text.replace("the body", "the whole body") if k == 1 else text, qid=f"sciq-train-{i}")
+            )
     q, a = frames(qs, rows)
     one = run_checks(q, a, block_rows=10**6)
     many = run_checks(q, a, block_rows=7)
@@ -450,7 +647,9 @@ def test_config_from_dict_rejects_unknown_keys():
         ValidationConfig.from_dict({"leakage": {"no_such_thing": 1}})
     with pytest.raises(ValueError, match="unknown validation section"):
         ValidationConfig.from_dict({"lekage": {}})
-    cfg = ValidationConfig.from_dict({"distinctness": {"threshold": 0.5}, "single_mutation": {"additive_connectives": ["also"]}})
+    cfg = ValidationConfig.from_dict(
+        {"distinctness": {"threshold": 0.5}, "single_mutation": {"additive_connectives": ["also"]}}
+    )
     assert cfg.distinctness.threshold == 0.5 and cfg.single_mutation.additive_connectives == ("also",)
 
 
@@ -468,10 +667,13 @@ def test_corpus_words_hash_equal_words_equally():
 
 
 def test_robust_to_object_columns_missing_columns_and_empty_frames():
-    q, a = frames([mc()], [
-        aug("t1", "Blood is oxygenated in the alveoli.", kind="truthful"),
-        aug("h1", "Blood is oxygenated in the liver. It has alveoli. They bind oxygen."),
-    ])
+    q, a = frames(
+        [mc()],
+        [
+            aug("t1", "Blood is oxygenated in the alveoli.", kind="truthful"),
+            aug("h1", "Blood is oxygenated in the liver. It has alveoli. They bind oxygen."),
+        ],
+    )
     expected = run_checks(q, a).rejections
     assert run_checks(q.astype(object), a.astype(object)).rejections == expected
     slim = a.drop(columns=["truth_verification", "mutation_strategy"])
@@ -491,7 +693,12 @@ def test_statement_none_and_nan_do_not_crash():
 
 def test_char_shingles_option():
     cfg = ValidationConfig.from_dict({"distinctness": {"shingle": "char", "shingle_size": 5}})
-    _, a = frames([], [aug("h1", BASE), aug("h2", BASE.replace("the body", "the body!")), aug("h3", "The heart has three chambers.")])
+    _, a = frames(
+        [],
+        [aug("h1", BASE), aug("h2", BASE.replace("the body", "the body!")), aug("h3", "The heart has three chambers.")],
+    )
     out = distinctness(a, cfg)
-    assert [(r.row_id, r.reason.split(" (")[0]) for r in out] == [("h2", "hallucinated premises h1 and h2 of question sciq-train-0 are near-paraphrases")]
+    assert [(r.row_id, r.reason.split(" (")[0]) for r in out] == [
+        ("h2", "hallucinated premises h1 and h2 of question sciq-train-0 are near-paraphrases")
+    ]
     assert "Jaccard 1.00 >= 0.8 on char 5-grams" in out[0].reason

@@ -66,7 +66,10 @@ def _strs(values: Any, n: int) -> list[str]:
     if values is None:
         return [""] * n
     vals = values.tolist() if hasattr(values, "tolist") else list(values)
-    return [v if isinstance(v, str) else "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v) for v in vals]
+    return [
+        v if isinstance(v, str) else "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+        for v in vals
+    ]
 
 
 # ---- sentences, lists -----------------------------------------------------------------------------------
@@ -106,10 +109,14 @@ def split_sentences(text: str, abbreviations: tuple[str, ...] = SingleMutationCo
     return out
 
 
-_LINE_MARKER = re.compile(r"(?m)^[ \t]*(?:[-*\u2022\u25e6\u2023\u25aa\u00b7]|\(?\d{1,2}[.)]|\(?[a-hA-H][.)]|\(?[ivxIVX]{1,4}[.)])[ \t]+\S")
+_LINE_MARKER = re.compile(
+    r"(?m)^[ \t]*(?:[-*\u2022\u25e6\u2023\u25aa\u00b7]|\(?\d{1,2}[.)]|\(?[a-hA-H][.)]|\(?[ivxIVX]{1,4}[.)])[ \t]+\S"
+)
 _INLINE_PAREN = re.compile(r"(?:^|(?<=[\s:;,]))\(?(\d{1,2}|[a-h]|[ivx]{1,4})\)\s")
 _INLINE_DOT = re.compile(r"(?:^|(?<=[\s:;,]))(\d{1,2})\.\s+(?=[A-Za-z(])")
-_ORDINAL = re.compile(r"(?i)(?:^|(?<=[.;:]\s)|(?<=[.;:]))\s*(first(?:ly)?|second(?:ly)?|third(?:ly)?|fourth(?:ly)?|finally|lastly)\s*,")
+_ORDINAL = re.compile(
+    r"(?i)(?:^|(?<=[.;:]\s)|(?<=[.;:]))\s*(first(?:ly)?|second(?:ly)?|third(?:ly)?|fourth(?:ly)?|finally|lastly)\s*,"
+)
 _INLINE_BULLET = re.compile(r"(?:^|(?<=\s))([\u2022\u25e6\u2023\u25aa])\s")
 _ROMAN = {"i": 1, "ii": 2, "iii": 3, "iv": 4, "v": 5, "vi": 6, "vii": 7, "viii": 8, "ix": 9, "x": 10}
 
@@ -160,7 +167,9 @@ def enumeration_markers(text: str) -> list[str]:
 
 # ---- numbers --------------------------------------------------------------------------------------------
 
-_SUP = str.maketrans("\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207b\u207a\u2212", "0123456789--" + "-")
+_SUP = str.maketrans(
+    "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207b\u207a\u2212", "0123456789--" + "-"
+)
 _NUMBER = re.compile(  # the "not inside a word" condition is checked in _numbers (a lookbehind here is slow)
     r"(?P<m>\d{1,3}(?:,\d{3})+(?![\d,])|\d+(?:\.\d+)?|\.\d+)"
     r"(?:\s*[eE](?P<e1>[-+\u2212]?\d+)\b"
@@ -209,7 +218,17 @@ def numeric_value(text: str, max_unit_chars: int = 16) -> float | None:
     if len(nums) != 1:
         return None
     m = nums[0]
-    if m.start() > 0 and text[: m.start()].strip() not in ("-", "+", "\u2212", "~", "\u2248", "$", "\u20ac", "\u00a3", "\u00b1"):
+    if m.start() > 0 and text[: m.start()].strip() not in (
+        "-",
+        "+",
+        "\u2212",
+        "~",
+        "\u2248",
+        "$",
+        "\u20ac",
+        "\u00a3",
+        "\u00b1",
+    ):
         return None
     if len(text) - m.end() > max_unit_chars:
         return None
@@ -247,7 +266,20 @@ _LABEL = re.compile(
     r"\s*[:=]?\s*(?:\((?P<p>[1-9]|[A-Ja-j])\)|(?P<b>[1-9]|[A-J])(?![\w.,]?\d)\b)"
     r"|\((?P<q>[1-9]|[A-Ja-j])\)\s+(?i:is|was)\s+(?i:the\s+)?(?i:correct|right|true|best|answer)"
 )
-_LABEL_WORDS = ("answer", "answers", "option", "options", "candidate", "candidates", "choice", "choices", "correct", "right", "true", "best")
+_LABEL_WORDS = (
+    "answer",
+    "answers",
+    "option",
+    "options",
+    "candidate",
+    "candidates",
+    "choice",
+    "choices",
+    "correct",
+    "right",
+    "true",
+    "best",
+)
 
 
 # ---- code -------------------------------------------------------------------------------------------------
@@ -291,8 +323,14 @@ def _positions(ids: pd.Series, wanted: pd.Series) -> np.ndarray:
 class _Context:
     """The augmentation rows joined to their questions, with every derived column computed once."""
 
-    def __init__(self, augs: Any, questions: Any | None, config: ValidationConfig, row_index: np.ndarray | None = None,
-                 qpos: np.ndarray | None = None):
+    def __init__(
+        self,
+        augs: Any,
+        questions: Any | None,
+        config: ValidationConfig,
+        row_index: np.ndarray | None = None,
+        qpos: np.ndarray | None = None,
+    ):
         self.config = config
         self.row_index = row_index  # position of each row in the caller's frame (for ids of rows without one)
         self.A = to_frame(augs).reset_index(drop=True)
@@ -392,7 +430,9 @@ def _finish(found: list[tuple[int, str]], ctx: _Context, check: str) -> list[Rej
 # ---- single mutation -------------------------------------------------------------------------------------
 
 
-def single_mutation(augmentations: Any, questions: Any | None = None, config: ValidationConfig | SingleMutationConfig | None = None) -> list[Rejection]:
+def single_mutation(
+    augmentations: Any, questions: Any | None = None, config: ValidationConfig | SingleMutationConfig | None = None
+) -> list[Rejection]:
     """Each hallucinated premise is one statement carrying one error; truthful rows carry no mutation fields.
 
     `questions` (or a `domain` column on the augmentations) is needed for the code-domain rule.
@@ -420,12 +460,25 @@ def _single_mutation(ctx: _Context, cfg: SingleMutationConfig) -> list[Rejection
     for i in np.flatnonzero(is_h & has_mt & ~allowed).tolist():
         found.append((i, f"mutation_type {mt_list[i]!r} is not one of {', '.join(sorted(cfg.allowed_mutation_types))}"))
     for i in np.flatnonzero(is_h & allowed & in_code & ~code_ok).tolist():
-        found.append((i, f"code question premise has mutation_type {mt_list[i]!r}; {ctx.domain_of(i)} allows only {', '.join(sorted(cfg.code_mutation_types))}"))
+        found.append(
+            (
+                i,
+                f"code question premise has mutation_type {mt_list[i]!r}; {ctx.domain_of(i)} allows only {', '.join(sorted(cfg.code_mutation_types))}",
+            )
+        )
     if cfg.require_mutation_logic:
         for i in np.flatnonzero(is_h & ~has_logic).tolist():
             found.append((i, "hallucinated premise has no mutation_logic naming its error"))
     for i in np.flatnonzero(is_t & (has_mt | has_logic | has_strategy)).tolist():
-        fields = [f for f, has in (("mutation_type", has_mt), ("mutation_strategy", has_strategy), ("mutation_logic", has_logic)) if has[i]]
+        fields = [
+            f
+            for f, has in (
+                ("mutation_type", has_mt),
+                ("mutation_strategy", has_strategy),
+                ("mutation_logic", has_logic),
+            )
+            if has[i]
+        ]
         found.append((i, f"truthful premise has mutation fields set ({', '.join(fields)})"))
 
     # -- mutation_logic naming more than one error: a vectorised keyword pre-filter (RE2 over the Arrow
@@ -471,10 +524,20 @@ def _single_mutation(ctx: _Context, cfg: SingleMutationConfig) -> list[Rejection
         k = len(semi.findall(text))
         if k > cfg.max_semicolons:
             plural = "s" if cfg.max_semicolons != 1 else ""
-            found.append((i, f"hallucinated premise chains {k + 1} statements with '; ' (max {cfg.max_semicolons} separator{plural})"))
+            found.append(
+                (
+                    i,
+                    f"hallucinated premise chains {k + 1} statements with '; ' (max {cfg.max_semicolons} separator{plural})",
+                )
+            )
         markers = enumeration_markers(text)
         if len(markers) > cfg.max_list_markers:
-            found.append((i, f"hallucinated premise is a list ({len(markers)} enumeration markers: {', '.join(repr(x) for x in markers[:5])})"))
+            found.append(
+                (
+                    i,
+                    f"hallucinated premise is a list ({len(markers)} enumeration markers: {', '.join(repr(x) for x in markers[:5])})",
+                )
+            )
     phrases = _phrases(cfg.additive_connectives)
     if phrases:
         for r in cand.tolist():
@@ -534,7 +597,6 @@ def _phrases_re(phrases: tuple[str, ...]) -> str:
     return r"(?i)\b(?:" + "|".join(alts) + r")\b"
 
 
-
 _MULTI_CACHE: dict[tuple[str, ...], list[re.Pattern]] = {}
 
 
@@ -583,14 +645,21 @@ def _distinctness(ctx: _Context, cfg: DistinctnessConfig) -> list[Rejection]:
         else:
             j = e
         if j >= cfg.threshold:
-            found.append((ib, f"hallucinated premises {ctx.row_id(ia)} and {ctx.row_id(ib)} of question {ctx.question_id(ib)} are near-paraphrases (Jaccard {j:.2f} >= {cfg.threshold} on {unit})"))
+            found.append(
+                (
+                    ib,
+                    f"hallucinated premises {ctx.row_id(ia)} and {ctx.row_id(ib)} of question {ctx.question_id(ib)} are near-paraphrases (Jaccard {j:.2f} >= {cfg.threshold} on {unit})",
+                )
+            )
     return _finish(found, ctx, "distinctness")
 
 
 # ---- leakage ------------------------------------------------------------------------------------------------
 
 
-def leakage(questions: Any, augmentations: Any, config: ValidationConfig | LeakageConfig | None = None) -> list[Rejection]:
+def leakage(
+    questions: Any, augmentations: Any, config: ValidationConfig | LeakageConfig | None = None
+) -> list[Rejection]:
     """No premise reveals its question's answer, and no truthful premise carries a hallucinated statement."""
     cfg = _config(config)
     return _blocked(augmentations, questions, cfg, lambda ctx: _leakage(ctx, cfg.leakage))
@@ -637,7 +706,11 @@ class _Gold:
             if any(_close(v, x, cfg.numeric_rel_tol, cfg.numeric_abs_tol) for x, _ in parse_numbers(qtext[j])):
                 continue  # the number is in the question: mentioning it reveals nothing
             gi = int(self.gold_index[j])
-            others = [numeric_value(str(o), cfg.max_unit_chars) for k, o in enumerate(self.options(j)) if k != gi] if self.is_mc[j] else []
+            others = (
+                [numeric_value(str(o), cfg.max_unit_chars) for k, o in enumerate(self.options(j)) if k != gi]
+                if self.is_mc[j]
+                else []
+            )
             if any(o is not None and _close(v, o, cfg.numeric_rel_tol, cfg.numeric_abs_tol) for o in others):
                 continue  # another candidate has the same number (other unit): the number does not single out the answer
             self.gold_value[j] = v
@@ -740,7 +813,9 @@ def _leakage(ctx: _Context, cfg: LeakageConfig) -> list[Rejection]:
                     rest = rest.replace(c, " ")
                 if g not in rest:
                     continue
-            found.append((i, f"{ctx.kind(i) or 'the'} premise reveals the gold answer text {_short(gold.gold_raw[p], 50)!r}"))
+            found.append(
+                (i, f"{ctx.kind(i) or 'the'} premise reveals the gold answer text {_short(gold.gold_raw[p], 50)!r}")
+            )
 
         # answer labels (multiple choice): rows the statement pre-filter kept (it includes the label words)
         if cfg.check_labels:
@@ -769,7 +844,9 @@ def _leakage(ctx: _Context, cfg: LeakageConfig) -> list[Rejection]:
                     continue  # no number close to v can be written without one of these digits
                 for x, text in parse_numbers(texts[i]):
                     if _close(x, v, cfg.numeric_rel_tol, cfg.numeric_abs_tol):
-                        found.append((i, f"premise states the numeric answer {_short(gold.gold_raw[p], 30)!r} as {text!r}"))
+                        found.append(
+                            (i, f"premise states the numeric answer {_short(gold.gold_raw[p], 30)!r} as {text!r}")
+                        )
                         break
 
         # code: reference-solution lines and token runs
@@ -789,9 +866,16 @@ def _leakage(ctx: _Context, cfg: LeakageConfig) -> list[Rejection]:
                 if not grams:
                     continue
                 toks = _CODE_TOKEN.findall(flat)
-                g = next((tuple(toks[s : s + k]) for s in range(len(toks) - k + 1) if tuple(toks[s : s + k]) in grams), None)
+                g = next(
+                    (tuple(toks[s : s + k]) for s in range(len(toks) - k + 1) if tuple(toks[s : s + k]) in grams), None
+                )
                 if g is not None:
-                    found.append((i, f"premise quotes {k} consecutive tokens of the reference solution {_short(' '.join(g), 60)!r}"))
+                    found.append(
+                        (
+                            i,
+                            f"premise quotes {k} consecutive tokens of the reference solution {_short(' '.join(g), 60)!r}",
+                        )
+                    )
 
     found += _truthful_carries_error(ctx, cfg)
     return _finish(found, ctx, "leakage")
@@ -861,7 +945,12 @@ def _truthful_carries_error(ctx: _Context, cfg: LeakageConfig, num_perm: int = 3
         inside = len(own & set(sh[bounds[t] : bounds[t + 1]].tolist()))
         if inside >= c * len(own) - 1e-9:
             done.add(h)
-            out.append((t, f"truthful premise contains hallucinated premise {ctx.row_id(h)}: {inside}/{len(own)} ({inside / len(own):.0%}) of its word {k}-grams (outside the question) are in the truthful statement"))
+            out.append(
+                (
+                    t,
+                    f"truthful premise contains hallucinated premise {ctx.row_id(h)}: {inside}/{len(own)} ({inside / len(own):.0%}) of its word {k}-grams (outside the question) are in the truthful statement",
+                )
+            )
     return out
 
 
@@ -870,10 +959,15 @@ def _truthful_carries_error(ctx: _Context, cfg: LeakageConfig, num_perm: int = 3
 
 def references(augmentations: Any, questions: Any) -> list[Rejection]:
     """Augmentations whose question_id names no question."""
-    ctx = augmentations if isinstance(augmentations, _Context) else _Context(augmentations, questions, ValidationConfig())
+    ctx = (
+        augmentations if isinstance(augmentations, _Context) else _Context(augmentations, questions, ValidationConfig())
+    )
     if ctx.Q is None:
         return []
-    return [Rejection(ctx.row_id(i), "reference", f"question_id {ctx.question_id(i)!r} names no question") for i in np.flatnonzero(~ctx.has_q).tolist()]
+    return [
+        Rejection(ctx.row_id(i), "reference", f"question_id {ctx.question_id(i)!r} names no question")
+        for i in np.flatnonzero(~ctx.has_q).tolist()
+    ]
 
 
 def _config(config: Any) -> ValidationConfig:
@@ -895,7 +989,9 @@ def _config(config: Any) -> ValidationConfig:
 BLOCK_ROWS = 32768
 
 
-def _blocks(augs: pd.DataFrame, questions: pd.DataFrame | None, cfg: ValidationConfig, block_rows: int = BLOCK_ROWS) -> Iterator[_Context]:
+def _blocks(
+    augs: pd.DataFrame, questions: pd.DataFrame | None, cfg: ValidationConfig, block_rows: int = BLOCK_ROWS
+) -> Iterator[_Context]:
     """Contexts over blocks of about `block_rows` augmentation rows, each holding whole questions (every
     rule looks at one question's rows only), with the questions they name. Streaming in blocks keeps the
     work arrays small (cache-sized) and the cost linear; rows of a question need not be adjacent."""
@@ -927,7 +1023,9 @@ def _blocks(augs: pd.DataFrame, questions: pd.DataFrame | None, cfg: ValidationC
         start = end
 
 
-def _blocked(augs: Any, questions: Any | None, cfg: ValidationConfig, fn: Callable[[_Context], list[Rejection]]) -> list[Rejection]:
+def _blocked(
+    augs: Any, questions: Any | None, cfg: ValidationConfig, fn: Callable[[_Context], list[Rejection]]
+) -> list[Rejection]:
     adf = to_frame(augs)
     qdf = None if questions is None else to_frame(questions)
     out: list[Rejection] = []
@@ -960,7 +1058,10 @@ def run_checks(
         report.seconds[name] = report.seconds.get(name, 0.0) + time.perf_counter() - t0
 
     if schemas:
-        step("schema", lambda: validate_frame(qdf, "questions", cfg.schema) + validate_frame(adf, "augmentations", cfg.schema))
+        step(
+            "schema",
+            lambda: validate_frame(qdf, "questions", cfg.schema) + validate_frame(adf, "augmentations", cfg.schema),
+        )
         if instances is not None:
             idf = to_frame(instances)
             report.rows["instances"] = len(idf)

@@ -56,13 +56,21 @@ def _premise_columns(c) -> tuple[str, ...]:
 
 
 REQUIRED_BY_CONFIG = {c.config: (*REQUIRED, *_premise_columns(c)) for c in CONDITIONS}
-NULL_BY_CONFIG = {c.config: tuple(x for x in ("augmentation_id", "premise", "mutation_type")
-                                  if x not in REQUIRED_BY_CONFIG[c.config]) for c in CONDITIONS}
-UNIQUE_BY_CONFIG = {c.config: ("id", *(() if c.mutation else ("question_id",)),
-                               *(("augmentation_id",) if c.premise else ())) for c in CONDITIONS}
+NULL_BY_CONFIG = {
+    c.config: tuple(x for x in ("augmentation_id", "premise", "mutation_type") if x not in REQUIRED_BY_CONFIG[c.config])
+    for c in CONDITIONS
+}
+UNIQUE_BY_CONFIG = {
+    c.config: ("id", *(() if c.mutation else ("question_id",)), *(("augmentation_id",) if c.premise else ()))
+    for c in CONDITIONS
+}
 NONEMPTY_BY_CONFIG = {c.config: ("question", "prompt", *(("premise",) if c.premise else ())) for c in CONDITIONS}
-GROUPS_BY_CONFIG = {c.config: (("domain",), ("domain", "mutation_type"), ("domain", "subtype"), ("mutation_type",))
-                    if c.mutation else (("domain",), ("domain", "subtype")) for c in CONDITIONS}
+GROUPS_BY_CONFIG = {
+    c.config: (("domain",), ("domain", "mutation_type"), ("domain", "subtype"), ("mutation_type",))
+    if c.mutation
+    else (("domain",), ("domain", "subtype"))
+    for c in CONDITIONS
+}
 DISTRIBUTIONS_BY_CONFIG = {c.config: ("domain", *(("mutation_type",) if c.mutation else ())) for c in CONDITIONS}
 KL_THRESHOLD = 1e-9  # "the built share ± 0", up to float rounding
 GROUP_SEP = " / "
@@ -112,8 +120,14 @@ def _row_expectations(config: str, rows: list[dict]) -> list[dict]:
         counts = group_counts(rows, (col,))
         if counts:
             n = sum(counts.values())
-            out.append(_e("expect_column_kl_divergence_to_be_less_than", column=col, threshold=KL_THRESHOLD,
-                          partition_object={"values": list(counts), "weights": [c / n for c in counts.values()]}))
+            out.append(
+                _e(
+                    "expect_column_kl_divergence_to_be_less_than",
+                    column=col,
+                    threshold=KL_THRESHOLD,
+                    partition_object={"values": list(counts), "weights": [c / n for c in counts.values()]},
+                )
+            )
     return out
 
 
@@ -121,8 +135,12 @@ def _count_expectations(counts: dict[str, int]) -> list[dict]:
     return [
         _e("expect_table_row_count_to_equal", value=len(counts)),
         _e("expect_column_distinct_values_to_equal_set", column=GROUP_COL, value_set=list(counts)),
-        _e("expect_column_pair_values_to_be_in_set", column_A=GROUP_COL, column_B=COUNT_COL,
-           value_pairs_set=[[k, n] for k, n in counts.items()]),
+        _e(
+            "expect_column_pair_values_to_be_in_set",
+            column_A=GROUP_COL,
+            column_B=COUNT_COL,
+            value_pairs_set=[[k, n] for k, n in counts.items()],
+        ),
     ]
 
 
@@ -135,11 +153,21 @@ def build_suite(rows_by_config: dict[str, list[dict]]) -> dict:
         if config not in rows_by_config:
             continue
         rows = list(rows_by_config[config])
-        suites = [{"name": _frame_name(config, ()), "meta": {"frame": {"group_by": []}},
-                   "expectations": _row_expectations(config, rows)}]
+        suites = [
+            {
+                "name": _frame_name(config, ()),
+                "meta": {"frame": {"group_by": []}},
+                "expectations": _row_expectations(config, rows),
+            }
+        ]
         for by in GROUPS_BY_CONFIG[config]:
-            suites.append({"name": _frame_name(config, by), "meta": {"frame": {"group_by": list(by)}},
-                           "expectations": _count_expectations(group_counts(rows, by))})
+            suites.append(
+                {
+                    "name": _frame_name(config, by),
+                    "meta": {"frame": {"group_by": list(by)}},
+                    "expectations": _count_expectations(group_counts(rows, by)),
+                }
+            )
         out[config] = {"rows": len(rows), "suites": suites}
     return out
 
@@ -243,8 +271,10 @@ def describe_failure(type_: str, kwargs: dict, result: dict, group_by: list[str]
     elif type_ == "expect_column_kl_divergence_to_be_less_than":
         d = result.get("details") or {}
         kl = "infinite (a value outside the built ones)" if obs is None else _fmt(obs)
-        detail = (f"KL divergence {kl} >= {kwargs.get('threshold')}: observed shares "
-                  f"{_shares(d.get('observed_partition'))} vs built {_shares(d.get('expected_partition'))}")
+        detail = (
+            f"KL divergence {kl} >= {kwargs.get('threshold')}: observed shares "
+            f"{_shares(d.get('observed_partition'))} vs built {_shares(d.get('expected_partition'))}"
+        )
     elif "unexpected_count" in result:
         expect = {
             "expect_column_values_to_be_unique": "unique values",
@@ -252,8 +282,9 @@ def describe_failure(type_: str, kwargs: dict, result: dict, group_by: list[str]
             "expect_column_values_to_be_null": "nulls only",
             "expect_column_values_to_be_in_set": f"values in {kwargs.get('value_set')}",
             "expect_column_values_to_match_regex": f"values matching {kwargs.get('regex')!r}",
-            "expect_column_value_lengths_to_be_between":
-                f"lengths in [{kwargs.get('min_value')}, {kwargs.get('max_value', '')}]".replace(", ]", ", ...]"),
+            "expect_column_value_lengths_to_be_between": f"lengths in [{kwargs.get('min_value')}, {kwargs.get('max_value', '')}]".replace(
+                ", ]", ", ...]"
+            ),
         }.get(type_, f"{type_} to hold")
         n, total = result.get("unexpected_count"), result.get("element_count")
         found = "" if type_ == "expect_column_values_to_not_be_null" else _values(result)
@@ -308,15 +339,20 @@ def run_suite(folder: str | Path) -> list[Rejection]:
         for k, spec in enumerate(doc["configs"][config].get("suites", [])):
             by = list((spec.get("meta") or {}).get("frame", {}).get("group_by") or [])
             try:
-                exps = [ExpectationConfiguration(type=e["type"], kwargs=e.get("kwargs", {})).to_domain_obj()
-                        for e in spec.get("expectations", [])]
+                exps = [
+                    ExpectationConfiguration(type=e["type"], kwargs=e.get("kwargs", {})).to_domain_obj()
+                    for e in spec.get("expectations", [])
+                ]
                 suite = gx.ExpectationSuite(name=spec.get("name") or f"{config}-{k}", expectations=exps)
             except Exception as e:
                 out.append(Rejection(where, CHECK, f"suite {spec.get('name')!r} does not load: {e}"))
                 continue
             frame = _frame(rows, by) if by else df
-            batch = (source.add_dataframe_asset(f"{config}-{k}").add_batch_definition_whole_dataframe("all")
-                     .get_batch(batch_parameters={"dataframe": frame}))
+            batch = (
+                source.add_dataframe_asset(f"{config}-{k}")
+                .add_batch_definition_whole_dataframe("all")
+                .get_batch(batch_parameters={"dataframe": frame})
+            )
             index_col = GROUP_COL if by else "id"
             fmt = {"result_format": "COMPLETE"}
             if index_col in frame.columns:
@@ -329,13 +365,27 @@ def run_suite(folder: str | Path) -> list[Rejection]:
                 info = r.exception_info or {}
                 if info.get("raised_exception"):
                     msg = str(info.get("exception_message") or "error").splitlines()[0]
-                    out.append(Rejection(where, CHECK, f"{cfg.type} on {cfg.kwargs.get('column', 'table')}: "
-                                                       f"could not be evaluated: {msg}"))
+                    out.append(
+                        Rejection(
+                            where,
+                            CHECK,
+                            f"{cfg.type} on {cfg.kwargs.get('column', 'table')}: could not be evaluated: {msg}",
+                        )
+                    )
                 else:
-                    out.append(Rejection(where, CHECK, describe_failure(cfg.type, dict(cfg.kwargs),
-                                                                        dict(r.result or {}), by)))
+                    out.append(
+                        Rejection(where, CHECK, describe_failure(cfg.type, dict(cfg.kwargs), dict(r.result or {}), by))
+                    )
     return out
 
 
-__all__ = ["SUITE_FILE", "build_suite", "write_suite", "run_suite", "suite_json", "describe_failure", "group_counts",
-           "KL_THRESHOLD"]
+__all__ = [
+    "SUITE_FILE",
+    "build_suite",
+    "write_suite",
+    "run_suite",
+    "suite_json",
+    "describe_failure",
+    "group_counts",
+    "KL_THRESHOLD",
+]

@@ -16,8 +16,8 @@ from phr.bench.folder import CARD_CONFIGS, DATA_DIR, read_rows
 from phr.bench.records import Augmentation, BaseQuestion, Condition, question_from_row
 from phr.core.parquet import hashed_name_mismatch
 from phr.core.report import Rejection, ValidationReport
-from phr.hub.kinds import ArtifactKind
 from phr.hub.card import README, CardError, card_configs, missing_data_files
+from phr.hub.kinds import ArtifactKind
 from phr.validation.checks import run_checks
 from phr.validation.expectations import SUITE_FILE, run_suite
 from phr.validation.review import review_rejections
@@ -28,9 +28,13 @@ def _card_checks(folder: Path) -> list[Rejection]:
         configs = card_configs(folder)
     except CardError as e:
         return [Rejection(README, "card", str(e))]
-    out = [Rejection(README, "card", f"no config {n!r} in the card's configs") for n in CARD_CONFIGS if n not in configs]
-    out += [Rejection(README, "card", f"config {name!r} names {p}, which does not exist")
-            for name, p in missing_data_files(folder, configs)]
+    out = [
+        Rejection(README, "card", f"no config {n!r} in the card's configs") for n in CARD_CONFIGS if n not in configs
+    ]
+    out += [
+        Rejection(README, "card", f"config {name!r} names {p}, which does not exist")
+        for name, p in missing_data_files(folder, configs)
+    ]
     return out
 
 
@@ -40,9 +44,14 @@ def _hash_checks(folder: Path) -> list[Rejection]:
     out = []
     for p in sorted((folder / DATA_DIR).glob("*.parquet")):
         if (bad := hashed_name_mismatch(p)) is not None:
-            out.append(Rejection(f"{DATA_DIR}/{p.name}", "content_hash",
-                                 f"the name says content hash {bad[0]}, the file's content hashes to {bad[1]}: "
-                                 "it was edited after the build; rebuild the folder instead of editing it"))
+            out.append(
+                Rejection(
+                    f"{DATA_DIR}/{p.name}",
+                    "content_hash",
+                    f"the name says content hash {bad[0]}, the file's content hashes to {bad[1]}: "
+                    "it was edited after the build; rebuild the folder instead of editing it",
+                )
+            )
     return out
 
 
@@ -89,20 +98,30 @@ def validate_folder(folder: str | Path) -> ValidationReport:
                 report.extend([Rejection(r["id"], "ids", f"question {r['question_id']} has no baseline row")])
                 continue
             try:
-                augs.append(Augmentation(
-                    id=r["augmentation_id"], question_id=r["question_id"], kind=kind, statement=r["premise"] or "",
-                    truth_verification=r["truth_verification"], mutation_type=r["mutation_type"],
-                    mutation_strategy=r["mutation_strategy"], mutation_logic=r["mutation_logic"],
-                    generator=r["generator"] or "",
-                ))
+                augs.append(
+                    Augmentation(
+                        id=r["augmentation_id"],
+                        question_id=r["question_id"],
+                        kind=kind,
+                        statement=r["premise"] or "",
+                        truth_verification=r["truth_verification"],
+                        mutation_type=r["mutation_type"],
+                        mutation_strategy=r["mutation_strategy"],
+                        mutation_logic=r["mutation_logic"],
+                        generator=r["generator"] or "",
+                    )
+                )
             except (ValidationError, KeyError) as e:
                 report.extend([Rejection(r.get("id") or "?", f"schema:{cfg}", _first_error(e))])
                 continue
             instance_of[r["augmentation_id"]] = r["id"]
     checked = run_checks(list(questions.values()), augs)
     report.extend(
-        Rejection(f"{instance_of[x.row_id]} (augmentation {x.row_id})" if x.row_id in instance_of else x.row_id,
-                  x.check, x.reason)
+        Rejection(
+            f"{instance_of[x.row_id]} (augmentation {x.row_id})" if x.row_id in instance_of else x.row_id,
+            x.check,
+            x.reason,
+        )
         for x in checked.rejections
     )
     # manual review round (validation/review.py): premises rejected by a reviewer, stale decisions

@@ -28,8 +28,17 @@ from phr.core.report import Rejection, ValidationReport
 from phr.llm.judge import JudgeItem, JudgeTemplate, LLMJudge
 from phr.llm.types import GenerationParams
 
-__all__ = ["JudgeVerdict", "JudgeFailure", "JudgeOutcome", "judge_augmentations", "ajudge_augmentations",
-           "judge_prompt", "failed_criteria", "PARAMS", "CALL_FAILED"]
+__all__ = [
+    "JudgeVerdict",
+    "JudgeFailure",
+    "JudgeOutcome",
+    "judge_augmentations",
+    "ajudge_augmentations",
+    "judge_prompt",
+    "failed_criteria",
+    "PARAMS",
+    "CALL_FAILED",
+]
 
 #: Rejection check of an augmentation whose judge call failed after all retries (it was not judged).
 CALL_FAILED = "call_failed"
@@ -41,8 +50,14 @@ MAX_REFERENCE_CHARS = 2000
 #: Criteria that must be true, per premise kind (leaks_answer must be false for both).
 REQUIRED = {
     "truthful": ("factual_validity", "relevance"),
-    "hallucinated": ("factual_validity", "mutation_logic_consistent", "type_consistency", "relevance",
-                     "plausible", "single_claim"),
+    "hallucinated": (
+        "factual_validity",
+        "mutation_logic_consistent",
+        "type_consistency",
+        "relevance",
+        "plausible",
+        "single_claim",
+    ),
 }
 
 
@@ -87,8 +102,10 @@ class JudgeOutcome:
 
 
 #: The judge prompts per premise kind (``string.Template``), read once; ``.version`` is each file's SHA-256.
-TEMPLATES = {kind: JudgeTemplate(Path(__file__).with_name("prompts") / f"judge_{kind}.txt", syntax="dollar")
-             for kind in ("truthful", "hallucinated")}
+TEMPLATES = {
+    kind: JudgeTemplate(Path(__file__).with_name("prompts") / f"judge_{kind}.txt", syntax="dollar")
+    for kind in ("truthful", "hallucinated")
+}
 #: The judge: the ``JudgeVerdict`` model, ``PARAMS``; each item carries its rendered prompt (two templates).
 JUDGE = LLMJudge(JudgeVerdict, max_tokens=PARAMS.max_tokens, desc="judging")
 
@@ -104,7 +121,11 @@ def _question_block(q: BaseQuestion) -> str:
 
 def _gold(q: BaseQuestion) -> str:
     if q.task_type is TaskType.MULTIPLE_CHOICE:
-        idx = q.answer_index if q.answer_index is not None else (q.options.index(q.answer) if q.answer in q.options else None)
+        idx = (
+            q.answer_index
+            if q.answer_index is not None
+            else (q.options.index(q.answer) if q.answer in q.options else None)
+        )
         return f"({idx + 1}) {q.answer}" if idx is not None else q.answer
     if q.task_type is TaskType.CODE:
         ref = (q.reference_solution or q.answer).rstrip()
@@ -116,12 +137,18 @@ def _gold(q: BaseQuestion) -> str:
 
 def judge_prompt(q: BaseQuestion, aug: Augmentation) -> str:
     """The user prompt the judge gets for one augmentation."""
-    fields = {"domain": q.domain.value, "question_block": _question_block(q), "gold_answer": _gold(q),
-              "premise": aug.statement.strip()}
+    fields = {
+        "domain": q.domain.value,
+        "question_block": _question_block(q),
+        "gold_answer": _gold(q),
+        "premise": aug.statement.strip(),
+    }
     if aug.kind == "hallucinated":
-        fields |= {"mutation_type": aug.mutation_type.value if aug.mutation_type else "(none declared)",
-                   "mutation_strategy": aug.mutation_strategy or "(none declared)",
-                   "mutation_logic": aug.mutation_logic or "(none declared)"}
+        fields |= {
+            "mutation_type": aug.mutation_type.value if aug.mutation_type else "(none declared)",
+            "mutation_strategy": aug.mutation_strategy or "(none declared)",
+            "mutation_logic": aug.mutation_logic or "(none declared)",
+        }
     return TEMPLATES[aug.kind].render(fields)
 
 
@@ -145,15 +172,18 @@ def _records(rows: Any, model: type[BaseModel]) -> list:
     out = []
     for r in rows:
         if not isinstance(r, model):
-            r = {k: (None if isinstance(v, float) and math.isnan(v) else v.tolist() if hasattr(v, "tolist") else v)
-                 for k, v in dict(r).items()}
+            r = {
+                k: (None if isinstance(v, float) and math.isnan(v) else v.tolist() if hasattr(v, "tolist") else v)
+                for k, v in dict(r).items()
+            }
             r = model.model_validate(r)
         out.append(r)
     return out
 
 
-async def ajudge_augmentations(questions: Iterable, augmentations: Iterable, judge, *, max_reasks: int = 2,
-                               desc: str = "judging") -> JudgeOutcome:
+async def ajudge_augmentations(
+    questions: Iterable, augmentations: Iterable, judge, *, max_reasks: int = 2, desc: str = "judging"
+) -> JudgeOutcome:
     """Async :func:`judge_augmentations`."""
     qs = {q.id: q for q in _records(questions, BaseQuestion)}
     augs: list[Augmentation] = _records(augmentations, Augmentation)
@@ -163,8 +193,15 @@ async def ajudge_augmentations(questions: Iterable, augmentations: Iterable, jud
         out.rejections.append(Rejection(aug.id, check, reason))
 
     def judged(aug: Augmentation, passed: bool, rationale: str) -> None:
-        out.judgements.append(Judgement(target_id=aug.id, judge=judge.spec, label="accept" if passed else "reject",
-                                        passed=passed, rationale=rationale))
+        out.judgements.append(
+            Judgement(
+                target_id=aug.id,
+                judge=judge.spec,
+                label="accept" if passed else "reject",
+                passed=passed,
+                rationale=rationale,
+            )
+        )
 
     todo = []
     for aug in augs:
@@ -185,7 +222,9 @@ async def ajudge_augmentations(questions: Iterable, augmentations: Iterable, jud
         v = res.verdict
         missing = _missing(aug.kind, v) if v is not None else []
         if v is None or missing:
-            errors = [*res.errors] + ([f"null {', '.join(missing)} for a hallucinated premise"] if v is not None else [])
+            errors = [*res.errors] + (
+                [f"null {', '.join(missing)} for a hallucinated premise"] if v is not None else []
+            )
             reason = f"judge output invalid: {errors[-1] if errors else 'no reply'}"
             out.failures.append(JudgeFailure(aug.id, errors, list(res.raw_texts)))
             reject(aug, "judge", reason)
@@ -202,8 +241,9 @@ async def ajudge_augmentations(questions: Iterable, augmentations: Iterable, jud
     return out
 
 
-def judge_augmentations(questions: Iterable, augmentations: Iterable, judge, *, max_reasks: int = 2,
-                        desc: str = "judging") -> JudgeOutcome:
+def judge_augmentations(
+    questions: Iterable, augmentations: Iterable, judge, *, max_reasks: int = 2, desc: str = "judging"
+) -> JudgeOutcome:
     """Judge every augmentation with ``judge`` (a phr.llm.LLM) against its question; see the module docstring.
 
     ``questions`` / ``augmentations``: BaseQuestion / Augmentation records, dicts or DataFrames. An

@@ -45,13 +45,28 @@ PREMISE_CONFIGS = tuple(c.config for c in CONDITIONS if c.premise)
 DECISIONS = ("accept", "reject")
 
 COLUMNS = (
-    "instance_id", "augmentation_id", "question_id", "domain", "subtype", "kind", "mutation_type", "question",
-    "gold_answer", "premise", "truth_verification", "mutation_strategy", "mutation_logic", "premise_sha",
-    "decision", "reviewer", "note",
+    "instance_id",
+    "augmentation_id",
+    "question_id",
+    "domain",
+    "subtype",
+    "kind",
+    "mutation_type",
+    "question",
+    "gold_answer",
+    "premise",
+    "truth_verification",
+    "mutation_strategy",
+    "mutation_logic",
+    "premise_sha",
+    "decision",
+    "reviewer",
+    "note",
 )
 # columns an imported sheet must have; the others are context for the reviewer and are not read back
 REQUIRED_COLUMNS = ("instance_id", "augmentation_id", "premise_sha", "decision", "reviewer", "note")
 FILL_COLUMNS = ("decision", "reviewer", "note")
+
 
 class ReviewError(UsageError):
     """The folder or the decisions file cannot be used for a review round."""
@@ -106,8 +121,10 @@ class ReviewDecisions:
         s = f"{self.accepted} accepted, {self.rejected} rejected, {self.undecided} undecided"
         if self.changed:
             s += f" ({self.changed} earlier decision(s) overridden)"
-        return (f"{s}; on file in {self.path}: {len(self.decisions)} decision(s), "
-                f"{self.total_accepted} accepted, {self.total_rejected} rejected")
+        return (
+            f"{s}; on file in {self.path}: {len(self.decisions)} decision(s), "
+            f"{self.total_accepted} accepted, {self.total_rejected} rejected"
+        )
 
 
 # ---- helpers -------------------------------------------------------------------------------------------
@@ -179,16 +196,27 @@ def sheet_rows(folder: str | Path, *, include_baseline: bool = False) -> list[di
     rows = []
     for name, records in _load_configs(folder, names).items():
         for r in records:
-            rows.append({
-                "instance_id": r["id"], "augmentation_id": r.get("augmentation_id") or "",
-                "question_id": r["question_id"], "domain": r.get("domain") or "", "subtype": r.get("subtype") or "",
-                "kind": condition_spec(name).premise or name, "mutation_type": r.get("mutation_type") or "",
-                "question": _question_text(r), "gold_answer": _gold(r), "premise": r.get("premise") or "",
-                "truth_verification": r.get("truth_verification") or "",
-                "mutation_strategy": r.get("mutation_strategy") or "", "mutation_logic": r.get("mutation_logic") or "",
-                "premise_sha": premise_sha(r.get("premise")) if r.get("augmentation_id") else "",
-                "decision": "", "reviewer": "", "note": "",
-            })
+            rows.append(
+                {
+                    "instance_id": r["id"],
+                    "augmentation_id": r.get("augmentation_id") or "",
+                    "question_id": r["question_id"],
+                    "domain": r.get("domain") or "",
+                    "subtype": r.get("subtype") or "",
+                    "kind": condition_spec(name).premise or name,
+                    "mutation_type": r.get("mutation_type") or "",
+                    "question": _question_text(r),
+                    "gold_answer": _gold(r),
+                    "premise": r.get("premise") or "",
+                    "truth_verification": r.get("truth_verification") or "",
+                    "mutation_strategy": r.get("mutation_strategy") or "",
+                    "mutation_logic": r.get("mutation_logic") or "",
+                    "premise_sha": premise_sha(r.get("premise")) if r.get("augmentation_id") else "",
+                    "decision": "",
+                    "reviewer": "",
+                    "note": "",
+                }
+            )
     rows.sort(key=lambda x: (x["domain"], x["question_id"], _natural(x["instance_id"])))
     return rows
 
@@ -265,12 +293,16 @@ def render_html(rows: list[dict], *, title: str = "PHRBench review", sheet_name:
         for r in items:
             kind = r.get("kind", "")
             if kind == "truthful":
-                detail = (f'<span class="tag">truthful</span><div><strong>verification:</strong> '
-                          f'{_e(r.get("truth_verification"))}</div>')
+                detail = (
+                    f'<span class="tag">truthful</span><div><strong>verification:</strong> '
+                    f"{_e(r.get('truth_verification'))}</div>"
+                )
             elif kind == "hallucinated":
-                detail = (f'<span class="tag">{_e(r.get("mutation_type"))}</span>'
-                          f'<div><strong>strategy:</strong> {_e(r.get("mutation_strategy"))}</div>'
-                          f'<div><strong>logic:</strong> {_e(r.get("mutation_logic"))}</div>')
+                detail = (
+                    f'<span class="tag">{_e(r.get("mutation_type"))}</span>'
+                    f"<div><strong>strategy:</strong> {_e(r.get('mutation_strategy'))}</div>"
+                    f"<div><strong>logic:</strong> {_e(r.get('mutation_logic'))}</div>"
+                )
             else:
                 detail = '<span class="tag">baseline (no premise)</span>'
             fill = [r.get(c) or "" for c in FILL_COLUMNS]
@@ -323,14 +355,18 @@ def load_decisions(folder: str | Path) -> dict[str, dict]:
         isinstance(v, dict) and v.get("decision") in DECISIONS and isinstance(v.get("premise_sha"), str)
         for v in data.values()
     ):
-        raise ReviewError(f"{path} is not a review decisions file "
-                          '({augmentation_id: {"decision", "reviewer", "note", "premise_sha", "instance_id"}})')
+        raise ReviewError(
+            f"{path} is not a review decisions file "
+            '({augmentation_id: {"decision", "reviewer", "note", "premise_sha", "instance_id"}})'
+        )
     return data
 
 
 def _dump_decisions(decisions: dict[str, dict]) -> str:
-    ordered = {k: {f: decisions[k].get(f, "") for f in ("decision", "reviewer", "note", "premise_sha", "instance_id")}
-               for k in sorted(decisions)}
+    ordered = {
+        k: {f: decisions[k].get(f, "") for f in ("decision", "reviewer", "note", "premise_sha", "instance_id")}
+        for k in sorted(decisions)
+    }
     return json.dumps(ordered, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -342,7 +378,9 @@ def _read_sheet(sheet: Path) -> tuple[list[str] | None, list[tuple[int, int, lis
     except FileNotFoundError:
         raise ReviewError(f"{sheet}: no such file") from None
     except UnicodeDecodeError as e:
-        raise ReviewSheetError(sheet, [SheetProblem(1, None, f"the sheet is not UTF-8 ({e}); save it as CSV UTF-8")]) from None
+        raise ReviewSheetError(
+            sheet, [SheetProblem(1, None, f"the sheet is not UTF-8 ({e}); save it as CSV UTF-8")]
+        ) from None
     # spreadsheets in some locales save CSV with ";" (or tabs): take the header line's separator
     first = text.split("\n", 1)[0]
     delimiter = max((",", ";", "\t"), key=first.count) if first else ","
@@ -409,7 +447,7 @@ def import_review(sheet: str | Path, folder: str | Path, *, reviewer: str | None
             problems.append(SheetProblem(_row, column, message, _line))
 
         if len(cells) > len(header):
-            extra = [c for c in cells[len(header):] if c.strip()]
+            extra = [c for c in cells[len(header) :] if c.strip()]
             if extra:
                 P(None, f"{len(cells)} cells but the header has {len(header)} columns")
         get = {c: (cells[i].strip() if i < len(cells) else "") for c, i in col.items()}
@@ -428,7 +466,10 @@ def import_review(sheet: str | Path, folder: str | Path, *, reviewer: str | None
         if not iid:
             P("instance_id", "empty")
         elif iid not in instances:
-            P("instance_id", f"unknown instance id {iid!r} (not in {folder.name}); was the sheet exported from this folder?")
+            P(
+                "instance_id",
+                f"unknown instance id {iid!r} (not in {folder.name}); was the sheet exported from this folder?",
+            )
             continue
         if not aid:
             if iid and instances.get(iid) is None:  # a baseline row, context only
@@ -460,8 +501,13 @@ def import_review(sheet: str | Path, folder: str | Path, *, reviewer: str | None
             P("note", f"rejecting {iid} needs a reason in the note")
         if decision:
             counts[decision] += 1
-            decided[aid] = {"decision": decision, "reviewer": who, "note": note, "premise_sha": sha,
-                            "instance_id": cur["instance_id"]}
+            decided[aid] = {
+                "decision": decision,
+                "reviewer": who,
+                "note": note,
+                "premise_sha": sha,
+                "instance_id": cur["instance_id"],
+            }
     if problems:
         raise ReviewSheetError(sheet, problems)
 
@@ -470,9 +516,14 @@ def import_review(sheet: str | Path, folder: str | Path, *, reviewer: str | None
     merged.update(decided)
     path = decisions_path(folder)
     _atomic_write(path, _dump_decisions(merged))
-    return ReviewDecisions(path=path, accepted=counts["accept"], rejected=counts["reject"],
-                           undecided=counts["undecided"], decisions=json.loads(_dump_decisions(merged)),
-                           changed=changed)
+    return ReviewDecisions(
+        path=path,
+        accepted=counts["accept"],
+        rejected=counts["reject"],
+        undecided=counts["undecided"],
+        decisions=json.loads(_dump_decisions(merged)),
+        changed=changed,
+    )
 
 
 # ---- validation ----------------------------------------------------------------------------------------
@@ -501,8 +552,13 @@ def review_rejections(folder: str | Path, rows: dict[str, list[dict]] | None = N
         d = decisions[aid]
         r = current.get(aid)
         if r is None:
-            out.append(Rejection(d.get("instance_id") or aid, CHECK,
-                                 f"decision is stale: augmentation {aid} is no longer in the folder"))
+            out.append(
+                Rejection(
+                    d.get("instance_id") or aid,
+                    CHECK,
+                    f"decision is stale: augmentation {aid} is no longer in the folder",
+                )
+            )
         elif premise_sha(r.get("premise")) != d["premise_sha"]:
             out.append(Rejection(r["id"], CHECK, "decision is stale: premise changed after review"))
         elif d["decision"] == "reject":

@@ -93,7 +93,12 @@ def _condition_fields(df: pd.DataFrame) -> pd.Series:
     aug = _col(df, "augmentation_id").notna()
     mut = _col(df, "mutation_type").notna()
     is_b, is_t, is_h = (cond.eq(c.value) for c in (Condition.B, Condition.B_T, Condition.B_H))
-    return (is_b & ~premise & ~aug & ~mut) | (is_t & premise & aug & ~mut) | (is_h & premise & aug & mut) | ~(is_b | is_t | is_h)
+    return (
+        (is_b & ~premise & ~aug & ~mut)
+        | (is_t & premise & aug & ~mut)
+        | (is_h & premise & aug & mut)
+        | ~(is_b | is_t | is_h)
+    )
 
 
 def _premise_in_prompt(df: pd.DataFrame) -> pd.Series:
@@ -108,11 +113,19 @@ def _premise_in_prompt(df: pd.DataFrame) -> pd.Series:
 _FRAME_RULES: dict[str, tuple[tuple[str, Callable[[pd.DataFrame], pd.Series], str], ...]] = {
     "questions": (
         ("mc_answer", _mc_consistent, "multiple-choice row needs >= 2 options and options[answer_index] == answer"),
-        ("code_fields", _code_consistent, "domain Code must go with task_type code, which needs entry_point and reference_solution"),
+        (
+            "code_fields",
+            _code_consistent,
+            "domain Code must go with task_type code, which needs entry_point and reference_solution",
+        ),
     ),
     "augmentations": (),
     "instances": (
-        ("condition_fields", _condition_fields, "condition B has no premise/augmentation/mutation_type, B+T has premise and augmentation but no mutation_type, B+H has all three"),
+        (
+            "condition_fields",
+            _condition_fields,
+            "condition B has no premise/augmentation/mutation_type, B+T has premise and augmentation but no mutation_type, B+H has all three",
+        ),
         ("premise_in_prompt", _premise_in_prompt, "the premise does not appear in the prompt"),
     ),
 }
@@ -273,7 +286,9 @@ def validate_frame(df: pd.DataFrame, which: Which, config: SchemaConfig | None =
     return out
 
 
-def validate_frames(frames: Iterable[tuple[pd.DataFrame, Which]], config: SchemaConfig | None = None) -> list[Rejection]:
+def validate_frames(
+    frames: Iterable[tuple[pd.DataFrame, Which]], config: SchemaConfig | None = None
+) -> list[Rejection]:
     out: list[Rejection] = []
     for df, which in frames:
         out += validate_frame(df, which, config)

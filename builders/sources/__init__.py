@@ -17,9 +17,7 @@ from phr.bench.records import BaseQuestion
 from . import bbbp, chembench, gpqa, humaneval, mbpp, medmcqa, mmlu, sciq
 from ._common import MalformedSourceError, SourceNotFoundError, SourceOptionError, question_id
 
-SOURCES: dict[str, ModuleType] = {
-    m.NAME: m for m in (mmlu, sciq, gpqa, medmcqa, chembench, bbbp, humaneval, mbpp)
-}
+SOURCES: dict[str, ModuleType] = {m.NAME: m for m in (mmlu, sciq, gpqa, medmcqa, chembench, bbbp, humaneval, mbpp)}
 
 __all__ = [
     "SOURCES",

@@ -323,15 +323,16 @@ def csv_rows(path: Path, *, delimiter: str = ",", header: bool = True) -> Iterat
         except csv.Error as e:
             raise MalformedSourceError(f"{path}: row {n + 1} (line {start}): invalid CSV ({e})") from None
     if n == 0:
-        raise MalformedSourceError(f"{path}: the file has a header line but no data rows" if names
-                                   else f"{path}: the file is empty")
+        raise MalformedSourceError(
+            f"{path}: the file has a header line but no data rows" if names else f"{path}: the file is empty"
+        )
 
 
 def _fields(path: Path, where: str, names: list[str] | None, row: list[str]) -> dict[str, str]:
     """A CSV row as {header name: field}; a row with more or fewer fields than the header is an error."""
     names = names or []
     if len(row) != len(names):
-        detail = f"extra: {row[len(names):]!r}" if len(row) > len(names) else f"missing: {names[len(row):]!r}"
+        detail = f"extra: {row[len(names) :]!r}" if len(row) > len(names) else f"missing: {names[len(row) :]!r}"
         raise MalformedSourceError(f"{path}: {where}: {len(row)} fields, the header has {len(names)} ({detail})")
     return dict(zip(names, row, strict=True))
 

@@ -113,6 +113,4 @@ def load(source_dir: str | Path | None = None, *, online: bool = False) -> list[
 
 
 def _missing(detail: str = "") -> c.SourceNotFoundError:
-    return c.not_found(
-        TITLE, f"{HUB_ID} (file {HUB_FILE})", FILES["bbbp"], f"{PACKAGE} (the B3DB stand-in)", detail
-    )
+    return c.not_found(TITLE, f"{HUB_ID} (file {HUB_FILE})", FILES["bbbp"], f"{PACKAGE} (the B3DB stand-in)", detail)

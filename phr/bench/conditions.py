@@ -56,7 +56,9 @@ def condition_spec(name: str | Condition) -> ConditionSpec:
     key = name.value if isinstance(name, Condition) else str(name).strip()
     found = _BY_VALUE.get(key.upper()) or _BY_CONFIG.get(key.lower())
     if found is None:
-        raise UnknownConditionError(f"unknown condition {name!r}: use B, B+T, B+H (or baseline, truthful, hallucinated)")
+        raise UnknownConditionError(
+            f"unknown condition {name!r}: use B, B+T, B+H (or baseline, truthful, hallucinated)"
+        )
     return found
 
 

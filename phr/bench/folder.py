@@ -43,10 +43,16 @@ def write_data(folder: str | Path, rows_by_config: dict[str, list[dict]]) -> dic
 
 def card_configs(files: dict[str, str]) -> list[dict]:
     """The card's ``configs:`` entries: one per condition plus ``all`` (the default), split ``test``."""
-    by_config = {**{n: [files[n]] for n in CONFIGS if n in files}, ALL_CONFIG: [files[n] for n in CONFIGS if n in files]}
+    by_config = {
+        **{n: [files[n]] for n in CONFIGS if n in files},
+        ALL_CONFIG: [files[n] for n in CONFIGS if n in files],
+    }
     out = []
     for name, paths in by_config.items():
-        entry: dict = {"config_name": name, "data_files": [{"split": SPLIT, "path": paths if len(paths) > 1 else paths[0]}]}
+        entry: dict = {
+            "config_name": name,
+            "data_files": [{"split": SPLIT, "path": paths if len(paths) > 1 else paths[0]}],
+        }
         if name == ALL_CONFIG:
             entry["default"] = True
         out.append(entry)

@@ -120,5 +120,7 @@ _CARD_DTYPE = {"text": "string", "enum": "string", "int": "int64"}
 
 def card_features() -> list[dict]:
     """The ``dataset_info.features`` block of the card (the Hub's YAML form of the Arrow schema)."""
-    return [{"name": c.name, "list": "string"} if c.kind == "list" else {"name": c.name, "dtype": _CARD_DTYPE[c.kind]}
-            for c in COLUMNS]
+    return [
+        {"name": c.name, "list": "string"} if c.kind == "list" else {"name": c.name, "dtype": _CARD_DTYPE[c.kind]}
+        for c in COLUMNS
+    ]

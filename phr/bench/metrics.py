@@ -58,40 +58,111 @@ _OL, _UI = "mean response length in scorer tokens", "mean next-token entropy ove
 _BUF, _BC = "fraction of step transitions with KL above tau", "branching cues per 100 words"
 
 METRICS: tuple[Metric, ...] = (
-    Metric("accuracy_b", "accuracy", "accuracy under B (question only)", "higher", ACCURACY, "B",
-           required=True, leaderboard=True, hub_task="accuracy_b"),
-    Metric("accuracy_bt", "accuracy", "accuracy under B+T (with a truthful premise)", "higher", ACCURACY, "B+T",
-           required=True, leaderboard=True, hub_task="accuracy_bt"),
-    Metric("accuracy_bh", "accuracy", "accuracy under B+H (with a hallucinated premise)", "higher", ACCURACY, "B+H",
-           required=True, leaderboard=True, hub_task="accuracy_bh"),
-    Metric("delta_bt", "delta", "accuracy B+T - B (a truthful premise's effect)", "higher", ACCURACY,
-           leaderboard=True, difference=("accuracy_bt", "accuracy_b")),
-    Metric("delta_bh", "delta", "accuracy B+H - B (a hallucinated premise's effect)", "higher", ACCURACY,
-           leaderboard=True, difference=("accuracy_bh", "accuracy_b")),
-    Metric("OL", "trajectory", f"{_OL} under B+H", None, "OL", "B+H", leaderboard=True, hub_task="ol",
-           same_as="OL_bh"),
-    Metric("UI", "trajectory", f"{_UI} under B+H", None, "UI", "B+H", leaderboard=True, hub_task="ui",
-           same_as="UI_bh"),
-    Metric("BUF", "trajectory", f"{_BUF} under B+H", None, "BUF", "B+H", leaderboard=True, hub_task="buf",
-           same_as="BUF_bh"),
-    Metric("BC", "trajectory", f"{_BC} under B+H", None, "BC", "B+H", leaderboard=True, hub_task="bc",
-           same_as="BC_bh"),
-    _traj("OL_b", "B", _OL), _traj("OL_bt", "B+T", _OL), _traj("OL_bh", "B+H", _OL),
-    _traj("UI_b", "B", _UI), _traj("UI_bt", "B+T", _UI), _traj("UI_bh", "B+H", _UI),
-    _traj("BUF_b", "B", _BUF), _traj("BUF_bt", "B+T", _BUF), _traj("BUF_bh", "B+H", _BUF),
-    _traj("BC_b", "B", _BC), _traj("BC_bt", "B+T", _BC), _traj("BC_bh", "B+H", _BC),
+    Metric(
+        "accuracy_b",
+        "accuracy",
+        "accuracy under B (question only)",
+        "higher",
+        ACCURACY,
+        "B",
+        required=True,
+        leaderboard=True,
+        hub_task="accuracy_b",
+    ),
+    Metric(
+        "accuracy_bt",
+        "accuracy",
+        "accuracy under B+T (with a truthful premise)",
+        "higher",
+        ACCURACY,
+        "B+T",
+        required=True,
+        leaderboard=True,
+        hub_task="accuracy_bt",
+    ),
+    Metric(
+        "accuracy_bh",
+        "accuracy",
+        "accuracy under B+H (with a hallucinated premise)",
+        "higher",
+        ACCURACY,
+        "B+H",
+        required=True,
+        leaderboard=True,
+        hub_task="accuracy_bh",
+    ),
+    Metric(
+        "delta_bt",
+        "delta",
+        "accuracy B+T - B (a truthful premise's effect)",
+        "higher",
+        ACCURACY,
+        leaderboard=True,
+        difference=("accuracy_bt", "accuracy_b"),
+    ),
+    Metric(
+        "delta_bh",
+        "delta",
+        "accuracy B+H - B (a hallucinated premise's effect)",
+        "higher",
+        ACCURACY,
+        leaderboard=True,
+        difference=("accuracy_bh", "accuracy_b"),
+    ),
+    Metric("OL", "trajectory", f"{_OL} under B+H", None, "OL", "B+H", leaderboard=True, hub_task="ol", same_as="OL_bh"),
+    Metric("UI", "trajectory", f"{_UI} under B+H", None, "UI", "B+H", leaderboard=True, hub_task="ui", same_as="UI_bh"),
+    Metric(
+        "BUF", "trajectory", f"{_BUF} under B+H", None, "BUF", "B+H", leaderboard=True, hub_task="buf", same_as="BUF_bh"
+    ),
+    Metric("BC", "trajectory", f"{_BC} under B+H", None, "BC", "B+H", leaderboard=True, hub_task="bc", same_as="BC_bh"),
+    _traj("OL_b", "B", _OL),
+    _traj("OL_bt", "B+T", _OL),
+    _traj("OL_bh", "B+H", _OL),
+    _traj("UI_b", "B", _UI),
+    _traj("UI_bt", "B+T", _UI),
+    _traj("UI_bh", "B+H", _UI),
+    _traj("BUF_b", "B", _BUF),
+    _traj("BUF_bt", "B+T", _BUF),
+    _traj("BUF_bh", "B+H", _BUF),
+    _traj("BC_b", "B", _BC),
+    _traj("BC_bt", "B+T", _BC),
+    _traj("BC_bh", "B+H", _BC),
     Metric("delta_OL", "delta", "OL under B+H - under B+T", figure="OL", difference=("OL_bh", "OL_bt")),
     Metric("delta_UI", "delta", "UI under B+H - under B+T", figure="UI", difference=("UI_bh", "UI_bt")),
     Metric("delta_BUF", "delta", "BUF under B+H - under B+T", figure="BUF", difference=("BUF_bh", "BUF_bt")),
     Metric("delta_BC", "delta", "BC under B+H - under B+T", figure="BC", difference=("BC_bh", "BC_bt")),
-    Metric("correction_rate", "resolution", "share of judged B+H responses that correct the premise", "higher",
-           "Correction", "B+H"),
-    Metric("compliance_rate", "resolution", "share of judged B+H responses that reason with the false premise",
-           "lower", "Compliance", "B+H"),
-    Metric("avoidance_rate", "resolution", "share of judged B+H responses that neither accept nor correct it",
-           None, "Avoidance", "B+H"),
-    Metric("insightful_rate", "resolution", "share of judged B+H responses that correct the premise and answer "
-           "correctly", "higher", INSIGHTFUL, "B+H"),
+    Metric(
+        "correction_rate",
+        "resolution",
+        "share of judged B+H responses that correct the premise",
+        "higher",
+        "Correction",
+        "B+H",
+    ),
+    Metric(
+        "compliance_rate",
+        "resolution",
+        "share of judged B+H responses that reason with the false premise",
+        "lower",
+        "Compliance",
+        "B+H",
+    ),
+    Metric(
+        "avoidance_rate",
+        "resolution",
+        "share of judged B+H responses that neither accept nor correct it",
+        None,
+        "Avoidance",
+        "B+H",
+    ),
+    Metric(
+        "insightful_rate",
+        "resolution",
+        "share of judged B+H responses that correct the premise and answer correctly",
+        "higher",
+        INSIGHTFUL,
+        "B+H",
+    ),
 )
 
 CATALOGUE: dict[str, Metric] = {m.name: m for m in METRICS}
@@ -102,8 +173,9 @@ LEADERBOARD: tuple[str, ...] = tuple(m.name for m in METRICS if m.leaderboard)
 #: the metrics with a Hub task in eval.yaml
 HUB_METRICS: tuple[Metric, ...] = tuple(m for m in METRICS if m.hub_task)
 
-_PER_CONDITION = {(m.figure, m.condition): m.name for m in METRICS
-                  if m.kind in ("accuracy", "trajectory") and m.same_as is None}
+_PER_CONDITION = {
+    (m.figure, m.condition): m.name for m in METRICS if m.kind in ("accuracy", "trajectory") and m.same_as is None
+}
 _HEADLINE = {m.figure: m.name for m in METRICS if m.same_as is not None}
 _DELTA = {m.difference: m.name for m in METRICS if m.difference}
 _RATE = {m.figure: m.name for m in METRICS if m.kind == "resolution"}

@@ -39,8 +39,12 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 @app.callback()
 def _global(
-    cache: Annotated[Path | None, typer.Option("--cache", envvar="PHR_CACHE", metavar="FILE", help="Call cache file (SQLite).")] = None,
-    log_level: Annotated[str, typer.Option("--log-level", envvar="PHR_LOG_LEVEL", metavar="LEVEL", help="DEBUG, INFO, WARNING, ERROR.")] = "WARNING",
+    cache: Annotated[
+        Path | None, typer.Option("--cache", envvar="PHR_CACHE", metavar="FILE", help="Call cache file (SQLite).")
+    ] = None,
+    log_level: Annotated[
+        str, typer.Option("--log-level", envvar="PHR_LOG_LEVEL", metavar="LEVEL", help="DEBUG, INFO, WARNING, ERROR.")
+    ] = "WARNING",
 ) -> None:
     if log_level.upper() not in LOG_LEVELS:
         raise typer.BadParameter(f"unknown log level {log_level!r}", param_hint="--log-level")

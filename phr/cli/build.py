@@ -18,21 +18,44 @@ validate_app = new_app("Re-check a built folder.")
 
 @build_app.command("phrbench")
 def build_phrbench(
-    recipe: Annotated[str, typer.Option(help="mini (offline, curated premises), paper, or a recipe YAML file.")] = "mini",
-    generator: Annotated[str | None, typer.Option(metavar="SPEC", help="Premise generator spec (paper: openai:gpt-4o).")] = None,
-    judge: Annotated[str | None, typer.Option(metavar="SPEC", help="LLM judge spec for the second validation pass ('none' to skip; paper: google:gemini-3-pro-preview).")] = None,
-    source_dir: Annotated[Path | None, typer.Option(metavar="DIR", help="Folder with one sub-folder of released files per source.")] = None,
+    recipe: Annotated[
+        str, typer.Option(help="mini (offline, curated premises), paper, or a recipe YAML file.")
+    ] = "mini",
+    generator: Annotated[
+        str | None, typer.Option(metavar="SPEC", help="Premise generator spec (paper: openai:gpt-4o).")
+    ] = None,
+    judge: Annotated[
+        str | None,
+        typer.Option(
+            metavar="SPEC",
+            help="LLM judge spec for the second validation pass ('none' to skip; paper: google:gemini-3-pro-preview).",
+        ),
+    ] = None,
+    source_dir: Annotated[
+        Path | None, typer.Option(metavar="DIR", help="Folder with one sub-folder of released files per source.")
+    ] = None,
     online: Annotated[bool, typer.Option("--online", help="Load sources missing locally from the Hub.")] = False,
     out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Output folder (Hub layout).")] = Path("phrbench"),
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output folder.")] = False,
-    allow_short: Annotated[bool, typer.Option("--allow-short", help="Build even if some questions lack premises.")] = False,
+    allow_short: Annotated[
+        bool, typer.Option("--allow-short", help="Build even if some questions lack premises.")
+    ] = False,
     timeout: Timeout = 120.0,
     max_retry_after: MaxRetryAfter = 600.0,
 ) -> None:
     """Build PHRBench (default: PHRBench-mini offline) into a validated Hub-layout folder."""
     calls = CallOptions(timeout=timeout, max_retry_after=max_retry_after)
-    res = build(recipe, out, generator=generator, judge=judge, source_dir=source_dir, online=online,
-                overwrite=overwrite, allow_short=allow_short, llm_options=calls.llm_kwargs())
+    res = build(
+        recipe,
+        out,
+        generator=generator,
+        judge=judge,
+        source_dir=source_dir,
+        online=online,
+        overwrite=overwrite,
+        allow_short=allow_short,
+        llm_options=calls.llm_kwargs(),
+    )
     total = sum(res.counts.values())
     counts = ", ".join(f"{k} {v}" for k, v in res.counts.items())
     typer.echo(f"built PHRBench ({recipe}) in {res.out}: {counts} = {total} instances")

@@ -65,12 +65,19 @@ def spec_or_none(value: str | None) -> str | None:
 
 # ---- option types shared by several groups ------------------------------------------------------------------------
 
-Hub = Annotated[Path | None, typer.Option("--hub", metavar="HUBDIR", help="Local hub folder (default: $PHR_HUB_DIR; unset: the Hub).")]
+Hub = Annotated[
+    Path | None,
+    typer.Option("--hub", metavar="HUBDIR", help="Local hub folder (default: $PHR_HUB_DIR; unset: the Hub)."),
+]
 Timeout = Annotated[float, typer.Option("--timeout", min=0.001, help="Per-call timeout in seconds (API models).")]
-MaxRetryAfter = Annotated[float, typer.Option(
-    "--max-retry-after", min=0,
-    help="Longest Retry-After (seconds) a rate-limited call waits; a server asking for more fails the call at once.",
-)]
+MaxRetryAfter = Annotated[
+    float,
+    typer.Option(
+        "--max-retry-after",
+        min=0,
+        help="Longest Retry-After (seconds) a rate-limited call waits; a server asking for more fails the call at once.",
+    ),
+]
 
 
 @dataclass(frozen=True)

@@ -26,10 +26,19 @@ from phr.llm import LLM
 eval_app = new_app("Evaluate models on PHRBench (generate, merge shards, score).")
 submit_app = new_app("Score and publish submissions; render the leaderboard.")
 
-Dataset = Annotated[str, typer.Option("--dataset", help="A built PHRBench folder, or a repo id ORG/NAME ($PHR_HUB_DIR, else the Hub).")]
+Dataset = Annotated[
+    str, typer.Option("--dataset", help="A built PHRBench folder, or a repo id ORG/NAME ($PHR_HUB_DIR, else the Hub).")
+]
 Revision = Annotated[str | None, typer.Option("--revision", help="Dataset revision (tag or commit) for a repo id.")]
-Scorer = Annotated[str, typer.Option("--scorer", help="Reference scorer for OL/UI/BUF/BC (paper: hf:Qwen/Qwen2.5-7B-Instruct); 'none' skips them.")]
-Judge = Annotated[str, typer.Option("--judge", help="LLM judge for behavioural resolution of B+H responses; 'none' skips it.")]
+Scorer = Annotated[
+    str,
+    typer.Option(
+        "--scorer", help="Reference scorer for OL/UI/BUF/BC (paper: hf:Qwen/Qwen2.5-7B-Instruct); 'none' skips them."
+    ),
+]
+Judge = Annotated[
+    str, typer.Option("--judge", help="LLM judge for behavioural resolution of B+H responses; 'none' skips it.")
+]
 Plots = Annotated[bool, typer.Option("--plots/--no-plots", help="Write PNG plots.")]
 
 
@@ -38,16 +47,13 @@ def _options(scorer: str, judge: str, code_timeout: float = 10.0, llm_options: d
 
     judge_spec = spec_or_none(judge)
     if judge_spec is not None and llm_options:
-
         judge_spec = LLM(judge_spec, **llm_options)
-    return ScoreOptions(scorer=spec_or_none(scorer), judge=judge_spec,
-                        code_timeout_s=code_timeout)
+    return ScoreOptions(scorer=spec_or_none(scorer), judge=judge_spec, code_timeout_s=code_timeout)
 
 
 def _print_summary(result, out: Path) -> None:
     from rich.console import Console
     from rich.table import Table
-
 
     con = Console()
     t = result["tables"]
@@ -71,31 +77,50 @@ def _print_summary(result, out: Path) -> None:
     res = t["resolution"]
     if res["judged"]:
         props = ", ".join(f"{r} {res['proportions'][r]:.3f}" for r in RESOLUTIONS)
-        con.print(f"resolution (n={res['judged']}, unjudged {res['unjudged']}): {props}; insightful rate "
-                  f"{res[rate_of(INSIGHTFUL)]:.3f}", markup=False, highlight=False)
+        con.print(
+            f"resolution (n={res['judged']}, unjudged {res['unjudged']}): {props}; insightful rate "
+            f"{res[rate_of(INSIGHTFUL)]:.3f}",
+            markup=False,
+            highlight=False,
+        )
     elif res["unjudged"] and (result.get("config") or {}).get("resolution_judge"):
-        con.print(f"[yellow]resolution: none of {res['unjudged']} B+H responses could be judged (the judge's output "
-                  "never parsed; see the run summary above)[/yellow]")
+        con.print(
+            f"[yellow]resolution: none of {res['unjudged']} B+H responses could be judged (the judge's output "
+            "never parsed; see the run summary above)[/yellow]"
+        )
     if result["counts"]["missing"]:
-        con.print(f"[yellow]{result['counts']['missing']} responses missing (failed calls): scored as incorrect; "
-                  "rerun the same command to retry them[/yellow]")
+        con.print(
+            f"[yellow]{result['counts']['missing']} responses missing (failed calls): scored as incorrect; "
+            "rerun the same command to retry them[/yellow]"
+        )
     if not all(k in m for k in REQUIRED):
-        con.print("note: not a leaderboard entry (a result needs all of B, B+T and B+H)", markup=False,
-                  highlight=False)
+        con.print("note: not a leaderboard entry (a result needs all of B, B+T and B+H)", markup=False, highlight=False)
     typer.echo(f"results: {out / 'results.json'}  (samples.jsonl, report.md, plots/ next to it)")
 
 
 @eval_app.command("phrbench")
 def eval_phrbench(
-    model: Annotated[str, typer.Option("--model", help="Model spec: local:smollm2, hf:ORG/NAME, openai:..., anthropic:..., google:..., vllm:...")],
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model", help="Model spec: local:smollm2, hf:ORG/NAME, openai:..., anthropic:..., google:..., vllm:..."
+        ),
+    ],
     dataset: Dataset = "phrbench",
     revision: Revision = None,
     hub: Hub = None,
     samples: Annotated[int, typer.Option("--samples", help="Samples per prompt (paper: 10).")] = 10,
     temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature (paper: 0.7).")] = 0.7,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Maximum new tokens (paper: the model's maximum).")] = 2048,
-    limit: Annotated[int | None, typer.Option("--limit", help="Only the first N base questions (with all their conditions).")] = None,
-    shard: Annotated[str | None, typer.Option("--shard", help="i/n: every n-th question starting at the i-th (merge with `eval merge`).")] = None,
+    max_tokens: Annotated[
+        int, typer.Option("--max-tokens", help="Maximum new tokens (paper: the model's maximum).")
+    ] = 2048,
+    limit: Annotated[
+        int | None, typer.Option("--limit", help="Only the first N base questions (with all their conditions).")
+    ] = None,
+    shard: Annotated[
+        str | None,
+        typer.Option("--shard", help="i/n: every n-th question starting at the i-th (merge with `eval merge`)."),
+    ] = None,
     conditions: Annotated[str, typer.Option("--conditions", help="Comma-separated: B,B+T,B+H.")] = "B,B+T,B+H",
     out: Annotated[Path | None, typer.Option("--out", help="Run folder (default: RUNS/<model>/<run id>).")] = None,
     runs: Annotated[Path, typer.Option("--runs", help="Root of run folders.")] = Path("runs"),
@@ -109,17 +134,27 @@ def eval_phrbench(
 ) -> None:
     """Generate (cached, resumable) and score a model's responses to PHRBench."""
 
-    cfg = RunConfig(model=model, dataset=dataset, dataset_revision=revision, conditions=conditions,
-                    samples=samples, temperature=temperature, max_tokens=max_tokens, limit=limit,
-                    shard=parse_shard(shard))
+    cfg = RunConfig(
+        model=model,
+        dataset=dataset,
+        dataset_revision=revision,
+        conditions=conditions,
+        samples=samples,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        limit=limit,
+        shard=parse_shard(shard),
+    )
 
     calls = {"timeout": timeout, "max_retry_after": max_retry_after}
     llm = LLM(model, concurrency=concurrency, **calls)
     run = generate_run(cfg, out=out, root=runs, hub=hub, llm=llm)
     typer.echo(f"run: {run.path}  ({len(run.responses)} responses, {len(run.failures)} failed calls)")
     if cfg.shard is not None:
-        typer.echo(f"shard {shard} done; when every shard is done: phr-publish eval merge "
-                   f"{run.path.parent}/{run.meta['run_id']}-shard-*-of-{cfg.shard[1]} --out {run.path.parent / run.meta['run_id']}")
+        typer.echo(
+            f"shard {shard} done; when every shard is done: phr-publish eval merge "
+            f"{run.path.parent}/{run.meta['run_id']}-shard-*-of-{cfg.shard[1]} --out {run.path.parent / run.meta['run_id']}"
+        )
         return
     if score:
         # the generator's weights serve a same-model trajectory scorer (phr.eval.scorers.trajectory_engine)
@@ -186,9 +221,17 @@ class SubmissionOptions:
 
         if not self.submission.is_file():
             raise UsageError(f"no such submission file: {self.submission}")
-        meta = load_meta(self.meta, submission=self.submission, model=self.model, revision=self.model_revision,
-                         link=self.link, samples=self.samples, conditions=self.conditions,
-                         submitted_by=self.submitted_by, notes=self.notes)
+        meta = load_meta(
+            self.meta,
+            submission=self.submission,
+            model=self.model,
+            revision=self.model_revision,
+            link=self.link,
+            samples=self.samples,
+            conditions=self.conditions,
+            submitted_by=self.submitted_by,
+            notes=self.notes,
+        )
         ds = load_eval_dataset(self.dataset, revision=self.revision, hub=self.hub)
         out = self.out or self.submission.with_name(self.submission.stem + ".scored")
         return score_submission(self.submission, ds, meta, _options(self.scorer, self.judge), out=out, plots=plots)
@@ -224,8 +267,23 @@ def score_cmd(
     plots: Plots = True,
 ) -> None:
     """Validate and score a leaderboard submission (the runner's scoring code)."""
-    opts = SubmissionOptions(submission, dataset, revision, hub, meta, model, model_revision, link, samples,
-                             conditions, submitted_by, notes, scorer, judge, out)
+    opts = SubmissionOptions(
+        submission,
+        dataset,
+        revision,
+        hub,
+        meta,
+        model,
+        model_revision,
+        link,
+        samples,
+        conditions,
+        submitted_by,
+        notes,
+        scorer,
+        judge,
+        out,
+    )
     result, where = opts.score(plots)
     _print_summary(result, where)
 
@@ -248,15 +306,38 @@ def submit_cmd(
     scorer: Scorer = "local:smollm2",
     judge: Judge = "none",
     out: Annotated[Path | None, typer.Option("--out", help="Output folder (default: SUBMISSION.scored/).")] = None,
-    to: Annotated[Path | None, typer.Option("--to", help="Local hub for the results repo (default: $PHR_HUB_DIR; unset: the Hub).")] = None,
+    to: Annotated[
+        Path | None,
+        typer.Option("--to", help="Local hub for the results repo (default: $PHR_HUB_DIR; unset: the Hub)."),
+    ] = None,
     replace: Annotated[bool, typer.Option("--replace", help="Overwrite a stored result with the same run id.")] = False,
     create_pr: Annotated[bool, typer.Option("--create-pr", help="Open a pull request on the results repo.")] = False,
-    model_pr: Annotated[bool, typer.Option("--model-pr", help="Also open a pull request on the model's repo adding .eval_results/phrbench.yaml.")] = False,
+    model_pr: Annotated[
+        bool,
+        typer.Option(
+            "--model-pr", help="Also open a pull request on the model's repo adding .eval_results/phrbench.yaml."
+        ),
+    ] = False,
 ) -> None:
     """Validate, score and publish a submission to the leaderboard results repo."""
 
-    opts = SubmissionOptions(submission, dataset, revision, hub, meta, model, model_revision, link, samples,
-                             conditions, submitted_by, notes, scorer, judge, out)
+    opts = SubmissionOptions(
+        submission,
+        dataset,
+        revision,
+        hub,
+        meta,
+        model,
+        model_revision,
+        link,
+        samples,
+        conditions,
+        submitted_by,
+        notes,
+        scorer,
+        judge,
+        out,
+    )
     result, where = opts.score()
     _print_summary(result, where)
     res = push_results([where / "results.json"], repo, to=to, replace=replace, create_pr=create_pr)
@@ -264,14 +345,20 @@ def submit_cmd(
         typer.echo(line)
     if model_pr:
         pr = open_model_pr(result["model"], model_eval_results_yaml(normalize(result)), to=to)
-        typer.echo(f"model repo {result['model']}: " + (f"pull request {pr.pr_url or pr.pr_ref}" if pr.changed
-                                                       else "already holds these results"))
+        typer.echo(
+            f"model repo {result['model']}: "
+            + (f"pull request {pr.pr_url or pr.pr_ref}" if pr.changed else "already holds these results")
+        )
 
 
 @submit_app.command("leaderboard")
 def leaderboard_cmd(
-    sources: Annotated[list[Path] | None, typer.Argument(help="Result JSON files or folders (a pulled results repo).")] = None,
-    repo: Annotated[str | None, typer.Option("--repo", help="Read the results repo ORG/NAME instead (local hub or the Hub).")] = None,
+    sources: Annotated[
+        list[Path] | None, typer.Argument(help="Result JSON files or folders (a pulled results repo).")
+    ] = None,
+    repo: Annotated[
+        str | None, typer.Option("--repo", help="Read the results repo ORG/NAME instead (local hub or the Hub).")
+    ] = None,
     hub: Hub = None,
     out: Annotated[Path, typer.Option("--out", help="Where leaderboard.parquet/.md/.html go.")] = Path("leaderboard"),
     title: Annotated[str, typer.Option("--title", help="Page title.")] = "PHRBench leaderboard",
@@ -279,17 +366,14 @@ def leaderboard_cmd(
     """Render the leaderboard (parquet, Markdown, static sortable HTML) from all results."""
     import tempfile
 
-
     srcs = list(sources or [])
     if not srcs and not repo:
         raise UsageError("give result JSON files / folders, or --repo ORG/NAME")
     with tempfile.TemporaryDirectory(prefix="phr-results-") as tmp:  # the pulled repo goes when we are done
         if repo:
-
             srcs.append(pull(repo, to=Path(tmp) / "repo", hub=hub))
         records = collect_results(srcs)
         paths = write_leaderboard(records, out, title=title)
     typer.echo(f"leaderboard of {len(records)} results:")
     for p in paths.values():
         typer.echo(f"  {p}")
-

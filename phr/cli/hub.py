@@ -22,20 +22,43 @@ hub_app = new_app("Publish to the Hub or a local hub.")
 
 @hub_app.command("push")
 def push_cmd(
-    folder: Annotated[Path, typer.Argument(metavar="FOLDER", help="The folder to publish (a built PHRBench folder, a checkpoint, ...).")],
+    folder: Annotated[
+        Path,
+        typer.Argument(metavar="FOLDER", help="The folder to publish (a built PHRBench folder, a checkpoint, ...)."),
+    ],
     repo: Annotated[str, typer.Option("--repo", help="ORG/NAME")],
     repo_type: RepoType = "dataset",
-    tag: Annotated[str | None, typer.Option("--tag", help="Create this tag (e.g. v0.1.0) on the pushed commit; an existing tag is never moved.")] = None,
+    tag: Annotated[
+        str | None,
+        typer.Option(
+            "--tag", help="Create this tag (e.g. v0.1.0) on the pushed commit; an existing tag is never moved."
+        ),
+    ] = None,
     private: Annotated[bool, typer.Option("--private", help="Create the repo private (Hub only).")] = False,
-    create_pr: Annotated[bool, typer.Option("--create-pr", help="Open a pull request instead of committing to main.")] = False,
+    create_pr: Annotated[
+        bool, typer.Option("--create-pr", help="Open a pull request instead of committing to main.")
+    ] = False,
     message: Annotated[str | None, typer.Option("--message", "-m", help="Commit message.")] = None,
-    to: Annotated[Path | None, typer.Option("--to", help="Local hub folder (default: $PHR_HUB_DIR; unset: the Hub).")] = None,
-    endpoint: Annotated[str | None, typer.Option("--endpoint", help="Hub endpoint (default: HF_ENDPOINT or huggingface.co).")] = None,
+    to: Annotated[
+        Path | None, typer.Option("--to", help="Local hub folder (default: $PHR_HUB_DIR; unset: the Hub).")
+    ] = None,
+    endpoint: Annotated[
+        str | None, typer.Option("--endpoint", help="Hub endpoint (default: HF_ENDPOINT or huggingface.co).")
+    ] = None,
 ) -> None:
     """Validate FOLDER, then push it to the Hub or a local hub as one commit (none if nothing changed)."""
 
-    res = push(folder, repo, repo_type=repo_type, tag=tag, private=private, create_pr=create_pr,
-               message=message, to=to, endpoint=endpoint)
+    res = push(
+        folder,
+        repo,
+        repo_type=repo_type,
+        tag=tag,
+        private=private,
+        create_pr=create_pr,
+        message=message,
+        to=to,
+        endpoint=endpoint,
+    )
     for line in res.lines():
         typer.echo(line)
 
@@ -46,32 +69,46 @@ def pull_cmd(
     repo_type: RepoType = "dataset",
     revision: Annotated[str | None, typer.Option("--revision", help="Tag, branch (main, pr/1) or commit.")] = None,
     to: Annotated[Path | None, typer.Option("--to", help="Destination folder (default: ./NAME).")] = None,
-    hub: Annotated[Path | None, typer.Option("--hub", help="Local hub folder (default: $PHR_HUB_DIR; unset: the Hub).")] = None,
+    hub: Annotated[
+        Path | None, typer.Option("--hub", help="Local hub folder (default: $PHR_HUB_DIR; unset: the Hub).")
+    ] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a non-empty destination.")] = False,
     endpoint: Annotated[str | None, typer.Option("--endpoint", help="Hub endpoint.")] = None,
 ) -> None:
     """Download a repo at a revision into a folder."""
 
-    dest = pull(repo, repo_type=repo_type, revision=revision, to=to, hub=hub, overwrite=overwrite,
-                endpoint=endpoint)
+    dest = pull(repo, repo_type=repo_type, revision=revision, to=to, hub=hub, overwrite=overwrite, endpoint=endpoint)
     typer.echo(f"pulled {repo_type} {repo}@{revision or 'main'} into {dest}")
 
 
 @hub_app.command("push-results")
 def push_results_cmd(
-    results: Annotated[list[Path], typer.Argument(metavar="RESULT.json...", help="Result JSON files (docs/publishing.md).")],
+    results: Annotated[
+        list[Path], typer.Argument(metavar="RESULT.json...", help="Result JSON files (docs/publishing.md).")
+    ],
     repo: Annotated[str, typer.Option("--repo", help="The results dataset repo, ORG/NAME.")],
     eval_yaml: Annotated[Path | None, typer.Option("--eval-yaml", help="The benchmark's eval.yaml.")] = None,
     replace: Annotated[bool, typer.Option("--replace", help="Overwrite a stored result with the same run id.")] = False,
-    create_pr: Annotated[bool, typer.Option("--create-pr", help="Open a pull request instead of committing to main.")] = False,
+    create_pr: Annotated[
+        bool, typer.Option("--create-pr", help="Open a pull request instead of committing to main.")
+    ] = False,
     message: Annotated[str | None, typer.Option("--message", "-m", help="Commit message.")] = None,
-    to: Annotated[Path | None, typer.Option("--to", help="Local hub folder (default: $PHR_HUB_DIR; unset: the Hub).")] = None,
+    to: Annotated[
+        Path | None, typer.Option("--to", help="Local hub folder (default: $PHR_HUB_DIR; unset: the Hub).")
+    ] = None,
     endpoint: Annotated[str | None, typer.Option("--endpoint", help="Hub endpoint.")] = None,
 ) -> None:
     """Add scored submissions to a leaderboard results repo and rebuild its leaderboard config."""
 
-    res = push_results(results, repo, benchmark_eval_yaml=eval_yaml, replace=replace, create_pr=create_pr,
-                       message=message, to=to, endpoint=endpoint)
+    res = push_results(
+        results,
+        repo,
+        benchmark_eval_yaml=eval_yaml,
+        replace=replace,
+        create_pr=create_pr,
+        message=message,
+        to=to,
+        endpoint=endpoint,
+    )
     for line in res.lines():
         typer.echo(line)
-

@@ -19,8 +19,12 @@ cache_app = new_app("Inspect or clear the LLM call cache.")
 
 @llm_app.command("ping")
 def llm_ping(
-    spec: Annotated[str, typer.Argument(metavar="SPEC", help="Model spec, e.g. local:smollm2, openai:gpt-4o, anthropic:<model>.")],
-    prompt: Annotated[str, typer.Option(help="The prompt to send.")] = "What is the capital of France? Answer in one sentence.",
+    spec: Annotated[
+        str, typer.Argument(metavar="SPEC", help="Model spec, e.g. local:smollm2, openai:gpt-4o, anthropic:<model>.")
+    ],
+    prompt: Annotated[
+        str, typer.Option(help="The prompt to send.")
+    ] = "What is the capital of France? Answer in one sentence.",
     max_tokens: Annotated[int, typer.Option(help="Maximum new tokens.")] = 64,
     temperature: Annotated[float, typer.Option(help="Sampling temperature (0 = greedy).")] = 0.0,
     cache_mode: Annotated[str, typer.Option(help="use | refresh | off")] = "use",
@@ -29,8 +33,15 @@ def llm_ping(
     max_retry_after: MaxRetryAfter = 600.0,
 ) -> None:
     """Send one prompt and print the reply and the usage."""
-    llm = LLM(spec, cache_mode=cache_mode, timeout=timeout, max_attempts=attempts, max_retry_after=max_retry_after,
-              progress=False, show_summary=False)
+    llm = LLM(
+        spec,
+        cache_mode=cache_mode,
+        timeout=timeout,
+        max_attempts=attempts,
+        max_retry_after=max_retry_after,
+        progress=False,
+        show_summary=False,
+    )
     result = llm.chat(prompt, max_tokens=max_tokens, temperature=temperature)
     s = result.samples[0]
     if result.failures:
@@ -38,8 +49,11 @@ def llm_ping(
         raise typer.Exit(1)
     typer.echo(s.text)  # raw: model text is not rich markup
     batch = f" (whole batch of {s.batch_size})" if s.batch_size > 1 else ""
-    typer.echo(f"model={s.model} finish={s.finish_reason} prompt_tokens={s.prompt_tokens} "
-               f"completion_tokens={s.completion_tokens} latency={s.latency_s:.2f}s{batch} cached={s.cached}", err=True)
+    typer.echo(
+        f"model={s.model} finish={s.finish_reason} prompt_tokens={s.prompt_tokens} "
+        f"completion_tokens={s.completion_tokens} latency={s.latency_s:.2f}s{batch} cached={s.cached}",
+        err=True,
+    )
     llm.last_summary.print(Console(stderr=True))
 
 
@@ -48,13 +62,27 @@ def cache_stats(as_json: Annotated[bool, typer.Option("--json", help="Print JSON
     """Entries, failures, size and tokens per model in the call cache."""
     st = CallCache().stats()
     if as_json:
-        typer.echo(json.dumps({
-            "path": str(st.path), "entries": st.entries, "failures": st.failures, "size_bytes": st.size_bytes,
-            "models": [dict(zip(("provider", "model", "entries", "prompt_tokens", "completion_tokens"), r, strict=True))
-                       for r in st.by_model],
-        }, indent=2))
+        typer.echo(
+            json.dumps(
+                {
+                    "path": str(st.path),
+                    "entries": st.entries,
+                    "failures": st.failures,
+                    "size_bytes": st.size_bytes,
+                    "models": [
+                        dict(
+                            zip(("provider", "model", "entries", "prompt_tokens", "completion_tokens"), r, strict=True)
+                        )
+                        for r in st.by_model
+                    ],
+                },
+                indent=2,
+            )
+        )
         return
-    typer.echo(f"cache: {st.path}\nentries: {st.entries}\nfailures recorded: {st.failures}\nsize: {st.size_bytes} bytes")
+    typer.echo(
+        f"cache: {st.path}\nentries: {st.entries}\nfailures recorded: {st.failures}\nsize: {st.size_bytes} bytes"
+    )
     for provider, model, n, pt, ct in st.by_model:
         typer.echo(f"  {provider}:{model}  {n} entries, {pt or 0} prompt + {ct or 0} completion tokens")
 

@@ -19,8 +19,12 @@ review_app = new_app("Manual review of a built PHRBench folder: export a review 
 @review_app.command("export")
 def review_export(
     folder: Annotated[Path, typer.Argument(metavar="FOLDER", help="A built PHRBench folder.")],
-    out: Annotated[Path, typer.Option("--out", help="The CSV review sheet to write (the HTML page goes next to it).")] = Path("review.csv"),
-    include_baseline: Annotated[bool, typer.Option("--include-baseline", help="Also list the baseline rows (context only).")] = False,
+    out: Annotated[
+        Path, typer.Option("--out", help="The CSV review sheet to write (the HTML page goes next to it).")
+    ] = Path("review.csv"),
+    include_baseline: Annotated[
+        bool, typer.Option("--include-baseline", help="Also list the baseline rows (context only).")
+    ] = False,
 ) -> None:
     """Write a CSV review sheet (one row per premise) and a readable HTML page of the same premises."""
     sheet, page = export_review(folder, out, include_baseline=include_baseline)
@@ -28,15 +32,19 @@ def review_export(
     typer.echo(f"exported {n} premises of {folder} for review")
     typer.echo(f"sheet: {sheet}")
     typer.echo(f"page:  {page}")
-    typer.echo(f"fill decision (accept/reject), reviewer and note in the sheet, then: "
-               f"phr-publish review import {sheet} --to {folder}")
+    typer.echo(
+        f"fill decision (accept/reject), reviewer and note in the sheet, then: "
+        f"phr-publish review import {sheet} --to {folder}"
+    )
 
 
 @review_app.command("import")
 def review_import(
     sheet: Annotated[Path, typer.Argument(metavar="SHEET", help="The filled CSV review sheet.")],
     to: Annotated[Path, typer.Option("--to", help="The PHRBench folder the sheet was exported from.")],
-    reviewer: Annotated[str | None, typer.Option("--reviewer", help="Reviewer name for decided rows whose reviewer cell is blank.")] = None,
+    reviewer: Annotated[
+        str | None, typer.Option("--reviewer", help="Reviewer name for decided rows whose reviewer cell is blank.")
+    ] = None,
 ) -> None:
     """Check a filled review sheet and merge its decisions into <folder>/review/decisions.json.
 
@@ -45,4 +53,6 @@ def review_import(
     res = import_review(sheet, to, reviewer=reviewer)  # a ReviewSheetError lists every problem (exit 2)
     typer.echo(f"imported {sheet}: {res.summary()}")
     if res.total_rejected:
-        typer.echo(f"`phr-publish validate {to}` now reports the {res.total_rejected} rejected premise(s) (check manual_review)")
+        typer.echo(
+            f"`phr-publish validate {to}` now reports the {res.total_rejected} rejected premise(s) (check manual_review)"
+        )

@@ -19,8 +19,15 @@ _HASHED = re.compile(rf"^(?P<stem>.+)-(?P<hash>[0-9a-f]{{{HASH_CHARS}}})\.parque
 def write_parquet(table: pa.Table, path: str | Path) -> None:
     """Deterministic parquet: one row group, zstd, no statistics that vary, no pandas metadata."""
     table = table.replace_schema_metadata(None)
-    pq.write_table(table, path, compression="zstd", row_group_size=max(1, table.num_rows),
-                   use_dictionary=True, write_statistics=True, store_schema=True)
+    pq.write_table(
+        table,
+        path,
+        compression="zstd",
+        row_group_size=max(1, table.num_rows),
+        use_dictionary=True,
+        write_statistics=True,
+        store_schema=True,
+    )
 
 
 def content_hash(data: bytes | str | Path) -> str:

@@ -47,7 +47,9 @@ class ValidationReport:
 
     def rejected_ids(self, check: str | None = None) -> set[str]:
         """Ids of the rejected rows (optionally only those rejected by `check`, or a prefix such as 'schema')."""
-        return {r.row_id for r in self.rejections if check is None or r.check == check or r.check.startswith(check + ":")}
+        return {
+            r.row_id for r in self.rejections if check is None or r.check == check or r.check.startswith(check + ":")
+        }
 
     def for_row(self, row_id: str) -> list[Rejection]:
         return [r for r in self.rejections if r.row_id == row_id]
@@ -75,7 +77,10 @@ class ValidationReport:
         if self.ok:
             return f"validation passed ({rows or 'no rows'})"
         ids = {r.row_id for r in self.rejections}
-        lines = [f"validation FAILED: {len(self.rejections)} rejection(s) on {len(ids)} row(s)" + (f" ({rows})" if rows else "")]
+        lines = [
+            f"validation FAILED: {len(self.rejections)} rejection(s) on {len(ids)} row(s)"
+            + (f" ({rows})" if rows else "")
+        ]
         lines += [f"  {check}: {n}" for check, n in self.by_check().items()]
         lines.append("")
         by_row: dict[str, list[Rejection]] = {}

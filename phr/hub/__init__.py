@@ -24,8 +24,25 @@ from phr.hub.publish import pull, push
 from phr.hub.repo import README, PushResult, folder_files, hub_dir
 
 __all__ = [
-    "ArtifactKind", "DestinationExistsError", "LocalHub", "MissingTokenError", "PublishError", "PushFailedError",
-    "PushResult", "README", "RepoNotFoundError", "RepoTypeMismatchError", "RevisionNotFoundError", "TagExistsError",
-    "UnknownKindError", "ValidationFailedError", "folder_files", "gate", "hub_dir", "kinds", "pull", "push",
+    "ArtifactKind",
+    "DestinationExistsError",
+    "LocalHub",
+    "MissingTokenError",
+    "PublishError",
+    "PushFailedError",
+    "PushResult",
+    "README",
+    "RepoNotFoundError",
+    "RepoTypeMismatchError",
+    "RevisionNotFoundError",
+    "TagExistsError",
+    "UnknownKindError",
+    "ValidationFailedError",
+    "folder_files",
+    "gate",
+    "hub_dir",
+    "kinds",
+    "pull",
+    "push",
     "register_kind",
 ]

@@ -30,8 +30,10 @@ class CardConfig:
 
 
 def _data_files(name: str, value) -> dict[str, tuple[str, ...]]:
-    bad = CardError(f"config {name!r}: data_files must be a path, a list of paths, or a list of "
-                    f"{{split, path}} entries, got {value!r}")
+    bad = CardError(
+        f"config {name!r}: data_files must be a path, a list of paths, or a list of "
+        f"{{split, path}} entries, got {value!r}"
+    )
     if value is None:
         return {}
     if isinstance(value, str):
@@ -42,8 +44,13 @@ def _data_files(name: str, value) -> dict[str, tuple[str, ...]]:
     for item in value:
         if isinstance(item, str):
             out["train"] = (*out.get("train", ()), item)
-        elif isinstance(item, dict) and set(item) == {"split", "path"} and isinstance(item["split"], str) \
-                and _SPLIT.match(item["split"]) and isinstance(item["path"], str | list):
+        elif (
+            isinstance(item, dict)
+            and set(item) == {"split", "path"}
+            and isinstance(item["split"], str)
+            and _SPLIT.match(item["split"])
+            and isinstance(item["path"], str | list)
+        ):
             paths = [item["path"]] if isinstance(item["path"], str) else item["path"]
             if not all(isinstance(p, str) for p in paths):
                 raise bad

@@ -21,8 +21,10 @@ def _dataset_card_rejections(folder: Path) -> tuple[list[Rejection], dict]:
         configs = card_configs(folder)
     except CardError as e:
         return [Rejection(README, "card", str(e))], {}
-    return [Rejection(README, "card", f"config {name!r} names {p}, which matches no file")
-            for name, p in missing_data_files(folder, configs)], configs
+    return [
+        Rejection(README, "card", f"config {name!r} names {p}, which matches no file")
+        for name, p in missing_data_files(folder, configs)
+    ], configs
 
 
 def gate(folder: str | Path, repo_type: str) -> ValidationReport:
@@ -49,6 +51,7 @@ def gate(folder: str | Path, repo_type: str) -> ValidationReport:
             report.rows = full.rows
     if not report.ok:
         raise ValidationFailedError(
-            f"refusing to push {folder}: it fails validation (nothing was uploaded)\n{report.render()}", report)
+            f"refusing to push {folder}: it fails validation (nothing was uploaded)\n{report.render()}", report
+        )
     _PASSED[digest] = report
     return report

@@ -70,10 +70,12 @@ def kind_of(folder: Path, repo_type: str, configs: dict[str, CardConfig]) -> Art
         f"refusing to push {folder}: no artifact kind recognises this {repo_type} folder (known {repo_type} kinds: "
         f"{names}), so its content cannot be validated and nothing was uploaded. Build it with a phr-publish "
         f"builder, or register its kind: phr.hub.register_kind(ArtifactKind(name, {repo_type!r}, matches, "
-        f"validate)), or declare one in the {ENTRY_POINT_GROUP!r} entry-point group of your package")
+        f"validate)), or declare one in the {ENTRY_POINT_GROUP!r} entry-point group of your package"
+    )
 
 
 # ---- the model kind: a checkpoint with a model card (generic Hub formats only) --------------------------------------
+
 
 def model_card_rejections(folder: Path) -> ValidationReport:
     """The model card's metadata parses (model-index included) and every ``.eval_results/*.yaml`` parses."""

@@ -67,12 +67,22 @@ from phr.hub.repo import (
 log = logging.getLogger(__name__)
 
 IDENTITY = {
-    "GIT_AUTHOR_NAME": "phr-publish", "GIT_AUTHOR_EMAIL": "phr-publish@localhost",
-    "GIT_COMMITTER_NAME": "phr-publish", "GIT_COMMITTER_EMAIL": "phr-publish@localhost",
+    "GIT_AUTHOR_NAME": "phr-publish",
+    "GIT_AUTHOR_EMAIL": "phr-publish@localhost",
+    "GIT_COMMITTER_NAME": "phr-publish",
+    "GIT_COMMITTER_EMAIL": "phr-publish@localhost",
 }
 LOCK_TIMEOUT_ENV = "PHR_HUB_LOCK_TIMEOUT"
-_GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE",
-                 "GIT_CEILING_DIRECTORIES", "GIT_PREFIX", "GIT_ALTERNATE_OBJECT_DIRECTORIES")
+_GIT_ENV_DROP = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_NAMESPACE",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_PREFIX",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+)
 _PID_NAME = re.compile(r"^(?:phr-index-|\.build-|\.link-)(\d+)(?:-|$)")
 
 
@@ -91,17 +101,33 @@ def _git_exe() -> str:
     return exe
 
 
-def _git(repo: Path, *args: str, input: bytes | None = None, env: dict | None = None, check: bool = True,
-         text: bool = True):
+def _git(
+    repo: Path, *args: str, input: bytes | None = None, env: dict | None = None, check: bool = True, text: bool = True
+):
     base_env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_DROP}
-    cmd = [_git_exe(), "-C", str(repo), "-c", "core.autocrlf=false", "-c", "core.safecrlf=false",
-           "-c", "gc.auto=0", "-c", "core.hooksPath=/dev/null", *args]
-    r = subprocess.run(cmd, input=input, capture_output=True, check=False,
-                       env={**base_env, **IDENTITY, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0",
-                            **(env or {})})
+    cmd = [
+        _git_exe(),
+        "-C",
+        str(repo),
+        "-c",
+        "core.autocrlf=false",
+        "-c",
+        "core.safecrlf=false",
+        "-c",
+        "gc.auto=0",
+        "-c",
+        "core.hooksPath=/dev/null",
+        *args,
+    ]
+    r = subprocess.run(
+        cmd,
+        input=input,
+        capture_output=True,
+        check=False,
+        env={**base_env, **IDENTITY, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", **(env or {})},
+    )
     if check and r.returncode != 0:
-        raise LocalHubError(f"git {' '.join(args[:2])} failed in {repo}: "
-                            f"{r.stderr.decode(errors='replace').strip()}")
+        raise LocalHubError(f"git {' '.join(args[:2])} failed in {repo}: {r.stderr.decode(errors='replace').strip()}")
     if not check:
         return r
     return r.stdout.decode() if text else r.stdout
@@ -166,8 +192,9 @@ class LocalHub:
             try:
                 timeout = float(os.environ.get(LOCK_TIMEOUT_ENV) or 600)
             except ValueError:
-                raise LocalHubError(f"{LOCK_TIMEOUT_ENV} must be a number of seconds, not "
-                                    f"{os.environ[LOCK_TIMEOUT_ENV]!r}") from None
+                raise LocalHubError(
+                    f"{LOCK_TIMEOUT_ENV} must be a number of seconds, not {os.environ[LOCK_TIMEOUT_ENV]!r}"
+                ) from None
         with open(lockfile, "a+") as f:
             _acquire(f, lockfile, f"{repo_type} repo {repo_id}", timeout)
             f.seek(0)
@@ -190,7 +217,7 @@ class LocalHub:
         refs = {}
         for line in out.splitlines():
             name, obj, *peeled = line.split(" ")
-            refs[name] = (peeled[0] if peeled and peeled[0] else obj)
+            refs[name] = peeled[0] if peeled and peeled[0] else obj
         return refs
 
 
@@ -208,7 +235,8 @@ def _acquire(f, lockfile: Path, what: str, timeout: float) -> None:
             raise RepoLockedError(
                 f"the local hub {what} is locked by another push (process {holder}, still running; lock file "
                 f"{lockfile}): wait for it to finish and push again, or set {LOCK_TIMEOUT_ENV} to wait longer than "
-                f"{timeout:g} s")
+                f"{timeout:g} s"
+            )
         if not waited:
             log.warning("local hub: %s is locked by process %s; waiting up to %g s", what, holder, timeout)
             waited = True
@@ -216,6 +244,7 @@ def _acquire(f, lockfile: Path, what: str, timeout: float) -> None:
 
 
 # ---- layout ----------------------------------------------------------------------------------------------------
+
 
 def _hub_dir(path: Path) -> Path:
     return path.with_name(f".{path.name}.hub")
@@ -289,6 +318,7 @@ def _prune(path: Path) -> None:
 
 # ---- building a commit -----------------------------------------------------------------------------------------
 
+
 def _tree_of(repo: Path, commit: str | None) -> str:
     if commit is None:
         return _git(repo, "hash-object", "-t", "tree", "-w", "--stdin", input=b"").strip()
@@ -299,8 +329,7 @@ def _mode(p: Path) -> str:
     return "100755" if os.stat(p).st_mode & 0o111 else "100644"
 
 
-def _stage(repo: Path, files: dict[str, Path | bytes], *, base: str | None = None,
-           keep_from: str | None = None) -> str:
+def _stage(repo: Path, files: dict[str, Path | bytes], *, base: str | None = None, keep_from: str | None = None) -> str:
     """The tree of ``files`` (repo path -> file or bytes), on top of commit ``base``'s tree when given (an
     overlay), else alone; ``keep_from``: a commit whose ``.gitattributes`` is kept when ``files`` lacks one.
     Objects go into the repo's object store; refs, index and working tree are untouched."""
@@ -315,8 +344,14 @@ def _stage(repo: Path, files: dict[str, Path | bytes], *, base: str | None = Non
         entries: list[str] = []
         on_disk = [(rel, p) for rel, p in files.items() if isinstance(p, Path)]
         if on_disk:
-            shas = _git(repo, "hash-object", "-w", "--no-filters", "--stdin-paths",
-                        input="\n".join(str(p) for _, p in on_disk).encode()).split()
+            shas = _git(
+                repo,
+                "hash-object",
+                "-w",
+                "--no-filters",
+                "--stdin-paths",
+                input="\n".join(str(p) for _, p in on_disk).encode(),
+            ).split()
             if len(shas) != len(on_disk):
                 raise LocalHubError("git hash-object returned an unexpected number of ids")
             entries += [f"{_mode(p)} {sha}\t{rel}" for (rel, p), sha in zip(on_disk, shas)]
@@ -330,8 +365,15 @@ def _stage(repo: Path, files: dict[str, Path | bytes], *, base: str | None = Non
                 mode, _, rest = kept.partition(" ")
                 entries.append(f"{mode} {rest.partition(' ')[2]}")
         if entries:
-            _git(repo, "update-index", "-z", "--add", "--index-info",
-                 input="".join(e + "\0" for e in entries).encode(), env=env)
+            _git(
+                repo,
+                "update-index",
+                "-z",
+                "--add",
+                "--index-info",
+                input="".join(e + "\0" for e in entries).encode(),
+                env=env,
+            )
         return _git(repo, "write-tree", env=env).strip()
     finally:
         Path(index).unlink(missing_ok=True)
@@ -353,6 +395,7 @@ def _diff(repo: Path, old_tree: str, new_tree: str) -> tuple[list[str], list[str
 
 
 # ---- versions: what readers see --------------------------------------------------------------------------------
+
 
 def _refs_of(repo: Path) -> dict[str, str]:
     """Every ref of ``repo`` -> the object it names (annotated tags not peeled)."""
@@ -445,7 +488,8 @@ def _check_clean(repo: Path) -> None:
         raise LocalHubError(
             f"the local hub repo {repo} has edits in its working tree (the working tree serves main's files and "
             f"is not edited by hand):\n{shown}\nrestore it with: git -C {repo} reset --hard && git -C {repo} "
-            "clean -fd")
+            "clean -fd"
+        )
 
 
 def _next_pr(repo: Path | None) -> int:
@@ -458,10 +502,21 @@ def _next_pr(repo: Path | None) -> int:
 
 # ---- push ------------------------------------------------------------------------------------------------------
 
-def commit_files(hub: LocalHub, repo_id: str, repo_type: str,
-                 files: dict[str, Path | bytes] | Callable[[], dict[str, Path | bytes]], *,
-                 message: str, replace: bool, tag: str | None = None, create_pr: bool = False,
-                 rerun: str = "", create: bool = True, validate=None) -> PushResult:
+
+def commit_files(
+    hub: LocalHub,
+    repo_id: str,
+    repo_type: str,
+    files: dict[str, Path | bytes] | Callable[[], dict[str, Path | bytes]],
+    *,
+    message: str,
+    replace: bool,
+    tag: str | None = None,
+    create_pr: bool = False,
+    rerun: str = "",
+    create: bool = True,
+    validate=None,
+) -> PushResult:
     """Commit ``files`` to a local hub repo: the whole new content (``replace=True``: files not listed are
     deleted, ``.gitattributes`` kept) or an overlay on main (``replace=False``). ``validate()`` runs (under the
     lock, after the cheap checks) before anything is written; ``files`` may be a function called after it (what
@@ -474,7 +529,8 @@ def commit_files(hub: LocalHub, repo_id: str, repo_type: str,
             if hub.exists(repo_id, other_type(repo_type)):
                 raise RepoTypeMismatchError(
                     f"{repo_id} exists in the local hub {hub.root} as a {other_type(repo_type)} repo, not a "
-                    f"{repo_type} repo: pass --repo-type {other_type(repo_type)}, or pick another name")
+                    f"{repo_type} repo: pass --repo-type {other_type(repo_type)}, or pick another name"
+                )
             if not create:
                 raise RepoNotFoundError(f"no {repo_type} repo {repo_id} in the local hub {hub.root}")
         elif _is_legacy(path):
@@ -489,7 +545,8 @@ def commit_files(hub: LocalHub, repo_id: str, repo_type: str,
         if tag and existing_tag and existing_tag != head:
             raise TagExistsError(
                 f"tag {tag} already exists in {repo_id} and names commit {existing_tag}, not main ({head}); "
-                "tags are immutable: push with a new tag")
+                "tags are immutable: push with a new tag"
+            )
         if validate is not None:
             validate()
         if callable(files):
@@ -501,8 +558,16 @@ def commit_files(hub: LocalHub, repo_id: str, repo_type: str,
             _step("staged")
             old_tree = _tree_of(store, head)
             refs = _refs_of(path) if exists else {}
-            result = PushResult(repo_id=repo_id, repo_type=repo_type, revision=None, url=str(path), head=head,
-                                tag=tag, local=True, created=not exists)
+            result = PushResult(
+                repo_id=repo_id,
+                repo_type=repo_type,
+                revision=None,
+                url=str(path),
+                head=head,
+                tag=tag,
+                local=True,
+                created=not exists,
+            )
             if new_tree == old_tree and exists:
                 if tag and existing_tag is None:
                     _release(path, {**refs, f"refs/tags/{tag}": head})
@@ -511,7 +576,8 @@ def commit_files(hub: LocalHub, repo_id: str, repo_type: str,
             if tag and existing_tag:
                 raise TagExistsError(
                     f"tag {tag} already names main ({head}) of {repo_id}, and this folder differs from it; tags "
-                    "are immutable: push with a new tag")
+                    "are immutable: push with a new tag"
+                )
             changed, deleted = _diff(store, old_tree, new_tree)
             if create_pr:
                 if head is None:  # a new repo: an empty initial commit on main, the pull request on top
@@ -537,24 +603,35 @@ def commit_files(hub: LocalHub, repo_id: str, repo_type: str,
         except Exception as e:
             raise PushFailedError(
                 f"push to the local hub repo {path} failed ({type(e).__name__}: {e}); the repo keeps its previous "
-                f"version." + (f" Rerun: {rerun}" if rerun else "")) from e
+                f"version." + (f" Rerun: {rerun}" if rerun else "")
+            ) from e
         finally:
             if not exists and not published and not os.path.lexists(path):
                 shutil.rmtree(_hub_dir(path), ignore_errors=True)
 
 
-def push_local(folder: Path, repo_id: str, *, repo_type: str, tag: str | None, create_pr: bool,
-               message: str | None, hub: Path) -> PushResult:
+def push_local(
+    folder: Path, repo_id: str, *, repo_type: str, tag: str | None, create_pr: bool, message: str | None, hub: Path
+) -> PushResult:
     """``phr.hub.push`` to the local hub ``hub``."""
     folder = Path(folder)
-    rerun = rerun_command(folder, repo_id, repo_type=repo_type, tag=tag, create_pr=create_pr, message=message,
-                          to=hub)
-    return commit_files(LocalHub(hub), repo_id, repo_type, lambda: folder_files(folder),
-                        message=message or default_message(folder, repo_type, tag), replace=True, tag=tag,
-                        create_pr=create_pr, rerun=rerun, validate=lambda: gate(folder, repo_type))
+    rerun = rerun_command(folder, repo_id, repo_type=repo_type, tag=tag, create_pr=create_pr, message=message, to=hub)
+    return commit_files(
+        LocalHub(hub),
+        repo_id,
+        repo_type,
+        lambda: folder_files(folder),
+        message=message or default_message(folder, repo_type, tag),
+        replace=True,
+        tag=tag,
+        create_pr=create_pr,
+        rerun=rerun,
+        validate=lambda: gate(folder, repo_type),
+    )
 
 
 # ---- pull ------------------------------------------------------------------------------------------------------
+
 
 def resolve_revision(repo: Path, revision: str | None) -> str:
     rev = revision or "main"
@@ -565,8 +642,9 @@ def resolve_revision(repo: Path, revision: str | None) -> str:
         sha = _rev(repo, c)
         if sha:
             return sha
-    raise RevisionNotFoundError(f"revision {rev!r} not found in {repo} (a tag, branch such as main or pr/1, "
-                                "or a commit id)")
+    raise RevisionNotFoundError(
+        f"revision {rev!r} not found in {repo} (a tag, branch such as main or pr/1, or a commit id)"
+    )
 
 
 def read_tree(hub: LocalHub, repo_id: str, repo_type: str, revision: str | None = None) -> dict[str, bytes]:
@@ -589,14 +667,20 @@ def pull_local(repo_id: str, *, repo_type: str, revision: str | None, dest: Path
     lh = LocalHub(hub)
     path = lh.repo_path(repo_id, repo_type)
     if not lh.exists(repo_id, repo_type):
-        hint = (f" (it exists as a {other_type(repo_type)} repo: pass --repo-type {other_type(repo_type)})"
-                if lh.exists(repo_id, other_type(repo_type)) else "")
+        hint = (
+            f" (it exists as a {other_type(repo_type)} repo: pass --repo-type {other_type(repo_type)})"
+            if lh.exists(repo_id, other_type(repo_type))
+            else ""
+        )
         raise RepoNotFoundError(f"no {repo_type} repo {repo_id} in the local hub {lh.root}{hint}")
     sha = resolve_revision(path, revision)
 
     def fill(tmp: Path) -> None:
-        proc = subprocess.Popen([_git_exe(), "-C", str(path), "archive", "--format=tar", sha],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            [_git_exe(), "-C", str(path), "archive", "--format=tar", sha],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
             tar.extractall(tmp, filter="data")
         err = proc.stderr.read().decode(errors="replace")

@@ -64,8 +64,10 @@ def _check_online() -> None:
     from huggingface_hub import constants
 
     if constants.HF_HUB_OFFLINE:
-        raise PublishError("HF_HUB_OFFLINE is set, so the Hub cannot be reached: unset it, or publish to a local "
-                           "hub with --to HUBDIR (or PHR_HUB_DIR)")
+        raise PublishError(
+            "HF_HUB_OFFLINE is set, so the Hub cannot be reached: unset it, or publish to a local "
+            "hub with --to HUBDIR (or PHR_HUB_DIR)"
+        )
 
 
 def resolve_token(token: str | None, *, required: bool = True) -> str | None:
@@ -77,8 +79,10 @@ def resolve_token(token: str | None, *, required: bool = True) -> str | None:
 
     found = get_token()
     if not found and required:
-        raise MissingTokenError("pushing to the Hugging Face Hub needs a token with write access: set the "
-                                "environment variable HF_TOKEN, or log in once with `hf auth login`")
+        raise MissingTokenError(
+            "pushing to the Hugging Face Hub needs a token with write access: set the "
+            "environment variable HF_TOKEN, or log in once with `hf auth login`"
+        )
     return found
 
 
@@ -105,8 +109,11 @@ def validate_card_remote(api, folder: Path, repo_type: str, token: str | None) -
 
     content = readme_text(folder)
     headers = build_hf_headers(token=token)
-    r = get_session().post(f"{api.endpoint.rstrip('/')}/api/validate-yaml",
-                           json={"content": content, "repoType": repo_type}, headers=headers)
+    r = get_session().post(
+        f"{api.endpoint.rstrip('/')}/api/validate-yaml",
+        json={"content": content, "repoType": repo_type},
+        headers=headers,
+    )
     if r.status_code == 404:
         log.info("the server has no /api/validate-yaml; skipped the remote card check")
         return
@@ -119,8 +126,10 @@ def validate_card_remote(api, folder: Path, repo_type: str, token: str | None) -
         log.warning("Hub card check: %s", w.get("message") if isinstance(w, dict) else w)
     if r.status_code == 400:
         errors = "\n".join(f"- {e.get('message') if isinstance(e, dict) else e}" for e in body.get("errors") or [])
-        raise ValidationFailedError(f"refusing to push {folder}: the Hub rejects the card metadata of README.md "
-                                    f"(nothing was uploaded):\n{_safe(errors or r.text, token)}")
+        raise ValidationFailedError(
+            f"refusing to push {folder}: the Hub rejects the card metadata of README.md "
+            f"(nothing was uploaded):\n{_safe(errors or r.text, token)}"
+        )
     hf_raise_for_status(r)
 
 
@@ -138,8 +147,11 @@ def _remote_files(api, repo_id: str, repo_type: str, revision: str | None) -> di
 
     if revision is None:
         return {}
-    return {f.path: f for f in api.list_repo_tree(repo_id, recursive=True, revision=revision, repo_type=repo_type)
-            if isinstance(f, RepoFile)}
+    return {
+        f.path: f
+        for f in api.list_repo_tree(repo_id, recursive=True, revision=revision, repo_type=repo_type)
+        if isinstance(f, RepoFile)
+    }
 
 
 def differs(local: Path, remote) -> bool:
@@ -164,12 +176,30 @@ def plan_operations(files: dict[str, Path], remote: dict) -> tuple[list, list[st
     return ops, changed, deleted
 
 
-def push_online(folder: Path, repo_id: str, *, repo_type: str, tag: str | None, private: bool, create_pr: bool,
-                message: str | None, token: str | None, endpoint: str | None) -> PushResult:
+def push_online(
+    folder: Path,
+    repo_id: str,
+    *,
+    repo_type: str,
+    tag: str | None,
+    private: bool,
+    create_pr: bool,
+    message: str | None,
+    token: str | None,
+    endpoint: str | None,
+) -> PushResult:
     """``phr.hub.push`` to the Hub (see the module docstring for the steps)."""
     folder = Path(folder)
-    rerun = rerun_command(folder, repo_id, repo_type=repo_type, tag=tag, private=private, create_pr=create_pr,
-                          message=message, endpoint=endpoint)
+    rerun = rerun_command(
+        folder,
+        repo_id,
+        repo_type=repo_type,
+        tag=tag,
+        private=private,
+        create_pr=create_pr,
+        message=message,
+        endpoint=endpoint,
+    )
     _check_online()
     token = resolve_token(token)
     gate(folder, repo_type)
@@ -184,12 +214,16 @@ def push_online(folder: Path, repo_id: str, *, repo_type: str, tag: str | None, 
         if not exists and api.repo_exists(repo_id, repo_type=other_type(repo_type)):
             raise RepoTypeMismatchError(
                 f"{repo_id} exists on the Hub as a {other_type(repo_type)} repo, not a {repo_type} repo: pass "
-                f"--repo-type {other_type(repo_type)}, or pick another name")
+                f"--repo-type {other_type(repo_type)}, or pick another name"
+            )
         if tag and tag in tags and tags[tag] != head:
-            raise TagExistsError(f"tag {tag} already exists in {repo_id} and names commit {tags[tag]}, not main "
-                                 f"({head}); tags are immutable: push with a new tag")
-        result = PushResult(repo_id=repo_id, repo_type=repo_type, revision=None, url=url, head=head, tag=tag,
-                            created=not exists)
+            raise TagExistsError(
+                f"tag {tag} already exists in {repo_id} and names commit {tags[tag]}, not main "
+                f"({head}); tags are immutable: push with a new tag"
+            )
+        result = PushResult(
+            repo_id=repo_id, repo_type=repo_type, revision=None, url=url, head=head, tag=tag, created=not exists
+        )
         if not exists:
             step = "creating the repo"
             api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True)
@@ -205,11 +239,19 @@ def push_online(folder: Path, repo_id: str, *, repo_type: str, tag: str | None, 
                 result.tag_created = True
             return result
         if tag and tag in tags:
-            raise TagExistsError(f"tag {tag} already names main ({head}) of {repo_id}, and this folder differs "
-                                 "from it; tags are immutable: push with a new tag")
+            raise TagExistsError(
+                f"tag {tag} already names main ({head}) of {repo_id}, and this folder differs "
+                "from it; tags are immutable: push with a new tag"
+            )
         step = f"committing {len(changed)} file(s) and {len(deleted)} deletion(s)"
-        info = api.create_commit(repo_id, ops, commit_message=message or default_message(folder, repo_type, tag),
-                                 repo_type=repo_type, create_pr=create_pr, parent_commit=head)
+        info = api.create_commit(
+            repo_id,
+            ops,
+            commit_message=message or default_message(folder, repo_type, tag),
+            repo_type=repo_type,
+            create_pr=create_pr,
+            parent_commit=head,
+        )
         result.revision, result.changed, result.files, result.deleted = info.oid, True, changed, deleted
         result.head = info.oid
         if create_pr:
@@ -225,43 +267,66 @@ def push_online(folder: Path, repo_id: str, *, repo_type: str, tag: str | None, 
     except Exception as e:
         raise PushFailedError(
             f"push to {url} failed while {step}: {type(e).__name__}: {_safe(e, token)}\n"
-            f"The repo keeps its previous version (a commit is all or nothing). Rerun: {rerun}") from None
+            f"The repo keeps its previous version (a commit is all or nothing). Rerun: {rerun}"
+        ) from None
 
 
-def _download(repo_id: str, repo_type: str, revision: str | None, dest: Path, *, token: str | None,
-              endpoint: str | None, patterns: list[str] | None = None) -> None:
+def _download(
+    repo_id: str,
+    repo_type: str,
+    revision: str | None,
+    dest: Path,
+    *,
+    token: str | None,
+    endpoint: str | None,
+    patterns: list[str] | None = None,
+) -> None:
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import RepositoryNotFoundError
     from huggingface_hub.errors import RevisionNotFoundError as HfRevisionNotFound
 
     try:
-        snapshot_download(repo_id, repo_type=repo_type, revision=revision, local_dir=dest, token=token,
-                          endpoint=endpoint, allow_patterns=patterns)
+        snapshot_download(
+            repo_id,
+            repo_type=repo_type,
+            revision=revision,
+            local_dir=dest,
+            token=token,
+            endpoint=endpoint,
+            allow_patterns=patterns,
+        )
     except HfRevisionNotFound:
         raise RevisionNotFoundError(f"revision {revision!r} not found in {repo_type} repo {repo_id}") from None
     except RepositoryNotFoundError:
-        raise RepoNotFoundError(f"{repo_type} repo {repo_id} not found (or the token cannot read it): check the "
-                                "name and --repo-type, and HF_TOKEN / `hf auth login` for private repos") from None
+        raise RepoNotFoundError(
+            f"{repo_type} repo {repo_id} not found (or the token cannot read it): check the "
+            "name and --repo-type, and HF_TOKEN / `hf auth login` for private repos"
+        ) from None
     shutil.rmtree(dest / ".cache", ignore_errors=True)  # snapshot_download's own metadata
 
 
-def pull_online(repo_id: str, *, repo_type: str, revision: str | None, dest: Path, token: str | None,
-                endpoint: str | None) -> Path:
+def pull_online(
+    repo_id: str, *, repo_type: str, revision: str | None, dest: Path, token: str | None, endpoint: str | None
+) -> Path:
     """``phr.hub.pull`` from the Hub: ``snapshot_download`` into a temporary sibling, moved into place."""
     _check_online()
     token = resolve_token(token, required=False)
     try:
-        return install_into(dest, lambda tmp: _download(repo_id, repo_type, revision, tmp, token=token,
-                                                        endpoint=endpoint))
+        return install_into(
+            dest, lambda tmp: _download(repo_id, repo_type, revision, tmp, token=token, endpoint=endpoint)
+        )
     except PublishError:
         raise
     except Exception as e:
-        raise PublishError(f"pull of {repo_type} repo {repo_id} failed: {type(e).__name__}: {_safe(e, token)}; "
-                           f"nothing was written to {dest}") from None
+        raise PublishError(
+            f"pull of {repo_type} repo {repo_id} failed: {type(e).__name__}: {_safe(e, token)}; "
+            f"nothing was written to {dest}"
+        ) from None
 
 
-def read_files_online(repo_id: str, repo_type: str, *, patterns: list[str], token: str | None,
-                      endpoint: str | None) -> dict[str, bytes]:
+def read_files_online(
+    repo_id: str, repo_type: str, *, patterns: list[str], token: str | None, endpoint: str | None
+) -> dict[str, bytes]:
     """The files matching ``patterns`` on main, as ``{path: bytes}`` ({} when the repo does not exist)."""
     _check_online()
     token = resolve_token(token, required=False)
@@ -275,14 +340,16 @@ def read_files_online(repo_id: str, repo_type: str, *, patterns: list[str], toke
     except PublishError:
         raise
     except Exception as e:
-        raise PublishError(f"reading {repo_type} repo {repo_id} failed: {type(e).__name__}: {_safe(e, token)}") \
-            from None
+        raise PublishError(
+            f"reading {repo_type} repo {repo_id} failed: {type(e).__name__}: {_safe(e, token)}"
+        ) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def add_file_pr_online(repo_id: str, repo_type: str, path: str, data: bytes, *, message: str, token: str | None,
-                       endpoint: str | None) -> PushResult:
+def add_file_pr_online(
+    repo_id: str, repo_type: str, path: str, data: bytes, *, message: str, token: str | None, endpoint: str | None
+) -> PushResult:
     """Open a pull request adding (or replacing) one file; nothing when main already holds the same bytes."""
     import hashlib
 
@@ -301,8 +368,14 @@ def add_file_pr_online(repo_id: str, repo_type: str, path: str, data: bytes, *, 
         current = api.get_paths_info(repo_id, [path], revision=head, repo_type=repo_type)
         if current and getattr(current[0], "blob_id", None) == blob:
             return result
-        info = api.create_commit(repo_id, [CommitOperationAdd(path_in_repo=path, path_or_fileobj=data)],
-                                 commit_message=message, repo_type=repo_type, create_pr=True, parent_commit=head)
+        info = api.create_commit(
+            repo_id,
+            [CommitOperationAdd(path_in_repo=path, path_or_fileobj=data)],
+            commit_message=message,
+            repo_type=repo_type,
+            create_pr=True,
+            parent_commit=head,
+        )
         result.revision = result.head = info.oid
         result.changed, result.files = True, [path]
         result.pr_url = info.pr_url
@@ -311,5 +384,6 @@ def add_file_pr_online(repo_id: str, repo_type: str, path: str, data: bytes, *, 
     except PublishError:
         raise
     except Exception as e:
-        raise PushFailedError(f"opening a pull request on {url} failed: {type(e).__name__}: {_safe(e, token)}; "
-                              "the repo is unchanged") from None
+        raise PushFailedError(
+            f"opening a pull request on {url} failed: {type(e).__name__}: {_safe(e, token)}; the repo is unchanged"
+        ) from None

@@ -21,9 +21,19 @@ from phr.hub.online import pull_online, push_online
 from phr.hub.repo import PushResult, check_repo_id, check_repo_type, check_tag, hub_dir, prepare_destination
 
 
-def push(folder: str | Path, repo_id: str, *, repo_type: str = "dataset", tag: str | None = None,
-         private: bool = False, create_pr: bool = False, message: str | None = None,
-         to: str | Path | None = None, token: str | None = None, endpoint: str | None = None) -> PushResult:
+def push(
+    folder: str | Path,
+    repo_id: str,
+    *,
+    repo_type: str = "dataset",
+    tag: str | None = None,
+    private: bool = False,
+    create_pr: bool = False,
+    message: str | None = None,
+    to: str | Path | None = None,
+    token: str | None = None,
+    endpoint: str | None = None,
+) -> PushResult:
     """Push ``folder`` to ``repo_id``: to the local hub ``to`` (or ``$PHR_HUB_DIR``), else to the Hub.
 
     Validated (``gate``) before anything is uploaded; one commit for all changes, or none when the repo already
@@ -37,19 +47,39 @@ def push(folder: str | Path, repo_id: str, *, repo_type: str = "dataset", tag: s
     if not folder.is_dir():
         raise PublishError(f"{folder} is not a folder")
     if tag and create_pr:
-        raise PublishError("--tag and --create-pr do not go together: merge the pull request, then push again "
-                           "with --tag (a tag names a commit on main)")
+        raise PublishError(
+            "--tag and --create-pr do not go together: merge the pull request, then push again "
+            "with --tag (a tag names a commit on main)"
+        )
     local = hub_dir(to)
     if local is not None:
-        return push_local(folder, repo_id, repo_type=repo_type, tag=tag, create_pr=create_pr, message=message,
-                          hub=local)
-    return push_online(folder, repo_id, repo_type=repo_type, tag=tag, private=private, create_pr=create_pr,
-                       message=message, token=token, endpoint=endpoint)
+        return push_local(
+            folder, repo_id, repo_type=repo_type, tag=tag, create_pr=create_pr, message=message, hub=local
+        )
+    return push_online(
+        folder,
+        repo_id,
+        repo_type=repo_type,
+        tag=tag,
+        private=private,
+        create_pr=create_pr,
+        message=message,
+        token=token,
+        endpoint=endpoint,
+    )
 
 
-def pull(repo_id: str, *, repo_type: str = "dataset", revision: str | None = None, to: str | Path | None = None,
-         hub: str | Path | None = None, token: str | None = None, endpoint: str | None = None,
-         overwrite: bool = False) -> Path:
+def pull(
+    repo_id: str,
+    *,
+    repo_type: str = "dataset",
+    revision: str | None = None,
+    to: str | Path | None = None,
+    hub: str | Path | None = None,
+    token: str | None = None,
+    endpoint: str | None = None,
+    overwrite: bool = False,
+) -> Path:
     """Download ``repo_id`` at ``revision`` (tag, branch or commit; default ``main``) into ``to`` (default:
     ``./NAME``) from the local hub ``hub`` (or ``$PHR_HUB_DIR``), else from the Hub. A non-empty destination is
     refused unless ``overwrite``. Returns the destination."""

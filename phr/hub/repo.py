@@ -28,6 +28,7 @@ RESERVED_TAGS = {"main", "HEAD", "head"}
 
 # ---- result ----------------------------------------------------------------------------------------------------
 
+
 @dataclass
 class PushResult:
     """What a push did.
@@ -61,13 +62,14 @@ class PushResult:
             out.append(f"created {self.repo_type} repo {self.repo_id} on the {where}")
         if self.changed:
             dest = f"pull request {self.pr_ref}" if self.pr_ref else "main"
-            out.append(f"committed {self.revision} to {dest}: {len(self.files)} file(s) added or changed, "
-                       f"{len(self.deleted)} deleted")
+            out.append(
+                f"committed {self.revision} to {dest}: {len(self.files)} file(s) added or changed, "
+                f"{len(self.deleted)} deleted"
+            )
         else:
             out.append(f"no changes: {self.repo_id} already holds this folder (main at {self.head})")
         if self.tag:
-            out.append(f"tag {self.tag} {'created' if self.tag_created else 'already there'} "
-                       f"-> {self.head}")
+            out.append(f"tag {self.tag} {'created' if self.tag_created else 'already there'} -> {self.head}")
         if self.pr_url:
             out.append(f"pull request: {self.pr_url}")
         out.append(f"{'path' if self.local else 'url'}: {self.url}")
@@ -75,6 +77,7 @@ class PushResult:
 
 
 # ---- checks ----------------------------------------------------------------------------------------------------
+
 
 def check_repo_id(repo_id: str) -> str:
     if not isinstance(repo_id, str) or not REPO_ID_RE.match(repo_id) or ".." in repo_id:
@@ -101,6 +104,7 @@ def other_type(repo_type: str) -> str:
 
 
 # ---- files and hashes ------------------------------------------------------------------------------------------
+
 
 def folder_files(folder: str | Path) -> dict[str, Path]:
     """The files a push uploads: every regular file (symlinks followed) under ``folder`` by POSIX path relative to
@@ -134,8 +138,10 @@ def git_blob_sha1(path: Path) -> str:
 def prepare_destination(dest: str | Path, overwrite: bool) -> Path:
     dest = Path(dest).expanduser().resolve()
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())) and not overwrite:
-        raise DestinationExistsError(f"{dest} exists and is not empty: pass overwrite=True (--overwrite) to "
-                                     "replace it, or pull somewhere else (--to)")
+        raise DestinationExistsError(
+            f"{dest} exists and is not empty: pass overwrite=True (--overwrite) to "
+            "replace it, or pull somewhere else (--to)"
+        )
     dest.parent.mkdir(parents=True, exist_ok=True)
     return dest
 
@@ -147,9 +153,18 @@ def install_into(dest: Path, fill: Callable[[Path], None]) -> Path:
     return dest
 
 
-def rerun_command(folder: str | Path, repo_id: str, *, repo_type: str = "dataset", tag: str | None = None,
-                  private: bool = False, create_pr: bool = False, message: str | None = None,
-                  to: str | Path | None = None, endpoint: str | None = None) -> str:
+def rerun_command(
+    folder: str | Path,
+    repo_id: str,
+    *,
+    repo_type: str = "dataset",
+    tag: str | None = None,
+    private: bool = False,
+    create_pr: bool = False,
+    message: str | None = None,
+    to: str | Path | None = None,
+    endpoint: str | None = None,
+) -> str:
     """The ``phr-publish push`` command line that repeats a push (never with a token)."""
     parts = ["phr-publish", "push", str(folder), "--repo", repo_id]
     if repo_type != "dataset":
@@ -171,8 +186,6 @@ def rerun_command(folder: str | Path, repo_id: str, *, repo_type: str = "dataset
 
 def default_message(folder: Path, repo_type: str, tag: str | None) -> str:
     return f"Upload {repo_type} {folder.name} with phr-publish" + (f" ({tag})" if tag else "")
-
-
 
 
 def readme_text(folder: Path) -> str:

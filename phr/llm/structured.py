@@ -25,8 +25,7 @@ T = TypeVar("T", bound=BaseModel)
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.S)
 
 REASK_TEMPLATE = (
-    "Your previous reply could not be used: {error}\n"
-    "Reply again with only the corrected JSON, no other text."
+    "Your previous reply could not be used: {error}\nReply again with only the corrected JSON, no other text."
 )
 
 
@@ -98,17 +97,20 @@ async def agenerate_structured(
     for _ in range(max_reasks):
         if not pending:
             break
-        reqs = [
-            ChatRequest(msgs, req.params, n=1, tag=req.tag, first_index=sr.index) for sr, msgs, req in pending
-        ]
+        reqs = [ChatRequest(msgs, req.params, n=1, tag=req.tag, first_index=sr.index) for sr, msgs, req in pending]
         again = await llm.agenerate(reqs, f"{desc} (re-ask)", summary)
         batch, pending = pending, []
         for (sr, _msgs, req), new_req, res in zip(batch, reqs, again):
             _take(sr, res.samples[0], new_req.messages, req, pending, schema)
     for sr, msgs, _req in pending:
         llm.cache.record_failure(
-            "structured", llm.provider.kind, llm.provider.cache_model_id, sr.index, "invalid_output",
-            json.dumps({"errors": sr.errors, "raw_texts": sr.raw_texts}, ensure_ascii=False), len(sr.raw_texts),
+            "structured",
+            llm.provider.kind,
+            llm.provider.cache_model_id,
+            sr.index,
+            "invalid_output",
+            json.dumps({"errors": sr.errors, "raw_texts": sr.raw_texts}, ensure_ascii=False),
+            len(sr.raw_texts),
         )
         summary.model(llm.spec).failures["invalid_output"] += 1
     llm.last_summary = summary
@@ -134,7 +136,8 @@ def _take(sr, sample, messages, req, pending, schema) -> None:
         pending.append((sr, followup, req))
 
 
-def generate_structured(llm, requests: Sequence[ChatRequest], schema: type[T], *, max_reasks: int = 2,
-                        desc: str = "generating") -> list[list[StructuredResult[T]]]:
+def generate_structured(
+    llm, requests: Sequence[ChatRequest], schema: type[T], *, max_reasks: int = 2, desc: str = "generating"
+) -> list[list[StructuredResult[T]]]:
     """Synchronous :func:`agenerate_structured`."""
     return run_sync(agenerate_structured(llm, requests, schema, max_reasks=max_reasks, desc=desc))

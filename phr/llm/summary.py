@@ -57,8 +57,13 @@ class RunSummary:
     def as_dict(self) -> dict:
         return {
             spec: {
-                "calls": m.calls, "batches": m.batches, "samples": m.samples, "cache_hits": m.cache_hits, "retries": m.retries,
-                "prompt_tokens": m.prompt_tokens, "completion_tokens": m.completion_tokens,
+                "calls": m.calls,
+                "batches": m.batches,
+                "samples": m.samples,
+                "cache_hits": m.cache_hits,
+                "retries": m.retries,
+                "prompt_tokens": m.prompt_tokens,
+                "completion_tokens": m.completion_tokens,
                 "estimated_cost_usd": None if m.cost_usd is None else round(m.cost_usd, 6),
                 "failures": dict(m.failures),
             }
@@ -67,16 +72,38 @@ class RunSummary:
 
     def table(self) -> Table:
         t = Table(title="LLM calls", title_justify="left")
-        for col in ("model", "responses", "calls / batches", "cache hits", "retries", "failures", "prompt tok",
-                    "completion tok", "est. cost"):
+        for col in (
+            "model",
+            "responses",
+            "calls / batches",
+            "cache hits",
+            "retries",
+            "failures",
+            "prompt tok",
+            "completion tok",
+            "est. cost",
+        ):
             t.add_column(col, justify="left" if col == "model" else "right")
         for spec, m in self.models.items():
             fails = ", ".join(f"{k}={v}" for k, v in sorted(m.failures.items())) or "0"
             cost = "n/a (no price)" if m.cost_usd is None else f"${m.cost_usd:.4f}"
-            sent = " + ".join(x for x in (f"{m.calls} calls" if m.calls else "",
-                                          f"{m.batches} batches" if m.batches else "") if x) or "0"
-            t.add_row(redact(spec), str(m.samples), sent, str(m.cache_hits), str(m.retries), fails,
-                      str(m.prompt_tokens), str(m.completion_tokens), cost)
+            sent = (
+                " + ".join(
+                    x for x in (f"{m.calls} calls" if m.calls else "", f"{m.batches} batches" if m.batches else "") if x
+                )
+                or "0"
+            )
+            t.add_row(
+                redact(spec),
+                str(m.samples),
+                sent,
+                str(m.cache_hits),
+                str(m.retries),
+                fails,
+                str(m.prompt_tokens),
+                str(m.completion_tokens),
+                cost,
+            )
         return t
 
     def print(self, console: Console | None = None) -> None:

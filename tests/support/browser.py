@@ -61,9 +61,19 @@ def chromium() -> str:
 
 def dump_dom(exe: str, page: Path, fragment: str, home: Path) -> Table:
     """The DOM after the page's scripts ran, as dumped by headless chromium."""
-    cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-           "--disable-extensions", "--disable-background-networking", f"--user-data-dir={home / 'profile'}",
-           "--dump-dom", page.as_uri() + fragment]
+    cmd = [
+        exe,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--disable-extensions",
+        "--disable-background-networking",
+        f"--user-data-dir={home / 'profile'}",
+        "--dump-dom",
+        page.as_uri() + fragment,
+    ]
     env = {**os.environ, "HOME": str(home)}
     proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=60, env=env)
     assert proc.returncode == 0 and "<table" in proc.stdout, proc.stderr[-2000:]

@@ -14,5 +14,4 @@ EXE = shutil.which("phr-publish", path=str(Path(sys.executable).parent)) or "phr
 def run(*args, env=None, timeout=300) -> subprocess.CompletedProcess:
     """Run ``phr-publish ARGS`` without the caller's API keys (plus ``env``); text output captured."""
     clean = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    return subprocess.run([EXE, *args], env={**clean, **(env or {})}, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run([EXE, *args], env={**clean, **(env or {})}, capture_output=True, text=True, timeout=timeout)

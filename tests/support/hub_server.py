@@ -81,18 +81,66 @@ LFS_SIZE_THRESHOLD = 10 * 1024 * 1024
 DEFAULT_GITATTRIBUTES = "".join(
     f"{p} filter=lfs diff=lfs merge=lfs -text\n"
     for p in (
-        "*.7z", "*.arrow", "*.bin", "*.bz2", "*.ckpt", "*.ftz", "*.gz", "*.h5", "*.joblib", "*.lfs.*",
-        "*.mlmodel", "*.model", "*.msgpack", "*.npy", "*.npz", "*.onnx", "*.ot", "*.parquet", "*.pb",
-        "*.pickle", "*.pkl", "*.pt", "*.pth", "*.rar", "*.safetensors", "saved_model/**/*", "*.tar.*",
-        "*.tar", "*.tflite", "*.tgz", "*.wasm", "*.xz", "*.zip", "*.zst", "*tfevents*",
+        "*.7z",
+        "*.arrow",
+        "*.bin",
+        "*.bz2",
+        "*.ckpt",
+        "*.ftz",
+        "*.gz",
+        "*.h5",
+        "*.joblib",
+        "*.lfs.*",
+        "*.mlmodel",
+        "*.model",
+        "*.msgpack",
+        "*.npy",
+        "*.npz",
+        "*.onnx",
+        "*.ot",
+        "*.parquet",
+        "*.pb",
+        "*.pickle",
+        "*.pkl",
+        "*.pt",
+        "*.pth",
+        "*.rar",
+        "*.safetensors",
+        "saved_model/**/*",
+        "*.tar.*",
+        "*.tar",
+        "*.tflite",
+        "*.tgz",
+        "*.wasm",
+        "*.xz",
+        "*.zip",
+        "*.zst",
+        "*tfevents*",
     )
 )
 #: Dataset repos additionally track media files.
 DATASET_GITATTRIBUTES = DEFAULT_GITATTRIBUTES + "".join(
     f"{p} filter=lfs diff=lfs merge=lfs -text\n"
     for p in (
-        "*.lz4", "*.mds", "*.pcm", "*.sam", "*.raw", "*.aac", "*.flac", "*.mp3", "*.ogg", "*.wav",
-        "*.bmp", "*.gif", "*.png", "*.tiff", "*.jpg", "*.jpeg", "*.webp", "*.mp4", "*.webm",
+        "*.lz4",
+        "*.mds",
+        "*.pcm",
+        "*.sam",
+        "*.raw",
+        "*.aac",
+        "*.flac",
+        "*.mp3",
+        "*.ogg",
+        "*.wav",
+        "*.bmp",
+        "*.gif",
+        "*.png",
+        "*.tiff",
+        "*.jpg",
+        "*.jpeg",
+        "*.webp",
+        "*.mp4",
+        "*.webm",
     )
 )
 
@@ -213,7 +261,7 @@ def validate_card(content: str, repo_type: str = "model") -> tuple[list[str], li
                     continue
                 name = cfg.get("config_name")
                 if not isinstance(name, str) or not name.strip():
-                    errors.append(f'{where}.config_name is required and must be a non-empty string')
+                    errors.append(f"{where}.config_name is required and must be a non-empty string")
                 elif name in seen:
                     errors.append(f'{where}.config_name "{name}" is duplicated')
                 else:
@@ -319,8 +367,14 @@ class _Repo:
 class HubError(Exception):
     """An error answer: status, message, optional ``X-Error-Code``."""
 
-    def __init__(self, status: int, message: str, code: str | None = None, headers: dict[str, str] | None = None,
-                 body: Any = None):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        code: str | None = None,
+        headers: dict[str, str] | None = None,
+        body: Any = None,
+    ):
         super().__init__(message)
         self.status, self.message, self.code = status, message, code
         self.headers = dict(headers or {})
@@ -334,8 +388,13 @@ class _Reply:
     headers: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def json(cls, obj: Any, status: int = 200, headers: dict[str, str] | None = None,
-             content_type: str = "application/json; charset=utf-8") -> _Reply:
+    def json(
+        cls,
+        obj: Any,
+        status: int = 200,
+        headers: dict[str, str] | None = None,
+        content_type: str = "application/json; charset=utf-8",
+    ) -> _Reply:
         return cls(status, json.dumps(obj).encode(), {"Content-Type": content_type, **(headers or {})})
 
 
@@ -374,9 +433,16 @@ class HubServer:
             entries, 50 with ``expand``; small values let tests exercise the client's pagination).
     """
 
-    def __init__(self, tokens: Mapping[str, str] | None = None, *, orgs: Mapping[str, list[str]] | None = None,
-                 port: int = 0, tree_page_size: int = 1000, commits_page_size: int = 50,
-                 discussions_page_size: int = 50):
+    def __init__(
+        self,
+        tokens: Mapping[str, str] | None = None,
+        *,
+        orgs: Mapping[str, list[str]] | None = None,
+        port: int = 0,
+        tree_page_size: int = 1000,
+        commits_page_size: int = 50,
+        discussions_page_size: int = 50,
+    ):
         self.tokens: dict[str, str] = dict(tokens or {})
         self.orgs: dict[str, list[str]] | None = {k: list(v) for k, v in orgs.items()} if orgs is not None else None
         self.tree_page_size = tree_page_size
@@ -424,8 +490,12 @@ class HubServer:
         self.stop()
 
     # -- client configuration --------------------------------------------------------------------------------------
-    def client_env(self, home: str | os.PathLike[str] | None = None, base: Mapping[str, str] | None = None,
-                   token: str | None = None) -> dict[str, str]:
+    def client_env(
+        self,
+        home: str | os.PathLike[str] | None = None,
+        base: Mapping[str, str] | None = None,
+        token: str | None = None,
+    ) -> dict[str, str]:
         """Environment for a subprocess running the real clients against this server.
 
         Sets ``HF_ENDPOINT``, ``HF_HUB_DISABLE_XET=1`` and quietening flags; removes the offline switches
@@ -435,16 +505,31 @@ class HubServer:
         ``HF_HUB_DISABLE_IMPLICIT_TOKEN=1`` keeps a token stored on the machine from being sent.
         """
         env = dict(os.environ if base is None else base)
-        for k in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_TOKEN",
-                  "HUGGING_FACE_HUB_TOKEN", "HUGGINGFACE_CO_STAGING"):
+        for k in (
+            "HF_HUB_OFFLINE",
+            "HF_DATASETS_OFFLINE",
+            "TRANSFORMERS_OFFLINE",
+            "HF_TOKEN",
+            "HUGGING_FACE_HUB_TOKEN",
+            "HUGGINGFACE_CO_STAGING",
+        ):
             env.pop(k, None)
-        env.update(HF_ENDPOINT=self.url, HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1",
-                   HF_HUB_DISABLE_PROGRESS_BARS="1", HF_HUB_DISABLE_UPDATE_CHECK="1")
+        env.update(
+            HF_ENDPOINT=self.url,
+            HF_HUB_DISABLE_XET="1",
+            HF_HUB_DISABLE_TELEMETRY="1",
+            HF_HUB_DISABLE_PROGRESS_BARS="1",
+            HF_HUB_DISABLE_UPDATE_CHECK="1",
+        )
         if home is not None:
             home = os.fspath(home)
-            env.update(HF_HOME=home, HF_HUB_CACHE=os.path.join(home, "hub"),
-                       HF_DATASETS_CACHE=os.path.join(home, "datasets"), HF_XET_CACHE=os.path.join(home, "xet"),
-                       HF_TOKEN_PATH=os.path.join(home, "token"))
+            env.update(
+                HF_HOME=home,
+                HF_HUB_CACHE=os.path.join(home, "hub"),
+                HF_DATASETS_CACHE=os.path.join(home, "datasets"),
+                HF_XET_CACHE=os.path.join(home, "xet"),
+                HF_TOKEN_PATH=os.path.join(home, "token"),
+            )
         if token is not None:
             env["HF_TOKEN"] = token
             env.pop("HF_HUB_DISABLE_IMPLICIT_TOKEN", None)
@@ -490,8 +575,15 @@ class HubServer:
                 setattr(obj, name, value)
 
     # -- fault injection -------------------------------------------------------------------------------------------
-    def fail_next(self, route: str | None, status: int = 500, count: int = 1, *, body: Any = None,
-                  headers: dict[str, str] | None = None) -> None:
+    def fail_next(
+        self,
+        route: str | None,
+        status: int = 500,
+        count: int = 1,
+        *,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         """Answer the next ``count`` requests whose ``"METHOD /raw/path"`` contains ``route`` (None: any) with
         ``status`` (JSON ``{"error": ...}`` unless ``body`` is given). Nothing else happens for those requests.
 
@@ -546,8 +638,15 @@ class HubServer:
         with self._lock:
             repo = self._get_repo(repo_type, repo_id)
             return [
-                {"oid": c.oid, "parents": list(c.parents), "title": c.title, "message": c.message,
-                 "author": c.author, "date": c.date, "files": sorted(c.tree)}
+                {
+                    "oid": c.oid,
+                    "parents": list(c.parents),
+                    "title": c.title,
+                    "message": c.message,
+                    "author": c.author,
+                    "date": c.date,
+                    "files": sorted(c.tree),
+                }
                 for c in self._history(repo, self._resolve(repo, revision))
             ]
 
@@ -569,9 +668,17 @@ class HubServer:
         with self._lock:
             self._create_repo(repo_type, repo_id, private=private, sdk=sdk, author=repo_id.split("/")[0])
 
-    def commit(self, repo_type: str, repo_id: str, files: Mapping[str, bytes | str], *,
-               message: str = "Seed files", deletions: tuple[str, ...] = (), revision: str = "main",
-               author: str | None = None) -> str:
+    def commit(
+        self,
+        repo_type: str,
+        repo_id: str,
+        files: Mapping[str, bytes | str],
+        *,
+        message: str = "Seed files",
+        deletions: tuple[str, ...] = (),
+        revision: str = "main",
+        author: str | None = None,
+    ) -> str:
         """Commit files directly (LFS vs regular decided as the preupload endpoint would). Returns the oid."""
         with self._lock:
             repo = self._get_repo(repo_type, repo_id)
@@ -611,13 +718,23 @@ class HubServer:
         self._repos[(repo_type, repo_id)] = repo
         return repo
 
-    def _new_commit(self, repo: _Repo, parents: list[str], tree: dict[str, _Entry], title: str, message: str,
-                    author: str) -> _Commit:
+    def _new_commit(
+        self, repo: _Repo, parents: list[str], tree: dict[str, _Entry], title: str, message: str, author: str
+    ) -> _Commit:
         self._seq += 1
         tree_hash = hashlib.sha1("".join(f"{p}\0{e.oid}\n" for p, e in sorted(tree.items())).encode()).hexdigest()
-        oid = hashlib.sha1(json.dumps(
-            {"tree": tree_hash, "parents": parents, "title": title, "message": message, "author": author,
-             "seq": self._seq}).encode()).hexdigest()
+        oid = hashlib.sha1(
+            json.dumps(
+                {
+                    "tree": tree_hash,
+                    "parents": parents,
+                    "title": title,
+                    "message": message,
+                    "author": author,
+                    "seq": self._seq,
+                }
+            ).encode()
+        ).hexdigest()
         c = _Commit(oid, parents, tree, title, message, author, _now())
         repo.commits[oid] = c
         repo.last_modified = c.date
@@ -631,9 +748,9 @@ class HubServer:
         elif rev in repo.tags:
             oid = repo.tags[rev]
         elif rev.startswith("refs/heads/"):
-            oid = repo.branches.get(rev[len("refs/heads/"):])
+            oid = repo.branches.get(rev[len("refs/heads/") :])
         elif rev.startswith("refs/tags/"):
-            oid = repo.tags.get(rev[len("refs/tags/"):])
+            oid = repo.tags.get(rev[len("refs/tags/") :])
         elif m := re.fullmatch(r"refs/pr/(\d+)", rev):
             oid = repo.prs.get(int(m.group(1)))
         elif _HEX.fullmatch(rev):
@@ -679,8 +796,9 @@ class HubServer:
 
     def _dir_oid(self, tree: dict[str, _Entry], d: str) -> str:
         prefix = d + "/" if d else ""
-        return hashlib.sha1("".join(
-            f"{p}\0{e.oid}\n" for p, e in sorted(tree.items()) if p.startswith(prefix)).encode()).hexdigest()
+        return hashlib.sha1(
+            "".join(f"{p}\0{e.oid}\n" for p, e in sorted(tree.items()) if p.startswith(prefix)).encode()
+        ).hexdigest()
 
     def _entry_payload(self, repo: _Repo, head: _Commit, path: str, expand: bool) -> dict[str, Any] | None:
         tree = head.tree
@@ -688,8 +806,11 @@ class HubServer:
             d = tree[path].payload(path)
             if expand:
                 d["lastCommit"] = self._last_commit(repo, head, path, False)
-                d["securityFileStatus"] = {"status": "safe", "avScan": {"virusFound": False, "virusNames": None},
-                                           "pickleImportScan": None}
+                d["securityFileStatus"] = {
+                    "status": "safe",
+                    "avScan": {"virusFound": False, "virusNames": None},
+                    "pickleImportScan": None,
+                }
             return d
         if path and any(p.startswith(path + "/") for p in tree):
             d = {"type": "directory", "oid": self._dir_oid(tree, path), "size": 0, "path": path}
@@ -709,8 +830,13 @@ class HubServer:
     def _read_repo(self, user: str | None, repo_type: str, repo_id: str) -> _Repo:
         repo = self._repos.get((repo_type, repo_id))
         if repo is None or (repo.private and not self._can_write(user, repo.namespace)):
-            others = [t for t in REPO_TYPES if t != repo_type and (t, repo_id) in self._repos
-                      and (not self._repos[(t, repo_id)].private or self._can_write(user, repo_id.split("/")[0]))]
+            others = [
+                t
+                for t in REPO_TYPES
+                if t != repo_type
+                and (t, repo_id) in self._repos
+                and (not self._repos[(t, repo_id)].private or self._can_write(user, repo_id.split("/")[0]))
+            ]
             hint = f" (a {others[0]} repo with this id exists: check repo_type)" if others else ""
             status = 401 if user is None else 404
             raise HubError(status, f"Repository Not Found for {repo_type} '{repo_id}'{hint}", "RepoNotFound")
@@ -725,8 +851,9 @@ class HubServer:
         return repo
 
     # -- request handling ------------------------------------------------------------------------------------------
-    def _handle(self, method: str, raw_path: str, query: str, headers: Mapping[str, str], body: bytes) -> tuple[
-            _Reply, str | None, bool]:
+    def _handle(
+        self, method: str, raw_path: str, query: str, headers: Mapping[str, str], body: bytes
+    ) -> tuple[_Reply, str | None, bool]:
         """-> (reply, user, faulted)."""
         user: str | None = None
         auth = headers.get("authorization") or headers.get("Authorization")
@@ -734,8 +861,11 @@ class HubServer:
         if fault is not None:
             msg = f"Injected fault: {fault.status} for {method} {raw_path}"
             b = fault.body if fault.body is not None else {"error": msg}
-            reply = _Reply.json(b) if not isinstance(b, (bytes, str)) else _Reply(
-                body=b.encode() if isinstance(b, str) else b, headers={"Content-Type": "text/plain"})
+            reply = (
+                _Reply.json(b)
+                if not isinstance(b, (bytes, str))
+                else _Reply(body=b.encode() if isinstance(b, str) else b, headers={"Content-Type": "text/plain"})
+            )
             reply.status = fault.status
             reply.headers.update({"X-Error-Message": msg, **(fault.headers or {})})
             return reply, None, True
@@ -757,8 +887,9 @@ class HubServer:
             b = e.body if e.body is not None else {"error": e.message}
             return _Reply.json(b, e.status, h), user, False
 
-    def _route(self, method: str, segs: list[str], q: dict[str, str], headers: Mapping[str, str], body: bytes,
-               user: str | None) -> _Reply:
+    def _route(
+        self, method: str, segs: list[str], q: dict[str, str], headers: Mapping[str, str], body: bytes, user: str | None
+    ) -> _Reply:
         if segs[:1] == ["api"]:
             rest = segs[1:]
             if rest == ["whoami-v2"] and method == "GET":
@@ -770,8 +901,9 @@ class HubServer:
             if rest == ["validate-yaml"] and method == "POST":
                 return self._api_validate_yaml(_json(body), headers)
             if len(rest) >= 3 and rest[0] in _PLURAL:
-                return self._repo_api(method, _PLURAL[rest[0]], f"{rest[1]}/{rest[2]}", rest[3:], q, headers, body,
-                                      user)
+                return self._repo_api(
+                    method, _PLURAL[rest[0]], f"{rest[1]}/{rest[2]}", rest[3:], q, headers, body, user
+                )
             raise HubError(404, f"Unknown API route: {method} /{'/'.join(segs)}")
         if segs[:1] == ["_lfs"] and len(segs) == 3:
             if segs[1] == "upload" and method == "PUT":
@@ -784,13 +916,26 @@ class HubServer:
         if len(segs) >= 5 and segs[2] == "resolve" and method in ("GET", "HEAD"):
             rev, path = _take_rev(segs[3:])
             return self._resolve_file(method, repo_type, f"{segs[0]}/{segs[1]}", rev, "/".join(path), headers, user)
-        if (len(segs) == 6 and segs[1].endswith(".git") and segs[2:] == ["info", "lfs", "objects", "batch"]
-                and method == "POST"):
+        if (
+            len(segs) == 6
+            and segs[1].endswith(".git")
+            and segs[2:] == ["info", "lfs", "objects", "batch"]
+            and method == "POST"
+        ):
             return self._lfs_batch(repo_type, f"{segs[0]}/{segs[1][:-4]}", _json(body), user)
         raise HubError(404, f"Unknown route: {method} /{'/'.join(segs)}")
 
-    def _repo_api(self, method: str, repo_type: str, repo_id: str, rest: list[str], q: dict[str, str],
-                  headers: Mapping[str, str], body: bytes, user: str | None) -> _Reply:
+    def _repo_api(
+        self,
+        method: str,
+        repo_type: str,
+        repo_id: str,
+        rest: list[str],
+        q: dict[str, str],
+        headers: Mapping[str, str],
+        body: bytes,
+        user: str | None,
+    ) -> _Reply:
         route = rest[0] if rest else ""
         if any(part.startswith("xet-") for part in rest):
             raise HubError(501, "Xet is not supported by this test Hub: run the client with HF_HUB_DISABLE_XET=1")
@@ -803,8 +948,9 @@ class HubServer:
             return self._settings(repo_type, repo_id, _json(body), user)
         if route == "preupload" and method == "POST" and len(rest) >= 2:
             rev, _ = _take_rev(rest[1:])
-            return self._preupload(repo_type, repo_id, rev, _json(body),
-                                   q.get("create_pr", "").lower() in ("1", "true"), user)
+            return self._preupload(
+                repo_type, repo_id, rev, _json(body), q.get("create_pr", "").lower() in ("1", "true"), user
+            )
         if route == "commit" and method == "POST" and len(rest) >= 2:
             rev, _ = _take_rev(rest[1:])
             return self._commit(repo_type, repo_id, rev, q, headers, body, user)
@@ -848,13 +994,25 @@ class HubServer:
         if user is None:
             raise HubError(401, "Invalid credentials in Authorization header")
         orgs = [o for o, members in (self.orgs or {}).items() if user in members]
-        return _Reply.json({
-            "type": "user", "id": hashlib.sha1(user.encode()).hexdigest()[:24], "name": user, "fullname": user,
-            "email": f"{user}@example.invalid", "emailVerified": True, "canPay": False, "isPro": False,
-            "periodEnd": None, "avatarUrl": "", "orgs": [{"type": "org", "name": o, "fullname": o} for o in orgs],
-            "auth": {"type": "access_token", "accessToken": {"displayName": "test", "role": "write",
-                                                              "createdAt": "2024-01-01T00:00:00.000Z"}},
-        })
+        return _Reply.json(
+            {
+                "type": "user",
+                "id": hashlib.sha1(user.encode()).hexdigest()[:24],
+                "name": user,
+                "fullname": user,
+                "email": f"{user}@example.invalid",
+                "emailVerified": True,
+                "canPay": False,
+                "isPro": False,
+                "periodEnd": None,
+                "avatarUrl": "",
+                "orgs": [{"type": "org", "name": o, "fullname": o} for o in orgs],
+                "auth": {
+                    "type": "access_token",
+                    "accessToken": {"displayName": "test", "role": "write", "createdAt": "2024-01-01T00:00:00.000Z"},
+                },
+            }
+        )
 
     def _api_create_repo(self, user: str | None, payload: dict[str, Any]) -> _Reply:
         if user is None:
@@ -863,8 +1021,12 @@ class HubServer:
         if repo_type not in REPO_TYPES:
             raise HubError(400, f"Invalid repo type: {repo_type}")
         name = payload.get("name")
-        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}", name) or "--" in name \
-                or ".." in name:
+        if (
+            not isinstance(name, str)
+            or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}", name)
+            or "--" in name
+            or ".." in name
+        ):
             raise HubError(400, f"Invalid repo name: {name!r}")
         namespace = payload.get("organization") or user
         if not self._can_write(user, namespace):
@@ -878,8 +1040,11 @@ class HubServer:
         with self._lock:
             if (repo_type, repo_id) in self._repos:
                 url = f"{self.url}/{_PREFIX[repo_type]}{repo_id}"
-                raise HubError(409, f"You already created this {repo_type} repo", body={
-                    "error": f"You already created this {repo_type} repo", "url": url})
+                raise HubError(
+                    409,
+                    f"You already created this {repo_type} repo",
+                    body={"error": f"You already created this {repo_type} repo", "url": url},
+                )
             repo = self._create_repo(repo_type, repo_id, private=bool(private), sdk=payload.get("sdk"), author=user)
             return _Reply.json({"url": self._repo_url(repo), "name": repo_id, "id": repo_id})
 
@@ -909,11 +1074,11 @@ class HubServer:
         status = 400 if errors else 200
         if "text/plain" in (headers.get("accept") or headers.get("Accept") or ""):
             return _Reply(status, "\n".join(errors).encode(), {"Content-Type": "text/plain; charset=utf-8"})
-        return _Reply.json({"errors": [{"message": e} for e in errors],
-                            "warnings": [{"message": w} for w in warnings]}, status)
+        return _Reply.json(
+            {"errors": [{"message": e} for e in errors], "warnings": [{"message": w} for w in warnings]}, status
+        )
 
-    def _repo_info(self, repo_type: str, repo_id: str, rev: str | None, q: dict[str, str],
-                   user: str | None) -> _Reply:
+    def _repo_info(self, repo_type: str, repo_id: str, rev: str | None, q: dict[str, str], user: str | None) -> _Reply:
         with self._lock:
             repo = self._read_repo(user, repo_type, repo_id)
             c = self._resolve(repo, rev or "main")
@@ -924,8 +1089,7 @@ class HubServer:
                 if blobs:
                     s.update(size=e.size, blobId=e.oid)
                     if e.lfs:
-                        s["lfs"] = {"sha256": e.lfs, "size": e.size,
-                                    "pointerSize": len(_lfs_pointer(e.lfs, e.size))}
+                        s["lfs"] = {"sha256": e.lfs, "size": e.size, "pointerSize": len(_lfs_pointer(e.lfs, e.size))}
                 siblings.append(s)
             card = self._card_data(repo, c.tree)
             tags: list[str] = []
@@ -935,10 +1099,19 @@ class HubServer:
                 if isinstance(card.get("license"), str):
                     tags.append(f"license:{card['license']}")
             info: dict[str, Any] = {
-                "_id": hashlib.sha1(f"{repo.type}/{repo.id}".encode()).hexdigest()[:24], "id": repo.id,
-                "author": repo.namespace, "sha": c.oid, "lastModified": c.date, "createdAt": repo.created_at,
-                "private": repo.private, "gated": False, "disabled": False, "downloads": 0, "likes": 0,
-                "tags": tags, "siblings": siblings,
+                "_id": hashlib.sha1(f"{repo.type}/{repo.id}".encode()).hexdigest()[:24],
+                "id": repo.id,
+                "author": repo.namespace,
+                "sha": c.oid,
+                "lastModified": c.date,
+                "createdAt": repo.created_at,
+                "private": repo.private,
+                "gated": False,
+                "disabled": False,
+                "downloads": 0,
+                "likes": 0,
+                "tags": tags,
+                "siblings": siblings,
             }
             if card is not None:
                 info["cardData"] = card
@@ -950,8 +1123,9 @@ class HubServer:
             return _Reply.json(info)
 
     # -- endpoints: uploads and commits ----------------------------------------------------------------------------
-    def _preupload(self, repo_type: str, repo_id: str, rev: str, payload: dict[str, Any], create_pr: bool,
-                   user: str | None) -> _Reply:
+    def _preupload(
+        self, repo_type: str, repo_id: str, rev: str, payload: dict[str, Any], create_pr: bool, user: str | None
+    ) -> _Reply:
         files = payload.get("files")
         if not isinstance(files, list):
             raise HubError(400, '"files" must be an array')
@@ -978,8 +1152,14 @@ class HubServer:
                 lfs = size >= LFS_SIZE_THRESHOLD or _is_lfs_path(patterns, path) or _looks_binary(sample)
                 e = head.tree.get(path)
                 oid = None if e is None else (e.lfs or e.oid)
-                out.append({"path": path, "uploadMode": "lfs" if lfs else "regular",
-                            "shouldIgnore": _is_ignored(gitignore, path), "oid": oid})
+                out.append(
+                    {
+                        "path": path,
+                        "uploadMode": "lfs" if lfs else "regular",
+                        "shouldIgnore": _is_ignored(gitignore, path),
+                        "oid": oid,
+                    }
+                )
             return _Reply.json({"files": out, "commitOid": head.oid})
 
     def _lfs_batch(self, repo_type: str, repo_id: str, payload: dict[str, Any], user: str | None) -> _Reply:
@@ -994,24 +1174,42 @@ class HubServer:
             for obj in payload.get("objects") or []:
                 oid, size = obj.get("oid"), obj.get("size")
                 if not isinstance(oid, str) or not _SHA256.fullmatch(oid) or not isinstance(size, int) or size < 0:
-                    objects.append({"oid": str(oid), "size": size if isinstance(size, int) else 0,
-                                    "error": {"code": 422, "message": "invalid oid or size"}})
+                    objects.append(
+                        {
+                            "oid": str(oid),
+                            "size": size if isinstance(size, int) else 0,
+                            "error": {"code": 422, "message": "invalid oid or size"},
+                        }
+                    )
                     continue
                 if oid in repo.lfs:
                     if len(repo.lfs[oid]) != size:
-                        objects.append({"oid": oid, "size": size,
-                                        "error": {"code": 422, "message": "size does not match the stored object"}})
+                        objects.append(
+                            {
+                                "oid": oid,
+                                "size": size,
+                                "error": {"code": 422, "message": "size does not match the stored object"},
+                            }
+                        )
                     else:
                         objects.append({"oid": oid, "size": size})  # already there: no actions
                     continue
                 ticket = secrets.token_urlsafe(24)
                 self._tickets[ticket] = (repo_type, repo_id, oid, size)
-                objects.append({"oid": oid, "size": size, "authenticated": True, "actions": {
-                    "upload": {"href": f"{self.url}/_lfs/upload/{ticket}", "header": {}},
-                    "verify": {"href": f"{self.url}/_lfs/verify/{ticket}", "header": {}},
-                }})
-            return _Reply.json({"transfer": "basic", "objects": objects, "hash_algo": "sha256"},
-                               content_type=ctype["Content-Type"])
+                objects.append(
+                    {
+                        "oid": oid,
+                        "size": size,
+                        "authenticated": True,
+                        "actions": {
+                            "upload": {"href": f"{self.url}/_lfs/upload/{ticket}", "header": {}},
+                            "verify": {"href": f"{self.url}/_lfs/verify/{ticket}", "header": {}},
+                        },
+                    }
+                )
+            return _Reply.json(
+                {"transfer": "basic", "objects": objects, "hash_algo": "sha256"}, content_type=ctype["Content-Type"]
+            )
 
     def _lfs_put(self, ticket: str, body: bytes) -> _Reply:
         with self._lock:
@@ -1041,8 +1239,16 @@ class HubServer:
                 raise HubError(404, f"LFS object {oid} was not uploaded")
             return _Reply.json({"oid": oid, "size": size})
 
-    def _commit(self, repo_type: str, repo_id: str, rev: str, q: dict[str, str], headers: Mapping[str, str],
-                body: bytes, user: str | None) -> _Reply:
+    def _commit(
+        self,
+        repo_type: str,
+        repo_id: str,
+        rev: str,
+        q: dict[str, str],
+        headers: Mapping[str, str],
+        body: bytes,
+        user: str | None,
+    ) -> _Reply:
         header, ops = _parse_commit_body(body, headers)
         create_pr = q.get("create_pr", "").lower() in ("1", "true")
         summary = header.get("summary")
@@ -1082,15 +1288,20 @@ class HubServer:
                 if create_pr:
                     parent = repo.commits[found[0]]
                 elif found[0] != branch_head.oid:
-                    raise HubError(412, "A commit has happened since. Please refresh and try again. "
-                                        f"(parentCommit {parent_commit} is not the head {branch_head.oid})")
+                    raise HubError(
+                        412,
+                        "A commit has happened since. Please refresh and try again. "
+                        f"(parentCommit {parent_commit} is not the head {branch_head.oid})",
+                    )
             tree = self._apply_ops(repo, dict(parent.tree), ops)
             if any(op[0] == "file" and op[1] == "README.md" for op in ops) and "README.md" in tree:
                 errors, _ = validate_card(self._text(repo, tree, "README.md"), repo_type)
                 if errors:
-                    raise HubError(400, "Invalid metadata in README.md: " + "; ".join(errors),
-                                   body={"error": "Invalid metadata in README.md",
-                                         "errors": [{"message": e} for e in errors]})
+                    raise HubError(
+                        400,
+                        "Invalid metadata in README.md: " + "; ".join(errors),
+                        body={"error": "Invalid metadata in README.md", "errors": [{"message": e} for e in errors]},
+                    )
             c = self._new_commit(repo, [parent.oid], tree, summary, description, user)
             pr_url = None
             if create_pr:
@@ -1106,11 +1317,19 @@ class HubServer:
                 repo.discussions[pr_num].events.append(_commit_event(user, c))
             else:
                 repo.branches[branch] = c.oid
-            return _Reply.json({"success": True, "commitOid": c.oid, "commitUrl": f"{self._repo_url(repo)}/commit/"
-                                f"{c.oid}", "hookOutput": "", "pullRequestUrl": pr_url})
+            return _Reply.json(
+                {
+                    "success": True,
+                    "commitOid": c.oid,
+                    "commitUrl": f"{self._repo_url(repo)}/commit/{c.oid}",
+                    "hookOutput": "",
+                    "pullRequestUrl": pr_url,
+                }
+            )
 
-    def _apply_ops(self, repo: _Repo, tree: dict[str, _Entry], ops: list[tuple[str, str, dict[str, Any]]]) -> dict[
-            str, _Entry]:
+    def _apply_ops(
+        self, repo: _Repo, tree: dict[str, _Entry], ops: list[tuple[str, str, dict[str, Any]]]
+    ) -> dict[str, _Entry]:
         new_blobs: dict[str, bytes] = {}
         for kind, path, value in ops:
             if kind == "file":
@@ -1121,20 +1340,29 @@ class HubServer:
                 except ValueError:
                     raise HubError(400, f"Invalid base64 content for {path}") from None
                 if len(data) >= LFS_SIZE_THRESHOLD:
-                    raise HubError(400, f"Your push was rejected because {path} is larger than 10 MiB: "
-                                        "upload it with LFS (preupload says uploadMode=lfs)")
+                    raise HubError(
+                        400,
+                        f"Your push was rejected because {path} is larger than 10 MiB: "
+                        "upload it with LFS (preupload says uploadMode=lfs)",
+                    )
                 if _looks_binary(data[:8000]):
-                    raise HubError(400, f"Your push was rejected because it contains binary files ({path}): "
-                                        "upload them with LFS (preupload says uploadMode=lfs)")
+                    raise HubError(
+                        400,
+                        f"Your push was rejected because it contains binary files ({path}): "
+                        "upload them with LFS (preupload says uploadMode=lfs)",
+                    )
                 oid = _git_blob_oid(data)
                 new_blobs[oid] = data
                 tree[path] = _Entry(oid, len(data))
             elif kind == "lfsFile":
                 oid, size = value.get("oid"), value.get("size")
                 if value.get("algo", "sha256") != "sha256" or not isinstance(oid, str) or oid not in repo.lfs:
-                    raise HubError(400, f"Your push was rejected because an LFS pointer pointed to a file that "
-                                        f"does not exist: {path} (oid {oid}); upload it through the LFS batch API "
-                                        "first")
+                    raise HubError(
+                        400,
+                        f"Your push was rejected because an LFS pointer pointed to a file that "
+                        f"does not exist: {path} (oid {oid}); upload it through the LFS batch API "
+                        "first",
+                    )
                 actual = len(repo.lfs[oid])
                 if size is not None and size != actual:
                     raise HubError(400, f"LFS object {oid} has size {actual}, not {size} ({path})")
@@ -1160,8 +1388,7 @@ class HubServer:
         return tree
 
     # -- endpoints: files ------------------------------------------------------------------------------------------
-    def _tree(self, repo_type: str, repo_id: str, rev: str, path: str, q: dict[str, str],
-              user: str | None) -> _Reply:
+    def _tree(self, repo_type: str, repo_id: str, rev: str, path: str, q: dict[str, str], user: str | None) -> _Reply:
         recursive = q.get("recursive", "").lower() in ("1", "true")
         expand = q.get("expand", "").lower() in ("1", "true")
         with self._lock:
@@ -1170,13 +1397,17 @@ class HubServer:
             path = path.strip("/")
             prefix = path + "/" if path else ""
             if path and not any(p.startswith(prefix) for p in head.tree):
-                raise HubError(404, f"Entry not found: {path} is not a folder at {rev}", "EntryNotFound",
-                               {"X-Repo-Commit": head.oid})
+                raise HubError(
+                    404,
+                    f"Entry not found: {path} is not a folder at {rev}",
+                    "EntryNotFound",
+                    {"X-Repo-Commit": head.oid},
+                )
             names: set[str] = set()
             for p in head.tree:
                 if not p.startswith(prefix):
                     continue
-                parts = p[len(prefix):].split("/")
+                parts = p[len(prefix) :].split("/")
                 if recursive:
                     names.update(prefix + "/".join(parts[:i]) for i in range(1, len(parts) + 1))
                 else:
@@ -1185,7 +1416,7 @@ class HubServer:
             ordered = sorted(names, key=lambda n: (n.count("/") if recursive else 0, n in head.tree, n))
             page = min(self.tree_page_size, 50) if expand else self.tree_page_size
             start = int(q.get("cursor") or 0)
-            chunk = ordered[start:start + page]
+            chunk = ordered[start : start + page]
             entries = [self._entry_payload(repo, head, n, expand) for n in chunk]
             hdrs = {"X-Repo-Commit": head.oid}
             if start + page < len(ordered):
@@ -1197,8 +1428,9 @@ class HubServer:
                 hdrs["Link"] = f'<{base}?{urlencode(nq)}>; rel="next"'
             return _Reply.json(entries, headers=hdrs)
 
-    def _paths_info(self, repo_type: str, repo_id: str, rev: str, headers: Mapping[str, str], body: bytes,
-                    user: str | None) -> _Reply:
+    def _paths_info(
+        self, repo_type: str, repo_id: str, rev: str, headers: Mapping[str, str], body: bytes, user: str | None
+    ) -> _Reply:
         ctype = headers.get("content-type") or headers.get("Content-Type") or ""
         if "json" in ctype:
             payload = _json(body)
@@ -1217,8 +1449,16 @@ class HubServer:
             out = [e for p in paths if (e := self._entry_payload(repo, head, p.strip("/"), expand)) is not None]
             return _Reply.json(out, headers={"X-Repo-Commit": head.oid})
 
-    def _resolve_file(self, method: str, repo_type: str, repo_id: str, rev: str, path: str,
-                      headers: Mapping[str, str], user: str | None) -> _Reply:
+    def _resolve_file(
+        self,
+        method: str,
+        repo_type: str,
+        repo_id: str,
+        rev: str,
+        path: str,
+        headers: Mapping[str, str],
+        user: str | None,
+    ) -> _Reply:
         with self._lock:
             repo = self._read_repo(user, repo_type, repo_id)
             head = self._resolve(repo, rev)
@@ -1226,9 +1466,13 @@ class HubServer:
             if e is None:
                 raise HubError(404, f"Entry not found: {path} at {rev}", "EntryNotFound", {"X-Repo-Commit": head.oid})
             data = self._content(repo, e)
-        h = {"X-Repo-Commit": head.oid, "ETag": f'"{e.lfs or e.oid}"', "Accept-Ranges": "bytes",
-             "Content-Type": "application/octet-stream" if e.lfs else "text/plain; charset=utf-8",
-             "Content-Disposition": f'inline; filename="{posixpath.basename(path)}"'}
+        h = {
+            "X-Repo-Commit": head.oid,
+            "ETag": f'"{e.lfs or e.oid}"',
+            "Accept-Ranges": "bytes",
+            "Content-Type": "application/octet-stream" if e.lfs else "text/plain; charset=utf-8",
+            "Content-Disposition": f'inline; filename="{posixpath.basename(path)}"',
+        }
         if e.lfs:
             h.update({"X-Linked-Etag": f'"{e.lfs}"', "X-Linked-Size": str(e.size)})
         rng = headers.get("range") or headers.get("Range")
@@ -1244,7 +1488,7 @@ class HubServer:
             if start >= len(data) or start > end:
                 raise HubError(416, f"Range not satisfiable: {rng}", headers={"Content-Range": f"bytes */{len(data)}"})
             h["Content-Range"] = f"bytes {start}-{end}/{len(data)}"
-            return _Reply(206, data[start:end + 1], h)
+            return _Reply(206, data[start : end + 1], h)
         return _Reply(200, data, h)
 
     def _list_commits(self, repo_type: str, repo_id: str, rev: str, q: dict[str, str], user: str | None) -> _Reply:
@@ -1254,17 +1498,24 @@ class HubServer:
             p = int(q.get("p") or 0)
             n = self.commits_page_size
             out = []
-            for c in history[p * n:(p + 1) * n]:
-                item = {"id": c.oid, "title": c.title, "message": c.message, "date": c.date, "parents": c.parents,
-                        "authors": [{"user": c.author, "avatar": None}]}
+            for c in history[p * n : (p + 1) * n]:
+                item = {
+                    "id": c.oid,
+                    "title": c.title,
+                    "message": c.message,
+                    "date": c.date,
+                    "parents": c.parents,
+                    "authors": [{"user": c.author, "avatar": None}],
+                }
                 if q.get("expand[]") == "formatted":
                     item["formatted"] = {"title": html.escape(c.title), "message": html.escape(c.message)}
                 out.append(item)
             hdrs = {}
             if (p + 1) * n < len(history):
                 nq = {**q, "p": str(p + 1)}
-                hdrs["Link"] = (f'<{self.url}/api/{repo_type}s/{repo_id}/commits/{quote(rev, safe="")}?'
-                                f'{urlencode(nq)}>; rel="next"')
+                hdrs["Link"] = (
+                    f'<{self.url}/api/{repo_type}s/{repo_id}/commits/{quote(rev, safe="")}?{urlencode(nq)}>; rel="next"'
+                )
             return _Reply.json(out, headers=hdrs)
 
     # -- endpoints: refs -------------------------------------------------------------------------------------------
@@ -1272,18 +1523,20 @@ class HubServer:
         with self._lock:
             repo = self._read_repo(user, repo_type, repo_id)
             out: dict[str, Any] = {
-                "branches": [{"name": b, "ref": f"refs/heads/{b}", "targetCommit": o}
-                             for b, o in sorted(repo.branches.items())],
+                "branches": [
+                    {"name": b, "ref": f"refs/heads/{b}", "targetCommit": o} for b, o in sorted(repo.branches.items())
+                ],
                 "converts": [],
                 "tags": [{"name": t, "ref": f"refs/tags/{t}", "targetCommit": o} for t, o in sorted(repo.tags.items())],
             }
             if q.get("include_prs", "").lower() in ("1", "true"):
-                out["pullRequests"] = [{"name": f"refs/pr/{n}", "ref": f"refs/pr/{n}", "targetCommit": o}
-                                       for n, o in sorted(repo.prs.items())]
+                out["pullRequests"] = [
+                    {"name": f"refs/pr/{n}", "ref": f"refs/pr/{n}", "targetCommit": o}
+                    for n, o in sorted(repo.prs.items())
+                ]
             return _Reply.json(out)
 
-    def _create_tag(self, repo_type: str, repo_id: str, rev: str, payload: dict[str, Any],
-                    user: str | None) -> _Reply:
+    def _create_tag(self, repo_type: str, repo_id: str, rev: str, payload: dict[str, Any], user: str | None) -> _Reply:
         tag = payload.get("tag")
         if not isinstance(tag, str) or not re.fullmatch(r"[A-Za-z0-9._/-]+", tag) or tag.startswith("refs/"):
             raise HubError(400, f"Invalid tag name: {tag!r}")
@@ -1295,8 +1548,9 @@ class HubServer:
             repo.tags[tag] = c.oid
             return _Reply.json({})
 
-    def _create_branch(self, repo_type: str, repo_id: str, branch: str, payload: dict[str, Any],
-                       user: str | None) -> _Reply:
+    def _create_branch(
+        self, repo_type: str, repo_id: str, branch: str, payload: dict[str, Any], user: str | None
+    ) -> _Reply:
         if not re.fullmatch(r"[A-Za-z0-9._/-]+", branch) or branch.startswith("refs/"):
             raise HubError(400, f"Invalid branch name: {branch!r}")
         with self._lock:
@@ -1319,10 +1573,18 @@ class HubServer:
 
     # -- endpoints: discussions ------------------------------------------------------------------------------------
     def _discussion_payload(self, repo: _Repo, d: _Discussion) -> dict[str, Any]:
-        return {"num": d.num, "title": d.title, "status": d.status, "createdAt": d.created_at,
-                "author": {"name": d.author, "type": "user"}, "isPullRequest": d.is_pr,
-                "repo": {"name": repo.id, "type": repo.type}, "pinned": False, "topReactions": [],
-                "numComments": sum(1 for e in d.events if e["type"] == "comment")}
+        return {
+            "num": d.num,
+            "title": d.title,
+            "status": d.status,
+            "createdAt": d.created_at,
+            "author": {"name": d.author, "type": "user"},
+            "isPullRequest": d.is_pr,
+            "repo": {"name": repo.id, "type": repo.type},
+            "pinned": False,
+            "topReactions": [],
+            "numComments": sum(1 for e in d.events if e["type"] == "comment"),
+        }
 
     def _list_discussions(self, repo_type: str, repo_id: str, q: dict[str, str], user: str | None) -> _Reply:
         with self._lock:
@@ -1337,8 +1599,14 @@ class HubServer:
             if q.get("author"):
                 items = [d for d in items if d.author == q["author"]]
             p, n = int(q.get("p") or 0), self.discussions_page_size
-            return _Reply.json({"discussions": [self._discussion_payload(repo, d) for d in items[p * n:(p + 1) * n]],
-                                "count": len(items), "start": p * n, "numClosedDiscussions": 0})
+            return _Reply.json(
+                {
+                    "discussions": [self._discussion_payload(repo, d) for d in items[p * n : (p + 1) * n]],
+                    "count": len(items),
+                    "start": p * n,
+                    "numClosedDiscussions": 0,
+                }
+            )
 
     def _create_discussion(self, repo_type: str, repo_id: str, payload: dict[str, Any], user: str | None) -> _Reply:
         title = (payload.get("title") or "").strip()
@@ -1350,17 +1618,26 @@ class HubServer:
                 raise HubError(401, "Invalid username or password.")
             num = max(repo.discussions, default=0) + 1
             is_pr = bool(payload.get("pullRequest"))
-            d = _Discussion(num, title, user, _now(), is_pr, status="draft" if is_pr else "open",
-                            fork_point=repo.branches["main"] if is_pr else None)
+            d = _Discussion(
+                num,
+                title,
+                user,
+                _now(),
+                is_pr,
+                status="draft" if is_pr else "open",
+                fork_point=repo.branches["main"] if is_pr else None,
+            )
             d.events.append(_comment_event(user, payload.get("description") or "", d.created_at))
             repo.discussions[num] = d
             if is_pr:
                 repo.prs[num] = repo.branches["main"]
-            return _Reply.json({"num": num, "pullRequest": is_pr,
-                                "url": {"web": f"{self._repo_url(repo)}/discussions/{num}"}})
+            return _Reply.json(
+                {"num": num, "pullRequest": is_pr, "url": {"web": f"{self._repo_url(repo)}/discussions/{num}"}}
+            )
 
-    def _discussion_details(self, repo_type: str, repo_id: str, num: int, q: dict[str, str],
-                            user: str | None) -> _Reply:
+    def _discussion_details(
+        self, repo_type: str, repo_id: str, num: int, q: dict[str, str], user: str | None
+    ) -> _Reply:
         with self._lock:
             repo = self._read_repo(user, repo_type, repo_id)
             d = repo.discussions.get(num)
@@ -1372,8 +1649,9 @@ class HubServer:
                 out["changes"] = {"base": d.base}
                 out["filesWithConflicts"] = []
                 if q.get("diff") == "1":
-                    out["diff"] = self._diff(repo, repo.commits[d.fork_point or repo.prs[num]],
-                                             repo.commits[repo.prs[num]])
+                    out["diff"] = self._diff(
+                        repo, repo.commits[d.fork_point or repo.prs[num]], repo.commits[repo.prs[num]]
+                    )
             return _Reply.json(out)
 
     def _diff(self, repo: _Repo, old: _Commit, new: _Commit) -> str:
@@ -1390,8 +1668,9 @@ class HubServer:
                 data = _lfs_pointer(e.lfs, e.size) if e.lfs else self._content(repo, e)
                 return data.decode("utf-8", "replace").splitlines(keepends=True)
 
-            out.extend(difflib.unified_diff(lines(a), lines(b), f"a/{p}" if a else "/dev/null",
-                                            f"b/{p}" if b else "/dev/null"))
+            out.extend(
+                difflib.unified_diff(lines(a), lines(b), f"a/{p}" if a else "/dev/null", f"b/{p}" if b else "/dev/null")
+            )
         return "".join(out)
 
 
@@ -1417,8 +1696,9 @@ def _json(body: bytes) -> dict[str, Any]:
     return obj
 
 
-def _parse_commit_body(body: bytes, headers: Mapping[str, str]) -> tuple[dict[str, Any], list[
-        tuple[str, str, dict[str, Any]]]]:
+def _parse_commit_body(
+    body: bytes, headers: Mapping[str, str]
+) -> tuple[dict[str, Any], list[tuple[str, str, dict[str, Any]]]]:
     """NDJSON ``{"key": header|file|lfsFile|deletedFile|deletedFolder, "value": {...}}`` lines, or the legacy JSON
     object ``{summary, description, parentCommit, files, lfsFiles, deletedFiles, deletedFolders}``."""
     ctype = (headers.get("content-type") or headers.get("Content-Type") or "").lower()
@@ -1435,10 +1715,15 @@ def _parse_commit_body(body: bytes, headers: Mapping[str, str]) -> tuple[dict[st
                 raise HubError(400, f"Invalid NDJSON line {i + 1}") from None
     else:
         obj = _json(body)
-        items = [{"key": "header", "value": {k: obj[k] for k in ("summary", "description", "parentCommit")
-                                             if k in obj}}]
-        for key, src in (("file", "files"), ("lfsFile", "lfsFiles"), ("deletedFile", "deletedFiles"),
-                         ("deletedFolder", "deletedFolders")):
+        items = [
+            {"key": "header", "value": {k: obj[k] for k in ("summary", "description", "parentCommit") if k in obj}}
+        ]
+        for key, src in (
+            ("file", "files"),
+            ("lfsFile", "lfsFiles"),
+            ("deletedFile", "deletedFiles"),
+            ("deletedFolder", "deletedFolders"),
+        ):
             items += [{"key": key, "value": v} for v in obj.get(src) or []]
     for item in items:
         key, value = item.get("key"), item.get("value")
@@ -1462,17 +1747,37 @@ def _parse_commit_body(body: bytes, headers: Mapping[str, str]) -> tuple[dict[st
 
 
 def _comment_event(user: str, text: str, date: str) -> dict[str, Any]:
-    return {"id": secrets.token_hex(12), "type": "comment", "createdAt": date,
-            "author": {"name": user, "type": "user"},
-            "data": {"edited": False, "hidden": False, "numEdits": 0, "editors": [user], "reactions": [],
-                     "identifiedLanguage": None, "isReport": False,
-                     "latest": {"raw": text, "html": f"<p>{html.escape(text)}</p>", "updatedAt": date,
-                                "author": {"name": user, "type": "user"}}}}
+    return {
+        "id": secrets.token_hex(12),
+        "type": "comment",
+        "createdAt": date,
+        "author": {"name": user, "type": "user"},
+        "data": {
+            "edited": False,
+            "hidden": False,
+            "numEdits": 0,
+            "editors": [user],
+            "reactions": [],
+            "identifiedLanguage": None,
+            "isReport": False,
+            "latest": {
+                "raw": text,
+                "html": f"<p>{html.escape(text)}</p>",
+                "updatedAt": date,
+                "author": {"name": user, "type": "user"},
+            },
+        },
+    }
 
 
 def _commit_event(user: str, c: _Commit) -> dict[str, Any]:
-    return {"id": secrets.token_hex(12), "type": "commit", "createdAt": c.date,
-            "author": {"name": user, "type": "user"}, "data": {"subject": c.title, "oid": c.oid}}
+    return {
+        "id": secrets.token_hex(12),
+        "type": "commit",
+        "createdAt": c.date,
+        "author": {"name": user, "type": "user"},
+        "data": {"subject": c.title, "oid": c.oid},
+    }
 
 
 def _make_handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
@@ -1509,13 +1814,25 @@ def _make_handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
                 tb = traceback.format_exc()
                 with hub._lock:
                     hub.errors.append(tb)
-                reply = _Reply.json({"error": f"test hub internal error: {e!r}"}, 500,
-                                    {"X-Error-Message": f"test hub internal error: {type(e).__name__}"})
+                reply = _Reply.json(
+                    {"error": f"test hub internal error: {e!r}"},
+                    500,
+                    {"X-Error-Message": f"test hub internal error: {type(e).__name__}"},
+                )
                 user, faulted = None, False
             with hub._lock:
-                hub._requests.append({"method": method, "path": raw_path, "query": query, "status": reply.status,
-                                      "user": user, "authenticated": "authorization" in headers,
-                                      "fault": faulted, "request_bytes": len(body)})
+                hub._requests.append(
+                    {
+                        "method": method,
+                        "path": raw_path,
+                        "query": query,
+                        "status": reply.status,
+                        "user": user,
+                        "authenticated": "authorization" in headers,
+                        "fault": faulted,
+                        "request_bytes": len(body),
+                    }
+                )
             self.send_response(reply.status)
             for k, v in reply.headers.items():
                 # header values must be one latin-1 line
@@ -1533,8 +1850,13 @@ def _make_handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="Run the fake Hugging Face Hub (tests / local dry runs).")
     ap.add_argument("--port", type=int, default=0)
-    ap.add_argument("--token", action="append", default=[], metavar="TOKEN:USER",
-                    help="a bearer token and the user it belongs to (repeatable)")
+    ap.add_argument(
+        "--token",
+        action="append",
+        default=[],
+        metavar="TOKEN:USER",
+        help="a bearer token and the user it belongs to (repeatable)",
+    )
     args = ap.parse_args(argv)
     tokens = dict(t.split(":", 1) for t in args.token)
     with HubServer(tokens=tokens, port=args.port) as hub:

@@ -90,8 +90,12 @@ class ProtocolServer:
 
     def start(self) -> "ProtocolServer":
         if self._thread is None:
-            self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                            name=f"protocol-server-{self.port}", daemon=True)
+            self._thread = threading.Thread(
+                target=self._httpd.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name=f"protocol-server-{self.port}",
+                daemon=True,
+            )
             self._thread.start()
         return self
 
@@ -147,8 +151,16 @@ class ProtocolServer:
     def _log(self, method: str, path: str, headers: dict[str, str], body: Any) -> tuple[Fault | None, dict]:
         with self._lock:
             fault = self._next_fault(path, body)
-            entry = {"method": method, "path": path, "headers": headers, "json": body, "fault": fault,
-                     "time": time.time(), "status": None, "reply": None}
+            entry = {
+                "method": method,
+                "path": path,
+                "headers": headers,
+                "json": body,
+                "fault": fault,
+                "time": time.time(),
+                "status": None,
+                "reply": None,
+            }
             self._requests.append(entry)
             return fault, entry
 
@@ -160,6 +172,7 @@ class ProtocolServer:
 
 
 # -- protocol helpers ----------------------------------------------------------------------------
+
 
 def _words(text: str) -> int:
     return len(text.split())
@@ -188,12 +201,20 @@ def _text_of(content: Any) -> str:
 
 def _error_body(protocol: str, code: int, message: str) -> dict:
     if protocol == "anthropic":
-        kind = {429: "rate_limit_error", 401: "authentication_error", 400: "invalid_request_error"}.get(code, "api_error")
+        kind = {429: "rate_limit_error", 401: "authentication_error", 400: "invalid_request_error"}.get(
+            code, "api_error"
+        )
         return {"type": "error", "error": {"type": kind, "message": message}}
     if protocol == "gemini":
         return {"error": {"code": code, "message": message, "status": "RESOURCE_EXHAUSTED" if code == 429 else "ERROR"}}
-    return {"error": {"message": message, "type": "server_error" if code >= 500 else "invalid_request_error",
-                      "param": None, "code": str(code)}}
+    return {
+        "error": {
+            "message": message,
+            "type": "server_error" if code >= 500 else "invalid_request_error",
+            "param": None,
+            "code": str(code),
+        }
+    }
 
 
 _GEMINI = re.compile(r"^/v1(?:beta|alpha)?/models/([^/:]+):generateContent$")
@@ -223,10 +244,14 @@ def _make_handler(server: ProtocolServer) -> type[BaseHTTPRequestHandler]:
             fault, self._entry = server._log(method, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
             return fault
 
-        def _send(self, code: int, body: Any, headers: dict[str, str] | None = None,
-                  content_type: str = "application/json") -> None:
-            data = body if isinstance(body, bytes) else (
-                body.encode() if isinstance(body, str) else json.dumps(body).encode())
+        def _send(
+            self, code: int, body: Any, headers: dict[str, str] | None = None, content_type: str = "application/json"
+        ) -> None:
+            data = (
+                body
+                if isinstance(body, bytes)
+                else (body.encode() if isinstance(body, str) else json.dumps(body).encode())
+            )
             if self._entry is not None:
                 with server._lock:
                     self._entry["status"], self._entry["reply"] = code, body
@@ -252,8 +277,13 @@ def _make_handler(server: ProtocolServer) -> type[BaseHTTPRequestHandler]:
             if self.path.startswith("/health"):
                 return self._send(200, "ok", content_type="text/plain")
             if self.path.startswith("/v1/models"):
-                return self._send(200, {"object": "list", "data": [
-                    {"id": server._last_model, "object": "model", "created": 0, "owned_by": "phr"}]})
+                return self._send(
+                    200,
+                    {
+                        "object": "list",
+                        "data": [{"id": server._last_model, "object": "model", "created": 0, "owned_by": "phr"}],
+                    },
+                )
             self._send(404, {"error": {"message": f"no route {self.path}"}})
 
         def do_POST(self) -> None:  # noqa: N802
@@ -280,8 +310,11 @@ def _make_handler(server: ProtocolServer) -> type[BaseHTTPRequestHandler]:
                 elif kind == "status":
                     code = int(fault[1])
                     headers = fault[2] if len(fault) > 2 else {}
-                    payload = fault[3] if len(fault) > 3 else _error_body(
-                        protocol or "openai", code, f"scripted fault: HTTP {code}")
+                    payload = (
+                        fault[3]
+                        if len(fault) > 3
+                        else _error_body(protocol or "openai", code, f"scripted fault: HTTP {code}")
+                    )
                     return self._send(code, payload, headers)
             if protocol is None:
                 return self._send(404, {"error": {"message": f"no route {path}"}})
@@ -294,8 +327,16 @@ def _make_handler(server: ProtocolServer) -> type[BaseHTTPRequestHandler]:
             self._send(200, out)
 
         # -- protocols ---------------------------------------------------------------------
-        def _samples(self, protocol: str, model: str, messages: list[tuple[str, str]], n: int, seed: Any,
-                     max_tokens: int | None, stop: list[str]) -> tuple[list[tuple[str, str]], int]:
+        def _samples(
+            self,
+            protocol: str,
+            model: str,
+            messages: list[tuple[str, str]],
+            n: int,
+            seed: Any,
+            max_tokens: int | None,
+            stop: list[str],
+        ) -> tuple[list[tuple[str, str]], int]:
             server._last_model = model
             last_user = next((c for r, c in reversed(messages) if r == "user"), "")
             key = json.dumps([protocol, model, messages, seed])
@@ -311,31 +352,50 @@ def _make_handler(server: ProtocolServer) -> type[BaseHTTPRequestHandler]:
             stop = b.get("stop") or []
             stop = [stop] if isinstance(stop, str) else list(stop)
             max_tokens = b.get("max_completion_tokens", b.get("max_tokens"))
-            outs, prompt = self._samples("openai", b["model"], msgs, int(b.get("n") or 1), b.get("seed"),
-                                         max_tokens, stop)
+            outs, prompt = self._samples(
+                "openai", b["model"], msgs, int(b.get("n") or 1), b.get("seed"), max_tokens, stop
+            )
             fin = {"stop": "stop", "stop_sequence": "stop", "length": "length"}
             completion = sum(_words(t) for t, _ in outs)
             return {
-                "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion", "created": int(time.time()),
-                "model": b["model"], "system_fingerprint": "phr-echo",
-                "choices": [{"index": i, "message": {"role": "assistant", "content": t}, "logprobs": None,
-                             "finish_reason": fin[f]} for i, (t, f) in enumerate(outs)],
-                "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                          "total_tokens": prompt + completion},
+                "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": b["model"],
+                "system_fingerprint": "phr-echo",
+                "choices": [
+                    {
+                        "index": i,
+                        "message": {"role": "assistant", "content": t},
+                        "logprobs": None,
+                        "finish_reason": fin[f],
+                    }
+                    for i, (t, f) in enumerate(outs)
+                ],
+                "usage": {
+                    "prompt_tokens": prompt,
+                    "completion_tokens": completion,
+                    "total_tokens": prompt + completion,
+                },
             }
 
         def _anthropic(self, path: str, b: dict) -> dict:
             system = b.get("system")
             msgs = ([("system", _text_of(system))] if system else []) + [
-                (m["role"], _text_of(m.get("content"))) for m in b["messages"]]
+                (m["role"], _text_of(m.get("content"))) for m in b["messages"]
+            ]
             if "max_tokens" not in b:
                 raise KeyError("max_tokens is required")
-            (text, f), = self._samples("anthropic", b["model"], msgs, 1, None, b["max_tokens"],
-                                       list(b.get("stop_sequences") or []))[0]
+            ((text, f),) = self._samples(
+                "anthropic", b["model"], msgs, 1, None, b["max_tokens"], list(b.get("stop_sequences") or [])
+            )[0]
             prompt = sum(_words(c) for _, c in msgs)
             stop_seq = next((s for s in b.get("stop_sequences") or [] if f == "stop_sequence"), None)
             return {
-                "id": f"msg_{uuid.uuid4().hex[:12]}", "type": "message", "role": "assistant", "model": b["model"],
+                "id": f"msg_{uuid.uuid4().hex[:12]}",
+                "type": "message",
+                "role": "assistant",
+                "model": b["model"],
                 "content": [{"type": "text", "text": text}],
                 "stop_reason": {"stop": "end_turn", "length": "max_tokens", "stop_sequence": "stop_sequence"}[f],
                 "stop_sequence": stop_seq,
@@ -350,16 +410,29 @@ def _make_handler(server: ProtocolServer) -> type[BaseHTTPRequestHandler]:
                 msgs.append(("system", _text_of(b["systemInstruction"].get("parts"))))
             for c in b["contents"]:
                 msgs.append(("user" if c.get("role", "user") == "user" else "assistant", _text_of(c.get("parts"))))
-            outs, prompt = self._samples("gemini", model, msgs, int(cfg.get("candidateCount") or 1), cfg.get("seed"),
-                                         cfg.get("maxOutputTokens"), list(cfg.get("stopSequences") or []))
+            outs, prompt = self._samples(
+                "gemini",
+                model,
+                msgs,
+                int(cfg.get("candidateCount") or 1),
+                cfg.get("seed"),
+                cfg.get("maxOutputTokens"),
+                list(cfg.get("stopSequences") or []),
+            )
             fin = {"stop": "STOP", "stop_sequence": "STOP", "length": "MAX_TOKENS"}
             completion = sum(_words(t) for t, _ in outs)
             return {
-                "candidates": [{"content": {"role": "model", "parts": [{"text": t}]}, "finishReason": fin[f],
-                                "index": i} for i, (t, f) in enumerate(outs)],
-                "usageMetadata": {"promptTokenCount": prompt, "candidatesTokenCount": completion,
-                                  "totalTokenCount": prompt + completion},
-                "modelVersion": model, "responseId": uuid.uuid4().hex[:12],
+                "candidates": [
+                    {"content": {"role": "model", "parts": [{"text": t}]}, "finishReason": fin[f], "index": i}
+                    for i, (t, f) in enumerate(outs)
+                ],
+                "usageMetadata": {
+                    "promptTokenCount": prompt,
+                    "candidatesTokenCount": completion,
+                    "totalTokenCount": prompt + completion,
+                },
+                "modelVersion": model,
+                "responseId": uuid.uuid4().hex[:12],
             }
 
     return Handler

@@ -9,16 +9,27 @@ import os
 import anthropic
 import pydantic
 
+from phr.core.secrets import require_env
 from phr.llm.errors import (
-    CallError, CallTimeout, ConnectionFailed, MalformedResponse, from_http_status, parse_retry_after,
+    CallError,
+    CallTimeout,
+    ConnectionFailed,
+    MalformedResponse,
+    from_http_status,
+    parse_retry_after,
 )
 from phr.llm.providers.base import (
-    DEADLINE_GRACE_S, APIProvider, RawCompletion, safe_message, split_system,
+    DEADLINE_GRACE_S,
+    APIProvider,
+    RawCompletion,
+    safe_message,
+    split_system,
 )
 from phr.llm.types import GenerationParams, Message
-from phr.core.secrets import require_env
 
 DEFAULT_MAX_TOKENS = 1024
+
+
 class AnthropicProvider(APIProvider):
     """``anthropic:<model>``. ANTHROPIC_API_KEY is required; ANTHROPIC_BASE_URL is honoured.
 
@@ -41,13 +52,17 @@ class AnthropicProvider(APIProvider):
         self.timeout = timeout
 
     def _new_client(self) -> anthropic.AsyncAnthropic:
-        return anthropic.AsyncAnthropic(api_key=self._api_key, base_url=self.base_url, max_retries=0,
-                                        timeout=self.timeout)
+        return anthropic.AsyncAnthropic(
+            api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout
+        )
 
     def _request(self, messages: tuple[Message, ...], params: GenerationParams) -> dict:
         system, turns = split_system(messages)
-        kw: dict = {"model": self.model, "max_tokens": params.max_tokens or DEFAULT_MAX_TOKENS,
-                    "messages": [{"role": m.role, "content": m.content} for m in turns]}
+        kw: dict = {
+            "model": self.model,
+            "max_tokens": params.max_tokens or DEFAULT_MAX_TOKENS,
+            "messages": [{"role": m.role, "content": m.content} for m in turns],
+        }
         if system:
             kw["system"] = system
         # anthropic>=1.0 dropped temperature/top_p/top_k from create()'s signature (they are deprecated in the
@@ -76,8 +91,9 @@ class AnthropicProvider(APIProvider):
             raise err from e
         try:
             text = "".join(b.text for b in msg.content if getattr(b, "type", None) == "text")
-            return RawCompletion(text, msg.stop_reason, int(msg.usage.input_tokens or 0),
-                                 int(msg.usage.output_tokens or 0))
+            return RawCompletion(
+                text, msg.stop_reason, int(msg.usage.input_tokens or 0), int(msg.usage.output_tokens or 0)
+            )
         except (AttributeError, TypeError, ValueError) as e:
             raise MalformedResponse(self._msg(f"response does not parse as a message ({type(e).__name__})")) from e
 

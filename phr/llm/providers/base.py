@@ -181,8 +181,9 @@ class ScoringProvider(Protocol):
         """The number of blocks: valid ``hidden_layer`` values are ``-(n + 1) .. n``."""
         ...
 
-    def forward(self, rows: Sequence[Sequence[int]], *, logits: bool = True,
-                hidden_layer: int | None = None) -> ForwardOutput:
+    def forward(
+        self, rows: Sequence[Sequence[int]], *, logits: bool = True, hidden_layer: int | None = None
+    ) -> ForwardOutput:
         """One forward pass over the token rows (right padding), no KV cache, no gradients."""
         ...
 
@@ -201,8 +202,10 @@ def require_scoring(provider: Any, purpose: str = "scoring") -> ScoringProvider:
     if isinstance(provider, ScoringProvider):
         return provider
     spec = getattr(provider, "spec", None) or repr(provider)
-    raise CannotScoreError(f"{purpose} needs an in-process transformers model (hf:<model> or local:smollm2); "
-                           f"{spec} cannot score (no prompt token ids / forward pass)")
+    raise CannotScoreError(
+        f"{purpose} needs an in-process transformers model (hf:<model> or local:smollm2); "
+        f"{spec} cannot score (no prompt token ids / forward pass)"
+    )
 
 
 def split_system(messages: tuple[Message, ...]) -> tuple[str | None, list[Message]]:

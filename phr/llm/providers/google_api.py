@@ -12,14 +12,25 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types as gt
 
+from phr.core.secrets import require_env
 from phr.llm.errors import (
-    CallError, CallTimeout, ConnectionFailed, MalformedResponse, from_http_status, parse_retry_after,
+    CallError,
+    CallTimeout,
+    ConnectionFailed,
+    MalformedResponse,
+    from_http_status,
+    parse_retry_after,
 )
 from phr.llm.providers.base import (
-    DEADLINE_GRACE_S, APIProvider, RawCompletion, safe_message, split_system, split_usage,
+    DEADLINE_GRACE_S,
+    APIProvider,
+    RawCompletion,
+    safe_message,
+    split_system,
+    split_usage,
 )
 from phr.llm.types import GenerationParams, Message
-from phr.core.secrets import require_env
+
 
 class GoogleProvider(APIProvider):
     """``google:<model>``. GEMINI_API_KEY (or GOOGLE_API_KEY) is required; GOOGLE_GEMINI_BASE_URL is honoured.
@@ -42,18 +53,27 @@ class GoogleProvider(APIProvider):
 
     def _new_client(self) -> genai.Client:
         return genai.Client(
-            api_key=self._api_key, vertexai=False,
+            api_key=self._api_key,
+            vertexai=False,
             http_options=gt.HttpOptions(base_url=self.base_url, timeout=int(self.timeout * 1000)),
         )
 
-    def _config(self, messages: tuple[Message, ...], params: GenerationParams, n: int,
-                timeout: float) -> tuple[list[gt.Content], gt.GenerateContentConfig]:
+    def _config(
+        self, messages: tuple[Message, ...], params: GenerationParams, n: int, timeout: float
+    ) -> tuple[list[gt.Content], gt.GenerateContentConfig]:
         system, turns = split_system(messages)
-        contents = [gt.Content(role="model" if m.role == "assistant" else "user", parts=[gt.Part(text=m.content)])
-                    for m in turns]
+        contents = [
+            gt.Content(role="model" if m.role == "assistant" else "user", parts=[gt.Part(text=m.content)])
+            for m in turns
+        ]
         config = gt.GenerateContentConfig(
-            system_instruction=system, temperature=params.temperature, top_p=params.top_p, top_k=params.top_k,
-            max_output_tokens=params.max_tokens, seed=params.seed, stop_sequences=list(params.stop) or None,
+            system_instruction=system,
+            temperature=params.temperature,
+            top_p=params.top_p,
+            top_k=params.top_k,
+            max_output_tokens=params.max_tokens,
+            seed=params.seed,
+            stop_sequences=list(params.stop) or None,
             candidate_count=n if n != 1 else None,
             http_options=gt.HttpOptions(timeout=max(1, int(timeout * 1000))),
         )
@@ -65,8 +85,9 @@ class GoogleProvider(APIProvider):
         contents, config = self._config(messages, params, n, timeout)
         try:
             async with asyncio.timeout(timeout + DEADLINE_GRACE_S):
-                resp = await self._client.aio.models.generate_content(model=self.model, contents=contents,
-                                                                      config=config)
+                resp = await self._client.aio.models.generate_content(
+                    model=self.model, contents=contents, config=config
+                )
         except Exception as e:
             err = self._translate(e, timeout)
             if err is None:
@@ -88,7 +109,9 @@ class GoogleProvider(APIProvider):
             prompt = int(um.prompt_token_count or 0) if um else 0
             completion = int((um.candidates_token_count or 0) + (um.thoughts_token_count or 0)) if um else 0
         except (AttributeError, TypeError, ValueError) as e:
-            raise MalformedResponse(self._msg(f"response does not parse as generateContent ({type(e).__name__})")) from e
+            raise MalformedResponse(
+                self._msg(f"response does not parse as generateContent ({type(e).__name__})")
+            ) from e
         if not out:
             feedback = getattr(resp, "prompt_feedback", None)
             block = getattr(feedback, "block_reason", None)

@@ -77,9 +77,7 @@ def folder_fingerprint(folder: Path) -> str:
     """Short hash of a model folder's file names and sizes (and its config.json bytes). Cheap: no weights read."""
     h = hashlib.sha256()
     entries = sorted(
-        (e.name, e.stat().st_size)
-        for e in os.scandir(folder)
-        if e.is_file() and e.name.endswith(_HASHED_SUFFIXES)
+        (e.name, e.stat().st_size) for e in os.scandir(folder) if e.is_file() and e.name.endswith(_HASHED_SUFFIXES)
     )
     for name, size in entries:
         h.update(f"{name}\0{size}\n".encode())
@@ -238,13 +236,15 @@ class HFProvider(Provider):
             cached_err = e
         if _offline():
             raise _not_installed(
-                self.model, self.revision,
+                self.model,
+                self.revision,
                 f"it is not a local folder and not in the Hugging Face cache, and downloads are off "
                 f"(HF_HUB_OFFLINE) [{type(cached_err).__name__}]",
             ) from None
         try:
             return snapshot_download(
-                self.model, revision=self.revision,
+                self.model,
+                revision=self.revision,
                 allow_patterns=["*.json", "*.safetensors", "*.model", "*.txt", "*.jinja", "*.py", "tokenizer*"],
             )
         except Exception as e:
@@ -362,9 +362,14 @@ class HFProvider(Provider):
         enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self._device)
         max_new = params.max_tokens or DEFAULT_MAX_NEW_TOKENS
         kwargs: dict[str, Any] = dict(
-            max_new_tokens=max_new, do_sample=False, num_beams=1,
-            temperature=None, top_p=None, top_k=None,
-            pad_token_id=tok.pad_token_id, eos_token_id=self._eos_ids,
+            max_new_tokens=max_new,
+            do_sample=False,
+            num_beams=1,
+            temperature=None,
+            top_p=None,
+            top_k=None,
+            pad_token_id=tok.pad_token_id,
+            eos_token_id=self._eos_ids,
         )
         if params.temperature:  # None or 0 -> greedy
             seeds = [sample_seed(params.seed, it.index) for it in items]
@@ -418,8 +423,9 @@ class HFProvider(Provider):
             return None
         return None if body is None or body is model else body
 
-    def forward(self, rows: Sequence[Sequence[int]], *, logits: bool = True,
-                hidden_layer: int | None = None) -> ForwardOutput:
+    def forward(
+        self, rows: Sequence[Sequence[int]], *, logits: bool = True, hidden_layer: int | None = None
+    ) -> ForwardOutput:
         """One forward pass over token rows (right padding, no KV cache, inference mode), on the model's device.
 
         ``logits``: also return the logits ``[rows, width, vocab]``. ``hidden_layer``: also return that layer's
@@ -601,7 +607,9 @@ def _convert_gguf(gguf: Path, folder: Path, revision: str) -> None:
         if not getattr(tok, "chat_template", None):
             tok.chat_template = CHATML_TEMPLATE
         loaded = AutoModelForCausalLM.from_pretrained(
-            str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32,
+            str(gguf.parent),
+            gguf_file=gguf.name,
+            dtype=torch.float32,
             quantization_config=GgufConfig(dequantize=True),
         )
         # The loaded model carries the GGUF quantizer, which refuses save_pretrained; its weights are
@@ -647,8 +655,14 @@ class LocalProvider(HFProvider):
     kind = "local"
 
     def __init__(
-        self, name: str, gguf: Path, revision: str, home: str | Path | None = None,
-        device: str | None = None, dtype=None, batch_size: int = 8,
+        self,
+        name: str,
+        gguf: Path,
+        revision: str,
+        home: str | Path | None = None,
+        device: str | None = None,
+        dtype=None,
+        batch_size: int = 8,
     ):
         Provider.__init__(self, name, revision)
         self._init_runtime(device, dtype, batch_size)

@@ -10,12 +10,19 @@ from urllib.parse import urlsplit, urlunsplit
 import openai
 import pydantic
 
+from phr.core.secrets import require_env
 from phr.llm.errors import (
-    BadRequest, CallError, CallTimeout, ConnectionFailed, MalformedResponse, from_http_status, parse_retry_after,
+    BadRequest,
+    CallError,
+    CallTimeout,
+    ConnectionFailed,
+    MalformedResponse,
+    from_http_status,
+    parse_retry_after,
 )
 from phr.llm.providers.base import DEADLINE_GRACE_S, APIProvider, RawCompletion, safe_message, split_usage
 from phr.llm.types import GenerationParams, Message
-from phr.core.secrets import require_env
+
 
 class UnsupportedParam(BadRequest, ValueError):
     """A generation parameter this provider cannot send. Not retried."""
@@ -44,8 +51,14 @@ class OpenAIProvider(APIProvider):
     native_n = True
     max_n = 128
 
-    def __init__(self, model: str, base_url: str | None = None, compatible: bool = False,
-                 api_key: str | None = None, timeout: float = 120.0):
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        compatible: bool = False,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+    ):
         super().__init__(model)
         self.compatible = compatible
         if compatible:
@@ -112,7 +125,9 @@ class OpenAIProvider(APIProvider):
             prompt = int(usage.prompt_tokens or 0) if usage is not None else 0
             completion = int(usage.completion_tokens or 0) if usage is not None else 0
         except (AttributeError, TypeError, ValueError) as e:
-            raise MalformedResponse(self._msg(f"response does not parse as a chat completion ({type(e).__name__})")) from e
+            raise MalformedResponse(
+                self._msg(f"response does not parse as a chat completion ({type(e).__name__})")
+            ) from e
         if len(texts) != n:
             raise CallError(self._msg(f"asked for n={n} choices, got {len(texts)} (does the endpoint support n?)"))
         parts = split_usage(completion, n)
