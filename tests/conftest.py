@@ -112,3 +112,12 @@ def fake_openai(monkeypatch, tmp_path):
             return FakeOpenAI(srv, tmp_path / "calls.sqlite")
 
         yield start
+
+
+# ---- the slow tier: every test that loads the local model is marked slow, wherever it is written --------------
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "smollm2" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)
