@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +25,7 @@ from phr.core.errors import UsageError
 from phr.core.fs import sha256_file
 from phr.core.settings import phr_home
 from phr.hub import RepoNotFoundError, RevisionNotFoundError, hub_dir
-from phr.hub.local import pull_local
+from phr.hub.local import LocalHub, pull_local, resolve_revision
 
 CONDITIONS = CONDITION_VALUES
 
@@ -147,29 +145,16 @@ def load_eval_dataset(
 def _from_local_hub(repo_id: str, revision: str | None, hub: Path, dataset_id: str | None) -> EvalDataset:
     """Export the repo's revision once into $PHR_HOME/eval-datasets/<org>--<name>/<commit> and read it."""
 
+    lh = LocalHub(hub)
     try:
-        tmp_parent = _eval_cache()
-        tmp = Path(tempfile.mkdtemp(dir=tmp_parent, prefix=".pull-"))
-        try:
-            pulled = pull_local(repo_id, repo_type="dataset", revision=revision, dest=tmp / "d", hub=hub)
-            repo = hub / "datasets" / repo_id
-            commit = subprocess.run(
-                ["git", "-C", str(repo), "rev-parse", f"{revision or 'main'}^{{commit}}"],
-                check=False,
-                capture_output=True,
-                text=True,
-            ).stdout.strip()
-            if not commit:
-                raise DatasetError(f"cannot resolve {repo_id}@{revision or 'main'} in {hub}")
-            dest = tmp_parent / repo_id.replace("/", "--") / commit
-            if not dest.exists():
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                try:
-                    os.replace(pulled, dest)
-                except OSError:  # another process installed it meanwhile
-                    pass
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        if not lh.exists(repo_id, "dataset"):  # the hub's own message: "no dataset repo ..."
+            pull_local(repo_id, repo_type="dataset", revision=revision, dest=_eval_cache() / ".absent", hub=hub)
+        # the commit first, then that commit's files: a push in between cannot mix them
+        commit = resolve_revision(lh.repo_path(repo_id, "dataset"), revision)
+        dest = _eval_cache() / repo_id.replace("/", "--") / commit
+        if not dest.exists():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            pull_local(repo_id, repo_type="dataset", revision=commit, dest=dest, hub=hub)  # atomic install
     except (RepoNotFoundError, RevisionNotFoundError) as e:
         raise DatasetError(str(e)) from None
     instances, files = _read_folder(dest)

@@ -9,15 +9,12 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from phr.bench.metrics import ACCURACY, CONDITION_SUFFIX, FIGURES, INSIGHTFUL, RESOLUTIONS, TRAJECTORY, rate_of
-from phr.core.fs import honour_umask
+from phr.core.fs import atomic_dir
 from phr.eval.results import (
     H_MINUS_T,
     DatasetRef,
@@ -248,9 +245,7 @@ def write_results(
 ) -> Path:
     """Write results.json, samples.jsonl, report.md and plots/ into ``out`` (replacing an earlier scoring)."""
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.tmp-"))
-    try:
+    with atomic_dir(out) as tmp:
         body = "".join(json.dumps(s.as_dict(), ensure_ascii=False) + "\n" for s in scores).encode()
         (tmp / SAMPLES_FILE).write_bytes(body)
         result = _as_result(result).model_copy(
@@ -261,15 +256,4 @@ def write_results(
         (tmp / REPORT_FILE).write_text(render_report(result), encoding="utf-8")
         if plots:
             write_plots(result, tmp / PLOTS_DIR)
-        honour_umask(tmp)  # mkdtemp makes 0700 folders
-        if out.exists():
-            old = out.with_name(f".{out.name}.old-{os.getpid()}")
-            os.replace(out, old)
-            os.replace(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out

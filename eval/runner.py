@@ -21,17 +21,14 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
-import os
 import re
-import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from phr.core.errors import PHRError, UsageError
-from phr.core.fs import honour_umask
+from phr.core.fs import atomic_dir, atomic_write
 from phr.eval.dataset import (
     CONDITIONS,
     EvalDataset,
@@ -159,16 +156,11 @@ def _versions() -> dict[str, str]:
 
 
 def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 def _write_jsonl(path: Path, rows) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-    os.replace(tmp, path)
+    atomic_write(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
 
 def default_run_dir(root: str | Path, model: str, run_id: str, shard: tuple[int, int] | None) -> Path:
@@ -261,25 +253,12 @@ def generate_run(
 
 def _install(path: Path, meta: RunManifest, responses: dict, log_rows: list, write_submission) -> None:
     """Write the run folder's files into a temporary folder, then swap it in."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.tmp-"))
-    try:
+    with atomic_dir(path) as tmp:
         order = {iid: n for n, iid in enumerate(meta.instance_ids)}
         keys = sorted(responses, key=lambda k: (order[k[0]], k[1]))
         write_submission(tmp / RESPONSES_FILE, ((i, s, responses[(i, s)]) for i, s in keys))
         _write_jsonl(tmp / GENERATIONS_FILE, log_rows)
         _write_json(tmp / RUN_FILE, meta.as_json())
-        honour_umask(tmp)  # mkdtemp makes 0700 folders
-        if path.exists():
-            old = path.with_name(f".{path.name}.old-{os.getpid()}")
-            os.replace(path, old)
-            os.replace(tmp, path)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def load_run(path: str | Path) -> Run:

@@ -42,6 +42,10 @@ def parse_spec(spec: str) -> tuple[str, str]:
     return kind, rest
 
 
+# Provider modules are imported when a spec names them: each imports its heavy SDK (openai, anthropic,
+# google-genai, torch + transformers, vllm) at module level.
+
+
 def make_provider(spec: str, **options) -> Provider:
     """Build the provider for ``spec``. Checks keys and installs before any work starts."""
     kind, rest = parse_spec(spec)

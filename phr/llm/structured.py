@@ -18,6 +18,7 @@ from typing import Any, Generic, Sequence, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from phr.core.aio import run_sync
+from phr.llm.summary import RunSummary
 from phr.llm.types import CallFailure, ChatRequest, Message
 
 T = TypeVar("T", bound=BaseModel)
@@ -81,7 +82,6 @@ class StructuredResult(Generic[T]):
 async def agenerate_structured(
     llm, requests: Sequence[ChatRequest], schema: type[T], *, max_reasks: int = 2, desc: str = "generating"
 ) -> list[list[StructuredResult[T]]]:
-    from phr.llm.summary import RunSummary
 
     summary = RunSummary()
     results = await llm.agenerate(requests, desc, summary)

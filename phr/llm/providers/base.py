@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from phr.core.errors import PHRError
+from phr.core.secrets import redact
+from phr.core.text import clip
 from phr.llm.types import GenerationParams, Message
 
 
@@ -226,8 +228,6 @@ def split_usage(total: int, n: int) -> list[int]:
 
 def safe_message(text: str, api_key: str | None, limit: int = 800) -> str:
     """An error message with every secret (environment ones and this provider's key) replaced by ``***``."""
-    from phr.core.secrets import redact
-    from phr.core.text import clip
 
     if api_key and len(api_key) >= 8:
         text = text.replace(api_key, "***")

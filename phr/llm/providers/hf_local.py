@@ -23,8 +23,6 @@ import importlib.util
 import json
 import logging
 import os
-import shutil
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -32,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from phr.core.errors import ModelNotInstalledError, PHRError
+from phr.core.fs import atomic_dir
 from phr.core.settings import models_dir
 from phr.llm.providers.base import BatchItem, ForwardOutput, OutputHead, Provider, RawCompletion, TokenEncoding
 from phr.llm.types import GenerationParams, Message, as_messages
@@ -601,8 +600,7 @@ def _convert_gguf(gguf: Path, folder: Path, revision: str) -> None:
 
     t0 = time.monotonic()
     log.info("converting %s into %s (once)", gguf, folder)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
-    try:
+    with atomic_dir(folder) as tmp:
         tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         if not getattr(tok, "chat_template", None):
             tok.chat_template = CHATML_TEMPLATE
@@ -633,18 +631,6 @@ def _convert_gguf(gguf: Path, folder: Path, revision: str) -> None:
         (tmp / _MARKER).write_text(
             json.dumps({"gguf": str(gguf), "revision": revision, "converted_at": time.time()}, indent=1)
         )
-        umask = os.umask(0)
-        os.umask(umask)
-        for path in [tmp, *tmp.iterdir()]:  # mkdtemp makes 0700; give the folder the usual modes
-            os.chmod(path, (0o777 if path.is_dir() else 0o666) & ~umask)
-        if folder.exists():
-            old = folder.with_name(f".{folder.name}.old-{os.getpid()}")
-            os.replace(folder, old)
-            shutil.rmtree(old, ignore_errors=True)
-        os.replace(tmp, folder)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     CONVERSIONS += 1
     log.info("converted SmolLM2 in %.1fs", time.monotonic() - t0)
 
