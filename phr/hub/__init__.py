@@ -18,7 +18,7 @@ from phr.hub.errors import (
     ValidationFailedError,
 )
 from phr.hub.gate import gate
-from phr.hub.kinds import ArtifactKind, kinds, register_kind
+from phr.hub.kinds import ArtifactKind, all_kinds, register_kind, unregister_kind
 from phr.hub.local import LocalHub
 from phr.hub.publish import pull, push
 from phr.hub.repo import README, PushResult, folder_files, hub_dir
@@ -41,8 +41,9 @@ __all__ = [
     "folder_files",
     "gate",
     "hub_dir",
-    "kinds",
+    "all_kinds",
     "pull",
     "push",
     "register_kind",
+    "unregister_kind",
 ]

@@ -52,7 +52,13 @@ def installed_kinds() -> list[ArtifactKind]:
     return out
 
 
-def kinds() -> list[ArtifactKind]:
+def unregister_kind(name: str) -> None:
+    """Forget a kind added with ``register_kind`` (installed kinds stay)."""
+    _REGISTERED.pop(name, None)
+
+
+def all_kinds() -> list[ArtifactKind]:
+    """Registered kinds, then installed ones (a registered kind shadows an installed one of the same name)."""
     seen = dict(_REGISTERED)
     for k in installed_kinds():
         seen.setdefault(k.name, k)
@@ -61,7 +67,7 @@ def kinds() -> list[ArtifactKind]:
 
 def kind_of(folder: Path, repo_type: str, configs: dict[str, CardConfig]) -> ArtifactKind:
     """The first kind of ``repo_type`` that recognises ``folder`` (``UnknownKindError`` when none does)."""
-    candidates = [k for k in kinds() if k.repo_type == repo_type]
+    candidates = [k for k in all_kinds() if k.repo_type == repo_type]
     for k in candidates:
         if k.matches(folder, configs):
             return k
