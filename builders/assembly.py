@@ -9,20 +9,11 @@ from __future__ import annotations
 from collections import defaultdict
 
 from phr.bench.conditions import CONDITIONS, condition_spec
+from phr.bench.instance import PREMISE_COLUMNS
 from phr.bench.prompts import Templates
 from phr.bench.records import Augmentation, BaseQuestion, Condition, question_row
 
-_EMPTY_AUG = dict.fromkeys(
-    (
-        "augmentation_id",
-        "premise",
-        "truth_verification",
-        "mutation_type",
-        "mutation_strategy",
-        "mutation_logic",
-        "generator",
-    )
-)
+_EMPTY_AUG = dict.fromkeys(PREMISE_COLUMNS)
 
 
 def assemble(

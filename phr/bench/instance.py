@@ -103,6 +103,8 @@ def _column(name: str, field: Any) -> Column:
 COLUMNS: tuple[Column, ...] = tuple(_column(n, f) for n, f in Instance.model_fields.items())
 COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in COLUMNS)
 NOT_NULL: tuple[str, ...] = tuple(c.name for c in COLUMNS if c.not_null)
+#: the columns an augmentation fills (null under B): from augmentation_id up to the prompt
+PREMISE_COLUMNS: tuple[str, ...] = COLUMN_NAMES[COLUMN_NAMES.index("augmentation_id") : COLUMN_NAMES.index("prompt")]
 _ARROW = {"text": pa.string(), "enum": pa.string(), "list": pa.list_(pa.string()), "int": pa.int64()}
 
 
