@@ -198,6 +198,7 @@ def test_folder_fingerprint_tells_folders_apart(tmp_path):
 
 def test_conversion_runs_once_under_a_lock(tmp_path, monkeypatch):
     monkeypatch.setenv("PHR_HOME", str(tmp_path))
+    monkeypatch.delenv("PHR_MODELS", raising=False)  # models under this PHR_HOME, not the suite's shared folder
     calls = []
 
     def fake_convert(gguf, folder, revision):

