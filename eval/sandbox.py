@@ -365,10 +365,16 @@ def _pids_of_uid(uid: int) -> list[int]:
 def _sweep_uid(uid: int, deadline_s: float = 2.0) -> None:
     """SIGKILL every process of ``uid`` (only used for our private, per-job uids)."""
     end = time.monotonic() + deadline_s
+    quiet = 0
     while time.monotonic() < end:
         pids = _pids_of_uid(uid)
         if not pids:
-            return
+            quiet += 1
+            if quiet == 2:  # twice empty, 20 ms apart: no fork was in flight during the first look
+                return
+            time.sleep(0.02)
+            continue
+        quiet = 0
         for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)
