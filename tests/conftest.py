@@ -121,3 +121,24 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "smollm2" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture
+def api_server(monkeypatch, tmp_path):
+    """One local server speaking the OpenAI, Anthropic and Gemini protocols, with every provider's key and base
+    URL pointed at it and ``PHR_CACHE`` in the test's folder; yields the server."""
+    from tests.support.llm import API_KEY
+    from tests.support.protocol_server import ProtocolServer
+
+    with ProtocolServer() as srv:
+        for name, value in (
+            ("OPENAI_API_KEY", API_KEY),
+            ("OPENAI_BASE_URL", srv.url + "/v1"),
+            ("ANTHROPIC_API_KEY", API_KEY),
+            ("ANTHROPIC_BASE_URL", srv.url),
+            ("GEMINI_API_KEY", API_KEY),
+            ("GOOGLE_GEMINI_BASE_URL", srv.url),
+            ("PHR_CACHE", str(tmp_path / "calls.sqlite")),
+        ):
+            monkeypatch.setenv(name, value)
+        yield srv

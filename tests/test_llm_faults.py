@@ -16,36 +16,20 @@ import pytest
 from typer.testing import CliRunner
 
 from phr.core.text import clip
-from phr.llm import LLM, ChatRequest, GenerationParams, as_messages
+from phr.llm import ChatRequest, GenerationParams, as_messages
+from tests.support.llm import API_KEY as KEY
+from tests.support.llm import fast_llm as make
 from tests.support.protocol_server import ProtocolServer
 
-KEY = "sk-test-faults-0123456789"
+
+@pytest.fixture
+def server(api_server):
+    return api_server
 
 
 @pytest.fixture
-def server():
-    with ProtocolServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-def env(monkeypatch, server, tmp_path):
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
-    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-    monkeypatch.setenv("GEMINI_API_KEY", KEY)
-    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
-    monkeypatch.setenv("PHR_CACHE", str(tmp_path / "calls.sqlite"))
+def env(api_server, tmp_path):
     return tmp_path
-
-
-def make(spec="openai:gpt-4o", **kw):
-    kw.setdefault("progress", False)
-    kw.setdefault("backoff_initial", 0.01)
-    kw.setdefault("backoff_max", 0.05)
-    kw.setdefault("timeout", 5)
-    return LLM(spec, **kw)
 
 
 def req(text, n=1):
