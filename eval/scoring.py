@@ -39,7 +39,9 @@ class SampleScore:
     missing: bool
     correct: bool
     extracted: str | None = None  # the candidate number, the final answer line, or the sandbox verdict
+    grader: str | None = None  # what scored it: choice, numeric, normalised-match, llm:<spec>, sandbox
     ol: int | None = None
+    ol_words: int | None = None
     ui: float | None = None
     buf: float | None = None
     bc: float | None = None

@@ -69,7 +69,13 @@ def test_each_scorer_implements_the_protocol(unloaded):
     res = ResolutionScorer("openai:gpt-4o", max_reasks=3)
     for s, name in ((acc, "accuracy"), (traj, "trajectory"), (res, "resolution")):
         assert isinstance(s, Scorer) and s.name == name and len(cache_identity(s)) == 64
-    assert acc.config.model_dump() == {"code_timeout_s": 5.0, "code_memory_mb": 256}
+    assert acc.config.model_dump() == {
+        "code_timeout_s": 5.0,
+        "code_memory_mb": 256,
+        "rel_tol": 0.01,
+        "grader": None,
+        "grader_prompt_sha256": None,
+    }
     assert traj.config.model_dump() == {
         "model": f"local:smollm2@{unloaded.revision}",
         "tau": 0.2,
@@ -125,9 +131,9 @@ def test_accuracy_scorer_batch():
     ]
     out = AccuracyScorer(progress=False).score(batch)
     assert out[:3] == [
-        {"correct": True, "extracted": "2"},
-        {"correct": False, "extracted": "3"},
-        {"correct": True, "extracted": "9.81"},
+        {"correct": True, "extracted": "2", "grader": "choice"},
+        {"correct": False, "extracted": "3", "grader": "choice"},
+        {"correct": True, "extracted": "9.81", "grader": "numeric"},
     ]
     assert out[3]["correct"] is True and out[4]["correct"] is False and out[4]["extracted"] != out[3]["extracted"]
 
