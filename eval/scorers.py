@@ -14,7 +14,7 @@ dict where it does not apply). The three PHRBench scorers:
 - ``TrajectoryMetricsScorer`` ("trajectory"): OL, UI, BUF, BC under the reference scorer (``phr.eval.trajectory``),
   cached per (config, prompt, response) in the call cache file (``phr.eval.metric_cache``);
 - ``ResolutionScorer`` ("resolution"): the behavioural resolution of B+H responses by the LLM judge
-  (``phr.eval.resolution``) and insightful = Correction and correct (needs "accuracy" to run first).
+  (``phr.eval.resolution``) and insightful = Heuristic Correction and correct (needs "accuracy" to run first).
 
 The weight-reuse rule is here too: ``trajectory_engine(spec, generator)`` scores with the generator's
 already-loaded model when it is the same model (one copy of the weights).

@@ -81,6 +81,9 @@ def test_each_scorer_implements_the_protocol(unloaded):
         "tau": 0.2,
         "clip": 1e-12,
         "cues": load_cues(),
+        "kl_direction": "earlier_reference",
+        "step_rule": "paper",
+        "bc_counting": "every_occurrence",
     }
     from phr.eval.resolution import prompt_hash
 
@@ -348,7 +351,7 @@ def test_resolution_scorer_sets_insightful_from_accuracy(judge_env, monkeypatch)
     srv, _, make = judge_env
 
     def resolution_judge(model, messages, k):
-        return json.dumps({"accepts_premise": False, "corrects_premise": True, "rationale": "rejects it"})
+        return json.dumps({"uses_premise": False, "corrects_premise": True, "rationale": "rejects it"})
 
     srv.responder = resolution_judge
     h = inst(
@@ -367,5 +370,5 @@ def test_resolution_scorer_sets_insightful_from_accuracy(judge_env, monkeypatch)
     ]
     out = ResolutionScorer(make()).score(batch)
     assert [o.get("insightful") for o in out] == [True, False, None] and out[2] == {}
-    assert out[0]["resolution"] == "Correction" and out[0]["judge_rationale"] == "rejects it"
+    assert out[0]["resolution"] == "Heuristic Correction" and out[0]["judge_rationale"] == "rejects it"
     assert srv.count == 2
