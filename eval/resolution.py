@@ -17,7 +17,6 @@ rerun makes no calls.
 from __future__ import annotations
 
 import re
-
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path

@@ -71,7 +71,11 @@ def test_aggregate_hand_computed():
     }
     br = r["by_resolution"]
     assert (br["Hallucination Compliance"]["accuracy"], br["Hallucination Compliance"]["OL"]) == (0.0, 30.0)
-    assert (br["Heuristic Correction"]["accuracy"], br["Heuristic Correction"]["OL"], br["Hallucination Avoidance"]["OL"]) == (1.0, 50.0, 40.0)
+    assert (
+        br["Heuristic Correction"]["accuracy"],
+        br["Heuristic Correction"]["OL"],
+        br["Hallucination Avoidance"]["OL"],
+    ) == (1.0, 50.0, 40.0)
     rc, sd = r["per_mutation_type"]["Rule Contradiction"], r["per_mutation_type"]["State Distortion"]
     assert (rc["n"], rc["accuracy"], rc["OL"], rc["H-T"]["accuracy"], rc["H-T"]["OL"]) == (2, 0.5, 40.0, -0.5, 20.0)
     assert (sd["accuracy"], sd["H-T"]["accuracy"], sd["H-T"]["OL"]) == (1.0, 1.0, None)  # q2-T missing
@@ -82,7 +86,11 @@ def test_aggregate_hand_computed():
         -0.5,
         20.0,
     )
-    assert r["resolution"]["per_domain"]["Code"] == {"Heuristic Correction": 0.0, "Hallucination Compliance": 0.0, "Hallucination Avoidance": 1.0}
+    assert r["resolution"]["per_domain"]["Code"] == {
+        "Heuristic Correction": 0.0,
+        "Hallucination Compliance": 0.0,
+        "Hallucination Avoidance": 1.0,
+    }
 
 
 def test_no_judge_no_resolution_metrics():

@@ -75,7 +75,12 @@ def make(fake):
 
 @pytest.mark.parametrize(
     "accepts,corrects,label",
-    [(False, False, "Hallucination Avoidance"), (True, False, "Hallucination Compliance"), (False, True, "Heuristic Correction"), (True, True, "Heuristic Correction")],
+    [
+        (False, False, "Hallucination Avoidance"),
+        (True, False, "Hallucination Compliance"),
+        (False, True, "Heuristic Correction"),
+        (True, True, "Heuristic Correction"),
+    ],
 )
 def test_label_table(accepts, corrects, label):
     assert resolution_label(accepts, corrects) == label and label in RESOLUTIONS
@@ -119,7 +124,13 @@ def test_end_to_end_reask_failure_and_cache(make, server):
         (H(5), "GARBAGE"),
     ]
     out = judge_resolutions(make(), items)
-    assert [r.label if r else None for r in out] == ["Heuristic Correction", "Hallucination Compliance", "Hallucination Avoidance", "Hallucination Compliance", None]
+    assert [r.label if r else None for r in out] == [
+        "Heuristic Correction",
+        "Hallucination Compliance",
+        "Hallucination Avoidance",
+        "Hallucination Compliance",
+        None,
+    ]
     assert out[0] == Resolution("Heuristic Correction", False, True, "It rejects the premise.", "openai:gpt-4o")
 
     first = [r["json"] for r in server.requests if not r["json"]["messages"][-1]["content"].startswith(REASK)]
