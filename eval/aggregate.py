@@ -21,7 +21,9 @@ from phr.bench.metrics import (
     CONDITION_SUFFIX,
     FIGURES,
     INSIGHTFUL,
+    INSIGHTFUL_GROUPS,
     LEADERBOARD,
+    OL_WORDS,
     RESOLUTIONS,
     TRAJECTORY,
     delta_of,
@@ -169,8 +171,13 @@ def aggregate(scores: Sequence[SampleScore], bootstrap: Bootstrap | None = Boots
     )
     by_resolution = {r: _Group([s for s in judged if s.resolution == r], rs) for r in RESOLUTIONS}
     errs.by_resolution = {r: g.errors() for r, g in by_resolution.items()}
+    by_insightful = {  # Figure 5: insightful (Heuristic Correction and correct) vs the other judged responses
+        grp: _Group([s for s in judged if bool(s.insightful) == (grp == INSIGHTFUL)], rs) for grp in INSIGHTFUL_GROUPS
+    }
+    errs.by_insightful = {grp: g.errors() for grp, g in by_insightful.items()}
 
     metrics, draws = _flat_metrics(by_cond, shares, share_draws, bool(judged))
+    _ol_words(scores, rs, metrics, draws)
     return ReportTables(
         metrics=metrics,
         standard_errors=_flat_errors(metrics, draws) if rs is not None else {},
@@ -179,6 +186,7 @@ def aggregate(scores: Sequence[SampleScore], bootstrap: Bootstrap | None = Boots
         per_mutation_type=per_type,
         resolution=resolution,
         by_resolution={r: g.cell for r, g in by_resolution.items()},
+        by_insightful={grp: g.cell for grp, g in by_insightful.items()},
         cell_errors=errs if rs is not None else None,
         counts=Counts(
             samples=len(scores),
@@ -214,6 +222,21 @@ def _flat_metrics(by_cond: dict[str, _Group], shares, share_draws, judged: bool)
         if pair and all(p in draws for p in pair):
             draws[name] = _minus(draws[pair[0]], draws[pair[1]])
     return metrics, draws
+
+
+def _ol_words(scores: Sequence[SampleScore], rs, metrics: dict, draws: dict) -> None:
+    """OL in words per condition (flat metrics only), the B+H headline and its B+H - B+T difference."""
+    for c, g in _group((s for s in scores if not s.missing and s.ol_words is not None), lambda s: s.condition).items():
+        if c in CONDITION_SUFFIX:
+            name = name_of(OL_WORDS, c)
+            metrics[name] = _mean(s.ol_words for s in g)
+            draws[name] = _draws(rs, ((s.question_id, float(s.ol_words)) for s in g))
+    bh, bt = name_of(OL_WORDS, _HALL), name_of(OL_WORDS, _TRUTH)
+    if bh in metrics:
+        metrics[headline_of(OL_WORDS)], draws[headline_of(OL_WORDS)] = metrics[bh], draws[bh]
+        if bt in metrics:
+            d = delta_of(bh, bt)
+            metrics[d], draws[d] = round(metrics[bh] - metrics[bt], 6), _minus(draws[bh], draws[bt])
 
 
 def _flat_errors(metrics: dict[str, float], draws: dict[str, np.ndarray | None]) -> dict[str, float]:

@@ -7,19 +7,26 @@ result, out = score_submission("sub.jsonl", "ORG/phrbench", meta, ScoreOptions()
 from __future__ import annotations
 
 import hashlib
+import json
+from dataclasses import asdict
 from pathlib import Path
 
+from phr.bench.metrics import RESOLUTIONS
 from phr.core.errors import PHRError
 from phr.eval.aggregate import aggregate
 from phr.eval.dataset import EvalDataset, load_eval_dataset
 from phr.eval.report import result_json, write_results
-from phr.eval.resolution import prompt_hash
-from phr.eval.results import Bootstrap, Result, RunManifest
-from phr.eval.runner import load_eval_dataset_from_meta, load_run
+from phr.eval.resolution import PROMPT_VERSION, prompt_hash
+from phr.eval.results import Bootstrap, EvaluationSettings, Result, RunManifest, Truncation
+from phr.eval.runner import GENERATIONS_FILE, PAPER_SCORER, load_eval_dataset_from_meta, load_run
 from phr.eval.sandbox import detect_isolation
+from phr.eval.scorers import EquivalenceGrader
 from phr.eval.scoring import ScoreOptions, score_responses
 from phr.eval.submission import validate_submission
-from phr.eval.trajectory import CLIP, TAU, load_cues
+from phr.eval.trajectory import CLIP, TAU, TrajectorySettings, load_cues
+
+#: a run warns when more than this share of its responses hit the output limit
+TRUNCATION_WARN_ABOVE = 0.01
 
 SCORES_DIR = "scores"
 
@@ -63,6 +70,59 @@ def scoring_config(options: ScoreOptions) -> dict:
     return cfg
 
 
+def truncation_of(run_dir: Path) -> Truncation | None:
+    """The share of a run's responses cut at the output limit (``finish_reason == "length"``)."""
+    path = Path(run_dir) / GENERATIONS_FILE
+    if not path.exists():
+        return None
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    known = [r for r in rows if r.get("finish_reason") is not None]
+    cut = sum(1 for r in known if r["finish_reason"] == "length")
+    share = round(cut / len(known), 6) if known else None
+    warn = share is not None and share > TRUNCATION_WARN_ABOVE
+    return Truncation(responses=len(known), truncated=cut, share=share, warn_above=TRUNCATION_WARN_ABOVE, warning=warn)
+
+
+def evaluation_settings(
+    options: ScoreOptions,
+    *,
+    preset: str | None = None,
+    generation: dict | None = None,
+    samples: int | None = None,
+    max_tokens_source: str | None = None,
+    truncation: Truncation | None = None,
+) -> EvaluationSettings:
+    """The settings a result records (docs/evaluation.md)."""
+    gen = generation or {}
+    scorer = _spec_of(options.scorer) if isinstance(options.scorer, str) or options.scorer is None else None
+    if scorer is None and options.scorer is not None:
+        prov = getattr(options.scorer, "provider", None)
+        scorer = getattr(prov, "spec", None)
+    traj = options.trajectory or TrajectorySettings()
+    grader = options.grader
+    grader_spec = (
+        None if grader is None else (grader.llm.spec if isinstance(grader, EquivalenceGrader) else _spec_of(grader))
+    )
+    return EvaluationSettings(
+        preset=preset,
+        samples=samples,
+        temperature=gen.get("temperature"),
+        max_tokens=gen.get("max_tokens"),
+        max_tokens_source=max_tokens_source,
+        reference_scorer=scorer,
+        paper_reference_scorer=PAPER_SCORER,
+        reference_scorer_is_paper=scorer == PAPER_SCORER,
+        **asdict(traj),
+        open_ended_rel_tol=options.rel_tol,
+        open_ended_grader=grader_spec,
+        open_ended_grader_prompt_sha256=None if grader is None else EquivalenceGrader.TEMPLATE.version,
+        resolution_judge=_spec_of(options.judge),
+        resolution_prompt_version=None if options.judge is None else PROMPT_VERSION,
+        resolution_labels=list(RESOLUTIONS),
+        truncation=truncation,
+    )
+
+
 def dataset_of_run(meta: RunManifest, hub=None) -> EvalDataset:
     """The dataset a run used: the same folder if its files are unchanged, else the repo at the revision."""
     ds = load_eval_dataset_from_meta(meta)
@@ -93,9 +153,11 @@ def score_run(
     progress: bool = True,
     plots: bool = True,
     bootstrap: Bootstrap = Bootstrap(),
+    preset: str | None = None,
+    max_tokens_source: str | None = None,
 ) -> tuple[Result, Path]:
     """Score a run folder (unsharded or merged) into ``out`` (default RUN/scores); standard errors from
-    ``bootstrap``."""
+    ``bootstrap``; the result's ``settings`` record ``preset``, the truncation share and every open choice."""
     run = load_run(run_dir)
     meta = run.meta
     if meta.shard:
@@ -126,6 +188,15 @@ def score_run(
         submitted_by=submitted_by,
         notes=notes,
     )
+    settings = evaluation_settings(
+        options,
+        preset=preset,
+        generation=meta.generation.model_dump(),
+        samples=meta.samples,
+        max_tokens_source=max_tokens_source,
+        truncation=truncation_of(run.path),
+    )
+    result = result.model_copy(update={"settings": settings})
     out = Path(out) if out is not None else run.path / SCORES_DIR
     write_results(out, result, scores, plots=plots)
     return result, out
@@ -167,5 +238,6 @@ def score_submission(
         submitted_by=meta.submitted_by,
         notes=meta.notes,
     )
+    result = result.model_copy(update={"settings": evaluation_settings(options, samples=meta.samples)})
     write_results(out, result, scores, plots=plots)
     return result, Path(out)

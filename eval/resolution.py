@@ -2,23 +2,33 @@
 hallucinated premise, as labelled by an LLM judge.
 
     res = judge_resolutions("openai:gpt-4o", [(instance, response), ...])
-    res[0].label              # "Correction" | "Compliance" | "Avoidance"; None where the judge stayed invalid
+    res[0].label   # "Heuristic Correction" | "Hallucination Compliance" | "Hallucination Avoidance" (or None)
     insightful(res[0].label, correct=True)
 
-The judge answers two booleans (``accepts_premise``, ``corrects_premise``); :func:`resolution_label` maps
-them to a resolution. Prompt: ``eval/prompts/resolution_judge.txt`` (ours, version 1; docs/metrics.md).
+The judge answers two booleans: ``uses_premise``, the paper's A(r,h) (Appendix D.1: the response "treats h as
+valid and materially uses it as evidence, a constraint, or an intermediate premise in deriving its answer"),
+and ``corrects_premise`` (C(r,h), ours: the second property is lost from the paper's text);
+:func:`resolution_label` maps them to the paper's labels (``phr.bench.metrics.RESOLUTIONS``). Prompt:
+``eval/prompts/resolution_judge.txt`` (version ``PROMPT_VERSION``, recorded in results; docs/metrics.md).
 Calls go through the LLM-judge helper (``phr.llm.judge``) at temperature 0, n=1, so they are cached and a
 rerun makes no calls.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr
 
+from phr.bench.metrics import (
+    HALLUCINATION_AVOIDANCE,
+    HALLUCINATION_COMPLIANCE,
+    HEURISTIC_CORRECTION,
+    RESOLUTIONS,
+)
 from phr.llm import LLM
 from phr.llm.judge import JudgeItem, JudgeTemplate, LLMJudge
 
@@ -26,6 +36,7 @@ from .dataset import Instance
 
 __all__ = [
     "PROMPT_PATH",
+    "PROMPT_VERSION",
     "RESOLUTIONS",
     "TEMPLATE",
     "Resolution",
@@ -38,7 +49,6 @@ __all__ = [
     "resolution_prompt",
 ]
 
-RESOLUTIONS = ("Correction", "Compliance", "Avoidance")
 PROMPT_PATH = Path(__file__).with_name("prompts") / "resolution_judge.txt"
 _NONE = "(not given)"
 
@@ -48,14 +58,15 @@ class ResolutionJudgement(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    accepts_premise: StrictBool
-    corrects_premise: StrictBool
+    uses_premise: StrictBool  # A(r, h)
+    corrects_premise: StrictBool  # C(r, h)
     rationale: StrictStr
 
 
 @dataclass(frozen=True)
 class Resolution:
-    """One judged response: its label, the judge's two booleans and rationale, and the judge's spec."""
+    """One judged response: its label, the judge's two booleans (``accepts_premise`` is A(r, h)) and rationale,
+    and the judge's spec."""
 
     label: str
     accepts_premise: bool
@@ -65,21 +76,26 @@ class Resolution:
 
 
 def resolution_label(accepts: bool, corrects: bool) -> str:
-    """corrects -> Correction (even if the premise was also used); accepts only -> Compliance; else Avoidance."""
+    """C(r,h) -> Heuristic Correction (even if h was also used); A(r,h) only -> Hallucination Compliance;
+    neither -> Hallucination Avoidance (ours: the paper's rules after A(r,h) are lost)."""
     if corrects:
-        return "Correction"
-    return "Compliance" if accepts else "Avoidance"
+        return HEURISTIC_CORRECTION
+    return HALLUCINATION_COMPLIANCE if accepts else HALLUCINATION_AVOIDANCE
 
 
 def insightful(label: str, correct: bool) -> bool:
-    """A response is insightful when it corrects the premise and its final answer is correct."""
+    """Insightful (paper §5.2): Heuristic Correction and a correct final answer."""
     if label not in RESOLUTIONS:
         raise ValueError(f"unknown resolution {label!r}: expected one of {', '.join(RESOLUTIONS)}")
-    return label == "Correction" and correct is True
+    return label == HEURISTIC_CORRECTION and correct is True
 
 
 #: The judge prompt, read once (``#`` header lines stripped; ``TEMPLATE.version`` is the file's SHA-256).
 TEMPLATE = JudgeTemplate(PROMPT_PATH, syntax="format", comment="#")
+
+
+#: The judge prompt's version (its header's "version N"): 2 = built around the paper's A(r, h).
+PROMPT_VERSION = int(re.search(r"version (\d+)", PROMPT_PATH.read_text(encoding="utf-8").splitlines()[0]).group(1))
 
 
 def prompt_hash() -> str:
@@ -162,8 +178,8 @@ def judge_resolutions(
             None
             if v is None
             else Resolution(
-                resolution_label(v.accepts_premise, v.corrects_premise),
-                v.accepts_premise,
+                resolution_label(v.uses_premise, v.corrects_premise),
+                v.uses_premise,
                 v.corrects_premise,
                 v.rationale.strip(),
                 llm.spec,

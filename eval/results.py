@@ -114,6 +114,7 @@ class CellErrors(_Strict):
     per_domain: dict[str, dict[str, Errors]] = {}
     per_mutation_type: dict[str, dict[str, Errors]] = {}
     by_resolution: dict[str, Errors] = {}
+    by_insightful: dict[str, Errors] = {}
     resolution: Errors = {}
 
 
@@ -125,6 +126,7 @@ class Tables(_Strict):
     per_mutation_type: dict[str, MutationRow] = {}
     resolution: Resolution = Field(default_factory=Resolution)  # type: ignore[valid-type]
     by_resolution: dict[str, Cell] = {}  # type: ignore[valid-type]
+    by_insightful: dict[str, Cell] = {}  # type: ignore[valid-type]  # Figure 5: insightful / non-insightful
     cell_errors: CellErrors | None = None
 
     @model_serializer(mode="wrap")
@@ -132,6 +134,10 @@ class Tables(_Strict):
         data = handler(self)
         if data.get("cell_errors") is None:
             data.pop("cell_errors", None)
+        elif not data["cell_errors"].get("by_insightful"):
+            data["cell_errors"].pop("by_insightful", None)
+        if not data.get("by_insightful"):  # absent from results written before Figure 5's groups
+            data.pop("by_insightful", None)
         return data
 
     def as_tables(self) -> Tables:
@@ -183,6 +189,41 @@ def _finite(values: dict[str, float], what: str, nonnegative: bool = False) -> d
     return values
 
 
+class Truncation(_Strict):
+    """Responses cut at the output limit (``finish_reason == "length"``) among those with a known finish reason."""
+
+    responses: int = 0
+    truncated: int = 0
+    share: float | None = None
+    warn_above: float = 0.01
+    warning: bool = False
+
+
+class EvaluationSettings(_Strict):
+    """Every evaluation setting the numbers depend on (issue 10; docs/evaluation.md). Defaults: results of
+    schema 1 and 2 written before these settings existed read with ``settings`` None."""
+
+    preset: str | None = None
+    samples: int | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    max_tokens_source: str | None = None  # "--max-tokens", "model", "default"
+    reference_scorer: str | None = None
+    paper_reference_scorer: str = "hf:Qwen/Qwen2.5-7B-Instruct"
+    reference_scorer_is_paper: bool = False
+    kl_direction: str = "earlier_reference"
+    step_rule: str = "paper"
+    bc_counting: str = "every_occurrence"
+    ol_units: dict[str, str] = {"OL": "reference-scorer tokens", "OL_words": "words"}
+    open_ended_rel_tol: float = 0.01
+    open_ended_grader: str | None = None  # the LLM equivalence grader's spec; None: normalised match
+    open_ended_grader_prompt_sha256: str | None = None
+    resolution_judge: str | None = None
+    resolution_prompt_version: int | None = None
+    resolution_labels: list[str] = []
+    truncation: Truncation | None = None
+
+
 class Result(Artifact):
     """One scored run or submission (``results.json``, schema_version 2). Further top-level keys are kept."""
 
@@ -207,6 +248,7 @@ class Result(Artifact):
     counts: Counts | None = None
     tables: Tables | None = None
     samples_file: SamplesFile | None = None
+    settings: EvaluationSettings | None = None
 
     @field_validator("schema_version")
     @classmethod

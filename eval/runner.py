@@ -50,6 +50,25 @@ class RunError(UsageError):
     pass
 
 
+#: The paper's reference scorer (§B.2); the offline default stays local:smollm2 (phr.eval.trajectory).
+PAPER_SCORER = "hf:Qwen/Qwen2.5-7B-Instruct"
+#: ``--preset paper`` (§4.1, §B.1): 10 samples at temperature 0.7, the model's maximum output length, the
+#: paper's reference scorer. ``max_tokens`` None: ``model_max_output``.
+PRESETS: dict[str, dict[str, Any]] = {
+    "paper": {"samples": 10, "temperature": 0.7, "max_tokens": None, "scorer": PAPER_SCORER},
+}
+#: the output limit when neither the option nor the model says one
+DEFAULT_MAX_TOKENS = 2048
+
+
+def model_max_output(provider) -> int | None:
+    """The model's maximum output length: a provider's ``max_output_tokens`` (an int or a method; in-process
+    models give their context capacity), or None when the provider does not say (then ``--max-tokens``)."""
+    value = getattr(provider, "max_output_tokens", None)
+    value = value() if callable(value) else value
+    return int(value) if isinstance(value, int) and value > 0 else None
+
+
 def parse_shard(text: str | None) -> tuple[int, int] | None:
     """``"2/4"`` -> (2, 4); i in 1..n."""
     if text is None:

@@ -14,7 +14,7 @@ dict where it does not apply). The three PHRBench scorers:
 - ``TrajectoryMetricsScorer`` ("trajectory"): OL, UI, BUF, BC under the reference scorer (``phr.eval.trajectory``),
   cached per (config, prompt, response) in the call cache file (``phr.eval.metric_cache``);
 - ``ResolutionScorer`` ("resolution"): the behavioural resolution of B+H responses by the LLM judge
-  (``phr.eval.resolution``) and insightful = Correction and correct (needs "accuracy" to run first).
+  (``phr.eval.resolution``) and insightful = Heuristic Correction and correct (needs "accuracy" to run first).
 
 The weight-reuse rule is here too: ``trajectory_engine(spec, generator)`` scores with the generator's
 already-loaded model when it is the same model (one copy of the weights).
@@ -26,17 +26,28 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr
 
 from phr.eval.dataset import Instance
-from phr.eval.extract import extract_choice, extract_code, extract_final, open_ended_correct
+from phr.eval.extract import (
+    REL_TOL,
+    extract_choice,
+    extract_code,
+    extract_final,
+    normalised_match,
+    numbers_match,
+    numeric_gold,
+)
 from phr.eval.metric_cache import MetricCache, metric_key
 from phr.eval.resolution import insightful, judge_resolutions, prompt_hash
 from phr.eval.sandbox import run_many
-from phr.eval.trajectory import DEFAULT_SCORER, TrajectoryMetrics, TrajectoryScorer
+from phr.eval.trajectory import DEFAULT_SCORER, TrajectoryMetrics, TrajectoryScorer, TrajectorySettings
+from phr.llm import LLM
+from phr.llm.judge import JudgeItem, JudgeTemplate, LLMJudge
 from phr.llm.providers.base import ScoringProvider
 from phr.llm.spec import make_provider
 
@@ -46,6 +57,8 @@ __all__ = [
     "ScoreItem",
     "ScoreOptions",
     "Scorer",
+    "EquivalenceGrader",
+    "GRADER_PROMPT",
     "TrajectoryMetricsScorer",
     "answer_correct",
     "build_scorers",
@@ -67,6 +80,9 @@ class ScoreOptions:
     resolution_conditions: tuple[str, ...] = ("B+H",)
     cache: Any = None  # trajectory metrics cache file (None: the call cache file, $PHR_CACHE; False: off)
     generator: Any = None  # the LLM (or provider) that generated the responses: its weights are reused as scorer
+    grader: Any = None  # LLM equivalence grader (spec or LLM) for free-text open-ended answers; None: normalised match
+    rel_tol: float = REL_TOL  # numeric open-ended answers
+    trajectory: Any = None  # a phr.eval.trajectory.TrajectorySettings (None: the defaults)
 
 
 # ---- the protocol -----------------------------------------------------------------------------------------
@@ -127,13 +143,62 @@ def _progress(enabled: bool):
 # ---- accuracy ---------------------------------------------------------------------------------------------
 
 
-def answer_correct(inst: Instance, response: str) -> tuple[bool, str | None]:
-    """(correct, what was extracted) for a multiple-choice or open-ended instance."""
+#: which rule scored a response (``SampleScore.grader``); an LLM grader is recorded as ``llm:<spec>``
+GRADER_CHOICE, GRADER_NUMERIC, GRADER_MATCH, GRADER_SANDBOX = "choice", "numeric", "normalised-match", "sandbox"
+GRADER_PROMPT = Path(__file__).with_name("prompts") / "equivalence_grader.txt"
+
+
+class Equivalence(BaseModel):
+    """The equivalence grader's JSON reply."""
+
+    model_config = ConfigDict(extra="ignore")
+    equivalent: StrictBool
+    rationale: StrictStr = ""
+
+
+class EquivalenceGrader:
+    """The LLM equivalence grader of free-text open-ended answers (``eval/prompts/equivalence_grader.txt``),
+    through the LLM-judge helper: temperature 0, cached, re-asked on invalid JSON. An answer the grader
+    cannot judge falls back to the normalised match (and is recorded so)."""
+
+    TEMPLATE = JudgeTemplate(GRADER_PROMPT, syntax="format", comment="#")
+
+    def __init__(self, llm: Any, *, max_reasks: int = 2, max_tokens: int = 256):
+        self.llm = llm if isinstance(llm, LLM) else LLM(llm)
+        self.judge = LLMJudge(Equivalence, self.TEMPLATE, max_tokens=max_tokens, max_reasks=max_reasks, desc="grading")
+
+    @property
+    def name(self) -> str:
+        return f"llm:{self.llm.spec}"
+
+    def grade(self, items: Sequence[tuple[Instance, str]]) -> list[bool | None]:
+        """Per (instance, final answer): equivalent to the gold, or None when the grader stayed invalid."""
+        work = [
+            JudgeItem({"question": inst.question or "", "gold": inst.answer or "", "answer": final}, tag=inst.id)
+            for inst, final in items
+        ]
+        return [None if j.verdict is None else j.verdict.equivalent for j in self.judge.judge(self.llm, work)]
+
+
+def answer_correct(inst: Instance, response: str, rel_tol: float = REL_TOL) -> tuple[bool, str | None]:
+    """(correct, what was extracted) for a multiple-choice or open-ended instance, by rule (no LLM grader)."""
+    correct, extracted, _ = _rule_grade(inst, response, rel_tol)
+    return correct, extracted
+
+
+def _rule_grade(inst: Instance, response: str, rel_tol: float) -> tuple[bool, str | None, str]:
+    """(correct, extracted, grader) by rule: the candidate number, numbers, or the normalised match."""
     if inst.task_type == "multiple_choice":
         idx = extract_choice(response, list(inst.options))
-        return (idx is not None and idx == inst.answer_index), (None if idx is None else str(idx + 1))
+        return (idx is not None and idx == inst.answer_index), (None if idx is None else str(idx + 1)), GRADER_CHOICE
     if inst.task_type == "open_ended":
-        return open_ended_correct(response, inst.answer or ""), extract_final(response)
+        final = extract_final(response)
+        nums = numeric_gold(inst.answer or "")
+        if final is None:
+            return False, None, GRADER_NUMERIC if nums is not None else GRADER_MATCH
+        if nums is not None:
+            return numbers_match(final, nums, rel_tol), final, GRADER_NUMERIC
+        return normalised_match(final, inst.answer or ""), final, GRADER_MATCH
     raise ValueError(f"{inst.id}: not a multiple-choice or open-ended instance ({inst.task_type})")
 
 
@@ -157,10 +222,16 @@ def code_program(inst: Instance, response: str) -> str:
 class AccuracyConfig(_Config):
     code_timeout_s: float = 10.0
     code_memory_mb: int = 512
+    rel_tol: float = REL_TOL
+    grader: str | None = None  # the LLM equivalence grader's spec
+    grader_prompt_sha256: str | None = None
 
 
 class AccuracyScorer:
-    """``correct`` and ``extracted`` (the candidate number, the final answer line, or the sandbox verdict)."""
+    """``correct``, ``extracted`` (the candidate number, the final answer line, or the sandbox verdict) and
+    ``grader`` (which rule scored it: ``choice``, ``numeric``, ``normalised-match``, ``llm:<spec>``,
+    ``sandbox``). Free-text open-ended answers go to ``grader`` (an ``EquivalenceGrader``, an LLM or a spec)
+    when one is given."""
 
     name = "accuracy"
 
@@ -171,8 +242,19 @@ class AccuracyScorer:
         *,
         workers: int | None = None,
         progress: bool = True,
+        rel_tol: float = REL_TOL,
+        grader: Any = None,
     ):
-        self._config = AccuracyConfig(code_timeout_s=code_timeout_s, code_memory_mb=code_memory_mb)
+        if grader is not None and not isinstance(grader, EquivalenceGrader):
+            grader = EquivalenceGrader(grader)
+        self.grader = grader
+        self._config = AccuracyConfig(
+            code_timeout_s=code_timeout_s,
+            code_memory_mb=code_memory_mb,
+            rel_tol=rel_tol,
+            grader=None if grader is None else grader.llm.spec,
+            grader_prompt_sha256=None if grader is None else grader.TEMPLATE.version,
+        )
         self.workers = workers
         self.progress = progress
 
@@ -183,10 +265,18 @@ class AccuracyScorer:
     def score(self, batch: Sequence[ScoreItem]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = [{} for _ in batch]
         code = [i for i, it in enumerate(batch) if it.instance.task_type == "code"]
+        free: list[int] = []
         for i, it in enumerate(batch):
             if it.instance.task_type != "code":
-                correct, extracted = answer_correct(it.instance, it.response)
-                out[i] = {"correct": correct, "extracted": extracted}
+                correct, extracted, grader = _rule_grade(it.instance, it.response, self.config.rel_tol)
+                out[i] = {"correct": correct, "extracted": extracted, "grader": grader}
+                if grader == GRADER_MATCH and extracted is not None and self.grader is not None:
+                    free.append(i)
+        if free:
+            verdicts = self.grader.grade([(batch[i].instance, out[i]["extracted"]) for i in free])
+            for i, v in zip(free, verdicts):
+                if v is not None:
+                    out[i].update(correct=v, grader=self.grader.name)
         if code:
             jobs = [
                 {
@@ -206,28 +296,35 @@ class AccuracyScorer:
                 )
                 bar.update(task, completed=len(code))
             for i, v in zip(code, verdicts):
-                out[i] = {"correct": v.passed, "extracted": v.status}
+                out[i] = {"correct": v.passed, "extracted": v.status, "grader": GRADER_SANDBOX}
         return out
 
 
 # ---- trajectory metrics -----------------------------------------------------------------------------------
 
 
-def trajectory_engine(scorer: Any = DEFAULT_SCORER, generator: Any = None, *, batch_size: int = 4) -> TrajectoryScorer:
+def trajectory_engine(
+    scorer: Any = DEFAULT_SCORER,
+    generator: Any = None,
+    *,
+    batch_size: int = 4,
+    settings: TrajectorySettings | None = None,
+) -> TrajectoryScorer:
     """The reference scorer for a spec (or a provider, or a ready ``TrajectoryScorer``), reusing the weights of
     ``generator`` (the LLM or provider that generated the responses) when it is the same model: the same spec,
     or the same ``fingerprint``. Raises CannotScoreError, naming the spec, when the model cannot score."""
+    settings = settings or TrajectorySettings()
     if isinstance(scorer, TrajectoryScorer):
         return scorer
     gen = getattr(generator, "provider", generator)
     gen = gen if isinstance(gen, ScoringProvider) else None
     gen_spec = getattr(generator, "spec", None) or (gen.spec if gen is not None else None)
     if gen is not None and isinstance(scorer, str) and scorer == gen_spec:
-        return TrajectoryScorer(gen, batch_size=batch_size)
+        return TrajectoryScorer(gen, batch_size=batch_size, settings=settings)
     provider = make_provider(scorer) if isinstance(scorer, str) else scorer
     if gen is not None and isinstance(provider, ScoringProvider) and provider.fingerprint == gen.fingerprint:
         provider = gen  # one copy of the weights
-    return TrajectoryScorer(provider, batch_size=batch_size)
+    return TrajectoryScorer(provider, batch_size=batch_size, settings=settings)
 
 
 class TrajectoryConfig(_Config):
@@ -235,6 +332,9 @@ class TrajectoryConfig(_Config):
     tau: float
     clip: float
     cues: tuple[str, ...]
+    kl_direction: str = "earlier_reference"
+    step_rule: str = "paper"
+    bc_counting: str = "every_occurrence"
 
 
 class TrajectoryMetricsScorer:
@@ -248,7 +348,9 @@ class TrajectoryMetricsScorer:
         self.cache_path = cache
         self.progress = progress
         e = self.engine
-        self._config = TrajectoryConfig(model=e.provider.fingerprint, tau=e.tau, clip=e.clip, cues=tuple(e.cues))
+        self._config = TrajectoryConfig(
+            model=e.provider.fingerprint, tau=e.tau, clip=e.clip, cues=tuple(e.cues), **asdict(e.settings)
+        )
 
     @property
     def config(self) -> TrajectoryConfig:
@@ -278,7 +380,10 @@ class TrajectoryMetricsScorer:
                 if cache:
                     cache.put_many(self.engine.provider.spec, [(keys[i], m) for i, m in zip(part, got)])
                 bar.update(task, advance=len(part))
-        return [{"ol": m.ol, "ui": m.ui, "buf": m.buf, "bc": m.bc, "steps": m.steps} for m in metrics]
+        return [
+            {"ol": m.ol, "ol_words": m.ol_words, "ui": m.ui, "buf": m.buf, "bc": m.bc, "steps": m.steps}
+            for m in metrics
+        ]
 
 
 # ---- behavioural resolution -------------------------------------------------------------------------------
@@ -344,10 +449,19 @@ def build_scorers(options: ScoreOptions = ScoreOptions(), *, progress: bool = Tr
     """Accuracy, then trajectory metrics (``options.scorer``; None skips them), then resolution
     (``options.judge``; None skips it)."""
     scorers: list[Scorer] = [
-        AccuracyScorer(options.code_timeout_s, options.code_memory_mb, workers=options.workers, progress=progress)
+        AccuracyScorer(
+            options.code_timeout_s,
+            options.code_memory_mb,
+            workers=options.workers,
+            progress=progress,
+            rel_tol=options.rel_tol,
+            grader=options.grader,
+        )
     ]
     if options.scorer is not None:
-        engine = trajectory_engine(options.scorer, options.generator, batch_size=options.scorer_batch_size)
+        engine = trajectory_engine(
+            options.scorer, options.generator, batch_size=options.scorer_batch_size, settings=options.trajectory
+        )
         scorers.append(TrajectoryMetricsScorer(engine, cache=options.cache, progress=progress))
     if options.judge is not None:
         scorers.append(

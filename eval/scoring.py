@@ -8,7 +8,7 @@
   (phr.eval.extract), code by running the extracted program against the problem's tests in the sandbox;
 - trajectory metrics OL, UI, BUF, BC under the reference scorer (``options.scorer``; None skips them);
 - behavioural resolution of every B+H response by the judge (``options.judge``; None skips it) and
-  insightful = Correction and correct.
+  insightful = Heuristic Correction and correct.
 
 A missing response (a failed call in a run) scores as incorrect with no metrics, and is counted.
 """
@@ -39,7 +39,9 @@ class SampleScore:
     missing: bool
     correct: bool
     extracted: str | None = None  # the candidate number, the final answer line, or the sandbox verdict
+    grader: str | None = None  # what scored it: choice, numeric, normalised-match, llm:<spec>, sandbox
     ol: int | None = None
+    ol_words: int | None = None
     ui: float | None = None
     buf: float | None = None
     bc: float | None = None

@@ -1,16 +1,19 @@
 """Trajectory metrics of PHRBench's evaluation (paper Appendix B.2): OL, UI, BUF, BC.
 
-* **OL** — output length: the number of tokens of the response (the reference scorer's tokenizer).
+* **OL** — output length, in two named units: ``ol`` tokens of the response (the reference scorer's
+  tokenizer; paper §4.2 "tokens") and ``ol_words`` words (``word_count``; the unit of the paper's reported
+  OL differences, §5.2, §C.1).
 * **UI** — uncertainty index: the mean entropy (nats) of the scorer's next-token distributions over the
   response tokens, i.e. the L distributions that predict response tokens 1..L (the first one at the last
   prompt token, the last one at response token L-1).
-* **BUF** — belief-update frequency: the response is split into sentence-level steps (``split_steps``);
-  ``P_k`` is the scorer's next-token distribution after the prompt and steps 1..k (the distribution at
-  the last token of step k); BUF is the fraction of the K-1 transitions with
-  ``KL(P_k || P_{k+1}) > tau`` (tau = 0.10 nats), 0 when K < 2. Direction: the earlier distribution is
-  the reference, ``KL(P_k || P_{k+1}) = sum_v P_k(v) log(P_k(v) / P_{k+1}(v))``. Both distributions are
-  clipped at 1e-12 and renormalized before the KL.
-* **BC** — branching cues per 100 words (``branching_cues``; list in ``branching_cues.txt``).
+* **BUF** — belief-update frequency: the response is split into sentence-level steps (``split_steps``, rule
+  ``step_rule``: the paper's by default); ``P_k`` is the scorer's next-token distribution after the prompt and
+  steps 1..k (the distribution at the last token of step k); BUF is the fraction of the K-1 transitions with
+  ``Delta_k > tau`` (tau = 0.10 nats), 0 when K < 2. ``kl_direction`` (the paper's equation is lost):
+  ``earlier_reference`` (default) ``Delta_k = KL(P_{k-1} || P_k)``, ``later_reference`` ``KL(P_k || P_{k-1})``.
+  Both distributions are clipped at 1e-12 and renormalized before the KL.
+* **BC** — branching cues per 100 words (``branching_cues``; list in ``branching_cues.txt``; ``bc_counting``:
+  every occurrence of every cue by default, paper §B.2 "sum of Count(k, r)").
 
 One forward pass per response gives every distribution UI and BUF need: in a causal LM the distribution
 after "prompt + steps 1..k" is exactly the next-token distribution at the last token of step k in the
@@ -27,6 +30,7 @@ kept to check the scorer in the tests and the benchmark.
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import os
 import re
@@ -52,6 +56,34 @@ DEFAULT_VOCAB_CHUNK = 8192
 MAX_CHUNK_ELEMENTS = 1 << 24
 DEFAULT_CUES_PATH = Path(__file__).with_name("branching_cues.txt")
 
+#: Delta_k = KL(P_{k-1} || P_k) ("earlier_reference", default) or KL(P_k || P_{k-1}) ("later_reference").
+KL_DIRECTIONS = ("earlier_reference", "later_reference")
+#: "paper": sentence-final punctuation and line breaks (§B.2); "abbreviation_aware": also skips abbreviations,
+#: list enumerators (toolkit 0.1 / results schema 2).
+STEP_RULES = ("paper", "abbreviation_aware")
+#: "every_occurrence": each cue's occurrences counted on their own and summed (§B.2), so overlapping cues both
+#: count; "longest_match": non-overlapping matches, the longest cue wins (toolkit 0.1).
+BC_COUNTINGS = ("every_occurrence", "longest_match")
+
+
+@dataclass(frozen=True)
+class TrajectorySettings:
+    """The choices the paper's text leaves open (docs/metrics.md), recorded in results."""
+
+    kl_direction: str = "earlier_reference"
+    step_rule: str = "paper"
+    bc_counting: str = "every_occurrence"
+
+    def __post_init__(self):
+        for name, allowed in (
+            ("kl_direction", KL_DIRECTIONS),
+            ("step_rule", STEP_RULES),
+            ("bc_counting", BC_COUNTINGS),
+        ):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} {getattr(self, name)!r}: expected one of {', '.join(allowed)}")
+
+
 # Logits below this are treated as -inf (keeps exp/products finite in the online log-sum-exp).
 _NEG = -1e30
 
@@ -64,7 +96,8 @@ class TrajectoryMetrics:
     bc: float  # branching cues per 100 words
     steps: int  # K
     transitions_above_tau: int  # numerator of BUF (denominator: steps - 1)
-    kls: tuple[float, ...] = ()  # KL(P_k || P_k+1) of the steps - 1 transitions (nats)
+    kls: tuple[float, ...] = ()  # Delta_k of the steps - 1 transitions (nats)
+    ol_words: int = 0  # response words (word_count)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -110,8 +143,12 @@ def _trimmed(text: str, start: int, end: int) -> tuple[int, int] | None:
     return (start, end) if start < end else None
 
 
-def split_steps(text: str) -> list[tuple[int, int]]:
+def split_steps(text: str, rule: str = "paper") -> list[tuple[int, int]]:
     """Sentence-level steps of ``text`` as ``(start, end)`` character spans (``text[start:end]``).
+
+    ``rule="paper"`` (paper §B.2: "sentence-final punctuation and line breaks as boundaries, after removing
+    empty segments"): the two kinds of ends below, nothing else. ``rule="abbreviation_aware"`` (toolkit 0.1)
+    also skips the exceptions listed after them.
 
     A step ends
       * at a line break (``\\n``, ``\\r``, ``\\r\\n``; the break belongs to no step), or
@@ -123,6 +160,8 @@ def split_steps(text: str) -> list[tuple[int, int]]:
     Spans are trimmed of surrounding whitespace; empty (whitespace-only) steps are dropped. An ellipsis
     followed by a space ("Wait... maybe") does end a step.
     """
+    if rule not in STEP_RULES:
+        raise ValueError(f"step rule {rule!r}: expected one of {', '.join(STEP_RULES)}")
     spans: list[tuple[int, int]] = []
     start = 0
     for m in _BREAK.finditer(text):
@@ -131,7 +170,7 @@ def split_steps(text: str) -> list[tuple[int, int]]:
             end, nxt = m.start(), m.end()
         else:
             punct = tok.rstrip(_CLOSERS)
-            if punct == "." and m.end() == m.start() + 1:  # a bare "." (no closers)
+            if rule != "paper" and punct == "." and m.end() == m.start() + 1:  # a bare "." (no closers)
                 before = text[start : m.start()]
                 word = (re.search(r"\S*$", before).group() + ".").lstrip(_OPENERS).lower()
                 if word in ABBREVIATIONS or before.strip().isdigit():
@@ -181,6 +220,7 @@ def load_cues(cues: str | os.PathLike | Iterable[str] | None = None) -> tuple[st
     return tuple(out)
 
 
+@functools.lru_cache(maxsize=256)
 def _cue_regex(cues: tuple[str, ...]) -> re.Pattern | None:
     if not cues:
         return None
@@ -194,19 +234,33 @@ def word_count(text: str) -> int:
     return sum(1 for w in text.split() if _WORD.search(w))
 
 
-def count_cues(text: str, cues: str | os.PathLike | Iterable[str] | None = None) -> int:
+def count_cues(
+    text: str, cues: str | os.PathLike | Iterable[str] | None = None, counting: str = "every_occurrence"
+) -> int:
     """Occurrences of the cues in ``text``: case-insensitive, exact characters (curly apostrophes read as
     ``'``), each cue starting and ending at a word boundary (``but`` does not match ``button``; ``or maybe``
-    does not match ``for maybe``). Matches do not overlap; where cues overlap the longest wins (with both
-    ``wait`` and ``wait a minute`` listed, "wait a minute" counts once)."""
-    rx = _cue_regex(load_cues(cues))
-    return 0 if rx is None else len(rx.findall(text.translate(_APOSTROPHES)))
+    does not match ``for maybe``).
+
+    ``counting="every_occurrence"`` (paper §B.2, BC = 100 * sum over cues k of Count(k, r) / words): each cue's
+    occurrences are counted on their own (non-overlapping within one cue) and summed over the cues, so where
+    listed cues overlap each counts ("No, wait, wait." with ``no, wait`` and ``wait`` listed: 1 + 2 = 3).
+    ``counting="longest_match"`` (toolkit 0.1): matches do not overlap and the longest cue wins (2 there)."""
+    listed = load_cues(cues)
+    text = text.translate(_APOSTROPHES)
+    if counting == "longest_match":
+        rx = _cue_regex(listed)
+        return 0 if rx is None else len(rx.findall(text))
+    if counting != "every_occurrence":
+        raise ValueError(f"BC counting {counting!r}: expected one of {', '.join(BC_COUNTINGS)}")
+    return sum(len(_cue_regex((c,)).findall(text)) for c in listed)
 
 
-def branching_cues(text: str, cues: str | os.PathLike | Iterable[str] | None = None) -> float:
+def branching_cues(
+    text: str, cues: str | os.PathLike | Iterable[str] | None = None, counting: str = "every_occurrence"
+) -> float:
     """BC: cue occurrences per 100 words (``100 * count_cues / word_count``); 0.0 for a text without words."""
     words = word_count(text)
-    return 0.0 if words == 0 else 100.0 * count_cues(text, cues) / words
+    return 0.0 if words == 0 else 100.0 * count_cues(text, cues, counting) / words
 
 
 # ---- entropy and KL from logits, in vocabulary chunks ----------------------------------------------
@@ -334,6 +388,7 @@ class _Prepared:
     steps: list[tuple[int, int]]
     step_tokens: list[int]  # last token index of each step (index into response tokens)
     bc: float
+    words: int
 
 
 def _provider(provider, purpose: str = "the reference scorer (trajectory metrics)") -> ScoringProvider:
@@ -372,6 +427,7 @@ class TrajectoryScorer:
         tau: float = TAU,
         clip: float = CLIP,
         cues: str | os.PathLike | Iterable[str] | None = None,
+        settings: TrajectorySettings = TrajectorySettings(),
     ):
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
@@ -383,6 +439,7 @@ class TrajectoryScorer:
         self.tau = tau
         self.clip = clip
         self.cues = load_cues(cues)
+        self.settings = settings
         self._head_ok: bool | None = None
 
     def _head(self) -> OutputHead | None:
@@ -398,8 +455,10 @@ class TrajectoryScorer:
     def _prepare(self, messages, response: str) -> _Prepared:
         prompt = self.provider.prompt_token_ids(messages)
         ids, offsets = _encode_response(self.provider, response)
-        steps = split_steps(response)
-        return _Prepared(prompt, ids, steps, step_last_tokens(offsets, steps), branching_cues(response, self.cues))
+        st = self.settings
+        steps = split_steps(response, st.step_rule)
+        bc = branching_cues(response, self.cues, st.bc_counting)
+        return _Prepared(prompt, ids, steps, step_last_tokens(offsets, steps), bc, word_count(response))
 
     def score_one(self, messages, response: str) -> TrajectoryMetrics:
         return self.score([(messages, response)])[0]
@@ -474,7 +533,8 @@ class TrajectoryScorer:
                 fn = chunk_of(rows[torch.tensor(f + g, device=rows.device)])
                 logz, _ = _stream_entropy(fn, vocab, vc)
                 a = torch.arange(len(f), device=rows.device)
-                kl_parts.append(_stream_kl(fn, logz, a, a + len(f), vocab, vc, self.clip).cpu())
+                ref, other = (a, a + len(f)) if self.settings.kl_direction == "earlier_reference" else (a + len(f), a)
+                kl_parts.append(_stream_kl(fn, logz, ref, other, vocab, vc, self.clip).cpu())
             kls = torch.cat(kl_parts)
 
         per: list[list[float]] = [[] for _ in batch]
@@ -485,7 +545,7 @@ class TrajectoryScorer:
             L = len(b.response)
             ui = float(ent[base[r] : base[r] + L].mean()) if L else 0.0
             buf, above = buf_from_kls(per[r], self.tau)
-            out.append(TrajectoryMetrics(L, ui, buf, b.bc, len(b.steps), above, tuple(per[r])))
+            out.append(TrajectoryMetrics(L, ui, buf, b.bc, len(b.steps), above, tuple(per[r]), b.words))
         return out
 
 
@@ -509,7 +569,13 @@ def _full_kl(p_logits, q_logits, clip: float = CLIP) -> float:
 
 
 def reference_metrics(
-    provider, messages, response: str, tau: float = TAU, clip: float = CLIP, cues=None
+    provider,
+    messages,
+    response: str,
+    tau: float = TAU,
+    clip: float = CLIP,
+    cues=None,
+    settings: TrajectorySettings = TrajectorySettings(),
 ) -> TrajectoryMetrics:
     """The slow way, to check ``TrajectoryScorer``: one forward per step prefix (the response text cut
     after step k, re-tokenized, through the provider's public ``forward``), P_k = its last row; the entropies
@@ -519,7 +585,7 @@ def reference_metrics(
     provider = _provider(provider, "reference_metrics")
     prompt = provider.prompt_token_ids(messages)
     full_ids = provider.encode(response).ids
-    steps = split_steps(response)
+    steps = split_steps(response, settings.step_rule)
     ents: list[float] = []
     ps = []
     done = 0
@@ -536,8 +602,9 @@ def reference_metrics(
             ps.append(logits[-1])
         ents.extend(_full_entropy(logits[done : len(ids)]).tolist())
         done = len(ids)
-    kls = [_full_kl(ps[k], ps[k + 1], clip) for k in range(len(ps) - 1)]
+    earlier = settings.kl_direction == "earlier_reference"
+    kls = [_full_kl(*((ps[k], ps[k + 1]) if earlier else (ps[k + 1], ps[k])), clip) for k in range(len(ps) - 1)]
     buf, above = buf_from_kls(kls, tau)
     ui = sum(ents) / len(ents) if ents else 0.0
-    bc = branching_cues(response, cues)
-    return TrajectoryMetrics(len(full_ids), ui, buf, bc, len(steps), above, tuple(kls))
+    bc = branching_cues(response, cues, settings.bc_counting)
+    return TrajectoryMetrics(len(full_ids), ui, buf, bc, len(steps), above, tuple(kls), word_count(response))

@@ -35,18 +35,18 @@ def S(iid, k, q, cond, dom, mt, correct, ol=None, ui=None, buf=None, bc=None, re
         bc=bc,
         resolution=res,
     )
-    s.insightful = None if res is None else (res == "Correction" and correct)
+    s.insightful = None if res is None else (res == "Heuristic Correction" and correct)
     return s
 
 
 HAND = [
     S("q1-B", 0, "q1", "B", "Physics", None, True, 10, 1.0, 0.5, 2.0),
     S("q1-T", 0, "q1", "B+T", "Physics", None, True, 20, 2.0, 0.0, 0.0),
-    S("q1-H1", 0, "q1", "B+H", "Physics", "Rule Contradiction", False, 30, 3.0, 1.0, 4.0, "Compliance"),
-    S("q1-H1", 1, "q1", "B+H", "Physics", "Rule Contradiction", True, 50, 1.0, 0.5, 0.0, "Correction"),
+    S("q1-H1", 0, "q1", "B+H", "Physics", "Rule Contradiction", False, 30, 3.0, 1.0, 4.0, "Hallucination Compliance"),
+    S("q1-H1", 1, "q1", "B+H", "Physics", "Rule Contradiction", True, 50, 1.0, 0.5, 0.0, "Heuristic Correction"),
     S("q2-B", 0, "q2", "B", "Code", None, False, 4, 0.5, 0.0, 0.0),
     S("q2-T", 0, "q2", "B+T", "Code", None, False, missing=True),
-    S("q2-H1", 0, "q2", "B+H", "Code", "State Distortion", True, 40, 2.0, 0.25, 1.0, "Avoidance"),
+    S("q2-H1", 0, "q2", "B+H", "Code", "State Distortion", True, 40, 2.0, 0.25, 1.0, "Hallucination Avoidance"),
 ]
 
 
@@ -70,8 +70,12 @@ def test_aggregate_hand_computed():
         "BC": 0.0,
     }
     br = r["by_resolution"]
-    assert (br["Compliance"]["accuracy"], br["Compliance"]["OL"]) == (0.0, 30.0)
-    assert (br["Correction"]["accuracy"], br["Correction"]["OL"], br["Avoidance"]["OL"]) == (1.0, 50.0, 40.0)
+    assert (br["Hallucination Compliance"]["accuracy"], br["Hallucination Compliance"]["OL"]) == (0.0, 30.0)
+    assert (
+        br["Heuristic Correction"]["accuracy"],
+        br["Heuristic Correction"]["OL"],
+        br["Hallucination Avoidance"]["OL"],
+    ) == (1.0, 50.0, 40.0)
     rc, sd = r["per_mutation_type"]["Rule Contradiction"], r["per_mutation_type"]["State Distortion"]
     assert (rc["n"], rc["accuracy"], rc["OL"], rc["H-T"]["accuracy"], rc["H-T"]["OL"]) == (2, 0.5, 40.0, -0.5, 20.0)
     assert (sd["accuracy"], sd["H-T"]["accuracy"], sd["H-T"]["OL"]) == (1.0, 1.0, None)  # q2-T missing
@@ -82,7 +86,11 @@ def test_aggregate_hand_computed():
         -0.5,
         20.0,
     )
-    assert r["resolution"]["per_domain"]["Code"] == {"Correction": 0.0, "Compliance": 0.0, "Avoidance": 1.0}
+    assert r["resolution"]["per_domain"]["Code"] == {
+        "Heuristic Correction": 0.0,
+        "Hallucination Compliance": 0.0,
+        "Hallucination Avoidance": 1.0,
+    }
 
 
 def test_no_judge_no_resolution_metrics():
@@ -142,7 +150,7 @@ def test_gold_scores_one_and_wrong_scores_zero(ds, rows):
 def judge_model(model, messages, k):
     response = messages[0][1].split("<response>\n", 1)[1].split("\n</response>", 1)[0]
     fixed = "premise is wrong" in response
-    return json.dumps({"rationale": "r", "accepts_premise": not fixed, "corrects_premise": fixed})
+    return json.dumps({"rationale": "r", "uses_premise": not fixed, "corrects_premise": fixed})
 
 
 def test_submission_scored_with_judge_into_results(ds, rows, tmp_path, monkeypatch):
@@ -165,7 +173,7 @@ def test_submission_scored_with_judge_into_results(ds, rows, tmp_path, monkeypat
     m = result["metrics"]
     assert m["accuracy_bh"] == 0.5 and m["correction_rate"] == 0.5 and m["compliance_rate"] == 0.5
     assert m["insightful_rate"] == 0.5 and m["avoidance_rate"] == 0.0
-    assert result["tables"]["by_resolution"]["Correction"]["accuracy"] == 1.0
+    assert result["tables"]["by_resolution"]["Heuristic Correction"]["accuracy"] == 1.0
     assert result["config"]["resolution_judge"]["spec"] == "openai:gpt-4o"
     assert result["dataset"] == ds.ref() and result["source_url"] == "https://x.org/m"
     saved = json.loads((out / "results.json").read_text())
@@ -178,7 +186,7 @@ def test_submission_scored_with_judge_into_results(ds, rows, tmp_path, monkeypat
         "trajectory_by_resolution.png",
     ]
     assert (out / "plots" / "resolution.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "Correction" in (out / "report.md").read_text()
+    assert "Heuristic Correction" in (out / "report.md").read_text()
     with pytest.raises(Exception, match="accuracy_b"):  # B+H only: not a leaderboard result
         normalize(saved)
 

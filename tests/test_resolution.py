@@ -40,7 +40,7 @@ def H(n, premise="Standard gravity at sea level is 12 m/s^2.", **kw):
 
 
 def judgement(accepts, corrects, why="ok"):
-    return json.dumps({"accepts_premise": accepts, "corrects_premise": corrects, "rationale": why, "extra": 1})
+    return json.dumps({"uses_premise": accepts, "corrects_premise": corrects, "rationale": why, "extra": 1})
 
 
 def responder(model, messages, k):
@@ -50,7 +50,7 @@ def responder(model, messages, k):
     if "GARBAGE" in response:
         return "I cannot judge this."
     if "MALFORMED" in response and not reask:
-        return '{"accepts_premise": "yes", "corrects_premise": false'
+        return '{"uses_premise": "yes", "corrects_premise": false'
     if "the premise is false" in response:
         return "```json\n" + judgement(False, True, "It rejects the premise.") + "\n```"
     if "given the premise" in response:
@@ -75,24 +75,29 @@ def make(fake):
 
 @pytest.mark.parametrize(
     "accepts,corrects,label",
-    [(False, False, "Avoidance"), (True, False, "Compliance"), (False, True, "Correction"), (True, True, "Correction")],
+    [
+        (False, False, "Hallucination Avoidance"),
+        (True, False, "Hallucination Compliance"),
+        (False, True, "Heuristic Correction"),
+        (True, True, "Heuristic Correction"),
+    ],
 )
 def test_label_table(accepts, corrects, label):
     assert resolution_label(accepts, corrects) == label and label in RESOLUTIONS
 
 
 def test_insightful():
-    assert insightful("Correction", True)
-    assert not insightful("Correction", False) and not insightful("Compliance", True)
-    assert not insightful("Avoidance", True)
+    assert insightful("Heuristic Correction", True)
+    assert not insightful("Heuristic Correction", False) and not insightful("Hallucination Compliance", True)
+    assert not insightful("Hallucination Avoidance", True)
     with pytest.raises(ValueError):
         insightful("Refusal", True)
 
 
 def test_schema_is_strict():
-    assert ResolutionJudgement.model_validate_json(judgement(True, False)).accepts_premise is True  # extra ignored
+    assert ResolutionJudgement.model_validate_json(judgement(True, False)).uses_premise is True  # extra ignored
     with pytest.raises(ValueError):
-        ResolutionJudgement.model_validate({"accepts_premise": "yes", "corrects_premise": False, "rationale": "x"})
+        ResolutionJudgement.model_validate({"uses_premise": "yes", "corrects_premise": False, "rationale": "x"})
 
 
 def test_prompt_rendering():
@@ -107,7 +112,7 @@ def test_prompt_rendering():
     example = p.split("no other text:\n", 1)[1].strip()
     ResolutionJudgement.model_validate_json(example)  # the example (doubled braces) renders as valid JSON
     assert "(not given)" in resolution_prompt(H(2, mutation_type=None, mutation_logic=None), "x")
-    assert len(prompt_hash()) == 64 and "version 1" in PROMPT_PATH.read_text().splitlines()[0]
+    assert len(prompt_hash()) == 64 and "version 2" in PROMPT_PATH.read_text().splitlines()[0]
 
 
 def test_end_to_end_reask_failure_and_cache(make, server):
@@ -119,8 +124,14 @@ def test_end_to_end_reask_failure_and_cache(make, server):
         (H(5), "GARBAGE"),
     ]
     out = judge_resolutions(make(), items)
-    assert [r.label if r else None for r in out] == ["Correction", "Compliance", "Avoidance", "Compliance", None]
-    assert out[0] == Resolution("Correction", False, True, "It rejects the premise.", "openai:gpt-4o")
+    assert [r.label if r else None for r in out] == [
+        "Heuristic Correction",
+        "Hallucination Compliance",
+        "Hallucination Avoidance",
+        "Hallucination Compliance",
+        None,
+    ]
+    assert out[0] == Resolution("Heuristic Correction", False, True, "It rejects the premise.", "openai:gpt-4o")
 
     first = [r["json"] for r in server.requests if not r["json"]["messages"][-1]["content"].startswith(REASK)]
     assert len(first) == len(items)
@@ -143,7 +154,7 @@ def test_end_to_end_reask_failure_and_cache(make, server):
 def test_spec_string_judge(make, server, monkeypatch, tmp_path):
     monkeypatch.setenv("PHR_CACHE", str(tmp_path / "spec.sqlite"))
     (r,) = judge_resolutions("openai:gpt-4o", [(H(1), "given the premise, 12")])
-    assert r.label == "Compliance" and r.judge == "openai:gpt-4o"
+    assert r.label == "Hallucination Compliance" and r.judge == "openai:gpt-4o"
 
 
 def test_non_bh_instances_rejected_before_any_call(make, server):

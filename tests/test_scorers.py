@@ -69,12 +69,21 @@ def test_each_scorer_implements_the_protocol(unloaded):
     res = ResolutionScorer("openai:gpt-4o", max_reasks=3)
     for s, name in ((acc, "accuracy"), (traj, "trajectory"), (res, "resolution")):
         assert isinstance(s, Scorer) and s.name == name and len(cache_identity(s)) == 64
-    assert acc.config.model_dump() == {"code_timeout_s": 5.0, "code_memory_mb": 256}
+    assert acc.config.model_dump() == {
+        "code_timeout_s": 5.0,
+        "code_memory_mb": 256,
+        "rel_tol": 0.01,
+        "grader": None,
+        "grader_prompt_sha256": None,
+    }
     assert traj.config.model_dump() == {
         "model": f"local:smollm2@{unloaded.revision}",
         "tau": 0.2,
         "clip": 1e-12,
         "cues": load_cues(),
+        "kl_direction": "earlier_reference",
+        "step_rule": "paper",
+        "bc_counting": "every_occurrence",
     }
     from phr.eval.resolution import prompt_hash
 
@@ -125,9 +134,9 @@ def test_accuracy_scorer_batch():
     ]
     out = AccuracyScorer(progress=False).score(batch)
     assert out[:3] == [
-        {"correct": True, "extracted": "2"},
-        {"correct": False, "extracted": "3"},
-        {"correct": True, "extracted": "9.81"},
+        {"correct": True, "extracted": "2", "grader": "choice"},
+        {"correct": False, "extracted": "3", "grader": "choice"},
+        {"correct": True, "extracted": "9.81", "grader": "numeric"},
     ]
     assert out[3]["correct"] is True and out[4]["correct"] is False and out[4]["extracted"] != out[3]["extracted"]
 
@@ -342,7 +351,7 @@ def test_resolution_scorer_sets_insightful_from_accuracy(judge_env, monkeypatch)
     srv, _, make = judge_env
 
     def resolution_judge(model, messages, k):
-        return json.dumps({"accepts_premise": False, "corrects_premise": True, "rationale": "rejects it"})
+        return json.dumps({"uses_premise": False, "corrects_premise": True, "rationale": "rejects it"})
 
     srv.responder = resolution_judge
     h = inst(
@@ -361,5 +370,5 @@ def test_resolution_scorer_sets_insightful_from_accuracy(judge_env, monkeypatch)
     ]
     out = ResolutionScorer(make()).score(batch)
     assert [o.get("insightful") for o in out] == [True, False, None] and out[2] == {}
-    assert out[0]["resolution"] == "Correction" and out[0]["judge_rationale"] == "rejects it"
+    assert out[0]["resolution"] == "Heuristic Correction" and out[0]["judge_rationale"] == "rejects it"
     assert srv.count == 2

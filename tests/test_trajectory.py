@@ -126,8 +126,30 @@ TEXT = (
 )
 
 
-def test_split_steps_rules():
+def test_split_steps_paper_rule_is_the_default():
+    """Paper §B.2: sentence-final punctuation and line breaks, nothing else (no abbreviation exceptions)."""
     steps = [TEXT[a:b] for a, b in split_steps(TEXT)]
+    assert steps == [
+        "1.",  # an enumerator ends a step under the paper's rule
+        "First, 1.5 + 2.25 = 3.75.",  # decimals are no sentence-final punctuation (no whitespace follows)
+        "Wait...",
+        "is that right?!",
+        "We use a rule, e.g.",
+        "the sum rule (i.e.",
+        "add them).",
+        "Dr.",
+        "Smith agrees!",
+        '"Really?"',
+        "Yes",
+        "Version 3.10 is fine; pi is 3.14",
+    ]
+    assert split_steps(TEXT) == split_steps(TEXT, "paper")
+    with pytest.raises(ValueError, match="step rule 'nltk'"):
+        split_steps(TEXT, "nltk")
+
+
+def test_split_steps_rules():
+    steps = [TEXT[a:b] for a, b in split_steps(TEXT, "abbreviation_aware")]
     assert steps == [
         "1. First, 1.5 + 2.25 = 3.75.",  # "1." enumerator and decimals do not split
         "Wait...",  # an ellipsis followed by a space ends a step
@@ -139,7 +161,7 @@ def test_split_steps_rules():
         "Version 3.10 is fine; pi is 3.14",  # no final punctuation: the text's end ends the step
     ]
     # spans index the text exactly and are trimmed
-    for a, b in split_steps(TEXT):
+    for a, b in split_steps(TEXT, "abbreviation_aware"):
         assert not TEXT[a].isspace() and not TEXT[b - 1].isspace()
 
 
@@ -148,9 +170,11 @@ def test_split_steps_edges():
     assert split_steps("One. Two.") == [(0, 4), (5, 9)]
     assert split_steps("no punctuation at all") == [(0, 21)]
     assert [s for s in split_steps("a.b. c!d ? e")] == [(0, 4), (5, 10), (11, 12)]  # a.b. / c!d ? / e
-    assert len(split_steps("The answer is 12. Next")) == 2  # "12." ends a sentence that is not only digits
-    assert len(split_steps("12. Next")) == 1
-    assert len(split_steps("Costs etc. Then more.")) == 2  # "etc." is not an abbreviation here
+    aware = "abbreviation_aware"
+    assert len(split_steps("The answer is 12. Next", aware)) == 2  # "12." ends a sentence that is not only digits
+    assert len(split_steps("12. Next", aware)) == 1
+    assert len(split_steps("12. Next")) == 2  # the paper's rule
+    assert len(split_steps("Costs etc. Then more.", aware)) == 2  # "etc." is not an abbreviation here
     assert {"e.g.", "i.e.", "vs."} <= ABBREVIATIONS and "etc." not in ABBREVIATIONS
     assert split_steps("**Answer.** Done.") == [(0, 11), (12, 17)]
 
@@ -205,10 +229,22 @@ def test_branching_cues_hand_computed():
     assert word_count("1.5 is e.g. small - ok") == 5  # "-" is no word
 
 
+def test_bc_counts_every_cue_occurrence():
+    """Paper §B.2 sums Count(k, r) over the cues: overlapping cues each count; longest_match is toolkit 0.1's."""
+    cues = ["no, wait", "wait"]
+    assert count_cues("No, wait, wait.", cues) == 3
+    assert count_cues("No, wait, wait.", cues, "longest_match") == 2
+    assert branching_cues("No, wait, wait.", cues) == pytest.approx(100 * 3 / 3)
+    assert count_cues("wait wait wait", ["wait"]) == 3
+    with pytest.raises(ValueError, match="BC counting"):
+        count_cues("x", cues, "overlapping")
+
+
 def test_branching_cues_configurable(tmp_path):
     text = "Wait a minute, wait. Let’s try again, or else. Forwait."
-    # longest match wins and matches do not overlap; curly apostrophes read as '
-    assert count_cues(text, ["wait", "wait a minute"]) == 2
+    # longest_match: the longest wins and matches do not overlap; every_occurrence: each cue counts; curly ' read as '
+    assert count_cues(text, ["wait", "wait a minute"], "longest_match") == 2
+    assert count_cues(text, ["wait", "wait a minute"]) == 3
     assert count_cues(text, ["Wait"]) == 2  # case-insensitive; "Forwait" is no match
     assert count_cues(text, ["let's try"]) == 1
     assert count_cues(text, ["or"]) == 1  # "or" in "or else", not inside "Forwait"

@@ -18,11 +18,26 @@ from phr.bench.conditions import CONDITIONS
 CONDITION_SUFFIX = {c.value: c.metric_suffix for c in CONDITIONS}
 ACCURACY = "accuracy"
 TRAJECTORY = ("OL", "UI", "BUF", "BC")
+#: OL is in reference-scorer tokens (paper §4.2 "tokens"); OL_words (flat metrics OL_words_b/_bt/_bh, OL_words,
+#: delta_OL_words) in words, the unit of the paper's reported OL differences (§5.2, §C.1)
+OL_WORDS = "OL_words"
 #: the figures of one table cell
 FIGURES = (ACCURACY, *TRAJECTORY)
-#: behavioural resolutions of a B+H response (paper Appendix D.1)
-RESOLUTIONS = ("Correction", "Compliance", "Avoidance")
+#: behavioural resolutions of a B+H response (paper §5.2, Appendix D.1), the paper's names
+HEURISTIC_CORRECTION = "Heuristic Correction"
+HALLUCINATION_COMPLIANCE = "Hallucination Compliance"
+HALLUCINATION_AVOIDANCE = "Hallucination Avoidance"
+RESOLUTIONS = (HEURISTIC_CORRECTION, HALLUCINATION_COMPLIANCE, HALLUCINATION_AVOIDANCE)
+#: the labels of results schema <= 2 (toolkit 0.1), and the paper's name of each
+LEGACY_RESOLUTIONS = {
+    "Correction": HEURISTIC_CORRECTION,
+    "Compliance": HALLUCINATION_COMPLIANCE,
+    "Avoidance": HALLUCINATION_AVOIDANCE,
+}
 INSIGHTFUL = "insightful"
+#: the trajectory groups of Figure 5 (judged B+H responses): insightful = Heuristic Correction and correct
+NON_INSIGHTFUL = "non-insightful"
+INSIGHTFUL_GROUPS = (INSIGHTFUL, NON_INSIGHTFUL)
 #: how the leaderboard ranks entries (best first)
 RANK_BY = "accuracy_bh"
 
@@ -55,6 +70,7 @@ def _traj(name: str, cond: str, what: str) -> Metric:
 
 
 _OL, _UI = "mean response length in scorer tokens", "mean next-token entropy over the response (nats)"
+_OLW = "mean response length in words"
 _BUF, _BC = "fraction of step transitions with KL above tau", "branching cues per 100 words"
 
 METRICS: tuple[Metric, ...] = (
@@ -110,6 +126,7 @@ METRICS: tuple[Metric, ...] = (
         difference=("accuracy_bh", "accuracy_b"),
     ),
     Metric("OL", "trajectory", f"{_OL} under B+H", None, "OL", "B+H", leaderboard=True, hub_task="ol", same_as="OL_bh"),
+    Metric("OL_words", "trajectory", f"{_OLW} under B+H", None, "OL_words", "B+H", same_as="OL_words_bh"),
     Metric("UI", "trajectory", f"{_UI} under B+H", None, "UI", "B+H", leaderboard=True, hub_task="ui", same_as="UI_bh"),
     Metric(
         "BUF", "trajectory", f"{_BUF} under B+H", None, "BUF", "B+H", leaderboard=True, hub_task="buf", same_as="BUF_bh"
@@ -118,6 +135,9 @@ METRICS: tuple[Metric, ...] = (
     _traj("OL_b", "B", _OL),
     _traj("OL_bt", "B+T", _OL),
     _traj("OL_bh", "B+H", _OL),
+    Metric("OL_words_b", "trajectory", f"{_OLW} under B", figure="OL_words", condition="B"),
+    Metric("OL_words_bt", "trajectory", f"{_OLW} under B+T", figure="OL_words", condition="B+T"),
+    Metric("OL_words_bh", "trajectory", f"{_OLW} under B+H", figure="OL_words", condition="B+H"),
     _traj("UI_b", "B", _UI),
     _traj("UI_bt", "B+T", _UI),
     _traj("UI_bh", "B+H", _UI),
@@ -128,37 +148,44 @@ METRICS: tuple[Metric, ...] = (
     _traj("BC_bt", "B+T", _BC),
     _traj("BC_bh", "B+H", _BC),
     Metric("delta_OL", "delta", "OL under B+H - under B+T", figure="OL", difference=("OL_bh", "OL_bt")),
+    Metric(
+        "delta_OL_words",
+        "delta",
+        "OL_words under B+H - under B+T",
+        figure="OL_words",
+        difference=("OL_words_bh", "OL_words_bt"),
+    ),
     Metric("delta_UI", "delta", "UI under B+H - under B+T", figure="UI", difference=("UI_bh", "UI_bt")),
     Metric("delta_BUF", "delta", "BUF under B+H - under B+T", figure="BUF", difference=("BUF_bh", "BUF_bt")),
     Metric("delta_BC", "delta", "BC under B+H - under B+T", figure="BC", difference=("BC_bh", "BC_bt")),
     Metric(
         "correction_rate",
         "resolution",
-        "share of judged B+H responses that correct the premise",
+        "share of judged B+H responses that correct the premise (Heuristic Correction)",
         "higher",
-        "Correction",
+        HEURISTIC_CORRECTION,
         "B+H",
     ),
     Metric(
         "compliance_rate",
         "resolution",
-        "share of judged B+H responses that reason with the false premise",
+        "share of judged B+H responses that use the false premise as valid (Hallucination Compliance)",
         "lower",
-        "Compliance",
+        HALLUCINATION_COMPLIANCE,
         "B+H",
     ),
     Metric(
         "avoidance_rate",
         "resolution",
-        "share of judged B+H responses that neither accept nor correct it",
+        "share of judged B+H responses that neither use nor correct it (Hallucination Avoidance)",
         None,
-        "Avoidance",
+        HALLUCINATION_AVOIDANCE,
         "B+H",
     ),
     Metric(
         "insightful_rate",
         "resolution",
-        "share of judged B+H responses that correct the premise and answer correctly",
+        "share of judged B+H responses that correct the premise and answer correctly (insightful)",
         "higher",
         INSIGHTFUL,
         "B+H",

@@ -15,9 +15,19 @@ from phr.core.errors import UsageError
 from phr.eval.dataset import load_eval_dataset
 from phr.eval.pipeline import score_run, score_submission
 from phr.eval.results import estimate_text, normalize
-from phr.eval.runner import RunConfig, generate_run, merge_runs, parse_shard
+from phr.eval.runner import (
+    DEFAULT_MAX_TOKENS,
+    PAPER_SCORER,
+    PRESETS,
+    RunConfig,
+    generate_run,
+    merge_runs,
+    model_max_output,
+    parse_shard,
+)
 from phr.eval.scoring import ScoreOptions
 from phr.eval.submission import load_meta
+from phr.eval.trajectory import BC_COUNTINGS, DEFAULT_SCORER, KL_DIRECTIONS, STEP_RULES, TrajectorySettings
 from phr.hub import pull
 from phr.leaderboard.page import write_leaderboard
 from phr.leaderboard.repo import collect_results, open_model_pr, push_results
@@ -40,15 +50,71 @@ Judge = Annotated[
     str, typer.Option("--judge", help="LLM judge for behavioural resolution of B+H responses; 'none' skips it.")
 ]
 Plots = Annotated[bool, typer.Option("--plots/--no-plots", help="Write PNG plots.")]
+Grader = Annotated[
+    str,
+    typer.Option(
+        "--grader",
+        help="LLM equivalence grader for free-text open-ended answers (GPQA); 'none': normalised match.",
+    ),
+]
+KLDirection = Annotated[
+    str,
+    typer.Option("--kl-direction", help=f"BUF's Delta_k: {' | '.join(KL_DIRECTIONS)} (docs/metrics.md)."),
+]
+StepRule = Annotated[str, typer.Option("--step-rule", help=f"BUF step splitting: {' | '.join(STEP_RULES)}.")]
+BCCounting = Annotated[str, typer.Option("--bc-counting", help=f"BC cue counting: {' | '.join(BC_COUNTINGS)}.")]
+_TRAJ = TrajectorySettings()
 
 
-def _options(scorer: str, judge: str, code_timeout: float = 10.0, llm_options: dict | None = None):
-    """Scoring options; with ``llm_options`` (timeout, max_retry_after) the judge is an LLM built with them."""
+def _options(
+    scorer: str,
+    judge: str,
+    code_timeout: float = 10.0,
+    llm_options: dict | None = None,
+    grader: str = "none",
+    trajectory: TrajectorySettings | None = None,
+):
+    """Scoring options; with ``llm_options`` (timeout, max_retry_after) the judge and grader are LLMs built
+    with them."""
 
-    judge_spec = spec_or_none(judge)
+    judge_spec, grader_spec = spec_or_none(judge), spec_or_none(grader)
     if judge_spec is not None and llm_options:
         judge_spec = LLM(judge_spec, **llm_options)
-    return ScoreOptions(scorer=spec_or_none(scorer), judge=judge_spec, code_timeout_s=code_timeout)
+    if grader_spec is not None and llm_options:
+        grader_spec = LLM(grader_spec, **llm_options)
+    try:
+        return ScoreOptions(
+            scorer=spec_or_none(scorer),
+            judge=judge_spec,
+            code_timeout_s=code_timeout,
+            grader=grader_spec,
+            trajectory=trajectory,
+        )
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+def _trajectory(kl_direction: str, step_rule: str, bc_counting: str) -> TrajectorySettings:
+    try:
+        return TrajectorySettings(kl_direction, step_rule, bc_counting)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+def _print_settings(result) -> None:
+    """The truncation share (a warning above 1%) and a note when the scorer is not the paper's."""
+    st = result.get("settings") or {}
+    tr = st.get("truncation") or {}
+    if tr.get("share") is not None:
+        line = f"truncated responses (finish_reason == length): {tr['truncated']}/{tr['responses']} = {tr['share']:.1%}"
+        if tr.get("warning"):
+            line = f"WARNING: {line}, above {tr['warn_above']:.0%}: raise --max-tokens (OL, BUF, BC, accuracy change)"
+        typer.echo(line)
+    if st.get("reference_scorer") and not st.get("reference_scorer_is_paper"):
+        typer.echo(
+            f"note: reference scorer {st['reference_scorer']} is not the paper's ({st['paper_reference_scorer']}): "
+            "UI/BUF are not comparable to the paper's numbers"
+        )
 
 
 def _print_summary(result, out: Path) -> None:
@@ -95,6 +161,7 @@ def _print_summary(result, out: Path) -> None:
         )
     if not all(k in m for k in REQUIRED):
         con.print("note: not a leaderboard entry (a result needs all of B, B+T and B+H)", markup=False, highlight=False)
+    _print_settings(result)
     typer.echo(f"results: {out / 'results.json'}  (samples.jsonl, report.md, plots/ next to it)")
 
 
@@ -109,11 +176,27 @@ def eval_phrbench(
     dataset: Dataset = "phrbench",
     revision: Revision = None,
     hub: Hub = None,
-    samples: Annotated[int, typer.Option("--samples", help="Samples per prompt (paper: 10).")] = 10,
-    temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature (paper: 0.7).")] = 0.7,
+    preset: Annotated[
+        str | None,
+        typer.Option(
+            "--preset",
+            help="'paper': 10 samples, temperature 0.7, the model's maximum output length, scorer "
+            f"{PAPER_SCORER}; explicit options override it.",
+        ),
+    ] = None,
+    samples: Annotated[
+        int | None, typer.Option("--samples", help="Samples per prompt (default and paper: 10).")
+    ] = None,
+    temperature: Annotated[
+        float | None, typer.Option("--temperature", help="Sampling temperature (default and paper: 0.7).")
+    ] = None,
     max_tokens: Annotated[
-        int, typer.Option("--max-tokens", help="Maximum new tokens (paper: the model's maximum).")
-    ] = 2048,
+        int | None,
+        typer.Option(
+            "--max-tokens",
+            help=f"Maximum new tokens (default {DEFAULT_MAX_TOKENS}; --preset paper: the model's maximum).",
+        ),
+    ] = None,
     limit: Annotated[
         int | None, typer.Option("--limit", help="Only the first N base questions (with all their conditions).")
     ] = None,
@@ -124,8 +207,19 @@ def eval_phrbench(
     conditions: Annotated[str, typer.Option("--conditions", help="Comma-separated: B,B+T,B+H.")] = "B,B+T,B+H",
     out: Annotated[Path | None, typer.Option("--out", help="Run folder (default: RUNS/<model>/<run id>).")] = None,
     runs: Annotated[Path, typer.Option("--runs", help="Root of run folders.")] = Path("runs"),
-    scorer: Scorer = "local:smollm2",
+    scorer: Annotated[
+        str | None,
+        typer.Option(
+            "--scorer",
+            help=f"Reference scorer for OL/UI/BUF/BC (default {DEFAULT_SCORER}; paper and --preset paper: "
+            f"{PAPER_SCORER}); 'none' skips them.",
+        ),
+    ] = None,
     judge: Judge = "none",
+    grader: Grader = "none",
+    kl_direction: KLDirection = _TRAJ.kl_direction,
+    step_rule: StepRule = _TRAJ.step_rule,
+    bc_counting: BCCounting = _TRAJ.bc_counting,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Concurrent API calls.")] = 16,
     score: Annotated[bool, typer.Option("--score/--no-score", help="Score after generating (not for shards).")] = True,
     plots: Plots = True,
@@ -134,20 +228,34 @@ def eval_phrbench(
 ) -> None:
     """Generate (cached, resumable) and score a model's responses to PHRBench."""
 
+    if preset is not None and preset not in PRESETS:
+        raise UsageError(f"--preset {preset!r}: expected one of {', '.join(PRESETS)}")
+    base = PRESETS.get(preset or "", {})
+    trajectory = _trajectory(kl_direction, step_rule, bc_counting)
+    calls = {"timeout": timeout, "max_retry_after": max_retry_after}
+    llm = LLM(model, concurrency=concurrency, **calls)
+    source = "--max-tokens"
+    if max_tokens is None:
+        if preset is not None and base.get("max_tokens") is None:
+            max_tokens, source = model_max_output(llm.provider), "model"
+            if max_tokens is None:
+                raise UsageError(
+                    f"--preset {preset}: {model} does not say its maximum output length; give --max-tokens"
+                )
+        else:
+            max_tokens, source = DEFAULT_MAX_TOKENS, "default"
     cfg = RunConfig(
         model=model,
         dataset=dataset,
         dataset_revision=revision,
         conditions=conditions,
-        samples=samples,
-        temperature=temperature,
+        samples=samples if samples is not None else base.get("samples", 10),
+        temperature=temperature if temperature is not None else base.get("temperature", 0.7),
         max_tokens=max_tokens,
         limit=limit,
         shard=parse_shard(shard),
     )
-
-    calls = {"timeout": timeout, "max_retry_after": max_retry_after}
-    llm = LLM(model, concurrency=concurrency, **calls)
+    scorer = scorer if scorer is not None else base.get("scorer", DEFAULT_SCORER)
     run = generate_run(cfg, out=out, root=runs, hub=hub, llm=llm)
     typer.echo(f"run: {run.path}  ({len(run.responses)} responses, {len(run.failures)} failed calls)")
     if cfg.shard is not None:
@@ -158,8 +266,10 @@ def eval_phrbench(
         return
     if score:
         # the generator's weights serve a same-model trajectory scorer (phr.eval.scorers.trajectory_engine)
-        options = replace(_options(scorer, judge, llm_options=calls), generator=llm)
-        result, where = score_run(run.path, options, hub=hub, plots=plots)
+        options = replace(
+            _options(scorer, judge, llm_options=calls, grader=grader, trajectory=trajectory), generator=llm
+        )
+        result, where = score_run(run.path, options, hub=hub, plots=plots, preset=preset, max_tokens_source=source)
         _print_summary(result, where)
 
 
@@ -187,12 +297,17 @@ def eval_score(
     run: Annotated[Path, typer.Argument(help="A run folder (unsharded or merged).")],
     scorer: Scorer = "local:smollm2",
     judge: Judge = "none",
+    grader: Grader = "none",
+    kl_direction: KLDirection = _TRAJ.kl_direction,
+    step_rule: StepRule = _TRAJ.step_rule,
+    bc_counting: BCCounting = _TRAJ.bc_counting,
     hub: Hub = None,
     plots: Plots = True,
 ) -> None:
     """(Re)score a run folder, e.g. with a judge added."""
 
-    result, where = score_run(run, _options(scorer, judge), hub=hub, plots=plots)
+    options = _options(scorer, judge, grader=grader, trajectory=_trajectory(kl_direction, step_rule, bc_counting))
+    result, where = score_run(run, options, hub=hub, plots=plots)
     _print_summary(result, where)
 
 

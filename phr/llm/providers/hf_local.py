@@ -294,6 +294,13 @@ class HFProvider(Provider):
                     ids.append(int(i))
         return ids
 
+    def max_output_tokens(self) -> int | None:
+        """The model's maximum output length: its context capacity (``max_position_embeddings``; the paper's
+        §B.1 bound for models without a separate generation limit), or None when the config has none."""
+        model, _ = self._ensure_loaded()
+        value = getattr(model.config, "max_position_embeddings", None)
+        return int(value) if isinstance(value, int) and value > 0 else None
+
     def load(self) -> HFProvider:
         """Load now instead of on first use."""
         self._ensure_loaded()
