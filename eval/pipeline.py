@@ -166,6 +166,7 @@ def score_submission(
         source_url=meta.link,
         submitted_by=meta.submitted_by,
         notes=meta.notes,
+        model_access=meta.model_access,
     )
     write_results(out, result, scores, plots=plots)
     return result, Path(out)
