@@ -66,8 +66,9 @@ def test_report_of_three_scored_submissions(fake_openai, mini_folder, rows, tmp_
         name = model.split("/")[1]
         sub = _submission(tmp_path / f"{name}.jsonl", dataset, rows, answer)
         meta = SubmissionMeta(model=model, revision="v1", link=f"https://example.org/{name}", model_access=access)
-        _, out = score_submission(sub, dataset, meta, options, out=tmp_path / f"{name}.scored", progress=False,
-                                  plots=False)
+        _, out = score_submission(
+            sub, dataset, meta, options, out=tmp_path / f"{name}.scored", progress=False, plots=False
+        )
         files.append(out / "results.json")
     results = {json.loads(f.read_text())["model"]: json.loads(f.read_text()) for f in files}
     pe = results["org/pe-only"]
@@ -77,12 +78,16 @@ def test_report_of_three_scored_submissions(fake_openai, mini_folder, rows, tmp_
     science = [i for i in hall if i.domain != "Code"]
     pe_share = sum(i.mutation_type == PE for i in hall) / len(hall)
     assert pe["metrics"]["accuracy_bt"] == 1.0 and pe["metrics"]["accuracy_bh"] == round(pe_share, 6)
-    assert pe["metrics"]["delta_accuracy"] == round(pe_share - 1, 6) and pe["metrics"]["retention"] == round(pe_share, 6)
+    assert pe["metrics"]["delta_accuracy"] == round(pe_share - 1, 6) and pe["metrics"]["retention"] == round(
+        pe_share, 6
+    )
     assert pe["standard_errors"]["delta_accuracy"] > 0 and pe["standard_errors"]["retention"] > 0
     # Tables 9-11: the science domains only (the mini build's Code premises are all State Distortion)
     sd = pe["tables"]["per_mutation_type"]["State Distortion"]
-    assert sd["n"] == sum(i.mutation_type == "State Distortion" for i in science) < sum(
-        i.mutation_type == "State Distortion" for i in hall
+    assert (
+        sd["n"]
+        == sum(i.mutation_type == "State Distortion" for i in science)
+        < sum(i.mutation_type == "State Distortion" for i in hall)
     )
 
     out = tmp_path / "report"
@@ -95,7 +100,9 @@ def test_report_of_three_scored_submissions(fake_openai, mini_folder, rows, tmp_
 
     rep = json.loads((out / "report.json").read_text())
     t1 = rep["table1"]
-    assert t1["rows"]["org/gold"]["retention"]["value"] == 1.0 and t1["rows"]["org/wrong"]["H"]["accuracy"]["value"] == 0
+    assert (
+        t1["rows"]["org/gold"]["retention"]["value"] == 1.0 and t1["rows"]["org/wrong"]["H"]["accuracy"]["value"] == 0
+    )
     assert t1["rows"]["org/pe-only"]["H-T"]["accuracy"]["value"] == round(pe_share - 1, 6)
     mean_ht = round((0 + 0 + pe_share - 1) / 3, 6)
     assert t1["averages"]["all"]["H-T"]["accuracy"]["value"] == pytest.approx(mean_ht, abs=1e-6)
@@ -156,9 +163,23 @@ def _scores(ol_t, ol_h, buf, bc):
     out = []
     for q in ("q1", "q2"):
         for cond, ol in (("B", ol_t), ("B+T", ol_t), ("B+H", ol_h)):
-            s = SampleScore(f"{q}-{cond}", 0, q, cond, "Physics", "s", "multiple_choice", "x",
-                            "Rule Contradiction" if cond == "B+H" else None, False, cond != "B+H",
-                            ol=ol, ui=1.0, buf=buf, bc=bc)
+            s = SampleScore(
+                f"{q}-{cond}",
+                0,
+                q,
+                cond,
+                "Physics",
+                "s",
+                "multiple_choice",
+                "x",
+                "Rule Contradiction" if cond == "B+H" else None,
+                False,
+                cond != "B+H",
+                ol=ol,
+                ui=1.0,
+                buf=buf,
+                bc=bc,
+            )
             if cond == "B+H":
                 s.resolution = "Correction" if q == "q1" else "Compliance"
                 s.insightful = False
@@ -167,8 +188,14 @@ def _scores(ol_t, ol_h, buf, bc):
 
 
 def _result(model, *args):
-    return result_json(model=model, revision="r", dataset={"id": "ORG/phrbench", "revision": "v"},
-                       report=aggregate(_scores(*args)), config={}, run_id="run")
+    return result_json(
+        model=model,
+        revision="r",
+        dataset={"id": "ORG/phrbench", "revision": "v"},
+        report=aggregate(_scores(*args)),
+        config={},
+        run_id="run",
+    )
 
 
 def test_pearson_and_figure5_groups():

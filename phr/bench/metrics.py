@@ -201,8 +201,11 @@ LEADERBOARD: tuple[str, ...] = (
     "accuracy_bh",
     ACCURACY_H_MINUS_T,
     RETENTION,
-    *(m.name for m in METRICS if m.leaderboard and m.name not in ("accuracy_bt", "accuracy_bh", ACCURACY_H_MINUS_T,
-                                                                 RETENTION)),
+    *(
+        m.name
+        for m in METRICS
+        if m.leaderboard and m.name not in ("accuracy_bt", "accuracy_bh", ACCURACY_H_MINUS_T, RETENTION)
+    ),
     *(m.name for m in METRICS if m.kind == "resolution"),
 )
 #: the metrics with a Hub task in eval.yaml

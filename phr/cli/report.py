@@ -42,8 +42,10 @@ def report_cmd(
     """Tables 1, 2, 5-11, Figures 3-5 and the OL/BUF/BC correlations across models, as Markdown, JSON, PNG and
     the static leaderboard page (with each result JSON it links to)."""
     overrides = _access(access or [])
-    records = [r.model_copy(update={"model_access": overrides[r.model]}) if r.model in overrides else r
-               for r in collect_results(results)]
+    records = [
+        r.model_copy(update={"model_access": overrides[r.model]}) if r.model in overrides else r
+        for r in collect_results(results)
+    ]
     unknown = sorted(set(overrides) - {r.model for r in records})
     if unknown:
         raise UsageError(f"--access names model(s) not in the results: {', '.join(unknown)}")

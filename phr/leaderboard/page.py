@@ -59,16 +59,26 @@ Records = Sequence[Result | Mapping[str, Any]]
 TEXT_COLUMNS = ("model", "model_access", "revision", "date")
 #: Display columns of the overall table in order: (key, header label).
 DISPLAY_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("rank", "#"), ("model", "Model"), ("model_access", "Access"), ("revision", "Revision"),
-    *((c, label(c)) for c in LEADERBOARD), ("date", "Date"),
+    ("rank", "#"),
+    ("model", "Model"),
+    ("model_access", "Access"),
+    ("revision", "Revision"),
+    *((c, label(c)) for c in LEADERBOARD),
+    ("date", "Date"),
 )
 #: the page's views: (id, tab label)
-VIEWS = (("overall", "Overall"), ("domain", "By domain"), ("type", "By mutation type"),
-         ("resolution", "Resolution"), ("figures", "Figures"))
+VIEWS = (
+    ("overall", "Overall"),
+    ("domain", "By domain"),
+    ("type", "By mutation type"),
+    ("resolution", "Resolution"),
+    ("figures", "Figures"),
+)
 _HTTP_URL = re.compile(r"^https?://[^\s\x00-\x1f\x7f\"'<>`\\]+$", re.IGNORECASE)
 
 
 # ---- rendering ---------------------------------------------------------------------------------------------
+
 
 def safe_url(url: str | None) -> str | None:
     """``url`` if it is a plain http(s) URL (no whitespace, quotes or angle brackets), else None."""
@@ -106,8 +116,14 @@ def render_markdown(records: Records, title: str = TITLE) -> str:
     for i, e in enumerate(rows, 1):
         url = safe_url(e.source_url)
         model = f"[{_md(e.model, True)}]({_md_url(url)})" if url else _md(e.model)
-        cells = [str(i), model, _md(e.revision), *(e.text(m) for m in LEADERBOARD),
-                 _md(e.date) if e.date is not None else "", f"[json]({_md_url(files[(e.model, e.run_id)])})"]
+        cells = [
+            str(i),
+            model,
+            _md(e.revision),
+            *(e.text(m) for m in LEADERBOARD),
+            _md(e.date) if e.date is not None else "",
+            f"[json]({_md_url(files[(e.model, e.run_id)])})",
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     note = ["", SE_NOTE] if has_errors(rows) else []
     legend = ["", _LEGEND_MD]
@@ -119,9 +135,11 @@ def _files(results: Sequence[Result]) -> dict[tuple[str, str], str]:
     return {(r.model, r.run_id or ""): result_path(r) for r in results}
 
 
-_LEGEND_MD = ("T = B+T (truthful premise), H = B+H (hallucinated premise), B = question only. Acc H − T is the "
-              "paper's accuracy drop with its sign (§5.1); retention is Acc H / Acc T (Figure 3). Acc T − B and "
-              "Acc H − B are differences against B, not the paper's accuracy drop.")
+_LEGEND_MD = (
+    "T = B+T (truthful premise), H = B+H (hallucinated premise), B = question only. Acc H − T is the "
+    "paper's accuracy drop with its sign (§5.1); retention is Acc H / Acc T (Figure 3). Acc T − B and "
+    "Acc H − B are differences against B, not the paper's accuracy drop."
+)
 
 _CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem; color: #1b1b1b; }
@@ -285,20 +303,30 @@ def _overall_table(rows: list[LeaderboardEntry], files: dict[tuple[str, str], st
         first = "desc" if key in LEADERBOARD and metric(key).better != "lower" else "asc"
         sort = ' aria-sort="descending"' if key == RANK_BY else ""
         hover = f' title="{_e(_hover(key))}"' if key in LEADERBOARD else ""
-        heads.append(f'<th scope="col" data-key="{key}" data-type="{typ}" data-dir="{first}"{sort}{hover}>'
-                     f'<button type="button">{_e(lab)}</button></th>')
+        heads.append(
+            f'<th scope="col" data-key="{key}" data-type="{typ}" data-dir="{first}"{sort}{hover}>'
+            f'<button type="button">{_e(lab)}</button></th>'
+        )
     body = []
     for i, e in enumerate(rows, 1):
         links = _model_links(e.model, safe_url(e.source_url), files[(e.model, e.run_id)])
-        cells = [_num_cell(i, str(i)),
-                 f'<td data-value="{_e(e.model)}">{links}</td>',
-                 f'<td data-value="{_e(e.model_access or "")}">{_e(e.model_access or "")}</td>',
-                 f'<td data-value="{_e(e.revision)}"><code>{_e(e.revision)}</code></td>',
-                 *(_num_cell(e.values[m], e.text(m), e.errors[m]) for m in LEADERBOARD),
-                 f'<td data-value="{_e(e.date or "")}">{_e(e.date or "")}</td>']
+        cells = [
+            _num_cell(i, str(i)),
+            f'<td data-value="{_e(e.model)}">{links}</td>',
+            f'<td data-value="{_e(e.model_access or "")}">{_e(e.model_access or "")}</td>',
+            f'<td data-value="{_e(e.revision)}"><code>{_e(e.revision)}</code></td>',
+            *(_num_cell(e.values[m], e.text(m), e.errors[m]) for m in LEADERBOARD),
+            f'<td data-value="{_e(e.date or "")}">{_e(e.date or "")}</td>',
+        ]
         body.append(f'<tr data-run-id="{_e(e.run_id)}" data-model="{_e(e.model)}">' + "".join(cells) + "</tr>")
-    return [f'<table id="leaderboard" data-sort="{RANK_BY}" data-dir="desc">',
-            "<thead><tr>" + "".join(heads) + "</tr></thead>", "<tbody>", *body, "</tbody>", "</table>"]
+    return [
+        f'<table id="leaderboard" data-sort="{RANK_BY}" data-dir="desc">',
+        "<thead><tr>" + "".join(heads) + "</tr></thead>",
+        "<tbody>",
+        *body,
+        "</tbody>",
+        "</table>",
+    ]
 
 
 def _comparison_hover(side: str, figure: str) -> str:
@@ -316,16 +344,28 @@ def _block_table(block: Block, report: CrossModelReport, table_id: str) -> list[
     head = [_th("Model"), _th("Access"), *(_th(h, _comparison_hover(s, f)) for s, f, h in cols)]
     body = []
     for key, comp in block.rows.items():
-        cells = [f"<td>{_e(key)}</td>", f"<td>{_e(access.get(key, ''))}</td>",
-                 *(_est_cell(_side(comp, s, f), s == H_MINUS_T) for s, f, _ in cols)]
+        cells = [
+            f"<td>{_e(key)}</td>",
+            f"<td>{_e(access.get(key, ''))}</td>",
+            *(_est_cell(_side(comp, s, f), s == H_MINUS_T) for s, f, _ in cols),
+        ]
         body.append(f'<tr data-model="{_e(models.get(key, key))}">' + "".join(cells) + "</tr>")
     for name, comp in block.averages.items():
         who = "Average" if name == "all" else f"Average ({name})"
-        cells = [f"<td>{_e(who)}</td>", "<td></td>",
-                 *(_est_cell(_side(comp, s, f), s == H_MINUS_T) for s, f, _ in cols)]
+        cells = [
+            f"<td>{_e(who)}</td>",
+            "<td></td>",
+            *(_est_cell(_side(comp, s, f), s == H_MINUS_T) for s, f, _ in cols),
+        ]
         body.append('<tr class="average">' + "".join(cells) + "</tr>")
-    return [f'<table id="{_e(table_id)}">', "<thead><tr>" + "".join(head) + "</tr></thead>", "<tbody>", *body,
-            "</tbody>", "</table>"]
+    return [
+        f'<table id="{_e(table_id)}">',
+        "<thead><tr>" + "".join(head) + "</tr></thead>",
+        "<tbody>",
+        *body,
+        "</tbody>",
+        "</table>",
+    ]
 
 
 def _side(comp, side: str, figure: str) -> Estimate | None:
@@ -349,21 +389,42 @@ def _blocks_view(view: str, title: str, blocks: dict[str, Block], report: CrossM
 
 
 def _figure(key: str, png: bytes, table: list[str]) -> list[str]:
-    return ["<figure>", f'<div><img alt="{_e(FIGURE_CAPTIONS[key])}" src="{data_uri(png)}">',
-            f"<figcaption>{_e(FIGURE_CAPTIONS[key])}</figcaption></div>", "<div>", *table, "</div>", "</figure>"]
+    return [
+        "<figure>",
+        f'<div><img alt="{_e(FIGURE_CAPTIONS[key])}" src="{data_uri(png)}">',
+        f"<figcaption>{_e(FIGURE_CAPTIONS[key])}</figcaption></div>",
+        "<div>",
+        *table,
+        "</div>",
+        "</figure>",
+    ]
 
 
 def _resolution_table(report: CrossModelReport) -> list[str]:
     models = {m.key: m.model for m in report.models}
-    head = [_th("Model"), _th("Judged"), *(_th(r, _hover(rate_of(r))) for r in RESOLUTIONS),
-            _th(label(rate_of(INSIGHTFUL)), _hover(rate_of(INSIGHTFUL)))]
+    head = [
+        _th("Model"),
+        _th("Judged"),
+        *(_th(r, _hover(rate_of(r))) for r in RESOLUTIONS),
+        _th(label(rate_of(INSIGHTFUL)), _hover(rate_of(INSIGHTFUL))),
+    ]
     body = []
     for key, row in report.table2.items():
-        cells = [f"<td>{_e(key)}</td>", _num_cell(row.judged, str(row.judged)),
-                 *(_est_cell(row.proportions.get(r)) for r in RESOLUTIONS), _est_cell(row.insightful)]
+        cells = [
+            f"<td>{_e(key)}</td>",
+            _num_cell(row.judged, str(row.judged)),
+            *(_est_cell(row.proportions.get(r)) for r in RESOLUTIONS),
+            _est_cell(row.insightful),
+        ]
         body.append(f'<tr data-model="{_e(models.get(key, key))}">' + "".join(cells) + "</tr>")
-    return ['<table id="resolution">', "<thead><tr>" + "".join(head) + "</tr></thead>", "<tbody>", *body,
-            "</tbody>", "</table>"]
+    return [
+        '<table id="resolution">',
+        "<thead><tr>" + "".join(head) + "</tr></thead>",
+        "<tbody>",
+        *body,
+        "</tbody>",
+        "</table>",
+    ]
 
 
 def _retention_table(report: CrossModelReport) -> list[str]:
@@ -372,50 +433,88 @@ def _retention_table(report: CrossModelReport) -> list[str]:
     head = [_th("Model"), *(_th(c, _hover(RETENTION)) for c in cols)]
     body = []
     for key, row in report.retention.rows.items():
-        cells = [f"<td>{_e(key)}</td>", *(_num_cell(row[c], "" if row[c] is None else f"{row[c]:.3f}")
-                                           for c in cols)]
+        cells = [f"<td>{_e(key)}</td>", *(_num_cell(row[c], "" if row[c] is None else f"{row[c]:.3f}") for c in cols)]
         attr = f' data-model="{_e(models[key])}"' if key in models else ' class="average"'
         body.append(f"<tr{attr}>" + "".join(cells) + "</tr>")
-    return ['<table id="retention">', "<thead><tr>" + "".join(head) + "</tr></thead>", "<tbody>", *body,
-            "</tbody>", "</table>"]
+    return [
+        '<table id="retention">',
+        "<thead><tr>" + "".join(head) + "</tr></thead>",
+        "<tbody>",
+        *body,
+        "</tbody>",
+        "</table>",
+    ]
 
 
 def _groups_table(groups: dict, table_id: str) -> list[str]:
     if not groups:
         return ['<p class="note">Not in these results.</p>']
     head = [_th("Model"), _th("Group"), *(_th(f, _hover(name_of(f, "B+H"))) for f in CORRELATED)]
-    body = [f'<tr data-model="{_e(key)}"><td>{_e(key)}</td><td>{_e(g)}</td>'
-            + "".join(_est_cell(vals.get(f)) for f in CORRELATED) + "</tr>"
-            for key, gs in groups.items() for g, vals in gs.items()]
-    return [f'<table id="{table_id}">', "<thead><tr>" + "".join(head) + "</tr></thead>", "<tbody>", *body,
-            "</tbody>", "</table>"]
+    body = [
+        f'<tr data-model="{_e(key)}"><td>{_e(key)}</td><td>{_e(g)}</td>'
+        + "".join(_est_cell(vals.get(f)) for f in CORRELATED)
+        + "</tr>"
+        for key, gs in groups.items()
+        for g, vals in gs.items()
+    ]
+    return [
+        f'<table id="{table_id}">',
+        "<thead><tr>" + "".join(head) + "</tr></thead>",
+        "<tbody>",
+        *body,
+        "</tbody>",
+        "</table>",
+    ]
 
 
 def _correlation_table(report: CrossModelReport) -> list[str]:
     pairs = list(next(iter(report.correlations.values()), {}))
     head = [_th("Condition"), *(_th(p.replace("~", " vs ")) for p in pairs)]
-    body = ["<tr><td>" + _e(cond) + "</td>" + "".join(_num_cell(v, "" if v is None else f"{v:.3f}")
-                                                      for v in vals.values()) + "</tr>"
-            for cond, vals in report.correlations.items()]
-    return ['<table id="correlations">', "<thead><tr>" + "".join(head) + "</tr></thead>", "<tbody>", *body,
-            "</tbody>", "</table>"]
+    body = [
+        "<tr><td>"
+        + _e(cond)
+        + "</td>"
+        + "".join(_num_cell(v, "" if v is None else f"{v:.3f}") for v in vals.values())
+        + "</tr>"
+        for cond, vals in report.correlations.items()
+    ]
+    return [
+        '<table id="correlations">',
+        "<thead><tr>" + "".join(head) + "</tr></thead>",
+        "<tbody>",
+        *body,
+        "</tbody>",
+        "</table>",
+    ]
 
 
 def _resolution_view(report: CrossModelReport, pngs: dict[str, bytes]) -> list[str]:
-    return ['<section data-view="resolution">', "<h2>Behavioural resolution (Table 2) and insightful rate</h2>",
-            f'<p class="note">{_e(_hover(rate_of(INSIGHTFUL)))}</p>',
-            *_figure("figure4", pngs["figure4"], _resolution_table(report)), "</section>"]
+    return [
+        '<section data-view="resolution">',
+        "<h2>Behavioural resolution (Table 2) and insightful rate</h2>",
+        f'<p class="note">{_e(_hover(rate_of(INSIGHTFUL)))}</p>',
+        *_figure("figure4", pngs["figure4"], _resolution_table(report)),
+        "</section>",
+    ]
 
 
 def _figures_view(report: CrossModelReport, pngs: dict[str, bytes]) -> list[str]:
-    return ['<section data-view="figures">', "<h2>Figures</h2>",
-            *_figure("figure3", pngs["figure3"], _retention_table(report)),
-            *_figure("figure5_resolution", pngs["figure5_resolution"],
-                     _groups_table(report.trajectory_by_resolution, "by-resolution")),
-            *_figure("figure5_insightful", pngs["figure5_insightful"],
-                     _groups_table(report.trajectory_by_insight, "by-insight")),
-            "<h3>Pearson correlations among OL, BUF and BC across models (§5.1)</h3>",
-            *_correlation_table(report), "</section>"]
+    return [
+        '<section data-view="figures">',
+        "<h2>Figures</h2>",
+        *_figure("figure3", pngs["figure3"], _retention_table(report)),
+        *_figure(
+            "figure5_resolution",
+            pngs["figure5_resolution"],
+            _groups_table(report.trajectory_by_resolution, "by-resolution"),
+        ),
+        *_figure(
+            "figure5_insightful", pngs["figure5_insightful"], _groups_table(report.trajectory_by_insight, "by-insight")
+        ),
+        "<h3>Pearson correlations among OL, BUF and BC across models (§5.1)</h3>",
+        *_correlation_table(report),
+        "</section>",
+    ]
 
 
 def render_html(records: Records, title: str = TITLE) -> str:
@@ -429,44 +528,59 @@ def render_html(records: Records, title: str = TITLE) -> str:
     pngs = render_figures(report)
     files = _files(results)
     note = [f'<p class="note">{_e(SE_NOTE)}</p>'] if has_errors(rows) else []
-    nav = "".join(f'<button type="button" data-view="{v}" aria-pressed="{str(v == "overall").lower()}">'
-                  f"{_e(lab)}</button>" for v, lab in VIEWS)
-    return "\n".join([
-        "<!DOCTYPE html>",
-        '<html lang="en">',
-        "<head>",
-        '<meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_e(title)}</title>",
-        f"<style>\n{_CSS}\n</style>",
-        "</head>",
-        '<body data-view="overall">',
-        f"<h1>{_e(title)}</h1>",
-        f"<p>{_e(_LEGEND_MD)} Hover a column name for its definition and paper section; click it to sort "
-        "(again to reverse).</p>",
-        '<div class="controls"><label>Model filter: <input id="model-filter" type="search" '
-        'placeholder="part of a model name"></label></div>',
-        f'<nav class="views">{nav}</nav>',
-        '<section data-view="overall">',
-        "<h2>Overall (Table 1)</h2>",
-        *_overall_table(rows, files),
-        *note,
-        "</section>",
-        *_blocks_view("domain", "By domain (Tables 5-8)", report.per_domain, report,
-                      "T vs H per domain; each model's figures with their standard errors."),
-        *_blocks_view("type", "By mutation type (Tables 9-11)", report.per_mutation_type, report,
-                      "Science domains only (paper §C.2: Code Generation has State Distortion premises only)."),
-        *_resolution_view(report, pngs),
-        *_figures_view(report, pngs),
-        f"<footer>{_e(_footer(rows))}</footer>",
-        f"<script>\n{_JS}\n</script>",
-        "</body>",
-        "</html>",
-        "",
-    ])
+    nav = "".join(
+        f'<button type="button" data-view="{v}" aria-pressed="{str(v == "overall").lower()}">{_e(lab)}</button>'
+        for v, lab in VIEWS
+    )
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en">',
+            "<head>",
+            '<meta charset="utf-8">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>{_e(title)}</title>",
+            f"<style>\n{_CSS}\n</style>",
+            "</head>",
+            '<body data-view="overall">',
+            f"<h1>{_e(title)}</h1>",
+            f"<p>{_e(_LEGEND_MD)} Hover a column name for its definition and paper section; click it to sort "
+            "(again to reverse).</p>",
+            '<div class="controls"><label>Model filter: <input id="model-filter" type="search" '
+            'placeholder="part of a model name"></label></div>',
+            f'<nav class="views">{nav}</nav>',
+            '<section data-view="overall">',
+            "<h2>Overall (Table 1)</h2>",
+            *_overall_table(rows, files),
+            *note,
+            "</section>",
+            *_blocks_view(
+                "domain",
+                "By domain (Tables 5-8)",
+                report.per_domain,
+                report,
+                "T vs H per domain; each model's figures with their standard errors.",
+            ),
+            *_blocks_view(
+                "type",
+                "By mutation type (Tables 9-11)",
+                report.per_mutation_type,
+                report,
+                "Science domains only (paper §C.2: Code Generation has State Distortion premises only).",
+            ),
+            *_resolution_view(report, pngs),
+            *_figures_view(report, pngs),
+            f"<footer>{_e(_footer(rows))}</footer>",
+            f"<script>\n{_JS}\n</script>",
+            "</body>",
+            "</html>",
+            "",
+        ]
+    )
 
 
 # ---- writing -----------------------------------------------------------------------------------------------
+
 
 def write_leaderboard(records: Records, out_dir: str | Path, title: str = TITLE) -> dict[str, Path]:
     """Write ``leaderboard.parquet``, ``leaderboard.md``, ``leaderboard.html`` and each result JSON the page
@@ -476,8 +590,11 @@ def write_leaderboard(records: Records, out_dir: str | Path, title: str = TITLE)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     results = [as_result(r) for r in records]
-    finals = {"parquet": out / "leaderboard.parquet", "markdown": out / "leaderboard.md",
-              "html": out / "leaderboard.html"}
+    finals = {
+        "parquet": out / "leaderboard.parquet",
+        "markdown": out / "leaderboard.md",
+        "html": out / "leaderboard.html",
+    }
     files = {out / result_path(r): dump_result(r) for r in results}
     temps: dict[Path, Path] = {}
     try:

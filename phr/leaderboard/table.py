@@ -55,15 +55,24 @@ class LeaderboardEntry(BaseModel):
                 values[name] = round(m[diff[0]] - m[diff[1]], 6)
             elif values[name] is None and ratio and all(p in m for p in ratio) and m[ratio[1]] > 0:
                 values[name] = round(m[ratio[0]] / m[ratio[1]], 6)
-        return cls(model=result.model, revision=result.revision, run_id=result.run_id or "",
-                   dataset=result.dataset.id, dataset_revision=result.dataset.revision, values=values,
-                   errors={name: result.standard_errors.get(name) for name in LEADERBOARD},
-                   date=result.date, source_url=result.source_url, model_access=result.model_access)
+        return cls(
+            model=result.model,
+            revision=result.revision,
+            run_id=result.run_id or "",
+            dataset=result.dataset.id,
+            dataset_revision=result.dataset.revision,
+            values=values,
+            errors={name: result.standard_errors.get(name) for name in LEADERBOARD},
+            date=result.date,
+            source_url=result.source_url,
+            model_access=result.model_access,
+        )
 
     def row(self) -> dict[str, Any]:
         """The flat row (``COLUMNS``)."""
-        metrics = {c: v for name in LEADERBOARD for c, v in ((name, self.values[name]),
-                                                              (se_name(name), self.errors[name]))}
+        metrics = {
+            c: v for name in LEADERBOARD for c, v in ((name, self.values[name]), (se_name(name), self.errors[name]))
+        }
         return {**{c: getattr(self, c) for c in IDENTITY}, **metrics, **{c: getattr(self, c) for c in TRAILING}}
 
     def text(self, name: str) -> str:
