@@ -149,6 +149,8 @@ def test_report_of_three_scored_submissions(fake_openai, mini_folder, rows, tmp_
         f"results/org--{m}/{json.loads((tmp_path / f'{m}.scored' / 'results.json').read_text())['run_id']}.json"
         for m in ("gold", "wrong", "pe-only")
     )
+    t1 = dump_dom(exe, page, "", tmp_path, table_id="table1")  # Table 1 under the leaderboard, with averages
+    assert [a.get("data-model") for a in t1.row_attrs] == ["org/gold", "org/pe-only", "org/wrong", None, None, None]
     # the model filter and the views, from the URL fragment
     t = dump_dom(exe, page, "#filter=pe-&view=type", tmp_path, table_id="type-state-distortion")
     assert t.body["data-view"] == "type" and t.sections["type"].get("hidden") is None

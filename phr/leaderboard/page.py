@@ -553,6 +553,8 @@ def render_html(records: Records, title: str = TITLE) -> str:
             "<h2>Overall (Table 1)</h2>",
             *_overall_table(rows, files),
             *note,
+            "<h3>Table 1: T vs H per model, the average and proprietary vs open</h3>",
+            *_block_table(report.table1, report, "table1"),
             "</section>",
             *_blocks_view(
                 "domain",
