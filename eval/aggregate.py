@@ -4,6 +4,10 @@ Every mean is over scored samples (each instance has the same number of samples,
 over instances of the per-instance mean). Missing responses count as incorrect for accuracy and are left
 out of the trajectory means. Resolution proportions are over the judged B+H samples.
 
+Tables 9-11 (per mutation type) cover the science domains only (``PER_TYPE_DOMAINS``, paper §C.2). The flat
+metrics carry the overall accuracy H - T (``delta_accuracy``) and retention H / T (``retention``; absent when
+the B+T accuracy is 0).
+
 Standard errors: a paired bootstrap over base questions (phr.eval.bootstrap) gives every figure of every table
 cell, every difference (H - T, T - B) and every flat metric its standard error.
 """
@@ -18,13 +22,16 @@ import numpy as np
 
 from phr.bench.metrics import (
     ACCURACY,
+    ACCURACY_H_MINUS_T,
     CONDITION_SUFFIX,
     FIGURES,
     INSIGHTFUL,
     INSIGHTFUL_GROUPS,
     LEADERBOARD,
     OL_WORDS,
+    PER_TYPE_DOMAINS,
     RESOLUTIONS,
+    RETENTION,
     TRAJECTORY,
     delta_of,
     headline_of,
@@ -67,6 +74,7 @@ class _Group:
     """One table cell: its point estimates and, with a resampler, the bootstrap draws of each figure."""
 
     def __init__(self, scores: Sequence[SampleScore], rs: QuestionResampler | None):
+        self.accuracy = fmean(_value(s, ACCURACY) for s in scores) if scores else None  # unrounded, for ratios
         self.cell = Cell(
             n=len(scores),
             missing=sum(s.missing for s in scores),
@@ -87,6 +95,15 @@ def _draws(rs: QuestionResampler | None, pairs: Iterable[tuple[str, float | None
 
 def _minus(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
     return None if a is None or b is None else a - b
+
+
+def _ratio(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+    """``a / b`` per resample; NaN where ``b`` is 0 (left out of the standard error)."""
+    if a is None or b is None:
+        return None
+    out = np.full(a.shape, np.nan)
+    np.divide(a, b, out=out, where=b > 0)
+    return out
 
 
 def _diff(a: float | None, b: float | None) -> float | None:
@@ -139,7 +156,8 @@ def aggregate(scores: Sequence[SampleScore], bootstrap: Bootstrap | None = Boots
     hall = [s for s in scores if s.condition == _HALL]
     truthful_by_q = _group((s for s in scores if s.condition == _TRUTH), lambda s: s.question_id)
     per_type = {}
-    for mt, g in _group(hall, lambda s: s.mutation_type or "unknown").items():
+    science = [s for s in hall if s.domain in PER_TYPE_DOMAINS]  # paper §C.2: Code (all SD) is left out
+    for mt, g in _group(science, lambda s: s.mutation_type or "unknown").items():
         h = _Group(g, rs)
         t = _Group([s for q in {s.question_id for s in g} for s in truthful_by_q.get(q, [])], rs)
         mt_errs = {_HALL: h.errors()}
@@ -207,6 +225,13 @@ def _flat_metrics(by_cond: dict[str, _Group], shares, share_draws, judged: bool)
             if g.get(f) is not None:
                 name = name_of(f, c)
                 metrics[name], draws[name] = g.get(f), g.draws[f]
+    bh, bt = name_of(ACCURACY, _HALL), name_of(ACCURACY, _TRUTH)
+    if bh in metrics and bt in metrics:  # the paper's headline (§5.1): H - T, and retention H / T (Figure 3)
+        metrics[ACCURACY_H_MINUS_T] = round(metrics[bh] - metrics[bt], 6)
+        draws[ACCURACY_H_MINUS_T] = _minus(draws[bh], draws[bt])
+        if metrics[bt] > 0:
+            metrics[RETENTION] = round(by_cond[_HALL].accuracy / by_cond[_TRUTH].accuracy, 6)
+            draws[RETENTION] = _ratio(draws[bh], draws[bt])
     for f in TRAJECTORY:  # the leaderboard's OL/UI/BUF/BC: under B+H
         bh, bt = name_of(f, _HALL), name_of(f, _TRUTH)
         if bh in metrics:

@@ -237,6 +237,7 @@ def score_submission(
         source_url=meta.link,
         submitted_by=meta.submitted_by,
         notes=meta.notes,
+        model_access=meta.model_access,
     )
     result = result.model_copy(update={"settings": evaluation_settings(options, samples=meta.samples)})
     write_results(out, result, scores, plots=plots)

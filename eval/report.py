@@ -45,6 +45,7 @@ def result_json(
     submitted_by: str | None = None,
     notes: str | None = None,
     samples_sha256: str | None = None,
+    model_access: str | None = None,
 ) -> Result:
     """The ``Result`` (results.json, schema_version 2) of a scored run: identity, metrics with their standard
     errors, the full tables. ``dataset``: ``{"id", "revision"[, "files"]}``."""
@@ -61,6 +62,7 @@ def result_json(
         source_url=source_url,
         submitted_by=submitted_by,
         notes=notes,
+        model_access=model_access,
         dataset_files=dict(dataset.get("files") or {}),
         config=config,
         counts=report.counts,

@@ -36,6 +36,9 @@ RUN_SCHEMA_VERSION = 1
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 #: table keys beside the conditions: the B+H - B+T difference, B+T over the questions of a mutation type
 H_MINUS_T = "H-T"
+#: a result's optional ``model_access``: the paper compares proprietary with open-source models (§5.1)
+ModelAccess = Literal["proprietary", "open"]
+MODEL_ACCESS: tuple[str, ...] = ("proprietary", "open")
 T_SAME_QUESTIONS = "B+T_same_questions"
 
 
@@ -243,6 +246,7 @@ class Result(Artifact):
     source_url: str | None = None
     submitted_by: str | None = None
     notes: str | None = None
+    model_access: ModelAccess | None = None
     dataset_files: dict[str, str] | None = None
     config: dict[str, Any] | None = None
     counts: Counts | None = None

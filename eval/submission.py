@@ -31,6 +31,7 @@ from phr.core.errors import UsageError
 from phr.core.fs import honour_umask
 from phr.core.text import clip
 from phr.eval.dataset import CONDITIONS, DatasetError, EvalDataset, check_conditions
+from phr.eval.results import MODEL_ACCESS
 
 KEYS = ("instance_id", "sample", "response")
 MISSING_SHOWN = 5  # missing responses named in the coverage message
@@ -60,6 +61,7 @@ class SubmissionMeta:
     conditions: tuple[str, ...] = CONDITIONS
     submitted_by: str | None = None
     notes: str | None = None
+    model_access: str | None = None  # proprietary | open (paper §5.1 compares the two)
 
     def __post_init__(self) -> None:
         for name in ("model", "revision"):
@@ -80,6 +82,8 @@ class SubmissionMeta:
         for name in ("submitted_by", "notes"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
                 raise _meta_error(name, "must be a string")
+        if self.model_access is not None and self.model_access not in MODEL_ACCESS:
+            raise _meta_error("model_access", f"must be one of {', '.join(MODEL_ACCESS)}, got {self.model_access!r}")
 
     def as_dict(self) -> dict:
         return {**asdict(self), "conditions": list(self.conditions)}
@@ -100,6 +104,7 @@ class _MetaFile(BaseModel):
     conditions: list[str] | str | None = None
     submitted_by: str | None = None
     notes: str | None = None
+    model_access: str | None = None
 
 
 def default_meta_path(submission: str | os.PathLike) -> Path:

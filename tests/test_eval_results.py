@@ -13,7 +13,19 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from phr.bench.metrics import CATALOGUE, CONDITION_SUFFIX, LEADERBOARD, REQUIRED, metric, name_of
+from phr.bench.metrics import (
+    CATALOGUE,
+    CONDITION_SUFFIX,
+    INSIGHTFUL,
+    LEADERBOARD,
+    REQUIRED,
+    RESOLUTIONS,
+    label,
+    metric,
+    name_of,
+    rate_of,
+    section,
+)
 from phr.eval.report import render_report
 from phr.eval.results import (
     SCHEMA_VERSION,
@@ -62,9 +74,9 @@ def test_a_v1_result_loads_and_renders_on_the_leaderboard(tmp_path):
     md = render_markdown([rec])
     row = next(ln for ln in md.splitlines() if "local:smollm2" in ln)
     assert (
-        row == "| 1 | local:smollm2 | 30fc7cc64f0d | 0.167 | 0.000 | 0.167 | -0.167 | +0.000 | 21.667 | 1.841 "
-        "| 0.611 | 0.000 | 2026-11-30 |"
-    )
+        row == "| 1 | local:smollm2 | 30fc7cc64f0d | 0.000 | 0.167 | +0.167 |  | 0.167 | -0.167 | +0.000 | 21.667 "
+        "| 1.841 | 0.611 | 0.000 |  |  |  |  | 2026-11-30 | [json](results/local--smollm2/4576569d6e87.json) |"
+    )  # T, H, H - T, retention (none: T is 0), B, T - B, H - B, OL..BC, no resolution judged
     assert "±" not in md  # no standard errors in a 0.1.0 result
     assert 'data-value="0.166667">0.167</td>' in render_html([rec])
     paths = write_leaderboard([rec], tmp_path / "lb")
@@ -126,7 +138,18 @@ def test_run_manifest_of_0_1_0():
 
 def test_the_catalogue_names_every_metric_once():
     assert REQUIRED == ("accuracy_b", "accuracy_bt", "accuracy_bh")
-    assert LEADERBOARD == ("accuracy_b", "accuracy_bt", "accuracy_bh", "delta_bt", "delta_bh", "OL", "UI", "BUF", "BC")
+    rates = tuple(rate_of(r) for r in (*RESOLUTIONS, INSIGHTFUL))
+    assert LEADERBOARD == (
+        "accuracy_bt", "accuracy_bh", "delta_accuracy", "retention",
+        "accuracy_b", "delta_bt", "delta_bh", "OL", "UI", "BUF", "BC", *rates,
+    )  # fmt: skip
+    # readable names and paper sections for the page; a difference against B is never the paper's accuracy drop
+    assert [label(n) for n in ("accuracy_bt", "delta_accuracy", "retention", "delta_bh", "OL")] == [
+        "Acc (T)", "Acc H − T", "Retention H / T", "Acc H − B", "OL (H)",
+    ]  # fmt: skip
+    assert section("delta_accuracy").startswith("§5.1") and "accuracy drop" in section("delta_accuracy")
+    assert "not the paper's accuracy drop" in section("delta_bh") and section("retention") == "§5.1 (Figure 3)"
+    assert [label(rate_of(r)) for r in RESOLUTIONS] == list(RESOLUTIONS)  # read from the catalogue
     for m in CATALOGUE.values():  # per-condition names follow <figure>_<suffix>
         if m.kind in ("accuracy", "trajectory") and m.same_as is None:
             assert m.name == f"{m.figure}_{CONDITION_SUFFIX[m.condition]}" == name_of(m.figure, m.condition)

@@ -76,9 +76,12 @@ def test_aggregate_hand_computed():
         br["Heuristic Correction"]["OL"],
         br["Hallucination Avoidance"]["OL"],
     ) == (1.0, 50.0, 40.0)
-    rc, sd = r["per_mutation_type"]["Rule Contradiction"], r["per_mutation_type"]["State Distortion"]
+    # Tables 9-11 cover the science domains only (paper §C.2): q2 (Code, State Distortion) is not in them
+    assert set(r["per_mutation_type"]) == {"Rule Contradiction"}
+    rc = r["per_mutation_type"]["Rule Contradiction"]
     assert (rc["n"], rc["accuracy"], rc["OL"], rc["H-T"]["accuracy"], rc["H-T"]["OL"]) == (2, 0.5, 40.0, -0.5, 20.0)
-    assert (sd["accuracy"], sd["H-T"]["accuracy"], sd["H-T"]["OL"]) == (1.0, 1.0, None)  # q2-T missing
+    # the paper's headline: overall accuracy H - T and retention H / T (0.666667 / 0.5)
+    assert (m["delta_accuracy"], m["retention"]) == (0.166667, 1.333333)
     phys = r["per_domain"]["Physics"]
     assert (phys["B"]["accuracy"], phys["B+H"]["accuracy"], phys["H-T"]["accuracy"], phys["H-T"]["OL"]) == (
         1.0,
@@ -97,6 +100,11 @@ def test_no_judge_no_resolution_metrics():
     r = aggregate([S("q-B", 0, "q", "B", "Physics", None, True)])
     assert r["resolution"]["judged"] == 0 and "insightful_rate" not in r["metrics"]
     assert r["metrics"] == {"accuracy_b": 1.0}
+
+
+def test_retention_absent_when_truthful_accuracy_is_zero():
+    r = aggregate([S("q-T", 0, "q", "B+T", "Physics", None, False), S("q-H", 0, "q", "B+H", "Physics", "x", True)])
+    assert r["metrics"]["delta_accuracy"] == 1.0 and "retention" not in r["metrics"]
 
 
 def _code(**kw):

@@ -68,24 +68,29 @@ def test_markdown_order_deltas_and_escaping(records):
     lines = md.splitlines()
     assert lines[0] == "# My board"
     table = [ln for ln in lines if ln.startswith("| ")]
-    assert table[0].startswith("| # | model | revision | accuracy_b |")
+    # readable column names: the paper's T and H first, H - T and retention beside them
+    assert table[0].startswith("| # | Model | Revision | Acc (T) | Acc (H) | Acc H − T | Retention H / T | Acc (B) |")
+    assert table[0].endswith("| Insightful rate | Date | Result |")
     body = table[1:]
     # best accuracy_bh first: Beta .50, gamma .40, alpha .30, hostile .10
     assert [row.split(" | ")[0] for row in body] == ["| 1", "| 2", "| 3", "| 4"]
     assert "Org/Beta" in body[0] and "gamma" in body[1] and "alpha" in body[2]
-    assert "| +0.050 | -0.300 |" in body[0]  # delta_bt, delta_bh of Beta
-    # '|' inside cells is escaped: every row still has 13 columns
+    # Beta: T .85, H .50 -> H - T -0.350, retention .50/.85; then B, T - B, H - B
+    assert "| 0.850 | 0.500 | -0.350 | 0.588 | 0.800 | +0.050 | -0.300 |" in body[0]
+    # '|' inside cells is escaped: every row still has 20 columns
     for row in body:
-        assert len([c for c in row.replace("\\|", "").split("|")[1:-1]]) == 13, row
+        assert len([c for c in row.replace("\\|", "").split("|")[1:-1]]) == 20, row
     assert "org/gamma\\|pipe" in body[1] and "rev\\|1" in body[1]
     assert "[org/alpha](https://example.org/alpha?a=1&b=2)" in body[2]
+    assert body[2].endswith(f"| [json](results/org--alpha/{records[0]['run_id']}.json) |")
+    assert "not the paper's accuracy drop" in md
     assert "javascript:" not in md and "<script>" not in md
     assert lines[-1] == "4 submissions; datasets: ORG/phrbench (v0.1.0)"
 
 
 def test_none_trajectory_metrics_render_empty(records):
     md_row = next(ln for ln in render_markdown(records).splitlines() if "Org/Beta" in ln)
-    assert md_row.endswith("| 0.850 | 0.500 | +0.050 | -0.300 |  |  |  |  | 2025-05-01 |")
+    assert "| 0.850 | 0.500 | -0.350 | 0.588 | 0.800 | +0.050 | -0.300 |  |  |  |  |  |  |  |  | 2025-05-01 |" in md_row
     t = Table(render_html(records))
     assert t.column("OL") == ["", "0.5", "0.2", "0.1"]
     assert t.column("BC") == ["", "", "0.05", ""]
@@ -98,12 +103,16 @@ def test_html_escapes_and_links(records):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "<b>title</b>" not in page and "&lt;b&gt;title&lt;/b&gt;" in page
     t = Table(page)
-    assert t.links == ["https://example.org/alpha?a=1&b=2"]  # the javascript: source_url is not linked
+    model_links = [u for u in t.links if not u.startswith("results/")]
+    assert model_links == ["https://example.org/alpha?a=1&b=2"]  # the javascript: source_url is not linked
+    assert len([u for u in t.links if u.startswith("results/")]) == 4  # every model's result JSON
     assert 'href="https://example.org/alpha?a=1&amp;b=2"' in page
     assert "javascript:alert" not in page
-    # self-contained: no external resources
-    for needle in ("<link", " src=", "@import", "url("):
+    # self-contained: no external resources; the figures are PNG data URIs
+    for needle in ("<link", "@import", "url("):
         assert needle not in page
+    assert len(t.images) == 4 and all(src.startswith("data:image/png;base64,") for src in t.images)
+    assert page.count(" src=") == 4
     assert t.column("model") == ["Org/Beta", "org/gamma|pipe", "org/alpha", HOSTILE]
     assert t.column("rank") == ["1", "2", "3", "4"]
     assert t.sorted_head() == {"accuracy_bh": "descending"}
@@ -150,7 +159,12 @@ def test_write_leaderboard(tmp_path, records):
     out = tmp_path / "site"
     paths = write_leaderboard(records, out)
     assert set(paths) == {"parquet", "markdown", "html"}
-    assert sorted(p.name for p in out.iterdir()) == ["leaderboard.html", "leaderboard.md", "leaderboard.parquet"]
+    names = ["leaderboard.html", "leaderboard.md", "leaderboard.parquet", "results"]
+    assert sorted(p.name for p in out.iterdir()) == names
+    # every result JSON the page links to is next to it
+    linked = [u for u in Table(paths["html"].read_text(encoding="utf-8")).links if u.startswith("results/")]
+    assert sorted(linked) == sorted(result_path(r) for r in records)
+    assert all(json.loads((out / u).read_text())["model"] for u in linked)
     rows = pq.read_table(paths["parquet"]).to_pylist()
     assert [r["model"] for r in rows] == ["Org/Beta", "org/gamma|pipe", "org/alpha", HOSTILE]
     assert rows[0]["delta_bh"] == pytest.approx(-0.3) and rows[0]["OL"] is None
@@ -160,7 +174,7 @@ def test_write_leaderboard(tmp_path, records):
     first = {k: p.read_bytes() for k, p in paths.items()}
     write_leaderboard(list(reversed(records)), out)  # overwrite in place: byte-identical
     assert {k: p.read_bytes() for k, p in paths.items()} == first
-    assert sorted(p.name for p in out.iterdir()) == ["leaderboard.html", "leaderboard.md", "leaderboard.parquet"]
+    assert sorted(p.name for p in out.iterdir()) == names
 
 
 # ---- a real headless browser -------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from phr.bench.conditions import CONDITIONS
+from phr.bench.records import Domain
 
 #: condition -> the suffix of its metric names (accuracy_b, OL_bt, ...), from phr.bench.conditions
 CONDITION_SUFFIX = {c.value: c.metric_suffix for c in CONDITIONS}
@@ -40,8 +41,14 @@ NON_INSIGHTFUL = "non-insightful"
 INSIGHTFUL_GROUPS = (INSIGHTFUL, NON_INSIGHTFUL)
 #: how the leaderboard ranks entries (best first)
 RANK_BY = "accuracy_bh"
+#: the domains of the per-mutation-type tables (paper §C.2: Tables 9-11 cover the three science domains; Code
+#: Generation is excluded because its hallucinated premises are all State Distortion)
+PER_TYPE_DOMAINS: tuple[str, ...] = tuple(d.value for d in Domain if d is not Domain.CODE)
+#: the overall accuracy difference H - T (the paper's "accuracy drop", §5.1, negated) and retention H / T (Figure 3)
+ACCURACY_H_MINUS_T = "delta_accuracy"
+RETENTION = "retention"
 
-Kind = Literal["accuracy", "trajectory", "delta", "resolution"]
+Kind = Literal["accuracy", "trajectory", "delta", "ratio", "resolution"]
 Better = Literal["higher", "lower"] | None
 
 
@@ -57,6 +64,7 @@ class Metric:
     leaderboard: bool = False  # a leaderboard column
     hub_task: str | None = None  # its task (one Hub leaderboard) in eval.yaml
     difference: tuple[str, str] | None = None  # (a, b): this metric is a - b, paired per question
+    ratio: tuple[str, str] | None = None  # (a, b): this metric is a / b, paired per question
     same_as: str | None = None  # a headline name for another metric
 
     @property
@@ -124,6 +132,24 @@ METRICS: tuple[Metric, ...] = (
         ACCURACY,
         leaderboard=True,
         difference=("accuracy_bh", "accuracy_b"),
+    ),
+    Metric(
+        ACCURACY_H_MINUS_T,
+        "delta",
+        "accuracy B+H - B+T: the paper's accuracy drop, negated (a drop is negative)",
+        "higher",
+        ACCURACY,
+        leaderboard=True,
+        difference=("accuracy_bh", "accuracy_bt"),
+    ),
+    Metric(
+        RETENTION,
+        "ratio",
+        "accuracy B+H / B+T: the share of the truthful-premise accuracy kept under a hallucinated premise",
+        "higher",
+        ACCURACY,
+        leaderboard=True,
+        ratio=("accuracy_bh", "accuracy_bt"),
     ),
     Metric("OL", "trajectory", f"{_OL} under B+H", None, "OL", "B+H", leaderboard=True, hub_task="ol", same_as="OL_bh"),
     Metric("OL_words", "trajectory", f"{_OLW} under B+H", None, "OL_words", "B+H", same_as="OL_words_bh"),
@@ -195,8 +221,20 @@ METRICS: tuple[Metric, ...] = (
 CATALOGUE: dict[str, Metric] = {m.name: m for m in METRICS}
 #: the metrics a leaderboard entry must report (fractions in [0, 1])
 REQUIRED: tuple[str, ...] = tuple(m.name for m in METRICS if m.required)
-#: the leaderboard's metric columns, in display order
-LEADERBOARD: tuple[str, ...] = tuple(m.name for m in METRICS if m.leaderboard)
+#: the leaderboard's metric columns, in display order: the paper's T and H first, then the B-referenced extras,
+#: the trajectory metrics under H, the resolution proportions and the insightful rate (paper Tables 1-2, Figure 4)
+LEADERBOARD: tuple[str, ...] = (
+    "accuracy_bt",
+    "accuracy_bh",
+    ACCURACY_H_MINUS_T,
+    RETENTION,
+    *(
+        m.name
+        for m in METRICS
+        if m.leaderboard and m.name not in ("accuracy_bt", "accuracy_bh", ACCURACY_H_MINUS_T, RETENTION)
+    ),
+    *(m.name for m in METRICS if m.kind == "resolution"),
+)
 #: the metrics with a Hub task in eval.yaml
 HUB_METRICS: tuple[Metric, ...] = tuple(m for m in METRICS if m.hub_task)
 
@@ -239,3 +277,53 @@ def rate_of(resolution: str) -> str:
 def se_name(name: str) -> str:
     """The standard error column of metric ``name`` (``accuracy_bh_se``)."""
     return f"{name}_se"
+
+
+# ---- presentation: readable names and the paper section of each metric (the leaderboard page, the report) ----
+
+#: readable names of the figures and the paper section that defines each
+FIGURE_LABELS = {ACCURACY: "Acc", "OL": "OL", "UI": "UI", "BUF": "BUF", "BC": "BC"}
+FIGURE_NAMES = {
+    ACCURACY: "Accuracy",
+    "OL": "Output Length",
+    "UI": "Uncertainty Index",
+    "BUF": "Belief Update Frequency",
+    "BC": "Branching Complexity",
+}
+FIGURE_SECTIONS = {ACCURACY: "§4.2", "OL": "§4.2", "UI": "§4.2, §B.2", "BUF": "§4.2, §B.2", "BC": "§4.2, §B.2"}
+#: the paper's short names of the conditions (Table 1: T and H)
+CONDITION_LABELS = {"B": "B", "B+T": "T", "B+H": "H"}
+_RESOLUTION_SECTION = "§5.2, App. D.1 (Table 2, Figure 4)"
+
+
+def label(name: str) -> str:
+    """A metric's readable column name: ``Acc (H)``, ``Acc H − T``, ``Retention H / T``, ``OL (H)``, a resolution."""
+    m = metric(name)
+    if m.kind == "resolution":
+        return "Insightful rate" if m.figure == INSIGHTFUL else str(m.figure)
+    pair = m.difference or m.ratio
+    if pair:
+        a, b = (CONDITION_LABELS[metric(p).condition or ""] for p in pair)
+        return f"Retention {a} / {b}" if m.ratio else f"{FIGURE_LABELS[m.figure or '']} {a} − {b}"
+    return f"{FIGURE_LABELS[m.figure or '']} ({CONDITION_LABELS[m.condition or '']})"
+
+
+def section(name: str) -> str:
+    """The paper section (and table or figure) that defines or reports metric ``name``."""
+    m = metric(name)
+    if m.kind == "resolution":
+        return _RESOLUTION_SECTION
+    if m.ratio:
+        return "§5.1 (Figure 3)"
+    if m.difference == ("accuracy_bh", "accuracy_bt"):
+        return "§5.1 (Table 1: the accuracy drop)"
+    if m.difference and m.figure == ACCURACY:
+        return "not in the paper (a difference against B, not the paper's accuracy drop)"
+    return FIGURE_SECTIONS[m.figure or ""]
+
+
+def definition(name: str) -> str:
+    """What metric ``name`` measures, with its full name: the hover text of a column."""
+    m = metric(name)
+    full = FIGURE_NAMES.get(m.figure or "", "") if m.kind in ("accuracy", "trajectory") else ""
+    return f"{full}: {m.description}" if full and m.kind != "accuracy" else m.description

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from phr.bench.metrics import LEADERBOARD
+from phr.bench.metrics import LEADERBOARD, label
 from phr.cards.eval_yaml import eval_yaml
 from phr.core.parquet import write_parquet
 from phr.core.report import Rejection, ValidationReport
@@ -62,6 +62,7 @@ def dump_result(rec: Result | Mapping[str, Any]) -> bytes:
 
 # ---- collecting --------------------------------------------------------------------------------------------
 
+
 def _result_files(source: Path) -> list[Path]:
     if source.is_file():
         return [source]
@@ -70,8 +71,11 @@ def _result_files(source: Path) -> list[Path]:
     root = source / RESULTS_DIR if (source / RESULTS_DIR).is_dir() else source
 
     def visible(pattern: str) -> list[Path]:
-        return sorted(p for p in root.rglob(pattern)
-                      if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts))
+        return sorted(
+            p
+            for p in root.rglob(pattern)
+            if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+        )
 
     # a runs folder (RUN/scores/results.json next to run.json): only the results
     files = visible("results.json") if root is source else []
@@ -94,8 +98,10 @@ def collect_results(sources: Iterable[str | Path]) -> list[Result]:
             if key in seen:
                 other, other_path = seen[key]
                 if other != rec:
-                    raise ResultsError(f"conflicting results for model {key[0]!r} run_id {key[1]!r}: {other_path} "
-                                       f"and {path} differ (give the runs distinct run_id)")
+                    raise ResultsError(
+                        f"conflicting results for model {key[0]!r} run_id {key[1]!r}: {other_path} "
+                        f"and {path} differ (give the runs distinct run_id)"
+                    )
                 continue
             seen[key] = (rec, path)
     return [seen[k][0] for k in sorted(seen)]
@@ -103,12 +109,14 @@ def collect_results(sources: Iterable[str | Path]) -> list[Result]:
 
 # ---- the card ----------------------------------------------------------------------------------------------
 
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def render_card(records: Iterable[Result | Mapping[str, Any]], *, repo_id: str | None = None,
-                title: str = TITLE) -> str:
+def render_card(
+    records: Iterable[Result | Mapping[str, Any]], *, repo_id: str | None = None, title: str = TITLE
+) -> str:
     """The results repo's README: YAML (``configs: leaderboard``) and the leaderboard as a Markdown table
     (figures as ``value ± standard error`` where a result has them). Deterministic (no timestamps): the same
     results give the same card."""
@@ -119,37 +127,59 @@ def render_card(records: Iterable[Result | Mapping[str, Any]], *, repo_id: str |
     meta = {
         "pretty_name": title,
         "tags": ["leaderboard", "phrbench", "evaluation-results"],
-        "configs": [{"config_name": LEADERBOARD_CONFIG, "default": True,
-                     "data_files": [{"split": LEADERBOARD_SPLIT, "path": LEADERBOARD_FILE}]}],
+        "configs": [
+            {
+                "config_name": LEADERBOARD_CONFIG,
+                "default": True,
+                "data_files": [{"split": LEADERBOARD_SPLIT, "path": LEADERBOARD_FILE}],
+            }
+        ],
     }
-    cols = ["model", "revision", *LEADERBOARD, "date"]
+    cols = ["Model", "Revision", *(label(m) for m in LEADERBOARD), "Date"]
     table = ["| # | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
-    table += [f"| {i} | " + " | ".join([_cell(e.model), _cell(e.revision), *(e.text(m) for m in LEADERBOARD),
-                                        _cell(e.date or "")]) + " |"
-              for i, e in enumerate(rows, 1)]
+    table += [
+        f"| {i} | "
+        + " | ".join([_cell(e.model), _cell(e.revision), *(e.text(m) for m in LEADERBOARD), _cell(e.date or "")])
+        + " |"
+        for i, e in enumerate(rows, 1)
+    ]
     load = repo_id or "ORG/NAME"
     links = ", ".join(f"[{d}](https://huggingface.co/datasets/{d})" for d in datasets)
     body = [
-        f"# {title}", "",
-        (f"Scored submissions to {links or 'PHRBench'}: accuracy under B (question only), B+T (truthful premise) "
-         "and B+H (hallucinated premise), the deltas B+T - B and B+H - B, and the trajectory metrics OL, UI, BUF "
-         "and BC where reported."), "",
-        *table, "",
+        f"# {title}",
+        "",
+        (
+            f"Scored submissions to {links or 'PHRBench'}: accuracy under T (B+T, truthful premise) and H (B+H, "
+            "hallucinated premise), Acc H − T (the paper's accuracy drop, signed) and retention H / T, accuracy under "
+            "B (question only) and the differences against it (not the paper's accuracy drop), the trajectory metrics "
+            "OL, UI, BUF and BC under H, the resolution proportions and the insightful rate where reported."
+        ),
+        "",
+        *table,
+        "",
         *([SE_NOTE, ""] if has_errors(rows) else []),
-        "```python", "from datasets import load_dataset",
-        f'lb = load_dataset("{load}", "{LEADERBOARD_CONFIG}", split="{LEADERBOARD_SPLIT}")', "```", "",
-        (f"Each submission is one JSON under `{RESULTS_DIR}/<model>/<run-id>.json` (schema_version "
-         f"{SCHEMA_VERSION}: model, revision, dataset id and revision, metrics and their standard errors; version 1 "
-         f"is read too). `{LEADERBOARD_FILE}` is rebuilt from all of them on every push by "
-         "`phr.leaderboard.repo.push_results`; its `<metric>_se` columns hold the standard errors."), "",
+        "```python",
+        "from datasets import load_dataset",
+        f'lb = load_dataset("{load}", "{LEADERBOARD_CONFIG}", split="{LEADERBOARD_SPLIT}")',
+        "```",
+        "",
+        (
+            f"Each submission is one JSON under `{RESULTS_DIR}/<model>/<run-id>.json` (schema_version "
+            f"{SCHEMA_VERSION}: model, revision, dataset id and revision, metrics and their standard errors; version 1 "
+            f"is read too). `{LEADERBOARD_FILE}` is rebuilt from all of them on every push by "
+            "`phr.leaderboard.repo.push_results`; its `<metric>_se` columns hold the standard errors."
+        ),
+        "",
     ]
     return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n\n" + "\n".join(body)
 
 
 # ---- folder build and check ------------------------------------------------------------------------------------
 
-def write_results_folder(folder: Path, results: dict[str, bytes], *, eval_yaml: bytes | None,
-                         repo_id: str | None = None) -> None:
+
+def write_results_folder(
+    folder: Path, results: dict[str, bytes], *, eval_yaml: bytes | None, repo_id: str | None = None
+) -> None:
     """Write the whole results repo content into ``folder`` from ``results`` (repo path -> JSON bytes)."""
 
     records = [leaderboard_result(json.loads(b), source=p) for p, b in sorted(results.items())]
@@ -179,7 +209,6 @@ def check_results_folder(folder: str | Path):
     import pyarrow.parquet as pq
     import yaml
 
-
     folder = Path(folder)
     report = ValidationReport()
     records = []
@@ -207,9 +236,16 @@ def check_results_folder(folder: str | Path):
         have = pq.read_table(lb).to_pylist()
         want = leaderboard_table(records).to_pylist()
         if have != want:
-            report.extend([Rejection(LEADERBOARD_FILE, "leaderboard",
-                                     f"does not match the result JSONs ({len(have)} rows, {len(want)} expected): "
-                                     "rebuild it with push_results")])
+            report.extend(
+                [
+                    Rejection(
+                        LEADERBOARD_FILE,
+                        "leaderboard",
+                        f"does not match the result JSONs ({len(have)} rows, {len(want)} expected): "
+                        "rebuild it with push_results",
+                    )
+                ]
+            )
     if (folder / EVAL_YAML).exists():
         try:
             cfg = yaml.safe_load((folder / EVAL_YAML).read_text(encoding="utf-8"))
@@ -223,25 +259,35 @@ def check_results_folder(folder: str | Path):
 
 # ---- push ------------------------------------------------------------------------------------------------------
 
+
 def _existing(repo_id: str, *, local: Path | None, token: str | None, endpoint: str | None) -> dict[str, bytes]:
     """The results repo's current ``results/*`` and ``eval.yaml`` ({} for a repo that does not exist yet)."""
     if local is not None:
-
         try:
             files = read_tree(LocalHub(local), repo_id, "dataset")
         except RepoNotFoundError:
             return {}
     else:
-
-        files = read_files_online(repo_id, "dataset", patterns=[f"{RESULTS_DIR}/**", EVAL_YAML], token=token,
-                                  endpoint=endpoint)
+        files = read_files_online(
+            repo_id, "dataset", patterns=[f"{RESULTS_DIR}/**", EVAL_YAML], token=token, endpoint=endpoint
+        )
     return {p: b for p, b in files.items() if p.startswith(RESULTS_DIR + "/") or p == EVAL_YAML}
 
 
-def push_results(result_json_paths: list[str | Path], repo_id: str, *, benchmark_eval_yaml: str | Path | None = None,
-                 to: str | Path | None = None, token: str | None = None, endpoint: str | None = None,
-                 message: str | None = None, tag: str | None = None, create_pr: bool = False,
-                 private: bool = False, replace: bool = False) -> PushResult:
+def push_results(
+    result_json_paths: list[str | Path],
+    repo_id: str,
+    *,
+    benchmark_eval_yaml: str | Path | None = None,
+    to: str | Path | None = None,
+    token: str | None = None,
+    endpoint: str | None = None,
+    message: str | None = None,
+    tag: str | None = None,
+    create_pr: bool = False,
+    private: bool = False,
+    replace: bool = False,
+) -> PushResult:
     """Add scored submissions to the leaderboard results repo ``repo_id`` (a dataset repo) and rebuild its
     ``leaderboard`` config from all results in the repo, in one commit (none if nothing changed).
 
@@ -268,8 +314,10 @@ def push_results(result_json_paths: list[str | Path], repo_id: str, *, benchmark
             except (ResultsError, json.JSONDecodeError):
                 same = False
             if not same:
-                raise ResultsError(f"{repo_id} already has {rel} with other content: give the run a new run_id, "
-                                   "or pass replace=True (--replace) to overwrite it")
+                raise ResultsError(
+                    f"{repo_id} already has {rel} with other content: give the run a new run_id, "
+                    "or pass replace=True (--replace) to overwrite it"
+                )
             data = results[rel]  # unchanged: keep the stored bytes
         results[rel] = data
     if benchmark_eval_yaml is not None:
@@ -277,7 +325,6 @@ def push_results(result_json_paths: list[str | Path], repo_id: str, *, benchmark
     elif EVAL_YAML in existing:
         eval_bytes = existing[EVAL_YAML]
     else:
-
         eval_bytes = eval_yaml().encode()
     tmp = Path(tempfile.mkdtemp(prefix="phr-results-"))
     try:
@@ -285,14 +332,24 @@ def push_results(result_json_paths: list[str | Path], repo_id: str, *, benchmark
         folder.mkdir()
         write_results_folder(folder, results, eval_yaml=eval_bytes, repo_id=repo_id)
         n = len(new)
-        return push(folder, repo_id, repo_type="dataset", tag=tag, private=private, create_pr=create_pr,
-                    message=message or f"Add {n} result(s); rebuild the leaderboard ({len(results)} results)",
-                    to=local, token=token, endpoint=endpoint)
+        return push(
+            folder,
+            repo_id,
+            repo_type="dataset",
+            tag=tag,
+            private=private,
+            create_pr=create_pr,
+            message=message or f"Add {n} result(s); rebuild the leaderboard ({len(results)} results)",
+            to=local,
+            token=token,
+            endpoint=endpoint,
+        )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
 # ---- the submitting model's repo -------------------------------------------------------------------------------
+
 
 def _check_eval_results_text(text: str) -> None:
     import yaml
@@ -312,28 +369,44 @@ def _check_eval_results_text(text: str) -> None:
         raise ResultsError(f"the .eval_results YAML does not parse: {e!r}") from None
 
 
-def open_model_pr(model_repo: str, eval_results_yaml: str | Path, *, benchmark: str = "phrbench",
-                  to: str | Path | None = None, token: str | None = None, endpoint: str | None = None,
-                  message: str | None = None) -> PushResult:
+def open_model_pr(
+    model_repo: str,
+    eval_results_yaml: str | Path,
+    *,
+    benchmark: str = "phrbench",
+    to: str | Path | None = None,
+    token: str | None = None,
+    endpoint: str | None = None,
+    message: str | None = None,
+) -> PushResult:
     """Open a pull request on the model repo ``model_repo`` adding ``.eval_results/<benchmark>.yaml``
     (``eval_results_yaml``: the YAML text or a file). Local hub: a branch ``pr/N``. Nothing is opened when main
     already holds the same file."""
     check_repo_id(model_repo)
     if not ID_PATTERN.match(benchmark):
         raise ResultsError(f"invalid benchmark name {benchmark!r}")
-    text = Path(eval_results_yaml).read_text(encoding="utf-8") if isinstance(eval_results_yaml, Path) \
+    text = (
+        Path(eval_results_yaml).read_text(encoding="utf-8")
+        if isinstance(eval_results_yaml, Path)
         else eval_results_yaml
+    )
     _check_eval_results_text(text)
     path = f".eval_results/{benchmark}.yaml"
     message = message or f"Add {benchmark} evaluation results"
     local = hub_dir(to)
     if local is not None:
+        return commit_files(
+            LocalHub(local),
+            model_repo,
+            "model",
+            {path: text.encode()},
+            message=message,
+            replace=False,
+            create_pr=True,
+            create=False,
+        )
 
-        return commit_files(LocalHub(local), model_repo, "model", {path: text.encode()}, message=message,
-                            replace=False, create_pr=True, create=False)
-
-    return add_file_pr_online(model_repo, "model", path, text.encode(), message=message, token=token,
-                              endpoint=endpoint)
+    return add_file_pr_online(model_repo, "model", path, text.encode(), message=message, token=token, endpoint=endpoint)
 
 
 #: Leaderboard results repos for the hub gate (entry point ``phr.hub.kinds``: phrbench-results).

@@ -2,8 +2,8 @@
 as an Arrow table (the ``leaderboard`` parquet of a results repo and of a rendered page).
 
 Columns: the entry's identity, each leaderboard metric of the catalogue (``phr.bench.metrics.LEADERBOARD``) followed
-by its standard error ``<metric>_se`` (null for results without standard errors, e.g. those of 0.1.0), then date
-and source URL. Best ``accuracy_bh`` first (ties: model, run id).
+by its standard error ``<metric>_se`` (null for results without standard errors, e.g. those of 0.1.0), then date,
+source URL and the model's access (proprietary / open, where the result says). Best ``accuracy_bh`` first (ties: model, run id).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ TITLE = "PHRBench leaderboard"
 #: the statement under a table whose entries carry standard errors
 SE_NOTE = "± one standard error (bootstrap over base questions; B, B+T and B+H paired)."
 IDENTITY = ("model", "revision", "run_id", "dataset", "dataset_revision")
-TRAILING = ("date", "source_url")
+TRAILING = ("date", "source_url", "model_access")
 COLUMNS: tuple[tuple[str, str], ...] = (
     *((c, "string") for c in IDENTITY),
     *((c, "float64") for m in LEADERBOARD for c in (m, se_name(m))),
@@ -40,27 +40,39 @@ class LeaderboardEntry(BaseModel):
     errors: dict[str, float | None]
     date: str | None = None
     source_url: str | None = None
+    model_access: str | None = None
 
     @classmethod
     def of(cls, result: Result) -> LeaderboardEntry:
-        """The entry of a leaderboard result; a difference metric (delta_bt, ...) is computed from its parts."""
+        """The entry of a leaderboard result; a difference (delta_bt, ...) or ratio (retention) the result does not
+        carry is computed from its parts."""
         m = result.metrics
         values = {}
         for name in LEADERBOARD:
-            pair = metric(name).difference
-            if pair:
-                values[name] = round(m[pair[0]] - m[pair[1]], 6) if all(p in m for p in pair) else None
-            else:
-                values[name] = m.get(name)
-        return cls(model=result.model, revision=result.revision, run_id=result.run_id or "",
-                   dataset=result.dataset.id, dataset_revision=result.dataset.revision, values=values,
-                   errors={name: result.standard_errors.get(name) for name in LEADERBOARD},
-                   date=result.date, source_url=result.source_url)
+            values[name] = m.get(name)
+            diff, ratio = metric(name).difference, metric(name).ratio
+            if values[name] is None and diff and all(p in m for p in diff):
+                values[name] = round(m[diff[0]] - m[diff[1]], 6)
+            elif values[name] is None and ratio and all(p in m for p in ratio) and m[ratio[1]] > 0:
+                values[name] = round(m[ratio[0]] / m[ratio[1]], 6)
+        return cls(
+            model=result.model,
+            revision=result.revision,
+            run_id=result.run_id or "",
+            dataset=result.dataset.id,
+            dataset_revision=result.dataset.revision,
+            values=values,
+            errors={name: result.standard_errors.get(name) for name in LEADERBOARD},
+            date=result.date,
+            source_url=result.source_url,
+            model_access=result.model_access,
+        )
 
     def row(self) -> dict[str, Any]:
         """The flat row (``COLUMNS``)."""
-        metrics = {c: v for name in LEADERBOARD for c, v in ((name, self.values[name]),
-                                                              (se_name(name), self.errors[name]))}
+        metrics = {
+            c: v for name in LEADERBOARD for c, v in ((name, self.values[name]), (se_name(name), self.errors[name]))
+        }
         return {**{c: getattr(self, c) for c in IDENTITY}, **metrics, **{c: getattr(self, c) for c in TRAILING}}
 
     def text(self, name: str) -> str:
