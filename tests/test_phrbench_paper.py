@@ -12,10 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from phr.bench.folder import data_file
+from phr.builders.generate import Prompts
 from phr.builders.phrbench import build
 from phr.builders.recipe import RecipeError
 from phr.validation.folder import validate_folder
-from phr.builders.generate import Prompts
 from tests.support.paper_fixtures import PAPER_STRATEGIES, paper_responder, write_sources
 from tests.support.protocol_server import ProtocolServer
 
@@ -75,8 +75,10 @@ def test_paper_counts(built):
     science = Counter(r["mutation_type"] for r in hall if r["domain"] != "Code")
     assert sum(science.values()) == 3600 and set(science) == set(filter(None, named.values()))
     # not the v0 cycle (4 / 3 / 3 per question): 3 of the 9 accepted strategies name each type, with noise
-    per_question = Counter(tuple(sorted(Counter(r["mutation_type"] for r in hall if r["question_id"] == q).items()))
-                           for q in {r["question_id"] for r in hall if r["domain"] != "Code"})
+    per_question = Counter(
+        tuple(sorted(Counter(r["mutation_type"] for r in hall if r["question_id"] == q).items()))
+        for q in {r["question_id"] for r in hall if r["domain"] != "Code"}
+    )
     assert len(per_question) > 10
     assert sum(res.counts.values()) == 4820
 
@@ -98,10 +100,20 @@ def test_rejections_were_regenerated_and_recorded(env, built):
     assert prompt_hashes == Prompts.load("paper").hashes
     assert set(prompt_hashes) == {"prompts/prompt_t.txt", "prompts/prompt_h.txt", "prompts/code_h.txt"}
     reasons = Counter(r["reason"] for r in manifest["rejections"] if r["check"] == "mutation_type")
-    assert reasons["mutation_strategy 'swap one relation' names none of the mutation types: expected Rule "
-                   "Contradiction, State Distortion or Pseudoscientific Entanglement"] > 0
-    assert reasons["mutation_strategy 'State Distortion or Rule Contradiction' names more than one mutation type "
-                   "(Rule Contradiction and State Distortion)"] > 0
+    assert (
+        reasons[
+            "mutation_strategy 'swap one relation' names none of the mutation types: expected Rule "
+            "Contradiction, State Distortion or Pseudoscientific Entanglement"
+        ]
+        > 0
+    )
+    assert (
+        reasons[
+            "mutation_strategy 'State Distortion or Rule Contradiction' names more than one mutation type "
+            "(Rule Contradiction and State Distortion)"
+        ]
+        > 0
+    )
     assert reasons["the generator chose Rule Contradiction; Code questions take only State Distortion"] > 0
     hall = pq.read_table(data_file(res.out, "hallucinated")).to_pylist()
     assert not any(r["answer"] in r["premise"] for r in hall if len(r["answer"]) > 6)
