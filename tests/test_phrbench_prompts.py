@@ -298,3 +298,36 @@ def test_cli_prompts_v0_and_allow_stand_in(tmp_path, sources, monkeypatch):
     science = [r["mutation_type"] for r in _hall(tmp_path / "out") if r["domain"] != "Code"]
     assert science == [RC, SD, PE] * 6  # v0: a fixed type per slot, cycling through the allowed types
     assert wrong.returncode != 0 and "unknown prompt set 'v1': use paper or v0" in wrong.stderr + wrong.stdout
+
+
+def test_subtype_origin_is_on_the_card_and_in_the_manifest(tmp_path, sources, monkeypatch):
+    srcs = "\n".join(
+        f"  - {{source: {s}, domain: {d}, count: 2{f}}}"
+        for s, d, f in (
+            ("bbbp", "Chemistry", ""),
+            ("medmcqa", "Biomedicine", ""),
+            ("sciq", "Physics", ""),
+            ("mmlu", "Physics", ", filters: {subjects: [college_physics]}"),
+            ("mbpp", "Code", ""),
+        )
+    )
+    recipe = _recipe(tmp_path, "    truthful: 1\n    hallucinated: 2", sources=srcs)
+    srv = _server(tmp_path, paper_responder(), monkeypatch)
+    try:
+        res = build(
+            recipe, tmp_path / "out", generator="openai:gpt-4o", judge="none", source_dir=sources, progress=False
+        )
+    finally:
+        srv.__exit__(None, None, None)
+    manifest = json.loads((res.out / "manifest.json").read_text())
+    assert manifest["subtype_origin"] == {
+        "reasoning subtype": {"Molecular Property Prediction": ["bbbp"], "Function Synthesis": ["mbpp"]},
+        "source label": {"Anatomy": ["medmcqa"], "College Physics": ["mmlu"]},
+        "source default": {"General Science": ["sciq"]},
+    }
+    card = (res.out / "README.md").read_text()
+    assert (
+        "reasoning-based, named after the paper's §A.1: Function Synthesis (mbpp), Molecular Property Prediction "
+        "(bbbp); the source benchmark's own label, kept as §A.1 allows: Anatomy (medmcqa), College Physics (mmlu); "
+        "one fixed subtype for a source without labels (no per-question reasoning annotation): General Science (sciq)."
+    ) in card
