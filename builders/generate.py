@@ -50,7 +50,6 @@ V0_MUTATION_DEFINITIONS = {
         "ties the topic to a plausible-sounding but pseudoscientific mechanism or false causal link."
     ),
 }
-MUTATION_DEFINITIONS = V0_MUTATION_DEFINITIONS  # the name earlier code imported
 PROMPT_SETS = ("paper", "v0")
 DEFAULT_PROMPTS = "paper"
 MUTATION_TYPE_CHECK = "mutation_type"
