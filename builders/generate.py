@@ -9,10 +9,16 @@ A model call that fails after all retries (generator or judge) is not a rejectio
 another sample would make the result depend on the fault. The question is set aside for the rest of the
 run and the call listed in ``GenerationResult.failed``; the builder then fails, and a rerun on the same cache
 replays every cached call and makes the failed ones again, ending exactly where a fault-free run ends.
+
+Prompt sets (builders/prompts/README.md): with ``paper`` (the default, §A.2 verbatim) the generator chooses
+each premise's mutation type and the builder parses it from ``mutation_strategy``; an optional per-type quota
+in the recipe keeps premises only until each type's quota is met. With ``v0`` every slot has a fixed type.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from importlib import resources
@@ -23,15 +29,18 @@ from pydantic import BaseModel, Field
 
 from phr.bench.prompts import Templates
 from phr.bench.records import Augmentation, BaseQuestion, Domain, MutationType
-from phr.builders.recipe import Recipe
+from phr.builders.recipe import Recipe, SlotSpec
 from phr.core.aio import run_sync
+from phr.core.errors import UsageError
 from phr.core.report import Rejection
 from phr.llm import ChatRequest, GenerationParams, agenerate_structured, as_messages
 from phr.llm.summary import RunSummary
 from phr.validation.checks import run_checks
 from phr.validation.judge import CALL_FAILED, judge_augmentations
 
-MUTATION_DEFINITIONS = {
+# The v0 prompt set's type definitions (ours; shown to the generator as $mutation_definition). The paper's
+# definitions are part of its PROMPT_H text (builders/prompts/paper/prompt_h.txt, §A.2).
+V0_MUTATION_DEFINITIONS = {
     MutationType.RULE_CONTRADICTION: "states a false version of a scientific law, rule or principle.",
     MutationType.STATE_DISTORTION: (
         "misstates a specific fact, quantity, property or condition of the entities in the task (for code: the "
@@ -41,6 +50,48 @@ MUTATION_DEFINITIONS = {
         "ties the topic to a plausible-sounding but pseudoscientific mechanism or false causal link."
     ),
 }
+PROMPT_SETS = ("paper", "v0")
+DEFAULT_PROMPTS = "paper"
+MUTATION_TYPE_CHECK = "mutation_type"
+QUOTA_CHECK = "quota"
+
+_TYPE_KEYS = {
+    "rulecontradiction": MutationType.RULE_CONTRADICTION,
+    "statedistortion": MutationType.STATE_DISTORTION,
+    "pseudoscientificentanglement": MutationType.PSEUDOSCIENTIFIC_ENTANGLEMENT,
+    "pseudoscienceentanglement": MutationType.PSEUDOSCIENTIFIC_ENTANGLEMENT,
+}
+_INITIALS = {"rc": MutationType.RULE_CONTRADICTION, "sd": MutationType.STATE_DISTORTION}
+_INITIALS["pe"] = MutationType.PSEUDOSCIENTIFIC_ENTANGLEMENT
+_LABEL = re.compile(r"^\s*(?:(?:augmentation|mutation)\s+)?(?:type|strategy)\s*[:=\-]\s*", re.I)
+
+
+def parse_mutation_type(text: str | None) -> MutationType:
+    """The mutation type named by a generator's ``mutation_strategy`` (§A.2: it "records its augmentation type").
+
+    Accepted: one of the three names, in any case, with ``-``/``_``/spaces between the words, a plural, a
+    leading ``Type:`` label or a trailing explanation; or the initials RC / SD / PE alone. Anything else raises
+    ValueError saying why (no type named, or more than one).
+    """
+    raw = (text or "").strip()
+    if not raw:
+        raise ValueError("mutation_strategy is empty: it must name the mutation type")
+    body = _LABEL.sub("", raw)
+    key = re.sub(r"[^a-z]", "", body.lower())
+    if key in _INITIALS:
+        return _INITIALS[key]
+    named = {t for k, t in _TYPE_KEYS.items() if k in key}
+    if len(named) > 1:
+        names = " and ".join(sorted(t.value for t in named))
+        raise ValueError(f"mutation_strategy {raw!r} names more than one mutation type ({names})")
+    starts = [t for k, t in _TYPE_KEYS.items() if key.startswith(k)]
+    if starts:
+        return starts[0]
+    why = "names a type only after other words" if named else "names none of the mutation types"
+    raise ValueError(
+        f"mutation_strategy {raw!r} {why}: expected Rule Contradiction, State Distortion or "
+        "Pseudoscientific Entanglement"
+    )
 
 
 class TruthfulOut(BaseModel):
@@ -56,22 +107,59 @@ class HallucinatedOut(BaseModel):
 
 @dataclass(frozen=True)
 class Prompts:
+    """One prompt set: PROMPT_T, PROMPT_H and (optional) the instruction appended to PROMPT_H for code."""
+
     truthful: Template
     hallucinated: Template
+    code_suffix: str | None = None
+    name: str = "custom"
+    hashes: dict[str, str] = field(default_factory=dict)  # "prompts/<file>" -> SHA-256 of its bytes
+
+    @property
+    def fixed_types(self) -> bool:
+        """True when PROMPT_H takes the type ($mutation_type, v0); False when the generator chooses (paper)."""
+        return "mutation_type" in self.hallucinated.get_identifiers()
 
     @classmethod
-    def load(cls, directory: str | Path | None = None) -> "Prompts":
-        base = Path(directory) if directory else resources.files("phr.builders").joinpath("prompts")
+    def load(cls, which: str | Path | None = None) -> "Prompts":
+        """A packaged set by name (paper, v0; None = paper) or a folder with prompt_t.txt / prompt_h.txt."""
+        which = DEFAULT_PROMPTS if which is None else which
+        if str(which) in PROMPT_SETS:
+            base, name = resources.files("phr.builders").joinpath("prompts", str(which)), str(which)
+        else:
+            base, name = Path(which), f"custom:{which}"
+            if not (base / "prompt_t.txt").is_file() or not (base / "prompt_h.txt").is_file():
+                raise UsageError(
+                    f"unknown prompt set {str(which)!r}: use {' or '.join(PROMPT_SETS)}, or a folder with "
+                    "prompt_t.txt and prompt_h.txt"
+                )
+        files = {n: base.joinpath(n) for n in ("prompt_t.txt", "prompt_h.txt", "code_h.txt")}
+        data = {n: f.read_bytes() for n, f in files.items() if f.is_file()}
+        suffix = data["code_h.txt"].decode().strip() if "code_h.txt" in data else None
         return cls(
-            Template(base.joinpath("prompt_t.txt").read_text()), Template(base.joinpath("prompt_h.txt").read_text())
+            Template(data["prompt_t.txt"].decode()),
+            Template(data["prompt_h.txt"].decode()),
+            suffix,
+            name,
+            {f"prompts/{n}": hashlib.sha256(b).hexdigest() for n, b in data.items()},
         )
+
+    def hallucinated_text(self, q: BaseQuestion, task: str, mtype: MutationType | None) -> str:
+        fields = {"task": task, "answer": _answer(q)}
+        if mtype is not None:
+            fields |= {"mutation_type": mtype.value, "mutation_definition": V0_MUTATION_DEFINITIONS[mtype]}
+        text = self.hallucinated.substitute(**fields)
+        if mtype is None and self.code_suffix and q.domain is Domain.CODE:
+            text = text.rstrip("\n") + "\n\n" + self.code_suffix + "\n"
+        return text
 
 
 @dataclass
 class _Slot:
     question: BaseQuestion
     aug_id: str
-    mutation_type: MutationType | None  # None: truthful
+    kind: str  # "truthful" | "hallucinated"
+    mutation_type: MutationType | None  # the slot's fixed type (v0 prompts); None: truthful or generator's choice
 
 
 @dataclass
@@ -82,6 +170,7 @@ class GenerationResult:
     stats: dict[str, int] = field(default_factory=dict)
     summary: RunSummary | None = None
     failed: list[Rejection] = field(default_factory=list)  # slots whose model call failed after all retries
+    quota_short: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)  # qid -> type -> (kept, quota)
 
 
 def _answer(q: BaseQuestion) -> str:
@@ -92,12 +181,17 @@ def _answer(q: BaseQuestion) -> str:
     return q.answer
 
 
-def slots_for(questions: list[BaseQuestion], recipe: Recipe) -> list[_Slot]:
+def slots_for(questions: list[BaseQuestion], recipe: Recipe, *, fixed_types: bool = True) -> list[_Slot]:
+    """Every premise slot in order; with ``fixed_types`` each hallucinated slot carries its type (v0)."""
     out = []
     for q in questions:
-        n_t = recipe.code_truthful if q.domain is Domain.CODE else recipe.science_truthful
-        out += [_Slot(q, f"{q.id}-aug-T" if n_t == 1 else f"{q.id}-aug-T{k}", None) for k in range(1, n_t + 1)]
-        out += [_Slot(q, f"{q.id}-aug-H{k}", t) for k, t in enumerate(recipe.slot_types(q), 1)]
+        spec = recipe.slots(q)
+        n_t = spec.truthful
+        out += [
+            _Slot(q, f"{q.id}-aug-T" if n_t == 1 else f"{q.id}-aug-T{k}", "truthful", None) for k in range(1, n_t + 1)
+        ]
+        types = spec.slot_types() if fixed_types else (None,) * spec.hallucinated
+        out += [_Slot(q, f"{q.id}-aug-H{k}", "hallucinated", t) for k, t in enumerate(types, 1)]
     return out
 
 
@@ -142,7 +236,8 @@ async def agenerate_premises(
     templates = templates or Templates.load()
     prompts = prompts or Prompts.load()
     params = GenerationParams(temperature=recipe.temperature, max_tokens=recipe.max_tokens, seed=recipe.seed)
-    open_slots = slots_for(questions, recipe)
+    fixed = prompts.fixed_types
+    open_slots = slots_for(questions, recipe, fixed_types=fixed)
     next_index: Counter = Counter()
     accepted: dict[str, Augmentation] = {}
     rejections: list[Rejection] = []
@@ -155,24 +250,20 @@ async def agenerate_premises(
             break
         groups: dict[tuple, list[_Slot]] = defaultdict(list)
         for s in open_slots:
-            groups[(s.question.id, s.mutation_type)].append(s)
+            groups[(s.question.id, s.kind, s.mutation_type)].append(s)
         t_reqs, t_slots, h_reqs, h_slots = [], [], [], []
-        for (qid, mtype), slots in groups.items():
+        for key, slots in groups.items():
+            qid, kind, mtype = key
             q = slots[0].question
             task = templates.task(q)
-            if mtype is None:
+            if kind == "truthful":
                 text = prompts.truthful.substitute(task=task, answer=_answer(q))
             else:
-                text = prompts.hallucinated.substitute(
-                    task=task,
-                    answer=_answer(q),
-                    mutation_type=mtype.value,
-                    mutation_definition=MUTATION_DEFINITIONS[mtype],
-                )
-            req = ChatRequest(as_messages(text), params, n=len(slots), tag=qid, first_index=next_index[(qid, mtype)])
-            next_index[(qid, mtype)] += len(slots)
-            (t_reqs if mtype is None else h_reqs).append(req)
-            (t_slots if mtype is None else h_slots).append(slots)
+                text = prompts.hallucinated_text(q, task, mtype)
+            req = ChatRequest(as_messages(text), params, n=len(slots), tag=qid, first_index=next_index[key])
+            next_index[key] += len(slots)
+            (t_reqs if kind == "truthful" else h_reqs).append(req)
+            (t_slots if kind == "truthful" else h_slots).append(slots)
         candidates: dict[str, Augmentation] = {}
         for reqs, slot_groups, schema in ((t_reqs, t_slots, TruthfulOut), (h_reqs, h_slots, HallucinatedOut)):
             if not reqs:
@@ -199,13 +290,19 @@ async def agenerate_premises(
                         )
                         continue
                     v = res.value
+                    mtype = slot.mutation_type
+                    if slot.kind == "hallucinated" and mtype is None:
+                        mtype, why = _chosen_type(v.mutation_strategy, recipe.slots(slot.question), slot.question)
+                        if why:
+                            rejections.append(Rejection(slot.aug_id, MUTATION_TYPE_CHECK, why))
+                            continue
                     candidates[slot.aug_id] = Augmentation(
                         id=slot.aug_id,
                         question_id=slot.question.id,
-                        kind="truthful" if slot.mutation_type is None else "hallucinated",
+                        kind=slot.kind,
                         statement=v.statement.strip(),
                         truth_verification=getattr(v, "truth_verification", None),
-                        mutation_type=slot.mutation_type,
+                        mutation_type=mtype,
                         mutation_strategy=getattr(v, "mutation_strategy", None),
                         mutation_logic=getattr(v, "mutation_logic", None),
                         generator=generator.spec,
@@ -221,6 +318,10 @@ async def agenerate_premises(
                 if r.row_id in candidates:
                     rejections.append(r)
                     candidates.pop(r.row_id)
+        if not fixed:
+            for r in _over_quota(questions, recipe, accepted, candidates):
+                rejections.append(r)
+                candidates.pop(r.row_id)
         if candidates and judge is not None:
             cand_q = {a.question_id for a in candidates.values()}
             outcome = judge_augmentations([q for q in questions if q.id in cand_q], list(candidates.values()), judge)
@@ -246,7 +347,65 @@ async def agenerate_premises(
     stats["accepted"] = len(augs)
     stats["rejected"] = len(rejections)
     stats["call_failed"] = len(failed)
-    return GenerationResult(augs, rejections, dict(missing), dict(stats), summary, failed)
+    short = {} if fixed else _quota_short(questions, recipe, augs)
+    return GenerationResult(augs, rejections, dict(missing), dict(stats), summary, failed, short)
+
+
+def _chosen_type(strategy: str, spec: SlotSpec, q: BaseQuestion) -> tuple[MutationType | None, str | None]:
+    """(type, None) for an accepted choice of the generator, else (None, why it is rejected)."""
+    try:
+        mtype = parse_mutation_type(strategy)
+    except ValueError as e:
+        return None, str(e)
+    if mtype not in spec.types:
+        allowed = ", ".join(t.value for t in spec.types)
+        return None, f"the generator chose {mtype.value}; {q.domain.value} questions take only {allowed}"
+    return mtype, None
+
+
+def _over_quota(questions, recipe: Recipe, accepted: dict, candidates: dict) -> list[Rejection]:
+    """Candidates (in slot order) whose type's quota is met and for which no free slot is left."""
+    out = []
+    by_id = {q.id: q for q in questions}
+    kept: dict[str, Counter] = defaultdict(Counter)
+    for a in accepted.values():
+        if a.kind == "hallucinated":
+            kept[a.question_id][a.mutation_type] += 1
+    for a in list(candidates.values()):
+        spec = recipe.slots(by_id[a.question_id])
+        quota = spec.selection_quota()
+        if a.kind != "hallucinated" or not quota:
+            continue
+        have = kept[a.question_id]
+        free = spec.hallucinated - sum(quota.values())
+        used_free = sum(max(0, n - quota.get(t, 0)) for t, n in have.items())
+        if have[a.mutation_type] < quota.get(a.mutation_type, 0) or used_free < free:
+            have[a.mutation_type] += 1
+            continue
+        out.append(
+            Rejection(
+                a.id,
+                QUOTA_CHECK,
+                f"{a.mutation_type.value} quota of {quota.get(a.mutation_type, 0)} already met for {a.question_id} "
+                "and no free slot is left",
+            )
+        )
+    return out
+
+
+def _quota_short(questions, recipe: Recipe, augs: list[Augmentation]) -> dict[str, dict[str, tuple[int, int]]]:
+    """Per question, the types whose quota was not met: {type: (kept, quota)}."""
+    have: dict[str, Counter] = defaultdict(Counter)
+    for a in augs:
+        if a.kind == "hallucinated":
+            have[a.question_id][a.mutation_type] += 1
+    out = {}
+    for q in questions:
+        quota = recipe.slots(q).selection_quota()
+        short = {t.value: (have[q.id][t], n) for t, n in quota.items() if have[q.id][t] < n}
+        if short:
+            out[q.id] = short
+    return out
 
 
 def _drop_halted(candidates: dict[str, Augmentation], halted: set[str]) -> None:

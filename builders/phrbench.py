@@ -23,9 +23,10 @@ from phr.bench.prompts import Templates
 from phr.bench.records import Augmentation, BaseQuestion, MutationType
 from phr.builders.assembly import assemble
 from phr.builders.generate import Prompts, generate_premises
-from phr.builders.recipe import load_recipe, select_questions
+from phr.builders.recipe import load_recipe, select_questions, stand_ins
 from phr.builders.sources import bbbp, humaneval, mmlu
 from phr.builders.sources._common import collect_rejected
+from phr.builders.taxonomy import REASONING, SOURCE_DEFAULT, SOURCE_LABEL, subtype_origins
 from phr.cards.eval_yaml import write_eval_yaml
 from phr.cards.figures import markdown, write_figures
 from phr.cards.phrbench_card import LICENSE_FILE, license_text, render
@@ -162,7 +163,7 @@ def _write(
     notes: list[str],
     inputs: dict[str, str],
     templates_dir: Path | None,
-    prompts_dir: Path | None,
+    prompts: Prompts | None,
     overwrite: bool,
     extra_manifest: dict | None = None,
 ) -> BuildResult:
@@ -171,26 +172,26 @@ def _write(
     templates = Templates.load(templates_dir)
     inst = assemble(questions, augs, templates)
     counts = {k: len(v) for k, v in inst.items()}
+    origins = subtype_origins((q.source, q.subtype) for q in questions)
+    notes = [*notes, _subtype_note(origins)]
     licenses = {q.source: q.license for q in questions}
     tpl_dir = templates_dir or resources.files("phr.bench").joinpath("templates")
-    prm_dir = prompts_dir or resources.files("phr.builders").joinpath("prompts")
     hashes = {
         f"templates/{n}.txt": hashlib.sha256(tpl_dir.joinpath(f"{n}.txt").read_bytes()).hexdigest()
         for n in TEMPLATE_NAMES
     }
-    if generator != CURATED:
-        hashes |= {
-            f"prompts/{n}": hashlib.sha256(prm_dir.joinpath(n).read_bytes()).hexdigest()
-            for n in ("prompt_t.txt", "prompt_h.txt")
-        }
+    if prompts is not None:
+        hashes |= prompts.hashes
     manifest = {
         "recipe": recipe,
         "counts": counts | {"total": sum(counts.values())},
         "generator": generator,
         "judge": judge,
+        "prompts": prompts.name if prompts is not None else None,
         "inputs": inputs,
         "prompt_hashes": hashes,
         "qc": qc,
+        "subtype_origin": origins,
         "versions": _versions(),
         **(extra_manifest or {}),
     }
@@ -267,7 +268,7 @@ def build_mini(
         notes=notes,
         inputs={"curated/mini.jsonl": curated_hash},
         templates_dir=templates_dir,
-        prompts_dir=None,
+        prompts=None,
         overwrite=overwrite,
     )
 
@@ -283,11 +284,16 @@ def build(
     overwrite: bool = False,
     allow_short: bool = False,
     templates_dir: Path | None = None,
-    prompts_dir: Path | None = None,
+    prompts: str | Path | None = None,
+    allow_stand_in: bool = False,
     progress: bool = True,
     llm_options: dict | None = None,
 ) -> BuildResult:
     """Build PHRBench by recipe. ``mini``: curated premises, offline. Others: premises from ``generator``.
+
+    ``prompts``: the generation prompt set, ``paper`` (default, §A.2 verbatim), ``v0`` (the toolkit's earlier
+    prompts; reproduces earlier builds) or a folder. ``allow_stand_in``: build with B3DB when no BBBP copy
+    is found (refused otherwise); the manifest and card then say so.
 
     Model specs are resolved (and API keys checked) before any work; the output folder is written only when
     the whole build succeeded. A model call that fails after all retries fails the build (nothing written);
@@ -297,6 +303,7 @@ def build(
     if Path(out).exists() and not overwrite:
         raise OutputExistsError(f"{Path(out).resolve()} already exists: pass --overwrite to replace it")
     rec = load_recipe(recipe)
+    prompt_set = Prompts.load(prompts)
     opts = {"progress": progress, "show_summary": False, **(llm_options or {})}
     judge = rec.judge if judge is None else judge
     judge_llm = LLM(judge, **opts) if judge and judge.lower() != "none" else None
@@ -306,7 +313,9 @@ def build(
         return build_mini(out, overwrite=overwrite, templates_dir=templates_dir, judge=judge_llm)
     gen_llm = LLM(generator or rec.generator or DEFAULT_GENERATOR, **opts)
     with collect_rejected() as source_rejections:
-        questions, short_sources = select_questions(rec, source_dir, online=online, allow_short=allow_short)
+        questions, short_sources = select_questions(
+            rec, source_dir, online=online, allow_short=allow_short, allow_stand_in=allow_stand_in
+        )
     _check_questions(questions)
     result = generate_premises(
         questions,
@@ -314,7 +323,7 @@ def build(
         gen_llm,
         judge_llm,
         templates=Templates.load(templates_dir),
-        prompts=Prompts.load(prompts_dir),
+        prompts=prompt_set,
         extra_check=lambda augs: _review_rejections(out, augs),
     )
     if progress and result.summary is not None:
@@ -330,11 +339,14 @@ def build(
             overwrite=overwrite,
             allow_short=allow_short,
             cache=gen_llm.cache.path,
+            prompts=prompts,
+            allow_stand_in=allow_stand_in,
         )
         raise BuildError(_failed_calls_message(result.failed, rerun, gen_llm.cache.path))
     if result.missing and not allow_short:
         lines = [
             f"{qid}: {len(ids)} premise slot(s) unfilled ({', '.join(ids[:3])}{', ...' if len(ids) > 3 else ''})"
+            + _quota_note(result.quota_short.get(qid))
             for qid, ids in sorted(result.missing.items())
         ]
         reasons = Counter(r.check for r in result.rejections)
@@ -351,12 +363,15 @@ def build(
         **{f"rejected: {k}": v for k, v in sorted(rejected.items())},
         "accepted": result.stats.get("accepted", 0),
     }
-    notes = [
-        f"Premises generated by `{gen_llm.spec}` with the toolkit's PROMPT_T / PROMPT_H "
-        "(builders/prompts); every rejection and its reason is listed in `manifest.json`."
-    ]
+    notes = [_prompts_note(gen_llm.spec, prompt_set, rec)]
+    used_stand_ins = stand_ins(rec, questions)
+    if used_stand_ins:
+        notes.append(f"Stand-in (--allow-stand-in): {bbbp.STANDIN_NOTE}")
     notes += [f"Short: {s}" for s in short_sources]
-    notes += [f"Short: {qid} has {len(ids)} unfilled premise slot(s)" for qid, ids in sorted(result.missing.items())]
+    notes += [
+        f"Short: {qid} has {len(ids)} unfilled premise slot(s)" + _quota_note(result.quota_short.get(qid))
+        for qid, ids in sorted(result.missing.items())
+    ]
     return _write(
         out,
         questions,
@@ -368,9 +383,11 @@ def build(
         notes=notes,
         inputs={"questions": hashlib.sha256("\n".join(q.id for q in questions).encode()).hexdigest()},
         templates_dir=templates_dir,
-        prompts_dir=prompts_dir,
+        prompts=prompt_set,
         overwrite=overwrite,
         extra_manifest={
+            "stand_ins": used_stand_ins,
+            "quota_shortfalls": result.quota_short,
             "rejections": [{"row_id": r.row_id, "check": r.check, "reason": r.reason} for r in result.rejections],
             "source_rejections": source_rejections,
         },
@@ -388,15 +405,22 @@ def _check_questions(questions: list[BaseQuestion]) -> None:
         )
 
 
-def _rerun_command(recipe, out, *, generator, judge, source_dir, online, overwrite, allow_short, cache) -> str:
+def _rerun_command(
+    recipe, out, *, generator, judge, source_dir, online, overwrite, allow_short, cache, prompts, allow_stand_in
+) -> str:
     """The `phr-publish` command line of this build, with the cache it used."""
     args = ["phr-publish", "--cache", str(cache), "build", "phrbench", "--recipe", str(recipe), "--out", str(out)]
-    for flag, value in (("--generator", generator), ("--judge", judge), ("--source-dir", source_dir)):
+    options = (("--generator", generator), ("--judge", judge), ("--source-dir", source_dir), ("--prompts", prompts))
+    for flag, value in options:
         if value is not None:
             args += [flag, str(value)]
-    args += [
-        flag for flag, on in (("--online", online), ("--overwrite", overwrite), ("--allow-short", allow_short)) if on
-    ]
+    switches = (
+        ("--online", online),
+        ("--overwrite", overwrite),
+        ("--allow-short", allow_short),
+        ("--allow-stand-in", allow_stand_in),
+    )
+    args += [flag for flag, on in switches if on]
     return shlex.join(args)
 
 
@@ -410,6 +434,45 @@ def _failed_calls_message(failed: list, rerun: str, cache: Path) -> str:
         f"Calls that succeeded are cached in {cache}. Rerun the same command to make only the failed calls again; "
         f"the result is the dataset a build without the failures gives:\n  {rerun}"
     )
+
+
+def _prompts_note(spec: str, prompts: Prompts, rec) -> str:
+    """The card's line on how the premises were generated and who chose the mutation types."""
+    if prompts.name == "paper":
+        how = "the paper's PROMPT_T / PROMPT_H (§A.2, verbatim; builders/prompts/paper)"
+    elif prompts.name == "v0":
+        how = "the toolkit's earlier prompts (`--prompts v0`, builders/prompts/v0)"
+    else:
+        how = f"the prompt set `{prompts.name}`"
+    if prompts.fixed_types:
+        types = "each premise's mutation type was fixed per slot by the recipe"
+    elif rec.science.selection_quota() or rec.code.selection_quota():
+        types = "the generator chose each premise's mutation type, kept until the recipe's per-type quota was met"
+    else:
+        types = "the generator chose each premise's mutation type (the counts below are its choices)"
+    return (
+        f"Premises generated by `{spec}` with {how}; {types}. Every rejection and its reason is listed in "
+        "`manifest.json`."
+    )
+
+
+def _subtype_note(origins: dict[str, dict[str, list[str]]]) -> str:
+    """The card's line on the subtype column: which subtypes follow the paper's reasoning-based taxonomy."""
+    parts = []
+    for origin, label in (
+        (REASONING, "reasoning-based, named after the paper's §A.1"),
+        (SOURCE_LABEL, "the source benchmark's own label, kept as §A.1 allows"),
+        (SOURCE_DEFAULT, "one fixed subtype for a source without labels (no per-question reasoning annotation)"),
+    ):
+        if origins.get(origin):
+            parts.append(f"{label}: " + ", ".join(f"{t} ({', '.join(s)})" for t, s in sorted(origins[origin].items())))
+    return "Subtypes (the paper's Table 3 taxonomy was not available, see docs/sources.md): " + "; ".join(parts) + "."
+
+
+def _quota_note(short: dict | None) -> str:
+    if not short:
+        return ""
+    return " (quota short: " + ", ".join(f"{t} {k} of {n}" for t, (k, n) in short.items()) + ")"
 
 
 def _review_rejections(out, augs) -> list:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -11,7 +12,7 @@ import yaml
 
 from phr.bench.conditions import CONDITIONS
 from phr.bench.records import BaseQuestion, Domain, MutationType
-from phr.builders.sources import load_source
+from phr.builders.sources import bbbp, load_source
 from phr.builders.sources._common import collect_rejected
 from phr.core.errors import UsageError
 
@@ -30,29 +31,57 @@ class SourceQuota:
     filters: dict = field(default_factory=dict)
 
 
+ALL_TYPES = tuple(MutationType)
+
+
+@dataclass(frozen=True)
+class SlotSpec:
+    """Premise slots per question of one kind (science or code).
+
+    ``hallucinated``: how many B+H premises. ``fixed``: a type per slot (the recipe gave a list); prompt sets
+    that take a type (v0) use it, prompt sets where the generator chooses (paper) treat it as a quota.
+    ``types``: the types allowed (the generator's other choices are rejected). ``quota``: per question, how
+    many premises of each type to keep (generation becomes selection); slots beyond the quotas' sum are free.
+    """
+
+    truthful: int = 1
+    hallucinated: int = 0
+    fixed: tuple[MutationType, ...] = ()
+    types: tuple[MutationType, ...] = ALL_TYPES
+    quota: dict[MutationType, int] = field(default_factory=dict)
+
+    def slot_types(self) -> tuple[MutationType, ...]:
+        """A type per slot for prompt sets that take one: the fixed list, else the allowed types in turn."""
+        if self.fixed:
+            return self.fixed
+        return tuple(self.types[k % len(self.types)] for k in range(self.hallucinated))
+
+    def selection_quota(self) -> dict[MutationType, int]:
+        """Per-type quota when the generator chooses the type (a fixed list counts as one); {} for none."""
+        return dict(self.quota) if self.quota else dict(Counter(self.fixed))
+
+
 @dataclass(frozen=True)
 class Recipe:
     name: str
     seed: int = 0
     curated: str | None = None
     quotas: tuple[SourceQuota, ...] = ()
-    science_truthful: int = 1
-    science_types: tuple[MutationType, ...] = ()
-    code_truthful: int = 1
-    code_types: tuple[MutationType, ...] = ()
+    science: SlotSpec = SlotSpec()
+    code: SlotSpec = SlotSpec(types=(MutationType.STATE_DISTORTION,))
     temperature: float = 0.9
     max_tokens: int = 512
     regeneration_rounds: int = 3
     generator: str | None = None
     judge: str | None = None
 
-    def slot_types(self, q: BaseQuestion) -> tuple[MutationType, ...]:
-        return self.code_types if q.domain is Domain.CODE else self.science_types
+    def slots(self, q: BaseQuestion) -> SlotSpec:
+        return self.code if q.domain is Domain.CODE else self.science
 
     def expected_counts(self) -> dict[str, int]:
         n = sum(x.count for x in self.quotas)
         code = sum(x.count for x in self.quotas if x.domain is Domain.CODE)
-        hall = (n - code) * len(self.science_types) + code * len(self.code_types)
+        hall = (n - code) * self.science.hallucinated + code * self.code.hallucinated
         return {c.config: hall if c.mutation else n for c in CONDITIONS}
 
 
@@ -79,10 +108,8 @@ def load_recipe(name_or_path: str | Path) -> Recipe:
             seed=int(d.get("seed", 0)),
             curated=d.get("curated"),
             quotas=quotas,
-            science_truthful=int(slots.get("science", {}).get("truthful", 1)),
-            science_types=tuple(MutationType(t) for t in slots.get("science", {}).get("hallucinated", [])),
-            code_truthful=int(slots.get("code", {}).get("truthful", 1)),
-            code_types=tuple(MutationType(t) for t in slots.get("code", {}).get("hallucinated", [])),
+            science=_slot_spec(slots.get("science") or {}, ALL_TYPES, "slots.science"),
+            code=_slot_spec(slots.get("code") or {}, (MutationType.STATE_DISTORTION,), "slots.code"),
             temperature=float(gen.get("temperature", 0.9)),
             max_tokens=int(gen.get("max_tokens", 512)),
             regeneration_rounds=int(gen.get("regeneration_rounds", 3)),
@@ -93,17 +120,55 @@ def load_recipe(name_or_path: str | Path) -> Recipe:
         raise RecipeError(f"{where}: invalid recipe: {e}") from None
 
 
+def _type(name, where: str) -> MutationType:
+    try:
+        return MutationType(name)
+    except ValueError:
+        raise ValueError(
+            f"{where}: unknown mutation type {name!r} (use {', '.join(t.value for t in MutationType)})"
+        ) from None
+
+
+def _slot_spec(d: dict, default_types: tuple[MutationType, ...], where: str) -> SlotSpec:
+    """``hallucinated`` is a count (generator-chosen types) or a list (a type per slot, the v0 form)."""
+    h = d.get("hallucinated", 0)
+    fixed = tuple(_type(t, f"{where}.hallucinated") for t in h) if isinstance(h, list) else ()
+    types = tuple(_type(t, f"{where}.types") for t in d.get("types") or ()) or default_types
+    if fixed and "types" not in d:
+        types = tuple(dict.fromkeys(fixed))
+    quota = {_type(t, f"{where}.quota"): int(n) for t, n in (d.get("quota") or {}).items()}
+    count = len(fixed) if fixed else int(h)
+    bad = [t.value for t in [*fixed, *quota] if t not in types]
+    if bad:
+        raise ValueError(f"{where}: {', '.join(bad)} not among the allowed types ({', '.join(t.value for t in types)})")
+    if fixed and quota:
+        raise ValueError(f"{where}: give a count with a quota, or a list of types, not both")
+    if sum(quota.values()) > count or any(n < 0 for n in quota.values()):
+        raise ValueError(f"{where}: quota {_names(quota)} does not fit {count} hallucinated premise(s)")
+    return SlotSpec(int(d.get("truthful", 1)), count, fixed, types, quota)
+
+
+def _names(quota: dict[MutationType, int]) -> str:
+    return "{" + ", ".join(f"{t.value}: {n}" for t, n in quota.items()) + "}"
+
+
 def _rank(seed: int, qid: str) -> str:
     return hashlib.sha256(f"{seed}:{qid}".encode()).hexdigest()
 
 
 def select_questions(
-    recipe: Recipe, source_dir: str | Path | None = None, *, online: bool = False, allow_short: bool = False
+    recipe: Recipe,
+    source_dir: str | Path | None = None,
+    *,
+    online: bool = False,
+    allow_short: bool = False,
+    allow_stand_in: bool = False,
 ) -> tuple[list[BaseQuestion], list[str]]:
     """The recipe's base questions, seeded and deterministic; returns (questions, shortfall messages).
 
     ``source_dir``: a folder with one sub-folder per source (``<dir>/sciq/train.json`` ...); a source with no
-    sub-folder there comes from its offline package, or the Hub when ``online``.
+    sub-folder there comes from its offline package, or the Hub when ``online``. A source whose offline
+    package is a different dataset (BBBP -> B3DB) is refused unless ``allow_stand_in``.
     """
 
     chosen: list[BaseQuestion] = []
@@ -118,6 +183,7 @@ def select_questions(
                 loaded = load_source(
                     quota.source, sub if sub and sub.exists() else None, online=online, **quota.filters
                 )
+            _check_stand_in(recipe, quota.source, loaded, allow_stand_in)
             cache[key] = (loaded, rejected)
         loaded, rejected = cache[key]
         pool = [q for q in loaded if q.domain is quota.domain and q.id not in seen]
@@ -136,6 +202,24 @@ def select_questions(
             f"{recipe.name}:\n  " + "\n  ".join(short) + "\n(pass --allow-short to build anyway)"
         )
     return chosen, short
+
+
+def stand_ins(recipe: Recipe, questions: list[BaseQuestion]) -> dict[str, str]:
+    """{recipe source: dataset used instead} for sources served by a stand-in (BBBP -> B3DB)."""
+    named = {q.source for q in recipe.quotas}
+    used = {q.source for q in questions}
+    return {"bbbp": bbbp.STANDIN_SOURCE} if "bbbp" in named and bbbp.STANDIN_SOURCE in used else {}
+
+
+def _check_stand_in(recipe: Recipe, source: str, loaded: list[BaseQuestion], allow: bool) -> None:
+    if allow or source != bbbp.NAME or not any(q.source == bbbp.STANDIN_SOURCE for q in loaded):
+        return
+    raise RecipeError(
+        f"recipe {recipe.name} asks for {bbbp.TITLE}, but no copy was found (no <source-dir>/bbbp/"
+        f"{bbbp.FILES['bbbp']}, no --online), and the only offline copy is the B3DB stand-in, a different "
+        "dataset (other compounds, counts and class balance). Supply BBBP.csv under <source-dir>/bbbp, or "
+        "pass --online, or pass --allow-stand-in to build with B3DB (the manifest and card then say so)."
+    )
 
 
 def _rejected_note(rejected: list[str]) -> str:

@@ -22,6 +22,12 @@ DEFAULT_PATH = Path(__file__).with_name("taxonomy.yaml")
 ENV_VAR = "PHR_TAXONOMY"
 
 Label = str | Sequence[str] | None
+# Where a subtype comes from (card and manifest; docs/sources.md "Subtype origin"). The paper's subtypes are
+# reasoning-based (§A.1); its Table 3 with their names was lost, so only some can follow it.
+REASONING = "reasoning subtype"  # a reasoning-based subtype named after the paper's §A.1 text
+SOURCE_LABEL = "source label"  # the source's native task / subject label, kept (§A.1 allows it when compatible)
+SOURCE_DEFAULT = "source default"  # one fixed subtype for a source without labels: no per-question mapping
+ORIGINS = (REASONING, SOURCE_LABEL, SOURCE_DEFAULT)
 
 
 class TaxonomyError(UsageError, ValueError):
@@ -48,6 +54,7 @@ class SourceRule:
     keep_native: bool = False
     subtypes: dict[str, str] = field(default_factory=dict)
     default: str | None = None
+    default_origin: str = SOURCE_DEFAULT  # what `default` is: REASONING (named after §A.1) or SOURCE_DEFAULT
 
 
 def _labels(label: Label) -> list[str]:
@@ -80,9 +87,12 @@ class Taxonomy:
                     keep_native=bool(spec.get("keep_native", False)),
                     subtypes={norm(str(k)): str(v) for k, v in (spec.get("subtypes") or {}).items()},
                     default=spec.get("default"),
+                    default_origin=spec.get("default_origin", SOURCE_DEFAULT),
                 )
             except ValueError as e:
                 raise TaxonomyError(f"{origin}: sources.{source}: {e} (domains: {[d.value for d in Domain]})") from e
+            if rules[str(source)].default_origin not in ORIGINS:
+                raise TaxonomyError(f"{origin}: sources.{source}.default_origin must be one of {ORIGINS}")
             if rules[str(source)].domain is None and not rules[str(source)].domains:
                 raise TaxonomyError(f"{origin}: sources.{source} needs 'domain' or 'domains'")
         return cls(rules, origin)
@@ -134,6 +144,13 @@ class Taxonomy:
             return rule.default
         raise TaxonomyError(f"no subtype for {source} label {label!r}; add a default for {source} in {self.origin}")
 
+    def origin_of(self, source: str, subtype: str) -> str:
+        """Where a subtype of `source` came from: REASONING, SOURCE_LABEL or SOURCE_DEFAULT."""
+        rule = self.rule(source)
+        if subtype == rule.default and subtype not in rule.subtypes.values():
+            return rule.default_origin
+        return SOURCE_LABEL
+
     def has_domain(self, source: str, label: Label = None) -> bool:
         try:
             self.domain_for(source, label)
@@ -171,6 +188,15 @@ def domain_for(source: str, label: Label = None, *, taxonomy: Taxonomy | None = 
 def subtype_for(source: str, label: Label = None, *, taxonomy: Taxonomy | None = None) -> str:
     """Subtype of a row of `source` with native label(s) `label`, e.g. ('mmlu', 'college physics')."""
     return (taxonomy or default_taxonomy()).subtype_for(source, label)
+
+
+def subtype_origins(pairs, *, taxonomy: Taxonomy | None = None) -> dict[str, dict[str, list[str]]]:
+    """{origin: {subtype: [sources]}} for the (source, subtype) pairs of a build (card and manifest)."""
+    tax = taxonomy or default_taxonomy()
+    out: dict[str, dict[str, list[str]]] = {}
+    for source, subtype in sorted(set(pairs)):
+        out.setdefault(tax.origin_of(source, subtype), {}).setdefault(subtype, []).append(source)
+    return out
 
 
 def classify(

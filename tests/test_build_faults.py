@@ -158,7 +158,13 @@ def real_paper(tmp_path_factory):
         mp.setenv("PHR_CACHE", str(src.parent / "calls.sqlite"))
         try:
             res = build(
-                "paper", src.parent / "out", generator="openai:gpt-4o", judge="none", source_dir=src, progress=False
+                "paper",
+                src.parent / "out",
+                generator="openai:gpt-4o",
+                judge="none",
+                source_dir=src,
+                prompts="v0",
+                progress=False,
             )
         finally:
             mp.undo()
@@ -226,6 +232,7 @@ def test_build_skips_one_option_sciq_rows_and_validates(tmp_path, llm_env):
             generator="openai:gpt-4o",
             judge="none",
             source_dir=src,
+            prompts="v0",  # make_responder answers the v0 prompts (gold answer shown, type per slot)
             progress=False,
             llm_options=FAST,
         )
@@ -265,6 +272,7 @@ def tiny(tmp_path_factory):
                 generator="openai:gpt-4o",
                 judge="openai:judge-model",
                 source_dir=src,
+                prompts="v0",  # make_responder answers the v0 prompts (gold answer shown, type per slot)
                 progress=False,
                 llm_options=FAST,
             )
@@ -319,6 +327,7 @@ def test_failed_call_fails_the_build_and_the_rerun_is_byte_identical(tiny, tmp_p
                     generator="openai:gpt-4o",
                     judge="openai:judge-model",
                     source_dir=src,
+                    prompts="v0",  # make_responder answers the v0 prompts (gold answer shown, type per slot)
                     progress=False,
                     llm_options=FAST,
                 )
@@ -341,6 +350,7 @@ def test_failed_call_fails_the_build_and_the_rerun_is_byte_identical(tiny, tmp_p
                 generator="openai:gpt-4o",
                 judge="openai:judge-model",
                 source_dir=src,
+                prompts="v0",  # make_responder answers the v0 prompts (gold answer shown, type per slot)
                 progress=False,
                 llm_options=FAST,
             )

@@ -117,9 +117,9 @@ generation: {temperature: 0.9, max_tokens: 512, regeneration_rounds: 2}
 
 @pytest.fixture
 def premise_server():
-    from tests.test_phrbench_paper import responder
+    from tests.support.paper_fixtures import v0_responder
 
-    with ProtocolServer(responder=responder) as srv:
+    with ProtocolServer(responder=v0_responder()) as srv:
         yield srv
 
 
@@ -156,6 +156,8 @@ def test_build_phrbench_timeout_and_max_retry_after_options(small_build, premise
             "--out",
             str(root / "out"),
             "--allow-short",
+            "--prompts",
+            "v0",
             "--timeout",
             "1",
             "--max-retry-after",

@@ -1,78 +1,30 @@
-"""The paper recipe at full scale (460 / 460 / 3900 / 4820) on released-format fixtures.
+"""The paper recipe at full scale (460 / 460 / 3900 / 4820) on released-format fixtures, with the paper's prompts.
 
 The generator is a deterministic "model" behind the real OpenAI protocol (ProtocolServer's responder), so the
-whole LLM path runs: cache, structured output with re-asks, rule checks, regeneration of rejected slots.
+whole LLM path runs: cache, structured output with re-asks, rule checks, regeneration of rejected slots. It
+chooses each premise's mutation type (tests/support/paper_fixtures.py: paper_responder).
 """
 
-import hashlib
 import json
-import re
-import threading
 from collections import Counter
 
 import pyarrow.parquet as pq
 import pytest
 
 from phr.bench.folder import data_file
+from phr.builders.generate import Prompts
 from phr.builders.phrbench import build
 from phr.builders.recipe import RecipeError
 from phr.validation.folder import validate_folder
-from tests.support.paper_fixtures import WORDS, write_sources
+from tests.support.paper_fixtures import PAPER_STRATEGIES, paper_responder, write_sources
 from tests.support.protocol_server import ProtocolServer
-
-
-def _words(seed: str, k: int) -> str:
-    h = hashlib.sha256(seed.encode()).digest()
-    return " ".join(WORDS[b % len(WORDS)] + WORDS[(b // 7) % len(WORDS)] for b in h[:k])
-
-
-_seen: Counter = Counter()
-_lock = threading.Lock()
-
-
-def responder(model, messages, k):
-    """Valid premises, except: the first answer to some prompts is not JSON (fixed by the re-ask) and the
-    second sample of some hallucinated prompts leaks the gold answer (rejected, regenerated next round)."""
-    prompt = messages[0][1]
-    last = messages[-1][1]
-    if "<premise>" in prompt:  # the judge: rejects ~1 in 13 premises for type consistency
-        premise = re.search(r"<premise>\n(.*?)\n</premise>", prompt, re.S).group(1)
-        bad = int(hashlib.sha256(premise.encode()).hexdigest(), 16) % 13 == 0 and "Mutation types:" in prompt
-        return json.dumps(
-            {
-                "reason": "checked",
-                "factual_validity": True,
-                "relevance": True,
-                "type_consistency": not bad if "Mutation types:" in prompt else None,
-                "mutation_logic_consistent": True if "Mutation types:" in prompt else None,
-                "plausible": True if "Mutation types:" in prompt else None,
-                "single_claim": True if "Mutation types:" in prompt else None,
-                "leaks_answer": False,
-                "verdict": "reject" if bad else "accept",
-            }
-        )
-    key = hashlib.sha256(prompt.encode()).hexdigest()
-    answer = re.search(r"do not reveal it\): (.*)", prompt).group(1)
-    if len(messages) == 1 and k == 0 and int(key, 16) % 11 == 0:
-        return "Sorry, here is my premise without JSON."
-    with _lock:  # the server's k restarts per seed; a counter per prompt keeps every sample distinct
-        _seen[key] += 1
-        nth = _seen[key]
-    statement = f"The toy system obeys the {_words(key + str(nth), 6)} relation."
-    if "Mutation type:" not in prompt:
-        return json.dumps({"statement": statement, "truth_verification": "It follows from the toy rules."})
-    if k == 1 and int(key, 16) % 5 == 0 and "re-ask" not in last:
-        statement = f"The toy system gives {answer} here."
-    return "Here you go: " + json.dumps(
-        {"mutation_strategy": "swap", "mutation_logic": "It swaps one relation.", "statement": statement}
-    )
 
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
     root = tmp_path_factory.mktemp("paper")
     write_sources(root / "sources")
-    with ProtocolServer(responder=responder) as srv:
+    with ProtocolServer(responder=paper_responder()) as srv:
         mp = pytest.MonkeyPatch()
         mp.setenv("OPENAI_API_KEY", "sk-test-paper-0123456789")
         mp.setenv("OPENAI_BASE_URL", srv.url + "/v1")
@@ -116,9 +68,18 @@ def test_paper_counts(built):
     mmlu = Counter(r["source_row_id"].split("/")[0] for r in base if r["source"] == "mmlu")
     assert mmlu == {"college_physics": 14, "conceptual_physics": 36}
     hall = pq.read_table(data_file(out, "hallucinated")).to_pylist()
-    types = Counter(r["mutation_type"] for r in hall)
-    assert types == {"Rule Contradiction": 1440, "State Distortion": 1380, "Pseudoscientific Entanglement": 1080}
+    named = dict(PAPER_STRATEGIES)
+    for r in hall:  # the type is the one the generator named in mutation_strategy
+        assert r["mutation_type"] == named[r["mutation_strategy"]], r["id"]
     assert Counter(r["mutation_type"] for r in hall if r["domain"] == "Code") == {"State Distortion": 300}
+    science = Counter(r["mutation_type"] for r in hall if r["domain"] != "Code")
+    assert sum(science.values()) == 3600 and set(science) == set(filter(None, named.values()))
+    # not the v0 cycle (4 / 3 / 3 per question): 3 of the 9 accepted strategies name each type, with noise
+    per_question = Counter(
+        tuple(sorted(Counter(r["mutation_type"] for r in hall if r["question_id"] == q).items()))
+        for q in {r["question_id"] for r in hall if r["domain"] != "Code"}
+    )
+    assert len(per_question) > 10
     assert sum(res.counts.values()) == 4820
 
 
@@ -134,6 +95,26 @@ def test_rejections_were_regenerated_and_recorded(env, built):
     assert res.qc["accepted"] == 460 + 3900  # ... and their slots regenerated
     manifest = json.loads((res.out / "manifest.json").read_text())
     assert any(r["check"] == "leakage" for r in manifest["rejections"])
+    assert manifest["prompts"] == "paper"
+    prompt_hashes = {k: v for k, v in manifest["prompt_hashes"].items() if k.startswith("prompts/")}
+    assert prompt_hashes == Prompts.load("paper").hashes
+    assert set(prompt_hashes) == {"prompts/prompt_t.txt", "prompts/prompt_h.txt", "prompts/code_h.txt"}
+    reasons = Counter(r["reason"] for r in manifest["rejections"] if r["check"] == "mutation_type")
+    assert (
+        reasons[
+            "mutation_strategy 'swap one relation' names none of the mutation types: expected Rule "
+            "Contradiction, State Distortion or Pseudoscientific Entanglement"
+        ]
+        > 0
+    )
+    assert (
+        reasons[
+            "mutation_strategy 'State Distortion or Rule Contradiction' names more than one mutation type "
+            "(Rule Contradiction and State Distortion)"
+        ]
+        > 0
+    )
+    assert reasons["the generator chose Rule Contradiction; Code questions take only State Distortion"] > 0
     hall = pq.read_table(data_file(res.out, "hallucinated")).to_pylist()
     assert not any(r["answer"] in r["premise"] for r in hall if len(r["answer"]) > 6)
     assert validate_folder(res.out).ok
@@ -165,3 +146,21 @@ def test_short_sources_fail_clearly_and_write_nothing(env, tmp_path):
     with pytest.raises(RecipeError, match=r"sciq .*10 of 50"):
         build("paper", tmp_path / "out", generator="openai:gpt-4o", judge="none", source_dir=src, progress=False)
     assert not (tmp_path / "out").exists()
+
+
+def test_generator_sees_only_the_paper_prompt_and_the_question(env, built):
+    """PROMPT_H / PROMPT_T verbatim (§A.2) around the standardized question; no gold answer, no type."""
+    _, srv = env
+    paper = Prompts.load("paper")
+    prompts = [r["json"]["messages"][0]["content"] for r in srv.requests if "<premise>" not in str(r["json"])]
+    hall = [p for p in prompts if p.startswith(paper.hallucinated.template.split("$task")[0])]
+    truth = [p for p in prompts if p.startswith(paper.truthful.template.split("$task")[0])]
+    assert len(hall) + len(truth) == len(prompts) and hall and truth
+    code = [p for p in hall if "def " in p]
+    assert code and all(p.endswith('set mutation_strategy to "State Distortion".\n') for p in code)
+    assert not any("State Distortion only" in p for p in hall if "def " not in p)
+    assert not any("do not reveal" in p or "Mutation type:" in p for p in prompts)
+    mmlu = next(p for p in truth if "SYNTHETIC college_physics ITEM " in p)
+    tail = mmlu.split("Base Question: ")[1]
+    assert tail.startswith("Question: SYNTHETIC college_physics ITEM ")
+    assert tail.endswith('Output Format:{ "statement": "...", "truth_verification": "..." }\n')

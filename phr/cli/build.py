@@ -40,6 +40,23 @@ def build_phrbench(
     allow_short: Annotated[
         bool, typer.Option("--allow-short", help="Build even if some questions lack premises.")
     ] = False,
+    prompts: Annotated[
+        str,
+        typer.Option(
+            metavar="SET",
+            help="Generation prompts: paper (the paper's A.2 prompts, verbatim; the generator chooses each "
+            "premise's mutation type), v0 (the toolkit's earlier prompts, types fixed per slot; reproduces "
+            "earlier builds), or a folder with prompt_t.txt and prompt_h.txt.",
+        ),
+    ] = "paper",
+    allow_stand_in: Annotated[
+        bool,
+        typer.Option(
+            "--allow-stand-in",
+            help="Build with the offline B3DB stand-in when no MoleculeNet BBBP copy is found (refused "
+            "otherwise); the manifest and card say so.",
+        ),
+    ] = False,
     timeout: Timeout = 120.0,
     max_retry_after: MaxRetryAfter = 600.0,
 ) -> None:
@@ -54,6 +71,8 @@ def build_phrbench(
         online=online,
         overwrite=overwrite,
         allow_short=allow_short,
+        prompts=prompts,
+        allow_stand_in=allow_stand_in,
         llm_options=calls.llm_kwargs(),
     )
     total = sum(res.counts.values())

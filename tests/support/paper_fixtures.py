@@ -1,7 +1,11 @@
 """Synthetic source files in each benchmark's released format, sized for the paper recipe (tests only)."""
 
 import csv
+import hashlib
 import json
+import re
+import threading
+from collections import Counter
 from pathlib import Path
 
 WORDS = (
@@ -141,3 +145,118 @@ def write_sources(root: Path, n: int = 60) -> Path:
                 + "\n"
             )
     return root
+
+
+def _words(seed: str, k: int) -> str:
+    h = hashlib.sha256(seed.encode()).digest()
+    return " ".join(WORDS[b % len(WORDS)] + WORDS[(b // 7) % len(WORDS)] for b in h[:k])
+
+
+def _judge(prompt: str, every: int = 13) -> str:
+    """The judge: rejects ~1 in ``every`` hallucinated premises for type consistency."""
+    premise = re.search(r"<premise>\n(.*?)\n</premise>", prompt, re.S).group(1)
+    hall = "Mutation types:" in prompt
+    bad = int(hashlib.sha256(premise.encode()).hexdigest(), 16) % every == 0 and hall
+    return json.dumps(
+        {
+            "reason": "checked",
+            "factual_validity": True,
+            "relevance": True,
+            "type_consistency": not bad if hall else None,
+            "mutation_logic_consistent": True if hall else None,
+            "plausible": True if hall else None,
+            "single_claim": True if hall else None,
+            "leaks_answer": False,
+            "verdict": "reject" if bad else "accept",
+        }
+    )
+
+
+def v0_responder():
+    """A deterministic generator for the v0 prompts (they show the gold answer and fix the type): valid
+    premises, except that the first answer to some prompts is not JSON (fixed by the re-ask) and the second
+    sample of some hallucinated prompts leaks the gold answer (rejected, regenerated next round)."""
+    seen: Counter = Counter()
+    lock = threading.Lock()
+
+    def respond(model, messages, k):
+        prompt = messages[0][1]
+        last = messages[-1][1]
+        if "<premise>" in prompt:
+            return _judge(prompt)
+        key = hashlib.sha256(prompt.encode()).hexdigest()
+        answer = re.search(r"do not reveal it\): (.*)", prompt).group(1)
+        if len(messages) == 1 and k == 0 and int(key, 16) % 11 == 0:
+            return "Sorry, here is my premise without JSON."
+        with lock:  # the server's k restarts per seed; a counter per prompt keeps every sample distinct
+            seen[key] += 1
+            nth = seen[key]
+        statement = f"The toy system obeys the {_words(key + str(nth), 6)} relation."
+        if "Mutation type:" not in prompt:
+            return json.dumps({"statement": statement, "truth_verification": "It follows from the toy rules."})
+        if k == 1 and int(key, 16) % 5 == 0 and "re-ask" not in last:
+            statement = f"The toy system gives {answer} here."
+        return "Here you go: " + json.dumps(
+            {"mutation_strategy": "swap", "mutation_logic": "It swaps one relation.", "statement": statement}
+        )
+
+    return respond
+
+
+# What the paper-prompt generator writes as mutation_strategy (by a hash of the sample), and the type each
+# names; None: malformed (rejected with the reason). Weighted towards RC and SD, like the paper's "emphasis".
+PAPER_STRATEGIES = (
+    ("Rule Contradiction", "Rule Contradiction"),
+    ("rule-contradiction", "Rule Contradiction"),
+    ("Rule Contradiction: reverses the governing rule", "Rule Contradiction"),
+    ("State Distortion", "State Distortion"),
+    ("state_distortion", "State Distortion"),
+    ("SD", "State Distortion"),
+    ("Pseudoscientific Entanglement", "Pseudoscientific Entanglement"),
+    ("Type: Pseudo-scientific entanglement", "Pseudoscientific Entanglement"),
+    ("RC", "Rule Contradiction"),
+    ("swap one relation", None),
+    ("State Distortion or Rule Contradiction", None),
+)
+
+
+def paper_responder(strategies=PAPER_STRATEGIES):
+    """A deterministic generator for the paper prompts (base question only; it chooses the type): sample
+    number n of a prompt names one of the valid ``strategies`` by a hash; about 1 in 9 first-round samples
+    names a malformed one (rejected with the reason); code prompts (they carry the code instruction) get
+    State Distortion, except some second samples, which choose Rule Contradiction (rejected). The second
+    sample of some multiple-choice prompts names every candidate (rejected as leakage), and the first answer
+    to some prompts is not JSON (fixed by the re-ask)."""
+    seen: Counter = Counter()
+    lock = threading.Lock()
+
+    def respond(model, messages, k):
+        prompt = messages[0][1]
+        if "<premise>" in prompt:
+            return _judge(prompt, every=29)
+        key = hashlib.sha256(prompt.encode()).hexdigest()
+        if len(messages) == 1 and k == 0 and int(key, 16) % 11 == 0:
+            return "Sorry, here is my premise without JSON."
+        with lock:
+            seen[key] += 1
+            nth = seen[key]
+        h = int(hashlib.sha256(f"{key}:{nth}".encode()).hexdigest(), 16)
+        statement = f"The toy system obeys the {_words(key + str(nth), 6)} relation."
+        if "generate exactly one truthful augmentation" in prompt:
+            return json.dumps({"statement": statement, "truth_verification": "It follows from the toy rules."})
+        candidates = re.search(r"Candidates: (.*)", prompt)
+        if candidates and nth == 2 and int(key, 16) % 5 == 0:
+            options = re.findall(r"\(\d+\) ([^;]*)", candidates.group(1))
+            statement = f"The toy system turns into {' or '.join(options)} here."
+        valid = [name for name, mtype in strategies if mtype]
+        if "Code Generation tasks take State Distortion only" in prompt:
+            strategy = "Rule Contradiction" if nth == 2 and h % 3 == 0 else "State Distortion"
+        elif nth <= 10 and h % 9 == 0:  # malformed, first round only (so that every slot fills)
+            strategy = [name for name, mtype in strategies if not mtype][h % 2]
+        else:
+            strategy = valid[h % len(valid)]
+        return json.dumps(
+            {"mutation_strategy": strategy, "mutation_logic": "It swaps one relation.", "statement": statement}
+        )
+
+    return respond
