@@ -79,7 +79,9 @@ def embed(texts: list[str], cfg: SemanticConfig | None = None) -> np.ndarray:
     return np.stack([_VECTORS[(where, k)] for k in keys])
 
 
-def semantic_distinctness(augmentations: Any, config: ValidationConfig | SemanticConfig | None = None) -> list[Rejection]:
+def semantic_distinctness(
+    augmentations: Any, config: ValidationConfig | SemanticConfig | None = None
+) -> list[Rejection]:
     """Hallucinated premises of one question whose embeddings are at least ``threshold`` cosine-similar."""
     cfg = config.semantic if isinstance(config, ValidationConfig) else (config or SemanticConfig())
     if not cfg.enabled:
