@@ -57,6 +57,17 @@ def _model(cfg: SemanticConfig):
         return _MODELS[key]
 
 
+def clear_cache() -> None:
+    """Forget the embeddings computed so far (the model stays loaded); benchmarks time cold passes with it."""
+    with _LOCK:
+        _VECTORS.clear()
+
+
+def load_model(cfg: SemanticConfig | None = None):
+    """The sentence-transformers model (loaded once per process)."""
+    return _model(cfg or SemanticConfig())
+
+
 def embed(texts: list[str], cfg: SemanticConfig | None = None) -> np.ndarray:
     """Unit-length embeddings of ``texts`` (rows in order); each distinct text is embedded once per process."""
     cfg = cfg or SemanticConfig()
