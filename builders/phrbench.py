@@ -33,11 +33,12 @@ from phr.core.errors import UsageError
 from phr.core.fs import atomic_dir, write_json
 from phr.core.report import Rejection
 from phr.llm import LLM
+from phr.validation.config import ValidationConfig
 from phr.validation.expectations import write_suite
 from phr.validation.judge import judge_augmentations
 from phr.validation.review import apply_revisions, decision_on, load_decisions, review_status
 from phr.validation.schemas import to_frame, validate_frame
-from phr.validation.semantic import run_all_checks
+from phr.validation.semantic import run_all_checks, semantic_distinctness
 
 CURATED = "curated"
 DEFAULT_GENERATOR = "openai:gpt-4o"  # the paper's generator
@@ -319,7 +320,7 @@ def build(
         judge_llm,
         templates=Templates.load(templates_dir),
         prompts=Prompts.load(prompts_dir),
-        extra_check=lambda augs: _review_rejections(out, augs),
+        extra_check=_after_rules(out),
     )
     if progress and result.summary is not None:
         result.summary.print()
@@ -433,6 +434,27 @@ def _review_rejections(out, augs) -> list:
         for a in augs
         if (d := decision_on(decisions.get(a.id), a.statement)) and d["decision"] == "reject"
     ]
+
+
+def _after_rules(out):
+    """The generation rounds' check after the rule checks: manual review rejections, then semantic
+    distinctness against the premises of the same question that passed before (so a build and `validate`
+    agree; a premise the judge later rejects still counts as seen, which can only make the check stricter)."""
+    seen: dict[str, list[Augmentation]] = {}
+
+    def check(candidates: list[Augmentation]) -> list[Rejection]:
+        out_rej = _review_rejections(out, candidates)
+        gone = {r.row_id for r in out_rej}
+        fresh = [a for a in candidates if a.id not in gone]
+        pool = [a for q in {a.question_id for a in fresh} for a in seen.get(q, []) if a.id not in {c.id for c in fresh}]
+        flagged = {r.row_id: r for r in semantic_distinctness([*pool, *fresh], ValidationConfig())}
+        out_rej += [flagged[a.id] for a in fresh if a.id in flagged]
+        for a in fresh:
+            if a.id not in flagged:
+                seen.setdefault(a.question_id, []).append(a)
+        return out_rej
+
+    return check
 
 
 def _revise(out, augs: list[Augmentation]) -> list[Augmentation]:

@@ -62,7 +62,7 @@ def responder(model, messages, k):
     if "Mutation type:" not in prompt:
         return json.dumps({"statement": statement, "truth_verification": "It follows from the toy rules."})
     if k == 1 and int(key, 16) % 5 == 0 and "re-ask" not in last:
-        statement = f"The toy system gives {answer} here."
+        statement = f"The toy system says the answer is {answer}."
     return "Here you go: " + json.dumps(
         {"mutation_strategy": "swap", "mutation_logic": "It swaps one relation.", "statement": statement}
     )

@@ -833,8 +833,13 @@ def _leakage(ctx: _Context, cfg: LeakageConfig) -> list[Rejection]:
                     rest = rest.replace(c, " ")
                 if g not in rest:
                     continue
-            if ctx.is_h[i] and cfg.gold_text_in_hallucinated == "answer_phrase" and not _names_as_answer(rest, g):
-                continue  # a (false) claim about the gold option, not the answer given away
+            if (
+                ctx.is_h[i]
+                and gold.is_mc[p]
+                and cfg.gold_text_in_hallucinated == "answer_phrase"
+                and not _names_as_answer(rest, g)
+            ):
+                continue  # a (false) claim about a gold option the question shows anyway, not the answer given away
             found.append(
                 (i, f"{ctx.kind(i) or 'the'} premise reveals the gold answer text {_short(gold.gold_raw[p], 50)!r}")
             )

@@ -95,7 +95,7 @@ def semantic_distinctness(
 ) -> list[Rejection]:
     """Hallucinated premises of one question whose embeddings are at least ``threshold`` cosine-similar."""
     cfg = config.semantic if isinstance(config, ValidationConfig) else (config or SemanticConfig())
-    if not cfg.enabled:
+    if not cfg.enabled and config is not None:
         return []
     A = to_frame(augmentations)
     if not len(A) or "kind" not in A.columns:
