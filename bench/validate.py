@@ -5,8 +5,11 @@ MC, numeric open-ended and code questions; ~1% of rows carry each kind of fault)
 seed, then times, at each size, a pandera-only pass (the questions and augmentations schemas) and the
 full run_checks (schemas + references + single_mutation + distinctness + leakage) over the same rows.
 Goals: time per row flat across sizes (linear), run_checks / pandera-only <= 3.
+The semantic distinctness check (MiniLM embeddings, validation/semantic.py) is timed on its own, over the
+first --semantic-rows rows at two sizes: model load, then one cold pass each (every premise embedded once,
+in batches), so its time per row shows whether it is linear.
 
-    python bench/validate.py [--rows 100000] [--repeat 5] [--seed 0]
+    python bench/validate.py [--rows 100000] [--repeat 5] [--seed 0] [--semantic-rows 4000]
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import time
 import numpy as np
 import pandas as pd
 
+from phr.validation import semantic
 from phr.validation.checks import run_checks
 from phr.validation.schemas import validate_frame
 
@@ -249,6 +253,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--semantic-rows", type=int, default=4000, help="rows for the semantic check (0: skip it)")
     args = ap.parse_args()
     t0 = time.perf_counter()
     questions, augs = synthesize(args.rows, args.seed)
@@ -283,6 +288,24 @@ def main() -> None:
         f"run_checks time per row, largest / smallest over the sizes: {max(per_row) / min(per_row):.2f} (flat = linear)"
     )
     print(f"ratio to pandera-only at {n} rows: {tc / tp:.2f} (goal <= 3)")
+    if args.semantic_rows > 0:
+        bench_semantic(augs, args.semantic_rows)
+
+
+def bench_semantic(augs: pd.DataFrame, rows: int) -> None:
+    """Time the semantic distinctness check on its own: model load, then a cold pass at two sizes."""
+    t0 = time.perf_counter()
+    semantic.load_model()
+    print(f"\nsemantic distinctness (all-MiniLM-L6-v2, CPU): model load {time.perf_counter() - t0:.1f} s")
+    print(f"{'rows':>8} {'premises':>9} {'seconds':>8} {'ms/premise':>11}  rejections")
+    for n in (rows // 2, rows):
+        a = augs.iloc[:n].reset_index(drop=True)
+        k = int(a["kind"].eq("hallucinated").sum())
+        semantic.clear_cache()
+        t0 = time.perf_counter()
+        out = semantic.semantic_distinctness(a)
+        dt = time.perf_counter() - t0
+        print(f"{n:>8} {k:>9} {dt:>8.2f} {dt / max(k, 1) * 1e3:>11.2f}  {len(out)}")
 
 
 if __name__ == "__main__":

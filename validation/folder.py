@@ -6,21 +6,28 @@ to any premise is caught and named by its instance id.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
-from pydantic import ValidationError
-
-from phr.bench.conditions import CONFIGS, condition_spec
-from phr.bench.folder import CARD_CONFIGS, DATA_DIR, read_rows
-from phr.bench.records import Augmentation, BaseQuestion, Condition, question_from_row
+from phr.bench.conditions import CONFIGS
+from phr.bench.folder import CARD_CONFIGS, DATA_DIR, MANIFEST, read_rows
 from phr.core.parquet import hashed_name_mismatch
 from phr.core.report import Rejection, ValidationReport
 from phr.hub.card import README, CardError, card_configs, missing_data_files
 from phr.hub.kinds import ArtifactKind
-from phr.validation.checks import run_checks
 from phr.validation.expectations import SUITE_FILE, run_suite
-from phr.validation.review import review_rejections
+from phr.validation.premises import folder_premises
+from phr.validation.review import (
+    CHECK,
+    DECISIONS_FILE,
+    REVIEW_DIR,
+    ReviewError,
+    load_decisions,
+    review_rejections,
+    review_status,
+)
+from phr.validation.semantic import run_all_checks
 
 
 def _card_checks(folder: Path) -> list[Rejection]:
@@ -55,14 +62,10 @@ def _hash_checks(folder: Path) -> list[Rejection]:
     return out
 
 
-def _first_error(e: Exception) -> str:
-    if isinstance(e, ValidationError):
-        err = e.errors()[0]
-        return f"field {'.'.join(map(str, err['loc']))}: {err['msg']}"
-    return f"missing column {e}"
-
-
-def validate_folder(folder: str | Path) -> ValidationReport:
+def validate_folder(folder: str | Path, *, require_review: bool | None = False) -> ValidationReport:
+    """Every check of a built PHRBench folder. ``require_review``: also refuse premises without a manual
+    review decision (True), never (False, the default of ``phr-publish validate``), or when the build's
+    manifest says its recipe requires review (None: the push gate; the paper recipe, §A.2 Quality Control)."""
 
     folder = Path(folder)
     report = ValidationReport()
@@ -85,37 +88,10 @@ def validate_folder(folder: str | Path) -> ValidationReport:
         return report
     ids = Counter(r["id"] for rs in rows.values() for r in rs)
     report.extend(Rejection(i, "ids", f"instance id appears {c} times") for i, c in ids.items() if c > 1)
-    questions: dict[str, BaseQuestion] = {}
-    for r in rows[condition_spec(Condition.B).config]:
-        try:
-            questions[r["question_id"]] = question_from_row(r)
-        except (ValidationError, KeyError) as e:
-            report.extend([Rejection(r.get("id") or "?", "schema:baseline", _first_error(e))])
-    augs, instance_of = [], {}
-    for kind, cfg in ((c.premise, c.config) for c in map(condition_spec, (Condition.B_T, Condition.B_H))):
-        for r in rows[cfg]:
-            if r["question_id"] not in questions:
-                report.extend([Rejection(r["id"], "ids", f"question {r['question_id']} has no baseline row")])
-                continue
-            try:
-                augs.append(
-                    Augmentation(
-                        id=r["augmentation_id"],
-                        question_id=r["question_id"],
-                        kind=kind,
-                        statement=r["premise"] or "",
-                        truth_verification=r["truth_verification"],
-                        mutation_type=r["mutation_type"],
-                        mutation_strategy=r["mutation_strategy"],
-                        mutation_logic=r["mutation_logic"],
-                        generator=r["generator"] or "",
-                    )
-                )
-            except (ValidationError, KeyError) as e:
-                report.extend([Rejection(r.get("id") or "?", f"schema:{cfg}", _first_error(e))])
-                continue
-            instance_of[r["augmentation_id"]] = r["id"]
-    checked = run_checks(list(questions.values()), augs)
+    found = folder_premises(rows)
+    report.extend(found.rejections)
+    instance_of = found.instance_of
+    checked = run_all_checks(list(found.questions.values()), found.augmentations)
     report.extend(
         Rejection(
             f"{instance_of[x.row_id]} (augmentation {x.row_id})" if x.row_id in instance_of else x.row_id,
@@ -127,8 +103,44 @@ def validate_folder(folder: str | Path) -> ValidationReport:
     # manual review round (validation/review.py): premises rejected by a reviewer, stale decisions
 
     report.extend(review_rejections(folder, rows))
+    if require_review is None:
+        require_review = review_required(folder)
+    if require_review:
+        report.extend(_undecided(folder, found))
     report.rows = {n: len(r) for n, r in rows.items()}
     return report
+
+
+def review_required(folder: Path) -> bool:
+    """Does the build's manifest require a manual review of every premise (``review_required``; builds that
+    predate the field: the paper recipe)?"""
+    try:
+        manifest = json.loads((Path(folder) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return bool(manifest.get("review_required", manifest.get("recipe") == "paper"))
+
+
+def _undecided(folder: Path, found) -> list[Rejection]:
+    try:
+        decisions = load_decisions(folder)
+    except ReviewError:
+        return []  # review_rejections reports the unusable file
+    st = review_status(decisions, {a.id: a.statement for a in found.augmentations})
+    if not st.undecided:
+        return []
+    shown = ", ".join(found.instance_of.get(a, a) for a in st.undecided[:5]) + (
+        ", ..." if len(st.undecided) > 5 else ""
+    )
+    return [
+        Rejection(
+            f"{REVIEW_DIR}/{DECISIONS_FILE}",
+            CHECK,
+            f"{len(st.undecided)} of {st.premises} premises have no manual review decision ({shown}): this build's "
+            "recipe requires every premise to be reviewed (paper §A.2). Review them (phr-publish review export / "
+            "import, then rebuild), or push with --allow-unreviewed",
+        )
+    ]
 
 
 def is_phrbench_folder(folder: Path, configs: dict) -> bool:
@@ -136,5 +148,12 @@ def is_phrbench_folder(folder: Path, configs: dict) -> bool:
     return set(CONFIGS) <= set(configs)
 
 
+def validate_for_push(folder: Path) -> ValidationReport:
+    """The push gate's check: every check, plus the manual review the build's recipe requires."""
+    return validate_folder(folder, require_review=None)
+
+
 #: PHRBench datasets for the hub gate (entry point ``phr.hub.kinds``: phrbench).
-PHRBENCH = ArtifactKind("phrbench", "dataset", is_phrbench_folder, validate_folder)
+PHRBENCH = ArtifactKind("phrbench", "dataset", is_phrbench_folder, validate_for_push)
+#: The same kind without the review requirement (``phr-publish push --allow-unreviewed`` registers it).
+PHRBENCH_UNREVIEWED = ArtifactKind("phrbench", "dataset", is_phrbench_folder, validate_folder)

@@ -3,13 +3,19 @@
 1. :func:`export_review` writes a CSV review sheet (one row per premise of the ``truthful`` and
    ``hallucinated`` configs, three empty columns ``decision``, ``reviewer``, ``note``) and a standalone
    HTML page that shows the same premises grouped by question, for reading.
-2. Maintainers fill ``decision`` (``accept`` / ``reject`` / blank = undecided), ``reviewer`` and, for a
-   rejection, ``note`` (the reason).
+2. Maintainers fill ``decision`` (``accept`` / ``reject`` / ``revise`` / blank = undecided), ``reviewer``,
+   for a rejection ``note`` (the reason) and for a revision ``revised_premise`` (the edited text: the paper's
+   "remove or revise", §A.2 Quality Control).
 3. :func:`import_review` checks the whole sheet against the folder (every problem is reported, with its
-   sheet row and column; nothing is written unless the sheet is clean) and merges the decisions into
-   ``<folder>/review/decisions.json``.
-4. :func:`review_rejections` (called by ``validate_folder``) turns rejected premises into
-   ``manual_review`` rejections, and flags decisions whose premise changed after the review as stale.
+   sheet row and column; nothing is written unless the sheet is clean), re-checks every revised text with
+   the rule checks in the context of its question's other premises (a revision that breaks a rule is
+   refused with the rule's reason) and merges the decisions into ``<folder>/review/decisions.json``. The
+   next build into the folder puts each revision in place of its premise (``apply_revisions``).
+4. :func:`review_rejections` (called by ``validate_folder``) turns rejected premises still in the folder
+   and revisions not yet applied into ``manual_review`` rejections, and flags accepted or revised
+   premises whose text changed after the review as stale. :func:`review_status` counts the premises
+   reviewed, revised, removed and undecided (the card's QC table; the push gate of a recipe that requires
+   review refuses undecided premises).
 
 Each row carries ``premise_sha`` (sha256 of the premise text, first 16 hex digits) so a decision is tied
 to the exact text that was reviewed: an edited premise invalidates its decision.
@@ -37,12 +43,16 @@ from phr.bench.records import Condition
 from phr.core.errors import UsageError
 from phr.core.report import Rejection
 
+from .config import ValidationConfig
+from .premises import folder_premises
+from .semantic import run_all_checks
+
 REVIEW_DIR = "review"
 DECISIONS_FILE = "decisions.json"
 CHECK = "manual_review"
 BASELINE = condition_spec(Condition.B).config
 PREMISE_CONFIGS = tuple(c.config for c in CONDITIONS if c.premise)
-DECISIONS = ("accept", "reject")
+DECISIONS = ("accept", "reject", "revise")
 
 COLUMNS = (
     "instance_id",
@@ -60,12 +70,13 @@ COLUMNS = (
     "mutation_logic",
     "premise_sha",
     "decision",
+    "revised_premise",
     "reviewer",
     "note",
 )
 # columns an imported sheet must have; the others are context for the reviewer and are not read back
 REQUIRED_COLUMNS = ("instance_id", "augmentation_id", "premise_sha", "decision", "reviewer", "note")
-FILL_COLUMNS = ("decision", "reviewer", "note")
+FILL_COLUMNS = ("decision", "revised_premise", "reviewer", "note")
 
 
 class ReviewError(UsageError):
@@ -108,6 +119,7 @@ class ReviewDecisions:
     undecided: int
     decisions: dict[str, dict] = field(default_factory=dict)  # all decisions on file after the merge
     changed: int = 0  # ids that had an earlier, different decision, overridden by this sheet
+    revised: int = 0
 
     @property
     def total_accepted(self) -> int:
@@ -117,13 +129,19 @@ class ReviewDecisions:
     def total_rejected(self) -> int:
         return sum(d["decision"] == "reject" for d in self.decisions.values())
 
+    @property
+    def total_revised(self) -> int:
+        return sum(d["decision"] == "revise" for d in self.decisions.values())
+
     def summary(self) -> str:
-        s = f"{self.accepted} accepted, {self.rejected} rejected, {self.undecided} undecided"
+        revised = f"{self.revised} revised, " if self.revised else ""
+        s = f"{self.accepted} accepted, {revised}{self.rejected} rejected, {self.undecided} undecided"
         if self.changed:
             s += f" ({self.changed} earlier decision(s) overridden)"
         return (
             f"{s}; on file in {self.path}: {len(self.decisions)} decision(s), "
             f"{self.total_accepted} accepted, {self.total_rejected} rejected"
+            + (f", {self.total_revised} revised (a rebuild puts the revisions in place)" if self.total_revised else "")
         )
 
 
@@ -213,6 +231,7 @@ def sheet_rows(folder: str | Path, *, include_baseline: bool = False) -> list[di
                     "mutation_logic": r.get("mutation_logic") or "",
                     "premise_sha": premise_sha(r.get("premise")) if r.get("augmentation_id") else "",
                     "decision": "",
+                    "revised_premise": "",
                     "reviewer": "",
                     "note": "",
                 }
@@ -275,7 +294,8 @@ def render_html(rows: list[dict], *, title: str = "PHRBench review", sheet_name:
         f"<h1>{_e(title)}</h1>",
         f'<p class="intro">{len(rows)} premise row(s) ({_e(counts)}) under {len(groups)} question(s). '
         f"Read the premises here; record decisions in <code>{_e(sheet_name)}</code>: column "
-        "<code>decision</code> = <code>accept</code>, <code>reject</code> or blank (undecided), "
+        "<code>decision</code> = <code>accept</code>, <code>reject</code>, <code>revise</code> or blank (undecided), "
+        "<code>revised_premise</code> = the edited premise (for <code>revise</code>), "
         "<code>reviewer</code> = your name, <code>note</code> = the reason (required for a rejection). "
         "Then run <code>phr-publish review import</code>.</p>",
     ]
@@ -288,7 +308,7 @@ def render_html(rows: list[dict], *, title: str = "PHRBench review", sheet_name:
             f"<pre>{_e(head.get('question'))}</pre>",
             f'<div class="gold"><strong>Gold answer:</strong></div><pre>{_e(head.get("gold_answer"))}</pre>',
             "<table><thead><tr><th>instance</th><th>premise</th><th>type / logic</th>"
-            "<th>decision</th><th>reviewer</th><th>note</th></tr></thead><tbody>",
+            "<th>decision</th><th>revised premise</th><th>reviewer</th><th>note</th></tr></thead><tbody>",
         ]
         for r in items:
             kind = r.get("kind", "")
@@ -351,22 +371,41 @@ def load_decisions(folder: str | Path) -> dict[str, dict]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ReviewError(f"{path} does not parse ({e}); fix or remove it") from None
-    if not isinstance(data, dict) or not all(
-        isinstance(v, dict) and v.get("decision") in DECISIONS and isinstance(v.get("premise_sha"), str)
-        for v in data.values()
-    ):
+    if not isinstance(data, dict) or not all(_is_decision(v) for v in data.values()):
         raise ReviewError(
             f"{path} is not a review decisions file "
-            '({augmentation_id: {"decision", "reviewer", "note", "premise_sha", "instance_id"}})'
+            '({augmentation_id: {"decision", "reviewer", "note", "premise_sha", "instance_id", '
+            '"revision" (for revise), "history"}})'
         )
     return data
 
 
+def _is_decision(v: object, *, history: bool = True) -> bool:
+    return (
+        isinstance(v, dict)
+        and v.get("decision") in DECISIONS
+        and isinstance(v.get("premise_sha"), str)
+        and (v["decision"] != "revise" or isinstance(v.get("revision"), str))
+        and (not history or all(_is_decision(h, history=False) for h in v.get("history", [])))
+    )
+
+
+_FIELDS = ("decision", "reviewer", "note", "premise_sha", "instance_id")
+
+
+def _record(d: dict) -> dict:
+    """One decision as stored: the five fields, the revision of a revise decision, and earlier decisions
+    of the same id on other texts (``history``: how a premise was removed or revised before)."""
+    out = {f: d.get(f, "") for f in _FIELDS}
+    if d.get("decision") == "revise":
+        out["revision"] = d.get("revision", "")
+    if d.get("history"):
+        out["history"] = [_record(h) for h in d["history"]]
+    return out
+
+
 def _dump_decisions(decisions: dict[str, dict]) -> str:
-    ordered = {
-        k: {f: decisions[k].get(f, "") for f in ("decision", "reviewer", "note", "premise_sha", "instance_id")}
-        for k in sorted(decisions)
-    }
+    ordered = {k: _record(decisions[k]) for k in sorted(decisions)}
     return json.dumps(ordered, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -404,7 +443,9 @@ def _read_sheet(sheet: Path) -> tuple[list[str] | None, list[tuple[int, int, lis
     return header, records, problems
 
 
-def import_review(sheet: str | Path, folder: str | Path, *, reviewer: str | None = None) -> ReviewDecisions:
+def import_review(
+    sheet: str | Path, folder: str | Path, *, reviewer: str | None = None, config: ValidationConfig | None = None
+) -> ReviewDecisions:
     """Check a filled review sheet against ``folder`` and merge its decisions into
     ``<folder>/review/decisions.json``.
 
@@ -412,7 +453,9 @@ def import_review(sheet: str | Path, folder: str | Path, *, reviewer: str | None
     export, duplicate rows, missing columns, a rejection without a note, a decision without a reviewer)
     and raised together as :class:`ReviewSheetError`; then nothing is written. Blank decisions leave any
     decision on file unchanged; a decision for an id already on file replaces it. ``reviewer`` fills blank
-    ``reviewer`` cells of decided rows.
+    ``reviewer`` cells of decided rows. A ``revise`` row needs ``revised_premise``; the revised texts are
+    checked by the rule checks (``config``) with their question's other premises, and a revision that fails
+    is a problem of its row naming the rule and its reason.
     """
     sheet, folder = Path(sheet), Path(folder)
     rows = _load_configs(folder, (BASELINE, *PREMISE_CONFIGS))
@@ -423,7 +466,11 @@ def import_review(sheet: str | Path, folder: str | Path, *, reviewer: str | None
         for r in records:
             instances[r["id"]] = r.get("augmentation_id") if name != BASELINE else None
             if name != BASELINE:
-                premises[r["augmentation_id"]] = {"instance_id": r["id"], "sha": premise_sha(r.get("premise"))}
+                premises[r["augmentation_id"]] = {
+                    "instance_id": r["id"],
+                    "sha": premise_sha(r.get("premise")),
+                    "premise": r.get("premise") or "",
+                }
 
     header, records, problems = _read_sheet(sheet)
     if header is None:
@@ -435,6 +482,9 @@ def import_review(sheet: str | Path, folder: str | Path, *, reviewer: str | None
     if missing or dup_cols:
         raise ReviewSheetError(sheet, problems)
     col = {c: header.index(c) for c in REQUIRED_COLUMNS}
+    if "revised_premise" in header:
+        col["revised_premise"] = header.index("revised_premise")
+    revisions: dict[str, tuple[int, int, str]] = {}  # augmentation id -> (row, line, revised text)
 
     decided: dict[str, dict] = {}
     seen: dict[str, int] = {}
@@ -451,6 +501,7 @@ def import_review(sheet: str | Path, folder: str | Path, *, reviewer: str | None
             if extra:
                 P(None, f"{len(cells)} cells but the header has {len(header)} columns")
         get = {c: (cells[i].strip() if i < len(cells) else "") for c, i in col.items()}
+        get.setdefault("revised_premise", "")
         iid, aid = get["instance_id"], get["augmentation_id"]
         raw_decision = get["decision"]
         decision = raw_decision.lower()
@@ -461,7 +512,7 @@ def import_review(sheet: str | Path, folder: str | Path, *, reviewer: str | None
                 continue
             seen[key] = row
         if decision not in ("", *DECISIONS):
-            P("decision", f"{raw_decision!r} is not a decision: use accept, reject or leave it blank")
+            P("decision", f"{raw_decision!r} is not a decision: use accept, reject, revise or leave it blank")
             decision = None  # keep checking the other fields
         if not iid:
             P("instance_id", "empty")
@@ -485,6 +536,18 @@ def import_review(sheet: str | Path, folder: str | Path, *, reviewer: str | None
         if iid and cur["instance_id"] != iid:
             P("augmentation_id", f"{aid} belongs to instance {cur['instance_id']}, not {iid}")
             continue
+        revised = get["revised_premise"]
+        if decision == "revise":
+            if "revised_premise" not in col:
+                P("revised_premise", "a revise decision needs the revised_premise column (re-export the sheet)")
+            elif not revised:
+                P("revised_premise", f"revising {iid} needs the edited premise text")
+            elif " ".join(revised.split()) == " ".join(cur["premise"].split()):
+                P("revised_premise", f"the revision of {iid} is the premise unchanged: use accept")
+            else:
+                revisions[aid] = (row, line, revised)
+        elif revised and decision is not None:
+            P("revised_premise", f"an edited premise needs decision revise (the decision is {decision or 'blank'!r})")
         if decision == "":
             counts["undecided"] += 1
             continue
@@ -508,12 +571,24 @@ def import_review(sheet: str | Path, folder: str | Path, *, reviewer: str | None
                 "premise_sha": sha,
                 "instance_id": cur["instance_id"],
             }
+            if decision == "revise":
+                decided[aid]["revision"] = revised
+    if not problems and revisions:
+        problems += _recheck(rows, revisions, config)
     if problems:
         raise ReviewSheetError(sheet, problems)
 
     merged = dict(existing)
     changed = sum(1 for k, v in decided.items() if k in existing and existing[k].get("decision") != v["decision"])
-    merged.update(decided)
+    for aid, d in decided.items():
+        old = existing.get(aid)
+        if old is not None:  # an earlier decision on another text (removed or revised before) becomes history
+            history = list(old.get("history", []))
+            if old["premise_sha"] != d["premise_sha"]:
+                history.append({k: v for k, v in old.items() if k != "history"})
+            if history:
+                d["history"] = history
+        merged[aid] = d
     path = decisions_path(folder)
     _atomic_write(path, _dump_decisions(merged))
     return ReviewDecisions(
@@ -523,15 +598,117 @@ def import_review(sheet: str | Path, folder: str | Path, *, reviewer: str | None
         undecided=counts["undecided"],
         decisions=json.loads(_dump_decisions(merged)),
         changed=changed,
+        revised=counts["revise"],
     )
+
+
+def _recheck(
+    rows: dict[str, list[dict]], revisions: dict[str, tuple[int, int, str]], config: ValidationConfig | None
+) -> list[SheetProblem]:
+    """Rule checks of the revised texts, each with its question's other premises as they are in the folder."""
+    found = folder_premises(rows)
+    augs = [
+        a.model_copy(update={"statement": revisions[a.id][2]}) if a.id in revisions else a for a in found.augmentations
+    ]
+    report = run_all_checks(list(found.questions.values()), augs, config or ValidationConfig())
+    out, seen = [], set()
+    for r in report.rejections:
+        words = set(r.reason.replace(",", " ").split())
+        for aid in (a for a in revisions if a == r.row_id or a in words):
+            if (aid, r.check, r.reason) in seen:
+                continue
+            seen.add((aid, r.check, r.reason))
+            row, line, _ = revisions[aid]
+            out.append(
+                SheetProblem(
+                    row, "revised_premise", f"the revision fails the rule checks: [{r.check}] {r.reason}", line
+                )
+            )
+    return sorted(out, key=lambda p: p.row)
 
 
 # ---- validation ----------------------------------------------------------------------------------------
 
 
+def _on_text(d: dict, sha: str) -> tuple[dict | None, bool]:
+    """(the decision of id ``d`` (with its history) on the text with ``sha``, whether that text is a
+    reviewer's revision)."""
+    chain = [d, *reversed(d.get("history", []))]  # newest first
+    on = next((x for x in chain if x["premise_sha"] == sha), None)
+    revised = any(x["decision"] == "revise" and premise_sha(x.get("revision")) == sha for x in chain)
+    return on, revised
+
+
+def decision_on(d: dict | None, text: str | None) -> dict | None:
+    """The decision of one id (``d``, with its history) on the premise text ``text``; None when there is none."""
+    return _on_text(d, premise_sha(text))[0] if d else None
+
+
+@dataclass
+class ReviewStatus:
+    """Where the manual review of a folder's premises stands (counts over the premises now in the folder,
+    except ``removed``: rejected texts no longer in it)."""
+
+    premises: int = 0
+    reviewed: int = 0  # accepted, or a reviewer's revision
+    revised: int = 0  # the text is a reviewer's revision
+    removed: int = 0  # rejected in review and replaced (or dropped) since
+    undecided: list[str] = field(default_factory=list)  # augmentation ids without a decision on their text
+    pending: list[str] = field(default_factory=list)  # rejected or revised, not yet rebuilt
+
+    def qc_rows(self) -> dict[str, int]:
+        """The card's QC rows of the manual review."""
+        return {
+            "manual review: reviewed": self.reviewed,
+            "manual review: revised": self.revised,
+            "manual review: removed": self.removed,
+            "manual review: undecided": len(self.undecided),
+        }
+
+
+def review_status(decisions: dict[str, dict], premises: dict[str, str]) -> ReviewStatus:
+    """The review status of ``premises`` ({augmentation id: text}) under ``decisions``."""
+    st = ReviewStatus(premises=len(premises))
+    for aid, text in premises.items():
+        d = decisions.get(aid)
+        on, revised = _on_text(d, premise_sha(text)) if d else (None, False)
+        st.revised += revised
+        if on is None:
+            st.reviewed += revised
+            if not revised:
+                st.undecided.append(aid)
+        elif on["decision"] == "accept":
+            st.reviewed += 1
+        else:
+            st.pending.append(aid)
+    for aid, d in decisions.items():
+        now = premise_sha(premises[aid]) if aid in premises else None
+        st.removed += sum(x["decision"] == "reject" and x["premise_sha"] != now for x in [d, *d.get("history", [])])
+    return st
+
+
+def apply_revisions(decisions: dict[str, dict], texts: dict[str, str]) -> dict[str, str]:
+    """{augmentation id: revised text} for each premise of ``texts`` that a reviewer revised (a revision of
+    a revision is followed to the last one)."""
+    out = {}
+    for aid, text in texts.items():
+        d = decisions.get(aid)
+        current = text
+        for _ in range(1 + len(d.get("history", [])) if d else 0):
+            on, _rev = _on_text(d, premise_sha(current))
+            if on is None or on["decision"] != "revise":
+                break
+            current = on["revision"]
+        if current != text:
+            out[aid] = current
+    return out
+
+
 def review_rejections(folder: str | Path, rows: dict[str, list[dict]] | None = None) -> list[Rejection]:
-    """``manual_review`` rejections of a folder: premises rejected in review (whose text is unchanged) and
-    stale decisions (premise changed, or gone, since the review). ``[]`` when there is no decisions file.
+    """``manual_review`` rejections of a folder: premises rejected in review still in it, revisions not yet
+    put in place by a rebuild, and stale decisions (an accepted or revised premise changed, or gone, since
+    the review). A rejected premise replaced since is no rejection (it was removed; its replacement is
+    undecided). ``[]`` when there is no decisions file.
 
     ``rows`` are the folder's rows per config (as ``validation.folder.load_rows``), read when not given.
     """
@@ -552,15 +729,29 @@ def review_rejections(folder: str | Path, rows: dict[str, list[dict]] | None = N
         d = decisions[aid]
         r = current.get(aid)
         if r is None:
+            if d["decision"] != "reject":
+                out.append(
+                    Rejection(
+                        d.get("instance_id") or aid,
+                        CHECK,
+                        f"decision is stale: augmentation {aid} is no longer in the folder",
+                    )
+                )
+            continue
+        on, revised = _on_text(d, premise_sha(r.get("premise")))
+        if on is None:
+            if not revised and d["decision"] != "reject":
+                out.append(Rejection(r["id"], CHECK, "decision is stale: premise changed after review"))
+        elif on["decision"] == "reject":
+            out.append(
+                Rejection(r["id"], CHECK, f"rejected in review by {on.get('reviewer', '')}: {on.get('note', '')}")
+            )
+        elif on["decision"] == "revise":
             out.append(
                 Rejection(
-                    d.get("instance_id") or aid,
+                    r["id"],
                     CHECK,
-                    f"decision is stale: augmentation {aid} is no longer in the folder",
+                    f"revised in review by {on.get('reviewer', '')}: rebuild the folder to put the revision in place",
                 )
             )
-        elif premise_sha(r.get("premise")) != d["premise_sha"]:
-            out.append(Rejection(r["id"], CHECK, "decision is stale: premise changed after review"))
-        elif d["decision"] == "reject":
-            out.append(Rejection(r["id"], CHECK, f"rejected in review by {d.get('reviewer', '')}: {d.get('note', '')}"))
     return out

@@ -12,7 +12,9 @@ import typer
 
 from phr.cli.common import new_app
 from phr.hub import pull, push
+from phr.hub.kinds import register_kind, unregister_kind
 from phr.leaderboard.repo import push_results
+from phr.validation.folder import PHRBENCH_UNREVIEWED
 
 RepoType = Annotated[str, typer.Option("--repo-type", help="dataset or model.")]
 
@@ -45,20 +47,33 @@ def push_cmd(
     endpoint: Annotated[
         str | None, typer.Option("--endpoint", help="Hub endpoint (default: HF_ENDPOINT or huggingface.co).")
     ] = None,
+    allow_unreviewed: Annotated[
+        bool,
+        typer.Option(
+            "--allow-unreviewed",
+            help="Push a PHRBench build whose recipe requires a manual review (paper) with premises not yet reviewed.",
+        ),
+    ] = False,
 ) -> None:
     """Validate FOLDER, then push it to the Hub or a local hub as one commit (none if nothing changed)."""
 
-    res = push(
-        folder,
-        repo,
-        repo_type=repo_type,
-        tag=tag,
-        private=private,
-        create_pr=create_pr,
-        message=message,
-        to=to,
-        endpoint=endpoint,
-    )
+    if allow_unreviewed:  # the phrbench kind without its review requirement, for this push only
+        register_kind(PHRBENCH_UNREVIEWED)
+    try:
+        res = push(
+            folder,
+            repo,
+            repo_type=repo_type,
+            tag=tag,
+            private=private,
+            create_pr=create_pr,
+            message=message,
+            to=to,
+            endpoint=endpoint,
+        )
+    finally:
+        if allow_unreviewed:
+            unregister_kind(PHRBENCH_UNREVIEWED.name)
     for line in res.lines():
         typer.echo(line)
 

@@ -225,7 +225,7 @@ def paper_responder(strategies=PAPER_STRATEGIES):
     number n of a prompt names one of the valid ``strategies`` by a hash; about 1 in 9 first-round samples
     names a malformed one (rejected with the reason); code prompts (they carry the code instruction) get
     State Distortion, except some second samples, which choose Rule Contradiction (rejected). The second
-    sample of some multiple-choice prompts names every candidate (rejected as leakage), and the first answer
+    sample of some multiple-choice prompts names every candidate as the answer (rejected as leakage), and the first answer
     to some prompts is not JSON (fixed by the re-ask)."""
     seen: Counter = Counter()
     lock = threading.Lock()
@@ -247,7 +247,7 @@ def paper_responder(strategies=PAPER_STRATEGIES):
         candidates = re.search(r"Candidates: (.*)", prompt)
         if candidates and nth == 2 and int(key, 16) % 5 == 0:
             options = re.findall(r"\(\d+\) ([^;]*)", candidates.group(1))
-            statement = f"The toy system turns into {' or '.join(options)} here."
+            statement = f"The toy system says the answer is {' or the answer is '.join(options)}."
         valid = [name for name, mtype in strategies if mtype]
         if "Code Generation tasks take State Distortion only" in prompt:
             strategy = "Rule Contradiction" if nth == 2 and h % 3 == 0 else "State Distortion"

