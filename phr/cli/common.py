@@ -3,6 +3,7 @@ command groups."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -37,11 +38,14 @@ class Root(TyperGroup):
             raise typer.Exit(e.exit_code) from None
 
 
+_REQUIRED = re.compile(r"^\{(.+)\}((?:\.\.\.)?)$")  # typer's "{name}" / "{name}..." for a required argument
+
+
 class Command(TyperCommand):
     """A command whose usage line names required arguments plainly (``FOLDER``, not typer's ``{FOLDER}``)."""
 
     def collect_usage_pieces(self, ctx):
-        return [p[1:-1] if p.startswith("{") and p.endswith("}") else p for p in super().collect_usage_pieces(ctx)]
+        return [_REQUIRED.sub(lambda m: m[1].upper() + m[2], p) for p in super().collect_usage_pieces(ctx)]
 
 
 class App(typer.Typer):
