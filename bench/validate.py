@@ -3,8 +3,9 @@
 Generates 100k augmentation rows (1 truthful + 4 hallucinated premises per question, so 20k questions;
 MC, numeric open-ended and code questions; ~1% of rows carry each kind of fault) deterministically from a
 seed, then times, at each size, a pandera-only pass (the questions and augmentations schemas) and the
-full run_checks (schemas + references + single_mutation + distinctness + leakage) over the same rows.
-Goals: time per row flat across sizes (linear), run_checks / pandera-only <= 3.
+full run_checks (schemas + references + single_mutation + distinctness + leakage) over the same rows, on one
+thread and on default_workers() threads (the rule checks of different blocks run in parallel; the report is
+the same). Goals: time per row flat across sizes (linear), run_checks / pandera-only <= 3.
 The semantic distinctness check (MiniLM embeddings, validation/semantic.py) is timed on its own, over the
 first --semantic-rows rows at two sizes: model load, then one cold pass each (every premise embedded once,
 in batches), so its time per row shows whether it is linear.
@@ -21,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from phr.validation import semantic
-from phr.validation.checks import run_checks
+from phr.validation.checks import default_workers, run_checks
 from phr.validation.schemas import validate_frame
 
 SYLLABLES = "ba be bi bo bu ca ce ci co cu da de di do du fa fe fi fo fu ga ge gi go gu la le li lo lu ma me mi mo mu na ne ni no nu pa pe pi po pu ra re ri ro ru sa se si so su ta te ti to tu va ve vi vo vu xa xe xi zo zu".split()
@@ -260,34 +261,42 @@ def main() -> None:
     print(f"generated {len(augs)} augmentation rows / {len(questions)} questions in {time.perf_counter() - t0:.1f} s")
     sizes = [s for s in (args.rows // 4, args.rows // 2, args.rows) if s > 0]
     print(f"best of {args.repeat}, interleaved; run_checks includes the same pandera schemas")
-    print(
-        f"{'rows':>8} {'pandera s':>10} {'run_checks s':>13} {'pandera us/row':>15} {'run_checks us/row':>18} {'ratio':>6}  rejections"
-    )
     results = []
+    workers = default_workers()
+    print(
+        f"{'rows':>8} {'pandera s':>10} {'run_checks 1 thread s':>22} {'ratio':>6} {f'run_checks {workers} threads s':>24} {'ratio':>6}"
+        f" {'us/row (1 thread)':>18}  rejections"
+    )
     for n in sizes:
         a = augs.iloc[:n].reset_index(drop=True)
         q = questions[questions["id"].isin(set(a["question_id"]))].reset_index(drop=True)
-        (tp, _), (tc, report) = _interleaved(
-            [lambda: validate_frame(q, "questions") + validate_frame(a, "augmentations"), lambda: run_checks(q, a)],  # noqa: B023
+        (tp, _), (t1, report), (tw, report_w) = _interleaved(
+            [
+                lambda: validate_frame(q, "questions") + validate_frame(a, "augmentations"),  # noqa: B023
+                lambda: run_checks(q, a, workers=1),  # noqa: B023
+                lambda: run_checks(q, a, workers=workers),  # noqa: B023
+            ],
             args.repeat,
         )
-        results.append((n, tp, tc))
+        assert report_w.rejections == report.rejections, "the report depends on the number of threads"
+        results.append((n, tp, t1, tw))
         print(
-            f"{n:>8} {tp:>10.3f} {tc:>13.3f} {tp / n * 1e6:>15.2f} {tc / n * 1e6:>18.2f} {tc / tp:>6.2f}  {len(report.rejections)}"
+            f"{n:>8} {tp:>10.3f} {t1:>22.3f} {t1 / tp:>6.2f} {tw:>24.3f} {tw / tp:>6.2f} {t1 / n * 1e6:>18.2f}"
+            f"  {len(report.rejections)}"
         )
-    n, tp, tc = results[-1]
+    n, tp, t1, tw = results[-1]
     print(
-        "\nsteps of the last run_checks at",
+        "\nsteps of the last run_checks (1 thread) at",
         n,
         "rows (s):",
         ", ".join(f"{k} {v:.3f}" for k, v in report.seconds.items()),
     )
     print("rejections by check:", report.by_check())
-    per_row = [tc / n for n, _, tc in results]
+    per_row = [t1 / n for n, _, t1, _ in results]
     print(
         f"run_checks time per row, largest / smallest over the sizes: {max(per_row) / min(per_row):.2f} (flat = linear)"
     )
-    print(f"ratio to pandera-only at {n} rows: {tc / tp:.2f} (goal <= 3)")
+    print(f"ratio to pandera-only at {n} rows: {t1 / tp:.2f} on 1 thread, {tw / tp:.2f} on {workers} (goal <= 3)")
     if args.semantic_rows > 0:
         bench_semantic(augs, args.semantic_rows)
 

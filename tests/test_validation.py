@@ -10,6 +10,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from phr.bench.records import Augmentation, BaseQuestion
@@ -28,10 +29,12 @@ from phr.validation.config import ValidationConfig
 from phr.validation.schemas import validate_frame
 from phr.validation.textops import (
     Corpus,
+    group_pair_similarity,
     lsh_candidates,
     lsh_params,
     normalize,
     oph_signatures,
+    oph_similarity,
 )
 
 # ---- builders -------------------------------------------------------------------------------------------
@@ -367,6 +370,57 @@ def test_lsh_finds_pairs_at_threshold_linear_buckets():
     high = {(2 * g, 2 * g + 1) for g in range(400, 800)}
     assert high <= pairs
     assert all(a // 2 == b // 2 for a, b in pairs)  # only pairs within a group
+
+
+def test_group_pairs_score_every_pair_in_a_group():
+    # groups of 1..5 rows in shuffled order: every in-group pair once, (i < j) sorted, with the estimate
+    # oph_similarity gives; pairs LSH banding finds are among them; a group above max_group -> None
+    rng = np.random.default_rng(1)
+    groups = rng.permutation(np.repeat(np.arange(5), np.arange(1, 6)))
+    sig = oph_signatures(rng.integers(0, 2**63, 300, dtype=np.uint64), rng.integers(0, 15, 300), 15, 32)
+    sig[groups == 4] = sig[np.flatnonzero(groups == 4)[0]]  # group 4: five identical rows
+    pairs, est = group_pair_similarity(sig, groups)
+    expected = [(i, j) for i in range(15) for j in range(i + 1, 15) if groups[i] == groups[j]]
+    assert pairs.tolist() == [list(p) for p in expected]  # 0 + 1 + 3 + 6 + 10 = 20 pairs
+    assert len(expected) == 20
+    assert np.allclose(est, oph_similarity(sig, pairs[:, 0], pairs[:, 1]))
+    assert (est[groups[pairs[:, 0]] == 4] == 1.0).all()
+    lsh = {tuple(p) for p in lsh_candidates(sig, groups, *lsh_params(0.8, 32)).tolist()}
+    assert lsh <= set(expected)
+    assert group_pair_similarity(sig, groups, max_group=4) is None
+
+
+def test_report_is_the_same_on_any_number_of_threads():
+    qs = [mc(f"sciq-train-{i}", options=["copper", "iron", "zinc", "cobalt"]) for i in range(40)]
+    rows = []
+    for i in range(40):
+        rows.append(aug(f"q{i}-h0", BASE, qid=f"sciq-train-{i}"))
+        rows.append(aug(f"q{i}-h1", BASE.replace("the body", "the whole body"), qid=f"sciq-train-{i}"))
+        rows.append(
+            aug(f"q{i}-h2", f"Species {i} stores iron in the liver, so the answer is (B).", qid=f"sciq-train-{i}")
+        )
+    q, a = frames(qs, rows)
+    one = run_checks(q, a, block_rows=9, workers=1)
+    three = run_checks(q, a, block_rows=9, workers=3)
+    assert one.rejections == three.rejections
+    assert one.by_check() == {"distinctness": 40, "leakage": 40}
+
+
+def test_code_premise_quoting_solution_tokens_needs_code_punctuation_or_a_call():
+    # the token-run rule applies to code-looking premises only: "f(x" or "=", not prose naming the tokens
+    from phr.validation.checks import _CODE_LIKE
+    from phr.validation.textops import regex_mask
+
+    texts = [
+        "return total + x",
+        "calls helper(x) first",
+        "uses x = 3",
+        "a list [1, 2]",
+        "the (first) item",
+        "é(",
+        "x (",
+    ]
+    assert regex_mask(pa.array(texts), _CODE_LIKE).tolist() == [False, True, True, True, False, True, False]
 
 
 # ---- leakage: must reject --------------------------------------------------------------------------------------------

@@ -12,10 +12,12 @@ go through MinHash/LSH or a sort instead of all pairs. docs/validation.md descri
 from __future__ import annotations
 
 import math
+import os
 import re
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import cached_property, lru_cache
 from typing import Any
 
@@ -28,7 +30,7 @@ from phr.core.report import Rejection, ValidationReport
 from . import textops as T
 from .config import DistinctnessConfig, LeakageConfig, SingleMutationConfig, ValidationConfig
 from .schemas import to_frame, validate_frame
-from .textops import Corpus, lsh_candidates, lsh_params, row_starts
+from .textops import Corpus, group_pair_similarity, lsh_candidates, lsh_params, row_starts
 
 __all__ = [
     "single_mutation",
@@ -286,19 +288,7 @@ _LABEL_WORDS = (
 
 _HAS_DIGIT = re.compile(r"\d")
 _CODE_TOKEN = re.compile(r"[A-Za-z_]\w*|\d+(?:\.\d+)?|[^\s\w]")
-_CODE_PUNCT = re.compile(r"[=\[\]{}_`<>%:]")
-
-
-def _looks_like_code(text: str) -> bool:
-    """Code punctuation, or a call: a "(" right after a letter or digit."""
-    if _CODE_PUNCT.search(text):
-        return True
-    i = text.find("(")
-    while i > 0:
-        if text[i - 1].isalnum():
-            return True
-        i = text.find("(", i + 1)
-    return False
+_CODE_LIKE = r"[=\[\]{}_`<>%:]|[\pL\pN]\("  # code punctuation, or a call: "(" right after a letter or digit
 
 
 def _ws(text: str) -> str:
@@ -353,9 +343,12 @@ class _Context:
             self.qpos = np.full(n, -1, np.int64)
         self.has_q = self.qpos >= 0
         # group = the question: its row in Q, else a code of its question_id
-        codes, _ = pd.factorize(qcol, use_na_sentinel=False)
-        offset = len(self.Q) if self.Q is not None else 0
-        self.group = np.where(self.has_q, self.qpos, offset + codes)
+        if self.has_q.all():
+            self.group = self.qpos
+        else:
+            codes, _ = pd.factorize(qcol, use_na_sentinel=False)
+            offset = len(self.Q) if self.Q is not None else 0
+            self.group = np.where(self.has_q, self.qpos, offset + codes)
 
     def _value(self, column: str, i: int) -> Any:
         cache = self.__dict__.setdefault("_col_cache", {})
@@ -517,7 +510,9 @@ def _single_mutation(ctx: _Context, cfg: SingleMutationConfig) -> list[Rejection
     semi = re.compile(r";\s")
     for i in cand.tolist():
         text = texts[i]
-        sents = split_sentences(text, cfg.abbreviations)
+        # each sentence break takes one of these characters: with fewer than max_sentences, no need to split
+        ends = text.count(".") + text.count("!") + text.count("?") + text.count("\u2026")
+        sents = split_sentences(text, cfg.abbreviations) if ends >= cfg.max_sentences else ()
         if len(sents) > cfg.max_sentences:
             shown = " | ".join(repr(_short(x, 40)) for x in sents[:5])
             found.append((i, f"hallucinated premise has {len(sents)} sentences (max {cfg.max_sentences}): {shown}"))
@@ -530,7 +525,7 @@ def _single_mutation(ctx: _Context, cfg: SingleMutationConfig) -> list[Rejection
                     f"hallucinated premise chains {k + 1} statements with '; ' (max {cfg.max_semicolons} separator{plural})",
                 )
             )
-        markers = enumeration_markers(text)
+        markers = enumeration_markers(text) if _LIST_PREFILTER_PY.search(text) else ()
         if len(markers) > cfg.max_list_markers:
             found.append(
                 (
@@ -561,6 +556,8 @@ _LIST_PREFILTER = (
     r"\n|[\x{2022}\x{25e6}\x{2023}\x{25aa}]|(?i:\b(?:first|second|third|fourth|finally|lastly)(?:ly)?\s*,)"
     r"|(?:^|[\s:;,(])\(?(?:\d{1,2}|[a-hA-H]|[ivxIVX]{1,4})[.)]\s|^\s*[-*]\s"
 )
+
+_LIST_PREFILTER_PY = re.compile(re.sub(r"\\x\{([0-9a-f]{4})\}", r"\\u\1", _LIST_PREFILTER))  # the same, for Python re
 
 
 def _phrases(connectives: tuple[str, ...]) -> dict[str, str]:
@@ -622,14 +619,14 @@ def _distinctness(ctx: _Context, cfg: DistinctnessConfig) -> list[Rejection]:
     if len(h_rows) < 2:
         return []
     sig = ctx.raw_signatures(cfg.shingle, cfg.shingle_size, cfg.num_perm)[h_rows]
-    if cfg.bands:
-        bands, r = cfg.bands, cfg.num_perm // cfg.bands
-    else:
-        bands, r = lsh_params(cfg.threshold, cfg.num_perm)
-    pairs = lsh_candidates(sig, ctx.group[h_rows], bands, r)
+    scored = None if cfg.bands else group_pair_similarity(sig, ctx.group[h_rows])  # small groups: every pair
+    if scored is None:
+        bands, r = (cfg.bands, cfg.num_perm // cfg.bands) if cfg.bands else lsh_params(cfg.threshold, cfg.num_perm)
+        pairs = lsh_candidates(sig, ctx.group[h_rows], bands, r)
+        scored = pairs, T.oph_similarity(sig, pairs[:, 0], pairs[:, 1])
+    pairs, est = scored
     if not len(pairs):
         return []
-    est = T.oph_similarity(sig, pairs[:, 0], pairs[:, 1])
     margin = cfg.verify_margin if cfg.verify else 0.0
     pairs, est = pairs[est >= cfg.threshold - margin], est[est >= cfg.threshold - margin]
     sh, rows = ctx.corpus.shingles(cfg.shingle_size, cfg.shingle)
@@ -878,7 +875,11 @@ def _leakage(ctx: _Context, cfg: LeakageConfig) -> list[Rejection]:
 
         # code: reference-solution lines and token runs
         k = cfg.code_ngram_tokens
-        for i in np.flatnonzero(per_row(gold.is_code)).tolist():
+        code_rows = np.flatnonzero(per_row(gold.is_code))
+        codeish = np.zeros(n, bool)  # _looks_like_code of every code row, in one RE2 pass
+        if k > 0 and len(code_rows):
+            codeish[code_rows] = T.regex_mask(corpus.arrow.take(pa.array(code_rows)), _CODE_LIKE)
+        for i in code_rows.tolist():
             p = int(qpos[i])
             if p not in gold._sol:
                 continue
@@ -888,7 +889,7 @@ def _leakage(ctx: _Context, cfg: LeakageConfig) -> list[Rejection]:
             if hit is not None:
                 found.append((i, f"premise quotes the reference solution line {_short(hit, 60)!r}"))
                 continue
-            if k > 0 and _looks_like_code(flat):
+            if codeish[i]:
                 grams = gold.sol_ngrams(p)
                 if not grams:
                     continue
@@ -1061,6 +1062,48 @@ def _blocked(
     return out
 
 
+def _rules(ctx: _Context, cfg: ValidationConfig) -> tuple[dict[str, list[Rejection]], dict[str, float]]:
+    """The rule checks of one block: rejections and seconds per check."""
+    found: dict[str, list[Rejection]] = {}
+    seconds: dict[str, float] = {}
+    for name, fn in (
+        ("reference", (lambda c: references(c, None)) if cfg.schema.check_references else (lambda c: [])),
+        ("single_mutation", lambda c: _single_mutation(c, cfg.single_mutation)),
+        ("distinctness", lambda c: _distinctness(c, cfg.distinctness)),
+        ("leakage", lambda c: _leakage(c, cfg.leakage)),
+    ):
+        t0 = time.perf_counter()
+        found[name] = fn(ctx)
+        seconds[name] = time.perf_counter() - t0
+    return found, seconds
+
+
+def _ordered_map(fn: Callable[[Any], Any], items: Iterator[Any], workers: int) -> Iterator[Any]:
+    """fn over items on `workers` threads, results in order, at most 2 * workers items in flight (the
+    blocks' arrays are large: they are made as the workers need them, not all at once)."""
+    if workers <= 1:
+        yield from map(fn, items)
+        return
+    with ThreadPoolExecutor(workers, thread_name_prefix="phr-validate") as pool:
+        pending: deque[Future] = deque()
+        for item in items:
+            pending.append(pool.submit(fn, item))
+            if len(pending) >= 2 * workers:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+
+def default_workers() -> int:
+    """Threads for the rule checks: the CPUs this process may use, at most 4 (their array work releases the
+    GIL; beyond 4 the Python parts of the rules dominate)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(4, cpus))
+
+
 def run_checks(
     questions: Any,
     augmentations: Any,
@@ -1069,11 +1112,13 @@ def run_checks(
     instances: Any | None = None,
     schemas: bool = True,
     block_rows: int = BLOCK_ROWS,
+    workers: int | None = None,
 ) -> ValidationReport:
     """Schemas (questions, augmentations, and instances when given), references, single_mutation,
-    distinctness and leakage, composed into one report (with the wall time of each step).
+    distinctness and leakage, composed into one report (with the time of each step, summed over blocks).
 
-    The rule checks stream over blocks of about `block_rows` augmentation rows (whole questions)."""
+    The rule checks stream over blocks of about `block_rows` augmentation rows (whole questions), on
+    `workers` threads (None: `default_workers()`); the report is the same for any number of workers."""
     cfg = _config(config)
     report = ValidationReport()
     qdf, adf = to_frame(questions), to_frame(augmentations)
@@ -1094,19 +1139,22 @@ def run_checks(
             report.rows["instances"] = len(idf)
             step("schema", lambda: validate_frame(idf, "instances", cfg.schema))
     found: dict[str, list[Rejection]] = defaultdict(list)
-    t0 = time.perf_counter()
-    for ctx in _blocks(adf, qdf, cfg, block_rows):
-        report.seconds["prepare"] = report.seconds.get("prepare", 0.0) + time.perf_counter() - t0
-        for name, fn in (
-            ("reference", (lambda c: references(c, None)) if cfg.schema.check_references else (lambda c: [])),
-            ("single_mutation", lambda c: _single_mutation(c, cfg.single_mutation)),
-            ("distinctness", lambda c: _distinctness(c, cfg.distinctness)),
-            ("leakage", lambda c: _leakage(c, cfg.leakage)),
-        ):
+
+    def timed_blocks() -> Iterator[_Context]:
+        blocks = _blocks(adf, qdf, cfg, block_rows)
+        while True:
             t0 = time.perf_counter()
-            found[name] += fn(ctx)
-            report.seconds[name] = report.seconds.get(name, 0.0) + time.perf_counter() - t0
-        t0 = time.perf_counter()
+            ctx = next(blocks, None)
+            report.seconds["prepare"] = report.seconds.get("prepare", 0.0) + time.perf_counter() - t0
+            if ctx is None:
+                return
+            yield ctx
+
+    n_workers = default_workers() if workers is None else max(1, int(workers))
+    for block_found, seconds in _ordered_map(lambda c: _rules(c, cfg), timed_blocks(), n_workers):
+        for name, rejections in block_found.items():
+            found[name] += rejections
+            report.seconds[name] = report.seconds.get(name, 0.0) + seconds[name]
     for name in ("reference", "single_mutation", "distinctness", "leakage"):
         report.extend(found[name])
     return report

@@ -36,6 +36,7 @@ for _c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZ":
     _LUT[_c] = _c + 32
 _LUT[0] = 0
 _LUT[128:] = np.arange(128, 256, dtype=np.uint8)
+_TABLE = _LUT.tobytes()  # the same lookup for bytes.translate (C speed, ~3x numpy's gather)
 
 
 _MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
@@ -109,15 +110,14 @@ class Corpus:
     @cached_property
     def _norm_buffer(self) -> tuple[np.ndarray, str]:
         if self._joined.isascii():
-            raw = np.frombuffer(self._joined.encode("ascii"), np.uint8)
+            b = self._joined.encode("ascii")
         else:
             joined = " " + " \x00 ".join(t if t.isascii() else t.lower() for t in self.texts) + " "  # NULs: see _joined
             b = joined.encode("utf-8")
             for src, dst in _PUNCT_BYTES:
                 if src in b:
                     b = b.replace(src, dst)
-            raw = np.frombuffer(b, np.uint8)
-        arr = _LUT[raw]
+        arr = np.frombuffer(b.translate(_TABLE), np.uint8)
         space = arr == 32
         space[1:] &= space[:-1]
         space[0] = False
@@ -317,6 +317,44 @@ def lsh_params(threshold: float, num_perm: int, recall: float = 0.999) -> tuple[
         if 1 - (1 - threshold**r) ** b >= recall:
             best = (b, r)
     return best
+
+
+def group_pair_similarity(
+    sig: np.ndarray, groups: np.ndarray, max_group: int = 16
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Every pair (i < j) of rows of raw one-permutation signatures in the same group, sorted by (i, j),
+    with its Jaccard estimate (as `oph_similarity`); None when some group has more than `max_group` rows
+    (then LSH banding is cheaper than all pairs).
+
+    One question holds a handful of premises, so comparing all of its pairs costs ~ n * group size and
+    finds every near-duplicate (LSH banding finds each with probability `recall`). Rows are compared in
+    group order as shifted slices (row k against row k + d), so no signature is gathered twice."""
+    n = len(groups)
+    if n < 2:
+        return np.zeros((0, 2), np.int64), np.zeros(0)
+    order = np.argsort(groups, kind="stable")
+    g = groups[order]
+    starts = np.flatnonzero(np.concatenate([[True], g[1:] != g[:-1]]))
+    biggest = int(np.diff(np.append(starts, n)).max())
+    if biggest > max_group:
+        return None
+    s = sig[order]
+    full = s != _MAX
+    pairs, est = [], []
+    for d in range(1, biggest):
+        same = np.flatnonzero(g[d:] == g[:-d])
+        a, b = s[:-d][same], s[d:][same]
+        both = ((a == b) & full[:-d][same]).sum(axis=1)
+        either = (full[:-d][same] | full[d:][same]).sum(axis=1)
+        pairs.append(np.stack([order[same], order[same + d]], axis=1))
+        est.append(both / np.maximum(either, 1))
+    if not pairs:
+        return np.zeros((0, 2), np.int64), np.zeros(0)
+    p, e = np.concatenate(pairs), np.concatenate(est)
+    swap = p[:, 0] > p[:, 1]
+    p[swap] = p[swap][:, ::-1]
+    key = np.argsort(p[:, 0] * n + p[:, 1])
+    return p[key], e[key]
 
 
 def lsh_candidates(sig: np.ndarray, groups: np.ndarray, bands: int, rows_per_band: int) -> np.ndarray:
