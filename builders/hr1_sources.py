@@ -1,0 +1,313 @@
+"""Hallucination-R1 source loaders: SimpleQuestions (Wikidata-mapped), PopQA and TruthfulQA -> ``HQuestion``.
+
+Each loader reads the benchmark's released files from ``source_dir`` (a folder or one file) or, with
+``online=True``, the Hub copy named by HUB; rows keep their source id, split and license. Errors name the file
+and row (``MalformedSourceError``); rows a benchmark cannot use (a SimpleQuestions object without an English
+label) are skipped, counted in ``LoadResult.skipped`` and listed by ``collect_rejected``. docs/hr1.md.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from phr.hr1.records import SOURCES, HQuestion, question_id
+
+from .sources import _common as c
+
+LICENSES = {
+    "simplequestions": "CC-BY-3.0",  # questions; answer labels are Wikidata labels (CC0)
+    "popqa": "MIT",
+    "truthfulqa": "Apache-2.0",
+}
+TITLES = {"simplequestions": "SimpleQuestions (Wikidata)", "popqa": "PopQA", "truthfulqa": "TruthfulQA"}
+HUB = {  # (hub id, config, {our split: hub split})
+    "simplequestions": ("s-nlp/sqwd", "answerable", {"train": "train", "valid": "valid", "test": "test"}),
+    "popqa": ("akariasai/PopQA", None, {"test": "test"}),
+    "truthfulqa": ("truthfulqa/truthful_qa", "generation", {"validation": "validation"}),
+}
+SQ_FILES = {
+    "train": "annotated_wd_data_train_answerable.txt",
+    "valid": "annotated_wd_data_valid_answerable.txt",
+    "test": "annotated_wd_data_test_answerable.txt",
+}
+SQ_LABELS = "reverse_vocab_wikidata_en.json"
+POPQA_FILES = {"test": "popQA.tsv"}
+TQA_FILES = {"validation": "TruthfulQA.csv"}
+
+StandIn = Literal["even-train-odd-test"]
+
+
+@dataclass
+class LoadResult:
+    """The questions of one load, and what was skipped ({reason: count}) with examples."""
+
+    source: str
+    questions: list[HQuestion]
+    skipped: Counter = field(default_factory=Counter)
+    examples: list[str] = field(default_factory=list)
+    origin: str = ""
+    stand_in: str | None = None  # the stand-in split rule applied, if any
+
+    def summary(self) -> str:
+        extra = "; ".join(f"{n} {why}" for why, n in self.skipped.items())
+        return f"{TITLES[self.source]}: {len(self.questions)} questions from {self.origin}" + (
+            f" ({extra})" if extra else ""
+        )
+
+
+def _q(source: str, split: str, row_id: str, question: str, answers: Sequence[str], **meta: object) -> HQuestion:
+    return HQuestion(
+        id=question_id(source, split, row_id),
+        source=source,
+        split=split,
+        source_row_id=row_id,
+        question=" ".join(str(question).split()),
+        answers=tuple(dict.fromkeys(a.strip() for a in answers if a and a.strip())),
+        license=LICENSES[source],
+        meta={k: str(v) for k, v in meta.items() if v is not None and str(v) != ""},
+    )
+
+
+def _answers_or_problem(answers: list[str], what: str) -> list[str]:
+    if not any(a.strip() for a in answers):
+        raise c.RowProblem(f"no {what}")
+    return answers
+
+
+# ---- SimpleQuestions ------------------------------------------------------------------------------------
+
+
+def _sq_labels(folder: Path) -> dict[str, list[str]]:
+    path = folder / SQ_LABELS
+    if not path.is_file():
+        raise c.SourceNotFoundError(
+            f"{path} not found: SimpleQuestions (Wikidata) has ids only; its answer text comes from the English "
+            f"label file {SQ_LABELS} ({{label: QID}}) next to the question files"
+        )
+    try:
+        data = json.loads(c.read_text(path))
+    except json.JSONDecodeError as e:
+        raise c.MalformedSourceError(f"{path}: not JSON ({e.msg} at line {e.lineno})") from None
+    if not isinstance(data, dict):
+        raise c.MalformedSourceError(f"{path}: expected one JSON object {{label: QID}}")
+    out: dict[str, list[str]] = {}
+    for label, qid in data.items():
+        out.setdefault(str(qid), []).append(str(label))
+    return out
+
+
+def _sq_row(row: list[str] | dict, split: str, i: int, labels: dict[str, list[str]] | None) -> HQuestion:
+    if isinstance(row, dict):  # Hub rows
+        subj, prop, obj, question = (c.text(row, k) for k in ("subject", "property", "object", "question"))
+        answers = [str(row.get("object_label") or "")]
+    else:
+        if len(row) != 4:
+            raise c.RowProblem(f"{len(row)} fields; expected 4 (subject, property, object, question)")
+        subj, prop, obj, question = (x.strip() for x in row)
+        answers = (labels or {}).get(obj, [])
+    if not question:
+        raise c.RowProblem("empty question")
+    if not any(a.strip() for a in answers):
+        raise c.RowRejected(f"object {obj} has no English label")
+    return _q("simplequestions", split, str(i), question, answers, subject=subj, property=prop, object=obj)
+
+
+def load_simplequestions(
+    source_dir: str | Path | None = None, *, online: bool = False, splits: str | Sequence[str] | None = None
+) -> LoadResult:
+    """SimpleQuestions (Wikidata-mapped, Diefenbach et al. 2017): TSV ``subject, property, object, question``
+    without header; the answer is the object's English label from ``reverse_vocab_wikidata_en.json``.
+    Rows whose object has no label are skipped and counted. Row ids: ``<0-based line index>``."""
+    wanted = c.wanted_list(splits)
+    out: list[HQuestion] = []
+    ids = c.RowIndex(TITLES["simplequestions"])
+    with c.collect_rejected() as rejected:
+        if source_dir is not None:
+            files = c.source_files(
+                source_dir, SQ_FILES, wanted, key="simplequestions", on_missing=_missing("simplequestions")
+            )
+            labels = _sq_labels(files[0][1].parent)
+            for split, path in files:
+                out += c.parse_rows(
+                    str(path),
+                    c.csv_rows(path, delimiter="\t", header=False),
+                    lambda row, i, s=split: _sq_row(row, s, i, labels),
+                    ids,
+                )
+            origin = str(Path(source_dir))
+        elif online:
+            hub_id, config, split_map = HUB["simplequestions"]
+            for split in wanted or list(split_map):
+                data = c.hub_load(hub_id, TITLES["simplequestions"], config, split_map[split])
+                out += c.parse_rows(
+                    f"hf://datasets/{hub_id}", c.hub_rows(data), lambda r, i, s=split: _sq_row(r, s, i, None), ids
+                )
+            origin = f"hf://datasets/{hub_id}"
+        else:
+            raise _missing("simplequestions")("")
+    return _result("simplequestions", out, rejected, origin)
+
+
+# ---- PopQA ------------------------------------------------------------------------------------------------
+
+
+def _popqa_row(row: dict, split: str, i: int) -> HQuestion:
+    raw = row.get("possible_answers")
+    if isinstance(raw, str):
+        try:
+            answers = json.loads(raw)
+        except json.JSONDecodeError:
+            raise c.RowProblem(f"possible_answers is not a JSON list: {raw[:60]!r}") from None
+    else:
+        answers = raw
+    if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
+        raise c.RowProblem("possible_answers must be a JSON list of strings")
+    answers = _answers_or_problem(answers, "possible_answers")
+    row_id = str(row.get("id") if row.get("id") not in (None, "") else i)
+    meta = {k: row.get(k) for k in ("subj", "prop", "obj", "s_pop", "o_pop", "subj_id", "prop_id", "obj_id")}
+    return _q("popqa", split, row_id, c.text(row, "question"), answers, **meta)
+
+
+def load_popqa(source_dir: str | Path | None = None, *, online: bool = False) -> LoadResult:
+    """PopQA (Mallen et al. 2023): ``popQA.tsv`` (or a parquet export with the same columns): ``question``,
+    ``possible_answers`` (a JSON list of aliases), ``subj``, ``prop``, ``obj``, popularity ``s_pop``/``o_pop``.
+    One split, ``test``. Row ids: the ``id`` column, else the 0-based row index."""
+    out: list[HQuestion] = []
+    ids = c.RowIndex(TITLES["popqa"])
+    with c.collect_rejected() as rejected:
+        if source_dir is not None:
+            path = Path(source_dir)
+            if path.is_dir():
+                cands = [path / "popQA.tsv", *sorted(path.glob("*.parquet")), *sorted((path / "popqa").glob("*"))]
+                path = next((p for p in cands if p.is_file()), path / "popQA.tsv")
+            if not path.is_file():
+                raise _missing("popqa")(f"{path} does not exist")
+            rows = _parquet_rows(path) if path.suffix == ".parquet" else c.csv_rows(path, delimiter="\t")
+            out += c.parse_rows(str(path), rows, lambda r, i: _popqa_row(r, "test", i), ids)
+            origin = str(path)
+        elif online:
+            hub_id, config, split_map = HUB["popqa"]
+            data = c.hub_load(hub_id, TITLES["popqa"], config, split_map["test"])
+            out += c.parse_rows(f"hf://datasets/{hub_id}", c.hub_rows(data), lambda r, i: _popqa_row(r, "test", i), ids)
+            origin = f"hf://datasets/{hub_id}"
+        else:
+            raise _missing("popqa")("")
+    return _result("popqa", out, rejected, origin)
+
+
+def _parquet_rows(path: Path):
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except Exception as e:  # noqa: BLE001 - any unreadable file
+        raise c.MalformedSourceError(f"{path}: not a readable parquet file ({e})") from None
+    for i, row in enumerate(table.to_pylist()):
+        yield f"row {i + 1}", row
+
+
+# ---- TruthfulQA --------------------------------------------------------------------------------------------
+
+
+def _split_answers(value: object) -> list[str]:
+    if isinstance(value, list | tuple):
+        return [str(v).strip() for v in value if str(v).strip()]
+    return [a.strip() for a in str(value or "").split(";") if a.strip()]
+
+
+def _tqa_row(row: dict, split: str, i: int) -> HQuestion:
+    best = c.text(row, "Best Answer" if "Best Answer" in row else "best_answer")
+    correct = _split_answers(row.get("Correct Answers", row.get("correct_answers")))
+    answers = [best, *[a for a in correct if a != best]]
+    return _q(
+        "truthfulqa",
+        split,
+        str(i),
+        c.text(row, "Question" if "Question" in row else "question"),
+        answers,
+        type=row.get("Type", row.get("type")),
+        category=row.get("Category", row.get("category")),
+    )
+
+
+def load_truthfulqa(source_dir: str | Path | None = None, *, online: bool = False) -> LoadResult:
+    """TruthfulQA (Lin et al. 2022), generation task: ``TruthfulQA.csv`` (``Type, Category, Question, Best
+    Answer, Correct Answers, Incorrect Answers, Source``; answer lists ``; ``-separated). Reference answer:
+    ``Best Answer`` first, then the other correct answers (the paper does not say which it used, docs/hr1.md).
+    Split ``validation`` (the only one); row ids: the 0-based data row index."""
+    out: list[HQuestion] = []
+    ids = c.RowIndex(TITLES["truthfulqa"])
+    with c.collect_rejected() as rejected:
+        if source_dir is not None:
+            files = c.source_files(source_dir, TQA_FILES, None, key="truthfulqa", on_missing=_missing("truthfulqa"))
+            for split, path in files:
+                out += c.parse_rows(str(path), c.csv_rows(path), lambda r, i, s=split: _tqa_row(r, s, i), ids)
+            origin = str(Path(source_dir))
+        elif online:
+            hub_id, config, split_map = HUB["truthfulqa"]
+            data = c.hub_load(hub_id, TITLES["truthfulqa"], config, split_map["validation"])
+            out += c.parse_rows(
+                f"hf://datasets/{hub_id}", c.hub_rows(data), lambda r, i: _tqa_row(r, "validation", i), ids
+            )
+            origin = f"hf://datasets/{hub_id}"
+        else:
+            raise _missing("truthfulqa")("")
+    return _result("truthfulqa", out, rejected, origin)
+
+
+# ---- shared -------------------------------------------------------------------------------------------------
+
+
+def _missing(source: str):
+    expected = {
+        "simplequestions": f"{', '.join(SQ_FILES.values())} and {SQ_LABELS}",
+        "popqa": "popQA.tsv (or a parquet file with its columns)",
+        "truthfulqa": "TruthfulQA.csv",
+    }[source]
+
+    def make(detail: str = "") -> c.SourceNotFoundError:
+        return c.not_found(TITLES[source], HUB[source][0], expected, None, detail)
+
+    return make
+
+
+def _result(source: str, questions: list[HQuestion], rejected: list[str], origin: str) -> LoadResult:
+    skipped: Counter = Counter()
+    for r in rejected:
+        skipped[r.rsplit(": ", 1)[-1] if "has no English label" not in r else "objects without an English label"] += 1
+    return LoadResult(source, questions, skipped, rejected[:5], origin)
+
+
+LOADERS = {"simplequestions": load_simplequestions, "popqa": load_popqa, "truthfulqa": load_truthfulqa}
+
+
+def load_hr1_source(name: str, source_dir: str | Path | None = None, *, online: bool = False, **kw) -> LoadResult:
+    """``LOADERS[name](source_dir, online=online, **kw)``; an unknown name is a usage error naming the known."""
+    if name not in LOADERS:
+        raise c.SourceOptionError(f"unknown Hallucination-R1 source {name!r}; known: {', '.join(SOURCES)}")
+    return LOADERS[name](source_dir, online=online, **kw)
+
+
+def stand_in_split(result: LoadResult, rule: StandIn = "even-train-odd-test") -> tuple[LoadResult, LoadResult]:
+    """Split one released split into a stand-in train and evaluation pair, for when only one split is at hand
+    (the SimpleQuestions copy in ../shared/data is the test split): ``even-train-odd-test`` puts rows with an
+    even 0-based index in ``train`` and odd ones in ``test``. Ids carry the new split; ``meta['stand_in']``
+    names the rule and the released split, and corpora built from them say so on their card."""
+    if rule != "even-train-odd-test":
+        raise c.SourceOptionError(f"unknown stand-in split rule {rule!r}; known: even-train-odd-test")
+    parts: dict[str, list[HQuestion]] = {"train": [], "test": []}
+    for q in result.questions:
+        new = "train" if int(q.source_row_id) % 2 == 0 else "test"
+        meta = {**q.meta, "stand_in": f"{rule} of released split {q.split}"}
+        parts[new].append(
+            q.model_copy(update={"split": new, "id": question_id(q.source, new, q.source_row_id), "meta": meta})
+        )
+    return tuple(  # type: ignore[return-value]
+        LoadResult(result.source, parts[s], result.skipped, result.examples, result.origin, f"{rule} ({s})")
+        for s in ("train", "test")
+    )

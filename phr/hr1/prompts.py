@@ -1,0 +1,33 @@
+"""The paper's four prompts (App. B), verbatim, as cited files under ``phr/hr1/prompts/``.
+
+Each is a ``phr.llm.judge.JudgeTemplate`` (syntax ``fields``: only the named placeholders are replaced, the
+literal JSON braces stay); ``version`` is the file's SHA-256, recorded in every manifest and card.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+from phr.llm.judge import JudgeTemplate
+
+DIR = Path(__file__).parent / "prompts"
+FILES = {
+    "paraphrase": "paraphrase.txt",  # Listing B.1, field {question}
+    "consistency_judge": "consistency_judge.txt",  # Listing B.2, fields {question}, {paraphrase}
+    "factual_judge": "factual_judge.txt",  # Listing B.3, fields {ground_truth}, {response}
+    "qa": "qa.txt",  # Listing B.4, no field: the system message
+}
+
+
+@cache
+def template(name: str) -> JudgeTemplate:
+    """The prompt ``name`` (one of FILES), read once."""
+    if name not in FILES:
+        raise KeyError(f"unknown Hallucination-R1 prompt {name!r}; known: {', '.join(FILES)}")
+    return JudgeTemplate(DIR / FILES[name], syntax="fields", comment="#")
+
+
+def versions() -> dict[str, str]:
+    """{prompt name: SHA-256 of its file}."""
+    return {name: template(name).version for name in FILES}

@@ -1,0 +1,103 @@
+"""Typed rows of the Hallucination-R1 pipeline: source questions, paraphrases, judgements, QA answers.
+
+Every stage takes and returns these, so the corpus builders, the evaluation and the GRPO rewards share one
+vocabulary (paper §3.1 notation: x the question, y a paraphrase, z the QA model's answer).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+SOURCES = ("simplequestions", "popqa", "truthfulqa")
+
+
+class HQuestion(BaseModel):
+    """One source question x with its gold answer(s).
+
+    ``answers[0]`` is the reference answer given to the B.3 judge; every entry counts for PopQA exact match.
+    ``id`` is ``f"{source}-{split}-{source_row_id}"`` (stable across builds)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    source: str
+    split: str
+    source_row_id: str
+    question: str = Field(min_length=1)
+    answers: tuple[str, ...] = Field(min_length=1)
+    license: str
+    meta: dict[str, str] = Field(default_factory=dict)  # source fields kept as text (subject id, popularity, ...)
+
+    @field_validator("answers")
+    @classmethod
+    def _answers_not_blank(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        if not all(a.strip() for a in v):
+            raise ValueError("a gold answer is empty")
+        return v
+
+    @property
+    def answer(self) -> str:
+        """The reference answer (the first)."""
+        return self.answers[0]
+
+
+def question_id(source: str, split: str, row_id: str) -> str:
+    return f"{source}-{split}-{row_id}".replace("/", "-")
+
+
+class Paraphrase(BaseModel):
+    """Sample k of the paraphraser for question ``question_id``: the ``<paraphrase>`` text, or None with the
+    reason it could not be read (``parse_error``); ``raw`` is the whole reply."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    question_id: str
+    k: int
+    raw: str
+    text: str | None
+    parse_error: str | None = None
+    finish_reason: str | None = None
+
+
+class ConsistencyVerdict(BaseModel):
+    """Listing B.2's output: ``result`` 1 = the paraphrase keeps the question's meaning."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    think: str = ""
+    result: Literal[0, 1]
+
+    @field_validator("think", mode="before")
+    @classmethod
+    def _think_text(cls, v: object) -> str:
+        return v if isinstance(v, str) else "" if v is None else str(v)
+
+
+class FactualVerdict(BaseModel):
+    """Listing B.3's output: 0 exact match, 1 fuzzy match (parent-child class or abbreviation), 2 mismatch."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    think: str = ""
+    result: Literal[0, 1, 2]
+
+    @field_validator("think", mode="before")
+    @classmethod
+    def _think_text(cls, v: object) -> str:
+        return v if isinstance(v, str) else "" if v is None else str(v)
+
+
+class QAAnswer(BaseModel):
+    """The QA model's reply to one question text: the ``<answer>`` content, or the recorded fallback."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str  # the answer used for grading
+    raw: str
+    extraction: Literal["tag", "unclosed_tag", "whole_reply", "empty"]
+    finish_reason: str | None = None
+
+
+Correctness = Literal["correct", "fuzzy", "wrong", "unjudged"]
