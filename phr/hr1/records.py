@@ -101,3 +101,45 @@ class QAAnswer(BaseModel):
 
 
 Correctness = Literal["correct", "fuzzy", "wrong", "unjudged"]
+
+
+class ParaphraseResult(BaseModel):
+    """Everything known about paraphrase k of one question after a run: its text (or why there is none),
+    the B.2 consistency verdict, the diversity scores (App. A.1, filled when computed), and the target QA
+    model's answer to it with its grade.
+
+    ``consistent`` is None when there is no paraphrase text or the judge left it unjudged: for the metrics
+    it is not consistent (it cannot be a robustness failure), and the counts of such rows are reported."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    k: int
+    text: str | None
+    parse_error: str | None = None
+    consistent: bool | None = None
+    consistency_think: str | None = None
+    s_selfbleu: float | None = None
+    s_embed: float | None = None
+    r_div: float | None = None
+    mean_div: float | None = None  # Table 1's per-paraphrase diversity score (docs/hr1.md, "Mean Div")
+    qa_answer: str | None = None
+    qa_extraction: str | None = None
+    factual_score: int | None = None  # B.3: 0 exact, 1 fuzzy, 2 mismatch (None: not judged / EM graded)
+    correctness: Correctness | None = None  # None: not asked (inconsistent or no text)
+
+
+class QuestionResult(BaseModel):
+    """One question of a run: the original question's QA answer and grade, and its paraphrase results."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: HQuestion
+    qa_answer: str | None = None
+    qa_extraction: str | None = None
+    factual_score: int | None = None
+    correctness: Correctness | None = None
+    paraphrases: list[ParaphraseResult] = Field(default_factory=list)
+
+    @property
+    def originally_correct(self) -> bool:
+        return self.correctness == "correct"
