@@ -415,13 +415,4 @@ def _drop_halted(candidates: dict[str, Augmentation], halted: set[str]) -> None:
 
 
 def _merge(into: RunSummary, other: RunSummary) -> None:
-    for spec, m in other.models.items():
-        t = into.model(spec)
-        t.calls += m.calls
-        t.samples += m.samples
-        t.cache_hits += m.cache_hits
-        t.retries += m.retries
-        t.prompt_tokens += m.prompt_tokens
-        t.completion_tokens += m.completion_tokens
-        t.cost_usd = None if t.cost_usd is None or m.cost_usd is None else t.cost_usd + m.cost_usd
-        t.failures.update(m.failures)
+    into.merge(other)

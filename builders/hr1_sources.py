@@ -245,8 +245,8 @@ def load_truthfulqa(source_dir: str | Path | None = None, *, online: bool = Fals
     with c.collect_rejected() as rejected:
         if source_dir is not None:
             files = c.source_files(source_dir, TQA_FILES, None, key="truthfulqa", on_missing=_missing("truthfulqa"))
-            for split, path in files:
-                out += c.parse_rows(str(path), c.csv_rows(path), lambda r, i, s=split: _tqa_row(r, s, i), ids)
+            for _part, path in files:  # one split: any file name (e.g. a sample) is the validation split
+                out += c.parse_rows(str(path), c.csv_rows(path), lambda r, i: _tqa_row(r, "validation", i), ids)
             origin = str(Path(source_dir))
         elif online:
             hub_id, config, split_map = HUB["truthfulqa"]

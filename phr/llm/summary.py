@@ -31,6 +31,21 @@ class RunSummary:
     def model(self, spec: str) -> ModelStats:
         return self.models.setdefault(spec, ModelStats())
 
+    def merge(self, other: RunSummary) -> RunSummary:
+        """Add ``other``'s counts to this summary (per model); returns self."""
+        for spec, m in other.models.items():
+            t = self.model(spec)
+            t.calls += m.calls
+            t.batches += m.batches
+            t.samples += m.samples
+            t.cache_hits += m.cache_hits
+            t.retries += m.retries
+            t.prompt_tokens += m.prompt_tokens
+            t.completion_tokens += m.completion_tokens
+            t.cost_usd = None if t.cost_usd is None or m.cost_usd is None else t.cost_usd + m.cost_usd
+            t.failures.update(m.failures)
+        return self
+
     @property
     def calls(self) -> int:
         return sum(m.calls for m in self.models.values())

@@ -1,0 +1,385 @@
+"""Hallucination-R1 corpora (docs/hr1.md): the paraphrase corpus, the SFT corpus (App. E.1) and the GRPO prompt
+corpus (App. C.1), each a Hub-layout folder (card with ``configs:``, content-hashed parquet, manifest.json)
+written atomically: a failed build leaves nothing behind.
+
+The steps are ``phr.hr1.pipeline``'s (cached, resumable, retried): a rerun of the same command makes no new
+calls. Training corpora (SFT, GRPO) are checked for split leakage against the evaluation sets given and the
+build fails on any violation (``validation.hr1_leakage``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import pyarrow as pa
+
+from phr.cards.hr1_card import render
+from phr.core.errors import UsageError
+from phr.core.fs import atomic_dir, atomic_write, json_text
+from phr.core.parquet import write_parquet_hashed
+from phr.core.report import Rejection
+from phr.hr1.corpora import DATA_DIR, MANIFEST, SCHEMAS
+from phr.hr1.pipeline import RunPlan, counts_as_correct, paraphrase_prompt, qa_messages, run_questions
+from phr.hr1.prompts import versions
+from phr.hr1.records import HQuestion, QuestionResult
+from phr.hr1.settings import Decoding, QADecoding
+from phr.llm.client import LLM
+from phr.llm.summary import RunSummary
+from phr.validation.hr1_leakage import LeakageConfig, TrainRow, check_split_leakage
+
+from .hr1_sources import LoadResult, load_truthfulqa
+
+SMOKE_MODEL = "local:smollm2"
+SMOKE_QUESTIONS = 24
+SMOKE_K = 4
+# SmolLM2-135M rambles: the smoke run caps every reply (docs/hr1.md, "Offline smoke corpus")
+SMOKE_PLAN = RunPlan(
+    k=SMOKE_K,
+    decoding=Decoding(max_tokens=96),
+    qa_decoding=QADecoding(max_tokens=24),
+    qa_scope="all",
+)
+SMOKE_JUDGE_TOKENS = 48
+
+
+class HR1BuildError(UsageError):
+    """A Hallucination-R1 corpus cannot be built as asked (the message says why and what to do)."""
+
+
+class SplitLeakageError(HR1BuildError):
+    """A training corpus shares questions with an evaluation set; nothing was written."""
+
+    def __init__(self, violations: list[Rejection]):
+        self.violations = violations
+        shown = "\n".join(f"  {v.row_id}: {v.check}: {v.reason}" for v in violations[:20])
+        more = f"\n  ... and {len(violations) - 20} more" if len(violations) > 20 else ""
+        super().__init__(
+            f"split leakage: {len(violations)} training row(s) overlap the evaluation sets; nothing was written\n"
+            f"{shown}{more}"
+        )
+
+
+@dataclass
+class HR1BuildResult:
+    out: Path
+    kind: str
+    counts: dict[str, int]
+    summary: RunSummary = field(default_factory=RunSummary)
+    manifest: dict = field(default_factory=dict)
+
+
+def smoke_questions() -> LoadResult:
+    """The packaged 24 TruthfulQA rows (builders/curated/truthfulqa-smoke.csv) of the offline smoke corpus."""
+    path = resources.files("phr.builders").joinpath("curated/truthfulqa-smoke.csv")
+    with resources.as_file(path) as p:
+        return load_truthfulqa(p)
+
+
+def llms(specs: dict[str, str | None], **options) -> dict[str, LLM | None]:
+    """One LLM per distinct spec (a local model serving several roles is loaded once)."""
+    made: dict[str, LLM] = {}
+    out: dict[str, LLM | None] = {}
+    for role, spec in specs.items():
+        if spec is None or spec.lower() == "none":
+            out[role] = None
+            continue
+        if spec not in made:
+            made[spec] = LLM(spec, **{"show_summary": False, **options})
+        out[role] = made[spec]
+    return out
+
+
+def _paraphrase_row(r: QuestionResult) -> dict:
+    q = r.question
+    return {
+        **q.model_dump(mode="json"),
+        "answers": list(q.answers),
+        "meta": sorted(q.meta.items()),
+        "qa_answer": r.qa_answer,
+        "qa_extraction": r.qa_extraction,
+        "factual_score": r.factual_score,
+        "correctness": r.correctness,
+        "paraphrases": [p.model_dump(mode="json") for p in r.paraphrases],
+    }
+
+
+def _write(out: Path, kind: str, tables: dict[tuple[str, str], list[dict]], manifest: dict, overwrite: bool) -> None:
+    """Write the folder: one parquet per (config, split), the card, the manifest (atomically)."""
+    if out.exists() and not overwrite:
+        raise HR1BuildError(f"{out.resolve()} already exists: pass --overwrite to replace it")
+    with atomic_dir(out) as tmp:
+        (tmp / DATA_DIR).mkdir()
+        files: dict[str, list[tuple[str, str]]] = {}
+        for (config, split), rows in sorted(tables.items()):
+            table = pa.Table.from_pylist(rows, schema=SCHEMAS[kind])
+            name = write_parquet_hashed(table, tmp / DATA_DIR, f"{config}-{split}")
+            files.setdefault(config, []).append((split, f"{DATA_DIR}/{name}"))
+        configs = [
+            {
+                "config_name": c,
+                "data_files": [{"split": s, "path": p} for s, p in parts],
+                **({"default": True} if i == 0 else {}),
+            }
+            for i, (c, parts) in enumerate(files.items())
+        ]
+        by_config = {c: [r for (cc, _s), rows in tables.items() if cc == c for r in rows] for c in files}
+        atomic_write(tmp / "README.md", render(kind, configs, manifest, by_config))
+        atomic_write(tmp / MANIFEST, json_text(manifest))
+
+
+def _manifest(
+    kind: str, loads: Sequence[LoadResult], models: dict[str, str | None], plan: RunPlan | None, **extra
+) -> dict:
+    return {
+        "kind": kind,
+        "paper": "arXiv 2609.21227v1",
+        "models": {k: v for k, v in models.items() if v},
+        "prompts": versions(),
+        "sources": {f"{ld.source}": ld.origin for ld in loads},
+        "skipped": {f"{ld.source}: {why}": n for ld in loads for why, n in ld.skipped.items()},
+        "stand_in_splits": sorted({q.meta["stand_in"] for ld in loads for q in ld.questions if "stand_in" in q.meta}),
+        **({"plan": _plan_dict(plan), "k": plan.k} if plan else {}),
+        **extra,
+    }
+
+
+def _plan_dict(plan: RunPlan) -> dict:
+    return {
+        "k": plan.k,
+        "decoding": asdict(plan.decoding),
+        "qa_decoding": asdict(plan.qa_decoding),
+        "grading": plan.grading.as_dict(),
+        "judge_max_tokens": plan.judges.max_tokens,
+        "qa_scope": plan.qa_scope,
+        "seed": plan.seed,
+    }
+
+
+def _diversity() -> Callable | None:
+    from phr.hr1.diversity import score_groups  # the MiniLM model loads on first use
+
+    return score_groups
+
+
+# ---- the paraphrase corpus -----------------------------------------------------------------------------
+
+
+def build_paraphrase_corpus(
+    out: str | Path,
+    loads: Sequence[LoadResult],
+    *,
+    paraphraser: str,
+    qa: str | None,
+    judge: str,
+    plan: RunPlan | None = None,
+    limit: int | None = None,
+    overwrite: bool = False,
+    smoke: bool = False,
+    diversity: bool = True,
+    llm_options: dict | None = None,
+) -> HR1BuildResult:
+    """Paraphrase every question of ``loads`` K times, judge consistency, score diversity, answer and grade;
+    one config per source, split = the source split."""
+    plan = plan or RunPlan()
+    out = Path(out)
+    if out.exists() and not overwrite:
+        raise HR1BuildError(f"{out.resolve()} already exists: pass --overwrite to replace it")
+    questions = [q for ld in loads for q in (ld.questions[:limit] if limit else ld.questions)]
+    if not questions:
+        raise HR1BuildError("no questions to paraphrase (the sources are empty)")
+    roles = llms({"paraphraser": paraphraser, "qa": qa, "judge": judge}, **(llm_options or {}))
+    summary = RunSummary()
+    results = run_questions(
+        questions,
+        paraphraser=roles["paraphraser"],
+        qa=roles["qa"],
+        judge=roles["judge"],
+        plan=plan,
+        diversity=_diversity() if diversity else None,
+        summary=summary,
+    )
+    tables: dict[tuple[str, str], list[dict]] = {}
+    for r in results:
+        tables.setdefault((r.question.source, r.question.split), []).append(_paraphrase_row(r))
+    paras = [p for r in results for p in r.paraphrases]
+    counts = {
+        "questions": len(results),
+        "paraphrases": len(paras),
+        "parsed": sum(p.text is not None for p in paras),
+        "consistent": sum(bool(p.consistent) for p in paras),
+        "unjudged": sum(p.text is not None and p.consistent is None for p in paras),
+        "originally_correct": sum(counts_as_correct(r.correctness, plan.grading) for r in results),
+    }
+    manifest = _manifest(
+        "hr1-paraphrases",
+        loads,
+        {"paraphraser": paraphraser, "qa": qa, "judge": judge},
+        plan,
+        smoke=smoke,
+        counts=counts,
+        parse_errors=dict(Counter(p.parse_error for p in paras if p.parse_error)),
+        llm_calls=summary.as_dict(),
+    )
+    _write(out, "hr1-paraphrases", tables, manifest, overwrite)
+    return HR1BuildResult(out, "hr1-paraphrases", counts, summary, manifest)
+
+
+# ---- training corpora -----------------------------------------------------------------------------------
+
+
+def _leakage(rows: list[TrainRow], eval_sets: dict[str, Sequence[HQuestion]], config: LeakageConfig | None) -> None:
+    if not eval_sets:
+        raise HR1BuildError(
+            "a training corpus needs the evaluation sets it must not overlap (--eval-set NAME=PATH, at least one); "
+            "pass --no-leakage-check only for a throwaway corpus"
+        )
+    sets = {name: [(q.id, q.question) for q in qs] for name, qs in eval_sets.items()}
+    violations = check_split_leakage(rows, sets, config)
+    if violations:
+        raise SplitLeakageError(violations)
+
+
+def build_sft_corpus(
+    out: str | Path,
+    train: LoadResult,
+    *,
+    paraphraser: str,
+    judge: str,
+    eval_sets: dict[str, Sequence[HQuestion]] | None,
+    k: int = 4,
+    plan: RunPlan | None = None,
+    limit: int | None = None,
+    overwrite: bool = False,
+    leakage: LeakageConfig | None = None,
+    check_leakage: bool = True,
+    llm_options: dict | None = None,
+) -> HR1BuildResult:
+    """App. E.1: K paraphrases per training question (no QA filter), the consistent ones paired with the gold
+    answer as chat ``messages``: system Listing B.4, user the paraphrase, assistant ``<answer>gold</answer>``
+    (the target format the QA prompt asks for; the paper does not print it)."""
+    plan = plan or RunPlan(k=k)
+    questions = train.questions[:limit] if limit else train.questions
+    roles = llms({"paraphraser": paraphraser, "judge": judge}, **(llm_options or {}))
+    summary = RunSummary()
+    results = run_questions(
+        questions, paraphraser=roles["paraphraser"], qa=None, judge=roles["judge"], plan=plan, summary=summary
+    )
+    rows = []
+    for r in results:
+        q = r.question
+        for p in r.paraphrases:
+            if p.consistent and p.text:
+                system, _user = qa_messages(p.text)
+                rows.append(
+                    {
+                        "id": f"{q.id}-p{p.k}",
+                        "question_id": q.id,
+                        "source": q.source,
+                        "split": q.split,
+                        "question": q.question,
+                        "paraphrase": p.text,
+                        "answer": q.answer,
+                        "license": q.license,
+                        "messages": [
+                            {"role": "system", "content": system.content},
+                            {"role": "user", "content": p.text},
+                            {"role": "assistant", "content": f"<answer>{q.answer}</answer>"},
+                        ],
+                    }
+                )
+    if not rows:
+        raise HR1BuildError("no consistent paraphrase: the SFT corpus would be empty (see the parse errors in the log)")
+    if check_leakage:
+        _leakage(
+            [TrainRow(r["id"], r["paraphrase"], r["question_id"]) for r in rows]
+            + [TrainRow(q.id, q.question, q.id) for q in {r.question.id: r.question for r in results}.values()],
+            eval_sets or {},
+            leakage,
+        )
+    counts = {"questions": len(results), "pairs": len(rows)}
+    manifest = _manifest(
+        "hr1-sft",
+        [train],
+        {"paraphraser": paraphraser, "judge": judge},
+        plan,
+        counts=counts,
+        llm_calls=summary.as_dict(),
+        eval_sets=sorted(eval_sets or {}),
+        leakage_checked=check_leakage,
+    )
+    _write(Path(out), "hr1-sft", {("default", "train"): rows}, manifest, overwrite)
+    return HR1BuildResult(Path(out), "hr1-sft", counts, summary, manifest)
+
+
+def prompt_id(q: HQuestion) -> str:
+    """A stable id of a GRPO prompt: the first 16 hex digits of SHA-256 over the question id and text."""
+    return hashlib.sha256(f"{q.id}\n{q.question}".encode()).hexdigest()[:16]
+
+
+def build_grpo_corpus(
+    out: str | Path,
+    train: LoadResult,
+    *,
+    qa: str,
+    judge: str,
+    eval_sets: dict[str, Sequence[HQuestion]] | None,
+    plan: RunPlan | None = None,
+    limit: int | None = None,
+    overwrite: bool = False,
+    leakage: LeakageConfig | None = None,
+    check_leakage: bool = True,
+    llm_options: dict | None = None,
+) -> HR1BuildResult:
+    """App. C.1: the training questions the QA model answers correctly (B.4, greedy; graded by B.3 or exact
+    match), each with a stable ``prompt_id``, Listing B.1 applied as a one-message chat ``prompt`` and the
+    gold answers kept for the reward."""
+    plan = plan or RunPlan()
+    questions = train.questions[:limit] if limit else train.questions
+    roles = llms({"qa": qa, "judge": judge}, **(llm_options or {}))
+    summary = RunSummary()
+    results = run_questions(
+        questions, paraphraser=None, qa=roles["qa"], judge=roles["judge"], plan=plan, summary=summary
+    )
+    kept = [r.question for r in results if counts_as_correct(r.correctness, plan.grading)]
+    rows = [
+        {
+            "prompt_id": prompt_id(q),
+            "question_id": q.id,
+            "source": q.source,
+            "split": q.split,
+            "question": q.question,
+            "answers": list(q.answers),
+            "license": q.license,
+            "prompt": [{"role": "user", "content": paraphrase_prompt(q.question)}],
+        }
+        for q in kept
+    ]
+    if not rows:
+        raise HR1BuildError(
+            f"the QA model ({qa}) answered none of the {len(questions)} questions correctly: no prompts"
+        )
+    if check_leakage:
+        _leakage([TrainRow(q.id, q.question, q.id) for q in kept], eval_sets or {}, leakage)
+    counts = {
+        "asked": len(results),
+        "prompts": len(rows),
+        "unjudged": sum(r.correctness == "unjudged" for r in results),
+    }
+    manifest = _manifest(
+        "hr1-grpo",
+        [train],
+        {"qa": qa, "judge": judge},
+        plan,
+        counts=counts,
+        kept_of=len(results),
+        llm_calls=summary.as_dict(),
+        eval_sets=sorted(eval_sets or {}),
+        leakage_checked=check_leakage,
+    )
+    _write(Path(out), "hr1-grpo", {("default", "train"): rows}, manifest, overwrite)
+    return HR1BuildResult(Path(out), "hr1-grpo", counts, summary, manifest)

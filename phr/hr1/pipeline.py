@@ -1,0 +1,327 @@
+"""The Hallucination-R1 steps as plain functions over typed rows (paper §3.1, App. B, Algorithm 1):
+paraphrase x -> y (Listing B.1), judge consistency (B.2), answer with the QA model (B.4), grade the answer
+(B.3 judge, or PopQA exact match). The corpus builders, ``eval hr1`` and the GRPO rewards all call these,
+so the same inputs hit the same cache entries of the LLM layer (cached, resumable, retried, summarised).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from phr.llm.client import LLM
+from phr.llm.judge import Judged, JudgeItem, LLMJudge
+from phr.llm.summary import RunSummary
+from phr.llm.types import CallFailure, ChatRequest, Message
+
+from .parse import parse_answer, parse_paraphrase
+from .prompts import template
+from .records import (
+    ConsistencyVerdict,
+    Correctness,
+    FactualVerdict,
+    HQuestion,
+    Paraphrase,
+    ParaphraseResult,
+    QAAnswer,
+    QuestionResult,
+)
+from .settings import Decoding, Grading, QADecoding
+
+
+def paraphrase_prompt(question: str) -> str:
+    """Listing B.1 with the question filled in (the single user message)."""
+    return template("paraphrase").render({"question": question})
+
+
+def qa_messages(question: str) -> tuple[Message, ...]:
+    """Listing B.4 as the system message, the question as the user message (docs/hr1.md, "QA prompt")."""
+    return (Message("system", template("qa").render({})), Message("user", question))
+
+
+def generate_paraphrases(
+    llm: LLM, questions: Sequence[HQuestion], k: int, decoding: Decoding | None = None, *, seed: int | None = 0
+) -> dict[str, list[Paraphrase]]:
+    """K samples of Listing B.1 per question (one request with n = k, A.3 decoding), parsed; a sample that failed
+    or holds no usable ``<paraphrase>`` is kept with ``text=None`` and the reason."""
+    decoding = decoding or Decoding()
+    reqs = [
+        ChatRequest((Message("user", paraphrase_prompt(q.question)),), decoding.params(seed), n=k, tag=q.id)
+        for q in questions
+    ]
+    out: dict[str, list[Paraphrase]] = {}
+    for q, res in zip(questions, llm.generate(reqs, desc="paraphrasing"), strict=True):
+        rows = []
+        for s in res.samples:
+            if isinstance(s, CallFailure):
+                rows.append(
+                    Paraphrase(
+                        question_id=q.id,
+                        k=s.index,
+                        raw="",
+                        text=None,
+                        parse_error=f"call failed ({s.reason}): {s.message}",
+                    )
+                )
+                continue
+            text, why = parse_paraphrase(s.text)
+            if why and s.finish_reason == "length":
+                why += f" (the reply hit max_tokens = {decoding.max_tokens})"
+            rows.append(
+                Paraphrase(
+                    question_id=q.id, k=s.index, raw=s.text, text=text, parse_error=why, finish_reason=s.finish_reason
+                )
+            )
+        out[q.id] = rows
+    return out
+
+
+@dataclass(frozen=True)
+class Judges:
+    """The two LLM judges (Listings B.2 and B.3) through the shared judge helper; ``max_tokens`` caps each reply."""
+
+    max_tokens: int = 512
+    max_reasks: int = 2
+    consistency: LLMJudge = field(init=False)
+    factual: LLMJudge = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self,
+            "consistency",
+            LLMJudge(
+                ConsistencyVerdict,
+                template("consistency_judge"),
+                max_tokens=self.max_tokens,
+                max_reasks=self.max_reasks,
+                desc="judging consistency",
+            ),
+        )
+        object.__setattr__(
+            self,
+            "factual",
+            LLMJudge(
+                FactualVerdict,
+                template("factual_judge"),
+                max_tokens=self.max_tokens,
+                max_reasks=self.max_reasks,
+                desc="judging answers",
+            ),
+        )
+
+
+def judge_consistency(
+    llm: LLM, pairs: Sequence[tuple[str, str, str]], judges: Judges | None = None
+) -> list[Judged[ConsistencyVerdict]]:
+    """B.2 verdicts for (tag, original question, paraphrase) triples, in order."""
+    judges = judges or Judges()
+    items = [JudgeItem({"question": q, "paraphrase": p}, tag=tag) for tag, q, p in pairs]
+    return judges.consistency.judge(llm, items)
+
+
+def answer(llm: LLM, items: Sequence[tuple[str, str]], decoding: QADecoding | None = None) -> list[QAAnswer]:
+    """The QA model's deterministic answers to (tag, question text) pairs, ``<answer>`` parsed with a recorded
+    fallback; a failed call gives an empty answer with extraction ``empty``."""
+    decoding = decoding or QADecoding()
+    reqs = [ChatRequest(qa_messages(text), decoding.params(), n=1, tag=tag) for tag, text in items]
+    out = []
+    for res in llm.generate(reqs, desc="answering"):
+        s = res.samples[0]
+        if isinstance(s, CallFailure):
+            out.append(QAAnswer(text="", raw=f"call failed ({s.reason}): {s.message}", extraction="empty"))
+            continue
+        text, how = parse_answer(s.text)
+        out.append(QAAnswer(text=text, raw=s.text, extraction=how, finish_reason=s.finish_reason))  # type: ignore[arg-type]
+    return out
+
+
+_PUNCT = re.compile(r"[^\w\s]")
+
+
+def normalize_answer(text: str) -> str:
+    """Lower-case, NFKC, punctuation removed, whitespace collapsed (PopQA exact match)."""
+    return " ".join(_PUNCT.sub(" ", unicodedata.normalize("NFKC", text).lower()).split())
+
+
+def exact_match(response: str, answers: Sequence[str]) -> bool:
+    """The PopQA protocol (Mallen et al. 2023): correct when a normalised gold alias occurs in the normalised
+    response (as whole words)."""
+    r = f" {normalize_answer(response)} "
+    return any((a := normalize_answer(g)) and f" {a} " in r for g in answers)
+
+
+SCORE_TO_CORRECTNESS: dict[int, Correctness] = {0: "correct", 1: "fuzzy", 2: "wrong"}
+
+
+@dataclass(frozen=True)
+class Grade:
+    correctness: Correctness
+    factual_score: int | None = None  # B.3 score (None for exact match or unjudged)
+    think: str | None = None
+
+
+def grade(
+    judge_llm: LLM | None,
+    items: Sequence[tuple[str, HQuestion, QAAnswer]],
+    grading: Grading | None = None,
+    judges: Judges | None = None,
+) -> list[Grade]:
+    """Grade (tag, question, answer) triples: exact match for ``grading.exact_match_sources`` (PopQA), the B.3
+    judge (reference = ``question.answer``) otherwise; an unparseable verdict is ``unjudged``."""
+    grading = grading or Grading()
+    judges = judges or Judges()
+    out: list[Grade | None] = [None] * len(items)
+    to_judge: list[int] = []
+    for i, (_tag, q, a) in enumerate(items):
+        if q.source in grading.exact_match_sources:
+            out[i] = Grade("correct" if exact_match(a.text, q.answers) else "wrong")
+        elif not a.text:
+            out[i] = Grade("wrong", 2, "empty answer")
+        else:
+            to_judge.append(i)
+    if to_judge:
+        if judge_llm is None:
+            raise ValueError("grading needs a judge model (--judge) for sources other than PopQA")
+        verdicts = judges.factual.judge(
+            judge_llm,
+            [
+                JudgeItem({"ground_truth": items[i][1].answer, "response": items[i][2].text}, tag=items[i][0])
+                for i in to_judge
+            ],
+        )
+        for i, v in zip(to_judge, verdicts, strict=True):
+            out[i] = (
+                Grade("unjudged")
+                if v.verdict is None
+                else Grade(SCORE_TO_CORRECTNESS[v.verdict.result], v.verdict.result, v.verdict.think)
+            )
+    return out  # type: ignore[return-value]
+
+
+def counts_as_correct(correctness: Correctness | None, grading: Grading | None = None) -> bool:
+    """Whether a grade counts as correct: ``fuzzy`` per ``grading.fuzzy`` (default wrong, as Eq. 10's
+    R_halluc != 0); ``unjudged`` and None are not correct."""
+    grading = grading or Grading()
+    return correctness == "correct" or (correctness == "fuzzy" and grading.fuzzy == "correct")
+
+
+# ---- the whole run ---------------------------------------------------------------------------------------
+
+QAScope = Literal["originally_correct", "all"]
+DiversityFn = Callable[[list[tuple[str, list[tuple[str | None, bool]]]]], list[list[dict]]]
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What one run does. ``qa_scope``: whose consistent paraphrases the QA model answers: ``originally_correct``
+    (Algorithm 1: only True samples can fail) or ``all`` (Table 4, the SFT corpus)."""
+
+    k: int = 5
+    decoding: Decoding = field(default_factory=Decoding)
+    qa_decoding: QADecoding = field(default_factory=QADecoding)
+    grading: Grading = field(default_factory=Grading)
+    judges: Judges = field(default_factory=Judges)
+    qa_scope: QAScope = "originally_correct"
+    answer_originals: bool = True
+    seed: int | None = 0
+
+
+def run_questions(
+    questions: Sequence[HQuestion],
+    *,
+    paraphraser: LLM | None,
+    qa: LLM | None,
+    judge: LLM | None,
+    plan: RunPlan | None = None,
+    diversity: DiversityFn | None = None,
+    summary: RunSummary | None = None,
+) -> list[QuestionResult]:
+    """Algorithm 1 over ``questions``, keeping everything: the original question's answer and grade, K
+    paraphrases (text or parse error), their B.2 verdicts, diversity scores (``diversity``: see
+    ``phr.hr1.diversity.score_groups``), and the QA answers and grades of the consistent paraphrases in
+    ``plan.qa_scope``. A model left as None skips its steps (e.g. ``qa=None``: no answers). ``summary``
+    accumulates the LLM calls of every step (calls, cache hits, failures, cost)."""
+    plan = plan or RunPlan()
+    summary = summary if summary is not None else RunSummary()
+
+    merged: set[int] = set()
+
+    def tally(*llms: LLM | None) -> None:  # each call's summary once (one LLM may serve several roles)
+        for llm in llms:
+            if llm is not None and id(llm.last_summary) not in merged:
+                merged.add(id(llm.last_summary))
+                summary.merge(llm.last_summary)
+
+    results = {q.id: QuestionResult(question=q) for q in questions}
+    # 1. the original questions
+    if qa is not None and plan.answer_originals:
+        answers = answer(qa, [(q.id, q.question) for q in questions], plan.qa_decoding)
+        tally(qa)
+        grades = grade(
+            judge, [(q.id, q, a) for q, a in zip(questions, answers, strict=True)], plan.grading, plan.judges
+        )
+        tally(judge)
+        for q, a, g in zip(questions, answers, grades, strict=True):
+            r = results[q.id]
+            r.qa_answer, r.qa_extraction, r.correctness, r.factual_score = (
+                a.text,
+                a.extraction,
+                g.correctness,
+                g.factual_score,
+            )
+    if paraphraser is None:
+        return list(results.values())
+    # 2. paraphrases and 3. their consistency
+    paras = generate_paraphrases(paraphraser, questions, plan.k, plan.decoding, seed=plan.seed)
+    tally(paraphraser)
+    for q in questions:
+        results[q.id].paraphrases = [
+            ParaphraseResult(k=p.k, text=p.text, parse_error=p.parse_error)
+            for p in sorted(paras[q.id], key=lambda p: p.k)
+        ]
+    todo = [(q, p) for q in questions for p in results[q.id].paraphrases if p.text is not None]
+    if judge is not None and todo:
+        verdicts = judge_consistency(judge, [(f"{q.id}/p{p.k}", q.question, p.text) for q, p in todo], plan.judges)
+        tally(judge)
+        for (_q, p), v in zip(todo, verdicts, strict=True):
+            if v.verdict is None:
+                p.consistent, p.consistency_think = None, "unjudged: " + "; ".join(v.errors[-1:])
+            else:
+                p.consistent, p.consistency_think = v.verdict.result == 1, v.verdict.think
+    # diversity (App. A.1): groups of (original, [(paraphrase, consistent)])
+    if diversity is not None:
+        groups = [(q.question, [(p.text, bool(p.consistent)) for p in results[q.id].paraphrases]) for q in questions]
+        for q, scores in zip(questions, diversity(groups), strict=True):
+            for p, sc in zip(results[q.id].paraphrases, scores, strict=True):
+                for key in ("s_selfbleu", "s_embed", "r_div", "mean_div"):
+                    setattr(p, key, sc.get(key))
+    # 4. QA on consistent paraphrases, graded
+    if qa is not None:
+        asked = [
+            (q, p)
+            for q in questions
+            if plan.qa_scope == "all" or results[q.id].originally_correct
+            for p in results[q.id].paraphrases
+            if p.consistent
+        ]
+        if asked:
+            answers = answer(qa, [(f"{q.id}/p{p.k}", p.text or "") for q, p in asked], plan.qa_decoding)
+            tally(qa)
+            grades = grade(
+                judge,
+                [(f"{q.id}/p{p.k}", q, a) for (q, _p), a in zip(asked, answers, strict=True)],
+                plan.grading,
+                plan.judges,
+            )
+            tally(judge)
+            for (_q, p), a, g in zip(asked, answers, grades, strict=True):
+                p.qa_answer, p.qa_extraction, p.correctness, p.factual_score = (
+                    a.text,
+                    a.extraction,
+                    g.correctness,
+                    g.factual_score,
+                )
+    return list(results.values())
