@@ -35,6 +35,9 @@ def test_installed_kinds_come_from_entry_points():
         "model": "model",
         "phrbench": "dataset",
         "phrbench-results": "dataset",
+        "hr1-paraphrases": "dataset",
+        "hr1-sft": "dataset",
+        "hr1-grpo": "dataset",
     }
 
 
@@ -43,7 +46,9 @@ def test_unknown_kind_is_refused_with_how_to_register(tmp_path, clean_registry):
     with pytest.raises(UnknownKindError) as e:
         push(folder, "org/toy", to=tmp_path / "hub")
     msg = str(e.value)
-    assert "no artifact kind recognises" in msg and "phrbench, phrbench-results" in msg
+    assert (
+        "no artifact kind recognises" in msg and "hr1-grpo, hr1-paraphrases, hr1-sft, phrbench, phrbench-results" in msg
+    )
     assert "register_kind" in msg and "phr.hub.kinds" in msg and "nothing was uploaded" in msg
     assert not (tmp_path / "hub" / "datasets" / "org" / "toy").exists()
 

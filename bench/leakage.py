@@ -1,0 +1,138 @@
+"""Split-leakage benchmark (validation/hr1_leakage.py): 10k, 50k and 200k training rows against a 15k-row
+evaluation set. Goal: time per training row flat across sizes (largest / smallest <= 1.5: linear).
+
+Texts are synthetic but question-like (SimpleQuestions-style templates over generated entity names),
+deterministic from --seed; the training rows carry planted overlaps with the evaluation set (1% exact copies
+with case/punctuation changed, 1% near-duplicates with one letter dropped (those below the 0.8 Jaccard
+threshold in short texts are reported as missed, not failures), 1% paraphrase rows whose source
+question id is an evaluation id), and the run checks that every planted overlap is found.
+
+Timed at each size (the evaluation side, the same at every size, is timed once and subtracted): the lexical and provenance checks (normalisation, vectorised MinHash, the MinHashLSH
+index over the evaluation set built once and queried once per training row, exact-Jaccard verification),
+and the semantic check's matrix part (``nearest_above``: chunked products with all evaluation rows) on
+precomputed random unit vectors of MiniLM's dimension (384). Embedding 200k texts with MiniLM on 2 CPU cores
+takes far too long for a benchmark, so real MiniLM throughput is measured on a small sample (--embed-sample)
+and reported separately, in texts per second: the embedding cost is linear by construction (each distinct text
+embedded once, in batches).
+
+    python bench/leakage.py [--sizes 10000,50000,200000] [--eval-rows 15000] [--seed 0] [--embed-sample 512]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+
+import numpy as np
+
+from phr.validation.hr1_leakage import LeakageConfig, TrainRow, find_leaks, nearest_above
+
+TEMPLATES = [
+    "where did {e} die",
+    "what is the place of birth of {e}",
+    "what position does {e} play",
+    "what was the cause of death of {e}",
+    "which film was directed by {e}",
+    "what is an album recorded by {e}",
+    "who was the architect of the structure {e}",
+    "in what county is {e} found",
+    "what is the profession of {e}",
+    "which nationality is {e}",
+    "what genre of music does {e} play",
+    "who published the video game {e}",
+]
+SYL = "ba be bi bo ka ke ki ko la le li lo ma me mi mo na ne ni no ra re ri ro sa se si so ta te ti to va vi zu".split()
+
+
+def entity(rng: random.Random) -> str:
+    word = lambda: "".join(rng.choice(SYL) for _ in range(rng.randint(2, 4)))
+    return " ".join(word() for _ in range(rng.randint(2, 3)))
+
+
+def question(rng: random.Random) -> str:
+    return rng.choice(TEMPLATES).format(e=entity(rng))
+
+
+def make(n_train: int, n_eval: int, seed: int) -> tuple[list[TrainRow], list[tuple[str, str]], dict[str, str]]:
+    """Training rows, evaluation (id, text) pairs and the planted overlaps {training row id: check}."""
+    rng = random.Random(seed)
+    evals = [(f"eval-{j}", question(rng)) for j in range(n_eval)]
+    train, planted = [], {}
+    for i in range(n_train):
+        rid, r = f"train-{i}", rng.random()
+        if r < 0.01:
+            _, t = evals[rng.randrange(n_eval)]
+            train.append(TrainRow(rid, t.upper() + "?", rid))
+            planted[rid] = "exact"
+        elif r < 0.02:
+            _, t = evals[rng.randrange(n_eval)]
+            k = max(range(len(t)), key=lambda x: (t[x] != " ", x % 7 == 3))
+            train.append(TrainRow(rid, t[:k] + t[k + 1 :], rid))
+            planted[rid] = "near_duplicate"
+        elif r < 0.03:
+            j = rng.randrange(n_eval)
+            train.append(TrainRow(f"{rid}-p0", question(rng), evals[j][0]))
+            planted[f"{rid}-p0"] = "provenance"
+        else:
+            train.append(TrainRow(rid, question(rng), rid))
+    return train, evals, planted
+
+
+def ratio(per_row: list[float]) -> float:
+    return max(per_row) / min(per_row)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="10000,50000,200000")
+    ap.add_argument("--eval-rows", type=int, default=15000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--embed-sample", type=int, default=512)
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    cfg = LeakageConfig(semantic=False)
+    print(f"evaluation set: {args.eval_rows} rows; lexical + provenance checks (semantic matrix part below)")
+    lex, sem = [], []
+    rng = np.random.default_rng(args.seed)
+    ev_vecs = rng.standard_normal((args.eval_rows, 384)).astype(np.float32)
+    ev_vecs /= np.linalg.norm(ev_vecs, axis=1, keepdims=True)
+    _, evals, _ = make(0, args.eval_rows, args.seed)
+    find_leaks(make(200, 200, args.seed + 2)[0], {"warm-up": evals[:200]}, cfg)  # imports, first-call costs
+    t = time.perf_counter()
+    find_leaks([], {"eval": evals}, cfg)
+    fixed = time.perf_counter() - t
+    print(f"  evaluation side alone (normalise, MinHash, LSH index: built once per check): {fixed:.2f} s")
+    for n in sizes:
+        train, evals, planted = make(n, args.eval_rows, args.seed)
+        t = time.perf_counter()
+        leaks = find_leaks(train, {"eval": evals}, cfg)
+        dt = time.perf_counter() - t
+        found = {(x.row_id, x.check) for x in leaks}
+        missed = [r for r, c in planted.items() if (r, c) not in found]
+        lex.append((dt - fixed) / n)
+        tv = rng.standard_normal((n, 384)).astype(np.float32)
+        tv /= np.linalg.norm(tv, axis=1, keepdims=True)
+        t = time.perf_counter()
+        nearest_above(tv, ev_vecs, LeakageConfig().semantic_threshold, LeakageConfig().chunk_rows)
+        ds = time.perf_counter() - t
+        sem.append(ds / n)
+        print(
+            f"  {n:>7} training rows: lexical {dt:7.2f} s (training side {(dt - fixed) / n * 1e6:6.1f} us/row), {len(leaks)} violations, "
+            f"planted {len(planted)} missed {len(missed)} | semantic matrix {ds:6.2f} s ({ds / n * 1e6:6.1f} us/row)"
+        )
+    print(
+        f"largest/smallest time per training row: lexical {ratio(lex):.2f}, semantic matrix {ratio(sem):.2f} (goal <= 1.5)"
+    )
+    from phr.llm.embed import embed, load_model
+
+    load_model()
+    sample = [question(random.Random(args.seed + 1)) + f" {i}" for i in range(args.embed_sample)]
+    t = time.perf_counter()
+    embed(sample)
+    dt = time.perf_counter() - t
+    print(f"MiniLM embedding (separate, real model): {len(sample) / dt:.0f} texts/s on this machine")
+
+
+if __name__ == "__main__":
+    main()

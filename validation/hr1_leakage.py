@@ -1,0 +1,350 @@
+"""Split leakage of the Hallucination-R1 corpora: a training corpus shares no question with any evaluation set
+(spec §1, train/eval separation). Four checks, each violation naming the training row, the check, the
+evaluation set and id it matches, and the similarity (docs/hr1.md, "Split leakage"):
+
+- ``exact``: equal after ``normalize`` (NFKC, case-folded, apostrophes dropped, other punctuation and symbols
+  to spaces, whitespace collapsed);
+- ``near_duplicate``: Jaccard of character 5-gram shingle sets >= ``near_duplicate_threshold``; candidates from
+  a datasketch ``MinHashLSH`` index over the evaluation texts (built once, each training row queried once),
+  every candidate verified by its exact Jaccard, so the result does not depend on which candidates LSH found
+  beyond its recall at the threshold (0.99995, see ``lsh_recall``);
+- ``provenance``: the row's question id (a paraphrase's source question) is an evaluation question id;
+- ``semantic``: MiniLM cosine to the nearest evaluation question >= ``semantic_threshold``, in chunked matrix
+  products (``chunk_rows`` training rows x all evaluation rows), each distinct text embedded once.
+
+Every step is linear in the training rows (bench/leakage.py times it).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from phr.core.report import Rejection, ValidationReport
+from phr.hr1.corpora import KINDS, data_files
+from phr.validation.textops import Corpus
+
+CHECKS = ("exact", "near_duplicate", "provenance", "semantic")
+CHECK_PREFIX = "leakage"
+
+_APOSTROPHES = str.maketrans("", "", "'\u2019\u2018\u02bc`")
+_NON_WORD = re.compile(r"[\W_]+")
+
+
+@dataclass(frozen=True)
+class LeakageConfig:
+    """Named settings of the split-leakage check; docs/hr1.md says how each threshold was measured."""
+
+    shingle_chars: int = 5  # character n-grams of the normalised text (byte n-grams, not across the padding)
+    num_perm: int = 128  # MinHash permutations
+    near_duplicate_threshold: float = 0.8  # exact Jaccard of the shingle sets
+    lsh_threshold: float = 0.5  # MinHashLSH candidate threshold (25 bands x 5 rows): recall 0.99995 at Jaccard 0.8
+    seed: int = 1  # MinHash permutations
+    minhash_rows: int = 4096  # training rows hashed per vectorised batch
+    semantic: bool = True  # run the MiniLM check (off: lexical and provenance only)
+    semantic_threshold: float = 0.85  # cosine to the nearest evaluation question
+    chunk_rows: int = 2048  # training rows per matrix product (x all evaluation rows)
+    model_dir: str | None = None  # sentence-transformers folder (default: the packaged MiniLM)
+
+
+@dataclass(frozen=True)
+class TrainRow:
+    """One training text: ``row_id`` names it in a violation; ``question_id`` is the question it is about
+    (its own id for a question, the source question's id for a paraphrase)."""
+
+    row_id: str
+    text: str
+    question_id: str
+
+
+@dataclass(frozen=True)
+class EvalQuestion:
+    id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Leak:
+    """One violation: training row ``row_id`` matches ``eval_id`` of ``eval_set`` by ``check``."""
+
+    row_id: str
+    check: str
+    eval_set: str
+    eval_id: str
+    similarity: float
+    text: str
+    eval_text: str
+
+    def rejection(self) -> Rejection:
+        what = {
+            "exact": "is the same question after normalisation as",
+            "near_duplicate": f"is a near-duplicate (Jaccard {self.similarity:.3f}) of",
+            "provenance": "paraphrases (by its source question id)",
+            "semantic": f"means the same (MiniLM cosine {self.similarity:.3f}) as",
+        }[self.check]
+        return Rejection(
+            self.row_id,
+            f"{CHECK_PREFIX}:{self.check}",
+            f"training text {self.text!r} {what} evaluation question {self.eval_id} of {self.eval_set!r}: "
+            f"{self.eval_text!r}",
+        )
+
+
+def normalize(text: str) -> str:
+    """NFKC, case-folded, apostrophes removed ("what's" = "whats"), every other run of non-word characters
+    (punctuation, symbols, underscores, whitespace) one space, trimmed."""
+    text = unicodedata.normalize("NFKC", text).casefold().translate(_APOSTROPHES)
+    return " ".join(_NON_WORD.sub(" ", text).split())
+
+
+# ---- MinHash signatures, vectorised ---------------------------------------------------------------------------
+
+
+def shingle_hashes(texts: Sequence[str], size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(64-bit hash, row) of the character ``size``-grams of the normalised texts, rows ascending (all rows at
+    once with numpy, validation/textops.py). A text shorter than ``size`` has none (the exact check covers it)."""
+    return Corpus([normalize(t) for t in texts], clean=False).shingles(size, "char")
+
+
+def _permutations(num_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    gen = np.random.default_rng(seed)
+    a = gen.integers(1, 2**63, num_perm, dtype=np.uint64) * np.uint64(2) + np.uint64(1)  # odd: a bijection
+    return a, gen.integers(0, 2**63, num_perm, dtype=np.uint64)
+
+
+def signatures(hashes: np.ndarray, rows: np.ndarray, n_rows: int, num_perm: int, seed: int) -> np.ndarray:
+    """MinHash signatures (n_rows x num_perm, uint32): for permutation j, the minimum over a row's shingles of
+    the top 32 bits of ``a_j * h + b_j`` (mod 2^64, multiply-shift hashing). A row without shingles keeps the
+    all-ones sentinel (it matches nothing)."""
+    a, b = _permutations(num_perm, seed)
+    out = np.full((n_rows, num_perm), np.iinfo(np.uint32).max, np.uint32)
+    if not len(hashes):
+        return out
+    with np.errstate(over="ignore"):
+        perm = ((hashes[:, None] * a[None, :] + b[None, :]) >> np.uint64(32)).astype(np.uint32)
+    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+    out[rows[starts]] = np.minimum.reduceat(perm, starts, axis=0)
+    return out
+
+
+class _Shingled:
+    """Texts with their shingle hashes, per-row sets (built on demand) and MinHash signatures (in batches)."""
+
+    def __init__(self, texts: Sequence[str], cfg: LeakageConfig):
+        self.n = len(texts)
+        self.hashes, self.rows = shingle_hashes(texts, cfg.shingle_chars)
+        self.bounds = np.searchsorted(self.rows, np.arange(self.n + 1))
+        self.cfg = cfg
+
+    def set_of(self, i: int) -> frozenset[int]:
+        return frozenset(self.hashes[self.bounds[i] : self.bounds[i + 1]].tolist())
+
+    def batches(self) -> Iterable[tuple[int, np.ndarray]]:
+        """(first row, signatures) for consecutive batches of ``minhash_rows`` rows."""
+        step = self.cfg.minhash_rows
+        for lo in range(0, self.n, step):
+            hi = min(lo + step, self.n)
+            h, r = self.hashes[self.bounds[lo] : self.bounds[hi]], self.rows[self.bounds[lo] : self.bounds[hi]]
+            yield lo, signatures(h, r - lo, hi - lo, self.cfg.num_perm, self.cfg.seed)
+
+
+def _lean(sig: np.ndarray, seed: int):
+    from datasketch import LeanMinHash
+
+    return LeanMinHash(seed=seed, hashvalues=sig, scheme="affine32")
+
+
+def lsh_recall(cfg: LeakageConfig, jaccard: float | None = None) -> float:
+    """Probability that a pair at Jaccard ``jaccard`` (default: the verified threshold) is an LSH candidate,
+    for the band layout datasketch picks for ``lsh_threshold`` (1 - (1 - s^r)^b)."""
+    from datasketch import MinHashLSH
+
+    lsh = MinHashLSH(threshold=cfg.lsh_threshold, num_perm=cfg.num_perm)
+    b, r = lsh.b, lsh.r
+    s = cfg.near_duplicate_threshold if jaccard is None else jaccard
+    return 1 - (1 - s**r) ** b
+
+
+# ---- the checks ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Eval:
+    names: list[str]  # eval set of each row
+    ids: list[str]
+    texts: list[str]
+
+    @classmethod
+    def of(cls, eval_sets: Mapping[str, Sequence[EvalQuestion | tuple[str, str]]]) -> _Eval:
+        out = cls([], [], [])
+        for name, rows in eval_sets.items():
+            for q in rows:
+                qid, text = (q.id, q.text) if isinstance(q, EvalQuestion) else q
+                out.names.append(name)
+                out.ids.append(qid)
+                out.texts.append(text)
+        return out
+
+    def leak(self, row: TrainRow, check: str, j: int, sim: float) -> Leak:
+        return Leak(row.row_id, check, self.names[j], self.ids[j], round(float(sim), 4), row.text, self.texts[j])
+
+
+def _exact(train: Sequence[TrainRow], norm_train: list[str], ev: _Eval, norm_eval: list[str]) -> list[Leak]:
+    index: dict[str, list[int]] = {}
+    for j, n in enumerate(norm_eval):
+        if n:
+            index.setdefault(n, []).append(j)
+    return [ev.leak(row, "exact", j, 1.0) for row, n in zip(train, norm_train) for j in index.get(n, ())]
+
+
+def _near_duplicates(train: Sequence[TrainRow], norm_train, ev: _Eval, norm_eval, cfg: LeakageConfig) -> list[Leak]:
+    from datasketch import MinHashLSH
+
+    ev_sh = _Shingled(ev.texts, cfg)
+    lsh = MinHashLSH(threshold=cfg.lsh_threshold, num_perm=cfg.num_perm)
+    for lo, sig in ev_sh.batches():
+        for k in range(len(sig)):
+            if ev_sh.bounds[lo + k + 1] > ev_sh.bounds[lo + k]:
+                lsh.insert(lo + k, _lean(sig[k], cfg.seed))
+    tr_sh = _Shingled([r.text for r in train], cfg)
+    eval_sets: dict[int, frozenset[int]] = {}
+    out = []
+    for lo, sig in tr_sh.batches():
+        for k in range(len(sig)):
+            i = lo + k
+            if tr_sh.bounds[i + 1] == tr_sh.bounds[i]:
+                continue
+            cands = lsh.query(_lean(sig[k], cfg.seed))
+            if not cands:
+                continue
+            mine = tr_sh.set_of(i)
+            for j in sorted(cands):
+                if norm_eval[j] == norm_train[i]:
+                    continue  # reported as exact
+                other = eval_sets.get(j)
+                if other is None:
+                    other = eval_sets[j] = ev_sh.set_of(j)
+                jac = len(mine & other) / len(mine | other)
+                if jac >= cfg.near_duplicate_threshold:
+                    out.append(ev.leak(train[i], "near_duplicate", j, jac))
+    return out
+
+
+def _provenance(train: Sequence[TrainRow], ev: _Eval) -> list[Leak]:
+    where: dict[str, list[int]] = {}
+    for j, qid in enumerate(ev.ids):
+        where.setdefault(qid, []).append(j)
+    return [ev.leak(row, "provenance", j, 1.0) for row in train for j in where.get(row.question_id, ())]
+
+
+def nearest_above(train_vecs: np.ndarray, eval_vecs: np.ndarray, threshold: float, chunk_rows: int) -> np.ndarray:
+    """(training row, nearest evaluation row, cosine) for every training row whose nearest evaluation row (by
+    dot product of unit vectors) reaches ``threshold``; ``chunk_rows`` rows x all evaluation rows at a time."""
+    found = []
+    for lo in range(0, len(train_vecs), chunk_rows):
+        sims = train_vecs[lo : lo + chunk_rows] @ eval_vecs.T
+        best = sims.argmax(axis=1)
+        top = sims[np.arange(len(best)), best]
+        hit = np.flatnonzero(top >= threshold)
+        found.append(np.stack([hit + lo, best[hit], top[hit]], axis=1))
+    return np.concatenate(found) if found else np.zeros((0, 3))
+
+
+def _semantic(train: Sequence[TrainRow], ev: _Eval, cfg: LeakageConfig) -> list[Leak]:
+    from phr.llm.embed import embed
+
+    keep = [i for i, r in enumerate(train) if r.text.strip()]
+    if not keep or not ev.texts:
+        return []
+    tv = embed([train[i].text for i in keep], cfg.model_dir)
+    evv = embed(ev.texts, cfg.model_dir)
+    return [
+        ev.leak(train[keep[int(i)]], "semantic", int(j), s)
+        for i, j, s in nearest_above(tv, evv, cfg.semantic_threshold, cfg.chunk_rows)
+    ]
+
+
+def find_leaks(
+    train_rows: Sequence[TrainRow],
+    eval_sets: Mapping[str, Sequence[EvalQuestion | tuple[str, str]]],
+    config: LeakageConfig = LeakageConfig(),
+) -> list[Leak]:
+    """Every violation of ``train_rows`` against the named evaluation sets (``(id, text)`` pairs or
+    ``EvalQuestion``). A pair (training row, evaluation question) is reported once, by the first check of
+    ``CHECKS`` that finds it."""
+    ev = _Eval.of(eval_sets)
+    norm_train = [normalize(r.text) for r in train_rows]
+    norm_eval = [normalize(t) for t in ev.texts]
+    found = _exact(train_rows, norm_train, ev, norm_eval)
+    found += _near_duplicates(train_rows, norm_train, ev, norm_eval, config)
+    found += _provenance(train_rows, ev)
+    if config.semantic:
+        found += _semantic(train_rows, ev, config)
+    seen: set[tuple[str, str, str]] = set()
+    out = []
+    for leak in found:
+        key = (leak.row_id, leak.eval_set, leak.eval_id)
+        if key not in seen:
+            seen.add(key)
+            out.append(leak)
+    return out
+
+
+def check_split_leakage(
+    train_rows: Sequence[TrainRow],
+    eval_sets: Mapping[str, Sequence[EvalQuestion | tuple[str, str]]],
+    config: LeakageConfig = LeakageConfig(),
+) -> ValidationReport:
+    """``find_leaks`` as a report: one rejection (check ``leakage:<check>``) per violation; builders fail on
+    any (``report.ok`` is False)."""
+    report = ValidationReport()
+    report.extend(leak.rejection() for leak in find_leaks(train_rows, eval_sets, config))
+    report.rows = {"training texts": len(train_rows), "evaluation questions": sum(map(len, eval_sets.values()))}
+    return report
+
+
+# ---- published corpus folders ----------------------------------------------------------------------------------
+
+
+def corpus_train_rows(folder: str | Path, kind: str) -> list[TrainRow]:
+    """The training texts of a corpus folder of ``kind`` (``phr.hr1.corpora.KINDS``), read from its
+    ``data/*.parquet``: paraphrase corpora give each question and each paraphrase text (provenance: the
+    question id); SFT rows their paraphrase and question (question_id); GRPO rows their question."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown corpus kind {kind!r}; known: {', '.join(KINDS)}")
+    rows: list[TrainRow] = []
+    seen: set[tuple[str, str]] = set()
+
+    def add(row_id: str, text: str | None, qid: str) -> None:
+        if text and (qid, text) not in seen:
+            seen.add((qid, text))
+            rows.append(TrainRow(row_id, text, qid))
+
+    for path in data_files(folder):
+        for r in pq.read_table(path).to_pylist():
+            if kind == "hr1-paraphrases":
+                add(r["id"], r["question"], r["id"])
+                for p in r.get("paraphrases") or []:
+                    add(f"{r['id']}-p{p['k']}", p.get("text"), r["id"])
+            elif kind == "hr1-sft":
+                add(r["id"], r["paraphrase"], r["question_id"])
+                add(f"{r['id']} (question)", r["question"], r["question_id"])
+            else:
+                add(r["prompt_id"], r["question"], r["question_id"])
+    return rows
+
+
+def check_corpus_folder(
+    folder: str | Path,
+    kind: str,
+    eval_sets: Mapping[str, Sequence[EvalQuestion | tuple[str, str]]],
+    config: LeakageConfig = LeakageConfig(),
+) -> ValidationReport:
+    """The split-leakage check of a published corpus folder against the given evaluation sets."""
+    return check_split_leakage(corpus_train_rows(folder, kind), eval_sets, config)
