@@ -23,7 +23,7 @@ from phr.core.errors import UsageError
 from phr.core.fs import atomic_dir, atomic_write, json_text
 from phr.core.parquet import write_parquet_hashed
 from phr.core.report import Rejection
-from phr.hr1.corpora import DATA_DIR, MANIFEST, SCHEMAS
+from phr.hr1.corpora import DATA_DIR, MANIFEST, SCHEMAS, sft_target
 from phr.hr1.pipeline import RunPlan, counts_as_correct, paraphrase_prompt, qa_messages, run_questions
 from phr.hr1.prompts import versions
 from phr.hr1.records import HQuestion, QuestionResult
@@ -99,7 +99,7 @@ def _paraphrase_row(r: QuestionResult) -> dict:
     return {
         **q.model_dump(mode="json"),
         "answers": list(q.answers),
-        "meta": sorted(q.meta.items()),
+        "meta": [{"key": k, "value": v} for k, v in sorted(q.meta.items())],
         "qa_answer": r.qa_answer,
         "qa_extraction": r.qa_extraction,
         "factual_score": r.factual_score,
@@ -223,7 +223,6 @@ def build_paraphrase_corpus(
         smoke=smoke,
         counts=counts,
         parse_errors=dict(Counter(p.parse_error for p in paras if p.parse_error)),
-        llm_calls=summary.as_dict(),
     )
     _write(out, "hr1-paraphrases", tables, manifest, overwrite)
     return HR1BuildResult(out, "hr1-paraphrases", counts, summary, manifest)
@@ -239,9 +238,9 @@ def _leakage(rows: list[TrainRow], eval_sets: dict[str, Sequence[HQuestion]], co
             "pass --no-leakage-check only for a throwaway corpus"
         )
     sets = {name: [(q.id, q.question) for q in qs] for name, qs in eval_sets.items()}
-    violations = check_split_leakage(rows, sets, config)
-    if violations:
-        raise SplitLeakageError(violations)
+    report = check_split_leakage(rows, sets, config or LeakageConfig())
+    if not report.ok:
+        raise SplitLeakageError(report.rejections)
 
 
 def build_sft_corpus(
@@ -288,7 +287,7 @@ def build_sft_corpus(
                         "messages": [
                             {"role": "system", "content": system.content},
                             {"role": "user", "content": p.text},
-                            {"role": "assistant", "content": f"<answer>{q.answer}</answer>"},
+                            {"role": "assistant", "content": sft_target(q.answer)},
                         ],
                     }
                 )
@@ -308,7 +307,6 @@ def build_sft_corpus(
         {"paraphraser": paraphraser, "judge": judge},
         plan,
         counts=counts,
-        llm_calls=summary.as_dict(),
         eval_sets=sorted(eval_sets or {}),
         leakage_checked=check_leakage,
     )
@@ -377,7 +375,6 @@ def build_grpo_corpus(
         plan,
         counts=counts,
         kept_of=len(results),
-        llm_calls=summary.as_dict(),
         eval_sets=sorted(eval_sets or {}),
         leakage_checked=check_leakage,
     )

@@ -86,7 +86,7 @@ def test_sft_messages_must_be_paraphrase_then_answer(tmp_path):
     where = f"{data_name(folder)} row 1 (simplequestions-train-0-p1)"
     assert got == [
         (where, "messages", "the user message is not the row's (non-empty) paraphrase"),
-        (where, "messages", "the assistant message is not the row's (non-empty) answer"),
+        (where, "messages", "the assistant message is not the row's (non-empty) answer in <answer> tags"),
     ]
 
 

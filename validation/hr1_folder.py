@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 
 from phr.core.parquet import hashed_name_mismatch
 from phr.core.report import Rejection, ValidationReport
-from phr.hr1.corpora import DATA_DIR, KIND_FIELD, KINDS, MANIFEST, SCHEMAS, data_files
+from phr.hr1.corpora import DATA_DIR, KINDS, KIND_FIELD, MANIFEST, SCHEMAS, data_files, sft_target
 from phr.hub.card import README, CardConfig, CardError, card_configs, card_metadata, missing_data_files
 from phr.hub.kinds import ArtifactKind
 
@@ -96,8 +96,12 @@ def _sft_rows(rel: str, rows: list[dict]) -> list[Rejection]:
             continue
         if msgs[-2]["content"] != r["paraphrase"] or not (r["paraphrase"] or "").strip():
             out.append(Rejection(where, "messages", "the user message is not the row's (non-empty) paraphrase"))
-        if msgs[-1]["content"] != r["answer"] or not (r["answer"] or "").strip():
-            out.append(Rejection(where, "messages", "the assistant message is not the row's (non-empty) answer"))
+        if not (r["answer"] or "").strip() or msgs[-1]["content"] != sft_target(r["answer"]):
+            out.append(
+                Rejection(
+                    where, "messages", "the assistant message is not the row's (non-empty) answer in <answer> tags"
+                )
+            )
     return out
 
 

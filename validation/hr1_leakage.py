@@ -45,6 +45,7 @@ class LeakageConfig:
     num_perm: int = 128  # MinHash permutations
     near_duplicate_threshold: float = 0.8  # exact Jaccard of the shingle sets
     lsh_threshold: float = 0.5  # MinHashLSH candidate threshold (25 bands x 5 rows): recall 0.99995 at Jaccard 0.8
+    verify_margin: float = 0.15  # candidates whose MinHash estimate is below threshold - margin are not verified
     seed: int = 1  # MinHash permutations
     minhash_rows: int = 4096  # training rows hashed per vectorised batch
     semantic: bool = True  # run the MiniLM check (off: lexical and provenance only)
@@ -208,12 +209,17 @@ def _near_duplicates(train: Sequence[TrainRow], norm_train, ev: _Eval, norm_eval
 
     ev_sh = _Shingled(ev.texts, cfg)
     lsh = MinHashLSH(threshold=cfg.lsh_threshold, num_perm=cfg.num_perm)
-    for lo, sig in ev_sh.batches():
-        for k in range(len(sig)):
-            if ev_sh.bounds[lo + k + 1] > ev_sh.bounds[lo + k]:
-                lsh.insert(lo + k, _lean(sig[k], cfg.seed))
+    ev_sigs = []
+    with lsh.insertion_session() as session:
+        for lo, sig in ev_sh.batches():
+            ev_sigs.append(sig)
+            for k in range(len(sig)):
+                if ev_sh.bounds[lo + k + 1] > ev_sh.bounds[lo + k]:
+                    session.insert(lo + k, _lean(sig[k], cfg.seed))
+    ev_sig = np.concatenate(ev_sigs) if ev_sigs else np.zeros((0, cfg.num_perm), np.uint64)
     tr_sh = _Shingled([r.text for r in train], cfg)
     eval_sets: dict[int, frozenset[int]] = {}
+    floor = cfg.near_duplicate_threshold - cfg.verify_margin
     out = []
     for lo, sig in tr_sh.batches():
         for k in range(len(sig)):
@@ -223,8 +229,14 @@ def _near_duplicates(train: Sequence[TrainRow], norm_train, ev: _Eval, norm_eval
             cands = lsh.query(_lean(sig[k], cfg.seed))
             if not cands:
                 continue
+            # the MinHash estimate of every candidate at once; only the plausible ones are verified exactly
+            c = np.fromiter(cands, np.int64, len(cands))
+            est = np.count_nonzero(ev_sig[c] == sig[k], axis=1) / cfg.num_perm
+            c = np.sort(c[est >= floor])
+            if not len(c):
+                continue
             mine = tr_sh.set_of(i)
-            for j in sorted(cands):
+            for j in c.tolist():
                 if norm_eval[j] == norm_train[i]:
                     continue  # reported as exact
                 other = eval_sets.get(j)

@@ -7,13 +7,20 @@ from typing import Annotated
 
 import typer
 
+from phr.builders.hr1_sources import load_hr1_source
 from phr.builders.phrbench import build
+from phr.cli import hr1
 from phr.cli.common import CallOptions, MaxRetryAfter, Timeout, new_app
 from phr.core.errors import UsageError
+from phr.hr1.corpora import KINDS
+from phr.hr1.records import SOURCES
 from phr.validation.folder import validate_folder
+from phr.validation.hr1_folder import card_kind, validate_corpus
+from phr.validation.hr1_leakage import check_corpus_folder
 
-build_app = new_app("Build datasets (PHRBench).")
+build_app = new_app("Build datasets (PHRBench; the Hallucination-R1 corpora: hr1-paraphrases, hr1-sft, hr1-grpo).")
 validate_app = new_app("Re-check a built folder.")
+hr1.register(build_app)
 
 
 @build_app.command("phrbench")
@@ -85,14 +92,41 @@ def build_phrbench(
 
 @validate_app.command("validate")
 def validate(
-    folder: Annotated[Path, typer.Argument(metavar="FOLDER", help="A built PHRBench folder.")],
+    folder: Annotated[
+        Path, typer.Argument(metavar="FOLDER", help="A built PHRBench folder or Hallucination-R1 corpus.")
+    ],
+    eval_set: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--eval-set",
+            metavar="NAME=PATH",
+            help="Hallucination-R1 training corpora: also check split leakage against this evaluation set "
+            f"(source NAME of {', '.join(SOURCES)}, released files at PATH). Repeatable.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Run every check on a built folder; exit 0 when all pass, 1 otherwise (each failing row listed)."""
     if not folder.exists():
         raise UsageError(f"no such folder: {folder}")
     if not folder.is_dir():
-        raise UsageError(f"{folder} is a file, not a folder: give the folder `phr-publish build phrbench` wrote")
-    report = validate_folder(folder)
+        raise UsageError(f"{folder} is a file, not a folder: give the folder `phr-publish build` wrote")
+    kind = card_kind(folder)
+    if kind is not None and kind not in KINDS:
+        raise UsageError(f"{folder}: the card's phr_kind {kind!r} is not one of {', '.join(KINDS)}")
+    if kind is None:
+        if eval_set:
+            raise UsageError("--eval-set applies to Hallucination-R1 corpora (hr1-paraphrases, hr1-sft, hr1-grpo)")
+        report = validate_folder(folder)
+    else:
+        report = validate_corpus(folder, kind)
+        sets = {}
+        for v in eval_set or []:
+            name, _, path = v.partition("=")
+            if name not in SOURCES or not path:
+                raise UsageError(f"--eval-set {v}: give NAME=PATH with NAME one of {', '.join(SOURCES)}")
+            sets[name] = [(q.id, q.question) for q in load_hr1_source(name, path).questions]
+        if sets:
+            report.extend(check_corpus_folder(folder, kind, sets).rejections)
     typer.echo(report.to_json() if as_json else report.render())
     raise typer.Exit(0 if report.ok else 1)

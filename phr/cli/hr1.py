@@ -143,8 +143,10 @@ def register(build_app: typer.Typer) -> None:
         timeout: Timeout = 120.0,
         max_retry_after: MaxRetryAfter = 600.0,
     ) -> None:
-        """Build a paraphrase corpus. With no arguments: the offline smoke corpus (24 TruthfulQA questions, K = 4,
-        local:smollm2 as paraphraser, QA model and judge, capped lengths; its card says so)."""
+        """Build a paraphrase corpus (with no arguments: the offline smoke corpus).
+
+        The smoke corpus: 24 packaged TruthfulQA questions, K = 4, local:smollm2 as paraphraser, QA model and
+        judge, with capped lengths; its card says so."""
         smoke = not source
         if fuzzy not in ("wrong", "correct"):
             raise UsageError(f"--fuzzy {fuzzy}: wrong or correct")
@@ -193,7 +195,7 @@ def register(build_app: typer.Typer) -> None:
         timeout: Timeout = 120.0,
         max_retry_after: MaxRetryAfter = 600.0,
     ) -> None:
-        """Build the SFT corpus (App. E.1): consistent paraphrases of SimpleQuestions train with the gold answer."""
+        """Build the SFT corpus: consistent paraphrases of SimpleQuestions train with the gold answer (appendix E.1)."""
         train, evals = _train_and_eval(source, online, stand_in_split, eval_set)
         res = build_sft_corpus(
             out or Path("hr1-sft"),
@@ -227,7 +229,7 @@ def register(build_app: typer.Typer) -> None:
         timeout: Timeout = 120.0,
         max_retry_after: MaxRetryAfter = 600.0,
     ) -> None:
-        """Build the GRPO prompt corpus (App. C.1): SimpleQuestions train questions the QA model answers correctly."""
+        """Build the GRPO prompt corpus: SimpleQuestions train questions the QA model answers correctly (appendix C.1)."""
         train, evals = _train_and_eval(source, online, stand_in_split, eval_set)
         res = build_grpo_corpus(
             out or Path("hr1-grpo"),

@@ -53,7 +53,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("question", pa.string()),
             ("answers", pa.list_(pa.string())),
             ("license", pa.string()),
-            ("meta", pa.map_(pa.string(), pa.string())),
+            ("meta", pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())]))),  # source fields
             ("qa_answer", pa.string()),
             ("qa_extraction", pa.string()),
             ("factual_score", pa.int8()),
@@ -98,3 +98,9 @@ def config_of(path: Path) -> str:
     """``data/<config>-<hash>.parquet`` -> ``<config>``."""
     stem = path.stem
     return stem.rsplit("-", 1)[0] if "-" in stem else stem
+
+
+def sft_target(answer: str) -> str:
+    """The assistant message of an SFT row: the gold answer in Listing B.4's tags (the paper does not print
+    its SFT target format; this is the format its QA prompt asks for)."""
+    return f"<answer>{answer}</answer>"

@@ -42,7 +42,7 @@ ROWS = {
         {
             **_q(0),
             "answers": ["Paris"],
-            "meta": [("subject", "Q1")],
+            "meta": [{"key": "subject", "value": "Q1"}],
             "qa_answer": "Paris",
             "qa_extraction": "tag",
             "factual_score": 0,
@@ -59,7 +59,7 @@ ROWS = {
             "answer": "Paris",
             "messages": [
                 {"role": "user", "content": "In which place did Roger Marquis pass away?"},
-                {"role": "assistant", "content": "Paris"},
+                {"role": "assistant", "content": "<answer>Paris</answer>"},
             ],
         }
     ],

@@ -1,0 +1,142 @@
+"""The Hallucination-R1 corpora built against the local OpenAI-protocol server: Hub layout, load_dataset,
+their validators, byte-identical rebuilds, split leakage failing a training build (nothing written)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from datasets import load_dataset
+
+from phr.builders.hr1 import (
+    HR1BuildError,
+    SplitLeakageError,
+    build_grpo_corpus,
+    build_paraphrase_corpus,
+    build_sft_corpus,
+    prompt_id,
+)
+from phr.builders.hr1_sources import LoadResult, load_simplequestions, load_truthfulqa, stand_in_split
+from phr.hr1.pipeline import RunPlan, paraphrase_prompt
+from phr.validation.hr1_folder import validate_corpus
+from tests.support.hr1_fixtures import hr1_responder
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+pytestmark = pytest.mark.skipif(not (DATA / "simplequestions").is_dir(), reason="../shared/data is not here")
+
+
+@pytest.fixture(scope="module")
+def halves() -> tuple[LoadResult, LoadResult]:
+    return stand_in_split(load_simplequestions(DATA / "simplequestions"))
+
+
+def _few(res: LoadResult, n: int) -> LoadResult:
+    return LoadResult(res.source, res.questions[:n], res.skipped, res.examples, res.origin, res.stand_in)
+
+
+def _gold(*loads: LoadResult, wrong: int = 1) -> tuple[dict, frozenset]:
+    qs = [q for ld in loads for q in ld.questions]
+    return {q.question: q.answer for q in qs}, frozenset(q.question for q in qs[:wrong])
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_paraphrase_corpus_loads_validates_and_rebuilds_byte_identically(fake_openai, tmp_path, halves):
+    sq = _few(halves[1], 3)
+    tqa = _few(load_truthfulqa(DATA / "truthfulqa"), 2)
+    answers, wrong = _gold(sq, tqa)
+    srv = fake_openai(hr1_responder(answers, wrong))
+    out = tmp_path / "paraphrases"
+    kw = dict(
+        paraphraser="openai:gpt-4o",
+        qa="openai:gpt-4o",
+        judge="openai:gpt-4o",
+        plan=RunPlan(k=5, qa_scope="all"),
+        diversity=False,
+    )
+    res = build_paraphrase_corpus(out, [sq, tqa], **kw)
+    assert res.counts == {
+        "questions": 5,
+        "paraphrases": 25,
+        "parsed": 20,
+        "consistent": 15,
+        "unjudged": 0,
+        "originally_correct": 4,
+    }
+    assert validate_corpus(out, "hr1-paraphrases").ok
+    ds = load_dataset(str(out), "simplequestions")
+    assert list(ds) == ["test"] and ds["test"].num_rows == 3
+    row = ds["test"][0]
+    assert row["id"] == sq.questions[0].id and row["answers"] == list(sq.questions[0].answers)
+    assert row["correctness"] == "wrong"  # the first question is answered wrongly on purpose
+    assert [p["consistent"] for p in row["paraphrases"]] == [True, True, False, None, True]
+    assert row["paraphrases"][3]["parse_error"] == "no <paraphrase> tag"
+    assert [p["correctness"] for p in row["paraphrases"]] == ["correct", "wrong", None, None, "correct"]
+    assert load_dataset(str(out), "truthfulqa")["validation"].num_rows == 2
+    card = (out / "README.md").read_text()
+    assert (
+        "phr_kind: hr1-paraphrases" in card
+        and "Stand-in split" in card
+        and "| truthfulqa | truthfulqa | validation | 2 | Apache-2.0 |" in card
+    )
+    assert "Consistent (Listing B.2 judge): 15 (60.0%)" in card
+    before, calls = _files(out), srv.server.count
+    build_paraphrase_corpus(out, [sq, tqa], overwrite=True, **kw)
+    assert _files(out) == before and srv.server.count == calls  # byte-identical, from the cache
+    with pytest.raises(HR1BuildError, match="already exists"):
+        build_paraphrase_corpus(out, [sq, tqa], **kw)
+
+
+def test_sft_corpus_pairs_consistent_paraphrases_with_the_gold_answer(fake_openai, tmp_path, halves):
+    train, test = _few(halves[0], 4), _few(halves[1], 40)
+    answers, _ = _gold(train)
+    fake_openai(hr1_responder(answers))
+    res = build_sft_corpus(
+        tmp_path / "sft",
+        train,
+        paraphraser="openai:gpt-4o",
+        judge="openai:gpt-4o",
+        eval_sets={"sq-test": test.questions},
+        k=3,
+    )
+    assert res.counts == {"questions": 4, "pairs": 8}  # k=0 and k=1 are consistent, k=2 is not
+    rows = load_dataset(str(tmp_path / "sft"))["train"]
+    q = train.questions[0]
+    assert rows[0]["id"] == f"{q.id}-p0" and rows[0]["answer"] == q.answer
+    assert [m["role"] for m in rows[0]["messages"]] == ["system", "user", "assistant"]
+    assert rows[0]["messages"][1]["content"] == f"Tell me: {q.question}"
+    assert rows[0]["messages"][2]["content"] == f"<answer>{q.answer}</answer>"
+    assert validate_corpus(tmp_path / "sft", "hr1-sft").ok
+
+
+def test_training_build_fails_on_split_leakage_and_writes_nothing(fake_openai, tmp_path, halves):
+    train = _few(halves[0], 4)
+    answers, _ = _gold(train)
+    fake_openai(hr1_responder(answers))
+    leaked = train.questions[2]
+    evals = {"sq-test": [*_few(halves[1], 20).questions, leaked.model_copy(update={"id": "simplequestions-test-x"})]}
+    with pytest.raises(SplitLeakageError, match=rf"{leaked.id}: leakage:exact: .*simplequestions-test-x") as e:
+        build_grpo_corpus(tmp_path / "grpo", train, qa="openai:gpt-4o", judge="openai:gpt-4o", eval_sets=evals)
+    assert all(v.row_id == leaked.id for v in e.value.violations)
+    assert not (tmp_path / "grpo").exists()
+    with pytest.raises(HR1BuildError, match="needs the evaluation sets"):
+        build_grpo_corpus(tmp_path / "grpo", train, qa="openai:gpt-4o", judge="openai:gpt-4o", eval_sets={})
+
+
+def test_grpo_corpus_keeps_correctly_answered_questions(fake_openai, tmp_path, halves):
+    train, test = _few(halves[0], 4), _few(halves[1], 20)
+    answers, wrong = _gold(train, wrong=1)
+    fake_openai(hr1_responder(answers, wrong))
+    res = build_grpo_corpus(
+        tmp_path / "grpo", train, qa="openai:gpt-4o", judge="openai:gpt-4o", eval_sets={"sq-test": test.questions}
+    )
+    assert res.counts == {"asked": 4, "prompts": 3, "unjudged": 0}
+    rows = load_dataset(str(tmp_path / "grpo"))["train"]
+    kept = train.questions[1:]
+    assert rows["question_id"] == [q.id for q in kept]
+    assert rows["prompt_id"] == [prompt_id(q) for q in kept] and len(set(rows["prompt_id"])) == 3
+    assert rows[0]["prompt"] == [{"role": "user", "content": paraphrase_prompt(kept[0].question)}]
+    assert rows[0]["answers"] == list(kept[0].answers)
+    assert validate_corpus(tmp_path / "grpo", "hr1-grpo").ok
