@@ -3,7 +3,6 @@ local OpenAI-protocol server, with a hand-built expected result."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pyarrow as pa

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 
 from phr.core.parquet import hashed_name_mismatch
 from phr.core.report import Rejection, ValidationReport
-from phr.hr1.corpora import DATA_DIR, KINDS, KIND_FIELD, MANIFEST, SCHEMAS, data_files, sft_target
+from phr.hr1.corpora import DATA_DIR, KIND_FIELD, KINDS, MANIFEST, SCHEMAS, data_files, sft_target
 from phr.hub.card import README, CardConfig, CardError, card_configs, card_metadata, missing_data_files
 from phr.hub.kinds import ArtifactKind
 
