@@ -34,7 +34,7 @@ from phr.core.errors import UsageError
 from phr.core.fs import atomic_dir, write_json
 from phr.core.report import Rejection
 from phr.llm import LLM
-from phr.validation.config import ValidationConfig
+from phr.validation.config import ValidationConfig, rules_for_prompts
 from phr.validation.expectations import write_suite
 from phr.validation.judge import judge_augmentations
 from phr.validation.review import apply_revisions, decision_on, load_decisions, review_status
@@ -330,7 +330,7 @@ def build(
         templates=Templates.load(templates_dir),
         prompts=prompt_set,
         validation_config=_rules_of(prompt_set),
-        extra_check=_after_rules(out),
+        extra_check=_after_rules(out, _rules_of(prompt_set) or ValidationConfig()),
     )
     if progress and result.summary is not None:
         result.summary.print()
@@ -491,11 +491,10 @@ def _decisions(out) -> dict[str, dict]:
 
 #: `--prompts v0` builds with the rules of the same release, so they reproduce its builds byte for byte: a
 #: hallucinated premise mentioning the gold option at all was a leak then (the paper's own c-erbB1 example is not).
-V0_RULES = {"leakage": {"gold_text_in_hallucinated": "any"}}
 
 
 def _rules_of(prompts: Prompts) -> ValidationConfig | None:
-    return ValidationConfig.from_dict(V0_RULES) if prompts.name == "v0" else None
+    return rules_for_prompts("v0") if prompts.name == "v0" else None
 
 
 def _review_rejections(out, augs) -> list:
@@ -509,7 +508,7 @@ def _review_rejections(out, augs) -> list:
     ]
 
 
-def _after_rules(out):
+def _after_rules(out, config: ValidationConfig):
     """The generation rounds' check after the rule checks: manual review rejections, then semantic
     distinctness against the premises of the same question that passed before (so a build and `validate`
     agree; a premise the judge later rejects still counts as seen, which can only make the check stricter)."""
@@ -520,7 +519,7 @@ def _after_rules(out):
         gone = {r.row_id for r in out_rej}
         fresh = [a for a in candidates if a.id not in gone]
         pool = [a for q in {a.question_id for a in fresh} for a in seen.get(q, []) if a.id not in {c.id for c in fresh}]
-        flagged = {r.row_id: r for r in semantic_distinctness([*pool, *fresh], ValidationConfig())}
+        flagged = {r.row_id: r for r in semantic_distinctness([*pool, *fresh], config)}
         out_rej += [flagged[a.id] for a in fresh if a.id in flagged]
         for a in fresh:
             if a.id not in flagged:

@@ -16,6 +16,7 @@ from phr.core.parquet import hashed_name_mismatch
 from phr.core.report import Rejection, ValidationReport
 from phr.hub.card import README, CardError, card_configs, missing_data_files
 from phr.hub.kinds import ArtifactKind
+from phr.validation.config import rules_for_prompts
 from phr.validation.expectations import SUITE_FILE, run_suite
 from phr.validation.premises import folder_premises
 from phr.validation.review import (
@@ -91,7 +92,9 @@ def validate_folder(folder: str | Path, *, require_review: bool | None = False) 
     found = folder_premises(rows)
     report.extend(found.rejections)
     instance_of = found.instance_of
-    checked = run_all_checks(list(found.questions.values()), found.augmentations)
+    checked = run_all_checks(
+        list(found.questions.values()), found.augmentations, rules_for_prompts(_manifest(folder).get("prompts"))
+    )
     report.extend(
         Rejection(
             f"{instance_of[x.row_id]} (augmentation {x.row_id})" if x.row_id in instance_of else x.row_id,
@@ -111,13 +114,19 @@ def validate_folder(folder: str | Path, *, require_review: bool | None = False) 
     return report
 
 
-def review_required(folder: Path) -> bool:
-    """Does the build's manifest require a manual review of every premise (``review_required``; builds that
-    predate the field: the paper recipe)?"""
+def _manifest(folder: Path) -> dict:
+    """The build's manifest ({} when missing or unreadable: the card and data checks report what is wrong)."""
     try:
         manifest = json.loads((Path(folder) / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return False
+        return {}
+    return manifest if isinstance(manifest, dict) else {}
+
+
+def review_required(folder: Path) -> bool:
+    """Does the build's manifest require a manual review of every premise (``review_required``; builds that
+    predate the field: the paper recipe)?"""
+    manifest = _manifest(folder)
     return bool(manifest.get("review_required", manifest.get("recipe") == "paper"))
 
 
