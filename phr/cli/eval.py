@@ -10,6 +10,7 @@ import typer
 
 from phr.bench.metrics import INSIGHTFUL, LEADERBOARD, REQUIRED, RESOLUTIONS, TRAJECTORY, metric, rate_of
 from phr.cards.eval_yaml import model_eval_results_yaml
+from phr.cli import hr1
 from phr.cli.common import Hub, MaxRetryAfter, Timeout, new_app, spec_or_none
 from phr.core.errors import UsageError
 from phr.eval.dataset import load_eval_dataset
@@ -33,7 +34,9 @@ from phr.leaderboard.page import write_leaderboard
 from phr.leaderboard.repo import collect_results, open_model_pr, push_results
 from phr.llm import LLM
 
-eval_app = new_app("Evaluate models on PHRBench (generate, merge shards, score).")
+eval_app = new_app(
+    "Evaluate models on PHRBench (generate, merge shards, score) and Hallucination-R1 paraphrasers (hr1)."
+)
 submit_app = new_app("Score and publish submissions; render the leaderboard.")
 
 Dataset = Annotated[
@@ -492,3 +495,6 @@ def leaderboard_cmd(
     typer.echo(f"leaderboard of {len(records)} results:")
     for p in paths.values():
         typer.echo(f"  {p}")
+
+
+hr1.register_eval(eval_app)  # after phrbench, merge and score: listed last in --help

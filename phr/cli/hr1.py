@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -21,6 +22,8 @@ from phr.builders.hr1 import (
 from phr.builders.hr1_sources import LoadResult, load_hr1_source, stand_in_split
 from phr.cli.common import CallOptions, MaxRetryAfter, Timeout
 from phr.core.errors import UsageError
+from phr.eval.hr1_metrics import MetricSettings
+from phr.eval.hr1_runner import evaluate
 from phr.hr1.pipeline import Judges, RunPlan
 from phr.hr1.records import SOURCES
 from phr.hr1.settings import Decoding, Grading, QADecoding
@@ -242,3 +245,83 @@ def register(build_app: typer.Typer) -> None:
             llm_options=CallOptions(timeout=timeout, max_retry_after=max_retry_after).llm_kwargs(),
         )
         _done(res)
+
+
+def register_eval(eval_app: typer.Typer) -> None:
+    """Add ``phr-publish eval hr1``."""
+
+    @eval_app.command("hr1")
+    def eval_hr1(
+        dataset: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--dataset",
+                metavar="NAME=PATH",
+                help=f"An evaluation set: source NAME ({', '.join(SOURCES)}) and its released files (NAME alone with "
+                "--online). Repeatable. Default: the 24 packaged TruthfulQA questions.",
+            ),
+        ] = None,
+        online: Online = False,
+        paraphraser: Annotated[str, typer.Option(metavar="SPEC", help="The paraphraser under test.")] = SMOKE_MODEL,
+        qa_model: Annotated[str, typer.Option("--qa-model", metavar="SPEC", help="The target QA model.")] = SMOKE_MODEL,
+        judge: Annotated[
+            str, typer.Option(metavar="SPEC", help="Judge of Listings B.2 and B.3 (paper: DeepSeek-V3).")
+        ] = SMOKE_MODEL,
+        k: Annotated[
+            int | None, typer.Option("--k", min=1, help="Paraphrases per question (default 5; --table 4: 8).")
+        ] = None,
+        table: Annotated[
+            str, typer.Option("--table", help="2 (Tables 1-3: robustness, default) or 4 (SFT metrics).")
+        ] = "2",
+        judges: Annotated[
+            str | None,
+            typer.Option(metavar="A,B,C", help="More consistency judges for Table 7 (comma-separated specs)."),
+        ] = None,
+        human: Annotated[
+            Path | None,
+            typer.Option(metavar="CSV", help="Human consistency labels for Table 7 (question_id,k,annotator,label)."),
+        ] = None,
+        limit: Limit = None,
+        fuzzy: Annotated[
+            str, typer.Option(help="B.3 score 1 (fuzzy match) counts as: wrong (default) or correct.")
+        ] = "wrong",
+        no_diversity: Annotated[
+            bool, typer.Option("--no-diversity", help="Skip Table 1's diversity (MiniLM).")
+        ] = False,
+        out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Run folder.")] = Path("runs/hr1"),
+        overwrite: Overwrite = False,
+        timeout: Timeout = 120.0,
+        max_retry_after: MaxRetryAfter = 600.0,
+    ) -> None:
+        """Evaluate a paraphraser against a QA model: Tables 1-3 (or 4), and 7 with --judges/--human."""
+        if table not in ("2", "4"):
+            raise UsageError(f"--table {table}: 2 (robustness, Tables 1-3) or 4 (SFT metrics)")
+        if fuzzy not in ("wrong", "correct"):
+            raise UsageError(f"--fuzzy {fuzzy}: wrong or correct")
+        smoke = not dataset
+        loads = [smoke_questions()] if smoke else [_load(n, p, online) for n, p in _parse_sources(dataset, online)]
+        sets = {ld.source: (ld.questions[:limit] if limit else ld.questions) for ld in loads}
+        if len(sets) != len(loads):
+            raise UsageError("give each --dataset source once")
+        plan = RunPlan(grading=Grading(fuzzy=fuzzy))  # type: ignore[arg-type]
+        if SMOKE_MODEL in (paraphraser, qa_model, judge):
+            plan = replace(SMOKE_PLAN, grading=plan.grading, judges=Judges(max_tokens=SMOKE_JUDGE_TOKENS))
+        res = evaluate(
+            sets,
+            paraphraser=paraphraser,
+            qa=qa_model,
+            judge=judge,
+            out=out,
+            table="sft" if table == "4" else "robustness",
+            k=k,
+            plan=plan,
+            metrics=MetricSettings(grading=plan.grading),
+            judges=[j.strip() for j in (judges or "").split(",") if j.strip()],
+            human=human,
+            diversity=not no_diversity,
+            overwrite=overwrite,
+            llm_options=CallOptions(timeout=timeout, max_retry_after=max_retry_after).llm_kwargs(),
+        )
+        res.summary.print()
+        typer.echo((res.out / "report.md").read_text())
+        typer.echo(f"results: {res.out / 'results.json'}; per-question records: {res.out / 'records'}")

@@ -211,7 +211,7 @@ def counts_as_correct(correctness: Correctness | None, grading: Grading | None =
 # ---- the whole run ---------------------------------------------------------------------------------------
 
 QAScope = Literal["originally_correct", "all"]
-DiversityFn = Callable[[list[tuple[str, list[tuple[str | None, bool]]]]], list[list[dict]]]
+DiversityFn = Callable[[list[tuple[str, list[tuple[str | None, bool]]]]], list[list]]  # phr.hr1.diversity.score_groups
 
 
 @dataclass(frozen=True)
@@ -297,7 +297,7 @@ def run_questions(
         for q, scores in zip(questions, diversity(groups), strict=True):
             for p, sc in zip(results[q.id].paraphrases, scores, strict=True):
                 for key in ("s_selfbleu", "s_embed", "r_div", "mean_div"):
-                    setattr(p, key, sc.get(key))
+                    setattr(p, key, getattr(sc, key))
     # 4. QA on consistent paraphrases, graded
     if qa is not None:
         asked = [

@@ -152,6 +152,86 @@ def _words(seed: str, k: int) -> str:
     return " ".join(WORDS[b % len(WORDS)] + WORDS[(b // 7) % len(WORDS)] for b in h[:k])
 
 
+# Hallucinated claims of the paper responder: one question's premises differ in meaning (semantic
+# distinctness is on for paper builds): a different predicate per sample, max pairwise MiniLM cosine 0.61 over
+# 15 samples of 150 questions (threshold 0.85).
+SUBJ = [
+    "The enzyme",
+    "Liquid water",
+    "A copper wire",
+    "The mitochondrion",
+    "Sodium chloride",
+    "The planet's orbit",
+    "A neutron star",
+    "The catalyst",
+    "Blood plasma",
+    "The polymer chain",
+    "A photon",
+    "The cell membrane",
+    "Glucose",
+    "The river delta",
+    "An electron",
+    "The hormone",
+    "Quartz",
+    "The magnetic field",
+    "A virus",
+    "The ozone layer",
+    "The toy molecule",
+    "The glacier",
+    "A lithium battery",
+    "The compound",
+    "The protein",
+]
+PRED = [
+    "doubles its mass when heated",
+    "dissolves only in cold ethanol",
+    "emits green light under pressure",
+    "stops working below freezing",
+    "is made mostly of iron atoms",
+    "moves faster in a vacuum",
+    "becomes acidic after one hour",
+    "stores energy as sugar",
+    "repels every magnet nearby",
+    "grows longer in darkness",
+    "loses its charge in sunlight",
+    "carries oxygen to the brain",
+    "turns into gas at room temperature",
+    "conducts sound better than light",
+    "splits into three identical parts",
+    "absorbs all infrared radiation",
+    "needs nitrogen to function",
+    "shrinks when placed in salt water",
+    "rotates once every second",
+    "contains no carbon at all",
+    "was first described by Aristotle",
+    "weighs less than a hydrogen atom",
+    "only forms on Tuesdays",
+    "smells of burnt almonds",
+    "cannot exist above sea level",
+    "is produced by the liver",
+    "freezes at ninety degrees Celsius",
+    "travels backwards in time",
+    "reflects only blue wavelengths",
+    "decays into pure gold",
+    "is twice as dense as lead",
+    "hardens when exposed to music",
+    "is found only in Antarctica",
+    "doubles every ten minutes",
+    "has exactly seven electrons",
+    "was banned in the nineteenth century",
+    "glows when it is touched",
+    "is digested by plants at night",
+    "turns red in strong magnetic fields",
+    "costs more than platinum",
+]
+
+
+def claim(key: str, nth: int) -> str:
+    """Sample ``nth`` of prompt ``key``: "<subject> <predicate>." with a predicate of its own per sample."""
+    h = int(hashlib.sha256(key.encode()).hexdigest(), 16)
+    return f"{SUBJ[(h // 41 + nth * 7) % len(SUBJ)]} {PRED[(h + nth) % len(PRED)]}."
+
+
 def _judge(prompt: str, every: int = 13) -> str:
     """The judge: rejects ~1 in ``every`` hallucinated premises for type consistency."""
     premise = re.search(r"<premise>\n(.*?)\n</premise>", prompt, re.S).group(1)
@@ -244,6 +324,7 @@ def paper_responder(strategies=PAPER_STRATEGIES):
         statement = f"The toy system obeys the {_words(key + str(nth), 6)} relation."
         if "generate exactly one truthful augmentation" in prompt:
             return json.dumps({"statement": statement, "truth_verification": "It follows from the toy rules."})
+        statement = claim(key, nth)
         candidates = re.search(r"Candidates: (.*)", prompt)
         if candidates and nth == 2 and int(key, 16) % 5 == 0:
             options = re.findall(r"\(\d+\) ([^;]*)", candidates.group(1))

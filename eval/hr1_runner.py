@@ -1,0 +1,206 @@
+"""``phr-publish eval hr1``: robustness evaluation of a paraphraser against a QA model (paper §4, §5.1, §7,
+App. C.4 Algorithm 1, App. F), with the paper's tables as JSON and Markdown (docs/hr1.md).
+
+Every model call goes through the LLM layer's cache, so an interrupted run resumes where it stopped and a
+rerun makes no calls. The run folder holds ``results.json`` (settings, models, prompt hashes, every table
+with standard errors, the call summary), ``report.md`` (the tables shaped like the paper's) and
+``records/<dataset>.jsonl`` (one ``QuestionResult`` per question: every paraphrase, verdict, answer and grade).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Literal
+
+from phr.core.errors import UsageError
+from phr.core.fs import atomic_dir, atomic_write, json_text
+from phr.eval.hr1_metrics import (
+    MetricSettings,
+    human_majority,
+    labels_from_results,
+    read_human_labels,
+    table1,
+    table1_markdown,
+    table2,
+    table2_markdown,
+    table3_markdown,
+    table4,
+    table4_markdown,
+    table7,
+    table7_markdown,
+    to_json,
+)
+from phr.hr1.diversity import score_groups
+from phr.hr1.pipeline import RunPlan, judge_consistency, run_questions
+from phr.hr1.prompts import versions
+from phr.hr1.records import HQuestion, QuestionResult
+from phr.llm.client import LLM
+from phr.llm.summary import RunSummary
+
+Table = Literal["robustness", "sft"]
+
+
+@dataclass
+class HR1EvalResult:
+    out: Path
+    tables: dict
+    summary: RunSummary = field(default_factory=RunSummary)
+    counts: dict = field(default_factory=dict)
+
+
+def _llm(spec: str, made: dict[str, LLM], options: dict) -> LLM:
+    if spec not in made:
+        made[spec] = LLM(spec, **{"show_summary": False, **options})
+    return made[spec]
+
+
+def evaluate(
+    datasets: dict[str, Sequence[HQuestion]],
+    *,
+    paraphraser: str,
+    qa: str,
+    judge: str,
+    out: str | Path,
+    table: Table = "robustness",
+    k: int | None = None,
+    plan: RunPlan | None = None,
+    metrics: MetricSettings | None = None,
+    judges: Sequence[str] = (),
+    human: str | Path | None = None,
+    diversity: bool = True,
+    overwrite: bool = False,
+    llm_options: dict | None = None,
+) -> HR1EvalResult:
+    """Run Algorithm 1 on every dataset and compute the tables.
+
+    ``table``: ``robustness`` (Tables 1–3: K paraphrases, default 5; only originally-correct questions'
+    paraphrases are answered) or ``sft`` (Table 4: 8 paraphrases, every consistent one answered). ``judges``:
+    more consistency judges for Table 7 (the run's ``judge`` is the first row), ``human``: a CSV of human labels
+    (``question_id,k,annotator,label``)."""
+    out = Path(out)
+    if out.exists() and not overwrite:
+        raise UsageError(f"{out.resolve()} already exists: pass --overwrite to replace it")
+    if not datasets or not any(datasets.values()):
+        raise UsageError("no questions to evaluate (give --dataset NAME=PATH)")
+    base = metrics or MetricSettings()
+    k = k or (base.table4_k if table == "sft" else base.k)
+    metrics = replace(base, k=min(base.k, k), table4_k=k if table == "sft" else base.table4_k)
+    plan = plan or RunPlan()
+    plan = replace(plan, k=k, qa_scope="all" if table == "sft" else "originally_correct", grading=metrics.grading)
+    made: dict[str, LLM] = {}
+    options = llm_options or {}
+    para_llm, qa_llm, judge_llm = (_llm(s, made, options) for s in (paraphraser, qa, judge))
+    summary = RunSummary()
+    records: dict[str, list[QuestionResult]] = {}
+    tables: dict = {"table1": {}, "table2": {}, "table4": {}, "table7": {}}
+    markdown: list[str] = []
+    for name, questions in datasets.items():
+        results = run_questions(
+            list(questions),
+            paraphraser=para_llm,
+            qa=qa_llm,
+            judge=judge_llm,
+            plan=plan,
+            diversity=score_groups if diversity else None,
+            summary=summary,
+        )
+        records[name] = results
+        if diversity:
+            tables["table1"][name] = table1(results, metrics)
+        if table == "robustness":
+            tables["table2"][name] = table2(results, metrics)
+        else:
+            tables["table4"][name] = table4(results, metrics)
+        if judges or human:
+            labels = {judge: labels_from_results(results)}
+            pairs = [
+                (f"{r.question.id}/p{p.k}", r.question.question, p.text)
+                for r in results
+                for p in r.paraphrases
+                if p.text
+            ]
+            keys = [(r.question.id, p.k) for r in results for p in r.paraphrases if p.text]
+            for spec in judges:
+                if spec == judge:
+                    continue
+                llm = _llm(spec, made, options)
+                verdicts = judge_consistency(llm, pairs, plan.judges)
+                summary.merge(llm.last_summary)
+                got = {
+                    key: (None if v.verdict is None else v.verdict.result == 1)
+                    for key, v in zip(keys, verdicts, strict=True)
+                }
+                labels[spec] = {key: got.get(key, False) for key in labels[judge]}
+            human_labels = human_majority(read_human_labels(human), metrics) if human else None
+            tables["table7"][name] = table7(labels, human_labels, metrics)
+    # markdown, shaped like the paper's tables
+    if tables["table1"]:
+        markdown += ["## Table 1: consistency and diversity", ""]
+        for name, t in tables["table1"].items():
+            markdown += [f"### {name}", "", table1_markdown({paraphraser: t}), ""]
+    if tables["table2"]:
+        markdown += [
+            "## Table 2: robustness (True(Acc), ER@1 / WER@K)",
+            "",
+            table2_markdown({qa: tables["table2"]}),
+            "",
+        ]
+        for name, t in tables["table2"].items():
+            markdown += [f"## Table 3: {name} (QA model {qa})", "", table3_markdown({paraphraser: t}), ""]
+    if tables["table4"]:
+        markdown += [
+            f"## Table 4: Para / Robust / Any Acc over {k} paraphrases",
+            "",
+            table4_markdown({f"{paraphraser} → {qa}": tables["table4"]}),
+            "",
+        ]
+    for name, t in tables["table7"].items():
+        markdown += [f"## Table 7: judge validation ({name})", "", table7_markdown(t), ""]
+    settings = {
+        "paraphraser": paraphraser,
+        "qa_model": qa,
+        "judge": judge,
+        "judges": list(judges),
+        "human_labels": str(human) if human else None,
+        "table": table,
+        "k": k,
+        "plan": {
+            "decoding": asdict(plan.decoding),
+            "qa_decoding": asdict(plan.qa_decoding),
+            "grading": plan.grading.as_dict(),
+            "qa_scope": plan.qa_scope,
+            "judge_max_tokens": plan.judges.max_tokens,
+            "seed": plan.seed,
+        },
+        "metrics": {k_: v for k_, v in asdict(metrics).items() if k_ != "grading"},
+        "prompts": versions(),
+        "datasets": {name: len(qs) for name, qs in datasets.items()},
+    }
+    payload = {
+        "settings": settings,
+        "tables": json.loads(_tables_json(tables)),
+        "llm_calls": summary.as_dict(),
+    }
+    with atomic_dir(out) as tmp:
+        atomic_write(tmp / "results.json", json_text(payload))
+        header = [
+            "# Hallucination-R1 evaluation",
+            "",
+            f"Paraphraser `{paraphraser}`, QA model `{qa}`, judge `{judge}`; K = {k}; "
+            f"fuzzy B.3 answers count as {plan.grading.fuzzy}. Every figure ± its bootstrap standard error over "
+            "questions. Settings: results.json.",
+            "",
+        ]
+        atomic_write(tmp / "report.md", "\n".join(header + markdown))
+        (tmp / "records").mkdir()
+        for name, results in records.items():
+            atomic_write(tmp / "records" / f"{name}.jsonl", "".join(r.model_dump_json() + "\n" for r in results))
+    counts = {name: len(rs) for name, rs in records.items()}
+    return HR1EvalResult(out, tables, summary, counts)
+
+
+def _tables_json(tables: dict) -> str:
+    return to_json({key: value for key, value in tables.items() if value})
