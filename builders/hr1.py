@@ -231,16 +231,26 @@ def build_paraphrase_corpus(
 # ---- training corpora -----------------------------------------------------------------------------------
 
 
-def _leakage(rows: list[TrainRow], eval_sets: dict[str, Sequence[HQuestion]], config: LeakageConfig | None) -> None:
+def _leaks(rows: list[TrainRow], eval_sets: dict[str, Sequence[HQuestion]], config: LeakageConfig | None) -> list:
+    """The split-leakage violations of ``rows`` against the evaluation sets (at least one is required)."""
     if not eval_sets:
         raise HR1BuildError(
-            "a training corpus needs the evaluation sets it must not overlap (--eval-set NAME=PATH, at least one); "
-            "pass --no-leakage-check only for a throwaway corpus"
+            "a training corpus needs the evaluation sets it must not overlap (--eval-set NAME=PATH, at least one)"
         )
     sets = {name: [(q.id, q.question) for q in qs] for name, qs in eval_sets.items()}
-    report = check_split_leakage(rows, sets, config or LeakageConfig())
-    if not report.ok:
-        raise SplitLeakageError(report.rejections)
+    return check_split_leakage(rows, sets, config or LeakageConfig()).rejections
+
+
+def _screen(questions: list[HQuestion], eval_sets, config, drop: bool) -> tuple[list[HQuestion], list[dict]]:
+    """Check the training questions before any model call: a leaking question fails the build (nothing is
+    spent, nothing written) or, with ``drop``, is left out and listed in the manifest."""
+    found = _leaks([TrainRow(q.id, q.question, q.id) for q in questions], eval_sets, config)
+    if found and not drop:
+        raise SplitLeakageError(found)
+    gone = {v.row_id for v in found}
+    return [q for q in questions if q.id not in gone], [
+        {"row": v.row_id, "check": v.check, "reason": v.reason} for v in found
+    ]
 
 
 def build_sft_corpus(
@@ -256,13 +266,20 @@ def build_sft_corpus(
     overwrite: bool = False,
     leakage: LeakageConfig | None = None,
     check_leakage: bool = True,
+    drop_leaking: bool = False,
     llm_options: dict | None = None,
 ) -> HR1BuildResult:
     """App. E.1: K paraphrases per training question (no QA filter), the consistent ones paired with the gold
     answer as chat ``messages``: system Listing B.4, user the paraphrase, assistant ``<answer>gold</answer>``
-    (the target format the QA prompt asks for; the paper does not print it)."""
+    (the target format the QA prompt asks for; the paper does not print it).
+
+    Split leakage is checked against ``eval_sets`` twice: the questions before any call, the paraphrases
+    after; a violation fails the build, or with ``drop_leaking`` the row is left out and listed."""
     plan = plan or RunPlan(k=k)
     questions = train.questions[:limit] if limit else train.questions
+    dropped: list[dict] = []
+    if check_leakage:
+        questions, dropped = _screen(questions, eval_sets or {}, leakage, drop_leaking)
     roles = llms({"paraphraser": paraphraser, "judge": judge}, **(llm_options or {}))
     summary = RunSummary()
     results = run_questions(
@@ -291,16 +308,16 @@ def build_sft_corpus(
                         ],
                     }
                 )
+    if check_leakage and rows:
+        found = _leaks([TrainRow(r["id"], r["paraphrase"], r["question_id"]) for r in rows], eval_sets or {}, leakage)
+        if found and not drop_leaking:
+            raise SplitLeakageError(found)
+        gone = {v.row_id for v in found}
+        rows = [r for r in rows if r["id"] not in gone]
+        dropped += [{"row": v.row_id, "check": v.check, "reason": v.reason} for v in found]
     if not rows:
         raise HR1BuildError("no consistent paraphrase: the SFT corpus would be empty (see the parse errors in the log)")
-    if check_leakage:
-        _leakage(
-            [TrainRow(r["id"], r["paraphrase"], r["question_id"]) for r in rows]
-            + [TrainRow(q.id, q.question, q.id) for q in {r.question.id: r.question for r in results}.values()],
-            eval_sets or {},
-            leakage,
-        )
-    counts = {"questions": len(results), "pairs": len(rows)}
+    counts = {"questions": len(results), "pairs": len(rows), "dropped_for_leakage": len(dropped)}
     manifest = _manifest(
         "hr1-sft",
         [train],
@@ -309,6 +326,7 @@ def build_sft_corpus(
         counts=counts,
         eval_sets=sorted(eval_sets or {}),
         leakage_checked=check_leakage,
+        dropped_for_leakage=dropped,
     )
     _write(Path(out), "hr1-sft", {("default", "train"): rows}, manifest, overwrite)
     return HR1BuildResult(Path(out), "hr1-sft", counts, summary, manifest)
@@ -331,13 +349,17 @@ def build_grpo_corpus(
     overwrite: bool = False,
     leakage: LeakageConfig | None = None,
     check_leakage: bool = True,
+    drop_leaking: bool = False,
     llm_options: dict | None = None,
 ) -> HR1BuildResult:
     """App. C.1: the training questions the QA model answers correctly (B.4, greedy; graded by B.3 or exact
     match), each with a stable ``prompt_id``, Listing B.1 applied as a one-message chat ``prompt`` and the
-    gold answers kept for the reward."""
+    gold answers kept for the reward. Split leakage is checked before any call (fail, or ``drop_leaking``)."""
     plan = plan or RunPlan()
     questions = train.questions[:limit] if limit else train.questions
+    dropped: list[dict] = []
+    if check_leakage:
+        questions, dropped = _screen(questions, eval_sets or {}, leakage, drop_leaking)
     roles = llms({"qa": qa, "judge": judge}, **(llm_options or {}))
     summary = RunSummary()
     results = run_questions(
@@ -361,12 +383,11 @@ def build_grpo_corpus(
         raise HR1BuildError(
             f"the QA model ({qa}) answered none of the {len(questions)} questions correctly: no prompts"
         )
-    if check_leakage:
-        _leakage([TrainRow(q.id, q.question, q.id) for q in kept], eval_sets or {}, leakage)
     counts = {
         "asked": len(results),
         "prompts": len(rows),
         "unjudged": sum(r.correctness == "unjudged" for r in results),
+        "dropped_for_leakage": len(dropped),
     }
     manifest = _manifest(
         "hr1-grpo",
@@ -377,6 +398,7 @@ def build_grpo_corpus(
         kept_of=len(results),
         eval_sets=sorted(eval_sets or {}),
         leakage_checked=check_leakage,
+        dropped_for_leakage=dropped,
     )
     _write(Path(out), "hr1-grpo", {("default", "train"): rows}, manifest, overwrite)
     return HR1BuildResult(Path(out), "hr1-grpo", counts, summary, manifest)

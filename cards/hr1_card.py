@@ -73,6 +73,15 @@ def render(kind: str, configs: list[dict], manifest: dict, rows_by_config: dict[
     lines += ["", "| prompt (App. B) | SHA-256 |", "|---|---|"]
     lines += [f"| {name} | `{h[:16]}` |" for name, h in manifest.get("prompts", {}).items()]
     lines += ["", "## Contents", ""] + _body(kind, all_rows, manifest)
+    dropped = manifest.get("dropped_for_leakage") or []
+    if dropped:
+        lines += [
+            "",
+            f"{len(dropped)} training row(s) were left out for split leakage against the evaluation sets "
+            f"({', '.join(manifest.get('eval_sets', []))}); manifest.json lists each with the matching question.",
+        ]
+    elif manifest.get("leakage_checked"):
+        lines += ["", f"Checked for split leakage against: {', '.join(manifest.get('eval_sets', []))} (none found)."]
     lines += [
         "",
         "## Citation",

@@ -101,7 +101,7 @@ def test_sft_corpus_pairs_consistent_paraphrases_with_the_gold_answer(fake_opena
         eval_sets={"sq-test": test.questions},
         k=3,
     )
-    assert res.counts == {"questions": 4, "pairs": 8}  # k=0 and k=1 are consistent, k=2 is not
+    assert res.counts == {"questions": 4, "pairs": 8, "dropped_for_leakage": 0}  # k=0, k=1 consistent; k=2 not
     rows = load_dataset(str(tmp_path / "sft"))["train"]
     q = train.questions[0]
     assert rows[0]["id"] == f"{q.id}-p0" and rows[0]["answer"] == q.answer
@@ -114,15 +114,23 @@ def test_sft_corpus_pairs_consistent_paraphrases_with_the_gold_answer(fake_opena
 def test_training_build_fails_on_split_leakage_and_writes_nothing(fake_openai, tmp_path, halves):
     train = _few(halves[0], 4)
     answers, _ = _gold(train)
-    fake_openai(hr1_responder(answers))
+    srv = fake_openai(hr1_responder(answers))
     leaked = train.questions[2]
     evals = {"sq-test": [*_few(halves[1], 20).questions, leaked.model_copy(update={"id": "simplequestions-test-x"})]}
     with pytest.raises(SplitLeakageError, match=rf"{leaked.id}: leakage:exact: .*simplequestions-test-x") as e:
         build_grpo_corpus(tmp_path / "grpo", train, qa="openai:gpt-4o", judge="openai:gpt-4o", eval_sets=evals)
     assert all(v.row_id == leaked.id for v in e.value.violations)
     assert not (tmp_path / "grpo").exists()
+    assert srv.server.count == 0  # checked before any model call
     with pytest.raises(HR1BuildError, match="needs the evaluation sets"):
         build_grpo_corpus(tmp_path / "grpo", train, qa="openai:gpt-4o", judge="openai:gpt-4o", eval_sets={})
+    # --drop-leaking: the leaking question is left out (never asked) and listed in the manifest and card
+    res = build_grpo_corpus(
+        tmp_path / "grpo", train, qa="openai:gpt-4o", judge="openai:gpt-4o", eval_sets=evals, drop_leaking=True
+    )
+    assert res.counts["asked"] == 3 and res.counts["dropped_for_leakage"] == 1
+    assert [d["row"] for d in res.manifest["dropped_for_leakage"]] == [leaked.id]
+    assert "left out for split leakage" in (tmp_path / "grpo" / "README.md").read_text()
 
 
 def test_grpo_corpus_keeps_correctly_answered_questions(fake_openai, tmp_path, halves):
@@ -132,7 +140,7 @@ def test_grpo_corpus_keeps_correctly_answered_questions(fake_openai, tmp_path, h
     res = build_grpo_corpus(
         tmp_path / "grpo", train, qa="openai:gpt-4o", judge="openai:gpt-4o", eval_sets={"sq-test": test.questions}
     )
-    assert res.counts == {"asked": 4, "prompts": 3, "unjudged": 0}
+    assert res.counts == {"asked": 4, "prompts": 3, "unjudged": 0, "dropped_for_leakage": 0}
     rows = load_dataset(str(tmp_path / "grpo"))["train"]
     kept = train.questions[1:]
     assert rows["question_id"] == [q.id for q in kept]

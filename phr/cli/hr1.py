@@ -49,6 +49,14 @@ StandIn = Annotated[
         "that holds only one split. The card says so.",
     ),
 ]
+DropLeaking = Annotated[
+    bool,
+    typer.Option(
+        "--drop-leaking",
+        help="Leave out training rows that overlap an evaluation set (listed in the manifest and card) instead of "
+        "failing the build.",
+    ),
+]
 EvalSets = Annotated[
     list[str] | None,
     typer.Option(
@@ -187,6 +195,7 @@ def register(build_app: typer.Typer) -> None:
         online: Online = False,
         stand_in_split: StandIn = None,
         eval_set: EvalSets = None,
+        drop_leaking: DropLeaking = False,
         paraphraser: Annotated[
             str, typer.Option(metavar="SPEC", help="Paraphrase model (Hallucination-R1).")
         ] = SMOKE_MODEL,
@@ -209,6 +218,7 @@ def register(build_app: typer.Typer) -> None:
             k=k,
             limit=limit,
             overwrite=overwrite,
+            drop_leaking=drop_leaking,
             llm_options=CallOptions(timeout=timeout, max_retry_after=max_retry_after).llm_kwargs(),
         )
         _done(res)
@@ -219,6 +229,7 @@ def register(build_app: typer.Typer) -> None:
         online: Online = False,
         stand_in_split: StandIn = None,
         eval_set: EvalSets = None,
+        drop_leaking: DropLeaking = False,
         qa_model: Annotated[
             str,
             typer.Option(
@@ -242,6 +253,7 @@ def register(build_app: typer.Typer) -> None:
             eval_sets=evals,
             limit=limit,
             overwrite=overwrite,
+            drop_leaking=drop_leaking,
             llm_options=CallOptions(timeout=timeout, max_retry_after=max_retry_after).llm_kwargs(),
         )
         _done(res)
