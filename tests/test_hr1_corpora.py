@@ -148,3 +148,47 @@ def test_grpo_corpus_keeps_correctly_answered_questions(fake_openai, tmp_path, h
     assert rows[0]["prompt"] == [{"role": "user", "content": paraphrase_prompt(kept[0].question)}]
     assert rows[0]["answers"] == list(kept[0].answers)
     assert validate_corpus(tmp_path / "grpo", "hr1-grpo").ok
+
+
+def test_corpus_publishes_through_the_hub_gate_and_validate_checks_leakage(fake_openai, tmp_path, halves):
+    import pyarrow.parquet as pq
+
+    from phr.core.parquet import write_parquet
+    from phr.hub import push
+    from phr.hub.errors import ValidationFailedError
+    from tests.support.cli import run
+
+    train, test = _few(halves[0], 3), _few(halves[1], 20)
+    answers, _ = _gold(train)
+    fake_openai(hr1_responder(answers))
+    folder = tmp_path / "grpo"
+    build_grpo_corpus(folder, train, qa="openai:gpt-4o", judge="openai:gpt-4o", eval_sets={"sq-test": test.questions})
+    hub = tmp_path / "hub"
+    res = push(folder, "org/hr1-grpo", tag="v0.1.0", to=hub)
+    assert res.created and res.tag_created
+    pulled = load_dataset(str(hub / "datasets" / "org" / "hr1-grpo"))["train"]
+    assert pulled["prompt_id"] == load_dataset(str(folder))["train"]["prompt_id"]
+    # a broken copy (duplicate prompt_id) is refused by the corpus kind's validator, nothing uploaded
+    bad = tmp_path / "bad"
+    import shutil
+
+    shutil.copytree(folder, bad)
+    path = next((bad / "data").glob("*.parquet"))
+    table = pq.read_table(path)
+    rows = table.to_pylist()
+    rows[1]["prompt_id"] = rows[0]["prompt_id"]
+    write_parquet(table.from_pylist(rows, schema=table.schema), path)
+    with pytest.raises(ValidationFailedError, match="prompt_id"):
+        push(bad, "org/hr1-bad", to=hub)
+    assert not (hub / "datasets" / "org" / "hr1-bad").exists()
+    # `phr-publish validate` on the corpus: clean, then with the training half itself as an evaluation set
+    ok = run("validate", str(folder))
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    sq = tmp_path / "sq"  # the first 8 rows of the released test file (the stand-in train takes the even ones)
+    sq.mkdir()
+    shutil.copy(DATA / "simplequestions" / "reverse_vocab_wikidata_en.json", sq)
+    lines = (DATA / "simplequestions" / "annotated_wd_data_test_answerable.txt").read_text().split("\n")[:8]
+    (sq / "annotated_wd_data_test_answerable.txt").write_text("\n".join(lines))
+    leak = run("validate", str(folder), "--eval-set", f"simplequestions={sq}")
+    assert leak.returncode == 1
+    assert "leakage:exact" in leak.stdout and train.questions[0].id.replace("train", "test") in leak.stdout
