@@ -45,6 +45,7 @@ SMOKE_PLAN = RunPlan(
     qa_scope="all",
 )
 SMOKE_JUDGE_TOKENS = 48
+LOCAL_BATCH = 32  # generations per forward loop of a local: model (8 by default): ~30% faster on 2 CPU cores
 
 
 class HR1BuildError(UsageError):
@@ -81,7 +82,8 @@ def smoke_questions() -> LoadResult:
 
 
 def llms(specs: dict[str, str | None], **options) -> dict[str, LLM | None]:
-    """One LLM per distinct spec (a local model serving several roles is loaded once)."""
+    """One LLM per distinct spec (a local model serving several roles is loaded once; its generations are
+    batched ``LOCAL_BATCH`` at a time)."""
     made: dict[str, LLM] = {}
     out: dict[str, LLM | None] = {}
     for role, spec in specs.items():
@@ -89,7 +91,8 @@ def llms(specs: dict[str, str | None], **options) -> dict[str, LLM | None]:
             out[role] = None
             continue
         if spec not in made:
-            made[spec] = LLM(spec, **{"show_summary": False, **options})
+            local = {"batch_size": LOCAL_BATCH} if spec.startswith("local:") and "provider" not in options else {}
+            made[spec] = LLM(spec, **{"show_summary": False, **local, **options})
         out[role] = made[spec]
     return out
 

@@ -51,9 +51,13 @@ class HR1EvalResult:
     counts: dict = field(default_factory=dict)
 
 
+LOCAL_BATCH = 32  # generations per forward loop of a local: model (as the corpus builders)
+
+
 def _llm(spec: str, made: dict[str, LLM], options: dict) -> LLM:
     if spec not in made:
-        made[spec] = LLM(spec, **{"show_summary": False, **options})
+        local = {"batch_size": LOCAL_BATCH} if spec.startswith("local:") and "provider" not in options else {}
+        made[spec] = LLM(spec, **{"show_summary": False, **local, **options})
     return made[spec]
 
 

@@ -1,0 +1,55 @@
+"""The Hallucination-R1 pipeline end to end on real TruthfulQA and SimpleQuestions rows with the offline
+SmolLM2 as paraphraser, QA model and judge (slow: loads the model): every malformed output is recorded."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from datasets import load_dataset
+
+from phr.builders.hr1 import SMOKE_JUDGE_TOKENS, SMOKE_PLAN, build_paraphrase_corpus
+from phr.builders.hr1_sources import LoadResult, load_simplequestions, load_truthfulqa
+from phr.hr1.pipeline import Judges
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+pytestmark = pytest.mark.skipif(not (DATA / "truthfulqa").is_dir(), reason="../shared/data is not here")
+
+
+def _few(res: LoadResult, n: int) -> LoadResult:
+    return LoadResult(res.source, res.questions[:n], res.skipped, res.examples, res.origin)
+
+
+def test_smoke_models_end_to_end_record_every_malformed_output(smollm2, tmp_path):
+    loads = [_few(load_truthfulqa(DATA / "truthfulqa"), 2), _few(load_simplequestions(DATA / "simplequestions"), 2)]
+    plan = replace(SMOKE_PLAN, k=2, judges=Judges(max_tokens=SMOKE_JUDGE_TOKENS))
+    out = tmp_path / "smoke"
+    res = build_paraphrase_corpus(
+        out,
+        loads,
+        paraphraser="local:smollm2",
+        qa="local:smollm2",
+        judge="local:smollm2",
+        plan=plan,
+        smoke=True,
+        llm_options={"provider": smollm2, "progress": False},
+    )
+    assert res.counts["questions"] == 4 and res.counts["paraphrases"] == 8
+    rows = [
+        r for cfg in ("truthfulqa", "simplequestions") for split in load_dataset(str(out), cfg).values() for r in split
+    ]
+    assert len(rows) == 4
+    parse_errors = 0
+    for r in rows:
+        assert r["qa_extraction"] in ("tag", "unclosed_tag", "whole_reply", "empty")
+        assert r["correctness"] in ("correct", "fuzzy", "wrong", "unjudged")
+        for p in r["paraphrases"]:
+            assert (p["text"] is None) != (p["parse_error"] is None), p  # a text or the reason there is none
+            parse_errors += p["parse_error"] is not None
+            if p["text"] is not None:
+                assert p["consistent"] in (True, False, None) and p["consistency_think"]
+    assert sum(res.manifest["parse_errors"].values()) == parse_errors
+    assert res.summary.responses > 0
+    card = (out / "README.md").read_text()
+    assert "Smoke-test corpus" in card and "`local:smollm2`" in card
