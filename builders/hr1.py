@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -24,6 +24,7 @@ from phr.core.fs import atomic_dir, atomic_write, json_text
 from phr.core.parquet import write_parquet_hashed
 from phr.core.report import Rejection
 from phr.hr1.corpora import DATA_DIR, MANIFEST, SCHEMAS, sft_target
+from phr.hr1.diversity import score_groups
 from phr.hr1.pipeline import RunPlan, counts_as_correct, paraphrase_prompt, qa_messages, run_questions
 from phr.hr1.prompts import versions
 from phr.hr1.records import HQuestion, QuestionResult
@@ -163,12 +164,6 @@ def _plan_dict(plan: RunPlan) -> dict:
     }
 
 
-def _diversity() -> Callable | None:
-    from phr.hr1.diversity import score_groups  # the MiniLM model loads on first use
-
-    return score_groups
-
-
 # ---- the paraphrase corpus -----------------------------------------------------------------------------
 
 
@@ -203,7 +198,7 @@ def build_paraphrase_corpus(
         qa=roles["qa"],
         judge=roles["judge"],
         plan=plan,
-        diversity=_diversity() if diversity else None,
+        diversity=score_groups if diversity else None,  # the MiniLM model loads on first use
         summary=summary,
     )
     tables: dict[tuple[str, str], list[dict]] = {}

@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 
 from phr.core.report import Rejection, ValidationReport
 from phr.hr1.corpora import KINDS, data_files
+from phr.llm.embed import embed
 from phr.validation.textops import Corpus
 
 CHECKS = ("exact", "near_duplicate", "provenance", "semantic")
@@ -269,8 +270,6 @@ def nearest_above(train_vecs: np.ndarray, eval_vecs: np.ndarray, threshold: floa
 
 
 def _semantic(train: Sequence[TrainRow], ev: _Eval, cfg: LeakageConfig) -> list[Leak]:
-    from phr.llm.embed import embed
-
     keep = [i for i, r in enumerate(train) if r.text.strip()]
     if not keep or not ev.texts:
         return []

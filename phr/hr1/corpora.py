@@ -94,12 +94,6 @@ def data_files(folder: str | Path) -> list[Path]:
     return sorted((Path(folder) / DATA_DIR).glob("*.parquet"))
 
 
-def config_of(path: Path) -> str:
-    """``data/<config>-<hash>.parquet`` -> ``<config>``."""
-    stem = path.stem
-    return stem.rsplit("-", 1)[0] if "-" in stem else stem
-
-
 def sft_target(answer: str) -> str:
     """The assistant message of an SFT row: the gold answer in Listing B.4's tags (the paper does not print
     its SFT target format; this is the format its QA prompt asks for)."""
