@@ -12,10 +12,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from phr.core.aio import run_sync
 from phr.llm.client import LLM
 from phr.llm.judge import Judged, JudgeItem, LLMJudge
 from phr.llm.summary import RunSummary
-from phr.llm.types import CallFailure, ChatRequest, Message
+from phr.llm.types import CallFailure, ChatRequest, Message, Sample
 
 from .parse import parse_answer, parse_paraphrase
 from .prompts import template
@@ -113,29 +114,56 @@ class Judges:
         )
 
 
+def consistency_items(pairs: Sequence[tuple[str, str, str]]) -> list[JudgeItem]:
+    """The B.2 judge items of (tag, original question, paraphrase) triples (the tag is not part of the cache key)."""
+    return [JudgeItem({"question": q, "paraphrase": p}, tag=tag) for tag, q, p in pairs]
+
+
 def judge_consistency(
     llm: LLM, pairs: Sequence[tuple[str, str, str]], judges: Judges | None = None
 ) -> list[Judged[ConsistencyVerdict]]:
     """B.2 verdicts for (tag, original question, paraphrase) triples, in order."""
     judges = judges or Judges()
-    items = [JudgeItem({"question": q, "paraphrase": p}, tag=tag) for tag, q, p in pairs]
-    return judges.consistency.judge(llm, items)
+    return judges.consistency.judge(llm, consistency_items(pairs))
+
+
+async def ajudge_consistency(
+    llm: LLM,
+    pairs: Sequence[tuple[str, str, str]],
+    judges: Judges | None = None,
+    summary: RunSummary | None = None,
+) -> list[Judged[ConsistencyVerdict]]:
+    """:func:`judge_consistency` in a running event loop (the same requests, so the same cache entries); the
+    calls' accounting is added to ``summary``."""
+    judges = judges or Judges()
+    items = consistency_items(pairs)
+    if not items:
+        return []
+    out = await judges.consistency.ajudge(llm, items)
+    if summary is not None:  # read before any other await: the judge's summary of exactly this call
+        summary.merge(llm.last_summary)
+    return out
+
+
+def qa_requests(items: Sequence[tuple[str, str]], decoding: QADecoding | None = None) -> list[ChatRequest]:
+    """The QA model's deterministic requests (Listing B.4) for (tag, question text) pairs."""
+    decoding = decoding or QADecoding()
+    return [ChatRequest(qa_messages(text), decoding.params(), n=1, tag=tag) for tag, text in items]
+
+
+def qa_answer(sample: Sample | CallFailure) -> QAAnswer:
+    """One QA reply, ``<answer>`` parsed with a recorded fallback; a failed call gives an empty answer with
+    extraction ``empty``."""
+    if isinstance(sample, CallFailure):
+        return QAAnswer(text="", raw=f"call failed ({sample.reason}): {sample.message}", extraction="empty")
+    text, how = parse_answer(sample.text)
+    return QAAnswer(text=text, raw=sample.text, extraction=how, finish_reason=sample.finish_reason)  # type: ignore[arg-type]
 
 
 def answer(llm: LLM, items: Sequence[tuple[str, str]], decoding: QADecoding | None = None) -> list[QAAnswer]:
     """The QA model's deterministic answers to (tag, question text) pairs, ``<answer>`` parsed with a recorded
     fallback; a failed call gives an empty answer with extraction ``empty``."""
-    decoding = decoding or QADecoding()
-    reqs = [ChatRequest(qa_messages(text), decoding.params(), n=1, tag=tag) for tag, text in items]
-    out = []
-    for res in llm.generate(reqs, desc="answering"):
-        s = res.samples[0]
-        if isinstance(s, CallFailure):
-            out.append(QAAnswer(text="", raw=f"call failed ({s.reason}): {s.message}", extraction="empty"))
-            continue
-        text, how = parse_answer(s.text)
-        out.append(QAAnswer(text=text, raw=s.text, extraction=how, finish_reason=s.finish_reason))  # type: ignore[arg-type]
-    return out
+    return [qa_answer(res.samples[0]) for res in llm.generate(qa_requests(items, decoding), desc="answering")]
 
 
 _PUNCT = re.compile(r"[^\w\s]")
@@ -171,6 +199,18 @@ def grade(
 ) -> list[Grade]:
     """Grade (tag, question, answer) triples: exact match for ``grading.exact_match_sources`` (PopQA), the B.3
     judge (reference = ``question.answer``) otherwise; an unparseable verdict is ``unjudged``."""
+    return run_sync(agrade(judge_llm, items, grading, judges))
+
+
+async def agrade(
+    judge_llm: LLM | None,
+    items: Sequence[tuple[str, HQuestion, QAAnswer]],
+    grading: Grading | None = None,
+    judges: Judges | None = None,
+    summary: RunSummary | None = None,
+) -> list[Grade]:
+    """:func:`grade` in a running event loop (the same requests); the judge calls' accounting is added to
+    ``summary``."""
     grading = grading or Grading()
     judges = judges or Judges()
     out: list[Grade | None] = [None] * len(items)
@@ -185,13 +225,15 @@ def grade(
     if to_judge:
         if judge_llm is None:
             raise ValueError("grading needs a judge model (--judge) for sources other than PopQA")
-        verdicts = judges.factual.judge(
+        verdicts = await judges.factual.ajudge(
             judge_llm,
             [
                 JudgeItem({"ground_truth": items[i][1].answer, "response": items[i][2].text}, tag=items[i][0])
                 for i in to_judge
             ],
         )
+        if summary is not None:  # read before any other await: the judge's summary of exactly this call
+            summary.merge(judge_llm.last_summary)
         for i, v in zip(to_judge, verdicts, strict=True):
             out[i] = (
                 Grade("unjudged")

@@ -52,6 +52,7 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
     allow_reuse_address = True
+    request_queue_size = 128  # the listen backlog: a burst of concurrent first connections is not dropped
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """Clients that gave up (timeouts, dropped connections) are expected here: stay quiet."""
