@@ -132,7 +132,8 @@ class Artifacts:
         self.description = description
         self.method = method
 
-    def write(self, folder: Path, log_history: list[dict], global_step: int) -> None:
+    def write(self, folder: Path, log_history: list[dict], global_step: int, *, name: str | None = None) -> None:
+        """Fill ``folder``; ``name``: the model name on the card (default: the folder's name)."""
         folder = Path(folder)
         manifest = {**self.manifest, "global_step": global_step}
         atomic_write(folder / MANIFEST, json_text(manifest))
@@ -145,6 +146,7 @@ class Artifacts:
             hyperparameters={**hp, "global_step": global_step},
             reward_config=manifest.get("reward"),
             description=self.description,
+            model_name=name or folder.name,
             tags=["hallucination-r1", self.method],
         )
         meta = json.loads((folder / "phr_training.json").read_text(encoding="utf-8"))
@@ -157,7 +159,7 @@ HYPERPARAMETERS = {
              "beta", "temperature", "top_p", "top_k", "max_completion_length", "num_train_epochs", "max_steps",
              "seed", "loss_type", "epsilon", "scale_rewards", "use_vllm", "vllm_mode"),
     "sft": ("learning_rate", "per_device_train_batch_size", "gradient_accumulation_steps", "num_train_epochs",
-            "max_steps", "max_length", "seed", "completion_only_loss", "lr_scheduler_type", "warmup_ratio"),
+            "max_steps", "max_length", "seed", "completion_only_loss", "lr_scheduler_type", "warmup_steps"),
 }  # fmt: skip
 
 
@@ -171,5 +173,7 @@ class ArtifactsCallback(TrainerCallback):
         if state.is_world_process_zero:
             folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
             if folder.is_dir():
-                self.artifacts.write(folder, state.log_history, state.global_step)
+                self.artifacts.write(
+                    folder, state.log_history, state.global_step, name=f"{Path(args.output_dir).name}-{folder.name}"
+                )
         return control

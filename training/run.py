@@ -178,7 +178,7 @@ def save_final(trainer, arts: Artifacts, output_dir: Path) -> Path:
         trainer.save_model(str(tmp))
         if trainer.processing_class is not None:
             trainer.processing_class.save_pretrained(str(tmp))
-        arts.write(tmp, trainer.state.log_history, trainer.state.global_step)
+        arts.write(tmp, trainer.state.log_history, trainer.state.global_step, name=output_dir.name)
     return dest
 
 
