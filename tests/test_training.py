@@ -70,7 +70,11 @@ def test_grpo_two_stages(grpo_runs):
     assert ck1["global_step"] == 1
     # stage 2 starts from the stage-1 checkpoint, which is also its KL reference; the base model is carried over
     m2, _ = _check_checkpoint(s2.final_dir, "grpo")
-    assert m2["stage"] == 2 and m2["start_from"] == str(s1.final_dir) and m2["reference_policy"]["model"] == str(s1.final_dir)
+    assert (
+        m2["stage"] == 2
+        and m2["start_from"] == str(s1.final_dir)
+        and m2["reference_policy"]["model"] == str(s1.final_dir)
+    )
     assert m2["base_model"] == "phr/tiny-random-llama" and m2["reward"]["functions"] == ["length_reward"]
     # 2 steps x 1 prompt x 4 generations; prompt_id arrives from the dataset columns
     assert injected.calls == 8 and injected.seen_prompt_ids <= {"p00", "p01", "p02", "p03"}
@@ -91,7 +95,9 @@ def test_eval_hr1_on_trained_paraphraser(grpo_runs, fake_openai, tmp_path):
     res = run("eval", "hr1", "--limit", "2", "--paraphraser", f"hf:{s2.final_dir}", "--qa-model", "openai:gpt-4o",
               "--judge", "openai:gpt-4o", "--k", "2", "--no-diversity", "--out", str(tmp_path / "run"), env=env)  # fmt: skip
     assert res.returncode == 0, res.stderr
-    records = [json.loads(line) for p in (tmp_path / "run" / "records").glob("*") for line in p.read_text().splitlines()]
+    records = [
+        json.loads(line) for p in (tmp_path / "run" / "records").glob("*") for line in p.read_text().splitlines()
+    ]
     paras = [p for r in records for p in r["paraphrases"]]
     assert len(records) == 2 and len(paras) == 4  # garbage paraphrases are recorded as parse errors, not dropped
     assert all(p["parse_error"] for p in paras if not p["text"]) and srv.server.count > 0
@@ -114,7 +120,9 @@ def test_sft_labels_mask_covers_the_answer_only(tmp_path):
         kept = labels[labels != -100]
         assert tok.decode(kept) in {f"<answer>{a}</answer><|im_end|>\n" for a in answers}
         first = (labels != -100).nonzero()[0].item()
-        assert (labels[:first] == -100).all() and (labels[first:][labels[first:] != -100] == ids[first:][: len(kept)]).all()
+        assert (labels[:first] == -100).all() and (
+            labels[first:][labels[first:] != -100] == ids[first:][: len(kept)]
+        ).all()
         assert tok.decode(ids[:first]).endswith("<|im_start|>assistant\n")  # system + user + role header: masked
 
 
@@ -143,8 +151,10 @@ def test_sft_lora_merge_and_resume(tmp_path):
         train_sft(recipe)
     resumed = train_sft(recipe, resume=True)
     assert resumed.global_step == full.global_step == 2 and resumed.resumed_from.endswith("checkpoint-1")
+
     def loss(r):
         return json.loads((r.final_dir / "curves.json").read_text())["metrics"]["loss"]["raw"]
+
     assert loss(resumed) == pytest.approx(loss(full), rel=1e-4)  # same data order, same losses
 
 
@@ -174,5 +184,7 @@ def test_recipe_errors_name_the_key(tmp_path):
         parse_recipe({**base, "stage": 2}, "r.yaml")
     bad = run("train", "grpo", "--stage", "2", "--config", "tiny-stage1")
     assert bad.returncode == 2 and "stage-1 recipe" in bad.stderr
+    bad_set = run("train", "sft", "--config", "tiny-sft", "--set", "trainer.max_seq_length=8")
+    assert bad_set.returncode == 2 and "trainer.max_seq_length is not a field of trl.SFTConfig" in bad_set.stderr
     missing = run("train", "sft", "--config", "no-such-recipe")
     assert missing.returncode == 2 and "no packaged recipe" in missing.stderr

@@ -111,7 +111,9 @@ def folder_hash(folder: Path) -> str:
     import hashlib
 
     h = hashlib.sha256()
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and (p.suffix == ".parquet" or p.name == "manifest.json"))
+    files = sorted(
+        p for p in folder.rglob("*") if p.is_file() and (p.suffix == ".parquet" or p.name == "manifest.json")
+    )
     for p in files:
         h.update(f"{p.relative_to(folder).as_posix()}\0{sha256_file(p)}\n".encode())
     return h.hexdigest()

@@ -19,6 +19,7 @@ import importlib
 from collections.abc import Callable, Sequence
 
 from phr.hr1.parse import parse_paraphrase
+from phr.training.checkpoint import ArtifactsCallback
 from phr.training.config import Recipe, RecipeError
 from phr.training.run import (
     RunResult,
@@ -31,7 +32,6 @@ from phr.training.run import (
     start_model,
     summary_metrics,
 )
-from phr.training.checkpoint import ArtifactsCallback
 
 
 def _text(completion) -> str:
@@ -51,7 +51,9 @@ def _hr1_reward(settings: dict, stage: int):
     fields = {f.name for f in dataclasses.fields(RewardConfig)}
     unknown = sorted(set(settings) - fields)
     if unknown:
-        raise RecipeError(f"reward.settings: unknown key(s) {', '.join(unknown)} (RewardConfig fields: {', '.join(sorted(fields))})")
+        raise RecipeError(
+            f"reward.settings: unknown key(s) {', '.join(unknown)} (RewardConfig fields: {', '.join(sorted(fields))})"
+        )
     return HR1Reward(RewardConfig(**{**settings, "stage": stage}))
 
 
@@ -77,7 +79,12 @@ def make_rewards(recipe: Recipe) -> list[Callable]:
 def reward_description(recipe: Recipe, funcs: Sequence[Callable]) -> dict:
     r = recipe.reward
     names = [getattr(f, "__name__", type(f).__name__) for f in funcs]
-    return {"name": r.name if r else "injected", "functions": names, "stage": recipe.stage, "settings": r.settings if r else {}}
+    return {
+        "name": r.name if r else "injected",
+        "functions": names,
+        "stage": recipe.stage,
+        "settings": r.settings if r else {},
+    }
 
 
 def reward_stats(funcs: Sequence[Callable]) -> dict | None:
@@ -107,7 +114,9 @@ def train_grpo(
     funcs = list(reward_funcs) if reward_funcs is not None else make_rewards(recipe)
     args = recipe.trl_config(output_dir=str(output_dir))
     model = load_model(recipe, start)
-    arts = artifacts(recipe, base_model=base, start_from=start, data=data, reward=reward_description(recipe, funcs), args=args)
+    arts = artifacts(
+        recipe, base_model=base, start_from=start, data=data, reward=reward_description(recipe, funcs), args=args
+    )
     trainer = GRPOTrainer(
         model=model,
         reward_funcs=funcs,

@@ -42,7 +42,10 @@ class RunResult:
     resumed_from: str | None = None
 
     def lines(self) -> list[str]:
-        out = [f"{self.method} finished: {self.global_step} steps" + (f" (resumed from {self.resumed_from})" if self.resumed_from else "")]
+        out = [
+            f"{self.method} finished: {self.global_step} steps"
+            + (f" (resumed from {self.resumed_from})" if self.resumed_from else "")
+        ]
         for key, value in self.metrics.items():
             out.append(f"  {key}: {value:.4f}")
         if self.reward_stats:
@@ -143,7 +146,10 @@ def artifacts(recipe: Recipe, *, base_model: str, start_from: str, data: dict, r
     }
     datasets = [(data["repo_id"], data.get("revision"))] if data.get("repo_id") else []
     what = "GRPO stage %s" % recipe.stage if recipe.method == "grpo" else "LoRA SFT" if recipe.lora else "SFT"
-    corpus = data.get("repo_id") or f"the local corpus folder `{Path(data['path']).name}` (sha256 {data['folder_sha256'][:16]})"
+    corpus = (
+        data.get("repo_id")
+        or f"the local corpus folder `{Path(data['path']).name}` (sha256 {data['folder_sha256'][:16]})"
+    )
     description = "\n".join(
         [
             f"{what} of `{base_model}` (started from `{start_from}`) on {corpus}, {data['rows']} rows, with TRL.",

@@ -62,7 +62,9 @@ def build_sft_trainer(recipe: Recipe, *, resume: bool = False, callbacks: Sequen
     overrides.setdefault("completion_only_loss", recipe.trainer.get("completion_only_loss", True))
     args = recipe.trl_config(**overrides)
     if args.completion_only_loss is False:
-        raise UsageError(f"{recipe.source}: completion_only_loss false would train on the prompt (App. E.2: answer only)")
+        raise UsageError(
+            f"{recipe.source}: completion_only_loss false would train on the prompt (App. E.2: answer only)"
+        )
     arts = artifacts(recipe, base_model=base, start_from=start, data=data, reward=None, args=args)
     trainer = SFTTrainer(
         model=load_model(recipe, start),
@@ -74,7 +76,9 @@ def build_sft_trainer(recipe: Recipe, *, resume: bool = False, callbacks: Sequen
     return trainer, arts, output_dir, last
 
 
-def train_sft(recipe: Recipe, *, resume: bool = False, merge: bool | None = None, callbacks: Sequence = ()) -> RunResult:
+def train_sft(
+    recipe: Recipe, *, resume: bool = False, merge: bool | None = None, callbacks: Sequence = ()
+) -> RunResult:
     """Run SFT; with LoRA and ``merge`` (default: the recipe's ``lora.merge``) also write ``merged/``."""
     if merge and recipe.lora is None:
         raise UsageError("--merge: this recipe has no lora section (the checkpoint is already a full model)")
