@@ -1,0 +1,126 @@
+"""`phr-publish train grpo | sft`: GRPO (two stages) and LoRA SFT with TRL (docs/training.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from phr.cli.common import new_app
+from phr.core.errors import UsageError
+
+train_app = new_app("Train the Hallucination-R1 paraphraser (GRPO, two stages) or a LoRA SFT model, with TRL.")
+
+Config = Annotated[
+    str,
+    typer.Option(
+        "--config",
+        metavar="FILE",
+        help="A recipe YAML, or a packaged recipe name (e.g. paper-qwen2.5-3b-stage1, tiny-stage1, tiny-sft).",
+    ),
+]
+Resume = Annotated[bool, typer.Option("--resume", help="Continue from the last checkpoint-N of the output folder.")]
+Data = Annotated[Path | None, typer.Option("--data", metavar="DIR", help="Corpus folder (overrides data.path).")]
+OutputDir = Annotated[
+    Path | None, typer.Option("--output-dir", metavar="DIR", help="Run folder (overrides trainer.output_dir).")
+]
+MaxSteps = Annotated[int | None, typer.Option("--max-steps", min=1, help="Overrides trainer.max_steps.")]
+Set = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        metavar="SECTION.KEY=VALUE",
+        help="Override one recipe value (VALUE read as YAML), e.g. --set trainer.vllm_mode=server. Repeatable.",
+    ),
+]
+
+
+def _sets(items: list[str] | None) -> dict:
+    import yaml
+
+    out: dict = {}
+    for item in items or []:
+        key, eq, value = item.partition("=")
+        section, dot, field = key.partition(".")
+        if not eq or not dot or not section or not field:
+            raise UsageError(f"--set {item}: expected SECTION.KEY=VALUE (e.g. trainer.learning_rate=1e-6)")
+        out.setdefault(section, {})[field] = yaml.safe_load(value)
+    return out
+
+
+def _overrides(
+    data: Path | None, output_dir: Path | None, max_steps: int | None, init_from: Path | None = None, sets=None
+):
+    out: dict = _sets(sets)
+    if data is not None:
+        out["data"] = {**out.get("data", {}), "path": str(data), "repo_id": None}
+    trainer = out.get("trainer", {})
+    if output_dir is not None:
+        trainer["output_dir"] = str(output_dir)
+    if max_steps is not None:
+        trainer["max_steps"] = max_steps
+    if trainer:
+        out["trainer"] = trainer
+    if init_from is not None:
+        out["model"] = {**out.get("model", {}), "init_from": str(init_from)}
+    return out
+
+
+def _finish(res) -> None:
+    for line in res.lines():
+        typer.echo(line)
+
+
+@train_app.command("grpo")
+def grpo_cmd(
+    config: Config,
+    stage: Annotated[int, typer.Option("--stage", help="1 (R_stab) or 2 (R_train, from the stage-1 checkpoint).")],
+    resume: Resume = False,
+    data: Data = None,
+    output_dir: OutputDir = None,
+    init_from: Annotated[
+        Path | None,
+        typer.Option("--init-from", metavar="DIR", help="Stage 2: the stage-1 checkpoint (model.init_from)."),
+    ] = None,
+    max_steps: MaxSteps = None,
+    set_: Set = None,
+) -> None:
+    """One GRPO stage of a recipe; prints where it writes, progress, and a summary."""
+    from phr.training.config import load_recipe
+    from phr.training.grpo import train_grpo
+
+    recipe = load_recipe(config, **_overrides(data, output_dir, max_steps, init_from, set_))
+    if recipe.method != "grpo":
+        raise UsageError(f"--config {config} is a {recipe.method} recipe: use phr-publish train {recipe.method}")
+    if recipe.stage != stage:
+        raise UsageError(f"--stage {stage}, but {recipe.source} is a stage-{recipe.stage} recipe")
+    typer.echo(f"GRPO stage {stage}: writing to {Path(recipe.trainer['output_dir']).resolve()}", err=True)
+    _finish(train_grpo(recipe, resume=resume))
+
+
+@train_app.command("sft")
+def sft_cmd(
+    config: Config,
+    resume: Resume = False,
+    merge: Annotated[
+        bool | None,
+        typer.Option(
+            "--merge/--no-merge",
+            help="Also write merged/ (LoRA merged into a full model). Default: the recipe's lora.merge.",
+        ),
+    ] = None,
+    data: Data = None,
+    output_dir: OutputDir = None,
+    max_steps: MaxSteps = None,
+    set_: Set = None,
+) -> None:
+    """(LoRA) SFT on an hr1-sft corpus, loss on the answer tokens only."""
+    from phr.training.config import load_recipe
+    from phr.training.sft import train_sft
+
+    recipe = load_recipe(config, **_overrides(data, output_dir, max_steps, sets=set_))
+    if recipe.method != "sft":
+        raise UsageError(f"--config {config} is a {recipe.method} recipe: use phr-publish train {recipe.method}")
+    typer.echo(f"SFT: writing to {Path(recipe.trainer['output_dir']).resolve()}", err=True)
+    _finish(train_sft(recipe, resume=resume, merge=merge))

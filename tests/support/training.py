@@ -1,0 +1,92 @@
+"""Tiny training corpora in the hr1-grpo / hr1-sft layouts and a deterministic reward (tests only)."""
+
+from __future__ import annotations
+
+from phr.hr1.corpora import sft_target
+from phr.hr1.pipeline import paraphrase_prompt, qa_messages
+from tests.support.hr1_corpora import make_folder
+
+QUESTIONS = [
+    ("Where did roger marquis die", "Paris"),
+    ("Who wrote the novel Hamlet", "Shakespeare"),
+    ("What is the capital of Peru", "Lima"),
+    ("Which river flows through Cairo", "Nile"),
+]
+
+
+def grpo_rows(n: int = 4) -> list[dict]:
+    rows = []
+    for i in range(n):
+        q, a = QUESTIONS[i % len(QUESTIONS)]
+        rows.append(
+            {
+                "prompt_id": f"p{i:02d}",
+                "question_id": f"simplequestions-train-{i}",
+                "source": "simplequestions",
+                "split": "train",
+                "question": q,
+                "answers": [a],
+                "license": "CC-BY-3.0",
+                "prompt": [{"role": "user", "content": paraphrase_prompt(q)}],
+            }
+        )
+    return rows
+
+
+def sft_rows(n: int = 8) -> list[dict]:
+    system = qa_messages("x")[0].content
+    rows = []
+    for i in range(n):
+        q, a = QUESTIONS[i % len(QUESTIONS)]
+        para = f"{q}? (variant {i})"
+        rows.append(
+            {
+                "id": f"simplequestions-train-{i}-p0",
+                "question_id": f"simplequestions-train-{i}",
+                "source": "simplequestions",
+                "split": "train",
+                "question": q,
+                "paraphrase": para,
+                "answer": a,
+                "license": "CC-BY-3.0",
+                "messages": [
+                    {"role": "system", "content": system},
+                    {"role": "user", "content": para},
+                    {"role": "assistant", "content": sft_target(a)},
+                ],
+            }
+        )
+    return rows
+
+
+def grpo_corpus(tmp_path, n: int = 4):
+    return make_folder(tmp_path, "hr1-grpo", grpo_rows(n))
+
+
+def sft_corpus(tmp_path, n: int = 8):
+    return make_folder(tmp_path, "hr1-sft", sft_rows(n))
+
+
+class LengthReward:
+    """Deterministic reward: the share of distinct characters in the completion, grouped by ``prompt_id`` (checks
+    the dataset column arrives). Counts its calls like a judge-backed reward's ``stats()``."""
+
+    __name__ = "length_reward"
+
+    def __init__(self):
+        self.calls = 0
+        self.seen_prompt_ids: set[str] = set()
+
+    async def __call__(self, prompts, completions, completion_ids=None, *, prompt_id, **kwargs):
+        self.calls += len(completions)
+        self.seen_prompt_ids.update(prompt_id)
+        texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
+        return [len(set(t)) / (1 + len(t)) for t in texts]
+
+    def stats(self) -> dict:
+        return {"judge_calls": self.calls, "cache_hits": 0, "cost_usd": 0.0}
+
+
+def length_reward(settings: dict, stage: int):
+    """A reward factory as a recipe names it (``reward.name: tests.support.training:length_reward``)."""
+    return LengthReward()

@@ -1,0 +1,181 @@
+"""What a training run writes beside the weights: ``training_manifest.json``, the curves (``curves.json`` +
+``curves.png``, raw and smoothed) and the model card (``README.md`` via ``phr.cards.model_card``).
+
+Each ``checkpoint-N`` folder TRL saves gets the three (``ArtifactsCallback.on_save``); the final model folder too.
+
+Smoothing (like the paper's Figures 4-5, which show a raw and a smoothed reward curve): an exponential moving
+average ``s_t = w * s_(t-1) + (1 - w) * x_t`` with ``s_0 = x_0`` over the logged points in step order, weight
+``w = EMA_WEIGHT`` (0.9). The raw values are kept beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from transformers import TrainerCallback
+
+from phr.cards.model_card import write_model_card
+from phr.core.fs import atomic_write, json_text, sha256_file
+
+MANIFEST = "training_manifest.json"
+CURVES_JSON = "curves.json"
+CURVES_PNG = "curves.png"
+EMA_WEIGHT = 0.9
+# Curves drawn when logged: GRPO's reward (and per-function means), KL, completion length; the loss for both.
+CURVE_KEYS = ("reward", "reward_std", "kl", "loss", "completions/mean_length", "entropy", "mean_token_accuracy")
+PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "datasets", "tokenizers", "phr-toolkit")
+
+
+def ema(values: Sequence[float], weight: float = EMA_WEIGHT) -> list[float]:
+    """Exponential moving average, first value as the start."""
+    out: list[float] = []
+    for v in values:
+        out.append(v if not out else weight * out[-1] + (1 - weight) * v)
+    return out
+
+
+def curves(log_history: list[dict], weight: float = EMA_WEIGHT) -> dict:
+    """``{metric: {"step": [...], "raw": [...], "smoothed": [...]}}`` from ``trainer.state.log_history``."""
+    series: dict[str, list[tuple[int, float]]] = {}
+    for entry in log_history:
+        step = entry.get("step")
+        if step is None:
+            continue
+        for key, value in entry.items():
+            wanted = key in CURVE_KEYS or (key.startswith("rewards/") and key.endswith("/mean"))
+            if wanted and isinstance(value, (int, float)):
+                series.setdefault(key, []).append((int(step), float(value)))
+    out = {}
+    for key, points in sorted(series.items()):
+        steps, raw = [p[0] for p in points], [p[1] for p in points]
+        out[key] = {"step": steps, "raw": raw, "smoothed": ema(raw, weight)}
+    return {"ema_weight": weight, "metrics": out}
+
+
+def write_curves(folder: Path, log_history: list[dict]) -> dict:
+    """``curves.json`` and ``curves.png`` (one panel per metric: raw thin, smoothed thick)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    data = curves(log_history)
+    atomic_write(folder / CURVES_JSON, json_text(data))
+    metrics = data["metrics"]
+    n = max(1, len(metrics))
+    fig, axes = plt.subplots(n, 1, figsize=(6, 2.2 * n), squeeze=False)
+    for ax, (key, c) in zip(axes[:, 0], metrics.items()):
+        ax.plot(c["step"], c["raw"], alpha=0.35, linewidth=1, label="raw")
+        ax.plot(c["step"], c["smoothed"], linewidth=2, label=f"EMA {data['ema_weight']}")
+        ax.set_title(key, fontsize=9)
+        ax.set_xlabel("step", fontsize=8)
+        ax.legend(fontsize=7)
+    if not metrics:
+        axes[0, 0].text(0.5, 0.5, "nothing logged yet", ha="center")
+    fig.tight_layout()
+    tmp = folder / f".{CURVES_PNG}.tmp"
+    fig.savefig(tmp, format="png", dpi=100)
+    plt.close(fig)
+    tmp.replace(folder / CURVES_PNG)
+    return data
+
+
+def versions() -> dict[str, str | None]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for p in PACKAGES:
+        try:
+            out[p] = version(p)
+        except PackageNotFoundError:
+            out[p] = None
+    return out
+
+
+def git_commit(start: Path | None = None) -> str | None:
+    """The commit of the git checkout holding this code (None outside git)."""
+    here = start or Path(__file__).resolve().parent
+    try:
+        res = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (res.stdout.strip() or None) if res.returncode == 0 else None
+
+
+def folder_hash(folder: Path) -> str:
+    """SHA-256 over the sorted ``(relative path, file SHA-256)`` of a corpus folder's data files and manifest."""
+    import hashlib
+
+    h = hashlib.sha256()
+    files = sorted(
+        p for p in folder.rglob("*") if p.is_file() and (p.suffix == ".parquet" or p.name == "manifest.json")
+    )
+    for p in files:
+        h.update(f"{p.relative_to(folder).as_posix()}\0{sha256_file(p)}\n".encode())
+    return h.hexdigest()
+
+
+def trainer_settings(args) -> dict:
+    """The TRL config as JSON-safe values (``to_dict`` with non-JSON values as strings)."""
+    return json.loads(json.dumps(args.to_dict(), default=str))
+
+
+class Artifacts:
+    """The manifest, curves and card of one run; ``write(folder, ...)`` fills a checkpoint folder."""
+
+    def __init__(self, *, manifest: dict, base_model: str, datasets: list, description: str, method: str):
+        self.manifest = manifest
+        self.base_model = base_model
+        self.datasets = datasets
+        self.description = description
+        self.method = method
+
+    def write(self, folder: Path, log_history: list[dict], global_step: int, *, name: str | None = None) -> None:
+        """Fill ``folder``; ``name``: the model name on the card (default: the folder's name)."""
+        folder = Path(folder)
+        manifest = {**self.manifest, "global_step": global_step}
+        atomic_write(folder / MANIFEST, json_text(manifest))
+        write_curves(folder, log_history)
+        hp = {k: manifest["trainer"].get(k) for k in HYPERPARAMETERS[self.method] if k in manifest["trainer"]}
+        write_model_card(
+            folder,
+            base_model=self.base_model,
+            datasets=self.datasets,
+            hyperparameters={**hp, "global_step": global_step},
+            reward_config=manifest.get("reward"),
+            description=self.description,
+            model_name=name or folder.name,
+            tags=["hallucination-r1", self.method],
+        )
+        meta = json.loads((folder / "phr_training.json").read_text(encoding="utf-8"))
+        meta.update({"method": self.method.upper(), "library": "trl", "manifest": MANIFEST})
+        atomic_write(folder / "phr_training.json", json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+
+
+HYPERPARAMETERS = {
+    "grpo": ("learning_rate", "num_generations", "per_device_train_batch_size", "gradient_accumulation_steps",
+             "beta", "temperature", "top_p", "top_k", "max_completion_length", "num_train_epochs", "max_steps",
+             "seed", "loss_type", "epsilon", "scale_rewards", "use_vllm", "vllm_mode"),
+    "sft": ("learning_rate", "per_device_train_batch_size", "gradient_accumulation_steps", "num_train_epochs",
+            "max_steps", "max_length", "seed", "completion_only_loss", "lr_scheduler_type", "warmup_steps"),
+}  # fmt: skip
+
+
+class ArtifactsCallback(TrainerCallback):
+    """After TRL saves ``checkpoint-N``: add the manifest, curves and card to it (main process only)."""
+
+    def __init__(self, artifacts: Artifacts):
+        self.artifacts = artifacts
+
+    def on_save(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            if folder.is_dir():
+                self.artifacts.write(
+                    folder, state.log_history, state.global_step, name=f"{Path(args.output_dir).name}-{folder.name}"
+                )
+        return control

@@ -1,0 +1,138 @@
+"""Two-stage GRPO of the Hallucination-R1 paraphraser with TRL's ``GRPOTrainer`` (H-R1 §3.2; docs/training.md).
+
+Stage 1 trains the base model with R_stab; stage 2 starts from the stage-1 checkpoint (``model.init_from``) with
+R_train. KL reference (``reference_policy: initial``): TRL builds the reference model, when ``beta > 0``, from
+the folder the policy was loaded from, so it is the *initial policy of the stage*: the base model in stage 1,
+the stage-1 checkpoint in stage 2 (with a LoRA policy, the adapter switched off: the same model). ``beta: 0``
+loads no reference at all.
+
+Rewards come from the recipe's ``reward`` section or are injected (``reward_funcs=[...]``, TRL reward
+functions): ``hr1`` is ``phr.training.rewards.HR1Reward`` (imported when named), ``paraphrase_tag`` a
+judge-free smoke reward (1 when the completion holds a ``<paraphrase>`` tag, else 0), and ``module:factory``
+any factory called as ``factory(settings, stage)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Callable, Sequence
+
+from phr.hr1.parse import parse_paraphrase
+from phr.training.checkpoint import ArtifactsCallback
+from phr.training.config import Recipe, RecipeError
+from phr.training.run import (
+    RunResult,
+    artifacts,
+    load_corpus,
+    load_model,
+    peft_config,
+    prepare_output,
+    save_final,
+    start_model,
+    summary_metrics,
+)
+
+
+def _text(completion) -> str:
+    return completion[-1]["content"] if isinstance(completion, list) else str(completion)
+
+
+def paraphrase_tag(prompts, completions, completion_ids=None, **kwargs) -> list[float]:
+    """Smoke reward: 1.0 when the completion holds a non-empty ``<paraphrase>`` (Listing B.1's format), else 0.0."""
+    return [1.0 if parse_paraphrase(_text(c))[0] else 0.0 for c in completions]
+
+
+def _hr1_reward(settings: dict, stage: int):
+    try:
+        from phr.training.rewards import HR1Reward, RewardConfig  # the reward module (lands separately)
+    except ImportError as e:
+        raise RecipeError(f"reward 'hr1' needs phr.training.rewards, which cannot be imported here: {e}") from None
+    fields = {f.name for f in dataclasses.fields(RewardConfig)}
+    unknown = sorted(set(settings) - fields)
+    if unknown:
+        raise RecipeError(
+            f"reward.settings: unknown key(s) {', '.join(unknown)} (RewardConfig fields: {', '.join(sorted(fields))})"
+        )
+    return HR1Reward(RewardConfig(**{**settings, "stage": stage}))
+
+
+def make_rewards(recipe: Recipe) -> list[Callable]:
+    """The reward functions a recipe names."""
+    r = recipe.reward
+    assert r is not None and recipe.stage is not None
+    if r.name == "hr1":
+        return [_hr1_reward(r.settings, recipe.stage)]
+    if r.name == "paraphrase_tag":
+        return [paraphrase_tag]
+    module, sep, attr = r.name.partition(":")
+    if not sep:
+        raise RecipeError(f"{recipe.source}: reward.name {r.name!r}: hr1, paraphrase_tag or module:factory")
+    try:
+        factory = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as e:
+        raise RecipeError(f"{recipe.source}: reward.name {r.name!r} cannot be imported: {e}") from None
+    made = factory(r.settings, recipe.stage)
+    return list(made) if isinstance(made, (list, tuple)) else [made]
+
+
+def reward_description(recipe: Recipe, funcs: Sequence[Callable]) -> dict:
+    r = recipe.reward
+    names = [getattr(f, "__name__", type(f).__name__) for f in funcs]
+    return {
+        "name": r.name if r else "injected",
+        "functions": names,
+        "stage": recipe.stage,
+        "settings": r.settings if r else {},
+    }
+
+
+def reward_stats(funcs: Sequence[Callable]) -> dict | None:
+    """Merged ``stats()`` of the reward objects that have one (judge calls, cache hits, cost)."""
+    out: dict = {}
+    for f in funcs:
+        stats = getattr(f, "stats", None)
+        if callable(stats):
+            s = stats()
+            out.update(s if isinstance(s, dict) else getattr(s, "__dict__", {"stats": str(s)}))
+    return out or None
+
+
+def train_grpo(
+    recipe: Recipe,
+    *,
+    resume: bool = False,
+    reward_funcs: Sequence[Callable] | None = None,
+    callbacks: Sequence = (),
+) -> RunResult:
+    """Run one GRPO stage of ``recipe``; returns where it wrote and the summary."""
+    from trl import GRPOTrainer
+
+    output_dir, last = prepare_output(recipe, resume)
+    ds, data = load_corpus(recipe)
+    start, base = start_model(recipe, ds, output_dir)
+    funcs = list(reward_funcs) if reward_funcs is not None else make_rewards(recipe)
+    args = recipe.trl_config(output_dir=str(output_dir))
+    model = load_model(recipe, start)
+    arts = artifacts(
+        recipe, base_model=base, start_from=start, data=data, reward=reward_description(recipe, funcs), args=args
+    )
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=funcs,
+        args=args,
+        train_dataset=ds,
+        peft_config=peft_config(recipe),
+        callbacks=[ArtifactsCallback(arts), *callbacks],
+    )
+    trainer.train(resume_from_checkpoint=last)
+    final = save_final(trainer, arts, output_dir)
+    return RunResult(
+        method=f"GRPO stage {recipe.stage}",
+        output_dir=output_dir,
+        final_dir=final,
+        global_step=trainer.state.global_step,
+        metrics=summary_metrics(trainer.state.log_history),
+        reward_stats=reward_stats(funcs),
+        resumed_from=last,
+    )

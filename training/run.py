@@ -1,0 +1,230 @@
+"""What GRPO and SFT runs share: the corpus, the starting model, the output folder and resume rules, the final
+checkpoint (weights + manifest + curves + card, written atomically) and the run summary.
+
+Output layout under ``trainer.output_dir``::
+
+    tiny-base/        the CPU smoke model (recipes with model.tiny), built once per run folder
+    checkpoint-N/     TRL's checkpoints, each with training_manifest.json, curves.{json,png} and README.md
+    final/            the trained model (or LoRA adapter) with the same three files
+    merged/           LoRA runs with merge: the adapter merged into a full model
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from phr.core.errors import UsageError
+from phr.core.fs import atomic_dir
+from phr.training.checkpoint import Artifacts, folder_hash, git_commit, trainer_settings, versions
+from phr.training.config import Recipe
+from phr.training.tiny import TinySettings, build_tiny_model
+
+log = logging.getLogger("phr.training")
+
+FINAL = "final"
+MERGED = "merged"
+TINY_BASE = "tiny-base"
+
+
+@dataclass
+class RunResult:
+    """What a finished run reports (the CLI prints ``lines()``)."""
+
+    method: str
+    output_dir: Path
+    final_dir: Path
+    global_step: int
+    metrics: dict = field(default_factory=dict)  # last logged value of each curve metric, means over the run
+    reward_stats: dict | None = None
+    merged_dir: Path | None = None
+    resumed_from: str | None = None
+
+    def lines(self) -> list[str]:
+        out = [
+            f"{self.method} finished: {self.global_step} steps"
+            + (f" (resumed from {self.resumed_from})" if self.resumed_from else "")
+        ]
+        for key, value in self.metrics.items():
+            out.append(f"  {key}: {value:.4f}")
+        if self.reward_stats:
+            out.append("  reward stats: " + ", ".join(f"{k} {v}" for k, v in self.reward_stats.items()))
+        out.append(f"final model: {self.final_dir}")
+        if self.merged_dir:
+            out.append(f"merged model: {self.merged_dir}")
+        return out
+
+
+def load_corpus(recipe: Recipe):
+    """The corpus as a ``datasets.Dataset`` (first ``limit`` rows) and its provenance for the manifest."""
+    from datasets import load_dataset
+
+    d = recipe.data
+    if d.path:
+        folder = Path(d.path).expanduser()
+        if not folder.is_dir():
+            raise UsageError(f"{recipe.source}: data.path {folder} is not a folder")
+        ds = load_dataset(str(folder), split=d.split)
+        provenance = {"path": str(folder.resolve()), "folder_sha256": folder_hash(folder)}
+    else:
+        ds = load_dataset(d.repo_id, revision=d.revision, split=d.split)
+        provenance = {"repo_id": d.repo_id, "revision": d.revision}
+    if d.limit is not None:
+        ds = ds.select(range(min(d.limit, len(ds))))
+    return ds, {**provenance, "split": d.split, "rows": len(ds)}
+
+
+def corpus_texts(ds) -> list[str]:
+    """Every text of a GRPO / SFT corpus (for the smoke tokenizer)."""
+    col = "prompt" if "prompt" in ds.column_names else "messages"
+    texts = [m["content"] for row in ds[col] for m in row]
+    for extra in ("question", "answer"):
+        if extra in ds.column_names:
+            texts += [t for t in ds[extra] if t]
+    return texts
+
+
+def start_model(recipe: Recipe, ds, output_dir: Path) -> tuple[str, str]:
+    """(folder or id the policy is loaded from, base model name for the card)."""
+    m = recipe.model
+    if m.init_from:
+        src = Path(m.init_from).expanduser()
+        if not (src / "config.json").is_file():
+            raise UsageError(f"{recipe.source}: model.init_from {src} is not a model folder (no config.json)")
+        base = _base_of(src) or m.name_or_path or str(src)
+        return str(src), base
+    if m.tiny is not None:
+        dest = output_dir / TINY_BASE
+        if not (dest / "config.json").is_file():
+            build_tiny_model(corpus_texts(ds), dest, TinySettings(**m.tiny))
+        return str(dest), "phr/tiny-random-llama"
+    return m.name_or_path, m.name_or_path  # type: ignore[return-value]
+
+
+def _base_of(checkpoint: Path) -> str | None:
+    import json
+
+    p = checkpoint / "phr_training.json"
+    return json.loads(p.read_text(encoding="utf-8")).get("base_model") if p.is_file() else None
+
+
+def resume_point(output_dir: Path, resume: bool) -> str | None:
+    """The checkpoint to resume from (``--resume``), refusing to mix a fresh run into an old run folder."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    last = get_last_checkpoint(str(output_dir)) if output_dir.is_dir() else None
+    if resume and last is None:
+        raise UsageError(f"--resume: no checkpoint-N folder in {output_dir} to resume from")
+    if not resume and last is not None:
+        raise UsageError(
+            f"{output_dir} already holds {Path(last).name}: pass --resume to continue it, or choose another "
+            "trainer.output_dir"
+        )
+    return last
+
+
+def artifacts(recipe: Recipe, *, base_model: str, start_from: str, data: dict, reward: dict | None, args) -> Artifacts:
+    manifest = {
+        "schema_version": 1,
+        "method": recipe.method,
+        "stage": recipe.stage,
+        "recipe": recipe.as_dict(),
+        "base_model": base_model,
+        "start_from": start_from,
+        "reference_policy": (
+            {"setting": recipe.reference_policy, "model": start_from, "beta": args.beta}
+            if recipe.method == "grpo"
+            else None
+        ),
+        "data": data,
+        "reward": reward,
+        "trainer": trainer_settings(args),
+        "seeds": {"seed": args.seed, "data_seed": args.data_seed},
+        "versions": versions(),
+        "git_commit": git_commit(),
+    }
+    datasets = [(data["repo_id"], data.get("revision"))] if data.get("repo_id") else []
+    what = "GRPO stage %s" % recipe.stage if recipe.method == "grpo" else "LoRA SFT" if recipe.lora else "SFT"
+    corpus = (
+        data.get("repo_id")
+        or f"the local corpus folder `{Path(data['path']).name}` (sha256 {data['folder_sha256'][:16]})"
+    )
+    description = "\n".join(
+        [
+            f"{what} of `{base_model}` (started from `{start_from}`) on {corpus}, {data['rows']} rows, with TRL.",
+            "",
+            "## Intended use",
+            "",
+            (
+                "A question paraphraser for robustness testing (Hallucination-R1: paraphrases that keep the "
+                "meaning of a factual question and expose answer instability of a QA model)."
+                if recipe.method == "grpo"
+                else "A QA model fine-tuned to answer paraphrased factual questions (Hallucination-R1, §7)."
+            ),
+            "",
+            "## Limitations",
+            "",
+            "Trained on SimpleQuestions-style single-fact questions; not evaluated outside that form. The rewards "
+            "depend on LLM judges, whose errors the model can learn. Full settings, seeds and package versions: "
+            "`training_manifest.json`; reward/loss curves: `curves.png` / `curves.json`.",
+        ]
+    )
+    if base_model == "phr/tiny-random-llama":
+        description += "\n\n**Smoke-test model**: a tiny random Llama built in-process; its outputs are meaningless."
+    return Artifacts(
+        manifest=manifest, base_model=base_model, datasets=datasets, description=description, method=recipe.method
+    )
+
+
+def save_final(trainer, arts: Artifacts, output_dir: Path) -> Path:
+    """Write the trained model (or adapter) with its manifest, curves and card to ``output_dir/final``."""
+    dest = output_dir / FINAL
+    with atomic_dir(dest) as tmp:
+        trainer.save_model(str(tmp))
+        if trainer.processing_class is not None:
+            trainer.processing_class.save_pretrained(str(tmp))
+        arts.write(tmp, trainer.state.log_history, trainer.state.global_step, name=output_dir.name)
+    return dest
+
+
+def summary_metrics(log_history: list[dict]) -> dict:
+    """Means over the run of the reward / loss entries (``reward``, ``rewards/<f>/mean``, ``loss``, ``kl``)."""
+    sums: dict[str, list[float]] = {}
+    for entry in log_history:
+        for key, value in entry.items():
+            if key in ("reward", "loss", "kl") or (key.startswith("rewards/") and key.endswith("/mean")):
+                if isinstance(value, (int, float)):
+                    sums.setdefault(key, []).append(float(value))
+    return {f"mean {k}": sum(v) / len(v) for k, v in sums.items()}
+
+
+def prepare_output(recipe: Recipe, resume: bool) -> tuple[Path, str | None]:
+    output_dir = Path(recipe.trainer["output_dir"]).expanduser().resolve()
+    last = resume_point(output_dir, resume)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    return output_dir, last
+
+
+def load_model(recipe: Recipe, start: str):
+    """The policy, loaded from ``start`` (the recipe's revision applies to its hub id only)."""
+    from transformers import AutoModelForCausalLM
+
+    revision = recipe.model.revision if start == recipe.model.name_or_path else None
+    return AutoModelForCausalLM.from_pretrained(start, revision=revision, dtype=recipe.model.dtype)
+
+
+def peft_config(recipe: Recipe):
+    """peft ``LoraConfig`` of the recipe's ``lora`` section (None: full fine-tuning)."""
+    if recipe.lora is None:
+        return None
+    from peft import LoraConfig
+
+    lo = recipe.lora
+    return LoraConfig(
+        r=lo.r,
+        lora_alpha=lo.lora_alpha,
+        lora_dropout=lo.lora_dropout,
+        target_modules=lo.target_modules,
+        task_type="CAUSAL_LM",
+    )
