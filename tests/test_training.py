@@ -171,6 +171,29 @@ def test_packaged_recipes_parse():
     assert r.trainer["max_completion_length"] == 1024 and r.trainer["vllm_mode"] == "colocate"
 
 
+def test_paper_recipes_build_the_hr1_rewards(monkeypatch):
+    from phr.training.grpo import make_rewards
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")  # the judge's key is checked when the reward is built
+    stage1 = make_rewards(load_recipe("paper-qwen2.5-3b-stage1"))[0]
+    stage2 = make_rewards(load_recipe("paper-qwen2.5-3b-stage2"))[0]
+    assert (stage1.__name__, stage1.config.stage, stage1.config.group_size, stage1.config.lambda_div) == (
+        "r_stab",
+        1,
+        8,
+        1.0,
+    )
+    assert (stage2.__name__, stage2.config.stage, stage2.config.qa) == ("r_train", 2, "hf:Qwen/Qwen2.5-3B-Instruct")
+    assert stage2.config.judge.endswith("#deepseek-chat")
+    base = {"method": "grpo", "stage": 1, "model": {"tiny": {}}, "data": {"path": "x"}, "trainer": {"output_dir": "o"}}
+    with pytest.raises(RecipeError, match="unknown key.*judg"):
+        make_rewards(parse_recipe({**base, "reward": {"name": "hr1", "settings": {"judg": "x"}}}, "r.yaml"))
+    custom = parse_recipe({**base, "trainer": {"output_dir": "o", "num_generations": 4},
+                           "reward": {"name": "hr1", "settings": {"judge": "openai:gpt-4o", "grading": {"fuzzy": "correct"}}}}, "r.yaml")  # fmt: skip
+    r = make_rewards(custom)[0]
+    assert r.config.group_size == 4 and r.config.grading.fuzzy == "correct"
+
+
 def test_recipe_errors_name_the_key(tmp_path):
     base = {"method": "grpo", "stage": 1, "model": {"tiny": {}}, "data": {"path": "x"}, "reward": {"name": "hr1"},
             "trainer": {"output_dir": "o"}}  # fmt: skip

@@ -7,7 +7,7 @@ the stage-1 checkpoint in stage 2 (with a LoRA policy, the adapter switched off:
 loads no reference at all.
 
 Rewards come from the recipe's ``reward`` section or are injected (``reward_funcs=[...]``, TRL reward
-functions): ``hr1`` is ``phr.training.rewards.HR1Reward`` (imported when named), ``paraphrase_tag`` a
+functions): ``hr1`` is ``phr.training.rewards.HR1Reward`` (settings: ``RewardConfig`` fields), ``paraphrase_tag`` a
 judge-free smoke reward (1 when the completion holds a ``<paraphrase>`` tag, else 0), and ``module:factory``
 any factory called as ``factory(settings, stage)``.
 """
@@ -18,9 +18,12 @@ import dataclasses
 import importlib
 from collections.abc import Callable, Sequence
 
+from phr.hr1.diversity import DiversitySettings
 from phr.hr1.parse import parse_paraphrase
+from phr.hr1.settings import Grading, QADecoding
 from phr.training.checkpoint import ArtifactsCallback
 from phr.training.config import Recipe, RecipeError
+from phr.training.rewards import HR1Reward, RewardConfig
 from phr.training.run import (
     RunResult,
     artifacts,
@@ -43,18 +46,32 @@ def paraphrase_tag(prompts, completions, completion_ids=None, **kwargs) -> list[
     return [1.0 if parse_paraphrase(_text(c))[0] else 0.0 for c in completions]
 
 
-def _hr1_reward(settings: dict, stage: int):
-    try:
-        from phr.training.rewards import HR1Reward, RewardConfig  # the reward module (lands separately)
-    except ImportError as e:
-        raise RecipeError(f"reward 'hr1' needs phr.training.rewards, which cannot be imported here: {e}") from None
+_NESTED = {"grading": Grading, "qa_decoding": QADecoding, "diversity": DiversitySettings}
+
+
+def _hr1_reward(settings: dict, stage: int, num_generations: int) -> HR1Reward:
+    """``HR1Reward`` from a recipe's ``reward.settings`` (``RewardConfig`` fields; nested ones as mappings).
+    ``group_size`` defaults to the trainer's ``num_generations`` (a diversity group is complete at that size)."""
     fields = {f.name for f in dataclasses.fields(RewardConfig)}
-    unknown = sorted(set(settings) - fields)
+    unknown = sorted(set(settings) - fields - {"stage"})
     if unknown:
         raise RecipeError(
             f"reward.settings: unknown key(s) {', '.join(unknown)} (RewardConfig fields: {', '.join(sorted(fields))})"
         )
-    return HR1Reward(RewardConfig(**{**settings, "stage": stage}))
+    kw = {k: _NESTED[k](**v) if k in _NESTED and isinstance(v, dict) else v for k, v in settings.items()}
+    kw.setdefault("group_size", num_generations)
+    try:
+        return HR1Reward(RewardConfig(**{**kw, "stage": stage}))
+    except (TypeError, ValueError) as e:
+        raise RecipeError(f"reward.settings: {e}") from None
+
+
+def _num_generations(recipe: Recipe) -> int:
+    if "num_generations" in recipe.trainer:
+        return int(recipe.trainer["num_generations"])
+    from trl import GRPOConfig  # heavy: imported when a GRPO recipe is used
+
+    return int(GRPOConfig.__dataclass_fields__["num_generations"].default)
 
 
 def make_rewards(recipe: Recipe) -> list[Callable]:
@@ -62,7 +79,7 @@ def make_rewards(recipe: Recipe) -> list[Callable]:
     r = recipe.reward
     assert r is not None and recipe.stage is not None
     if r.name == "hr1":
-        return [_hr1_reward(r.settings, recipe.stage)]
+        return [_hr1_reward(r.settings, recipe.stage, _num_generations(recipe))]
     if r.name == "paraphrase_tag":
         return [paraphrase_tag]
     module, sep, attr = r.name.partition(":")
