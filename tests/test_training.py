@@ -211,3 +211,15 @@ def test_recipe_errors_name_the_key(tmp_path):
     assert bad_set.returncode == 2 and "trainer.max_seq_length is not a field of trl.SFTConfig" in bad_set.stderr
     missing = run("train", "sft", "--config", "no-such-recipe")
     assert missing.returncode == 2 and "no packaged recipe" in missing.stderr
+
+
+def test_grpo_interrupted_after_its_first_checkpoint_resumes_to_the_same_end(grpo_runs, tmp_path):
+    corpus, s1, _, _ = grpo_runs
+    recipe = _grpo(tmp_path, 1, corpus)
+    with pytest.raises(_Interrupt):
+        train_grpo(recipe, callbacks=[_StopAfterFirstSave()])
+    assert not (tmp_path / "stage1" / "final").exists()  # nothing half-written
+    resumed = train_grpo(recipe, resume=True)
+    assert resumed.global_step == s1.global_step == 2 and resumed.resumed_from.endswith("checkpoint-1")
+    steps = json.loads((resumed.final_dir / "curves.json").read_text())["metrics"]["reward"]["step"]
+    assert steps[-1] == 2
