@@ -19,10 +19,12 @@ from phr.builders.hr1 import (
 from phr.builders.hr1_sources import LoadResult, load_simplequestions, load_truthfulqa, stand_in_split
 from phr.hr1.pipeline import RunPlan, paraphrase_prompt
 from phr.validation.hr1_folder import validate_corpus
+from tests.support.data import SHARED as DATA
 from tests.support.hr1_fixtures import hr1_responder
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-pytestmark = pytest.mark.skipif(not (DATA / "simplequestions").is_dir(), reason="../shared/data is not here")
+pytestmark = pytest.mark.skipif(
+    not (DATA / "simplequestions").is_dir(), reason="../shared/data is not here (set PHR_SHARED_DATA)"
+)
 
 
 @pytest.fixture(scope="module")

@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 
 from phr.builders.hr1_sources import load_truthfulqa
 from phr.eval.hr1_runner import evaluate
 from tests.support.cli import run
+from tests.support.data import SHARED as DATA
 from tests.support.hr1_fixtures import hr1_responder
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-pytestmark = pytest.mark.skipif(not (DATA / "truthfulqa").is_dir(), reason="../shared/data is not here")
+pytestmark = pytest.mark.skipif(
+    not (DATA / "truthfulqa").is_dir(), reason="../shared/data is not here (set PHR_SHARED_DATA)"
+)
 
 
 @pytest.fixture(scope="module")

@@ -14,13 +14,13 @@ from phr.validation.hr1_leakage import (
     find_leaks,
     normalize,
 )
+from tests.support.data import SHARED as DATA
+from tests.support.data import missing
 from tests.support.hr1_corpora import ROWS, make_folder
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-if not DATA.is_dir():
-    DATA = Path("/work/shared/data")
 PARAPHRASES = Path(__file__).parent / "fixtures" / "hr1_leakage_paraphrases.tsv"
 LEXICAL = LeakageConfig(semantic=False)
+needs_data = pytest.mark.skipif(bool(missing("simplequestions")), reason=str(missing("simplequestions")))
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +47,7 @@ def test_normalize():
     assert normalize("snake_case—dash") == "snake case dash"
 
 
+@needs_data
 def test_planted_exact_and_near_duplicate_and_provenance(evals):
     train = [
         TrainRow("t-exact", "WHERE did Roger Marquis die?", "simplequestions-train-0"),
@@ -80,6 +81,7 @@ def _paraphrases():
     return [(qid, q, p) for qid, q, p in rows]
 
 
+@needs_data
 def test_real_paraphrases_caught_by_meaning_without_provenance(evals):
     """The training rows carry a different question id, so only the MiniLM check can find them; 20 of the 23
     hand-written paraphrases reach the 0.85 threshold (docs/hr1.md), each named with its own source question."""
@@ -100,6 +102,7 @@ def test_real_paraphrases_caught_by_meaning_without_provenance(evals):
     assert {x.check for x in leaks} == {"semantic"}
 
 
+@needs_data
 def test_paraphrase_with_its_source_id_caught_by_provenance_first(evals):
     train = [
         TrainRow("simplequestions-test-0-p0", "In which place did Roger Marquis pass away?", "simplequestions-test-0")
@@ -111,6 +114,7 @@ def test_paraphrase_with_its_source_id_caught_by_provenance_first(evals):
     }
 
 
+@needs_data
 def test_different_real_questions_are_clean(sq, evals):
     """TruthfulQA questions as training rows against the SimpleQuestions test file: nothing in common."""
     tqa = evals["truthfulqa"][100:250]
@@ -118,6 +122,7 @@ def test_different_real_questions_are_clean(sq, evals):
     assert find_leaks(train, {"simplequestions-test": evals["simplequestions-test"][:500]}, LeakageConfig()) == []
 
 
+@needs_data
 def test_stand_in_split_flags_only_genuine_duplicates(sq):
     """SimpleQuestions' even/odd stand-in halves (lexical checks): the flagged pairs are the file's own
     repeated questions (same text up to case/punctuation) and one one-word rewording."""
@@ -139,6 +144,7 @@ def test_stand_in_split_flags_only_genuine_duplicates(sq):
     assert len(leaks) == 21
 
 
+@needs_data
 def test_corpus_folder_rows_checked(tmp_path, evals):
     rows = ROWS["hr1-sft"]()
     rows[0]["question_id"] = "simplequestions-test-0"  # built from an evaluation question

@@ -3,8 +3,6 @@ local OpenAI-protocol server, with a hand-built expected result."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -20,10 +18,12 @@ from phr.hr1.parse import parse_answer, parse_paraphrase
 from phr.hr1.pipeline import RunPlan, exact_match, qa_messages, run_questions
 from phr.hr1.prompts import template, versions
 from phr.hr1.records import HQuestion
+from tests.support.data import SHARED as DATA
 from tests.support.hr1_fixtures import hr1_responder
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-needs_data = pytest.mark.skipif(not (DATA / "simplequestions").is_dir(), reason="../shared/data is not here")
+needs_data = pytest.mark.skipif(
+    not (DATA / "simplequestions").is_dir(), reason="../shared/data is not here (set PHR_SHARED_DATA)"
+)
 
 
 # ---- sources ---------------------------------------------------------------------------------------------

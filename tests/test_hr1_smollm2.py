@@ -4,7 +4,6 @@ SmolLM2 as paraphraser, QA model and judge (slow: loads the model): every malfor
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from datasets import load_dataset
@@ -12,9 +11,11 @@ from datasets import load_dataset
 from phr.builders.hr1 import SMOKE_JUDGE_TOKENS, SMOKE_PLAN, build_paraphrase_corpus
 from phr.builders.hr1_sources import LoadResult, load_simplequestions, load_truthfulqa
 from phr.hr1.pipeline import Judges
+from tests.support.data import SHARED as DATA
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-pytestmark = pytest.mark.skipif(not (DATA / "truthfulqa").is_dir(), reason="../shared/data is not here")
+pytestmark = pytest.mark.skipif(
+    not (DATA / "truthfulqa").is_dir(), reason="../shared/data is not here (set PHR_SHARED_DATA)"
+)
 
 
 def _few(res: LoadResult, n: int) -> LoadResult:
