@@ -179,8 +179,14 @@ def bootstrap_metrics(
         accs.append(_accuracy(labels, predicted, rw))
     auc, acc = _auroc(labels, scores), _accuracy(labels, predicted)
     return (
-        Estimate(value=None if auc is None else round(auc, 6), **dict(zip(("ci_low", "ci_high"), _interval(aucs, settings.confidence)))),
-        Estimate(value=None if acc is None else round(acc, 6), **dict(zip(("ci_low", "ci_high"), _interval(accs, settings.confidence)))),
+        Estimate(
+            value=None if auc is None else round(auc, 6),
+            **dict(zip(("ci_low", "ci_high"), _interval(aucs, settings.confidence))),
+        ),
+        Estimate(
+            value=None if acc is None else round(acc, 6),
+            **dict(zip(("ci_low", "ci_high"), _interval(accs, settings.confidence))),
+        ),
     )
 
 

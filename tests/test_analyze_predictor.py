@@ -89,7 +89,9 @@ def feature_responder(model, messages, k):
     premise = prompt.split("<premise>\n", 1)[1].split("\n</premise>", 1)[0]
     if "GARBAGE" in premise:
         return "I cannot rate this."
-    ratings = RATINGS | ({"domain_rule_violation": 4, "error_locality": 3, "numeric_distortion": 1} if "Water" in premise else {})
+    ratings = RATINGS | (
+        {"domain_rule_violation": 4, "error_locality": 3, "numeric_distortion": 1} if "Water" in premise else {}
+    )
     return "```json\n" + json.dumps(ratings) + "\n```"
 
 
@@ -198,8 +200,21 @@ def test_cli_writes_report_plots_and_json(fake_openai, mini_folder, tmp_path):
     paths = []
     for m, model in enumerate(("m1", "m2")):
         samples = [
-            SampleScore(i.id, k, i.question_id, "B+H", i.domain, i.subtype, i.task_type, "x", None, False, True,
-                        resolution="Heuristic Correction", insightful=len(i.prompt) % 3 != (k + m) % 3)  # fmt: skip
+            SampleScore(
+                i.id,
+                k,
+                i.question_id,
+                "B+H",
+                i.domain,
+                i.subtype,
+                i.task_type,
+                "x",
+                None,
+                False,
+                True,
+                resolution="Heuristic Correction",
+                insightful=len(i.prompt) % 3 != (k + m) % 3,
+            )  # fmt: skip
             for i in bh
             for k in range(2)
         ]
