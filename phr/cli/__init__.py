@@ -1,6 +1,6 @@
 """`phr-publish`: a thin command line over the library.
 
-One module per command group (``llm``/``cache``, ``build``/``validate``, ``review``, ``hub``, ``eval``, ``report``, ``train``), each a
+One module per command group (``llm``/``cache``, ``build``/``validate``, ``review``, ``hub``, ``eval``, ``report``, ``train``, ``analyze``), each a
 ``typer.Typer`` added here with ``add_typer``; one error boundary (``common.Root``): a ``PHRError`` prints one line
 and exits 2 (usage) or 1 (failed work).
 """
@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from phr.cli import build, eval, hub, llm, report, review, train
+from phr.cli import analyze, build, eval, hub, llm, report, review, train
 from phr.cli.common import Root
 from phr.core.log import setup_logging
 
@@ -35,6 +35,7 @@ app.add_typer(eval.eval_app, name="eval")
 app.add_typer(eval.submit_app)
 app.add_typer(report.report_app)
 app.add_typer(train.train_app, name="train")
+app.add_typer(analyze.analyze_app, name="analyze")
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
