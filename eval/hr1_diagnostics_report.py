@@ -63,6 +63,7 @@ def surface_plot(diag: Diagnostics, path: Path) -> None:
     a.set_xlabel("original words")
     a.set_ylabel("paraphrase words")
     a.set_title("(a) question length")
+    a.legend(fontsize=8)
     _hist(b, _groups(diag, lambda s: s.delta.get("word_count", 0.0)), "ΔWord Count")
     b.set_title("(b) ΔWord Count")
     _hist(c, _groups(diag, lambda s: s.delta.get("dep_depth", 0.0)), "ΔDependency Tree Depth")
@@ -110,7 +111,7 @@ def lens_plot(diag: Diagnostics, path: Path) -> None:
     for c in diag.lens:
         for which, values in (("orig", c.original), ("para", c.paraphrase)):
             rows.append(values)
-            names.append(f"{c.gold[:14]} vs {c.error[:14]} ({which})")
+            names.append(f"{c.question_id[-24:]} k={c.k}: {c.gold[:12]} vs {c.error[:12]} ({which})")
     fig = _figure(max(6, 0.25 * (diag.num_layers + 1) + 3), 1 + 0.35 * max(len(rows), 1))
     ax = fig.subplots()
     if not rows:

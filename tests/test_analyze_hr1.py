@@ -231,3 +231,17 @@ def test_analyze_paraphrases_cli_writes_plots_json_and_summary(tiny, tmp_path):
     assert [s.d_qa for s in diag.samples] == pytest.approx([s["d_qa"] for s in report["samples"]], abs=1e-6)
     # an existing folder is not replaced without --overwrite
     assert CliRunner().invoke(app, args).exit_code != 0
+
+
+def test_logit_lens_last_layer_is_the_models_own_distribution_smollm2(smollm2):
+    """On the real local model (final RMSNorm with learned weights): the last layer's Δlogp is the model's own
+    next-token log-prob difference after ``<answer>``, and the final norm changes the lower layers."""
+    row = lens_rows(smollm2, "What is the capital of France?", "<answer>")
+    pair = (first_token(smollm2, "Paris"), first_token(smollm2, "London"))
+    normed, raw = logit_lens(smollm2, [row], [pair], True)[0], logit_lens(smollm2, [row], [pair], False)[0]
+    assert len(normed) == smollm2.num_layers() + 1
+    import torch
+
+    lp = torch.log_softmax(smollm2.forward([row]).logits[0, -1].float(), dim=-1)
+    assert normed[-1] == pytest.approx(float(lp[pair[0]] - lp[pair[1]]), abs=2e-3)
+    assert normed[-1] == pytest.approx(raw[-1]) and normed[1] != pytest.approx(raw[1])
