@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from phr.cli import analyze_hr1
 from phr.cli.common import new_app, spec_or_none
 from phr.eval.predictor import PredictorSettings
 from phr.eval.predictor_run import analyze_predictor
@@ -50,4 +51,4 @@ def predictor_cmd(
         typer.echo(f"  {p}")
 
 
-# TODO(merge, issue 13): add `analyze_hr1.register(analyze_app)` here (import phr.cli.analyze_hr1 at the top).
+analyze_hr1.register(analyze_app)  # `analyze paraphrases` (Hallucination-R1 diagnostics)

@@ -189,6 +189,10 @@ class ScoringProvider(Protocol):
         """One forward pass over the token rows (right padding), no KV cache, no gradients."""
         ...
 
+    def final_norm(self) -> Any:
+        """The final normalisation applied before the output head, as a callable on hidden states, or None."""
+        ...
+
     def output_head(self) -> OutputHead | None:
         """The head when ``logits == head(final hidden state)`` exactly (checked once), else None (e.g. a logit
         soft-cap): then only ``forward(logits=True)`` gives the logits."""

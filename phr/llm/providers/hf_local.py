@@ -27,7 +27,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from phr.core.errors import ModelNotInstalledError, PHRError
 from phr.core.fs import atomic_dir
@@ -462,6 +462,18 @@ class HFProvider(Provider):
                 return ForwardOutput(lengths, None, body(**kw).last_hidden_state, layer)
             states = (body or model)(**kw, output_hidden_states=True).hidden_states
             return ForwardOutput(lengths, None, states[layer], layer)
+
+    def final_norm(self) -> Callable[[Any], Any] | None:
+        """The model's final normalisation (what turns the last block's output into the final hidden state the
+        output head reads), as a callable on hidden states ``[..., hidden]``, or None when the body has none under
+        a known name (``norm``, ``ln_f``, ``final_layernorm``, ``final_norm``). For the logit lens on
+        intermediate layers."""
+        body = self._decoder()
+        for name in ("norm", "ln_f", "final_layernorm", "final_norm"):
+            module = getattr(body, name, None) if body is not None else None
+            if callable(module):
+                return module
+        return None
 
     def output_head(self) -> OutputHead | None:
         """The linear head when the logits are exactly ``head(final hidden state)`` (checked once on a tiny
