@@ -5,10 +5,7 @@ import json
 import math
 
 import pytest
-import typer
-from typer.testing import CliRunner
 
-from phr.cli.analyze_hr1 import register
 from phr.eval.hr1_diagnostics import (
     DiagnosticSettings,
     analyze,
@@ -27,6 +24,7 @@ from phr.eval.hr1_diagnostics import (
 )
 from phr.hr1.records import HQuestion, ParaphraseResult, QuestionResult
 from phr.llm.spec import make_provider
+from tests.support.cli import run
 from tests.support.hr1_corpora import make_folder, para
 
 ORIG = "Who wrote Hamlet?"  # words Who(3) wrote(5) Hamlet(6): |W| = 3, |C| = 14
@@ -206,14 +204,22 @@ def test_analyze_paraphrases_cli_writes_plots_json_and_summary(tiny, tmp_path):
     results = read_paraphrase_corpus(corpus)
     assert len(results) == 2 and results[0].paraphrases[3].consistent is False
 
-    app = typer.Typer()
-    app.callback()(lambda: None)
-    register(app)
     out = tmp_path / "diag"
-    args = ["paraphrases", "--corpus", str(corpus), "--model", f"hf:{folder}", "--layer", "2", "--out", str(out)]
-    res = CliRunner().invoke(app, args)
-    assert res.exit_code == 0, res.output
-    assert "2 RF and 4 RP" in res.output
+    args = [
+        "analyze",
+        "paraphrases",
+        "--corpus",
+        str(corpus),
+        "--model",
+        f"hf:{folder}",
+        "--layer",
+        "2",
+        "--out",
+        str(out),
+    ]
+    res = run(*args)  # the installed phr-publish, as a user runs it
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "2 RF and 4 RP" in res.stdout + res.stderr
     names = {p.name for p in out.iterdir()}
     assert names == {
         "fig2_surface.png", "fig7_profile.png", "fig8_embedding.png", "logit_lens.png", "diagnostics.json", "summary.md"
@@ -230,7 +236,8 @@ def test_analyze_paraphrases_cli_writes_plots_json_and_summary(tiny, tmp_path):
     diag = analyze(results, provider, DiagnosticSettings(layer=2))
     assert [s.d_qa for s in diag.samples] == pytest.approx([s["d_qa"] for s in report["samples"]], abs=1e-6)
     # an existing folder is not replaced without --overwrite
-    assert CliRunner().invoke(app, args).exit_code != 0
+    again = run(*args)
+    assert again.returncode == 2 and "--overwrite" in again.stderr
 
 
 def test_logit_lens_last_layer_is_the_models_own_distribution_smollm2(smollm2):

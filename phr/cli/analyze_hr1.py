@@ -45,7 +45,7 @@ def paraphrases(
     batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 8,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output folder.")] = False,
 ) -> None:
-    """Surface shifts (Eq. 11-16), embedding drift (Eq. 17) and the logit lens (Eq. 18) of RF vs RP paraphrases."""
+    """Diagnose why paraphrases fail: surface shifts, embedding drift and the logit lens (Eq. 11-18), RF vs RP."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     if normalize not in ("l2", "none"):
