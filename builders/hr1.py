@@ -12,9 +12,10 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import TypeVar
 
 import pyarrow as pa
 
@@ -25,11 +26,10 @@ from phr.core.parquet import write_parquet_hashed
 from phr.core.report import Rejection
 from phr.hr1.corpora import DATA_DIR, MANIFEST, SCHEMAS, sft_target
 from phr.hr1.diversity import score_groups
-from phr.hr1.pipeline import RunPlan, counts_as_correct, paraphrase_prompt, qa_messages, run_questions
+from phr.hr1.pipeline import Models, RunPlan, counts_as_correct, paraphrase_prompt, qa_messages, run_questions
 from phr.hr1.prompts import versions
 from phr.hr1.records import HQuestion, QuestionResult
 from phr.hr1.settings import Decoding, QADecoding
-from phr.llm.client import LLM
 from phr.llm.summary import RunSummary
 from phr.validation.hr1_leakage import LeakageConfig, TrainRow, check_split_leakage
 
@@ -46,7 +46,9 @@ SMOKE_PLAN = RunPlan(
     qa_scope="all",
 )
 SMOKE_JUDGE_TOKENS = 48
-LOCAL_BATCH = 32  # generations per forward loop of a local: model (8 by default): ~30% faster on 2 CPU cores
+
+
+T = TypeVar("T")
 
 
 class HR1BuildError(UsageError):
@@ -80,22 +82,6 @@ def smoke_questions() -> LoadResult:
     path = resources.files("phr.builders").joinpath("curated/truthfulqa-smoke.csv")
     with resources.as_file(path) as p:
         return load_truthfulqa(p)
-
-
-def llms(specs: dict[str, str | None], **options) -> dict[str, LLM | None]:
-    """One LLM per distinct spec (a local model serving several roles is loaded once; its generations are
-    batched ``LOCAL_BATCH`` at a time)."""
-    made: dict[str, LLM] = {}
-    out: dict[str, LLM | None] = {}
-    for role, spec in specs.items():
-        if spec is None or spec.lower() == "none":
-            out[role] = None
-            continue
-        if spec not in made:
-            local = {"batch_size": LOCAL_BATCH} if spec.startswith("local:") and "provider" not in options else {}
-            made[spec] = LLM(spec, **{"show_summary": False, **local, **options})
-        out[role] = made[spec]
-    return out
 
 
 def _paraphrase_row(r: QuestionResult) -> dict:
@@ -147,20 +133,8 @@ def _manifest(
         "sources": {f"{ld.source}": ld.origin for ld in loads},
         "skipped": {f"{ld.source}: {why}": n for ld in loads for why, n in ld.skipped.items()},
         "stand_in_splits": sorted({q.meta["stand_in"] for ld in loads for q in ld.questions if "stand_in" in q.meta}),
-        **({"plan": _plan_dict(plan), "k": plan.k} if plan else {}),
+        **({"plan": plan.as_dict(), "k": plan.k} if plan else {}),
         **extra,
-    }
-
-
-def _plan_dict(plan: RunPlan) -> dict:
-    return {
-        "k": plan.k,
-        "decoding": asdict(plan.decoding),
-        "qa_decoding": asdict(plan.qa_decoding),
-        "grading": plan.grading.as_dict(),
-        "judge_max_tokens": plan.judges.max_tokens,
-        "qa_scope": plan.qa_scope,
-        "seed": plan.seed,
     }
 
 
@@ -190,13 +164,13 @@ def build_paraphrase_corpus(
     questions = [q for ld in loads for q in (ld.questions[:limit] if limit else ld.questions)]
     if not questions:
         raise HR1BuildError("no questions to paraphrase (the sources are empty)")
-    roles = llms({"paraphraser": paraphraser, "qa": qa, "judge": judge}, **(llm_options or {}))
+    models = Models(**(llm_options or {}))
     summary = RunSummary()
     results = run_questions(
         questions,
-        paraphraser=roles["paraphraser"],
-        qa=roles["qa"],
-        judge=roles["judge"],
+        paraphraser=models.get(paraphraser),
+        qa=models.get(qa),
+        judge=models.get(judge),
         plan=plan,
         diversity=score_groups if diversity else None,  # the MiniLM model loads on first use
         summary=summary,
@@ -239,16 +213,20 @@ def _leaks(rows: list[TrainRow], eval_sets: dict[str, Sequence[HQuestion]], conf
     return check_split_leakage(rows, sets, config or LeakageConfig()).rejections
 
 
-def _screen(questions: list[HQuestion], eval_sets, config, drop: bool) -> tuple[list[HQuestion], list[dict]]:
-    """Check the training questions before any model call: a leaking question fails the build (nothing is
-    spent, nothing written) or, with ``drop``, is left out and listed in the manifest."""
-    found = _leaks([TrainRow(q.id, q.question, q.id) for q in questions], eval_sets, config)
+def _screen(items: list[T], rows: list[TrainRow], eval_sets, config, drop: bool) -> tuple[list[T], list[dict]]:
+    """Check ``items`` (each checked as the TrainRow at the same position) for split leakage: a leaking one fails
+    the build (nothing written) or, with ``drop``, is left out and listed (for the manifest)."""
+    found = _leaks(rows, eval_sets, config)
     if found and not drop:
         raise SplitLeakageError(found)
     gone = {v.row_id for v in found}
-    return [q for q in questions if q.id not in gone], [
-        {"row": v.row_id, "check": v.check, "reason": v.reason} for v in found
-    ]
+    kept = [it for it, r in zip(items, rows, strict=True) if r.row_id not in gone]
+    return kept, [{"row": v.row_id, "check": v.check, "reason": v.reason} for v in found]
+
+
+def _screen_questions(questions: list[HQuestion], eval_sets, config, drop: bool) -> tuple[list[HQuestion], list[dict]]:
+    """The training questions, screened before any model call (nothing is spent on a leaking one)."""
+    return _screen(questions, [TrainRow(q.id, q.question, q.id) for q in questions], eval_sets, config, drop)
 
 
 def build_sft_corpus(
@@ -277,11 +255,11 @@ def build_sft_corpus(
     questions = train.questions[:limit] if limit else train.questions
     dropped: list[dict] = []
     if check_leakage:
-        questions, dropped = _screen(questions, eval_sets or {}, leakage, drop_leaking)
-    roles = llms({"paraphraser": paraphraser, "judge": judge}, **(llm_options or {}))
+        questions, dropped = _screen_questions(questions, eval_sets or {}, leakage, drop_leaking)
+    models = Models(**(llm_options or {}))
     summary = RunSummary()
     results = run_questions(
-        questions, paraphraser=roles["paraphraser"], qa=None, judge=roles["judge"], plan=plan, summary=summary
+        questions, paraphraser=models.get(paraphraser), qa=None, judge=models.get(judge), plan=plan, summary=summary
     )
     rows = []
     for r in results:
@@ -307,12 +285,9 @@ def build_sft_corpus(
                     }
                 )
     if check_leakage and rows:
-        found = _leaks([TrainRow(r["id"], r["paraphrase"], r["question_id"]) for r in rows], eval_sets or {}, leakage)
-        if found and not drop_leaking:
-            raise SplitLeakageError(found)
-        gone = {v.row_id for v in found}
-        rows = [r for r in rows if r["id"] not in gone]
-        dropped += [{"row": v.row_id, "check": v.check, "reason": v.reason} for v in found]
+        paraphrases = [TrainRow(r["id"], r["paraphrase"], r["question_id"]) for r in rows]
+        rows, more = _screen(rows, paraphrases, eval_sets or {}, leakage, drop_leaking)
+        dropped += more
     if not rows:
         raise HR1BuildError("no consistent paraphrase: the SFT corpus would be empty (see the parse errors in the log)")
     counts = {"questions": len(results), "pairs": len(rows), "dropped_for_leakage": len(dropped)}
@@ -357,11 +332,11 @@ def build_grpo_corpus(
     questions = train.questions[:limit] if limit else train.questions
     dropped: list[dict] = []
     if check_leakage:
-        questions, dropped = _screen(questions, eval_sets or {}, leakage, drop_leaking)
-    roles = llms({"qa": qa, "judge": judge}, **(llm_options or {}))
+        questions, dropped = _screen_questions(questions, eval_sets or {}, leakage, drop_leaking)
+    models = Models(**(llm_options or {}))
     summary = RunSummary()
     results = run_questions(
-        questions, paraphraser=None, qa=roles["qa"], judge=roles["judge"], plan=plan, summary=summary
+        questions, paraphraser=None, qa=models.get(qa), judge=models.get(judge), plan=plan, summary=summary
     )
     kept = [r.question for r in results if counts_as_correct(r.correctness, plan.grading)]
     rows = [

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -52,6 +52,10 @@ class LoadResult:
     examples: list[str] = field(default_factory=list)
     origin: str = ""
     stand_in: str | None = None  # the stand-in split rule applied, if any
+
+    def head(self, n: int) -> LoadResult:
+        """The same load with its first ``n`` questions."""
+        return replace(self, questions=self.questions[:n])
 
     def summary(self) -> str:
         extra = "; ".join(f"{n} {why}" for why, n in self.skipped.items())

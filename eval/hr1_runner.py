@@ -34,10 +34,9 @@ from phr.eval.hr1_metrics import (
     to_json,
 )
 from phr.hr1.diversity import score_groups
-from phr.hr1.pipeline import RunPlan, judge_consistency, run_questions
+from phr.hr1.pipeline import Models, RunPlan, judge_consistency, run_questions
 from phr.hr1.prompts import versions
 from phr.hr1.records import HQuestion, QuestionResult
-from phr.llm.client import LLM
 from phr.llm.summary import RunSummary
 
 Table = Literal["robustness", "sft"]
@@ -49,16 +48,6 @@ class HR1EvalResult:
     tables: dict
     summary: RunSummary = field(default_factory=RunSummary)
     counts: dict = field(default_factory=dict)
-
-
-LOCAL_BATCH = 32  # generations per forward loop of a local: model (as the corpus builders)
-
-
-def _llm(spec: str, made: dict[str, LLM], options: dict) -> LLM:
-    if spec not in made:
-        local = {"batch_size": LOCAL_BATCH} if spec.startswith("local:") and "provider" not in options else {}
-        made[spec] = LLM(spec, **{"show_summary": False, **local, **options})
-    return made[spec]
 
 
 def evaluate(
@@ -94,9 +83,8 @@ def evaluate(
     metrics = replace(base, k=min(base.k, k), table4_k=k if table == "sft" else base.table4_k)
     plan = plan or RunPlan()
     plan = replace(plan, k=k, qa_scope="all" if table == "sft" else "originally_correct", grading=metrics.grading)
-    made: dict[str, LLM] = {}
-    options = llm_options or {}
-    para_llm, qa_llm, judge_llm = (_llm(s, made, options) for s in (paraphraser, qa, judge))
+    models = Models(**(llm_options or {}))
+    para_llm, qa_llm, judge_llm = (models.get(s) for s in (paraphraser, qa, judge))
     summary = RunSummary()
     records: dict[str, list[QuestionResult]] = {}
     tables: dict = {"table1": {}, "table2": {}, "table4": {}, "table7": {}}
@@ -130,7 +118,7 @@ def evaluate(
             for spec in judges:
                 if spec == judge:
                     continue
-                llm = _llm(spec, made, options)
+                llm = models.get(spec)
                 verdicts = judge_consistency(llm, pairs, plan.judges)
                 summary.merge(llm.last_summary)
                 got = {
@@ -171,14 +159,7 @@ def evaluate(
         "human_labels": str(human) if human else None,
         "table": table,
         "k": k,
-        "plan": {
-            "decoding": asdict(plan.decoding),
-            "qa_decoding": asdict(plan.qa_decoding),
-            "grading": plan.grading.as_dict(),
-            "qa_scope": plan.qa_scope,
-            "judge_max_tokens": plan.judges.max_tokens,
-            "seed": plan.seed,
-        },
+        "plan": plan.as_dict(),
         "metrics": {k_: v for k_, v in asdict(metrics).items() if k_ != "grading"},
         "prompts": versions(),
         "datasets": {name: len(qs) for name, qs in datasets.items()},

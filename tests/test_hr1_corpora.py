@@ -32,10 +32,6 @@ def halves() -> tuple[LoadResult, LoadResult]:
     return stand_in_split(load_simplequestions(DATA / "simplequestions"))
 
 
-def _few(res: LoadResult, n: int) -> LoadResult:
-    return LoadResult(res.source, res.questions[:n], res.skipped, res.examples, res.origin, res.stand_in)
-
-
 def _gold(*loads: LoadResult, wrong: int = 1) -> tuple[dict, frozenset]:
     qs = [q for ld in loads for q in ld.questions]
     return {q.question: q.answer for q in qs}, frozenset(q.question for q in qs[:wrong])
@@ -46,8 +42,8 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 
 def test_paraphrase_corpus_loads_validates_and_rebuilds_byte_identically(fake_openai, tmp_path, halves):
-    sq = _few(halves[1], 3)
-    tqa = _few(load_truthfulqa(DATA / "truthfulqa"), 2)
+    sq = halves[1].head(3)
+    tqa = load_truthfulqa(DATA / "truthfulqa").head(2)
     answers, wrong = _gold(sq, tqa)
     srv = fake_openai(hr1_responder(answers, wrong))
     out = tmp_path / "paraphrases"
@@ -92,7 +88,7 @@ def test_paraphrase_corpus_loads_validates_and_rebuilds_byte_identically(fake_op
 
 
 def test_sft_corpus_pairs_consistent_paraphrases_with_the_gold_answer(fake_openai, tmp_path, halves):
-    train, test = _few(halves[0], 4), _few(halves[1], 40)
+    train, test = halves[0].head(4), halves[1].head(40)
     answers, _ = _gold(train)
     fake_openai(hr1_responder(answers))
     res = build_sft_corpus(
@@ -114,11 +110,11 @@ def test_sft_corpus_pairs_consistent_paraphrases_with_the_gold_answer(fake_opena
 
 
 def test_training_build_fails_on_split_leakage_and_writes_nothing(fake_openai, tmp_path, halves):
-    train = _few(halves[0], 4)
+    train = halves[0].head(4)
     answers, _ = _gold(train)
     srv = fake_openai(hr1_responder(answers))
     leaked = train.questions[2]
-    evals = {"sq-test": [*_few(halves[1], 20).questions, leaked.model_copy(update={"id": "simplequestions-test-x"})]}
+    evals = {"sq-test": [*halves[1].head(20).questions, leaked.model_copy(update={"id": "simplequestions-test-x"})]}
     with pytest.raises(SplitLeakageError, match=rf"{leaked.id}: leakage:exact: .*simplequestions-test-x") as e:
         build_grpo_corpus(tmp_path / "grpo", train, qa="openai:gpt-4o", judge="openai:gpt-4o", eval_sets=evals)
     assert all(v.row_id == leaked.id for v in e.value.violations)
@@ -136,7 +132,7 @@ def test_training_build_fails_on_split_leakage_and_writes_nothing(fake_openai, t
 
 
 def test_grpo_corpus_keeps_correctly_answered_questions(fake_openai, tmp_path, halves):
-    train, test = _few(halves[0], 4), _few(halves[1], 20)
+    train, test = halves[0].head(4), halves[1].head(20)
     answers, wrong = _gold(train, wrong=1)
     fake_openai(hr1_responder(answers, wrong))
     res = build_grpo_corpus(
@@ -160,7 +156,7 @@ def test_corpus_publishes_through_the_hub_gate_and_validate_checks_leakage(fake_
     from phr.hub.errors import ValidationFailedError
     from tests.support.cli import run
 
-    train, test = _few(halves[0], 3), _few(halves[1], 20)
+    train, test = halves[0].head(3), halves[1].head(20)
     answers, _ = _gold(train)
     fake_openai(hr1_responder(answers))
     folder = tmp_path / "grpo"

@@ -9,7 +9,7 @@ import pytest
 from datasets import load_dataset
 
 from phr.builders.hr1 import SMOKE_JUDGE_TOKENS, SMOKE_PLAN, build_paraphrase_corpus
-from phr.builders.hr1_sources import LoadResult, load_simplequestions, load_truthfulqa
+from phr.builders.hr1_sources import load_simplequestions, load_truthfulqa
 from phr.hr1.pipeline import Judges
 from tests.support.data import SHARED as DATA
 
@@ -18,12 +18,8 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _few(res: LoadResult, n: int) -> LoadResult:
-    return LoadResult(res.source, res.questions[:n], res.skipped, res.examples, res.origin)
-
-
 def test_smoke_models_end_to_end_record_every_malformed_output(smollm2, tmp_path):
-    loads = [_few(load_truthfulqa(DATA / "truthfulqa"), 2), _few(load_simplequestions(DATA / "simplequestions"), 2)]
+    loads = [load_truthfulqa(DATA / "truthfulqa").head(2), load_simplequestions(DATA / "simplequestions").head(2)]
     plan = replace(SMOKE_PLAN, k=2, judges=Judges(max_tokens=SMOKE_JUDGE_TOKENS))
     out = tmp_path / "smoke"
     res = build_paraphrase_corpus(

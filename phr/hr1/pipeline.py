@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 from phr.core.aio import run_sync
@@ -269,6 +269,38 @@ class RunPlan:
     qa_scope: QAScope = "originally_correct"
     answer_originals: bool = True
     seed: int | None = 0
+
+    def as_dict(self) -> dict:
+        """The plan as recorded in manifests and results."""
+        return {
+            "k": self.k,
+            "decoding": asdict(self.decoding),
+            "qa_decoding": asdict(self.qa_decoding),
+            "grading": self.grading.as_dict(),
+            "judge_max_tokens": self.judges.max_tokens,
+            "qa_scope": self.qa_scope,
+            "seed": self.seed,
+        }
+
+
+LOCAL_BATCH = 32  # generations per forward loop of a local: model (8 by default): ~30% faster on 2 CPU cores
+
+
+class Models:
+    """One LLM per distinct spec, made on first use with the same options (a local model serving several roles
+    is loaded once; its generations are batched ``LOCAL_BATCH`` at a time). ``none`` / None is no model."""
+
+    def __init__(self, **options):
+        self.options = options
+        self._made: dict[str, LLM] = {}
+
+    def get(self, spec: str | None) -> LLM | None:
+        if spec is None or spec.lower() == "none":
+            return None
+        if spec not in self._made:
+            local = {"batch_size": LOCAL_BATCH} if spec.startswith("local:") and "provider" not in self.options else {}
+            self._made[spec] = LLM(spec, **{"show_summary": False, **local, **self.options})
+        return self._made[spec]
 
 
 def run_questions(
