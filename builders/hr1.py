@@ -26,7 +26,7 @@ from phr.core.parquet import write_parquet_hashed
 from phr.core.report import Rejection
 from phr.hr1.corpora import DATA_DIR, MANIFEST, SCHEMAS, sft_target
 from phr.hr1.diversity import score_groups
-from phr.hr1.pipeline import Models, RunPlan, counts_as_correct, paraphrase_prompt, qa_messages, run_questions
+from phr.hr1.pipeline import Judges, Models, RunPlan, counts_as_correct, paraphrase_prompt, qa_messages, run_questions
 from phr.hr1.prompts import versions
 from phr.hr1.records import HQuestion, QuestionResult
 from phr.hr1.settings import Decoding, QADecoding
@@ -39,13 +39,14 @@ SMOKE_MODEL = "local:smollm2"
 SMOKE_QUESTIONS = 24
 SMOKE_K = 4
 # SmolLM2-135M rambles: the smoke run caps every reply (docs/hr1.md, "Offline smoke corpus")
+SMOKE_JUDGE_TOKENS = 48
 SMOKE_PLAN = RunPlan(
     k=SMOKE_K,
     decoding=Decoding(max_tokens=96),
     qa_decoding=QADecoding(max_tokens=24),
+    judges=Judges(max_tokens=SMOKE_JUDGE_TOKENS),
     qa_scope="all",
 )
-SMOKE_JUDGE_TOKENS = 48
 
 
 T = TypeVar("T")

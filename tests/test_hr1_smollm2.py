@@ -8,9 +8,8 @@ from dataclasses import replace
 import pytest
 from datasets import load_dataset
 
-from phr.builders.hr1 import SMOKE_JUDGE_TOKENS, SMOKE_PLAN, build_paraphrase_corpus
+from phr.builders.hr1 import SMOKE_PLAN, build_paraphrase_corpus
 from phr.builders.hr1_sources import load_simplequestions, load_truthfulqa
-from phr.hr1.pipeline import Judges
 from tests.support.data import SHARED as DATA
 
 pytestmark = pytest.mark.skipif(
@@ -20,7 +19,7 @@ pytestmark = pytest.mark.skipif(
 
 def test_smoke_models_end_to_end_record_every_malformed_output(smollm2, tmp_path):
     loads = [load_truthfulqa(DATA / "truthfulqa").head(2), load_simplequestions(DATA / "simplequestions").head(2)]
-    plan = replace(SMOKE_PLAN, k=2, judges=Judges(max_tokens=SMOKE_JUDGE_TOKENS))
+    plan = replace(SMOKE_PLAN, k=2)
     out = tmp_path / "smoke"
     res = build_paraphrase_corpus(
         out,

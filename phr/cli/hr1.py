@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 
 from phr.builders.hr1 import (
-    SMOKE_JUDGE_TOKENS,
     SMOKE_MODEL,
     SMOKE_PLAN,
     SMOKE_QUESTIONS,
@@ -84,6 +83,13 @@ def _load(name: str, path: str | None, online: bool) -> LoadResult:
     res = load_hr1_source(name, path, online=online)
     typer.echo(res.summary(), err=True)
     return res
+
+
+def _loads(values: list[str] | None, online: bool) -> list[LoadResult]:
+    """The sources given as NAME=PATH, or the packaged smoke questions when none is given."""
+    if not values:
+        return [smoke_questions()]
+    return [_load(n, p, online) for n, p in _parse_sources(values, online)]
 
 
 def _train_and_eval(
@@ -161,9 +167,9 @@ def register(build_app: typer.Typer) -> None:
         smoke = not source
         if fuzzy not in ("wrong", "correct"):
             raise UsageError(f"--fuzzy {fuzzy}: wrong or correct")
-        loads = [smoke_questions()] if smoke else [_load(n, p, online) for n, p in _parse_sources(source, online)]
+        loads = _loads(source, online)
         base = SMOKE_PLAN if smoke else RunPlan(qa_scope="all")
-        judges = Judges(max_tokens=SMOKE_JUDGE_TOKENS) if smoke and judge == SMOKE_MODEL else base.judges
+        judges = Judges() if smoke and judge != SMOKE_MODEL else base.judges  # a real judge gets its full length
         decoding = base.decoding if max_tokens is None else Decoding(max_tokens=max_tokens)
         plan = RunPlan(
             k=k or base.k,
@@ -310,14 +316,13 @@ def register_eval(eval_app: typer.Typer) -> None:
             raise UsageError(f"--table {table}: 2 (robustness, Tables 1-3) or 4 (SFT metrics)")
         if fuzzy not in ("wrong", "correct"):
             raise UsageError(f"--fuzzy {fuzzy}: wrong or correct")
-        smoke = not dataset
-        loads = [smoke_questions()] if smoke else [_load(n, p, online) for n, p in _parse_sources(dataset, online)]
+        loads = _loads(dataset, online)
         sets = {ld.source: (ld.questions[:limit] if limit else ld.questions) for ld in loads}
         if len(sets) != len(loads):
             raise UsageError("give each --dataset source once")
         plan = RunPlan(grading=Grading(fuzzy=fuzzy))  # type: ignore[arg-type]
         if SMOKE_MODEL in (paraphraser, qa_model, judge):
-            plan = replace(SMOKE_PLAN, grading=plan.grading, judges=Judges(max_tokens=SMOKE_JUDGE_TOKENS))
+            plan = replace(SMOKE_PLAN, grading=plan.grading)
         res = evaluate(
             sets,
             paraphraser=paraphraser,
