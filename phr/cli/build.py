@@ -12,6 +12,8 @@ from phr.builders.phrbench import build
 from phr.cli import hr1
 from phr.cli.common import CallOptions, MaxRetryAfter, Timeout, new_app
 from phr.core.errors import UsageError
+from phr.core.fs import folder_links
+from phr.core.report import Rejection, ValidationReport
 from phr.hr1.corpora import KINDS
 from phr.hr1.records import SOURCES
 from phr.validation.folder import validate_folder
@@ -111,6 +113,11 @@ def validate(
         raise UsageError(f"no such folder: {folder}")
     if not folder.is_dir():
         raise UsageError(f"{folder} is a file, not a folder: give the folder `phr-publish build` wrote")
+    links = folder_links(folder)
+    if links:  # never followed: report them and stop (what they point to is not this folder's content)
+        report = ValidationReport([Rejection(rel, "link", what) for rel, what in links])
+        typer.echo(report.to_json() if as_json else report.render())
+        raise typer.Exit(1)
     kind = card_kind(folder)
     if kind is not None and kind not in KINDS:
         raise UsageError(f"{folder}: the card's phr_kind {kind!r} is not one of {', '.join(KINDS)}")

@@ -29,6 +29,43 @@ def sha256_file(path: str | Path) -> str:
     return h.hexdigest()
 
 
+def folder_links(folder: str | Path, skip: tuple[str, ...] = (".git", ".cache/huggingface")) -> list[tuple[str, str]]:
+    """Every entry under ``folder`` that points out of it: symbolic links (to a file, a folder, a parent, a loop;
+    never followed) and regular files with hard links outside the folder (more names than the folder holds).
+    Returns ``(relative POSIX path, what it is)`` pairs, sorted; folders in ``skip`` (relative paths) are not
+    entered. A walk that never follows a link cannot loop."""
+    folder = Path(folder)
+    found: list[tuple[str, str]] = []
+    files: dict[tuple[int, int], list[tuple[str, int]]] = {}
+    for root, dirs, names in os.walk(folder, followlinks=False):
+        rel_root = Path(root).relative_to(folder).as_posix()
+        rel_root = "" if rel_root == "." else rel_root + "/"
+        keep = []
+        for d in dirs:
+            rel = rel_root + d
+            if rel in skip or d == ".git":
+                continue
+            if os.path.islink(os.path.join(root, d)):
+                found.append((rel, f"symbolic link to {os.readlink(os.path.join(root, d))!r} (a folder)"))
+            else:
+                keep.append(d)
+        dirs[:] = keep
+        for name in names:
+            path = os.path.join(root, name)
+            rel = rel_root + name
+            st = os.lstat(path)
+            if os.path.islink(path):
+                found.append((rel, f"symbolic link to {os.readlink(path)!r}"))
+            elif st.st_nlink > 1:
+                files.setdefault((st.st_dev, st.st_ino), []).append((rel, st.st_nlink))
+    for names in files.values():
+        nlink = names[0][1]
+        if nlink > len(names):
+            for rel, _ in names:
+                found.append((rel, f"hard link: the file has {nlink} names, {nlink - len(names)} of them outside"))
+    return sorted(found)
+
+
 def pid_alive(pid: int) -> bool:
     """Whether a process with this id runs on this machine."""
     if pid <= 0:

@@ -9,7 +9,8 @@ from phr.core.report import Rejection, ValidationReport
 from phr.hub.card import README, CardError, card_configs, missing_data_files
 from phr.hub.errors import PublishError, ValidationFailedError
 from phr.hub.kinds import kind_of
-from phr.hub.repo import content_digest
+from phr.core.fs import folder_links
+from phr.hub.repo import IGNORED_DIRS, content_digest, link_message
 
 _PASSED: dict[str, ValidationReport] = {}  # content digest -> report of a folder that passed in this process
 
@@ -34,6 +35,12 @@ def gate(folder: str | Path, repo_type: str) -> ValidationReport:
     folder = Path(folder)
     if not folder.is_dir():
         raise PublishError(f"{folder} is not a folder")
+    links = folder_links(folder, IGNORED_DIRS)
+    if links:
+        report = ValidationReport([Rejection(rel, "link", what) for rel, what in links])
+        raise ValidationFailedError(
+            f"refusing to push {folder}: {link_message(folder, links)}\n(nothing was uploaded)", report
+        )
     digest = content_digest(folder, repo_type)
     if digest in _PASSED:
         return _PASSED[digest]

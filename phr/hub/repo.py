@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from phr.core.fs import atomic_dir, sha256_file
+from phr.core.fs import atomic_dir, folder_links, sha256_file
 from phr.core.settings import hub_dir  # noqa: F401 (re-exported: where a push goes)
 from phr.hub.errors import DestinationExistsError, PublishError
 
@@ -106,18 +106,32 @@ def other_type(repo_type: str) -> str:
 # ---- files and hashes ------------------------------------------------------------------------------------------
 
 
+def link_message(folder: Path, links: list[tuple[str, str]]) -> str:
+    shown = "\n".join(f"  {rel}: {what}" for rel, what in links[:20])
+    more = f"\n  ... and {len(links) - 20} more" if len(links) > 20 else ""
+    return (
+        f"{folder} holds {len(links)} link(s) out of the folder; links are never followed or published (they "
+        f"could publish files from elsewhere on this machine). Replace each with a copy of the file it names, or "
+        f"remove it:\n{shown}{more}"
+    )
+
+
 def folder_files(folder: str | Path) -> dict[str, Path]:
-    """The files a push uploads: every regular file (symlinks followed) under ``folder`` by POSIX path relative to
-    it, sorted, without ``.git/`` and ``.cache/huggingface/``."""
+    """The files a push uploads: every regular file under ``folder`` by POSIX path relative to it, sorted, without
+    ``.git/`` and ``.cache/huggingface/``. A symbolic link, or a file hard-linked from outside the folder, raises
+    ``PublishError`` naming every one (links are never followed)."""
     folder = Path(folder)
+    links = folder_links(folder, IGNORED_DIRS)
+    if links:
+        raise PublishError(link_message(folder, links))
     out: dict[str, Path] = {}
-    for root, dirs, files in os.walk(folder, followlinks=True):
+    for root, dirs, files in os.walk(folder, followlinks=False):
         rel_root = Path(root).relative_to(folder).as_posix()
         rel_root = "" if rel_root == "." else rel_root + "/"
         dirs[:] = sorted(d for d in dirs if (rel_root + d) not in IGNORED_DIRS and d != ".git")
         for name in files:
             p = Path(root) / name
-            if p.is_file():
+            if p.is_file() and not p.is_symlink():
                 rel = rel_root + name
                 if "\n" in rel or "\r" in rel:
                     raise PublishError(f"file name with a line break cannot be published: {rel!r}")
@@ -136,7 +150,13 @@ def git_blob_sha1(path: Path) -> str:
 
 
 def prepare_destination(dest: str | Path, overwrite: bool) -> Path:
-    dest = Path(dest).expanduser().resolve()
+    given = Path(dest).expanduser()
+    if given.is_symlink():
+        raise DestinationExistsError(
+            f"{given} is a symbolic link (to {os.readlink(given)!r}): refusing to pull into it, since replacing it "
+            "would empty the folder it points to; give a real folder or a new path (--to)"
+        )
+    dest = given.resolve()
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())) and not overwrite:
         raise DestinationExistsError(
             f"{dest} exists and is not empty: pass overwrite=True (--overwrite) to "
