@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from phr.core.fs import folder_links
 from phr.core.report import Rejection, ValidationReport
 from phr.hub.card import README, CardError, card_configs, missing_data_files
 from phr.hub.errors import PublishError, ValidationFailedError
 from phr.hub.kinds import kind_of
-from phr.core.fs import folder_links
 from phr.hub.repo import IGNORED_DIRS, content_digest, link_message
 
 _PASSED: dict[str, ValidationReport] = {}  # content digest -> report of a folder that passed in this process
