@@ -20,6 +20,7 @@ from typing import TypeVar
 import pyarrow as pa
 
 from phr.cards.hr1_card import render
+from phr.config.defaults import OFFLINE_MODEL
 from phr.core.errors import UsageError
 from phr.core.fs import atomic_dir, atomic_write, json_text
 from phr.core.parquet import write_parquet_hashed
@@ -35,7 +36,7 @@ from phr.validation.hr1_leakage import LeakageConfig, TrainRow, check_split_leak
 
 from .hr1_sources import LoadResult, load_truthfulqa
 
-SMOKE_MODEL = "local:smollm2"
+SMOKE_MODEL = OFFLINE_MODEL
 SMOKE_QUESTIONS = 24
 SMOKE_K = 4
 # SmolLM2-135M rambles: the smoke run caps every reply (docs/hr1.md, "Offline smoke corpus")

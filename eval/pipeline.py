@@ -155,9 +155,11 @@ def score_run(
     bootstrap: Bootstrap = Bootstrap(),
     preset: str | None = None,
     max_tokens_source: str | None = None,
+    rescored: dict | None = None,
 ) -> tuple[Result, Path]:
     """Score a run folder (unsharded or merged) into ``out`` (default RUN/scores); standard errors from
-    ``bootstrap``; the result's ``settings`` record ``preset``, the truncation share and every open choice."""
+    ``bootstrap``; the result's ``settings`` record ``preset``, the truncation share and every open choice;
+    ``rescored``: the scoring settings asked for that differ from those the run was started with (recorded)."""
     run = load_run(run_dir)
     meta = run.meta
     if meta.shard:
@@ -176,6 +178,7 @@ def score_run(
         "limit": meta.config.limit,
         "model_spec": meta.model,
         **scoring_config(options),
+        **({"rescored_with": rescored} if rescored else {}),
     }
     result = result_json(
         model=meta.model,

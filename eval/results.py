@@ -422,7 +422,7 @@ class RunManifest(Artifact):
     """``run.json``: what a run generated (model and revision, dataset and its files, settings, instances)."""
 
     model_config = ConfigDict(extra="forbid")
-    _drop_none: ClassVar[tuple[str, ...]] = ("merged_from",)
+    _drop_none: ClassVar[tuple[str, ...]] = ("merged_from", "settings")
 
     schema_version: Literal[1] = RUN_SCHEMA_VERSION
     run_id: str
@@ -440,6 +440,9 @@ class RunManifest(Artifact):
     date: str
     versions: dict[str, str] = {}
     merged_from: list[str] | None = None
+    #: the resolved `eval phrbench` config the run was started with (phr.config.ops), its max_tokens source and
+    #: rerun command: `eval merge` and `eval score` continue with these settings
+    settings: dict | None = None
 
 
 def read_run_manifest(data: Any, *, source: str = "run.json") -> RunManifest:

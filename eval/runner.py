@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from phr.config.ops import DEFAULT_MAX_TOKENS, PAPER_SCORER, EvalPhrbenchConfig  # noqa: F401 (re-exported)
 from phr.core.errors import PHRError, UsageError
 from phr.core.fs import atomic_dir, atomic_write
 from phr.eval.dataset import (
@@ -50,15 +51,9 @@ class RunError(UsageError):
     pass
 
 
-#: The paper's reference scorer (§B.2); the offline default stays local:smollm2 (phr.eval.trajectory).
-PAPER_SCORER = "hf:Qwen/Qwen2.5-7B-Instruct"
-#: ``--preset paper`` (§4.1, §B.1): 10 samples at temperature 0.7, the model's maximum output length, the
-#: paper's reference scorer. ``max_tokens`` None: ``model_max_output``.
-PRESETS: dict[str, dict[str, Any]] = {
-    "paper": {"samples": 10, "temperature": 0.7, "max_tokens": None, "scorer": PAPER_SCORER},
-}
-#: the output limit when neither the option nor the model says one
-DEFAULT_MAX_TOKENS = 2048
+#: ``--preset paper`` (§4.1, §B.1): owned by the command's config (phr.config.ops.EvalPhrbenchConfig);
+#: ``max_tokens: "model"``: ``model_max_output``.
+PRESETS: dict[str, dict[str, Any]] = EvalPhrbenchConfig.presets
 
 
 def model_max_output(provider) -> int | None:
@@ -95,7 +90,7 @@ class RunConfig:
     samples: int = 10
     temperature: float = 0.7
     top_p: float | None = None
-    max_tokens: int = 2048
+    max_tokens: int = DEFAULT_MAX_TOKENS
     seed: int | None = None
     limit: int | None = None
     shard: tuple[int, int] | None = None
@@ -182,6 +177,17 @@ def _write_jsonl(path: Path, rows) -> None:
     atomic_write(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
 
+def _requests(cfg: RunConfig, instances: Sequence[Instance]) -> list[ChatRequest]:
+    params = GenerationParams(temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=cfg.max_tokens, seed=cfg.seed)
+    return [ChatRequest(as_messages(_messages(cfg, i)), params, n=cfg.samples, tag=i.id) for i in instances]
+
+
+def run_requests(cfg: RunConfig, dataset: EvalDataset) -> list[ChatRequest]:
+    """The generation requests of ``cfg`` on ``dataset`` (one per selected instance, ``samples`` each): what
+    ``generate_run`` sends, for a preflight's plan."""
+    return _requests(cfg, select_instances(dataset, cfg.conditions, cfg.limit, cfg.shard))
+
+
 def default_run_dir(root: str | Path, model: str, run_id: str, shard: tuple[int, int] | None) -> Path:
     name = run_id if shard is None else f"{run_id}-shard-{shard[0]}-of-{shard[1]}"
     return Path(root) / model_slug(model) / name
@@ -196,6 +202,7 @@ def generate_run(
     dataset: EvalDataset | None = None,
     hub: str | Path | None = None,
     progress: bool = True,
+    settings: dict | None = None,
     **llm_options,
 ) -> Run:
     """Generate every response of ``cfg`` and write the run folder (``out``, default
@@ -212,8 +219,7 @@ def generate_run(
     revision = model_revision(llm.provider)
     run_id = run_id_of(cfg, revision, dataset)
     path = Path(out) if out is not None else default_run_dir(root, cfg.model, run_id, cfg.shard)
-    params = GenerationParams(temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=cfg.max_tokens, seed=cfg.seed)
-    requests = [ChatRequest(as_messages(_messages(cfg, i)), params, n=cfg.samples, tag=i.id) for i in instances]
+    requests = _requests(cfg, instances)
     results = llm.generate(requests, desc=f"{cfg.model} on {len(instances)} prompts x {cfg.samples}")
 
     responses: dict[tuple[str, int], str] = {}
@@ -265,6 +271,7 @@ def generate_run(
         failures=len(failures),
         date=_dt.date.today().isoformat(),
         versions=_versions(),
+        settings=settings,
     )
     _install(path, meta, responses, log_rows, write_submission)
     return Run(path, meta, responses, failures)
@@ -333,6 +340,10 @@ def merge_runs(shards: Sequence[str | Path], out: str | Path) -> Run:
     missing = sorted(set(range(1, n + 1)) - {s[0] for s in shard_ids})
     if missing:
         raise RunError(f"missing shard(s) {', '.join(f'{i}/{n}' for i in missing)}")
+    mine = _unsharded_settings(first.settings)
+    for r in runs[1:]:
+        if _unsharded_settings(r.meta.settings) != mine:
+            raise RunError(f"{r.path} was started with other settings than {runs[0].path}: not shards of one run")
     runs.sort(key=lambda r: r.meta.shard[0])
     # the dataset order, as the unsharded run would have it
     ds = load_eval_dataset_from_meta(first)
@@ -353,11 +364,24 @@ def merge_runs(shards: Sequence[str | Path], out: str | Path) -> Run:
             "responses": len(responses),
             "failures": sum(len(r.failures) for r in runs),
             "config": first.config.model_copy(update={"shard": None}),
+            "settings": mine,
         }
     )
     out = Path(out)
     _install(out, meta, responses, log_rows, write_submission)
     return Run(out, meta, responses, [f for r in runs for f in r.failures])
+
+
+#: the settings that differ between the shards of one run (where each shard went, which shard it is)
+_PER_SHARD = ("shard", "out", "rerun")
+
+
+def _unsharded_settings(settings: dict | None) -> dict | None:
+    """A shard's stored settings as the unsharded run's: no shard, no output folder of its own."""
+    if settings is None:
+        return None
+    config = {k: (None if k in _PER_SHARD else v) for k, v in (settings.get("config") or {}).items()}
+    return {k: v for k, v in settings.items() if k not in _PER_SHARD} | {"config": config}
 
 
 def load_eval_dataset_from_meta(meta: RunManifest) -> EvalDataset | None:

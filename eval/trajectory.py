@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from phr.config.defaults import OFFLINE_MODEL
 from phr.llm.providers.base import OutputHead, ScoringProvider, require_scoring
 from phr.llm.spec import make_provider
 
@@ -50,7 +51,7 @@ TAU = 0.10
 #: Probabilities are clipped at this value (and renormalized) before a KL.
 CLIP = 1e-12
 #: The offline default reference scorer.
-DEFAULT_SCORER = "local:smollm2"
+DEFAULT_SCORER = OFFLINE_MODEL
 DEFAULT_VOCAB_CHUNK = 8192
 #: Rows x vocab-chunk floats held at once by the chunked head (64 MiB of float32).
 MAX_CHUNK_ELEMENTS = 1 << 24

@@ -75,7 +75,7 @@ class Declares:
 
 
 def test_paper_preset_and_model_maximum():
-    assert PRESETS["paper"] == {"samples": 10, "temperature": 0.7, "max_tokens": None, "scorer": PAPER_SCORER}
+    assert PRESETS["paper"] == {"samples": 10, "temperature": 0.7, "max_tokens": "model", "scorer": PAPER_SCORER}
     assert PAPER_SCORER == "hf:Qwen/Qwen2.5-7B-Instruct"
     assert model_max_output(Declares(32768)) == 32768
     assert model_max_output(Declares(None)) is None and model_max_output(object()) is None

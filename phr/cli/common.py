@@ -11,10 +11,9 @@ from typing import Annotated
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from phr.config.defaults import CALL_TIMEOUT_S, MAX_RETRY_AFTER_S, model_or_none
 from phr.core.errors import PHRError
 from phr.core.secrets import redact
-
-NONE = ("none", "", "off")
 
 
 def error(message: str) -> None:
@@ -63,8 +62,8 @@ def new_app(help: str, **kw) -> App:
 
 
 def spec_or_none(value: str | None) -> str | None:
-    """A model spec, or ``None`` for none / off / empty."""
-    return None if value is None or value.lower() in NONE else value
+    """A model spec, or ``None`` for none / off / empty (the one rule: ``phr.config.defaults.is_no_model``)."""
+    return model_or_none(value)
 
 
 # ---- option types shared by several groups ------------------------------------------------------------------------
@@ -88,8 +87,8 @@ MaxRetryAfter = Annotated[
 class CallOptions:
     """Per-call options of the commands that call models (keyword arguments of ``LLM(...)``)."""
 
-    timeout: float = 120.0
-    max_retry_after: float = 600.0
+    timeout: float = CALL_TIMEOUT_S
+    max_retry_after: float = MAX_RETRY_AFTER_S
 
     def llm_kwargs(self) -> dict:
         return {"timeout": self.timeout, "max_retry_after": self.max_retry_after}

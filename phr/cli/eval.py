@@ -11,28 +11,30 @@ import typer
 from phr.bench.metrics import INSIGHTFUL, LEADERBOARD, REQUIRED, RESOLUTIONS, TRAJECTORY, metric, rate_of
 from phr.cards.eval_yaml import model_eval_results_yaml
 from phr.cli import hr1
-from phr.cli.common import Hub, MaxRetryAfter, Timeout, new_app, spec_or_none
+from phr.cli.common import Hub, new_app, spec_or_none
+from phr.cli.options import DryRun, bind
+from phr.config.defaults import OFFLINE_MODEL
+from phr.config.ops import (
+    PAPER_SCORER,
+    SCORING_FIELDS,
+    EvalMergeConfig,
+    EvalPhrbenchConfig,
+    EvalScoreConfig,
+    Scoring,
+)
 from phr.core.errors import UsageError
 from phr.eval.dataset import load_eval_dataset
 from phr.eval.pipeline import score_run, score_submission
 from phr.eval.results import estimate_text, normalize
-from phr.eval.runner import (
-    DEFAULT_MAX_TOKENS,
-    PAPER_SCORER,
-    PRESETS,
-    RunConfig,
-    generate_run,
-    merge_runs,
-    model_max_output,
-    parse_shard,
-)
+from phr.eval.runner import RunConfig, generate_run, load_run, merge_runs, model_max_output, parse_shard
 from phr.eval.scoring import ScoreOptions
 from phr.eval.submission import load_meta
-from phr.eval.trajectory import BC_COUNTINGS, DEFAULT_SCORER, KL_DIRECTIONS, STEP_RULES, TrajectorySettings
+from phr.eval.trajectory import TrajectorySettings
 from phr.hub import pull
 from phr.leaderboard.page import write_leaderboard
 from phr.leaderboard.repo import collect_results, open_model_pr, push_results
 from phr.llm import LLM
+from phr.llm.preflight import Preflight, max_output_of, writable
 
 eval_app = new_app(
     "Evaluate models on PHRBench (generate, merge shards, score) and Hallucination-R1 paraphrasers (hr1)."
@@ -53,20 +55,6 @@ Judge = Annotated[
     str, typer.Option("--judge", help="LLM judge for behavioural resolution of B+H responses; 'none' skips it.")
 ]
 Plots = Annotated[bool, typer.Option("--plots/--no-plots", help="Write PNG plots.")]
-Grader = Annotated[
-    str,
-    typer.Option(
-        "--grader",
-        help="LLM equivalence grader for free-text open-ended answers (GPQA); 'none': normalised match.",
-    ),
-]
-KLDirection = Annotated[
-    str,
-    typer.Option("--kl-direction", help=f"BUF's Delta_k: {' | '.join(KL_DIRECTIONS)} (docs/metrics.md)."),
-]
-StepRule = Annotated[str, typer.Option("--step-rule", help=f"BUF step splitting: {' | '.join(STEP_RULES)}.")]
-BCCounting = Annotated[str, typer.Option("--bc-counting", help=f"BC cue counting: {' | '.join(BC_COUNTINGS)}.")]
-_TRAJ = TrajectorySettings()
 
 
 def _options(
@@ -169,149 +157,149 @@ def _print_summary(result, out: Path) -> None:
 
 
 @eval_app.command("phrbench")
-def eval_phrbench(
-    model: Annotated[
-        str,
-        typer.Option(
-            "--model", help="Model spec: local:smollm2, hf:ORG/NAME, openai:..., anthropic:..., google:..., vllm:..."
-        ),
-    ],
-    dataset: Dataset = "phrbench",
-    revision: Revision = None,
-    hub: Hub = None,
-    preset: Annotated[
-        str | None,
-        typer.Option(
-            "--preset",
-            help="'paper': 10 samples, temperature 0.7, the model's maximum output length, scorer "
-            f"{PAPER_SCORER}; explicit options override it.",
-        ),
-    ] = None,
-    samples: Annotated[
-        int | None, typer.Option("--samples", help="Samples per prompt (default and paper: 10).")
-    ] = None,
-    temperature: Annotated[
-        float | None, typer.Option("--temperature", help="Sampling temperature (default and paper: 0.7).")
-    ] = None,
-    max_tokens: Annotated[
-        int | None,
-        typer.Option(
-            "--max-tokens",
-            help=f"Maximum new tokens (default {DEFAULT_MAX_TOKENS}; --preset paper: the model's maximum).",
-        ),
-    ] = None,
-    limit: Annotated[
-        int | None, typer.Option("--limit", help="Only the first N base questions (with all their conditions).")
-    ] = None,
-    shard: Annotated[
-        str | None,
-        typer.Option("--shard", help="i/n: every n-th question starting at the i-th (merge with `eval merge`)."),
-    ] = None,
-    conditions: Annotated[str, typer.Option("--conditions", help="Comma-separated: B,B+T,B+H.")] = "B,B+T,B+H",
-    out: Annotated[Path | None, typer.Option("--out", help="Run folder (default: RUNS/<model>/<run id>).")] = None,
-    runs: Annotated[Path, typer.Option("--runs", help="Root of run folders.")] = Path("runs"),
-    scorer: Annotated[
-        str | None,
-        typer.Option(
-            "--scorer",
-            help=f"Reference scorer for OL/UI/BUF/BC (default {DEFAULT_SCORER}; paper and --preset paper: "
-            f"{PAPER_SCORER}); 'none' skips them.",
-        ),
-    ] = None,
-    judge: Judge = "none",
-    grader: Grader = "none",
-    kl_direction: KLDirection = _TRAJ.kl_direction,
-    step_rule: StepRule = _TRAJ.step_rule,
-    bc_counting: BCCounting = _TRAJ.bc_counting,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Concurrent API calls.")] = 16,
-    score: Annotated[bool, typer.Option("--score/--no-score", help="Score after generating (not for shards).")] = True,
-    plots: Plots = True,
-    timeout: Timeout = 120.0,
-    max_retry_after: MaxRetryAfter = 600.0,
-) -> None:
+@bind(EvalPhrbenchConfig)
+def eval_phrbench(cfg: EvalPhrbenchConfig, hub: Hub = None, dry_run: DryRun = False) -> None:
     """Generate (cached, resumable) and score a model's responses to PHRBench."""
 
-    if preset is not None and preset not in PRESETS:
-        raise UsageError(f"--preset {preset!r}: expected one of {', '.join(PRESETS)}")
-    base = PRESETS.get(preset or "", {})
-    trajectory = _trajectory(kl_direction, step_rule, bc_counting)
-    calls = {"timeout": timeout, "max_retry_after": max_retry_after}
-    llm = LLM(model, concurrency=concurrency, **calls)
-    source = "--max-tokens"
-    if max_tokens is None:
-        if preset is not None and base.get("max_tokens") is None:
-            max_tokens, source = model_max_output(llm.provider), "model"
-            if max_tokens is None:
-                raise UsageError(
-                    f"--preset {preset}: {model} does not say its maximum output length; give --max-tokens"
-                )
-        else:
-            max_tokens, source = DEFAULT_MAX_TOKENS, "default"
-    cfg = RunConfig(
-        model=model,
-        dataset=dataset,
-        dataset_revision=revision,
-        conditions=conditions,
-        samples=samples if samples is not None else base.get("samples", 10),
-        temperature=temperature if temperature is not None else base.get("temperature", 0.7),
-        max_tokens=max_tokens,
-        limit=limit,
-        shard=parse_shard(shard),
+    typer.echo(f"preset: {cfg.preset or 'none (the defaults)'}")
+    pf = Preflight()
+    trajectory = _trajectory(cfg.kl_direction, cfg.step_rule, cfg.bc_counting)
+    shard = pf.check("--shard", lambda: parse_shard(cfg.shard))
+    usable = pf.model("model", cfg.model)
+    for role in ("scorer", "judge", "grader"):
+        pf.model(role, getattr(cfg, role))
+    llm = (
+        pf.check(cfg.model, lambda: LLM(cfg.model, concurrency=cfg.concurrency, **cfg.llm_kwargs())) if usable else None
     )
-    scorer = scorer if scorer is not None else base.get("scorer", DEFAULT_SCORER)
-    run = generate_run(cfg, out=out, root=runs, hub=hub, llm=llm)
+    max_tokens, source = _max_tokens(cfg, llm, pf)
+    run_cfg = pf.check(
+        "settings",
+        lambda: RunConfig(
+            model=cfg.model,
+            dataset=cfg.dataset,
+            dataset_revision=cfg.revision,
+            conditions=cfg.conditions,
+            samples=cfg.samples,
+            temperature=cfg.temperature,
+            max_tokens=max_tokens or 1,
+            limit=cfg.limit,
+            shard=shard,
+        ),
+    )
+    if run_cfg is not None:
+        ds = pf.check(
+            f"--dataset {cfg.dataset}", lambda: load_eval_dataset(cfg.dataset, revision=cfg.revision, hub=hub)
+        )
+        if ds is not None:
+            pf.check("selection", lambda: _plan_run(pf, run_cfg, ds, llm))
+    if cfg.out is not None:
+        pf.check("--out", lambda: writable(cfg.out))
+    pf.finish(dry_run, echo=typer.echo)
+    if dry_run:
+        return
+    settings = {"config": cfg.record(), "max_tokens_source": source, "rerun": cfg.rerun()}
+    run = generate_run(run_cfg, out=cfg.out, root=cfg.runs, hub=hub, llm=llm, settings=settings)
     typer.echo(f"run: {run.path}  ({len(run.responses)} responses, {len(run.failures)} failed calls)")
-    if cfg.shard is not None:
+    if run_cfg.shard is not None:
+        i, n = run_cfg.shard
         typer.echo(
-            f"shard {shard} done; when every shard is done: phr-publish eval merge "
-            f"{run.path.parent}/{run.meta['run_id']}-shard-*-of-{cfg.shard[1]} --out {run.path.parent / run.meta['run_id']}"
+            f"shard {i}/{n} done; when every shard is done: phr-publish eval merge "
+            f"{run.path.parent}/{run.meta['run_id']}-shard-*-of-{n} --out {run.path.parent / run.meta['run_id']}"
         )
         return
-    if score:
+    if cfg.score:
         # the generator's weights serve a same-model trajectory scorer (phr.eval.scorers.trajectory_engine)
         options = replace(
-            _options(scorer, judge, llm_options=calls, grader=grader, trajectory=trajectory), generator=llm
+            _options(cfg.scorer, cfg.judge, llm_options=cfg.llm_kwargs(), grader=cfg.grader, trajectory=trajectory),
+            generator=llm,
         )
-        result, where = score_run(run.path, options, hub=hub, plots=plots, preset=preset, max_tokens_source=source)
+        result, where = score_run(
+            run.path, options, hub=hub, plots=cfg.plots, preset=cfg.preset, max_tokens_source=source
+        )
         _print_summary(result, where)
+
+
+def _max_tokens(cfg: EvalPhrbenchConfig, llm, pf: Preflight) -> tuple[int | None, str]:
+    """The output limit and where it came from: the option, the model's maximum, or the default."""
+    if cfg.max_tokens != "model":
+        return cfg.max_tokens, "--max-tokens" if "max_tokens" in cfg.model_fields_set else "default"
+    limit = (model_max_output(llm.provider) if llm is not None else None) or max_output_of(cfg.model)
+    if limit is None:
+        pf.problem(
+            f"max_tokens 'model' ({'--preset ' + cfg.preset if cfg.preset else 'the config'}): the maximum output "
+            f"length of {cfg.model} is not known (not reported by the provider, not in phr/llm/model_limits.toml): "
+            "give --max-tokens, or add it to a TOML file in $PHR_MODEL_LIMITS"
+        )
+    return limit, "model"
+
+
+def _plan_run(pf: Preflight, run_cfg: RunConfig, ds, llm) -> None:
+    """The generation calls of a run (per prompt, ``samples`` each) and how many are cached."""
+    from phr.eval.runner import run_requests
+
+    requests = run_requests(run_cfg, ds)
+    if not requests:
+        raise UsageError("nothing to run: the limit / shard / conditions select no instance")
+    pf.note(f"{len(requests)} prompts x {run_cfg.samples} samples, max_tokens {run_cfg.max_tokens}")
+    pf.calls(run_cfg.model, requests, provider=llm.provider if llm is not None else None)
+
+
+def _run_settings(run: Path, cfg) -> tuple[dict, str | None, str | None, dict]:
+    """The scoring settings of a later step: the run's own (its stored config; the defaults for an older run),
+    overridden by what ``cfg`` asks for. (settings, preset, max_tokens source, what was asked)."""
+    meta = load_run(run).meta
+    stored = meta.settings or {}
+    started = stored.get("config") or {}
+    own = {k: started.get(k, Scoring.model_fields[k].default) for k in SCORING_FIELDS}
+    preset = started.get("preset")
+    asked = {k: getattr(cfg, k) for k in (*SCORING_FIELDS, "preset") if getattr(cfg, k) is not None}
+    if "preset" in asked and asked["preset"] != preset:
+        own.update(EvalPhrbenchConfig.presets[asked["preset"]].get("scorer") and {"scorer": PAPER_SCORER} or {})
+        preset = asked["preset"]
+    own.update({k: v for k, v in asked.items() if k in SCORING_FIELDS})
+    changed = {
+        k: v for k, v in asked.items() if (own if k != "preset" else {"preset": preset}).get(k) != started.get(k)
+    }
+    return own, preset, stored.get("max_tokens_source"), changed
+
+
+def _rescore(run: Path, cfg, hub, plots: bool) -> None:
+    settings, preset, source, changed = _run_settings(run, cfg)
+    if changed:
+        typer.echo("scoring with settings other than the run's: " + ", ".join(f"{k}={v}" for k, v in changed.items()))
+    else:
+        typer.echo("scoring with the settings the run was started with")
+    options = _options(
+        settings["scorer"],
+        settings["judge"],
+        grader=settings["grader"],
+        trajectory=_trajectory(settings["kl_direction"], settings["step_rule"], settings["bc_counting"]),
+    )
+    result, where = score_run(
+        run, options, hub=hub, plots=plots, preset=preset, max_tokens_source=source, rescored=changed or None
+    )
+    _print_summary(result, where)
 
 
 @eval_app.command("merge")
-def eval_merge(
-    shards: Annotated[list[Path], typer.Argument(help="The run folders of shards 1..n.")],
-    out: Annotated[Path, typer.Option("--out", help="The merged run folder.")],
-    scorer: Scorer = "local:smollm2",
-    judge: Judge = "none",
-    score: Annotated[bool, typer.Option("--score/--no-score", help="Score the merged run.")] = True,
-    hub: Hub = None,
-    plots: Plots = True,
-) -> None:
-    """Join the shards of one run (refused unless all n are there, once, with the same settings)."""
+@bind(EvalMergeConfig)
+def eval_merge(cfg: EvalMergeConfig, hub: Hub = None) -> None:
+    """Join the shards of one run (refused unless all n are there, once, with the same settings) and score it
+    with the settings the run was started with (a scoring option given here replaces the run's, and is recorded)."""
 
-    run = merge_runs(shards, out)
-    typer.echo(f"merged {len(shards)} shards into {run.path} ({len(run.responses)} responses)")
-    if score:
-        result, where = score_run(run.path, _options(scorer, judge), hub=hub, plots=plots)
-        _print_summary(result, where)
+    run = merge_runs(cfg.shards, cfg.out)
+    typer.echo(f"merged {len(cfg.shards)} shards into {run.path} ({len(run.responses)} responses)")
+    if cfg.score:
+        _rescore(run.path, cfg, hub, cfg.plots)
 
 
 @eval_app.command("score")
-def eval_score(
-    run: Annotated[Path, typer.Argument(help="A run folder (unsharded or merged).")],
-    scorer: Scorer = "local:smollm2",
-    judge: Judge = "none",
-    grader: Grader = "none",
-    kl_direction: KLDirection = _TRAJ.kl_direction,
-    step_rule: StepRule = _TRAJ.step_rule,
-    bc_counting: BCCounting = _TRAJ.bc_counting,
-    hub: Hub = None,
-    plots: Plots = True,
-) -> None:
-    """(Re)score a run folder, e.g. with a judge added."""
+@bind(EvalScoreConfig)
+def eval_score(cfg: EvalScoreConfig, hub: Hub = None) -> None:
+    """(Re)score a run folder with the settings it was started with; a scoring option given here (e.g. a judge
+    added) replaces the run's and is recorded in the result."""
 
-    options = _options(scorer, judge, grader=grader, trajectory=_trajectory(kl_direction, step_rule, bc_counting))
-    result, where = score_run(run, options, hub=hub, plots=plots)
-    _print_summary(result, where)
+    _rescore(cfg.run, cfg, hub, cfg.plots)
 
 
 @dataclass(frozen=True)
@@ -379,7 +367,7 @@ def score_cmd(
     conditions: Conds = None,
     submitted_by: By = None,
     notes: Notes = None,
-    scorer: Scorer = "local:smollm2",
+    scorer: Scorer = OFFLINE_MODEL,
     judge: Judge = "none",
     out: Annotated[Path | None, typer.Option("--out", help="Output folder (default: SUBMISSION.scored/).")] = None,
     plots: Plots = True,
@@ -421,7 +409,7 @@ def submit_cmd(
     conditions: Conds = None,
     submitted_by: By = None,
     notes: Notes = None,
-    scorer: Scorer = "local:smollm2",
+    scorer: Scorer = OFFLINE_MODEL,
     judge: Judge = "none",
     out: Annotated[Path | None, typer.Option("--out", help="Output folder (default: SUBMISSION.scored/).")] = None,
     to: Annotated[

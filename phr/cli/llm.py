@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 
 from phr.cli.common import MaxRetryAfter, Timeout, error, new_app
+from phr.config.defaults import MAX_RETRY_AFTER_S
 from phr.llm import LLM
 from phr.llm.cache import CallCache
 
@@ -30,7 +31,7 @@ def llm_ping(
     cache_mode: Annotated[str, typer.Option(help="use | refresh | off")] = "use",
     timeout: Timeout = 60.0,
     attempts: Annotated[int, typer.Option(help="Attempts before giving up (retries back off exponentially).")] = 3,
-    max_retry_after: MaxRetryAfter = 600.0,
+    max_retry_after: MaxRetryAfter = MAX_RETRY_AFTER_S,
 ) -> None:
     """Send one prompt and print the reply and the usage."""
     llm = LLM(

@@ -38,6 +38,7 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
+from phr.config.defaults import CALL_TIMEOUT_S, MAX_RETRY_AFTER_S
 from phr.core.aio import run_sync
 from phr.core.secrets import redact
 from phr.llm.cache import CacheMode, CallCache, call_key
@@ -59,7 +60,7 @@ from phr.llm.types import (
 log = logging.getLogger("phr.llm")
 
 #: Default cap on an honoured Retry-After (seconds): a server asking for a longer wait fails the call at once.
-DEFAULT_MAX_RETRY_AFTER = 600.0
+DEFAULT_MAX_RETRY_AFTER = MAX_RETRY_AFTER_S
 
 
 @dataclass
@@ -84,7 +85,7 @@ class LLM:
         concurrency: int = 16,
         requests_per_minute: float | None = None,
         tokens_per_minute: float | None = None,
-        timeout: float = 120.0,
+        timeout: float = CALL_TIMEOUT_S,
         max_attempts: int = 6,
         backoff_initial: float = 1.0,
         backoff_max: float = 60.0,

@@ -9,6 +9,7 @@ import os
 import anthropic
 import pydantic
 
+from phr.config.defaults import CALL_TIMEOUT_S
 from phr.core.secrets import require_env
 from phr.llm.errors import (
     CallError,
@@ -45,7 +46,9 @@ class AnthropicProvider(APIProvider):
     native_n = False
     max_n = 1
 
-    def __init__(self, model: str, api_key: str | None = None, base_url: str | None = None, timeout: float = 120.0):
+    def __init__(
+        self, model: str, api_key: str | None = None, base_url: str | None = None, timeout: float = CALL_TIMEOUT_S
+    ):
         super().__init__(model)
         self._api_key = api_key or require_env("ANTHROPIC_API_KEY", purpose=f"anthropic:{model}")
         self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None

@@ -12,6 +12,7 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types as gt
 
+from phr.config.defaults import CALL_TIMEOUT_S
 from phr.core.secrets import require_env
 from phr.llm.errors import (
     CallError,
@@ -45,7 +46,9 @@ class GoogleProvider(APIProvider):
     native_n = True
     max_n = 8
 
-    def __init__(self, model: str, api_key: str | None = None, base_url: str | None = None, timeout: float = 120.0):
+    def __init__(
+        self, model: str, api_key: str | None = None, base_url: str | None = None, timeout: float = CALL_TIMEOUT_S
+    ):
         super().__init__(model)
         self._api_key = api_key or require_env("GEMINI_API_KEY", "GOOGLE_API_KEY", purpose=f"google:{model}")
         self.base_url = base_url or os.environ.get("GOOGLE_GEMINI_BASE_URL") or None

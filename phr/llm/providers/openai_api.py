@@ -10,6 +10,7 @@ from urllib.parse import urlsplit, urlunsplit
 import openai
 import pydantic
 
+from phr.config.defaults import CALL_TIMEOUT_S
 from phr.core.secrets import require_env
 from phr.llm.errors import (
     BadRequest,
@@ -57,7 +58,7 @@ class OpenAIProvider(APIProvider):
         base_url: str | None = None,
         compatible: bool = False,
         api_key: str | None = None,
-        timeout: float = 120.0,
+        timeout: float = CALL_TIMEOUT_S,
     ):
         super().__init__(model)
         self.compatible = compatible

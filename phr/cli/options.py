@@ -1,0 +1,126 @@
+"""Bind an operation's config (phr.config.ops) to a typer command: every field becomes a flag (default None =
+"not given", help from the field's doc), plus ``--config FILE.yaml``; the command receives the resolved config."""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from phr.config.base import OpConfig, choices, field_order, field_type, flag_of, paper_of, resolve
+
+CONFIG_PARAM = "config_file"
+
+
+def _help(cls: type[OpConfig], name: str) -> str:
+    f = cls.model_fields[name]
+    text = f.description or ""
+    allowed = choices(cls, name)
+    if name == "preset" and cls.presets:
+        shown = "; ".join(f"{p}: {v or 'the defaults'}" for p, v in cls.presets.items())
+        text += f" Presets: {shown}."
+    if not f.is_required():
+        default = f.default
+        shown = (
+            "none"
+            if default is None or default == []
+            else str(default).lower()
+            if isinstance(default, bool)
+            else default
+        )
+        text += f" [default: {shown}]"
+    paper = paper_of(cls, name)
+    if paper:
+        text += f" [paper: {paper}]"
+    return text
+
+
+def _cli_type(cls: type[OpConfig], name: str) -> Any:
+    t = field_type(cls, name)
+    origin = typing.get_origin(t)
+    if origin in (list, tuple):
+        return list[typing.get_args(t)[0]]
+    if t in (int, float, bool, str, Path):
+        return t
+    return str  # Literal choices and unions (int | "model"): validated by the config
+
+
+def parameters(cls: type[OpConfig]) -> list[inspect.Parameter]:
+    """One keyword parameter per field (typer annotations), and ``--config``."""
+    out = []
+    for name in field_order(cls):
+        f = cls.model_fields[name]
+        t = _cli_type(cls, name)
+        flag = flag_of(cls, name)
+        if name in cls.arguments:
+            info: Any = typer.Argument(help=_help(cls, name), show_default=False)
+            ann = Annotated[t if f.is_required() else t | None, info]
+            default = inspect.Parameter.empty if f.is_required() else None
+        else:
+            decls = [f"{flag}/--no-{flag.removeprefix('--')}"] if t is bool else [flag]
+            allowed = choices(cls, name)
+            metavar = "[" + "|".join(allowed) + "]" if allowed else "SPEC" if name in _SPECS else None
+            metavar = None if t is bool else metavar
+            info = typer.Option(*decls, help=_help(cls, name), show_default=False, metavar=metavar)
+            ann, default = Annotated[t | None, info], None
+        out.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=ann, default=default))
+    config = typer.Option(
+        "--config",
+        metavar="FILE.yaml",
+        help="Settings from a YAML file (keys: the flags' names with _); flags override it.",
+    )
+    out.append(
+        inspect.Parameter(
+            CONFIG_PARAM, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[Path | None, config], default=None
+        )
+    )
+    return out
+
+
+_SPECS = {"model", "scorer", "judge", "grader", "paraphraser", "qa_model", "generator"}
+
+
+def config_from_params(cls: type[OpConfig], params: dict) -> OpConfig:
+    """The config a command's parsed parameters stand for (``--config`` file, then the flags given)."""
+    flags = {k: v for k, v in params.items() if k in cls.model_fields}
+    for k, v in list(flags.items()):  # an empty repeatable option is "not given"
+        if isinstance(v, (list, tuple)) and not v:
+            flags[k] = None
+    return resolve(cls, file=params.get(CONFIG_PARAM), flags=flags)
+
+
+def bind(cls: type[OpConfig]) -> Callable:
+    """Decorator: ``fn(cfg, **other)`` becomes a typer command taking ``cls``'s flags and ``--config``."""
+
+    def deco(fn: Callable) -> Callable:
+        sig = inspect.signature(fn, eval_str=True)
+        own = [p for p in sig.parameters.values() if p.name != "cfg"]
+        clash = {p.name for p in own} & set(cls.model_fields)
+        if clash:
+            raise TypeError(f"{fn.__name__}: parameters {sorted(clash)} are fields of {cls.__name__}")
+
+        def command(**kw):
+            params = {k: kw.pop(k) for k in [*cls.model_fields, CONFIG_PARAM]}
+            return fn(config_from_params(cls, params), **kw)
+
+        command.__name__, command.__doc__ = fn.__name__, fn.__doc__
+        own = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]
+        command.__signature__ = inspect.Signature(parameters(cls) + own)  # type: ignore[attr-defined]
+        command.config_class = cls  # type: ignore[attr-defined]
+        return command
+
+    return deco
+
+
+DryRun = Annotated[
+    bool,
+    typer.Option(
+        "--dry-run",
+        help="Check the settings, model specs, keys, extras, limits and inputs; print the plan (calls, tokens, "
+        "cost) and exit 0, or 2 listing every problem. Nothing is called.",
+    ),
+]

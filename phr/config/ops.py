@@ -1,0 +1,357 @@
+"""One typed config per operation: the owner of every run setting's default (docs/reference/<op>.md).
+
+Shared groups are mixins, so the judge, QA model and decoding are the same fields in build, eval and training:
+``Calls`` (the per-call policy), ``Scoring`` (PHRBench's scorers), ``HR1Models`` / ``HR1Decoding``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from phr.config.base import OpConfig, setting
+from phr.config.defaults import CALL_TIMEOUT_S, MAX_RETRY_AFTER_S, OFFLINE_MODEL
+
+#: the paper's reference scorer (§B.2)
+PAPER_SCORER = "hf:Qwen/Qwen2.5-7B-Instruct"
+#: the output limit of a PHRBench run when neither the option nor a preset says one
+DEFAULT_MAX_TOKENS = 2048
+
+KLDirection = Literal["earlier_reference", "later_reference"]
+StepRule = Literal["paper", "abbreviation_aware"]
+BCCounting = Literal["every_occurrence", "longest_match"]
+Fuzzy = Literal["wrong", "correct"]
+
+
+# ---- shared groups ------------------------------------------------------------------------------------------------
+
+
+class Calls(OpConfig):
+    """The call policy of commands that call API models."""
+
+    timeout: float = setting(CALL_TIMEOUT_S, "Per-call timeout in seconds (API models).", gt=0)
+    max_retry_after: float = setting(
+        MAX_RETRY_AFTER_S,
+        "Longest Retry-After (seconds) a rate-limited call waits; a server asking for more fails the call at once.",
+        ge=0,
+    )
+
+    def llm_kwargs(self) -> dict:
+        """Keyword arguments of ``LLM(...)``."""
+        return {"timeout": self.timeout, "max_retry_after": self.max_retry_after}
+
+
+class Scoring(OpConfig):
+    """How PHRBench responses are scored (docs/metrics.md)."""
+
+    scorer: str = setting(
+        OFFLINE_MODEL,
+        f"Reference scorer for OL/UI/BUF/BC (paper: {PAPER_SCORER}); 'none' skips them.",
+        paper="§B.2",
+    )
+    judge: str = setting(
+        "none", "LLM judge for behavioural resolution of B+H responses; 'none' skips it.", paper="§4.3"
+    )
+    grader: str = setting(
+        "none", "LLM equivalence grader for free-text open-ended answers (GPQA); 'none': normalised match."
+    )
+    kl_direction: KLDirection = setting("earlier_reference", "BUF's Delta_k direction (docs/metrics.md).", paper="§3.2")
+    step_rule: StepRule = setting("paper", "BUF step splitting (docs/metrics.md).", paper="§3.2")
+    bc_counting: BCCounting = setting("every_occurrence", "BC cue counting (docs/metrics.md).", paper="§3.2")
+
+
+SCORING_FIELDS = tuple(Scoring.model_fields)
+
+
+class RescoreScoring(OpConfig):
+    """Scoring settings of a later step on a run folder: unset = the settings the run was started with."""
+
+    preset: Literal["paper"] | None = setting(None, "Score as this preset (default: the run's preset).")
+    scorer: str | None = setting(
+        None, "Reference scorer (default: the run's); 'none' skips OL/UI/BUF/BC.", paper="§B.2"
+    )
+    judge: str | None = setting(None, "Resolution judge (default: the run's); 'none' skips it.", paper="§4.3")
+    grader: str | None = setting(None, "Open-ended equivalence grader (default: the run's); 'none': normalised match.")
+    kl_direction: KLDirection | None = setting(None, "BUF's Delta_k direction (default: the run's).", paper="§3.2")
+    step_rule: StepRule | None = setting(None, "BUF step splitting (default: the run's).", paper="§3.2")
+    bc_counting: BCCounting | None = setting(None, "BC cue counting (default: the run's).", paper="§3.2")
+    plots: bool = setting(True, "Write PNG plots.")
+
+
+# ---- PHRBench evaluation ----------------------------------------------------------------------------------------
+
+
+class EvalPhrbenchConfig(Scoring, Calls):
+    """`eval phrbench`: generate (cached, resumable) and score a model's responses to PHRBench."""
+
+    command = ("eval", "phrbench")
+    presets = {
+        "paper": {"samples": 10, "temperature": 0.7, "max_tokens": "model", "scorer": PAPER_SCORER},
+    }
+
+    model: str = setting(
+        ..., "Model spec: local:smollm2, hf:ORG/NAME, openai:..., anthropic:..., google:..., vllm:...", paper="§4.1"
+    )
+    preset: Literal["paper"] | None = setting(
+        None,
+        "Named settings: 'paper' = 10 samples at temperature 0.7, the model's maximum output length, scorer "
+        f"{PAPER_SCORER}; other settings given override it.",
+        paper="§4.1, §B.1",
+    )
+    dataset: str = setting("phrbench", "A built PHRBench folder, or a repo id ORG/NAME ($PHR_HUB_DIR, else the Hub).")
+    revision: str | None = setting(None, "Dataset revision (tag or commit) for a repo id.")
+    samples: int = setting(10, "Samples per prompt.", paper="§4.1", ge=1)
+    temperature: float = setting(0.7, "Sampling temperature.", paper="§4.1", ge=0)
+    max_tokens: int | Literal["model"] = setting(
+        DEFAULT_MAX_TOKENS,
+        "Maximum new tokens; 'model': the model's maximum output length (the provider's, else the known-limits "
+        "table phr/llm/model_limits.toml).",
+        paper="§B.1",
+    )
+    limit: int | None = setting(None, "Only the first N base questions (with all their conditions).", ge=1)
+    shard: str | None = setting(None, "i/n: every n-th question starting at the i-th (join with `eval merge`).")
+    conditions: str = setting("B,B+T,B+H", "Comma-separated conditions: B, B+T, B+H.", paper="§3.1")
+    out: Path | None = setting(None, "Run folder (default: RUNS/<model>/<run id>).")
+    runs: Path = setting(Path("runs"), "Root of run folders.")
+    concurrency: int = setting(16, "Concurrent API calls.", ge=1)
+    score: bool = setting(True, "Score after generating (not for shards).")
+    plots: bool = setting(True, "Write PNG plots.")
+
+
+class EvalMergeConfig(RescoreScoring):
+    """`eval merge`: join the shards of one run and score it with the settings the run was started with."""
+
+    command = ("eval", "merge")
+    arguments = ("shards",)
+    presets = {"paper": {}}
+
+    shards: list[Path] = setting(..., "The run folders of shards 1..n.")
+    out: Path = setting(..., "The merged run folder.")
+    score: bool = setting(True, "Score the merged run.")
+
+
+class EvalScoreConfig(RescoreScoring):
+    """`eval score`: (re)score a run folder; unset scoring settings are the run's own."""
+
+    command = ("eval", "score")
+    arguments = ("run",)
+    presets = {"paper": {}}
+
+    run: Path = setting(..., "A run folder (unsharded or merged).")
+
+
+# ---- Hallucination-R1 -------------------------------------------------------------------------------------------
+
+
+class HR1Decoding(OpConfig):
+    """Decoding of the Hallucination-R1 roles (App. A.3, Listing A.1; docs/hr1.md)."""
+
+    max_tokens: int = setting(1024, "Paraphraser max_tokens (Listing A.1).", paper="App. A.3", ge=1)
+    qa_max_tokens: int = setting(64, "QA model max_tokens (greedy; the paper gives none).", paper="App. A.3", ge=1)
+    judge_max_tokens: int = setting(512, "Cap on each judge reply (Listings B.2, B.3).", paper="App. B", ge=1)
+
+
+#: the offline smoke plan: SmolLM2-135M rambles, so every reply is capped (docs/hr1.md, "Offline smoke corpus")
+SMOKE_DECODING = {"max_tokens": 96, "qa_max_tokens": 24, "judge_max_tokens": 48}
+
+
+class EvalHr1Config(HR1Decoding, Calls):
+    """`eval hr1`: evaluate a paraphraser against a QA model (Tables 1-3, or 4; 7 with more judges)."""
+
+    command = ("eval", "hr1")
+    presets = {"paper": {}, "smoke": {**SMOKE_DECODING, "k": 4}}
+
+    preset: Literal["paper", "smoke"] | None = setting(
+        None,
+        "Named settings: 'paper' = the paper's decoding (Listing A.1); 'smoke' = K 4 and capped lengths "
+        f"({SMOKE_DECODING}) for the offline model. The no-argument offline default runs 'smoke'.",
+    )
+    dataset: list[str] = setting(
+        [], "Evaluation sets NAME=PATH (NAME alone with --online); default: the packaged TruthfulQA questions."
+    )
+    online: bool = setting(False, "Load sources given without a path from the Hub.")
+    paraphraser: str = setting(OFFLINE_MODEL, "The paraphraser under test.", paper="§3")
+    qa_model: str = setting(OFFLINE_MODEL, "The target QA model.", paper="§4.1")
+    judge: str = setting(OFFLINE_MODEL, "Judge of Listings B.2 and B.3 (paper: DeepSeek-V3).", paper="§3.2")
+    k: int | None = setting(None, "Paraphrases per question (default 5; --table 4: 8).", paper="§4.1", ge=1)
+    table: Literal["2", "4"] = setting("2", "2 (Tables 1-3: robustness) or 4 (SFT metrics).")
+    judges: str | None = setting(None, "More consistency judges for Table 7 (comma-separated specs).", paper="Table 7")
+    human: Path | None = setting(None, "Human consistency labels for Table 7 (question_id,k,annotator,label).")
+    limit: int | None = setting(None, "At most N questions per source.", ge=1)
+    fuzzy: Fuzzy = setting("wrong", "B.3 score 1 (fuzzy match) counts as: wrong or correct.", paper="Eq. 10")
+    diversity: bool = setting(True, "Compute Table 1's diversity (MiniLM).", paper="Table 1")
+    out: Path = setting(Path("runs/hr1"), "Run folder.")
+    overwrite: bool = setting(False, "Replace an existing output folder.")
+
+
+class HR1Build(HR1Decoding, Calls):
+    """What the Hallucination-R1 corpus builds share."""
+
+    source: list[str] = setting([], "Sources NAME=PATH (NAME alone with --online loads the Hub copy).")
+    online: bool = setting(False, "Load sources given without a path from the Hub.")
+    judge: str = setting(OFFLINE_MODEL, "Judge of Listings B.2 and B.3.", paper="§3.2")
+    limit: int | None = setting(None, "At most N questions per source.", ge=1)
+    out: Path | None = setting(None, "Output folder (Hub layout).")
+    overwrite: bool = setting(False, "Replace an existing output folder.")
+
+
+class HR1TrainingBuild(HR1Build):
+    """The training corpora: SimpleQuestions train, screened against the evaluation sets."""
+
+    stand_in_split: str | None = setting(
+        None, "Split one released split into train and test (even-train-odd-test); the card says so."
+    )
+    eval_set: list[str] = setting(
+        [], "Evaluation sets NAME=PATH the corpus must not overlap (NAME=stand-in: the other half).", paper="App. C.1"
+    )
+    drop_leaking: bool = setting(False, "Leave out overlapping training rows (listed) instead of failing.")
+
+
+class BuildHr1ParaphrasesConfig(HR1Build):
+    """`build hr1-paraphrases`: a paraphrase corpus (no arguments: the offline smoke corpus)."""
+
+    command = ("build", "hr1-paraphrases")
+    presets = {"paper": {}, "smoke": {**SMOKE_DECODING, "k": 4, "limit": 24}}
+
+    preset: Literal["paper", "smoke"] | None = setting(
+        None, "Named settings: 'smoke' = 24 questions, K 4, capped lengths (the no-argument offline default)."
+    )
+    paraphraser: str = setting(OFFLINE_MODEL, "Paraphrase model (Listing B.1).", paper="App. B.1")
+    qa_model: str = setting(OFFLINE_MODEL, "QA model (Listing B.4); 'none' skips QA.", paper="App. B.4")
+    k: int = setting(5, "Paraphrases per question.", paper="§4.1", ge=1)
+    fuzzy: Fuzzy = setting("wrong", "B.3 score 1 (fuzzy match) counts as: wrong or correct.", paper="Eq. 10")
+    diversity: bool = setting(True, "Compute the diversity scores (MiniLM).")
+
+
+class BuildHr1SftConfig(HR1TrainingBuild):
+    """`build hr1-sft`: consistent paraphrases of SimpleQuestions train with the gold answer (App. E.1)."""
+
+    command = ("build", "hr1-sft")
+    presets = {"paper": {}, "smoke": {**SMOKE_DECODING}}
+
+    preset: Literal["paper", "smoke"] | None = setting(None, "Named settings: 'smoke' = capped lengths.")
+    paraphraser: str = setting(OFFLINE_MODEL, "Paraphrase model (Hallucination-R1).", paper="App. E.1")
+    k: int = setting(4, "Paraphrases per question.", paper="App. E.1", ge=1)
+
+
+class BuildHr1GrpoConfig(HR1TrainingBuild):
+    """`build hr1-grpo`: SimpleQuestions train questions the QA model answers correctly (App. C.1)."""
+
+    command = ("build", "hr1-grpo")
+    presets = {"paper": {}, "smoke": {**SMOKE_DECODING}}
+
+    preset: Literal["paper", "smoke"] | None = setting(None, "Named settings: 'smoke' = capped lengths.")
+    qa_model: str = setting(
+        OFFLINE_MODEL, "The QA model whose correct answers are kept (paper: Qwen2.5-3B).", paper="App. C.1"
+    )
+
+
+# ---- PHRBench build ---------------------------------------------------------------------------------------------
+
+
+class BuildPhrbenchConfig(Calls):
+    """`build phrbench`: build PHRBench (default: PHRBench-mini offline) into a validated Hub-layout folder."""
+
+    command = ("build", "phrbench")
+
+    recipe: str = setting("mini", "mini (offline, curated premises), paper, or a recipe YAML file.", paper="§3")
+    generator: str | None = setting(None, "Premise generator spec (paper: openai:gpt-4o).", paper="App. A.2")
+    judge: str | None = setting(
+        None,
+        "LLM judge for the second validation pass ('none' skips it; paper: google:gemini-3-pro-preview).",
+        paper="§3.3",
+    )
+    source_dir: Path | None = setting(None, "Folder with one sub-folder of released files per source.")
+    online: bool = setting(False, "Load sources missing locally from the Hub.")
+    out: Path = setting(Path("phrbench"), "Output folder (Hub layout).")
+    overwrite: bool = setting(False, "Replace an existing output folder.")
+    allow_short: bool = setting(False, "Build even if some questions lack premises.")
+    prompts: str = setting(
+        "paper",
+        "Generation prompts: paper (A.2, verbatim), v0 (the toolkit's earlier prompts), or a folder with "
+        "prompt_t.txt and prompt_h.txt.",
+        paper="App. A.2",
+    )
+    allow_stand_in: bool = setting(
+        False, "Build with the offline B3DB stand-in when no MoleculeNet BBBP copy is found (the card says so)."
+    )
+
+
+# ---- training (the recipe YAML is the config of its own sections; these are the command's settings) ----------
+
+
+class TrainConfig(OpConfig):
+    """What `train grpo` / `train sft` take besides the recipe's sections (docs/training.md)."""
+
+    recipe: str = setting(
+        ..., "A recipe YAML, or a packaged recipe name (e.g. paper-qwen2.5-3b-stage1, tiny-stage1, tiny-sft)."
+    )
+    resume: bool = setting(False, "Continue from the last checkpoint-N of the output folder.")
+    data: Path | None = setting(None, "Corpus folder (overrides data.path).")
+    output_dir: Path | None = setting(None, "Run folder (overrides trainer.output_dir).")
+    max_steps: int | None = setting(None, "Overrides trainer.max_steps.", ge=1)
+    set: list[str] = setting([], "Override one recipe value SECTION.KEY=VALUE (VALUE read as YAML). Repeatable.")
+
+
+class TrainGrpoConfig(TrainConfig):
+    """`train grpo`: one GRPO stage of a recipe (R_stab, then R_train; §3.2)."""
+
+    command = ("train", "grpo")
+    stage: int | None = setting(None, "1 (R_stab) or 2 (R_train); default: the recipe's stage.", paper="§3.2")
+    init_from: Path | None = setting(None, "Stage 2: the stage-1 checkpoint (model.init_from).", paper="§3.2")
+
+
+class TrainSftConfig(TrainConfig):
+    """`train sft`: (LoRA) SFT on an hr1-sft corpus (App. E.1)."""
+
+    command = ("train", "sft")
+    merge: bool | None = setting(None, "Also write merged/ (LoRA merged into a full model); default: lora.merge.")
+
+
+# ---- analyses ---------------------------------------------------------------------------------------------------
+
+
+class AnalyzePredictorConfig(OpConfig):
+    """`analyze predictor`: which prompt features predict insightful resolution (§5)."""
+
+    command = ("analyze", "predictor")
+    results: list[Path] = setting([], "results.json files (with their samples.jsonl).")
+    dataset: str = setting("phrbench", "The PHRBench dataset the results were scored on.")
+    judge: str = setting("none", "LLM for the 12 semantic features; 'none' leaves them missing.", paper="§5")
+    out: Path = setting(Path("analysis/predictor"), "Output folder (replaced).")
+    target: Literal["pooled", "per_model"] = setting("pooled", "pooled (one row per prompt) or per_model.")
+    threshold: float = setting(0.5, "Positive: insightful propensity > this.", paper="§5")
+    folds: int = setting(5, "Cross-validation folds, grouped by base question.", ge=2)
+    resamples: int = setting(1000, "Bootstrap draws of the base questions.", ge=1)
+    seed: int = setting(0, "Seed of the folds, the bootstrap and XGBoost.")
+
+
+class AnalyzeParaphrasesConfig(OpConfig):
+    """`analyze paraphrases`: hidden-state diagnostics of a paraphrase corpus (Hallucination-R1 §5)."""
+
+    command = ("analyze", "paraphrases")
+    corpus: Path = setting(..., "An hr1-paraphrases corpus folder.")
+    model: str = setting(OFFLINE_MODEL, "The in-process model for hidden states (hf:..., local:...).")
+    out: Path = setting(Path("hr1-diagnostics"), "Output folder.")
+    normalize: Literal["l2", "none"] = setting("l2", "Embeddings before the L2 distance: l2 (normalised) or none.")
+    final_norm: bool = setting(True, "Logit lens: apply the model's final norm.")
+    cases: int = setting(4, "RF cases in the logit-lens heat map.", ge=1)
+    batch_size: int = setting(8, "Batch size of the forward passes.", ge=1)
+    overwrite: bool = setting(False, "Replace an existing output folder.")
+
+
+#: every operation's config, in the order of the reference docs
+OPERATIONS: tuple[type[OpConfig], ...] = (
+    BuildPhrbenchConfig,
+    BuildHr1ParaphrasesConfig,
+    BuildHr1SftConfig,
+    BuildHr1GrpoConfig,
+    EvalPhrbenchConfig,
+    EvalMergeConfig,
+    EvalScoreConfig,
+    EvalHr1Config,
+    TrainGrpoConfig,
+    TrainSftConfig,
+    AnalyzePredictorConfig,
+    AnalyzeParaphrasesConfig,
+)

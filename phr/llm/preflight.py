@@ -1,0 +1,198 @@
+"""Preflight: everything a run needs, checked before its first call or heavy import, and its plan.
+
+    pf = Preflight()
+    pf.model("generator", "openai:gpt-4o")          # the spec resolves, its key is set, its SDK installed
+    pf.calls("openai:gpt-4o", requests)              # calls, share cached, estimated tokens and cost
+    pf.finish(dry_run=True)                          # prints the plan; exit 0, or a PreflightError listing all
+
+A problem is collected, never raised at once, so one dry run lists them all.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import tomllib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from phr.config.defaults import is_no_model
+from phr.core.errors import PHRError, UsageError
+
+
+class PreflightError(UsageError):
+    """One or more problems found before any call (exit 2), each on its own line."""
+
+
+@dataclass
+class Usage:
+    """The calls one model will make: requests, samples, how many are cached, estimated tokens."""
+
+    spec: str
+    requests: int = 0
+    samples: int = 0
+    cached: int | None = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0  # an upper bound: every sample at its max_tokens
+
+    def line(self, prices) -> str:
+        cost = prices.cost(self.spec, self.prompt_tokens, self.completion_tokens)
+        cached = "unknown" if self.cached is None else f"{self.cached}/{self.samples}"
+        usd = "no price in prices.toml" if cost is None else f"<= ${cost:,.2f}"
+        return (
+            f"  {self.spec}: {self.requests} requests, {self.samples} samples (cached {cached}), ~{self.prompt_tokens:,} prompt tokens, "
+            f"<= {self.completion_tokens:,} completion tokens, {usd}"
+        )
+
+
+@dataclass
+class Preflight:
+    """Problems and the plan of one command."""
+
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    usage: dict[str, Usage] = field(default_factory=dict)
+
+    def problem(self, text: str) -> None:
+        if text not in self.problems:
+            self.problems.append(text)
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    def check(self, what: str, fn: Callable[[], object]) -> object | None:
+        """Run ``fn``; a PHRError or OSError is a problem named by ``what``."""
+        try:
+            return fn()
+        except (PHRError, OSError, ValueError) as e:
+            self.problem(f"{what}: {e}")
+            return None
+
+    def model(self, role: str, spec: str | None) -> bool:
+        """Check ``spec`` for ``role``: it resolves, its key is set (a hosted endpoint; a local server may have
+        none), and the package it needs is installed. True when usable (``none`` is fine and False)."""
+        if is_no_model(spec):
+            return False
+        from phr.llm.spec import PROVIDERS, parse_spec
+
+        try:
+            kind, rest = parse_spec(str(spec))
+        except PHRError as e:
+            self.problem(f"{role}: {str(e).splitlines()[0]}")
+            return False
+        entry = PROVIDERS[kind]
+        ok = True
+        keys = entry.keys(rest)
+        if keys and not any(os.environ.get(k) for k in keys):
+            self.problem(f"{role} {spec}: needs an API key: set the environment variable {' or '.join(keys)}")
+            ok = False
+        if entry.requires and importlib.util.find_spec(entry.requires.split(".")[0]) is None:
+            self.problem(f"{role} {spec}: the package {entry.requires!r} is not installed")
+            ok = False
+        if kind == "openai-compatible":
+            from phr.llm.spec import split_compatible
+
+            try:
+                split_compatible(rest)
+            except Exception as e:  # noqa: BLE001 - the spec's form
+                self.problem(f"{role} {spec}: {e}")
+                ok = False
+        return ok
+
+    def calls(self, spec: str, requests: Sequence, *, provider=None) -> Usage:
+        """Add ``requests`` (ChatRequests) of ``spec`` to the plan; with ``provider``, count the cached samples."""
+        from phr.llm.cache import CallCache, call_key
+
+        u = self.usage.setdefault(spec, Usage(spec))
+        cache = CallCache() if provider is not None else None
+        for req in requests:
+            u.requests += 1
+            u.samples += req.n
+            u.prompt_tokens += req.n * (sum(len(m.content) for m in req.messages) // 4 + 4 * len(req.messages))
+            u.completion_tokens += req.n * (req.params.max_tokens or 512)
+            if cache is None:
+                u.cached = None
+                continue
+            for k in range(req.n):
+                key, _ = call_key(
+                    provider.kind,
+                    provider.cache_model_id,
+                    provider.revision,
+                    req.params,
+                    req.messages,
+                    req.first_index + k,
+                )
+                if cache.get(key) is not None and u.cached is not None:
+                    u.cached += 1
+        return u
+
+    def lines(self) -> list[str]:
+        from phr.llm.pricing import PriceTable
+
+        out = ["plan:"] + [f"  {n}" for n in self.notes]
+        if self.usage:
+            prices = PriceTable.load()
+            out.append("model calls (tokens and cost estimated from phr/llm/prices.toml; completions at max_tokens):")
+            out += [u.line(prices) for u in self.usage.values()]
+        return out
+
+    def finish(self, dry_run: bool, echo: Callable[[str], None] = print) -> None:
+        """Raise a PreflightError listing every problem; else, with ``dry_run``, print the plan."""
+        if self.problems:
+            raise PreflightError(
+                f"preflight found {len(self.problems)} problem(s); nothing was called:\n"
+                + "\n".join(f"  - {p}" for p in self.problems)
+            )
+        if dry_run:
+            for line in self.lines():
+                echo(line)
+            echo("dry run: all checks passed; nothing was called")
+
+
+def writable(path: str | Path) -> None:
+    """Raise OSError unless ``path`` (a file or folder to be written) can be created where it is asked for."""
+    p = Path(path).expanduser().resolve()
+    parent = next((a for a in (p, *p.parents) if a.exists()), None)
+    if parent is None or not parent.is_dir() and parent != p:
+        raise OSError(f"{path}: no existing folder to write it in")
+    folder = parent if parent.is_dir() else parent.parent
+    if not os.access(folder, os.W_OK):
+        raise OSError(f"{path}: {folder} is not writable")
+
+
+# ---- known maximum output lengths of API models ------------------------------------------------------------------
+
+LIMITS_ENV = "PHR_MODEL_LIMITS"
+
+
+def known_output_limits(path: str | Path | None = None) -> dict[str, int]:
+    """``phr/llm/model_limits.toml`` (each entry with its source), updated by ``path`` or ``$PHR_MODEL_LIMITS``."""
+    table = tomllib.loads(resources.files("phr.llm").joinpath("model_limits.toml").read_text())["limits"]
+    out = {k: int(v["max_output_tokens"]) for k, v in table.items()}
+    extra = path or os.environ.get(LIMITS_ENV)
+    if extra:
+        try:
+            user = tomllib.loads(Path(extra).expanduser().read_text()).get("limits", {})
+        except (OSError, tomllib.TOMLDecodeError) as e:
+            raise UsageError(f"{LIMITS_ENV}={extra}: cannot read it ({e})") from None
+        for k, v in user.items():
+            value = v.get("max_output_tokens") if isinstance(v, dict) else v
+            if not isinstance(value, int) or value < 1:
+                raise UsageError(f"{extra}: limits.{k}: max_output_tokens must be a positive integer")
+            out = {k: value, **out} | {k: value}
+    return out
+
+
+def max_output_of(spec: str) -> int | None:
+    """The known maximum output length of an API model spec (exact entry, then glob), or None."""
+    import fnmatch
+
+    table = known_output_limits()
+    if spec in table:
+        return table[spec]
+    for pattern, value in table.items():
+        if fnmatch.fnmatchcase(spec, pattern):
+            return value
+    return None
