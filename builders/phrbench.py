@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
-import shlex
 import shutil
 from collections import Counter
 from dataclasses import dataclass, field
@@ -30,6 +29,9 @@ from phr.builders.taxonomy import REASONING, SOURCE_DEFAULT, SOURCE_LABEL, subty
 from phr.cards.eval_yaml import write_eval_yaml
 from phr.cards.figures import markdown, write_figures
 from phr.cards.phrbench_card import LICENSE_FILE, license_text, render
+from phr.config.base import command_line
+from phr.config.defaults import is_no_model
+from phr.config.ops import BuildPhrbenchConfig
 from phr.core.errors import UsageError
 from phr.core.fs import atomic_dir, write_json
 from phr.core.report import Rejection
@@ -311,7 +313,7 @@ def build(
     prompt_set = Prompts.load(prompts)
     opts = {"progress": progress, "show_summary": False, **(llm_options or {})}
     judge = rec.judge if judge is None else judge
-    judge_llm = LLM(judge, **opts) if judge and judge.lower() != "none" else None
+    judge_llm = LLM(judge, **opts) if not is_no_model(judge) else None
     if rec.curated:
         if generator:
             raise BuildError(f"recipe {rec.name} uses curated premises: --generator does not apply")
@@ -418,20 +420,20 @@ def _check_questions(questions: list[BaseQuestion]) -> None:
 def _rerun_command(
     recipe, out, *, generator, judge, source_dir, online, overwrite, allow_short, cache, prompts, allow_stand_in
 ) -> str:
-    """The `phr-publish` command line of this build, with the cache it used."""
-    args = ["phr-publish", "--cache", str(cache), "build", "phrbench", "--recipe", str(recipe), "--out", str(out)]
-    options = (("--generator", generator), ("--judge", judge), ("--source-dir", source_dir), ("--prompts", prompts))
-    for flag, value in options:
-        if value is not None:
-            args += [flag, str(value)]
-    switches = (
-        ("--online", online),
-        ("--overwrite", overwrite),
-        ("--allow-short", allow_short),
-        ("--allow-stand-in", allow_stand_in),
+    """The `phr-publish` command line of this build, with the cache it used (rendered from its config)."""
+    cfg = BuildPhrbenchConfig(
+        recipe=str(recipe),
+        out=out,
+        generator=generator,
+        judge=judge,
+        source_dir=source_dir,
+        online=online,
+        overwrite=overwrite,
+        allow_short=allow_short,
+        prompts=str(prompts),
+        allow_stand_in=allow_stand_in,
     )
-    args += [flag for flag, on in switches if on]
-    return shlex.join(args)
+    return command_line(cfg, global_args=("--cache", str(cache)))
 
 
 def _failed_calls_message(failed: list, rerun: str, cache: Path) -> str:

@@ -8,14 +8,18 @@ from typing import Annotated
 import typer
 
 from phr.builders.hr1_sources import load_hr1_source
-from phr.builders.phrbench import build
+from phr.builders.phrbench import DEFAULT_GENERATOR, build
+from phr.builders.recipe import load_recipe
 from phr.cli import hr1
-from phr.cli.common import CallOptions, MaxRetryAfter, Timeout, new_app
+from phr.cli.common import new_app
+from phr.cli.options import DryRun, bind
+from phr.config.ops import BuildPhrbenchConfig
 from phr.core.errors import UsageError
 from phr.core.fs import folder_links
 from phr.core.report import Rejection, ValidationReport
 from phr.hr1.corpora import KINDS
 from phr.hr1.records import SOURCES
+from phr.llm.preflight import Preflight, writable
 from phr.validation.folder import validate_folder
 from phr.validation.hr1_folder import card_kind, validate_corpus
 from phr.validation.hr1_leakage import check_corpus_folder
@@ -26,70 +30,44 @@ hr1.register(build_app)
 
 
 @build_app.command("phrbench")
-def build_phrbench(
-    recipe: Annotated[
-        str, typer.Option(help="mini (offline, curated premises), paper, or a recipe YAML file.")
-    ] = "mini",
-    generator: Annotated[
-        str | None, typer.Option(metavar="SPEC", help="Premise generator spec (paper: openai:gpt-4o).")
-    ] = None,
-    judge: Annotated[
-        str | None,
-        typer.Option(
-            metavar="SPEC",
-            help="LLM judge spec for the second validation pass ('none' to skip; paper: google:gemini-3-pro-preview).",
-        ),
-    ] = None,
-    source_dir: Annotated[
-        Path | None, typer.Option(metavar="DIR", help="Folder with one sub-folder of released files per source.")
-    ] = None,
-    online: Annotated[bool, typer.Option("--online", help="Load sources missing locally from the Hub.")] = False,
-    out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Output folder (Hub layout).")] = Path("phrbench"),
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output folder.")] = False,
-    allow_short: Annotated[
-        bool, typer.Option("--allow-short", help="Build even if some questions lack premises.")
-    ] = False,
-    prompts: Annotated[
-        str,
-        typer.Option(
-            metavar="SET",
-            help="Generation prompts: paper (the paper's A.2 prompts, verbatim; the generator chooses each "
-            "premise's mutation type), v0 (the toolkit's earlier prompts, types fixed per slot; reproduces "
-            "earlier builds), or a folder with prompt_t.txt and prompt_h.txt.",
-        ),
-    ] = "paper",
-    allow_stand_in: Annotated[
-        bool,
-        typer.Option(
-            "--allow-stand-in",
-            help="Build with the offline B3DB stand-in when no MoleculeNet BBBP copy is found (refused "
-            "otherwise); the manifest and card say so.",
-        ),
-    ] = False,
-    timeout: Timeout = 120.0,
-    max_retry_after: MaxRetryAfter = 600.0,
-) -> None:
+@bind(BuildPhrbenchConfig)
+def build_phrbench(cfg: BuildPhrbenchConfig, dry_run: DryRun = False) -> None:
     """Build PHRBench (default: PHRBench-mini offline) into a validated Hub-layout folder."""
-    calls = CallOptions(timeout=timeout, max_retry_after=max_retry_after)
+    pf = Preflight()
+    rec = pf.check(f"--recipe {cfg.recipe}", lambda: load_recipe(cfg.recipe))
+    if rec is not None:
+        judge = rec.judge if cfg.judge is None else cfg.judge
+        pf.model("judge", judge)
+        if not rec.curated:
+            pf.model("generator", cfg.generator or rec.generator or DEFAULT_GENERATOR)
+        pf.note(f"recipe {rec.name}: {'curated premises (no generator calls)' if rec.curated else 'generated premises'}")
+    if cfg.source_dir is not None and not cfg.source_dir.is_dir():
+        pf.problem(f"--source-dir {cfg.source_dir}: not a folder")
+    if cfg.out.exists() and not cfg.overwrite:
+        pf.problem(f"--out {cfg.out}: already exists (pass --overwrite to replace it)")
+    pf.check("--out", lambda: writable(cfg.out))
+    pf.finish(dry_run, echo=typer.echo)
+    if dry_run:
+        return
     res = build(
-        recipe,
-        out,
-        generator=generator,
-        judge=judge,
-        source_dir=source_dir,
-        online=online,
-        overwrite=overwrite,
-        allow_short=allow_short,
-        prompts=prompts,
-        allow_stand_in=allow_stand_in,
-        llm_options=calls.llm_kwargs(),
+        cfg.recipe,
+        cfg.out,
+        generator=cfg.generator,
+        judge=cfg.judge,
+        source_dir=cfg.source_dir,
+        online=cfg.online,
+        overwrite=cfg.overwrite,
+        allow_short=cfg.allow_short,
+        prompts=cfg.prompts,
+        allow_stand_in=cfg.allow_stand_in,
+        llm_options=cfg.llm_kwargs(),
     )
     total = sum(res.counts.values())
     counts = ", ".join(f"{k} {v}" for k, v in res.counts.items())
-    typer.echo(f"built PHRBench ({recipe}) in {res.out}: {counts} = {total} instances")
+    typer.echo(f"built PHRBench ({cfg.recipe}) in {res.out}: {counts} = {total} instances")
     for k, v in res.qc.items():
         typer.echo(f"  {k}: {v}")
-    typer.echo(f'load it with: load_dataset("{out}", "all")')
+    typer.echo(f'load it with: load_dataset("{cfg.out}", "all")')
 
 
 @validate_app.command("validate")

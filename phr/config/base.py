@@ -187,7 +187,7 @@ def command_line(
             value = getattr(cfg, name)
             words += [str(v) for v in value] if isinstance(value, (list, tuple)) else [str(value)]
         base = baseline(cfg)
-        for name in cls.model_fields:
+        for name in field_order(cls):
             if name in cls.arguments:
                 continue
             value = getattr(cfg, name)

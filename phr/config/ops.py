@@ -255,6 +255,7 @@ class BuildPhrbenchConfig(Calls):
     command = ("build", "phrbench")
 
     recipe: str = setting("mini", "mini (offline, curated premises), paper, or a recipe YAML file.", paper="§3")
+    out: Path = setting(Path("phrbench"), "Output folder (Hub layout).")
     generator: str | None = setting(None, "Premise generator spec (paper: openai:gpt-4o).", paper="App. A.2")
     judge: str | None = setting(
         None,
@@ -263,7 +264,6 @@ class BuildPhrbenchConfig(Calls):
     )
     source_dir: Path | None = setting(None, "Folder with one sub-folder of released files per source.")
     online: bool = setting(False, "Load sources missing locally from the Hub.")
-    out: Path = setting(Path("phrbench"), "Output folder (Hub layout).")
     overwrite: bool = setting(False, "Replace an existing output folder.")
     allow_short: bool = setting(False, "Build even if some questions lack premises.")
     prompts: str = setting(

@@ -6,11 +6,11 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from phr.config.base import command_line
 from phr.core.fs import atomic_dir, folder_links, sha256_file
 from phr.core.settings import hub_dir  # noqa: F401 (re-exported: where a push goes)
 from phr.hub.errors import DestinationExistsError, PublishError
@@ -186,22 +186,17 @@ def rerun_command(
     endpoint: str | None = None,
 ) -> str:
     """The ``phr-publish push`` command line that repeats a push (never with a token)."""
-    parts = ["phr-publish", "push", str(folder), "--repo", repo_id]
-    if repo_type != "dataset":
-        parts += ["--repo-type", repo_type]
-    if tag:
-        parts += ["--tag", tag]
-    if private:
-        parts.append("--private")
-    if create_pr:
-        parts.append("--create-pr")
-    if message:
-        parts += ["--message", message]
-    if to:
-        parts += ["--to", str(to)]
-    if endpoint:
-        parts += ["--endpoint", endpoint]
-    return shlex.join(parts)
+    options = {
+        "--repo": repo_id,
+        "--repo-type": None if repo_type == "dataset" else repo_type,
+        "--tag": tag or None,
+        "--private": private,
+        "--create-pr": create_pr,
+        "--message": message or None,
+        "--to": str(to) if to else None,
+        "--endpoint": endpoint or None,
+    }
+    return command_line(command=("push",), arguments=(folder,), options=options)
 
 
 def default_message(folder: Path, repo_type: str, tag: str | None) -> str:
