@@ -71,7 +71,12 @@ def test_config_file_and_flags(tmp_path):
     f = tmp_path / "run.yaml"
     f.write_text("model: openai:gpt-4o\npreset: paper\nsamples: 3\n")
     cfg = resolve(EvalPhrbenchConfig, file=f, flags={"samples": 5, "temperature": None})
-    assert (cfg.samples, cfg.temperature, cfg.max_tokens, cfg.scorer) == (5, 0.7, "model", "hf:Qwen/Qwen2.5-7B-Instruct")
+    assert (cfg.samples, cfg.temperature, cfg.max_tokens, cfg.scorer) == (
+        5,
+        0.7,
+        "model",
+        "hf:Qwen/Qwen2.5-7B-Instruct",
+    )
     f.write_text("model: openai:gpt-4o\nsampels: 3\n")
     with pytest.raises(ConfigError, match=r"run.yaml: unknown key 'sampels' for `eval phrbench`"):
         resolve(EvalPhrbenchConfig, file=f)

@@ -40,7 +40,9 @@ def build_phrbench(cfg: BuildPhrbenchConfig, dry_run: DryRun = False) -> None:
         pf.model("judge", judge)
         if not rec.curated:
             pf.model("generator", cfg.generator or rec.generator or DEFAULT_GENERATOR)
-        pf.note(f"recipe {rec.name}: {'curated premises (no generator calls)' if rec.curated else 'generated premises'}")
+        pf.note(
+            f"recipe {rec.name}: {'curated premises (no generator calls)' if rec.curated else 'generated premises'}"
+        )
     if cfg.source_dir is not None and not cfg.source_dir.is_dir():
         pf.problem(f"--source-dir {cfg.source_dir}: not a folder")
     if cfg.out.exists() and not cfg.overwrite:

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from phr.builders.hr1 import (
-    SMOKE_MODEL,
-    SMOKE_PLAN,
-    SMOKE_QUESTIONS,
     HR1BuildResult,
     build_grpo_corpus,
     build_paraphrase_corpus,
@@ -19,13 +15,17 @@ from phr.builders.hr1 import (
     smoke_questions,
 )
 from phr.builders.hr1_sources import LoadResult, load_hr1_source, stand_in_split
-from phr.cli.common import CallOptions, MaxRetryAfter, Timeout
+from phr.cli.options import DryRun, bind
+from phr.config.base import resolve
+from phr.config.defaults import model_or_none
+from phr.config.ops import BuildHr1GrpoConfig, BuildHr1ParaphrasesConfig, BuildHr1SftConfig, EvalHr1Config
 from phr.core.errors import UsageError
 from phr.eval.hr1_metrics import MetricSettings
 from phr.eval.hr1_runner import evaluate
 from phr.hr1.pipeline import Judges, RunPlan
 from phr.hr1.records import SOURCES
 from phr.hr1.settings import Decoding, Grading, QADecoding
+from phr.llm.preflight import Preflight, writable
 
 Sources = Annotated[
     list[str] | None,
@@ -130,214 +130,171 @@ def _done(res: HR1BuildResult) -> None:
     typer.echo(f'load it with: load_dataset("{res.out}")')
 
 
+def _with_preset(cfg, given: bool):
+    """``cfg``, or with no source given and no preset, the same settings under the ``smoke`` preset (the
+    no-argument offline default); the command prints which preset it runs."""
+    if not given and cfg.preset is None:
+        cfg = resolve(type(cfg), values={"preset": "smoke"}, flags=cfg.model_dump(include=cfg.model_fields_set))
+        typer.echo("preset: smoke (the no-argument offline default: capped lengths, see --help)")
+    else:
+        typer.echo(f"preset: {cfg.preset or 'none (the defaults)'}")
+    return cfg
+
+
+def _plan(cfg, **kw) -> RunPlan:
+    """The run plan of a config's decoding fields (and ``kw``: k, grading, qa_scope)."""
+    return RunPlan(
+        decoding=Decoding(max_tokens=cfg.max_tokens),
+        qa_decoding=QADecoding(max_tokens=cfg.qa_max_tokens),
+        judges=Judges(max_tokens=cfg.judge_max_tokens),
+        **kw,
+    )
+
+
+def _preflight(roles: dict[str, str | None], out: Path | None, overwrite: bool, dry_run: bool, notes=()) -> None:
+    pf = Preflight()
+    for role, spec in roles.items():
+        pf.model(role, spec)
+    if out is not None:
+        if out.exists() and not overwrite:
+            pf.problem(f"--out {out}: already exists (pass --overwrite to replace it)")
+        pf.check("--out", lambda: writable(out))
+    for n in notes:
+        pf.note(n)
+    pf.finish(dry_run, echo=typer.echo)
+
+
 def register(build_app: typer.Typer) -> None:
     """Add the three hr1 build commands to ``phr-publish build``."""
 
     @build_app.command("hr1-paraphrases")
-    def build_hr1_paraphrases(
-        source: Sources = None,
-        online: Online = False,
-        paraphraser: Annotated[str, typer.Option(metavar="SPEC", help="Paraphrase model (Listing B.1).")] = SMOKE_MODEL,
-        qa_model: Annotated[
-            str, typer.Option("--qa-model", metavar="SPEC", help="QA model (Listing B.4); 'none' to skip QA.")
-        ] = SMOKE_MODEL,
-        judge: Annotated[str, typer.Option(metavar="SPEC", help="Judge of Listings B.2 and B.3.")] = SMOKE_MODEL,
-        k: Annotated[
-            int | None, typer.Option("--k", min=1, help="Paraphrases per question (default 5; smoke 4).")
-        ] = None,
-        limit: Limit = None,
-        max_tokens: Annotated[
-            int | None, typer.Option(metavar="N", help="Paraphraser max_tokens (paper 1024; smoke 96).")
-        ] = None,
-        fuzzy: Annotated[
-            str, typer.Option(help="B.3 score 1 (fuzzy match) counts as: wrong (paper's reward) or correct.")
-        ] = "wrong",
-        no_diversity: Annotated[
-            bool, typer.Option("--no-diversity", help="Skip the diversity scores (MiniLM).")
-        ] = False,
-        out: Out = None,
-        overwrite: Overwrite = False,
-        timeout: Timeout = 120.0,
-        max_retry_after: MaxRetryAfter = 600.0,
-    ) -> None:
+    @bind(BuildHr1ParaphrasesConfig)
+    def build_hr1_paraphrases(cfg: BuildHr1ParaphrasesConfig, dry_run: DryRun = False) -> None:
         """Build a paraphrase corpus (with no arguments: the offline smoke corpus).
 
         The smoke corpus: 24 packaged TruthfulQA questions, K = 4, local:smollm2 as paraphraser, QA model and
-        judge, with capped lengths; its card says so."""
-        smoke = not source
-        if fuzzy not in ("wrong", "correct"):
-            raise UsageError(f"--fuzzy {fuzzy}: wrong or correct")
-        loads = _loads(source, online)
-        base = SMOKE_PLAN if smoke else RunPlan(qa_scope="all")
-        judges = Judges() if smoke and judge != SMOKE_MODEL else base.judges  # a real judge gets its full length
-        decoding = base.decoding if max_tokens is None else Decoding(max_tokens=max_tokens)
-        plan = RunPlan(
-            k=k or base.k,
-            decoding=decoding,
-            qa_decoding=base.qa_decoding if smoke else QADecoding(),
-            grading=Grading(fuzzy=fuzzy),  # type: ignore[arg-type]
-            judges=judges,
-            qa_scope=base.qa_scope,
-        )
-        smoke_models = smoke and SMOKE_MODEL in (paraphraser, qa_model, judge)
+        judge, with capped lengths (--preset smoke); its card says so."""
+        cfg = _with_preset(cfg, bool(cfg.source))
+        out = cfg.out or Path("hr1-paraphrases")
+        qa = model_or_none(cfg.qa_model)
+        roles = {"paraphraser": cfg.paraphraser, "qa model": qa, "judge": cfg.judge}
+        _preflight(roles, out, cfg.overwrite, dry_run, [f"K {cfg.k}, max_tokens {cfg.max_tokens}"])
+        if dry_run:
+            return
+        loads = _loads(cfg.source, cfg.online)
+        plan = _plan(cfg, k=cfg.k, grading=Grading(fuzzy=cfg.fuzzy), qa_scope="all")
         res = build_paraphrase_corpus(
-            out or Path("hr1-paraphrases"),
+            out,
             loads,
-            paraphraser=paraphraser,
-            qa=None if qa_model.lower() == "none" else qa_model,
-            judge=judge,
+            paraphraser=cfg.paraphraser,
+            qa=qa,
+            judge=cfg.judge,
             plan=plan,
-            limit=limit if limit is not None else (SMOKE_QUESTIONS if smoke else None),
-            overwrite=overwrite,
-            smoke=smoke_models,
-            diversity=not no_diversity,
-            llm_options=CallOptions(timeout=timeout, max_retry_after=max_retry_after).llm_kwargs(),
+            limit=cfg.limit,
+            overwrite=cfg.overwrite,
+            smoke=cfg.preset == "smoke",
+            diversity=cfg.diversity,
+            llm_options=cfg.llm_kwargs(),
         )
         _done(res)
 
     @build_app.command("hr1-sft")
-    def build_hr1_sft(
-        source: Sources = None,
-        online: Online = False,
-        stand_in_split: StandIn = None,
-        eval_set: EvalSets = None,
-        drop_leaking: DropLeaking = False,
-        paraphraser: Annotated[
-            str, typer.Option(metavar="SPEC", help="Paraphrase model (Hallucination-R1).")
-        ] = SMOKE_MODEL,
-        judge: Annotated[str, typer.Option(metavar="SPEC", help="Consistency judge (Listing B.2).")] = SMOKE_MODEL,
-        k: Annotated[int, typer.Option("--k", min=1, help="Paraphrases per question.")] = 4,
-        limit: Limit = None,
-        out: Out = None,
-        overwrite: Overwrite = False,
-        timeout: Timeout = 120.0,
-        max_retry_after: MaxRetryAfter = 600.0,
-    ) -> None:
-        """Build the SFT corpus: consistent paraphrases of SimpleQuestions train with the gold answer (appendix E.1)."""
-        train, evals = _train_and_eval(source, online, stand_in_split, eval_set)
+    @bind(BuildHr1SftConfig)
+    def build_hr1_sft(cfg: BuildHr1SftConfig, dry_run: DryRun = False) -> None:
+        """Build the SFT corpus: consistent paraphrases of SimpleQuestions train with the gold answer (appendix E.1).
+        The training questions are screened for split leakage before any model call."""
+        typer.echo(f"preset: {cfg.preset or 'none (the defaults)'}")
+        out = cfg.out or Path("hr1-sft")
+        _preflight({"paraphraser": cfg.paraphraser, "judge": cfg.judge}, out, cfg.overwrite, dry_run)
+        train, evals = _train_and_eval(cfg.source, cfg.online, cfg.stand_in_split, cfg.eval_set)
+        if dry_run:
+            _screen_dry(train, evals, cfg.drop_leaking)
+            return
         res = build_sft_corpus(
-            out or Path("hr1-sft"),
+            out,
             train,
-            paraphraser=paraphraser,
-            judge=judge,
+            paraphraser=cfg.paraphraser,
+            judge=cfg.judge,
             eval_sets=evals,
-            k=k,
-            limit=limit,
-            overwrite=overwrite,
-            drop_leaking=drop_leaking,
-            llm_options=CallOptions(timeout=timeout, max_retry_after=max_retry_after).llm_kwargs(),
+            k=cfg.k,
+            limit=cfg.limit,
+            overwrite=cfg.overwrite,
+            drop_leaking=cfg.drop_leaking,
+            llm_options=cfg.llm_kwargs(),
+            plan=_plan(cfg, k=cfg.k, qa_scope="all"),
         )
         _done(res)
 
     @build_app.command("hr1-grpo")
-    def build_hr1_grpo(
-        source: Sources = None,
-        online: Online = False,
-        stand_in_split: StandIn = None,
-        eval_set: EvalSets = None,
-        drop_leaking: DropLeaking = False,
-        qa_model: Annotated[
-            str,
-            typer.Option(
-                "--qa-model", metavar="SPEC", help="The QA model whose correct answers are kept (paper: Qwen2.5-3B)."
-            ),
-        ] = SMOKE_MODEL,
-        judge: Annotated[str, typer.Option(metavar="SPEC", help="Answer judge (Listing B.3).")] = SMOKE_MODEL,
-        limit: Limit = None,
-        out: Out = None,
-        overwrite: Overwrite = False,
-        timeout: Timeout = 120.0,
-        max_retry_after: MaxRetryAfter = 600.0,
-    ) -> None:
-        """Build the GRPO prompt corpus: SimpleQuestions train questions the QA model answers correctly (appendix C.1)."""
-        train, evals = _train_and_eval(source, online, stand_in_split, eval_set)
+    @bind(BuildHr1GrpoConfig)
+    def build_hr1_grpo(cfg: BuildHr1GrpoConfig, dry_run: DryRun = False) -> None:
+        """Build the GRPO prompt corpus: SimpleQuestions train questions the QA model answers correctly (appendix C.1).
+        The training questions are screened for split leakage before any model call."""
+        typer.echo(f"preset: {cfg.preset or 'none (the defaults)'}")
+        out = cfg.out or Path("hr1-grpo")
+        _preflight({"qa model": cfg.qa_model, "judge": cfg.judge}, out, cfg.overwrite, dry_run)
+        train, evals = _train_and_eval(cfg.source, cfg.online, cfg.stand_in_split, cfg.eval_set)
+        if dry_run:
+            _screen_dry(train, evals, cfg.drop_leaking)
+            return
         res = build_grpo_corpus(
-            out or Path("hr1-grpo"),
+            out,
             train,
-            qa=qa_model,
-            judge=judge,
+            qa=cfg.qa_model,
+            judge=cfg.judge,
             eval_sets=evals,
-            limit=limit,
-            overwrite=overwrite,
-            drop_leaking=drop_leaking,
-            llm_options=CallOptions(timeout=timeout, max_retry_after=max_retry_after).llm_kwargs(),
+            limit=cfg.limit,
+            overwrite=cfg.overwrite,
+            drop_leaking=cfg.drop_leaking,
+            llm_options=cfg.llm_kwargs(),
+            plan=_plan(cfg),
         )
         _done(res)
+
+
+def _screen_dry(train: LoadResult, evals: dict, drop: bool) -> None:
+    """--dry-run of a training corpus: the split-leakage screen of its questions (no model call)."""
+    from phr.builders.hr1 import _screen_questions
+
+    kept, dropped = _screen_questions(train.questions, evals, None, drop)
+    typer.echo(f"plan: {len(kept)} training questions pass the split-leakage screen ({len(dropped)} dropped)")
+    typer.echo("dry run: all checks passed; nothing was called")
 
 
 def register_eval(eval_app: typer.Typer) -> None:
     """Add ``phr-publish eval hr1``."""
 
     @eval_app.command("hr1")
-    def eval_hr1(
-        dataset: Annotated[
-            list[str] | None,
-            typer.Option(
-                "--dataset",
-                metavar="NAME=PATH",
-                help=f"An evaluation set: source NAME ({', '.join(SOURCES)}) and its released files (NAME alone with "
-                "--online). Repeatable. Default: the 24 packaged TruthfulQA questions.",
-            ),
-        ] = None,
-        online: Online = False,
-        paraphraser: Annotated[str, typer.Option(metavar="SPEC", help="The paraphraser under test.")] = SMOKE_MODEL,
-        qa_model: Annotated[str, typer.Option("--qa-model", metavar="SPEC", help="The target QA model.")] = SMOKE_MODEL,
-        judge: Annotated[
-            str, typer.Option(metavar="SPEC", help="Judge of Listings B.2 and B.3 (paper: DeepSeek-V3).")
-        ] = SMOKE_MODEL,
-        k: Annotated[
-            int | None, typer.Option("--k", min=1, help="Paraphrases per question (default 5; --table 4: 8).")
-        ] = None,
-        table: Annotated[
-            str, typer.Option("--table", help="2 (Tables 1-3: robustness, default) or 4 (SFT metrics).")
-        ] = "2",
-        judges: Annotated[
-            str | None,
-            typer.Option(metavar="A,B,C", help="More consistency judges for Table 7 (comma-separated specs)."),
-        ] = None,
-        human: Annotated[
-            Path | None,
-            typer.Option(metavar="CSV", help="Human consistency labels for Table 7 (question_id,k,annotator,label)."),
-        ] = None,
-        limit: Limit = None,
-        fuzzy: Annotated[
-            str, typer.Option(help="B.3 score 1 (fuzzy match) counts as: wrong (default) or correct.")
-        ] = "wrong",
-        no_diversity: Annotated[
-            bool, typer.Option("--no-diversity", help="Skip Table 1's diversity (MiniLM).")
-        ] = False,
-        out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Run folder.")] = Path("runs/hr1"),
-        overwrite: Overwrite = False,
-        timeout: Timeout = 120.0,
-        max_retry_after: MaxRetryAfter = 600.0,
-    ) -> None:
+    @bind(EvalHr1Config)
+    def eval_hr1(cfg: EvalHr1Config, dry_run: DryRun = False) -> None:
         """Evaluate a paraphraser against a QA model: Tables 1-3 (or 4), and 7 with --judges/--human."""
-        if table not in ("2", "4"):
-            raise UsageError(f"--table {table}: 2 (robustness, Tables 1-3) or 4 (SFT metrics)")
-        if fuzzy not in ("wrong", "correct"):
-            raise UsageError(f"--fuzzy {fuzzy}: wrong or correct")
-        loads = _loads(dataset, online)
-        sets = {ld.source: (ld.questions[:limit] if limit else ld.questions) for ld in loads}
+        cfg = _with_preset(cfg, bool(cfg.dataset))
+        extra = [j.strip() for j in (cfg.judges or "").split(",") if j.strip()]
+        roles = {"paraphraser": cfg.paraphraser, "qa model": cfg.qa_model, "judge": cfg.judge}
+        roles |= {f"judge {n + 2}": j for n, j in enumerate(extra)}
+        _preflight(roles, cfg.out, cfg.overwrite, dry_run)
+        if dry_run:
+            return
+        loads = _loads(cfg.dataset, cfg.online)
+        sets = {ld.source: (ld.questions[: cfg.limit] if cfg.limit else ld.questions) for ld in loads}
         if len(sets) != len(loads):
             raise UsageError("give each --dataset source once")
-        plan = RunPlan(grading=Grading(fuzzy=fuzzy))  # type: ignore[arg-type]
-        if SMOKE_MODEL in (paraphraser, qa_model, judge):
-            plan = replace(SMOKE_PLAN, grading=plan.grading)
+        plan = _plan(cfg, grading=Grading(fuzzy=cfg.fuzzy))
         res = evaluate(
             sets,
-            paraphraser=paraphraser,
-            qa=qa_model,
-            judge=judge,
-            out=out,
-            table="sft" if table == "4" else "robustness",
-            k=k,
+            paraphraser=cfg.paraphraser,
+            qa=cfg.qa_model,
+            judge=cfg.judge,
+            out=cfg.out,
+            table="sft" if cfg.table == "4" else "robustness",
+            k=cfg.k,
             plan=plan,
             metrics=MetricSettings(grading=plan.grading),
-            judges=[j.strip() for j in (judges or "").split(",") if j.strip()],
-            human=human,
-            diversity=not no_diversity,
-            overwrite=overwrite,
-            llm_options=CallOptions(timeout=timeout, max_retry_after=max_retry_after).llm_kwargs(),
+            judges=extra,
+            human=cfg.human,
+            diversity=cfg.diversity,
+            overwrite=cfg.overwrite,
+            llm_options=cfg.llm_kwargs(),
         )
         res.summary.print()
         typer.echo((res.out / "report.md").read_text())
