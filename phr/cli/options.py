@@ -19,7 +19,6 @@ CONFIG_PARAM = "config_file"
 def _help(cls: type[OpConfig], name: str) -> str:
     f = cls.model_fields[name]
     text = f.description or ""
-    allowed = choices(cls, name)
     if name == "preset" and cls.presets:
         shown = "; ".join(f"{p}: {v or 'the defaults'}" for p, v in cls.presets.items())
         text += f" Presets: {shown}."
@@ -49,8 +48,9 @@ def _cli_type(cls: type[OpConfig], name: str) -> Any:
     return str  # Literal choices and unions (int | "model"): validated by the config
 
 
-def parameters(cls: type[OpConfig]) -> list[inspect.Parameter]:
-    """One keyword parameter per field (typer annotations), and ``--config``."""
+def parameters(cls: type[OpConfig], config_option: bool = True) -> list[inspect.Parameter]:
+    """One keyword parameter per field (typer annotations), and ``--config`` (unless ``config_option`` is off:
+    the training commands' --config is the recipe, itself the YAML of their settings)."""
     out = []
     for name in field_order(cls):
         f = cls.model_fields[name]
@@ -62,9 +62,7 @@ def parameters(cls: type[OpConfig]) -> list[inspect.Parameter]:
             default = inspect.Parameter.empty if f.is_required() else None
         else:
             decls = [f"{flag}/--no-{flag.removeprefix('--')}"] if t is bool else [flag]
-            allowed = choices(cls, name)
-            metavar = "[" + "|".join(allowed) + "]" if allowed else "SPEC" if name in _SPECS else None
-            metavar = None if t is bool else metavar
+            metavar = None if t is bool else _metavar(cls, name, t)
             info = typer.Option(*decls, help=_help(cls, name), show_default=False, metavar=metavar)
             ann, default = Annotated[t | None, info], None
         out.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=ann, default=default))
@@ -73,12 +71,26 @@ def parameters(cls: type[OpConfig]) -> list[inspect.Parameter]:
         metavar="FILE.yaml",
         help="Settings from a YAML file (keys: the flags' names with _); flags override it.",
     )
+    if not config_option:
+        return out
     out.append(
         inspect.Parameter(
             CONFIG_PARAM, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[Path | None, config], default=None
         )
     )
     return out
+
+
+def _metavar(cls: type[OpConfig], name: str, t: Any) -> str:
+    extra = cls.model_fields[name].json_schema_extra
+    if isinstance(extra, dict) and extra.get("metavar"):
+        return str(extra["metavar"])
+    allowed = choices(cls, name)
+    if allowed:
+        return "[" + "|".join(allowed) + "]"
+    if name in _SPECS:
+        return "SPEC"
+    return {int: "N", float: "X", Path: "PATH"}.get(t, "TEXT")
 
 
 _SPECS = {"model", "scorer", "judge", "grader", "paraphraser", "qa_model", "generator"}
@@ -93,7 +105,7 @@ def config_from_params(cls: type[OpConfig], params: dict) -> OpConfig:
     return resolve(cls, file=params.get(CONFIG_PARAM), flags=flags)
 
 
-def bind(cls: type[OpConfig]) -> Callable:
+def bind(cls: type[OpConfig], *, config_option: bool = True) -> Callable:
     """Decorator: ``fn(cfg, **other)`` becomes a typer command taking ``cls``'s flags and ``--config``."""
 
     def deco(fn: Callable) -> Callable:
@@ -104,12 +116,12 @@ def bind(cls: type[OpConfig]) -> Callable:
             raise TypeError(f"{fn.__name__}: parameters {sorted(clash)} are fields of {cls.__name__}")
 
         def command(**kw):
-            params = {k: kw.pop(k) for k in [*cls.model_fields, CONFIG_PARAM]}
+            params = {k: kw.pop(k) for k in [*cls.model_fields, CONFIG_PARAM] if k in kw}
             return fn(config_from_params(cls, params), **kw)
 
         command.__name__, command.__doc__ = fn.__name__, fn.__doc__
         own = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]
-        command.__signature__ = inspect.Signature(parameters(cls) + own)  # type: ignore[attr-defined]
+        command.__signature__ = inspect.Signature(parameters(cls, config_option) + own)  # type: ignore[attr-defined]
         command.config_class = cls  # type: ignore[attr-defined]
         return command
 

@@ -8,6 +8,8 @@ from typing import Annotated
 import typer
 
 from phr.cli.common import new_app
+from phr.cli.options import DryRun, bind
+from phr.config.ops import TrainGrpoConfig, TrainSftConfig
 from phr.core.errors import UsageError
 
 train_app = new_app("Train the Hallucination-R1 paraphraser (GRPO, two stages) or a LoRA SFT model, with TRL.")
@@ -72,55 +74,48 @@ def _finish(res) -> None:
         typer.echo(line)
 
 
-@train_app.command("grpo")
-def grpo_cmd(
-    config: Config,
-    stage: Annotated[int, typer.Option("--stage", help="1 (R_stab) or 2 (R_train, from the stage-1 checkpoint).")],
-    resume: Resume = False,
-    data: Data = None,
-    output_dir: OutputDir = None,
-    init_from: Annotated[
-        Path | None,
-        typer.Option("--init-from", metavar="DIR", help="Stage 2: the stage-1 checkpoint (model.init_from)."),
-    ] = None,
-    max_steps: MaxSteps = None,
-    set_: Set = None,
-) -> None:
-    """One GRPO stage of a recipe; prints where it writes, progress, and a summary."""
+def _recipe(cfg, init_from: Path | None = None):
     from phr.training.config import load_recipe
+
+    return load_recipe(cfg.recipe, **_overrides(cfg.data, cfg.output_dir, cfg.max_steps, init_from, cfg.set))
+
+
+def _preflight(recipe, dry_run: bool) -> None:
+    """The recipe's checks (reward models and keys, corpus, extras) and plan; --dry-run stops here."""
+    from phr.training.preflight import check_recipe
+
+    check_recipe(recipe).finish(dry_run, echo=typer.echo)
+
+
+@train_app.command("grpo")
+@bind(TrainGrpoConfig, config_option=False)
+def grpo_cmd(cfg: TrainGrpoConfig, dry_run: DryRun = False) -> None:
+    """One GRPO stage of a recipe; prints where it writes, progress, and a summary."""
+    recipe = _recipe(cfg, cfg.init_from)
+    if recipe.method != "grpo":
+        raise UsageError(f"--config {cfg.recipe} is a {recipe.method} recipe: use phr-publish train {recipe.method}")
+    if cfg.stage is not None and recipe.stage != cfg.stage:
+        raise UsageError(f"--stage {cfg.stage}, but {recipe.source} is a stage-{recipe.stage} recipe")
+    _preflight(recipe, dry_run)
+    if dry_run:
+        return
     from phr.training.grpo import train_grpo
 
-    recipe = load_recipe(config, **_overrides(data, output_dir, max_steps, init_from, set_))
-    if recipe.method != "grpo":
-        raise UsageError(f"--config {config} is a {recipe.method} recipe: use phr-publish train {recipe.method}")
-    if recipe.stage != stage:
-        raise UsageError(f"--stage {stage}, but {recipe.source} is a stage-{recipe.stage} recipe")
-    typer.echo(f"GRPO stage {stage}: writing to {Path(recipe.trainer['output_dir']).resolve()}", err=True)
-    _finish(train_grpo(recipe, resume=resume))
+    typer.echo(f"GRPO stage {recipe.stage}: writing to {Path(recipe.trainer['output_dir']).resolve()}", err=True)
+    _finish(train_grpo(recipe, resume=cfg.resume))
 
 
 @train_app.command("sft")
-def sft_cmd(
-    config: Config,
-    resume: Resume = False,
-    merge: Annotated[
-        bool | None,
-        typer.Option(
-            "--merge/--no-merge",
-            help="Also write merged/ (LoRA merged into a full model). Default: the recipe's lora.merge.",
-        ),
-    ] = None,
-    data: Data = None,
-    output_dir: OutputDir = None,
-    max_steps: MaxSteps = None,
-    set_: Set = None,
-) -> None:
+@bind(TrainSftConfig, config_option=False)
+def sft_cmd(cfg: TrainSftConfig, dry_run: DryRun = False) -> None:
     """(LoRA) SFT on an hr1-sft corpus, loss on the answer tokens only."""
-    from phr.training.config import load_recipe
+    recipe = _recipe(cfg)
+    if recipe.method != "sft":
+        raise UsageError(f"--config {cfg.recipe} is a {recipe.method} recipe: use phr-publish train {recipe.method}")
+    _preflight(recipe, dry_run)
+    if dry_run:
+        return
     from phr.training.sft import train_sft
 
-    recipe = load_recipe(config, **_overrides(data, output_dir, max_steps, sets=set_))
-    if recipe.method != "sft":
-        raise UsageError(f"--config {config} is a {recipe.method} recipe: use phr-publish train {recipe.method}")
     typer.echo(f"SFT: writing to {Path(recipe.trainer['output_dir']).resolve()}", err=True)
-    _finish(train_sft(recipe, resume=resume, merge=merge))
+    _finish(train_sft(recipe, resume=cfg.resume, merge=cfg.merge))

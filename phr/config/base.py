@@ -26,10 +26,18 @@ class ConfigError(UsageError):
     """A run setting that cannot be used (the message names the file and key, or the flag)."""
 
 
-def setting(default: Any = ..., doc: str = "", *, paper: str | None = None, flag: str | None = None, **kw) -> Any:
+def setting(
+    default: Any = ...,
+    doc: str = "",
+    *,
+    paper: str | None = None,
+    flag: str | None = None,
+    metavar: str | None = None,
+    **kw,
+) -> Any:
     """A config field: its default, what it means (``doc``, the help text), the paper section it stands for,
-    and its flag (default ``--field-name``); ``kw`` are pydantic constraints (``ge=1``)."""
-    extra = {k: v for k, v in (("paper", paper), ("flag", flag)) if v is not None}
+    its flag (default ``--field-name``) and metavar; ``kw`` are pydantic constraints (``ge=1``)."""
+    extra = {k: v for k, v in (("paper", paper), ("flag", flag), ("metavar", metavar)) if v is not None}
     return Field(default, description=doc, json_schema_extra=extra or None, **kw)
 
 

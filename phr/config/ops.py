@@ -167,7 +167,9 @@ class EvalHr1Config(HR1Decoding, Calls):
         f"({SMOKE_DECODING}) for the offline model. The no-argument offline default runs 'smoke'.",
     )
     dataset: list[str] = setting(
-        [], "Evaluation sets NAME=PATH (NAME alone with --online); default: the packaged TruthfulQA questions."
+        [],
+        "Evaluation sets NAME=PATH (NAME alone with --online); default: the packaged TruthfulQA questions. Repeatable.",
+        metavar="NAME=PATH",
     )
     online: bool = setting(False, "Load sources given without a path from the Hub.")
     paraphraser: str = setting(OFFLINE_MODEL, "The paraphraser under test.", paper="§3")
@@ -187,7 +189,9 @@ class EvalHr1Config(HR1Decoding, Calls):
 class HR1Build(HR1Decoding, Calls):
     """What the Hallucination-R1 corpus builds share."""
 
-    source: list[str] = setting([], "Sources NAME=PATH (NAME alone with --online loads the Hub copy).")
+    source: list[str] = setting(
+        [], "Sources NAME=PATH (NAME alone with --online loads the Hub copy). Repeatable.", metavar="NAME=PATH"
+    )
     online: bool = setting(False, "Load sources given without a path from the Hub.")
     judge: str = setting(OFFLINE_MODEL, "Judge of Listings B.2 and B.3.", paper="§3.2")
     limit: int | None = setting(None, "At most N questions per source.", ge=1)
@@ -202,7 +206,10 @@ class HR1TrainingBuild(HR1Build):
         None, "Split one released split into train and test (even-train-odd-test); the card says so."
     )
     eval_set: list[str] = setting(
-        [], "Evaluation sets NAME=PATH the corpus must not overlap (NAME=stand-in: the other half).", paper="App. C.1"
+        [],
+        "Evaluation sets NAME=PATH the corpus must not overlap (NAME=stand-in: the other half). Repeatable.",
+        paper="App. C.1",
+        metavar="NAME=PATH",
     )
     drop_leaking: bool = setting(False, "Leave out overlapping training rows (listed) instead of failing.")
 
@@ -284,13 +291,18 @@ class TrainConfig(OpConfig):
     """What `train grpo` / `train sft` take besides the recipe's sections (docs/training.md)."""
 
     recipe: str = setting(
-        ..., "A recipe YAML, or a packaged recipe name (e.g. paper-qwen2.5-3b-stage1, tiny-stage1, tiny-sft)."
+        ...,
+        "A recipe YAML, or a packaged recipe name (e.g. paper-qwen2.5-3b-stage1, tiny-stage1, tiny-sft).",
+        flag="--config",
+        metavar="FILE",
     )
     resume: bool = setting(False, "Continue from the last checkpoint-N of the output folder.")
     data: Path | None = setting(None, "Corpus folder (overrides data.path).")
     output_dir: Path | None = setting(None, "Run folder (overrides trainer.output_dir).")
     max_steps: int | None = setting(None, "Overrides trainer.max_steps.", ge=1)
-    set: list[str] = setting([], "Override one recipe value SECTION.KEY=VALUE (VALUE read as YAML). Repeatable.")
+    set: list[str] = setting(
+        [], "Override one recipe value (VALUE read as YAML). Repeatable.", metavar="SECTION.KEY=VALUE"
+    )
 
 
 class TrainGrpoConfig(TrainConfig):
