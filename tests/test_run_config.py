@@ -123,8 +123,8 @@ EXAMPLES = {
     "build hr1-grpo": {"source": ["simplequestions=s"], "qa_model": "hf:q", "preset": "smoke", "drop_leaking": True},
     "train grpo": {"recipe": "tiny-stage1", "max_steps": 2, "set": ["trainer.seed=3"]},
     "train sft": {"recipe": "tiny-sft", "merge": False},
-    "analyze predictor": {"results": ["r.json"], "folds": 3},
-    "analyze paraphrases": {"corpus": "c", "final_norm": False},
+    "analyze predictor": {"results": ["r.json"], "dataset": "d", "folds": 3, "judge": "none"},
+    "analyze paraphrases": {"corpus": "c", "model": "hf:m", "final_norm": False, "layer": 0},
 }
 
 
@@ -138,4 +138,153 @@ def test_round_trip_yaml_config_flags(cls, tmp_path):
     f.write_text(yaml.safe_dump(values))
     cfg = resolve(cls, file=f)
     assert _parse(_argv(cfg)) == cfg
-    assert _parse([*cls.command, "--config", str(f)]) == cfg
+    if cls.command[0] != "train":
+        assert _parse([*cls.command, "--config", str(f)]) == cfg
+        return
+    # training: --config is the recipe; its overrides reach the recipe as they would from the flags
+    from phr.cli.train import _recipe
+
+    recipe = _recipe(_parse(_argv(cfg)))
+    assert recipe.source.endswith(f"config_{values['recipe']}.yaml")
+    if "max_steps" in values:
+        assert recipe.trainer["max_steps"] == 2 and recipe.trainer["seed"] == 3
+
+
+# ---- presets: named, printed, never switched on silently (item 3) ---------------------------------------------
+
+
+@pytest.fixture
+def captured(monkeypatch):
+    """``eval hr1`` up to the library call: the plan and K it would run with (no model is loaded)."""
+    import phr.cli.hr1 as hr1
+
+    seen = {}
+
+    def evaluate(sets, **kw):
+        seen.update(kw, sets=sets)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(hr1, "evaluate", evaluate)
+    return seen
+
+
+def test_a_non_smoke_run_judged_by_the_offline_model_keeps_full_lengths(captured, tmp_path):
+    r = runner.invoke(app, ["eval", "hr1", "--preset", "paper", "--judge", "local:smollm2", "--out", str(tmp_path / "o")])
+    assert r.exit_code == 0, r.output
+    assert "preset: paper" in r.output
+    plan = captured["plan"]
+    assert (plan.decoding.max_tokens, plan.qa_decoding.max_tokens, plan.judges.max_tokens) == (1024, 64, 512)
+    assert captured["k"] is None  # the table's K (5), not the smoke run's 4
+
+
+def test_the_no_argument_default_runs_the_named_smoke_preset(captured, tmp_path):
+    r = runner.invoke(app, ["eval", "hr1", "--out", str(tmp_path / "o"), "--max-tokens", "120"])
+    assert r.exit_code == 0, r.output
+    assert "preset: smoke (the no-argument offline default" in r.output
+    plan = captured["plan"]
+    assert (plan.decoding.max_tokens, plan.qa_decoding.max_tokens, plan.judges.max_tokens) == (120, 24, 48)
+    assert captured["k"] == 4 and len(captured["sets"]["truthfulqa"]) == 24
+
+
+def test_presets_are_listed_in_help():
+    out = runner.invoke(app, ["eval", "hr1", "--help"]).output
+    assert "--preset [paper|smoke]" in out and "smoke: {'max_tokens': 96" in out
+    assert "Presets: paper:" in runner.invoke(app, ["eval", "phrbench", "--help"]).output
+
+
+# ---- preflight (item 4) -------------------------------------------------------------------------------------------
+
+
+def test_train_grpo_dry_run_without_the_deepseek_key_stops_before_any_call(fake_openai, monkeypatch, tmp_path):
+    srv = fake_openai()
+    monkeypatch.delenv("OPENAI_COMPATIBLE_API_KEY", raising=False)
+    monkeypatch.chdir(tmp_path)
+    r = cli("train", "grpo", "--config", "paper-qwen2.5-3b-stage1", "--dry-run")
+    assert r.exit_code == 2
+    assert "set the environment variable OPENAI_COMPATIBLE_API_KEY" in r.output
+    assert "data.path hr1-grpo is not a folder" in r.output  # every problem is listed, not the first one
+    assert srv.server.count == 0 and not (tmp_path / "runs").exists()
+
+
+def test_eval_dry_run_prints_calls_tokens_and_cost(fake_openai, mini_folder, tmp_path):
+    srv = fake_openai()
+    r = cli("eval", "phrbench", "--preset", "paper", "--model", "openai:gpt-4o", "--dataset", mini_folder, "--dry-run")
+    assert r.exit_code == 0, r.output
+    # 170 prompts of PHRBench-mini x 10 samples, each at most gpt-4o's 16,384 output tokens ($10 / 1M)
+    assert "170 prompts x 10 samples, max_tokens 16384" in r.output
+    assert "openai:gpt-4o: 170 requests, 1700 samples (cached 0/1700)" in r.output
+    assert "<= 27,852,800 completion tokens" in r.output and "<= $2" in r.output
+    assert srv.server.count == 0 and not (tmp_path / "runs").exists()
+    # the share already cached: generate one question's three prompts once, then plan again
+    small = ["eval", "phrbench", "--model", "openai:gpt-4o", "--dataset", mini_folder, "--limit", 1, "--samples", 2]
+    small += ["--max-tokens", 32, "--scorer", "none", "--no-plots", "--runs", tmp_path / "runs"]
+    assert cli(*small).exit_code == 0
+    again = cli(*small, "--limit", 2, "--dry-run")
+    assert "openai:gpt-4o: 6 requests, 12 samples (cached 6/12)" in again.output, again.output
+
+
+def test_preflight_lists_every_problem(monkeypatch, mini_folder, tmp_path):
+    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_COMPATIBLE_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    r = cli(
+        "eval", "phrbench", "--preset", "paper", "--model", "openai-compatible:https://api.example.org/v1#big",
+        "--judge", "anthropic:claude-x", "--grader", "google:gemini-x", "--dataset", mini_folder, "--dry-run",
+    )  # fmt: skip
+    assert r.exit_code == 2
+    assert "set the environment variable OPENAI_COMPATIBLE_API_KEY" in r.output
+    assert "set the environment variable ANTHROPIC_API_KEY" in r.output
+    assert "GEMINI_API_KEY or GOOGLE_API_KEY" in r.output
+    assert "maximum output length of openai-compatible:https://api.example.org/v1#big is not known" in r.output
+    # a local server may have no key; its limit comes from $PHR_MODEL_LIMITS
+    limits = tmp_path / "limits.toml"
+    limits.write_text('[limits]\n"openai-compatible:*#small" = { max_output_tokens = 777, source = "test" }\n')
+    monkeypatch.setenv("PHR_MODEL_LIMITS", str(limits))
+    ok = cli("eval", "phrbench", "--preset", "paper", "--model", "openai-compatible:http://127.0.0.1:9/v1#small",
+             "--dataset", mini_folder, "--limit", 1, "--dry-run")  # fmt: skip
+    assert ok.exit_code == 0, ok.output
+    assert "max_tokens 777" in ok.output and "(cached unknown)" not in ok.output
+
+
+def test_a_hosted_openai_compatible_endpoint_needs_its_key(monkeypatch):
+    from phr.core.errors import MissingAPIKeyError
+    from phr.llm.spec import make_provider
+
+    monkeypatch.delenv("OPENAI_COMPATIBLE_API_KEY", raising=False)
+    with pytest.raises(MissingAPIKeyError, match="OPENAI_COMPATIBLE_API_KEY"):
+        make_provider("openai-compatible:https://api.deepseek.com/v1#deepseek-chat")
+    assert make_provider("openai-compatible:http://localhost:8000/v1#m")._api_key == "EMPTY"
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "sk-deepseek-0123456789")
+    assert make_provider("openai-compatible:https://api.deepseek.com/v1#deepseek-chat")._api_key.startswith("sk-deep")
+
+
+def test_a_provider_registers_itself(monkeypatch):
+    from phr.llm import spec
+    from phr.llm.preflight import Preflight
+
+    monkeypatch.setattr(spec, "PROVIDERS", dict(spec.PROVIDERS))
+
+    @spec.provider("echo", "echo:<model>", keys=("ECHO_KEY",))
+    def _echo(rest, **options):
+        return spec.PROVIDERS["openai"].make(rest, api_key="sk-echo-0123456789", **options)
+
+    assert spec.make_provider("echo:m").model == "m"
+    monkeypatch.delenv("ECHO_KEY", raising=False)
+    pf = Preflight()
+    assert pf.model("judge", "echo:m") is False and pf.problems == [
+        "judge echo:m: needs an API key: set the environment variable ECHO_KEY"
+    ]
+    assert "echo:<model>" in str(pytest.raises(Exception, spec.make_provider, "nope:x").value)
+
+
+def test_one_rule_for_no_model():
+    from phr.config.defaults import is_no_model
+
+    assert [is_no_model(s) for s in (None, "none", "None", "off", "", "local:smollm2")] == [True] * 5 + [False]
+
+
+@pytest.mark.slow
+def test_build_phrbench_judge_off_is_no_judge(tmp_path):
+    r = cli("build", "phrbench", "--judge", "off", "--out", tmp_path / "b")
+    assert r.exit_code == 0, r.output
+    manifest = json.loads(next((tmp_path / "b").glob("**/manifest.json")).read_text())
+    assert "off" not in json.dumps(manifest.get("judge"))

@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated
-
 import typer
 
+from phr.cli.options import bind
+from phr.config.ops import AnalyzeParaphrasesConfig
 from phr.core.errors import UsageError
 from phr.eval.hr1_diagnostics import DiagnosticSettings, analyze, read_paraphrase_corpus
 from phr.eval.hr1_diagnostics_report import SUMMARY_MD, write_outputs
@@ -23,37 +22,20 @@ def _progress_factory(progress):
     return start
 
 
-def paraphrases(
-    corpus: Annotated[Path, typer.Option("--corpus", metavar="DIR", help="An hr1-paraphrases corpus folder.")],
-    model: Annotated[
-        str, typer.Option("--model", metavar="SPEC", help="The in-process model for hidden states (hf:..., local:...).")
-    ],
-    layer: Annotated[
-        int | None,
-        typer.Option(
-            "--layer",
-            metavar="N",
-            help="hidden_states index for d_Q / d_QA (0 = embeddings; default: half the blocks).",
-        ),
-    ] = None,
-    out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Output folder.")] = Path("hr1-diagnostics"),
-    normalize: Annotated[str, typer.Option(help="Embeddings before the L2 distance: l2 (normalised) or none.")] = "l2",
-    final_norm: Annotated[
-        bool, typer.Option("--final-norm/--no-final-norm", help="Logit lens: apply the model's final norm.")
-    ] = True,
-    cases: Annotated[int, typer.Option("--cases", metavar="N", help="RF cases in the logit-lens heat map.")] = 4,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 8,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output folder.")] = False,
-) -> None:
+@bind(AnalyzeParaphrasesConfig)
+def paraphrases(cfg: AnalyzeParaphrasesConfig) -> None:
     """Diagnose why paraphrases fail: surface shifts, embedding drift and the logit lens (Eq. 11-18), RF vs RP."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    if normalize not in ("l2", "none"):
-        raise UsageError(f"--normalize must be l2 or none, not {normalize!r}")
+    out, overwrite, model, corpus = cfg.out, cfg.overwrite, cfg.model, cfg.corpus
     if out.exists() and not overwrite:
         raise UsageError(f"{out} exists (use --overwrite to replace it)")
     settings = DiagnosticSettings(
-        layer=layer, normalize=normalize, final_norm=final_norm, lens_cases=cases, batch_size=batch_size
+        layer=cfg.layer,
+        normalize=cfg.normalize,
+        final_norm=cfg.final_norm,
+        lens_cases=cfg.cases,
+        batch_size=cfg.batch_size,
     )
     results = read_paraphrase_corpus(corpus)
     provider = require_scoring(make_provider(model), "analyze paraphrases")

@@ -53,13 +53,11 @@ def parameters(cls: type[OpConfig], config_option: bool = True) -> list[inspect.
     the training commands' --config is the recipe, itself the YAML of their settings)."""
     out = []
     for name in field_order(cls):
-        f = cls.model_fields[name]
         t = _cli_type(cls, name)
         flag = flag_of(cls, name)
         if name in cls.arguments:
             info: Any = typer.Argument(help=_help(cls, name), show_default=False)
-            ann = Annotated[t if f.is_required() else t | None, info]
-            default = inspect.Parameter.empty if f.is_required() else None
+            ann, default = Annotated[t | None, info], None  # may come from --config; the config requires it
         else:
             decls = [f"{flag}/--no-{flag.removeprefix('--')}"] if t is bool else [flag]
             metavar = None if t is bool else _metavar(cls, name, t)

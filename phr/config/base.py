@@ -147,7 +147,8 @@ def _describe(cls, er: dict, given: Mapping, layer: Mapping, source: str, preset
     if name in layer:
         return f"{source}: {name}: {layer[name]!r}: {msg}"
     if name in cls.model_fields and cls.model_fields[name].is_required():
-        return f"{flag_of(cls, name)} is required ({cls.model_fields[name].description})"
+        what = name.upper() if name in cls.arguments else flag_of(cls, name)
+        return f"{what} is required ({cls.model_fields[name].description})"
     return f"{name or '(config)'}: {msg}" + (f" (preset {preset})" if preset else "")
 
 

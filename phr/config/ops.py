@@ -324,29 +324,34 @@ class TrainSftConfig(TrainConfig):
 
 
 class AnalyzePredictorConfig(OpConfig):
-    """`analyze predictor`: which prompt features predict insightful resolution (§5)."""
+    """`analyze predictor`: which prompt features predict insightful resolution (PHRBench §5.3)."""
 
     command = ("analyze", "predictor")
-    results: list[Path] = setting([], "results.json files (with their samples.jsonl).")
-    dataset: str = setting("phrbench", "The PHRBench dataset the results were scored on.")
-    judge: str = setting("none", "LLM for the 12 semantic features; 'none' leaves them missing.", paper="§5")
+    results: list[Path] = setting(
+        [], "results.json files (with their samples.jsonl); more may follow as arguments.", metavar="FILE"
+    )
+    dataset: str = setting(..., "The PHRBench dataset the results were scored on.")
+    judge: str = setting("openai:gpt-4o", "LLM for the 12 semantic features; 'none' leaves them missing.", paper="§5.3")
     out: Path = setting(Path("analysis/predictor"), "Output folder (replaced).")
     target: Literal["pooled", "per_model"] = setting("pooled", "pooled (one row per prompt) or per_model.")
-    threshold: float = setting(0.5, "Positive: insightful propensity > this.", paper="§5")
+    threshold: float = setting(0.5, "Positive: insightful propensity > this.", paper="§5.3")
     folds: int = setting(5, "Cross-validation folds, grouped by base question.", ge=2)
     resamples: int = setting(1000, "Bootstrap draws of the base questions.", ge=1)
     seed: int = setting(0, "Seed of the folds, the bootstrap and XGBoost.")
 
 
 class AnalyzeParaphrasesConfig(OpConfig):
-    """`analyze paraphrases`: hidden-state diagnostics of a paraphrase corpus (Hallucination-R1 §5)."""
+    """`analyze paraphrases`: why paraphrases fail (Hallucination-R1 Eq. 11-18, RF vs RP)."""
 
     command = ("analyze", "paraphrases")
-    corpus: Path = setting(..., "An hr1-paraphrases corpus folder.")
-    model: str = setting(OFFLINE_MODEL, "The in-process model for hidden states (hf:..., local:...).")
-    out: Path = setting(Path("hr1-diagnostics"), "Output folder.")
+    corpus: Path = setting(..., "An hr1-paraphrases corpus folder.", metavar="DIR")
+    model: str = setting(..., "The in-process model for hidden states (hf:..., local:...).")
+    layer: int | None = setting(
+        None, "hidden_states index for d_Q / d_QA (0 = embeddings; default: half the blocks).", ge=0
+    )
+    out: Path = setting(Path("hr1-diagnostics"), "Output folder.", metavar="DIR")
     normalize: Literal["l2", "none"] = setting("l2", "Embeddings before the L2 distance: l2 (normalised) or none.")
-    final_norm: bool = setting(True, "Logit lens: apply the model's final norm.")
+    final_norm: bool = setting(True, "Logit lens: apply the model's final norm.", paper="Eq. 16")
     cases: int = setting(4, "RF cases in the logit-lens heat map.", ge=1)
     batch_size: int = setting(8, "Batch size of the forward passes.", ge=1)
     overwrite: bool = setting(False, "Replace an existing output folder.")
