@@ -187,9 +187,12 @@ def test_the_no_argument_default_runs_the_named_smoke_preset(captured, tmp_path)
 
 
 def test_presets_are_listed_in_help():
-    out = runner.invoke(app, ["eval", "hr1", "--help"]).output
-    assert "--preset [paper|smoke]" in out and "smoke: {'max_tokens': 96" in out
-    assert "Presets: paper:" in runner.invoke(app, ["eval", "phrbench", "--help"]).output
+    def help_of(*cmd):
+        return " ".join(runner.invoke(app, [*cmd, "--help"]).output.split())  # unwrapped
+
+    out = help_of("eval", "hr1")
+    assert "--preset [paper|smoke]" in out and "smoke: {'max_tokens': 96, 'qa_max_tokens': 24" in out
+    assert "Presets: paper: {'samples': 10, 'temperature': 0.7, 'max_tokens': 'model'" in help_of("eval", "phrbench")
 
 
 # ---- preflight (item 4) -------------------------------------------------------------------------------------------
@@ -215,12 +218,12 @@ def test_eval_dry_run_prints_calls_tokens_and_cost(fake_openai, mini_folder, tmp
     assert "openai:gpt-4o: 170 requests, 1700 samples (cached 0/1700)" in r.output
     assert "<= 27,852,800 completion tokens" in r.output and "<= $2" in r.output
     assert srv.server.count == 0 and not (tmp_path / "runs").exists()
-    # the share already cached: generate one question's three prompts once, then plan again
+    # the share already cached: generate the first question's 5 prompts (B, B+T, B+H premises), then plan 2
     small = ["eval", "phrbench", "--model", "openai:gpt-4o", "--dataset", mini_folder, "--limit", 1, "--samples", 2]
     small += ["--max-tokens", 32, "--scorer", "none", "--no-plots", "--runs", tmp_path / "runs"]
     assert cli(*small).exit_code == 0
     again = cli(*small, "--limit", 2, "--dry-run")
-    assert "openai:gpt-4o: 6 requests, 12 samples (cached 6/12)" in again.output, again.output
+    assert "openai:gpt-4o: 10 requests, 20 samples (cached 10/20)" in again.output, again.output
 
 
 def test_preflight_lists_every_problem(monkeypatch, mini_folder, tmp_path):
