@@ -96,4 +96,4 @@ def test_cli_eval_hr1(fake_openai, tmp_path, tqa):
     assert "ER@1 / WER@3" in res.stdout and "LLM calls" in res.stdout + res.stderr
     assert srv.server.count > 0
     bad = run("eval", "hr1", "--table", "3", env=env)
-    assert bad.returncode == 2 and "--table 3: 2 (robustness" in bad.stderr
+    assert bad.returncode == 2 and "--table '3': Input should be '2' or '4' (2 (Tables 1-3: robustness)" in bad.stderr

@@ -142,6 +142,8 @@ def _describe(cls, er: dict, given: Mapping, layer: Mapping, source: str, preset
     loc = er.get("loc") or ()
     name = str(loc[0]) if loc else ""
     msg = er.get("msg", "invalid")
+    if er.get("type") == "literal_error" and name in cls.model_fields:
+        msg += f" ({cls.model_fields[name].description.rstrip('.')})"
     if name in given:
         return f"{flag_of(cls, name)} {given[name]!r}: {msg}"
     if name in layer:
