@@ -291,3 +291,48 @@ def test_build_phrbench_judge_off_is_no_judge(tmp_path):
     assert r.exit_code == 0, r.output
     manifest = json.loads(next((tmp_path / "b").glob("**/manifest.json")).read_text())
     assert "off" not in json.dumps(manifest.get("judge"))
+
+
+# ---- reference docs (item 7) --------------------------------------------------------------------------------------
+
+
+def test_reference_pages_are_generated_and_up_to_date():
+    from pathlib import Path
+
+    from phr.config.reference import render, stale
+
+    folder = Path(__file__).resolve().parent.parent / "docs" / "reference"
+    assert stale(folder) == [], "run: python scripts/gen_reference.py"
+    page = render(EvalPhrbenchConfig)
+    assert "| `--samples` | `samples` | `10` | Samples per prompt. | App. B.1 |" in page
+    assert "- `paper`: `samples` = `10`, `temperature` = `0.7`, `max_tokens` = `model`" in page
+
+
+def test_choices_match_the_library():
+    from typing import get_args
+
+    from phr.config.ops import BCCounting, KLDirection, StepRule
+    from phr.eval.trajectory import BC_COUNTINGS, KL_DIRECTIONS, STEP_RULES, TrajectorySettings
+
+    assert (get_args(KLDirection), get_args(StepRule), get_args(BCCounting)) == (KL_DIRECTIONS, STEP_RULES, BC_COUNTINGS)
+    d = TrajectorySettings()
+    s = EvalPhrbenchConfig.model_fields
+    assert (d.kl_direction, d.step_rule, d.bc_counting) == tuple(
+        s[k].default for k in ("kl_direction", "step_rule", "bc_counting")
+    )
+
+
+def test_hr1_decoding_fields_are_the_library_defaults():
+    from phr.builders.hr1 import SMOKE_PLAN
+    from phr.config.ops import SMOKE_DECODING, HR1Decoding
+    from phr.hr1.pipeline import Judges
+    from phr.hr1.settings import Decoding, QADecoding
+
+    f = HR1Decoding.model_fields
+    assert (f["max_tokens"].default, f["qa_max_tokens"].default, f["judge_max_tokens"].default) == (
+        Decoding().max_tokens,
+        QADecoding().max_tokens,
+        Judges.max_tokens,
+    )
+    smoke = (SMOKE_PLAN.decoding.max_tokens, SMOKE_PLAN.qa_decoding.max_tokens, SMOKE_PLAN.judges.max_tokens)
+    assert smoke == tuple(SMOKE_DECODING.values()) == (96, 24, 48)

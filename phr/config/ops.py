@@ -47,17 +47,19 @@ class Scoring(OpConfig):
     scorer: str = setting(
         OFFLINE_MODEL,
         f"Reference scorer for OL/UI/BUF/BC (paper: {PAPER_SCORER}); 'none' skips them.",
-        paper="§B.2",
+        paper="App. B.2",
     )
     judge: str = setting(
-        "none", "LLM judge for behavioural resolution of B+H responses; 'none' skips it.", paper="§4.3"
+        "none", "LLM judge for behavioural resolution of B+H responses; 'none' skips it.", paper="§5.2, App. D.1"
     )
     grader: str = setting(
         "none", "LLM equivalence grader for free-text open-ended answers (GPQA); 'none': normalised match."
     )
-    kl_direction: KLDirection = setting("earlier_reference", "BUF's Delta_k direction (docs/metrics.md).", paper="§3.2")
-    step_rule: StepRule = setting("paper", "BUF step splitting (docs/metrics.md).", paper="§3.2")
-    bc_counting: BCCounting = setting("every_occurrence", "BC cue counting (docs/metrics.md).", paper="§3.2")
+    kl_direction: KLDirection = setting(
+        "earlier_reference", "BUF's Delta_k direction (docs/metrics.md).", paper="§4.2, App. B.2"
+    )
+    step_rule: StepRule = setting("paper", "BUF step splitting (docs/metrics.md).", paper="§4.2, App. B.2")
+    bc_counting: BCCounting = setting("every_occurrence", "BC cue counting (docs/metrics.md).", paper="§4.2, App. B.2")
 
 
 SCORING_FIELDS = tuple(Scoring.model_fields)
@@ -68,13 +70,15 @@ class RescoreScoring(OpConfig):
 
     preset: Literal["paper"] | None = setting(None, "Score as this preset (default: the run's preset).")
     scorer: str | None = setting(
-        None, "Reference scorer (default: the run's); 'none' skips OL/UI/BUF/BC.", paper="§B.2"
+        None, "Reference scorer (default: the run's); 'none' skips OL/UI/BUF/BC.", paper="App. B.2"
     )
-    judge: str | None = setting(None, "Resolution judge (default: the run's); 'none' skips it.", paper="§4.3")
+    judge: str | None = setting(None, "Resolution judge (default: the run's); 'none' skips it.", paper="§5.2, App. D.1")
     grader: str | None = setting(None, "Open-ended equivalence grader (default: the run's); 'none': normalised match.")
-    kl_direction: KLDirection | None = setting(None, "BUF's Delta_k direction (default: the run's).", paper="§3.2")
-    step_rule: StepRule | None = setting(None, "BUF step splitting (default: the run's).", paper="§3.2")
-    bc_counting: BCCounting | None = setting(None, "BC cue counting (default: the run's).", paper="§3.2")
+    kl_direction: KLDirection | None = setting(
+        None, "BUF's Delta_k direction (default: the run's).", paper="§4.2, App. B.2"
+    )
+    step_rule: StepRule | None = setting(None, "BUF step splitting (default: the run's).", paper="§4.2, App. B.2")
+    bc_counting: BCCounting | None = setting(None, "BC cue counting (default: the run's).", paper="§4.2, App. B.2")
     plots: bool = setting(True, "Write PNG plots.")
 
 
@@ -96,21 +100,21 @@ class EvalPhrbenchConfig(Scoring, Calls):
         None,
         "Named settings: 'paper' = 10 samples at temperature 0.7, the model's maximum output length, scorer "
         f"{PAPER_SCORER}; other settings given override it.",
-        paper="§4.1, §B.1",
+        paper="App. B.1",
     )
     dataset: str = setting("phrbench", "A built PHRBench folder, or a repo id ORG/NAME ($PHR_HUB_DIR, else the Hub).")
     revision: str | None = setting(None, "Dataset revision (tag or commit) for a repo id.")
-    samples: int = setting(10, "Samples per prompt.", paper="§4.1", ge=1)
-    temperature: float = setting(0.7, "Sampling temperature.", paper="§4.1", ge=0)
+    samples: int = setting(10, "Samples per prompt.", paper="App. B.1", ge=1)
+    temperature: float = setting(0.7, "Sampling temperature.", paper="App. B.1", ge=0)
     max_tokens: int | Literal["model"] = setting(
         DEFAULT_MAX_TOKENS,
         "Maximum new tokens; 'model': the model's maximum output length (the provider's, else the known-limits "
         "table phr/llm/model_limits.toml).",
-        paper="§B.1",
+        paper="App. B.1",
     )
     limit: int | None = setting(None, "Only the first N base questions (with all their conditions).", ge=1)
     shard: str | None = setting(None, "i/n: every n-th question starting at the i-th (join with `eval merge`).")
-    conditions: str = setting("B,B+T,B+H", "Comma-separated conditions: B, B+T, B+H.", paper="§3.1")
+    conditions: str = setting("B,B+T,B+H", "Comma-separated conditions: B, B+T, B+H.", paper="§3")
     out: Path | None = setting(None, "Run folder (default: RUNS/<model>/<run id>).")
     runs: Path = setting(Path("runs"), "Root of run folders.")
     concurrency: int = setting(16, "Concurrent API calls.", ge=1)
@@ -173,9 +177,9 @@ class EvalHr1Config(HR1Decoding, Calls):
     )
     online: bool = setting(False, "Load sources given without a path from the Hub.")
     paraphraser: str = setting(OFFLINE_MODEL, "The paraphraser under test.", paper="§3")
-    qa_model: str = setting(OFFLINE_MODEL, "The target QA model.", paper="§4.1")
-    judge: str = setting(OFFLINE_MODEL, "Judge of Listings B.2 and B.3 (paper: DeepSeek-V3).", paper="§3.2")
-    k: int | None = setting(None, "Paraphrases per question (default 5; --table 4: 8).", paper="§4.1", ge=1)
+    qa_model: str = setting(OFFLINE_MODEL, "The target QA model.", paper="§5.1")
+    judge: str = setting(OFFLINE_MODEL, "Judge of Listings B.2 and B.3 (paper: DeepSeek-V3).", paper="§5.1, App. C.3")
+    k: int | None = setting(None, "Paraphrases per question (default 5; --table 4: 8).", paper="§5.1, App. E.3", ge=1)
     table: Literal["2", "4"] = setting("2", "2 (Tables 1-3: robustness) or 4 (SFT metrics).")
     judges: str | None = setting(None, "More consistency judges for Table 7 (comma-separated specs).", paper="Table 7")
     human: Path | None = setting(None, "Human consistency labels for Table 7 (question_id,k,annotator,label).")
@@ -225,7 +229,7 @@ class BuildHr1ParaphrasesConfig(HR1Build):
     )
     paraphraser: str = setting(OFFLINE_MODEL, "Paraphrase model (Listing B.1).", paper="App. B.1")
     qa_model: str = setting(OFFLINE_MODEL, "QA model (Listing B.4); 'none' skips QA.", paper="App. B.4")
-    k: int = setting(5, "Paraphrases per question.", paper="§4.1", ge=1)
+    k: int = setting(5, "Paraphrases per question.", paper="§5.1", ge=1)
     fuzzy: Fuzzy = setting("wrong", "B.3 score 1 (fuzzy match) counts as: wrong or correct.", paper="Eq. 10")
     diversity: bool = setting(True, "Compute the diversity scores (MiniLM).")
 
@@ -267,7 +271,7 @@ class BuildPhrbenchConfig(Calls):
     judge: str | None = setting(
         None,
         "LLM judge for the second validation pass ('none' skips it; paper: google:gemini-3-pro-preview).",
-        paper="§3.3",
+        paper="App. A.2",
     )
     source_dir: Path | None = setting(None, "Folder with one sub-folder of released files per source.")
     online: bool = setting(False, "Load sources missing locally from the Hub.")
@@ -341,7 +345,7 @@ class AnalyzePredictorConfig(OpConfig):
 
 
 class AnalyzeParaphrasesConfig(OpConfig):
-    """`analyze paraphrases`: why paraphrases fail (Hallucination-R1 Eq. 11-18, RF vs RP)."""
+    """`analyze paraphrases`: why paraphrases fail (Hallucination-R1 §6, Eq. 11-18, RF vs RP)."""
 
     command = ("analyze", "paraphrases")
     corpus: Path = setting(..., "An hr1-paraphrases corpus folder.", metavar="DIR")
