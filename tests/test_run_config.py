@@ -169,7 +169,9 @@ def captured(monkeypatch):
 
 
 def test_a_non_smoke_run_judged_by_the_offline_model_keeps_full_lengths(captured, tmp_path):
-    r = runner.invoke(app, ["eval", "hr1", "--preset", "paper", "--judge", "local:smollm2", "--out", str(tmp_path / "o")])
+    r = runner.invoke(
+        app, ["eval", "hr1", "--preset", "paper", "--judge", "local:smollm2", "--out", str(tmp_path / "o")]
+    )
     assert r.exit_code == 0, r.output
     assert "preset: paper" in r.output
     plan = captured["plan"]
@@ -314,7 +316,11 @@ def test_choices_match_the_library():
     from phr.config.ops import BCCounting, KLDirection, StepRule
     from phr.eval.trajectory import BC_COUNTINGS, KL_DIRECTIONS, STEP_RULES, TrajectorySettings
 
-    assert (get_args(KLDirection), get_args(StepRule), get_args(BCCounting)) == (KL_DIRECTIONS, STEP_RULES, BC_COUNTINGS)
+    assert (get_args(KLDirection), get_args(StepRule), get_args(BCCounting)) == (
+        KL_DIRECTIONS,
+        STEP_RULES,
+        BC_COUNTINGS,
+    )
     d = TrajectorySettings()
     s = EvalPhrbenchConfig.model_fields
     assert (d.kl_direction, d.step_rule, d.bc_counting) == tuple(

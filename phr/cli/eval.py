@@ -15,7 +15,6 @@ from phr.cli.common import Hub, new_app, spec_or_none
 from phr.cli.options import DryRun, bind
 from phr.config.defaults import OFFLINE_MODEL
 from phr.config.ops import (
-    PAPER_SCORER,
     SCORING_FIELDS,
     EvalMergeConfig,
     EvalPhrbenchConfig,
@@ -252,15 +251,16 @@ def _run_settings(run: Path, cfg) -> tuple[dict, str | None, str | None, dict]:
     started = stored.get("config") or {}
     own = {k: started.get(k, Scoring.model_fields[k].default) for k in SCORING_FIELDS}
     preset = started.get("preset")
-    asked = {k: getattr(cfg, k) for k in (*SCORING_FIELDS, "preset") if getattr(cfg, k) is not None}
-    if "preset" in asked and asked["preset"] != preset:
-        own.update(EvalPhrbenchConfig.presets[asked["preset"]].get("scorer") and {"scorer": PAPER_SCORER} or {})
+    asked = {k: v for k in (*SCORING_FIELDS, "preset") if (v := getattr(cfg, k)) is not None}
+    settings = dict(own)
+    if asked.get("preset", preset) != preset:  # another preset: its scoring values, then what else was asked
         preset = asked["preset"]
-    own.update({k: v for k, v in asked.items() if k in SCORING_FIELDS})
-    changed = {
-        k: v for k, v in asked.items() if (own if k != "preset" else {"preset": preset}).get(k) != started.get(k)
-    }
-    return own, preset, stored.get("max_tokens_source"), changed
+        settings.update({k: v for k, v in EvalPhrbenchConfig.presets[preset].items() if k in SCORING_FIELDS})
+    settings.update({k: v for k, v in asked.items() if k in SCORING_FIELDS})
+    changed = {k: settings[k] for k in SCORING_FIELDS if settings[k] != own[k]}
+    if preset != started.get("preset"):
+        changed = {"preset": preset, **changed}
+    return settings, preset, stored.get("max_tokens_source"), changed
 
 
 def _rescore(run: Path, cfg, hub, plots: bool) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
 
 import typer
 
@@ -26,45 +25,6 @@ from phr.hr1.pipeline import Judges, RunPlan
 from phr.hr1.records import SOURCES
 from phr.hr1.settings import Decoding, Grading, QADecoding
 from phr.llm.preflight import Preflight, writable
-
-Sources = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--source",
-        metavar="NAME=PATH",
-        help=f"A source and its released files ({', '.join(SOURCES)}); NAME alone with --online loads the Hub copy. Repeatable.",
-    ),
-]
-Online = Annotated[bool, typer.Option("--online", help="Load sources given without a path from the Hub.")]
-Out = Annotated[Path | None, typer.Option("--out", metavar="DIR", help="Output folder (Hub layout).")]
-Overwrite = Annotated[bool, typer.Option("--overwrite", help="Replace an existing output folder.")]
-Limit = Annotated[int | None, typer.Option(metavar="N", help="At most N questions per source.")]
-StandIn = Annotated[
-    str | None,
-    typer.Option(
-        "--stand-in-split",
-        metavar="RULE",
-        help="Split one released split into train and test (even-train-odd-test): for a SimpleQuestions copy "
-        "that holds only one split. The card says so.",
-    ),
-]
-DropLeaking = Annotated[
-    bool,
-    typer.Option(
-        "--drop-leaking",
-        help="Leave out training rows that overlap an evaluation set (listed in the manifest and card) instead of "
-        "failing the build.",
-    ),
-]
-EvalSets = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--eval-set",
-        metavar="NAME=PATH",
-        help="An evaluation set the training corpus must not overlap (source NAME, released files at PATH; "
-        "NAME=stand-in: the other half of --stand-in-split). Repeatable; at least one for training corpora.",
-    ),
-]
 
 
 def _parse_sources(values: list[str] | None, online: bool) -> list[tuple[str, str | None]]:

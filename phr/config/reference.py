@@ -42,7 +42,7 @@ def render(cls: type[OpConfig]) -> str:
         "",
         doc,
         "",
-        f"Settings come from the field defaults, then a preset, then `--config FILE.yaml` (keys as in the "
+        "Settings come from the field defaults, then a preset, then `--config FILE.yaml` (keys as in the "
         "table), then the flags given. The resolved settings are recorded with the run.",
         "",
     ]
