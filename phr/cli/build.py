@@ -70,6 +70,7 @@ def build_phrbench(cfg: BuildPhrbenchConfig, dry_run: DryRun = False) -> None:
     for k, v in res.qc.items():
         typer.echo(f"  {k}: {v}")
     typer.echo(f'load it with: load_dataset("{cfg.out}", "all")')
+    typer.echo(f"rerun: {cfg.rerun()}")
 
 
 @validate_app.command("validate")

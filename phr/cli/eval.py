@@ -199,6 +199,7 @@ def eval_phrbench(cfg: EvalPhrbenchConfig, hub: Hub = None, dry_run: DryRun = Fa
     settings = {"config": cfg.record(), "max_tokens_source": source, "rerun": cfg.rerun()}
     run = generate_run(run_cfg, out=cfg.out, root=cfg.runs, hub=hub, llm=llm, settings=settings)
     typer.echo(f"run: {run.path}  ({len(run.responses)} responses, {len(run.failures)} failed calls)")
+    typer.echo(f"settings recorded in {run.path / 'run.json'}; rerun: {settings['rerun']}")
     if run_cfg.shard is not None:
         i, n = run_cfg.shard
         typer.echo(

@@ -83,8 +83,9 @@ def _train_and_eval(
     return train, evals
 
 
-def _done(res: HR1BuildResult) -> None:
+def _done(res: HR1BuildResult, cfg) -> None:
     res.summary.print()
+    typer.echo(f"settings: preset {cfg.preset or 'none'}; rerun: {cfg.rerun()}")
     counts = ", ".join(f"{k} {v}" for k, v in res.counts.items())
     typer.echo(f"built {res.kind} in {res.out}: {counts}")
     typer.echo(f'load it with: load_dataset("{res.out}")')
@@ -156,7 +157,7 @@ def register(build_app: typer.Typer) -> None:
             diversity=cfg.diversity,
             llm_options=cfg.llm_kwargs(),
         )
-        _done(res)
+        _done(res, cfg)
 
     @build_app.command("hr1-sft")
     @bind(BuildHr1SftConfig)
@@ -183,7 +184,7 @@ def register(build_app: typer.Typer) -> None:
             llm_options=cfg.llm_kwargs(),
             plan=_plan(cfg, k=cfg.k, qa_scope="all"),
         )
-        _done(res)
+        _done(res, cfg)
 
     @build_app.command("hr1-grpo")
     @bind(BuildHr1GrpoConfig)
@@ -209,7 +210,7 @@ def register(build_app: typer.Typer) -> None:
             llm_options=cfg.llm_kwargs(),
             plan=_plan(cfg),
         )
-        _done(res)
+        _done(res, cfg)
 
 
 def _screen_dry(train: LoadResult, evals: dict, drop: bool) -> None:
@@ -259,3 +260,4 @@ def register_eval(eval_app: typer.Typer) -> None:
         res.summary.print()
         typer.echo((res.out / "report.md").read_text())
         typer.echo(f"results: {res.out / 'results.json'}; per-question records: {res.out / 'records'}")
+        typer.echo(f"settings: preset {cfg.preset or 'none'}; rerun: {cfg.rerun()}")
