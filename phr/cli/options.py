@@ -19,10 +19,10 @@ CONFIG_PARAM = "config_file"
 def _help(cls: type[OpConfig], name: str) -> str:
     f = cls.model_fields[name]
     text = f.description or ""
-    if name == "preset" and cls.presets:
+    if name == "preset" and any(cls.presets.values()):
         shown = "; ".join(f"{p}: {v or 'the defaults'}" for p, v in cls.presets.items())
         text += f" Presets: {shown}."
-    if not f.is_required():
+    if not f.is_required() and not (f.default is None and "default" in text):
         default = f.default
         shown = (
             "none"
@@ -56,7 +56,7 @@ def parameters(cls: type[OpConfig], config_option: bool = True) -> list[inspect.
         t = _cli_type(cls, name)
         flag = flag_of(cls, name)
         if name in cls.arguments:
-            info: Any = typer.Argument(help=_help(cls, name), show_default=False)
+            info: Any = typer.Argument(help=_help(cls, name), show_default=False, metavar=_metavar(cls, name, t))
             ann, default = Annotated[t | None, info], None  # may come from --config; the config requires it
         else:
             decls = [f"{flag}/--no-{flag.removeprefix('--')}"] if t is bool else [flag]
@@ -83,6 +83,8 @@ def _metavar(cls: type[OpConfig], name: str, t: Any) -> str:
     extra = cls.model_fields[name].json_schema_extra
     if isinstance(extra, dict) and extra.get("metavar"):
         return str(extra["metavar"])
+    if name in cls.arguments:
+        return name.upper().rstrip("S") + ("..." if typing.get_origin(field_type(cls, name)) is list else "")
     allowed = choices(cls, name)
     if allowed:
         return "[" + "|".join(allowed) + "]"

@@ -129,7 +129,7 @@ class EvalMergeConfig(RescoreScoring):
     arguments = ("shards",)
     presets = {"paper": {}}
 
-    shards: list[Path] = setting(..., "The run folders of shards 1..n.")
+    shards: list[Path] = setting(..., "The run folders of shards 1..n.", metavar="SHARD_DIR")
     out: Path = setting(..., "The merged run folder.")
     score: bool = setting(True, "Score the merged run.")
 
@@ -141,7 +141,7 @@ class EvalScoreConfig(RescoreScoring):
     arguments = ("run",)
     presets = {"paper": {}}
 
-    run: Path = setting(..., "A run folder (unsharded or merged).")
+    run: Path = setting(..., "A run folder (unsharded or merged).", metavar="RUN_DIR")
 
 
 # ---- Hallucination-R1 -------------------------------------------------------------------------------------------
