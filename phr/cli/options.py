@@ -121,8 +121,8 @@ def bind(cls: type[OpConfig], *, config_option: bool = True) -> Callable:
 
         command.__name__, command.__doc__ = fn.__name__, fn.__doc__
         own = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]
-        command.__signature__ = inspect.Signature(parameters(cls, config_option) + own)  # type: ignore[attr-defined]
-        command.config_class = cls  # type: ignore[attr-defined]
+        setattr(command, "__signature__", inspect.Signature(parameters(cls, config_option) + own))
+        setattr(command, "config_class", cls)  # the config a test or a tool can bind parsed parameters to
         return command
 
     return deco
