@@ -342,3 +342,35 @@ def test_hr1_decoding_fields_are_the_library_defaults():
     )
     smoke = (SMOKE_PLAN.decoding.max_tokens, SMOKE_PLAN.qa_decoding.max_tokens, SMOKE_PLAN.judges.max_tokens)
     assert smoke == tuple(SMOKE_DECODING.values()) == (96, 24, 48)
+
+
+def _sq(tmp_path, rows: int = 8):
+    """The first ``rows`` questions of the released SimpleQuestions file (the shared benchmark data)."""
+    import shutil
+
+    from tests.support.data import SHARED, missing
+
+    if missing("simplequestions"):
+        pytest.skip(missing("simplequestions"))
+    sq = tmp_path / "sq"
+    sq.mkdir()
+    shutil.copy(SHARED / "simplequestions" / "reverse_vocab_wikidata_en.json", sq)
+    lines = (SHARED / "simplequestions" / "annotated_wd_data_test_answerable.txt").read_text().split("\n")[:rows]
+    (sq / "annotated_wd_data_test_answerable.txt").write_text("\n".join(lines))
+    return sq
+
+
+def test_a_corpus_build_screens_split_leakage_before_any_call(fake_openai, tmp_path):
+    """`build hr1-grpo --dry-run`: the training questions (the even rows, as a stand-in train split) are screened
+    against an evaluation set that holds them: refused, every problem listed, and no call made."""
+    srv = fake_openai()
+    sq = _sq(tmp_path)
+    args = ["build", "hr1-grpo", "--source", f"simplequestions={sq}", "--stand-in-split", "even-train-odd-test"]
+    args += ["--qa-model", "openai:gpt-4o", "--judge", "openai:gpt-4o", "--out", tmp_path / "g", "--dry-run"]
+    leak = cli(*args, "--eval-set", f"simplequestions={sq}")
+    assert leak.exit_code == 2 and "split leakage: 4 training row(s) overlap" in leak.output, leak.output
+    clean = cli(*args, "--eval-set", "stand-in")
+    assert clean.exit_code == 0 and "4 training questions pass the split-leakage screen (0 dropped)" in clean.output
+    dropped = cli(*args, "--eval-set", f"simplequestions={sq}", "--drop-leaking")
+    assert dropped.exit_code == 0 and "0 training questions pass the split-leakage screen (4 dropped)" in dropped.output
+    assert srv.server.count == 0 and not (tmp_path / "g").exists()

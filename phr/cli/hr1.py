@@ -18,7 +18,7 @@ from phr.cli.options import DryRun, bind
 from phr.config.base import resolve
 from phr.config.defaults import model_or_none
 from phr.config.ops import BuildHr1GrpoConfig, BuildHr1ParaphrasesConfig, BuildHr1SftConfig, EvalHr1Config
-from phr.core.errors import UsageError
+from phr.core.errors import PHRError, UsageError
 from phr.eval.hr1_metrics import MetricSettings
 from phr.eval.hr1_runner import evaluate
 from phr.hr1.pipeline import Judges, RunPlan
@@ -112,7 +112,8 @@ def _plan(cfg, **kw) -> RunPlan:
     )
 
 
-def _preflight(roles: dict[str, str | None], out: Path | None, overwrite: bool, dry_run: bool, notes=()) -> None:
+def _preflight(roles: dict[str, str | None], out: Path | None, overwrite: bool, notes=()) -> Preflight:
+    """The checks of an hr1 command before any call: model specs and keys, the output folder."""
     pf = Preflight()
     for role, spec in roles.items():
         pf.model(role, spec)
@@ -122,7 +123,23 @@ def _preflight(roles: dict[str, str | None], out: Path | None, overwrite: bool, 
         pf.check("--out", lambda: writable(out))
     for n in notes:
         pf.note(n)
-    pf.finish(dry_run, echo=typer.echo)
+    return pf
+
+
+def _training_inputs(pf: Preflight, cfg, dry_run: bool):
+    """A training corpus's questions and evaluation sets (each file parsed), with --dry-run also screened for
+    split leakage (the build screens them itself, before its first call); None when they cannot be loaded."""
+    loaded = pf.check("sources", lambda: _train_and_eval(cfg.source, cfg.online, cfg.stand_in_split, cfg.eval_set))
+    if loaded is not None and dry_run:
+        from phr.builders.hr1 import _screen_questions
+
+        train, evals = loaded
+        try:
+            kept, dropped = _screen_questions(train.questions, evals, None, cfg.drop_leaking)
+            pf.note(f"{len(kept)} training questions pass the split-leakage screen ({len(dropped)} dropped)")
+        except PHRError as e:  # leakage, or no evaluation set to screen against
+            pf.problem(str(e))
+    return loaded
 
 
 def register(build_app: typer.Typer) -> None:
@@ -139,7 +156,7 @@ def register(build_app: typer.Typer) -> None:
         out = cfg.out or Path("hr1-paraphrases")
         qa = model_or_none(cfg.qa_model)
         roles = {"paraphraser": cfg.paraphraser, "qa model": qa, "judge": cfg.judge}
-        _preflight(roles, out, cfg.overwrite, dry_run, [f"K {cfg.k}, max_tokens {cfg.max_tokens}"])
+        _preflight(roles, out, cfg.overwrite, [f"K {cfg.k}, max_tokens {cfg.max_tokens}"]).finish(dry_run, typer.echo)
         if dry_run:
             return
         loads = _loads(cfg.source, cfg.online)
@@ -166,11 +183,12 @@ def register(build_app: typer.Typer) -> None:
         The training questions are screened for split leakage before any model call."""
         typer.echo(f"preset: {cfg.preset or 'none (the defaults)'}")
         out = cfg.out or Path("hr1-sft")
-        _preflight({"paraphraser": cfg.paraphraser, "judge": cfg.judge}, out, cfg.overwrite, dry_run)
-        train, evals = _train_and_eval(cfg.source, cfg.online, cfg.stand_in_split, cfg.eval_set)
-        if dry_run:
-            _screen_dry(train, evals, cfg.drop_leaking)
+        pf = _preflight({"paraphraser": cfg.paraphraser, "judge": cfg.judge}, out, cfg.overwrite)
+        loaded = _training_inputs(pf, cfg, dry_run)
+        pf.finish(dry_run, typer.echo)
+        if dry_run or loaded is None:
             return
+        train, evals = loaded
         res = build_sft_corpus(
             out,
             train,
@@ -193,11 +211,12 @@ def register(build_app: typer.Typer) -> None:
         The training questions are screened for split leakage before any model call."""
         typer.echo(f"preset: {cfg.preset or 'none (the defaults)'}")
         out = cfg.out or Path("hr1-grpo")
-        _preflight({"qa model": cfg.qa_model, "judge": cfg.judge}, out, cfg.overwrite, dry_run)
-        train, evals = _train_and_eval(cfg.source, cfg.online, cfg.stand_in_split, cfg.eval_set)
-        if dry_run:
-            _screen_dry(train, evals, cfg.drop_leaking)
+        pf = _preflight({"qa model": cfg.qa_model, "judge": cfg.judge}, out, cfg.overwrite)
+        loaded = _training_inputs(pf, cfg, dry_run)
+        pf.finish(dry_run, typer.echo)
+        if dry_run or loaded is None:
             return
+        train, evals = loaded
         res = build_grpo_corpus(
             out,
             train,
@@ -213,15 +232,6 @@ def register(build_app: typer.Typer) -> None:
         _done(res, cfg)
 
 
-def _screen_dry(train: LoadResult, evals: dict, drop: bool) -> None:
-    """--dry-run of a training corpus: the split-leakage screen of its questions (no model call)."""
-    from phr.builders.hr1 import _screen_questions
-
-    kept, dropped = _screen_questions(train.questions, evals, None, drop)
-    typer.echo(f"plan: {len(kept)} training questions pass the split-leakage screen ({len(dropped)} dropped)")
-    typer.echo("dry run: all checks passed; nothing was called")
-
-
 def register_eval(eval_app: typer.Typer) -> None:
     """Add ``phr-publish eval hr1``."""
 
@@ -233,7 +243,7 @@ def register_eval(eval_app: typer.Typer) -> None:
         extra = [j.strip() for j in (cfg.judges or "").split(",") if j.strip()]
         roles = {"paraphraser": cfg.paraphraser, "qa model": cfg.qa_model, "judge": cfg.judge}
         roles |= {f"judge {n + 2}": j for n, j in enumerate(extra)}
-        _preflight(roles, cfg.out, cfg.overwrite, dry_run)
+        _preflight(roles, cfg.out, cfg.overwrite).finish(dry_run, typer.echo)
         if dry_run:
             return
         loads = _loads(cfg.dataset, cfg.online)
