@@ -306,6 +306,10 @@ class Models:
         self.options = options
         self._made: dict[str, LLM] = {}
 
+    def caches(self) -> list:
+        """The call cache files of the models made so far (for the rerun hint)."""
+        return list(dict.fromkeys(llm.cache.path for llm in self._made.values()))
+
     def get(self, spec: str | None) -> LLM | None:
         if spec is None or spec.lower() == "none":
             return None
@@ -417,14 +421,3 @@ def run_questions(
                     g.failed,
                 )
     return list(results.values())
-
-
-def failed_calls(results: Sequence[QuestionResult]) -> list[tuple[str, str]]:
-    """Every value of a run whose model call failed after all retries: (``<question id>`` or ``<question
-    id>/p<k>``, ``"<step>: <reason>"``), in order. Such a value is missing: a run with any is partial."""
-    out = []
-    for r in results:
-        if r.failed:
-            out.append((r.question.id, r.failed))
-        out += [(f"{r.question.id}/p{p.k}", p.failed) for p in r.paraphrases if p.failed]
-    return out
