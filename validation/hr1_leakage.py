@@ -17,8 +17,6 @@ Every step is linear in the training rows (bench/leakage.py times it).
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,14 +26,13 @@ import pyarrow.parquet as pq
 
 from phr.core.report import Rejection, ValidationReport
 from phr.hr1.corpora import KINDS, data_files
+from phr.hr1.ids import normalize_text
 from phr.llm.embed import embed
 from phr.validation.textops import Corpus
 
 CHECKS = ("exact", "near_duplicate", "provenance", "semantic")
 CHECK_PREFIX = "leakage"
 
-_APOSTROPHES = str.maketrans("", "", "'\u2019\u2018\u02bc`")
-_NON_WORD = re.compile(r"[\W_]+")
 
 
 @dataclass(frozen=True)
@@ -100,9 +97,9 @@ class Leak:
 
 def normalize(text: str) -> str:
     """NFKC, case-folded, apostrophes removed ("what's" = "whats"), every other run of non-word characters
-    (punctuation, symbols, underscores, whitespace) one space, trimmed."""
-    text = unicodedata.normalize("NFKC", text).casefold().translate(_APOSTROPHES)
-    return " ".join(_NON_WORD.sub(" ", text).split())
+    (punctuation, symbols, underscores, whitespace) one space, trimmed: the rule question ids hash
+    (``phr.hr1.ids.normalize_text``), so ``exact`` and ``provenance`` agree on "the same question"."""
+    return normalize_text(text)
 
 
 # ---- MinHash signatures, vectorised ---------------------------------------------------------------------------

@@ -17,7 +17,8 @@ class HQuestion(BaseModel):
     """One source question x with its gold answer(s).
 
     ``answers[0]`` is the reference answer given to the B.3 judge; every entry counts for PopQA exact match.
-    ``id`` is ``f"{source}-{split}-{source_row_id}"`` (stable across builds)."""
+    ``id`` is derived from the content (``phr.hr1.ids.content_id``): the same question has the same id in every
+    file; ``source_row_id`` is the row in the file it was read from (``ids.legacy_id`` rebuilds the old id)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -44,6 +45,7 @@ class HQuestion(BaseModel):
 
 
 def question_id(source: str, split: str, row_id: str) -> str:
+    """The old, positional id (``phr.hr1.ids.legacy_id``); loaders now use ``phr.hr1.ids.content_id``."""
     return f"{source}-{split}-{row_id}".replace("/", "-")
 
 
