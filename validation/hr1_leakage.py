@@ -1,5 +1,5 @@
 """Split leakage of the Hallucination-R1 corpora: a training corpus shares no question with any evaluation set
-(spec §1, train/eval separation). Four checks, each violation naming the training row, the check, the
+(spec §1, train/eval separation). Five checks, each violation naming the training row, the check, the
 evaluation set and id it matches, and the similarity (docs/hr1.md, "Split leakage"):
 
 - ``exact``: equal after ``normalize`` (NFKC, case-folded, apostrophes dropped, other punctuation and symbols
