@@ -124,12 +124,12 @@ def _write(out: Path, kind: str, tables: dict[tuple[str, str], list[dict]], mani
         atomic_write(tmp / MANIFEST, json_text(manifest))
 
 
-def _complete(kind: str, results: list[QuestionResult], models: Models, rerun: str | None) -> None:
+def _complete(kind: str, results: list[QuestionResult], models: Models, rerun: str | None, summary: RunSummary) -> None:
     """A corpus is built from complete runs only: a call that failed after all retries stops the build (nothing
     written) with the missing values and the rerun command (``rerun``), which makes only those calls."""
     failures = failed_calls(results)
     if failures:
-        raise FailedCallsError(f"build {kind}", failures, rerun, models.caches())
+        raise FailedCallsError(f"build {kind}", failures, rerun, models.caches(), summary)
 
 
 def _manifest(
@@ -186,7 +186,7 @@ def build_paraphrase_corpus(
         diversity=score_groups if diversity else None,  # the MiniLM model loads on first use
         summary=summary,
     )
-    _complete("hr1-paraphrases", results, models, rerun)
+    _complete("hr1-paraphrases", results, models, rerun, summary)
     tables: dict[tuple[str, str], list[dict]] = {}
     for r in results:
         tables.setdefault((r.question.source, r.question.split), []).append(_paraphrase_row(r))
@@ -274,7 +274,7 @@ def build_sft_corpus(
     results = run_questions(
         questions, paraphraser=models.get(paraphraser), qa=None, judge=models.get(judge), plan=plan, summary=summary
     )
-    _complete("hr1-sft", results, models, rerun)
+    _complete("hr1-sft", results, models, rerun, summary)
     rows = []
     for r in results:
         q = r.question
@@ -353,7 +353,7 @@ def build_grpo_corpus(
     results = run_questions(
         questions, paraphraser=None, qa=models.get(qa), judge=models.get(judge), plan=plan, summary=summary
     )
-    _complete("hr1-grpo", results, models, rerun)
+    _complete("hr1-grpo", results, models, rerun, summary)
     kept = [r.question for r in results if counts_as_correct(r.correctness, plan.grading)]
     rows = [
         {

@@ -154,7 +154,7 @@ def evaluate(
             tables["table7"][name] = table7(labels, human_labels, metrics)
     caches = models.caches()
     if failures and not partial:
-        raise FailedCallsError("eval hr1", failures, rerun, caches)
+        raise FailedCallsError("eval hr1", failures, rerun, caches, summary)
     hint = rerun_hint(rerun, caches) if failures else ""
     # markdown, shaped like the paper's tables
     if tables["table1"]:

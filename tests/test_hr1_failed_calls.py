@@ -109,6 +109,7 @@ def test_eval_hr1_failed_call_is_missing_and_the_rerun_is_byte_identical(fake_op
     lost = 5 if step == "paraphrase" else 1  # one request with n = K = 5 samples
     assert len(err.failures) == lost and err.failures[0][1].startswith(f"{label}: server_error: ")
     assert f"eval hr1: {lost} value(s) of 1 question(s) are missing" in str(err) and "\n  RERUN-CMD" in str(err)
+    assert f"Failed calls by model and reason: openai:gpt-4o: server_error={lost}\n" in str(err)
     assert _files(out, skip=("calls.json",)) == _files(ref, skip=("calls.json",))
     assert json.loads((out / "results.json").read_text())["partial"] is False
 

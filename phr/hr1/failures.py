@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from phr.core.errors import PHRError
+from phr.core.secrets import redact
+from phr.llm.summary import RunSummary
 
 from .records import QuestionResult
 
@@ -39,12 +41,30 @@ def rerun_hint(rerun: str | None, caches: Sequence[Path] = ()) -> str:
 class FailedCallsError(PHRError):
     """Model calls failed after all retries: the values are missing, nothing was written (exit 1)."""
 
-    def __init__(self, what: str, failures: list[tuple[str, str]], rerun: str | None, caches: Sequence[Path] = ()):
+    def __init__(
+        self,
+        what: str,
+        failures: list[tuple[str, str]],
+        rerun: str | None,
+        caches: Sequence[Path] = (),
+        summary: RunSummary | None = None,
+    ):
         self.failures = failures
+        self.summary = summary  # the run's call accounting (failures by reason per model), for the CLI to print
         questions = {where.split("/p")[0] for where, _ in failures}
         lines = [f"{where}: {why}" for where, why in failures[:SHOWN]]
         lines += [f"... and {len(failures) - SHOWN} more"] if len(failures) > SHOWN else []
+        by_model = [
+            f"{redact(spec)}: {', '.join(f'{why}={n}' for why, n in sorted(m.failures.items()))}"
+            for spec, m in (summary.models.items() if summary else ())
+            if m.failures
+        ]
+        calls = f"Failed calls by model and reason: {'; '.join(by_model)}\n" if by_model else ""
         super().__init__(
             f"{what}: {len(failures)} value(s) of {len(questions)} question(s) are missing: a model call failed "
-            "after all retries (nothing was written):\n  " + "\n  ".join(lines) + "\n" + rerun_hint(rerun, caches)
+            "after all retries (nothing was written):\n  "
+            + "\n  ".join(lines)
+            + "\n"
+            + calls
+            + rerun_hint(rerun, caches)
         )
