@@ -301,37 +301,44 @@ def keeps_the_question(old: str, new: str, words: int, cfg: LeakageConfig) -> bo
     )
 
 
+def _variants(words: list[str]) -> Iterable[tuple[int, int, int]]:
+    """(position p, hash of the text with word p masked, hash of the text with word p deleted) of each word: the
+    keys of the one-word-edit index (hashes keep the index small; every match is verified on the words)."""
+    for p in range(len(words)):
+        head, tail = " ".join(words[:p]), " ".join(words[p + 1 :])
+        yield p, hash((p, head, tail)), hash(f"{head} {tail}".strip())
+
+
 def _one_word_edits(train: Sequence[TrainRow], norm_train, ev: _Eval, norm_eval, cfg: LeakageConfig) -> list[Leak]:
     """Pairs whose normalised texts differ by one word that keeps the question. Each text's one-word variants
-    (a word masked, a word deleted) are dictionary keys; the evaluation side is indexed once and each training
-    row looks up its own variants: linear in the rows (times their words)."""
-    masked: dict[tuple[str, str], list[tuple[int, int]]] = {}
-    deleted: dict[str, list[tuple[int, int]]] = {}
-    full: dict[str, list[int]] = {}
+    (a word masked, a word deleted) are hashed keys; the evaluation side is indexed once and each training row
+    looks up its own variants: linear in the rows (times their words)."""
+    masked: dict[int, list[tuple[int, int]]] = {}
+    deleted: dict[int, list[tuple[int, int]]] = {}
+    full: dict[int, list[int]] = {}
     ev_words = [n.split() for n in norm_eval]
     for j, w in enumerate(ev_words):
-        if not w:
-            continue
-        full.setdefault(norm_eval[j], []).append(j)
-        for p in range(len(w)):
-            head, tail = " ".join(w[:p]), " ".join(w[p + 1 :])
-            masked.setdefault((head, tail), []).append((j, p))
-            deleted.setdefault(f"{head} {tail}".strip(), []).append((j, p))
+        if w:
+            full.setdefault(hash(norm_eval[j]), []).append(j)
+        for p, mask, drop in _variants(w):
+            masked.setdefault(mask, []).append((j, p))
+            deleted.setdefault(drop, []).append((j, p))
     out = []
     for i, n in enumerate(norm_train):
         w = n.split()
-        if not w:
-            continue
         found: dict[int, tuple[str, str]] = {}
-        for p in range(len(w)):
-            head, tail = " ".join(w[:p]), " ".join(w[p + 1 :])
-            for j, q in masked.get((head, tail), ()):
-                if q == p and ev_words[j][p] != w[p]:
-                    found.setdefault(j, (w[p], ev_words[j][p]))  # substituted
-            for j in full.get(f"{head} {tail}".strip(), ()):
-                found.setdefault(j, (w[p], ""))  # the training text has one more word
-        for j, q in deleted.get(n, ()):
-            found.setdefault(j, ("", ev_words[j][q]))  # the evaluation text has one more word
+        for p, mask, drop in _variants(w):
+            for j, _ in masked.get(mask, ()):
+                e = ev_words[j]
+                if e[p] != w[p] and e[:p] == w[:p] and e[p + 1 :] == w[p + 1 :]:
+                    found.setdefault(j, (w[p], e[p]))  # substituted
+            for j in full.get(drop, ()):
+                if ev_words[j] == w[:p] + w[p + 1 :]:
+                    found.setdefault(j, (w[p], ""))  # the training text has one more word
+        for j, q in deleted.get(hash(n), ()) if w else ():
+            e = ev_words[j]
+            if e[:q] + e[q + 1 :] == w:
+                found.setdefault(j, ("", e[q]))  # the evaluation text has one more word
         for j, (old, new) in sorted(found.items()):
             if keeps_the_question(old, new, min(len(w), len(ev_words[j])), cfg):
                 shared = len(set(w) & set(ev_words[j])) / len(set(w) | set(ev_words[j]))
