@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
@@ -15,10 +16,11 @@ from phr.builders.hr1 import (
 )
 from phr.builders.hr1_sources import LoadResult, load_hr1_source, stand_in_split
 from phr.cli.options import DryRun, bind
-from phr.config.base import resolve
+from phr.config.base import command_line, resolve
 from phr.config.defaults import model_or_none
 from phr.config.ops import BuildHr1GrpoConfig, BuildHr1ParaphrasesConfig, BuildHr1SftConfig, EvalHr1Config
 from phr.core.errors import PHRError, UsageError
+from phr.core.settings import CACHE_ENV
 from phr.eval.hr1_metrics import MetricSettings
 from phr.eval.hr1_runner import evaluate
 from phr.hr1.pipeline import Judges, RunPlan
@@ -83,9 +85,16 @@ def _train_and_eval(
     return train, evals
 
 
+def _rerun(cfg, **changes) -> str:
+    """The command line that repeats this run (rendered from its resolved config, with ``changes``), with the
+    call cache it used (``--cache``): a rerun makes only the calls that failed (the cache holds the rest)."""
+    cache = ("--cache", os.environ[CACHE_ENV]) if os.environ.get(CACHE_ENV) else ()
+    return command_line(cfg.model_copy(update=changes), global_args=cache)
+
+
 def _done(res: HR1BuildResult, cfg) -> None:
     res.summary.print()
-    typer.echo(f"settings: preset {cfg.preset or 'none'}; rerun: {cfg.rerun()}")
+    typer.echo(f"settings: preset {cfg.preset or 'none'}; rerun: {_rerun(cfg)}")
     counts = ", ".join(f"{k} {v}" for k, v in res.counts.items())
     typer.echo(f"built {res.kind} in {res.out}: {counts}")
     typer.echo(f'load it with: load_dataset("{res.out}")')
@@ -173,6 +182,7 @@ def register(build_app: typer.Typer) -> None:
             smoke=cfg.preset == "smoke",
             diversity=cfg.diversity,
             llm_options=cfg.llm_kwargs(),
+            rerun=_rerun(cfg),
         )
         _done(res, cfg)
 
@@ -200,6 +210,7 @@ def register(build_app: typer.Typer) -> None:
             overwrite=cfg.overwrite,
             drop_leaking=cfg.drop_leaking,
             llm_options=cfg.llm_kwargs(),
+            rerun=_rerun(cfg),
             plan=_plan(cfg, k=cfg.k, qa_scope="all"),
         )
         _done(res, cfg)
@@ -227,6 +238,7 @@ def register(build_app: typer.Typer) -> None:
             overwrite=cfg.overwrite,
             drop_leaking=cfg.drop_leaking,
             llm_options=cfg.llm_kwargs(),
+            rerun=_rerun(cfg),
             plan=_plan(cfg),
         )
         _done(res, cfg)
@@ -266,8 +278,16 @@ def register_eval(eval_app: typer.Typer) -> None:
             diversity=cfg.diversity,
             overwrite=cfg.overwrite,
             llm_options=cfg.llm_kwargs(),
+            partial=cfg.partial,
+            rerun=_rerun(cfg, overwrite=True) if cfg.partial else _rerun(cfg),
         )
         res.summary.print()
         typer.echo((res.out / "report.md").read_text())
         typer.echo(f"results: {res.out / 'results.json'}; per-question records: {res.out / 'records'}")
-        typer.echo(f"settings: preset {cfg.preset or 'none'}; rerun: {cfg.rerun()}")
+        typer.echo(f"settings: preset {cfg.preset or 'none'}; rerun: {_rerun(cfg)}")
+        if res.partial:
+            typer.echo(
+                f"PARTIAL: {len(res.failures)} value(s) missing (a call failed after all retries): left out of the "
+                f"tables, listed in results.json. {res.rerun}",
+                err=True,
+            )

@@ -188,6 +188,11 @@ class EvalHr1Config(HR1Decoding, Calls):
     diversity: bool = setting(True, "Compute Table 1's diversity (MiniLM).", paper="Table 1")
     out: Path = setting(Path("runs/hr1"), "Run folder.")
     overwrite: bool = setting(False, "Replace an existing output folder.")
+    partial: bool = setting(
+        False,
+        "When calls fail after all retries, write the tables anyway, marked partial (the missing values left out of "
+        "the denominators and listed); without it such a run writes nothing and exits 1.",
+    )
 
 
 class HR1Build(HR1Decoding, Calls):
