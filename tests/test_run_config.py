@@ -116,7 +116,7 @@ EXAMPLES = {
     "eval phrbench": {"model": "openai:gpt-4o", "preset": "paper", "samples": 3, "judge": "anthropic:claude-x"},
     "eval merge": {"shards": ["a", "b"], "out": "m", "judge": "none", "plots": False},
     "eval score": {"run": "r", "kl_direction": "later_reference", "preset": "paper"},
-    "eval hr1": {"preset": "smoke", "dataset": ["popqa=p.jsonl"], "judge": "openai:x", "diversity": False},
+    "eval hr1": {"preset": "smoke", "dataset": ["popqa=p.jsonl"], "judge": "openai:x", "diversity": False, "partial": True},
     "build phrbench": {"recipe": "paper", "judge": "none", "allow_short": True, "timeout": 30.0},
     "build hr1-paraphrases": {"source": ["popqa=a", "nq=b"], "k": 3, "max_tokens": 200},
     "build hr1-sft": {"source": ["simplequestions=s"], "eval_set": ["popqa=p"], "max_tokens": 128, "k": 2},
