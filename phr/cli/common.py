@@ -4,14 +4,13 @@ command groups."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from phr.config.defaults import CALL_TIMEOUT_S, MAX_RETRY_AFTER_S, model_or_none
+from phr.config.defaults import model_or_none
 from phr.core.errors import PHRError
 from phr.core.secrets import redact
 
@@ -81,14 +80,3 @@ MaxRetryAfter = Annotated[
         help="Longest Retry-After (seconds) a rate-limited call waits; a server asking for more fails the call at once.",
     ),
 ]
-
-
-@dataclass(frozen=True)
-class CallOptions:
-    """Per-call options of the commands that call models (keyword arguments of ``LLM(...)``)."""
-
-    timeout: float = CALL_TIMEOUT_S
-    max_retry_after: float = MAX_RETRY_AFTER_S
-
-    def llm_kwargs(self) -> dict:
-        return {"timeout": self.timeout, "max_retry_after": self.max_retry_after}

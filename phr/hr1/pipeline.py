@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
+from phr.config.defaults import is_no_model
 from phr.core.aio import run_sync
 from phr.core.secrets import redact
 from phr.llm.client import LLM
@@ -311,7 +312,7 @@ class Models:
         return list(dict.fromkeys(llm.cache.path for llm in self._made.values()))
 
     def get(self, spec: str | None) -> LLM | None:
-        if spec is None or spec.lower() == "none":
+        if is_no_model(spec):
             return None
         if spec not in self._made:
             local = {"batch_size": LOCAL_BATCH} if spec.startswith("local:") and "provider" not in self.options else {}
