@@ -76,6 +76,7 @@ def make_responder(recipe_seed: int, *, quote_def: bool = False):
                     "reason": "checked",
                     "factual_validity": True,
                     "relevance": True,
+                    "task_consistent": None if hall else True,
                     "type_consistency": not bad if hall else None,
                     "mutation_logic_consistent": True if hall else None,
                     "plausible": True if hall else None,

@@ -774,18 +774,36 @@ class _Gold:
         return self._ngrams[j]
 
 
-_ANSWER_NOUN = r"(?:correct |right |true |best |expected |final )?(?:answer|option|choice|candidate)"
-_ANSWER_VERB = r"(?:is|was|would be|must be|should be|will be|being)"
+_ANSWER_NOUN = r"(?:answer|option|choice|candidate)"
+_ANSWER_ADJ = r"(?:correct|right|true|best|expected|final|only|intended)"
+_ADV = r"(?:therefore|thus|hence|clearly|obviously|then|so|simply|certainly|definitely|surely|of course)"
+_ABOUT = r"(?: (?:to|for|of|in) (?:this|the|that) (?:question|problem|task|item))?(?: here| in this case)?"
+_BE = (
+    rf"(?:is|was|being|remains|(?:would|must|should|will|can only|could only|has to|needs to)(?: {_ADV})? be)"
+)
+_SELECT = r"(?:select|choose|pick|mark|circle|tick|go with|opt for)"
+_SELECTOR = (
+    r"(?:(?:one|you|we|i|they|the reader|a reader|students|test takers)"
+    r"(?: (?:should|must|would|could|can|will|need to|ought to|has to|have to))?"
+    r"|(?:should|must|need to|ought to|has to|have to))"
+)
 
 
 @lru_cache(maxsize=4096)
 def _answer_phrase(g: str) -> re.Pattern:
-    """Normalised-text pattern of `g` (normalised, padded) named as the answer: "answer is g", "answer g",
-    "g is the correct answer", "g is correct"."""
+    """Normalised-text pattern of `g` (normalised, padded) named AS the answer (the one leak definition,
+    ``phr.validation.judge.LEAK_DEFINITION``): "the (correct) answer (to this question) is g", "answer: g",
+    "g is (therefore) the correct answer/option", "g is correct", "g as the answer", "one should select g",
+    "choose g", "g should be chosen". A claim about g that does not present it as the answer matches none."""
     gold = re.escape(g.strip())
     return re.compile(
-        rf" {_ANSWER_NOUN}(?: {_ANSWER_VERB})? {gold} "
-        rf"| {gold} (?:{_ANSWER_VERB}|as) (?:the |an |a )?(?:{_ANSWER_NOUN}|(?:correct|right) )"
+        rf" (?:{_ANSWER_ADJ} )?{_ANSWER_NOUN}{_ABOUT}(?: {_ADV})? {_BE}(?: {_ADV})? {gold} "
+        rf"|(?:^| {_ANSWER_ADJ}) {_ANSWER_NOUN}{_ABOUT} {gold} "
+        rf"| {gold}(?: {_ADV})? (?:{_BE}|as) (?:{_ADV} )?"
+        rf"(?:(?:the )?{_ANSWER_ADJ} {_ANSWER_NOUN}|the {_ANSWER_NOUN}|{_ANSWER_NOUN} |(?:correct|right) )"
+        rf"| {_SELECTOR}(?: {_ADV})? {_SELECT} {gold} "
+        rf"|^ (?:{_ADV} )?{_SELECT} {gold} "
+        rf"| {gold} (?:should|must|has to|needs to|is to|ought to) be (?:selected|chosen|picked|marked) "
     )
 
 
