@@ -286,6 +286,7 @@ def tiny(tmp_path_factory):
                 prompts="v0",  # make_responder answers the v0 prompts (gold answer shown, type per slot)
                 progress=False,
                 llm_options=FAST,
+                skip_review=True,  # the fast path: the judge during generation, where these faults are placed
             )
         finally:
             mp.undo()
@@ -341,6 +342,7 @@ def test_failed_call_fails_the_build_and_the_rerun_is_byte_identical(tiny, tmp_p
                     prompts="v0",  # make_responder answers the v0 prompts (gold answer shown, type per slot)
                     progress=False,
                     llm_options=FAST,
+                    skip_review=True,  # the fast path: the judge during generation, where these faults are placed
                 )
             faulted = [r for r in srv.requests if r["fault"] is not None]
         msg = str(err.value)
@@ -364,6 +366,7 @@ def test_failed_call_fails_the_build_and_the_rerun_is_byte_identical(tiny, tmp_p
                 prompts="v0",  # make_responder answers the v0 prompts (gold answer shown, type per slot)
                 progress=False,
                 llm_options=FAST,
+                skip_review=True,  # the fast path: the judge during generation, where these faults are placed
             )
             made = [json.dumps(r["json"], sort_keys=True) for r in srv.requests]
         assert json.dumps(target, sort_keys=True) in made and set(made) <= known, name  # only missing calls

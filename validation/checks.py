@@ -778,9 +778,7 @@ _ANSWER_NOUN = r"(?:answer|option|choice|candidate)"
 _ANSWER_ADJ = r"(?:correct|right|true|best|expected|final|only|intended)"
 _ADV = r"(?:therefore|thus|hence|clearly|obviously|then|so|simply|certainly|definitely|surely|of course)"
 _ABOUT = r"(?: (?:to|for|of|in) (?:this|the|that) (?:question|problem|task|item))?(?: here| in this case)?"
-_BE = (
-    rf"(?:is|was|being|remains|(?:would|must|should|will|can only|could only|has to|needs to)(?: {_ADV})? be)"
-)
+_BE = rf"(?:is|was|being|remains|(?:would|must|should|will|can only|could only|has to|needs to)(?: {_ADV})? be)"
 _SELECT = r"(?:select|choose|pick|mark|circle|tick|go with|opt for)"
 _SELECTOR = (
     r"(?:(?:one|you|we|i|they|the reader|a reader|students|test takers)"

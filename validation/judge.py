@@ -131,8 +131,7 @@ class JudgeOutcome:
 
 #: The judge prompts per premise kind (``string.Template``), read once; ``.version`` is each file's SHA-256.
 TEMPLATES = {
-    kind: JudgeTemplate(_PROMPTS / f"judge_{kind}.txt", syntax="dollar")
-    for kind in ("truthful", "hallucinated")
+    kind: JudgeTemplate(_PROMPTS / f"judge_{kind}.txt", syntax="dollar") for kind in ("truthful", "hallucinated")
 }
 #: The judge: the ``JudgeVerdict`` model, ``PARAMS``; each item carries its rendered prompt (two templates).
 JUDGE = LLMJudge(JudgeVerdict, max_tokens=PARAMS.max_tokens, desc="judging")
