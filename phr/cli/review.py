@@ -33,8 +33,9 @@ def review_export(
     typer.echo(f"sheet: {sheet}")
     typer.echo(f"page:  {page}")
     typer.echo(
-        f"fill decision (accept/reject), reviewer and note in the sheet, then: "
-        f"phr-publish review import {sheet} --to {folder}"
+        "fill decision (accept / reject / revise; revise: the edited premise in revised_premise), reviewer and "
+        f"note (required for reject) in the sheet, then: phr-publish review import {sheet} --to {folder}, and "
+        "rebuild the folder (rejected premises are regenerated; the LLM judge runs over the reviewed premises)"
     )
 
 
