@@ -36,7 +36,7 @@ from phr.core.report import Rejection
 from phr.llm import LLM
 from phr.validation.config import ValidationConfig, rules_for_prompts
 from phr.validation.expectations import write_suite
-from phr.validation.judge import CALL_FAILED, judge_augmentations
+from phr.validation.judge import CALL_FAILED, JudgeConfig, judge_augmentations
 from phr.validation.review import apply_revisions, decision_on, load_decisions, review_status
 from phr.validation.schemas import to_frame, validate_frame
 from phr.validation.semantic import run_all_checks, semantic_distinctness
@@ -357,7 +357,7 @@ def build(
     if qc_order == SKIP_REVIEW:
         result = ctx.generate(judge_llm, _after_rules(out, _rules_of(prompt_set) or ValidationConfig()))
         augs = _revise(out, result.augmentations)
-        _check_revisions(out, questions, result.augmentations, augs, judge_llm)
+        _check_revisions(out, questions, result.augmentations, augs, judge_llm, _judge_config(rec))
         qc, awaiting, judge_rows = _qc_rows(result, out, augs), [], {}
     else:
         result, augs, judge_rows = _paper_order(ctx, judge_llm)
@@ -391,6 +391,7 @@ def build(
             "quota_shortfalls": result.quota_short,
             "review_required": qc_order == PAPER_ORDER,
             "qc_order": qc_order,
+            "judge_extra_criteria": list(rec.judge_extra_criteria),
             "qc_stage": stage,
             "awaiting_review": sorted(awaiting),
             "rejections": [{"row_id": r.row_id, "check": r.check, "reason": r.reason} for r in result.rejections],
@@ -427,6 +428,7 @@ class _Gen:
             prompts=self.prompts,
             validation_config=_rules_of(self.prompts),
             extra_check=extra_check,
+            judge_config=_judge_config(self.rec),
         )
         if self.progress and result.summary is not None:
             result.summary.print()
@@ -469,7 +471,8 @@ def _paper_order(ctx: _Gen, judge_llm):
         ]
         if judge_llm is None or not todo:
             break
-        outcome = judge_augmentations([by_id[q] for q in sorted({a.question_id for a in todo})], todo, judge_llm)
+        qs = [by_id[q] for q in sorted({a.question_id for a in todo})]
+        outcome = judge_augmentations(qs, todo, judge_llm, config=_judge_config(ctx.rec))
         failed = [r for r in outcome.rejections if r.check == CALL_FAILED]
         if failed:
             raise BuildError(_failed_calls_message(failed, ctx.rerun, ctx.gen_llm.cache.path))
@@ -482,6 +485,11 @@ def _paper_order(ctx: _Gen, judge_llm):
     in_build = {(a.id, a.statement) for a in augs}
     rows = {"judge: passed": len(passed & in_build)} if judge_llm is not None else {}
     return result, augs, rows
+
+
+def _judge_config(rec) -> JudgeConfig:
+    """The judge's criteria of a recipe (``qc.judge_extra_criteria``; none by default, as in the paper)."""
+    return JudgeConfig(tuple(rec.judge_extra_criteria))
 
 
 def _reviewed(decision: dict | None, text: str) -> bool:
@@ -697,7 +705,7 @@ def _revise(out, augs: list[Augmentation]) -> list[Augmentation]:
     return [a.model_copy(update={"statement": revised[a.id]}) if a.id in revised else a for a in augs]
 
 
-def _check_revisions(out, questions, before, after, judge_llm) -> None:
+def _check_revisions(out, questions, before, after, judge_llm, config: JudgeConfig | None = None) -> None:
     """Revised premises pass the rule checks (again, with the rebuilt premises) and then the LLM judge (paper
     order: rules, manual review, judge); a failure stops the build, naming the premise and the reason."""
     changed = {b.id for a, b in zip(before, after, strict=True) if a.statement != b.statement}
@@ -707,7 +715,7 @@ def _check_revisions(out, questions, before, after, judge_llm) -> None:
     if judge_llm is not None and not bad:
         revised = [a for a in after if a.id in changed]
         qids = {a.question_id for a in revised}
-        bad = judge_augmentations([q for q in questions if q.id in qids], revised, judge_llm).rejections
+        bad = judge_augmentations([q for q in questions if q.id in qids], revised, judge_llm, config=config).rejections
     if bad:
         raise BuildError(
             "revised premise(s) from the manual review fail QC (nothing was written); revise them again or "

@@ -14,6 +14,7 @@ import pytest
 
 from phr.bench.folder import MANIFEST, data_file
 from phr.builders.phrbench import AWAITING_REVIEW, COMPLETE, build
+from phr.builders.recipe import RecipeError, load_recipe
 from phr.validation.folder import validate_folder, validate_for_push
 from phr.validation.review import COLUMNS, export_review, import_review
 from tests.support.paper_fixtures import paper_responder, write_sources
@@ -58,6 +59,7 @@ def env(tmp_path, monkeypatch):
             "task_consistent": None if hall else True,
             "type_consistency": (not bad) if hall else None,
             "mutation_logic_consistent": True if hall else None,
+            "plausible": True if hall else None,  # read only when the recipe switches the criterion on
             "leaks_answer": False,
             "verdict": "reject" if bad else "accept",
         }
@@ -199,3 +201,29 @@ def test_skip_review_is_the_named_recorded_fast_path(env, tmp_path):
     assert "QC: fast path (`--skip-review`" in (res.out / "README.md").read_text()
     assert "review skipped: --skip-review" in res.next_steps[0]
     assert validate_for_push(res.out).ok  # no review required
+
+
+def test_the_judges_own_gates_are_recipe_settings_off_by_default(env, tmp_path):
+    recipe, _, srv, _ = env
+    assert load_recipe(recipe).judge_extra_criteria == () == load_recipe("paper").judge_extra_criteria
+    gated = tmp_path / "gated.yaml"
+    gated.write_text(RECIPE + "qc:\n  judge_extra_criteria: [plausible]\n")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(RECIPE + "qc:\n  judge_extra_criteria: [vivid]\n")
+    with pytest.raises(
+        RecipeError, match="unknown judge criterion 'vivid': the switchable ones are plausible, single_claim"
+    ):
+        load_recipe(bad)
+    res = build(
+        gated,
+        tmp_path / "g",
+        generator="openai:gpt-4o",
+        judge="openai:judge-model",
+        source_dir=env[1],
+        progress=False,
+        skip_review=True,
+    )
+    prompts = [r["json"]["messages"][0]["content"] for r in srv.requests if "<premise>" in str(r["json"])]
+    hall = [p for p in prompts if "Mutation types:" in p]
+    assert hall and all("- plausible: the premise sounds plausible" in p for p in hall)
+    assert json.loads((res.out / MANIFEST).read_text())["judge_extra_criteria"] == ["plausible"]
