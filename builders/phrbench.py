@@ -43,11 +43,12 @@ from phr.validation.semantic import run_all_checks, semantic_distinctness
 
 CURATED = "curated"
 DEFAULT_GENERATOR = "openai:gpt-4o"  # the paper's generator
-#: QC orders of a generated build (manifest ``qc_order``; a ``paper``-order build records ``review_required``: the push
-#: gate wants every premise reviewed, paper §A.2 "we manually review all generated augmentations"): ``paper`` (the default, §A.2): rule checks during
+#: QC orders of a generated build (manifest ``qc_order``): ``paper`` (the default, §A.2): rule checks during
 #: generation, then the manual review of the rule-passing premises, then the LLM judge over the reviewed premises
-#: (a judge-rejected premise is regenerated and goes back to review); ``skip-review`` (the fast path, named and
-#: recorded: ``--skip-review``): rule checks and the judge during generation, no review required to push.
+#: (a judge-rejected premise is regenerated and goes back to review); such a build records ``review_required``
+#: (the push gate wants every premise reviewed: "we manually review all generated augmentations").
+#: ``skip-review`` (the fast path, named and recorded: ``--skip-review``): rule checks and the judge during
+#: generation, no review required to push.
 PAPER_ORDER, SKIP_REVIEW = "paper", "skip-review"
 QC_ORDERS = (PAPER_ORDER, SKIP_REVIEW)
 #: ``BuildResult.stage`` / manifest ``qc_stage``
