@@ -53,6 +53,10 @@ def review_import(
     """
     res = import_review(sheet, to, reviewer=reviewer)  # a ReviewSheetError lists every problem (exit 2)
     typer.echo(f"imported {sheet}: {res.summary()}")
+    typer.echo(
+        f"next: rebuild {to} (phr-publish build phrbench ... --out {to} --overwrite): revisions go in place, rejected "
+        "premises are regenerated and the LLM judge runs over the reviewed premises"
+    )
     if res.total_rejected:
         typer.echo(
             f"`phr-publish validate {to}` now reports the {res.total_rejected} rejected premise(s) (check manual_review)"
