@@ -58,7 +58,7 @@ def test_grpo_two_stages(grpo_runs):
     assert (s1.global_step, s2.global_step) == (2, 2)
     m1, c1 = _check_checkpoint(s1.final_dir, "grpo")
     assert m1["stage"] == 1 and m1["data"]["folder_sha256"] == folder_hash(corpus) and m1["data"]["rows"] == 4
-    assert m1["reference_policy"] == {"setting": "initial", "model": m1["start_from"], "beta": 0.04}
+    assert m1["reference_policy"] == {"setting": "initial", "model": m1["start_from"], "revision": None, "beta": 0.04}
     assert m1["start_from"].endswith("stage1/tiny-base") and m1["seeds"] == {"seed": 0, "data_seed": None}
     assert m1["versions"]["trl"] and m1["reward"]["name"] == REWARD and m1["global_step"] == 2
     assert m1["trainer"]["num_generations"] == 4 and m1["trainer"]["temperature"] == 0.7

@@ -104,5 +104,7 @@ def _merge(trainer, arts, output_dir: Path) -> Path:
     with atomic_dir(dest) as tmp:
         model.save_pretrained(str(tmp))
         trainer.processing_class.save_pretrained(str(tmp))
-        arts.write(tmp, trainer.state.log_history, trainer.state.global_step, name=f"{output_dir.name}-merged")
+        arts.write(
+            tmp, trainer.state.log_history, trainer.state.global_step, name=f"{output_dir.name}-merged", location=dest
+        )
     return dest
