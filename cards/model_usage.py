@@ -89,5 +89,8 @@ def usage_section(method: str, model: str, *, adapter: bool = False) -> list[str
         code = qa_snippet(model)
     lines = ["## Usage", "", lead, "", "```python", *code.rstrip("\n").split("\n"), "```"]
     if adapter:
-        lines += ["", "This folder holds a LoRA adapter: with `peft` installed, `from_pretrained` loads it onto its base."]
+        lines += [
+            "",
+            "This folder holds a LoRA adapter: with `peft` installed, `from_pretrained` loads it onto its base.",
+        ]
     return lines

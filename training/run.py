@@ -137,7 +137,9 @@ def artifacts(recipe: Recipe, *, base_model: str, start_from: str, data: dict, r
 
     git = git_state()
     init = (
-        start_checkpoint(Path(recipe.model.init_from).expanduser(), allow_missing_manifest=recipe.model.init_without_manifest)
+        start_checkpoint(
+            Path(recipe.model.init_from).expanduser(), allow_missing_manifest=recipe.model.init_without_manifest
+        )
         if recipe.model.init_from
         else None
     )
