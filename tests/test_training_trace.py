@@ -265,25 +265,21 @@ def test_card_license_comes_from_the_base_model(tmp_path):
     assert base_license("Qwen/Qwen2.5-1.5B-Instruct").id == "apache-2.0"
 
 
-def test_kl_reference_loads_the_policys_revision(tmp_path, monkeypatch):
-    """The policy pinned to branch v1 of a Hub repo whose main branch holds other weights: the KL at the first
-    step (policy == reference before any update) is 0 only if the reference is v1 too."""
-    import torch
+@pytest.fixture
+def two_revisions(tmp_path, monkeypatch):
+    """A Hub repo ``alice/tiny`` on the local protocol server: branch ``v1`` and ``main`` hold different random
+    weights and differently trained tokenizers. Yields (v1 folder, main folder) while the clients use the server."""
     from huggingface_hub import HfApi, constants
-    from transformers import AutoModelForCausalLM
 
-    from phr.training.grpo import train_grpo
     from phr.training.tiny import TinySettings, build_tiny_model
     from tests.support.hub_server import HubServer
-    from tests.support.training import grpo_corpus, grpo_rows
+    from tests.support.training import grpo_rows, sft_rows
 
-    corpus = grpo_corpus(tmp_path)
-    texts = [m["content"] for r in grpo_rows() for m in r["prompt"]] + [r["question"] for r in grpo_rows()]
-    main = build_tiny_model(texts, tmp_path / "main", TinySettings(seed=1))
+    texts = [m["content"] for r in grpo_rows() for m in r["prompt"]] + [
+        m["content"] for r in sft_rows() for m in r["messages"]
+    ]
+    main = build_tiny_model(texts[:2], tmp_path / "main", TinySettings(seed=1))
     v1 = build_tiny_model(texts, tmp_path / "v1", TinySettings(seed=2))
-    w_main = AutoModelForCausalLM.from_pretrained(main).state_dict()
-    w_v1 = AutoModelForCausalLM.from_pretrained(v1).state_dict()
-    assert not all(torch.equal(w_main[k], w_v1[k]) for k in w_v1)  # the two revisions differ
     with HubServer(tokens={"hf_test": "alice"}) as hub, hub.patch_clients():
         monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf-cache"))
         api = HfApi(endpoint=hub.url, token="hf_test")
@@ -291,16 +287,52 @@ def test_kl_reference_loads_the_policys_revision(tmp_path, monkeypatch):
         api.upload_folder(folder_path=str(main), repo_id="alice/tiny")
         api.create_branch("alice/tiny", branch="v1")
         api.upload_folder(folder_path=str(v1), repo_id="alice/tiny", revision="v1")
-        recipe = load_recipe(
-            "tiny-stage1",
-            model={"tiny": None, "name_or_path": "alice/tiny", "revision": "v1"},
-            data={"path": str(corpus)},
-            reward={"name": "tests.support.training:length_reward"},
-            trainer={"output_dir": str(tmp_path / "run"), "max_steps": 1, "save_strategy": "no"},
-        )
-        res = train_grpo(recipe)
+        yield v1, main
+
+
+def _hub_recipe(name, tmp_path, corpus, **extra):
+    return load_recipe(
+        name,
+        model={"tiny": None, "name_or_path": "alice/tiny", "revision": "v1"},
+        data={"path": str(corpus)},
+        trainer={"output_dir": str(tmp_path / "run"), "max_steps": 1, "save_strategy": "no"},
+        **extra,
+    )
+
+
+def test_kl_reference_loads_the_policys_revision(two_revisions, tmp_path):
+    """The policy pinned to branch v1 of a Hub repo whose main branch holds other weights: the KL at the first
+    step (policy == reference before any update) is 0 only if the reference is v1 too (TRL 1.16, given a loaded
+    model, took the reference from main: with same-shaped weights on main the first KL was 0.016)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from phr.training.grpo import train_grpo
+    from tests.support.training import grpo_corpus
+
+    v1, main = two_revisions
+    w_main = AutoModelForCausalLM.from_pretrained(main).state_dict()
+    w_v1 = AutoModelForCausalLM.from_pretrained(v1).state_dict()
+    assert not all(w_main[k].shape == w_v1[k].shape and torch.equal(w_main[k], w_v1[k]) for k in w_v1)
+    recipe = _hub_recipe(
+        "tiny-stage1", tmp_path, grpo_corpus(tmp_path), reward={"name": "tests.support.training:length_reward"}
+    )
+    res = train_grpo(recipe)
     manifest = json.loads((res.final_dir / MANIFEST).read_text())
     assert manifest["reference_policy"] == {"setting": "initial", "model": "alice/tiny", "revision": "v1", "beta": 0.04}
     assert manifest["trainer"]["model_init_kwargs"] == {"dtype": "float32", "revision": "v1"}
     curves = json.loads((res.final_dir / "curves.json").read_text())["metrics"]
     assert curves["kl"]["raw"] == [pytest.approx(0.0, abs=1e-6)]
+
+
+def test_sft_tokenizer_loads_the_models_revision(two_revisions, tmp_path):
+    from transformers import AutoTokenizer
+
+    from phr.training.sft import build_sft_trainer
+    from tests.support.training import sft_corpus
+
+    v1, main = two_revisions
+    assert AutoTokenizer.from_pretrained(main).get_vocab() != AutoTokenizer.from_pretrained(v1).get_vocab()
+    trainer, _, _, _ = build_sft_trainer(_hub_recipe("tiny-sft", tmp_path, sft_corpus(tmp_path)))
+    assert trainer.processing_class.get_vocab() == AutoTokenizer.from_pretrained(v1).get_vocab()
+    assert trainer.args.model_init_kwargs == {"dtype": "float32", "revision": "v1"}

@@ -28,6 +28,7 @@ from phr.training.run import (
     RunResult,
     artifacts,
     load_corpus,
+    model_init_kwargs,
     peft_config,
     prepare_output,
     save_final,
@@ -134,19 +135,6 @@ def reward_stats(funcs: Sequence[Callable]) -> dict | None:
             s = stats()
             out.update(s if isinstance(s, dict) else getattr(s, "__dict__", {"stats": str(s)}))
     return out or None
-
-
-def model_init_kwargs(recipe: Recipe, start: str) -> dict:
-    """``GRPOConfig.model_init_kwargs`` for the policy loaded from ``start``: the recipe's own, plus ``dtype`` and
-    the ``revision`` of a hub id. GRPOTrainer, given the model *name*, loads the policy, its tokenizer and (beta > 0,
-    no LoRA) the KL reference model with these keywords, so the reference is the same revision as the policy.
-    (Given a model *object*, TRL 1.16 reloads the reference from ``config._name_or_path`` with only
-    ``model_init_kwargs``: a pinned revision would be lost and the reference taken from the default branch.)"""
-    kw = dict(recipe.trainer.get("model_init_kwargs") or {})
-    kw.setdefault("dtype", recipe.model.dtype)
-    if start == recipe.model.name_or_path and recipe.model.revision:
-        kw["revision"] = recipe.model.revision
-    return kw
 
 
 def train_grpo(

@@ -257,6 +257,19 @@ def load_model(recipe: Recipe, start: str):
     return AutoModelForCausalLM.from_pretrained(start, revision=revision, dtype=recipe.model.dtype)
 
 
+def model_init_kwargs(recipe: Recipe, start: str) -> dict:
+    """TRL's ``model_init_kwargs`` for the policy loaded from ``start``: the recipe's own, plus ``dtype`` and the
+    ``revision`` of a hub id. Given the model *name*, GRPOTrainer / SFTTrainer load the policy, its tokenizer and
+    (GRPO, beta > 0, no LoRA) the KL reference model with these keywords: all from the same revision. (Given a
+    model *object*, TRL 1.16 loads the tokenizer and the reference from ``config._name_or_path`` without the
+    revision, i.e. from the default branch.)"""
+    kw = dict(recipe.trainer.get("model_init_kwargs") or {})
+    kw.setdefault("dtype", recipe.model.dtype)
+    if start == recipe.model.name_or_path and recipe.model.revision:
+        kw["revision"] = recipe.model.revision
+    return kw
+
+
 def peft_config(recipe: Recipe):
     """peft ``LoraConfig`` of the recipe's ``lora`` section (None: full fine-tuning)."""
     if recipe.lora is None:
