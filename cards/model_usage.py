@@ -16,6 +16,7 @@ from phr.hr1.pipeline import paraphrase_prompt, qa_messages
 from phr.hr1.settings import Decoding, QADecoding
 
 EXAMPLE_QUESTION = "Where did roger marquis die?"
+_WHERE = '  # once pushed: the repo id, "ORG/NAME" (phr-publish push DIR --repo ORG/NAME --repo-type model)'
 
 
 def _literal(text: str) -> str:
@@ -39,7 +40,7 @@ def paraphraser_snippet(model: str) -> str:
     return (
         "import re\n\n"
         "from transformers import AutoModelForCausalLM, AutoTokenizer\n\n"
-        f"MODEL = {model!r}\n"
+        f"MODEL = {model!r}{_WHERE}\n"
         f"PROMPT = {_literal(template)}  # Hallucination-R1 Listing B.1\n\n"
         "tok = AutoTokenizer.from_pretrained(MODEL)\n"
         "model = AutoModelForCausalLM.from_pretrained(MODEL)\n"
@@ -60,7 +61,7 @@ def qa_snippet(model: str) -> str:
     return (
         "import re\n\n"
         "from transformers import AutoModelForCausalLM, AutoTokenizer\n\n"
-        f"MODEL = {model!r}\n"
+        f"MODEL = {model!r}{_WHERE}\n"
         f"SYSTEM = {_literal(system)}  # Hallucination-R1 Listing B.4\n\n"
         "tok = AutoTokenizer.from_pretrained(MODEL)\n"
         "model = AutoModelForCausalLM.from_pretrained(MODEL)\n"

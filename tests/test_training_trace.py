@@ -336,3 +336,29 @@ def test_sft_tokenizer_loads_the_models_revision(two_revisions, tmp_path):
     trainer, _, _, _ = build_sft_trainer(_hub_recipe("tiny-sft", tmp_path, sft_corpus(tmp_path)))
     assert trainer.processing_class.get_vocab() == AutoTokenizer.from_pretrained(v1).get_vocab()
     assert trainer.args.model_init_kwargs == {"dtype": "float32", "revision": "v1"}
+
+
+def test_a_recipe_leaving_objective_settings_to_trl_is_warned_and_recorded(tmp_path, caplog):
+    from phr.training.run import artifacts
+
+    path = recipe_names()["tiny-stage1"]
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    del raw["trainer"]["loss_type"], raw["trainer"]["beta"]
+    raw["trainer"]["output_dir"] = str(tmp_path / "run")
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(raw))
+    recipe = load_recipe(tmp_path / "r.yaml")
+    data = {
+        "name": "c",
+        "path": str(tmp_path),
+        "manifest_sha256": None,
+        "folder_sha256": "0" * 64,
+        "split": "train",
+        "rows": 4,
+    }
+    with caplog.at_level("WARNING", logger="phr.training"):
+        arts = artifacts(recipe, base_model="b", start_from="b", data=data, reward=None, args=recipe.trl_config())
+    assert arts.manifest["objective_defaults"] == ["loss_type", "beta"]
+    assert (
+        "r.yaml leaves 2 objective setting(s) to TRL's defaults (recorded as objective_defaults): loss_type, beta"
+        in caplog.text
+    )

@@ -143,6 +143,14 @@ def artifacts(recipe: Recipe, *, base_model: str, start_from: str, data: dict, r
         if recipe.model.init_from
         else None
     )
+    defaults = unpinned(recipe.method, recipe.trainer)
+    if defaults:
+        log.warning(
+            "%s leaves %d objective setting(s) to TRL's defaults (recorded as objective_defaults): %s",
+            recipe.source,
+            len(defaults),
+            ", ".join(defaults),
+        )
     manifest = {
         "schema_version": 1,
         "method": recipe.method,
@@ -164,7 +172,7 @@ def artifacts(recipe: Recipe, *, base_model: str, start_from: str, data: dict, r
         "data": data,
         "reward": reward,
         "trainer": trainer_settings(args),
-        "objective_defaults": unpinned(recipe.method, recipe.trainer),  # objective settings left to TRL
+        "objective_defaults": defaults,  # objective settings left to TRL (docs/training.md, "Objective settings")
         "seeds": {"seed": args.seed, "data_seed": args.data_seed},
         "versions": versions(),
         "git_commit": git["commit"],
