@@ -63,6 +63,7 @@ def build_phrbench(cfg: BuildPhrbenchConfig, dry_run: DryRun = False) -> None:
         prompts=cfg.prompts,
         allow_stand_in=cfg.allow_stand_in,
         llm_options=cfg.llm_kwargs(),
+        skip_review=cfg.skip_review,
     )
     total = sum(res.counts.values())
     counts = ", ".join(f"{k} {v}" for k, v in res.counts.items())
@@ -70,6 +71,8 @@ def build_phrbench(cfg: BuildPhrbenchConfig, dry_run: DryRun = False) -> None:
     for k, v in res.qc.items():
         typer.echo(f"  {k}: {v}")
     typer.echo(f'load it with: load_dataset("{cfg.out}", "all")')
+    for line in res.next_steps:
+        typer.echo(line)
     typer.echo(f"rerun: {cfg.rerun()}")
 
 

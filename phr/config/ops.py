@@ -291,6 +291,13 @@ class BuildPhrbenchConfig(Calls):
     allow_stand_in: bool = setting(
         False, "Build with the offline B3DB stand-in when no MoleculeNet BBBP copy is found (the card says so)."
     )
+    skip_review: bool = setting(
+        False,
+        "QC fast path: rule checks and LLM judge during generation, no manual review before push (recorded in "
+        "manifest.json and on the card). Default: the paper's order (rule checks -> manual review -> judge; "
+        "docs/review.md).",
+        paper="App. A.2",
+    )
 
 
 # ---- training (the recipe YAML is the config of its own sections; these are the command's settings) ----------
