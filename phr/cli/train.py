@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
 
 import typer
 
@@ -13,29 +12,6 @@ from phr.config.ops import TrainGrpoConfig, TrainSftConfig
 from phr.core.errors import UsageError
 
 train_app = new_app("Train the Hallucination-R1 paraphraser (GRPO, two stages) or a LoRA SFT model, with TRL.")
-
-Config = Annotated[
-    str,
-    typer.Option(
-        "--config",
-        metavar="FILE",
-        help="A recipe YAML, or a packaged recipe name (e.g. paper-qwen2.5-3b-stage1, tiny-stage1, tiny-sft).",
-    ),
-]
-Resume = Annotated[bool, typer.Option("--resume", help="Continue from the last checkpoint-N of the output folder.")]
-Data = Annotated[Path | None, typer.Option("--data", metavar="DIR", help="Corpus folder (overrides data.path).")]
-OutputDir = Annotated[
-    Path | None, typer.Option("--output-dir", metavar="DIR", help="Run folder (overrides trainer.output_dir).")
-]
-MaxSteps = Annotated[int | None, typer.Option("--max-steps", min=1, help="Overrides trainer.max_steps.")]
-Set = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--set",
-        metavar="SECTION.KEY=VALUE",
-        help="Override one recipe value (VALUE read as YAML), e.g. --set trainer.vllm_mode=server. Repeatable.",
-    ),
-]
 
 
 def _sets(items: list[str] | None) -> dict:
