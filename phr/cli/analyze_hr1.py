@@ -9,10 +9,6 @@ from typing import Annotated
 import typer
 
 from phr.core.errors import UsageError
-from phr.eval.hr1_diagnostics import DiagnosticSettings, analyze, read_paraphrase_corpus
-from phr.eval.hr1_diagnostics_report import SUMMARY_MD, write_outputs
-from phr.llm.providers.base import require_scoring
-from phr.llm.spec import make_provider
 
 
 def _progress_factory(progress):
@@ -47,6 +43,11 @@ def paraphrases(
 ) -> None:
     """Diagnose why paraphrases fail: surface shifts, embedding drift and the logit lens (Eq. 11-18), RF vs RP."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from phr.eval.hr1_diagnostics import DiagnosticSettings, analyze, read_paraphrase_corpus
+    from phr.eval.hr1_diagnostics_report import SUMMARY_MD, write_outputs
+    from phr.llm.providers.base import require_scoring
+    from phr.llm.spec import make_provider
 
     if normalize not in ("l2", "none"):
         raise UsageError(f"--normalize must be l2 or none, not {normalize!r}")

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from phr.core.errors import PHRError
 from phr.core.secrets import redact
 from phr.core.text import clip
 from phr.llm.types import GenerationParams, Message
+
+if TYPE_CHECKING:  # asyncio is imported where it runs (a loop is running by then): the CLI starts faster
+    import asyncio
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,8 @@ class APIProvider(Provider, ABC):
 
     @property
     def _client(self):
+        import asyncio
+
         loop = asyncio.get_running_loop()
         if self._sdk_client is None or self._sdk_loop is not loop:
             client = self._new_client()
@@ -99,6 +103,8 @@ class APIProvider(Provider, ABC):
 
     async def _keep(self, client) -> None:
         """Wait until cancelled (by :meth:`aclose` or the loop's shutdown), then close ``client``."""
+        import asyncio
+
         try:
             await asyncio.Event().wait()
         finally:
@@ -109,6 +115,8 @@ class APIProvider(Provider, ABC):
 
     async def aclose(self) -> None:
         """Close the SDK client of the running loop (the client calls this at the end of every run)."""
+        import asyncio
+
         keeper, loop = self._sdk_keeper, self._sdk_loop
         self._sdk_client, self._sdk_loop, self._sdk_keeper = None, None, None
         if keeper is not None and loop is asyncio.get_running_loop():
