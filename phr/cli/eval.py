@@ -225,6 +225,7 @@ def eval_phrbench(
     trajectory = _trajectory(kl_direction, step_rule, bc_counting)
     calls = {"timeout": timeout, "max_retry_after": max_retry_after}
     llm = LLM(model, concurrency=concurrency, **calls)
+    llm.provider.purpose = "as the model under evaluation"
     source = "--max-tokens"
     if max_tokens is None:
         if preset is not None and base.get("max_tokens") is None:

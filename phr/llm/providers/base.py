@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -45,6 +45,8 @@ class Provider(ABC):
     #: True for models that run in this process (transformers, vLLM): batched, no rate limits.
     in_process: bool = False
     batch_size: int = 8
+    #: Why this model is loaded ("as the reference scorer", "for generating"): the loading line says it.
+    purpose: str | None = None
 
     def __init__(self, model: str, revision: str | None = None):
         self.model = model
@@ -64,7 +66,11 @@ class Provider(ABC):
     ) -> list[RawCompletion]:
         raise NotImplementedError
 
-    def complete_batch(self, items: list[BatchItem]) -> list[RawCompletion]:
+    def complete_batch(
+        self, items: list[BatchItem], progress: Callable[[float], None] | None = None
+    ) -> list[RawCompletion]:
+        """One completion per item, in order. ``progress(done)``, where the provider can, reports the samples
+        done so far within this call (a float: a sample half-way through its token budget counts 0.5)."""
         raise NotImplementedError
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
@@ -212,8 +218,11 @@ class CannotScoreError(PHRError, TypeError):
 
 
 def require_scoring(provider: Any, purpose: str = "scoring") -> ScoringProvider:
-    """``provider`` as a ``ScoringProvider``, or a CannotScoreError naming its spec."""
+    """``provider`` as a ``ScoringProvider`` (loaded ``as`` the ``purpose``, which its loading line names), or a
+    CannotScoreError naming its spec."""
     if isinstance(provider, ScoringProvider):
+        if getattr(provider, "purpose", "") is None:
+            provider.purpose = f"as {purpose}"  # type: ignore[attr-defined]
         return provider
     spec = getattr(provider, "spec", None) or repr(provider)
     raise CannotScoreError(
