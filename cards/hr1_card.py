@@ -37,6 +37,7 @@ MEANINGS = {
     "paraphrases": "the K paraphrases with their consistency verdict, diversity scores and QA outcome",
     "paraphrase": "a consistent paraphrase of the question",
     "answer": "the gold answer the SFT target carries",
+    "prompt": "the chat the paraphraser is given (Listing B.1 applied to the question)",
     "messages": "the chat for SFT: system (Listing B.4), user (the paraphrase), assistant (the answer)",
 }
 PAPER = "Hallucination-R1: Robustness-Oriented Paraphrase Generation for Factual Consistency (arXiv 2609.21227v1)"
