@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -61,6 +63,7 @@ def test_local_batch_reports_progress_per_token_before_it_finishes(tiny_model, c
     # the loading line names the model, where it runs and why, before anything else
     err = capsys.readouterr().err
     assert f"loading hf:{tiny_model} (tiny-llama) on cpu as the test's generator ..." in err
+    assert "Loading weights" not in err  # transformers' own bar is silenced
     # one report per generated token (12 per batch at most) plus one at each batch's end, counting up to 6
     assert seen[-1] == 6.0
     assert seen == sorted(seen)
@@ -140,6 +143,16 @@ def test_no_terminal_means_line_progress_and_disabled_means_nothing(capsys):
     with progress_bar(False) as off:
         off.update(off.add_task("x", total=3), completed=3)
     assert capsys.readouterr().err == ""
+
+
+def test_sentence_model_loading_names_itself_without_transformers_bar():
+    """In a fresh process (the model loads there): our line, not transformers' bare "Loading weights" bar."""
+    code = "from phr.llm.embed import embed; print(embed(['a b c', 'd e f'], progress=False).shape)"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "(2, 384)"
+    assert "loading the sentence-embedding model (all-MiniLM-L6-v2) on cpu for the embedding checks ..." in r.stderr
+    assert "Loading weights" not in r.stderr
 
 
 def test_loading_line():

@@ -44,8 +44,11 @@ def load_model(model_dir: str | None = None, device: str = "cpu"):
         if key not in _MODELS:
             from sentence_transformers import SentenceTransformer  # heavy: imported on first use
 
+            from phr.llm.providers.hf_local import quiet_transformers
+
             loading(f"the sentence-embedding model ({_name(key[0])}) on {device}", "for the embedding checks")
-            _MODELS[key] = SentenceTransformer(key[0], device=device, local_files_only=True)
+            with quiet_transformers():  # our line names the model; no bare "Loading weights 103/103" bar
+                _MODELS[key] = SentenceTransformer(key[0], device=device, local_files_only=True)
         return _MODELS[key]
 
 

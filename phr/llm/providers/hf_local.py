@@ -182,7 +182,7 @@ class _TokenTicker:
         return torch.zeros(rows, dtype=torch.bool, device=input_ids.device)
 
 
-def _quiet_transformers():
+def quiet_transformers():
     """A context in which transformers and huggingface_hub show no progress bars (restored after)."""
     import contextlib
 
@@ -316,7 +316,7 @@ class HFProvider(Provider):
             t0 = time.monotonic()
             loading(f"{self.spec} ({self.display_name}) on {device}", self.purpose)
             try:
-                with _quiet_transformers():  # our line names the model; no bare "Loading weights 103/103" bar
+                with quiet_transformers():  # our line names the model; no bare "Loading weights 103/103" bar
                     tok = AutoTokenizer.from_pretrained(source)
                     model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
             except OSError as e:
@@ -691,7 +691,7 @@ def _convert_gguf(gguf: Path, folder: Path, revision: str) -> None:
     t0 = time.monotonic()
     log.info("converting %s into %s (once)", gguf, folder)
     loading(f"{gguf.name}", f"to convert it once into {folder}")
-    with atomic_dir(folder) as tmp, _quiet_transformers():
+    with atomic_dir(folder) as tmp, quiet_transformers():
         tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         if not getattr(tok, "chat_template", None):
             tok.chat_template = CHATML_TEMPLATE
