@@ -15,7 +15,7 @@ import pytest
 from phr.bench.instance import COLUMNS
 from phr.cards.fields import fields_table
 from phr.hr1.corpora import SCHEMAS
-from phr.hub import ValidationFailedError, folder_files, pull, push
+from phr.hub import PushFailedError, ValidationFailedError, folder_files, pull, push
 from phr.hub import local as local_hub
 from phr.hub import online as online_hub
 from phr.hub.card import LOCAL_LABEL, USAGE_END, USAGE_START, hub_label, usage_for_repo
@@ -228,3 +228,13 @@ def test_online_push_names_the_repo_and_a_noop_repush_skips_validation(folder, h
     again = push(folder, "alice/phrbench", endpoint=hf.url)
     assert not again.changed and len(gate_calls) == 1
     assert len(hf.commits("dataset", "alice/phrbench")) == n
+
+
+def test_push_to_an_unreachable_hub_names_the_local_hub_flag(mini_folder, monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.delenv("PHR_HUB_DIR", raising=False)
+    monkeypatch.setenv("HF_TOKEN", "hf_unreachable_test_token_0123")
+    with pytest.raises(PushFailedError, match="no answer from the Hub: offline, publish to a local hub with --to"):
+        push(mini_folder, "org/phrbench", endpoint="http://127.0.0.1:9")

@@ -218,8 +218,10 @@ def push_online(
     api = _api(token, endpoint)
     url = repo_url(api, repo_id, repo_type)
     step = "reading the repo's state"
+    answered = False  # whether the Hub answered at all
     try:
         exists, head, tags = _remote_state(api, repo_id, repo_type)
+        answered = True
         if exists and head is not None and (tag is None or tags.get(tag) == head):  # no tag to create or refuse
             step = "listing the repo's files"
             ops, _, _ = plan_operations(files, _remote_files(api, repo_id, repo_type, head))
@@ -285,8 +287,9 @@ def push_online(
     except PublishError:
         raise
     except Exception as e:
+        offline = "" if answered else " (no answer from the Hub: offline, publish to a local hub with --to HUBDIR)"
         raise PushFailedError(
-            f"push to {url} failed while {step}: {type(e).__name__}: {_safe(e, token)}\n"
+            f"push to {url} failed while {step}: {type(e).__name__}: {_safe(e, token)}{offline}\n"
             f"The repo keeps its previous version (a commit is all or nothing). Rerun: {rerun}"
         ) from None
 

@@ -17,6 +17,7 @@ and loaded from there afterwards; no network is ever needed.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import importlib.util
@@ -182,23 +183,18 @@ class _TokenTicker:
         return torch.zeros(rows, dtype=torch.bool, device=input_ids.device)
 
 
+@contextlib.contextmanager
 def quiet_transformers():
     """A context in which transformers and huggingface_hub show no progress bars (restored after)."""
-    import contextlib
-
     from transformers.utils import logging as hf_logging
 
-    @contextlib.contextmanager
-    def quiet():
-        was = hf_logging.is_progress_bar_enabled()
-        hf_logging.disable_progress_bar()
-        try:
-            yield
-        finally:
-            if was:
-                hf_logging.enable_progress_bar()
-
-    return quiet()
+    was = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            hf_logging.enable_progress_bar()
 
 
 def sample_seed(seed: int | None, index: int) -> int:
