@@ -94,6 +94,7 @@ def test_llm_client_moves_its_bar_within_a_batch(tiny_model):
     assert all(r.samples[0] is not None for r in res)
     assert any(0 < u < 3 and not float(u).is_integer() for u in updates)  # within the one batch of 3
     assert updates[-1] == 3
+    assert updates == sorted(updates)  # the count never goes back while the batch's samples are stored
     assert llm.provider.purpose == "for generating"
 
 

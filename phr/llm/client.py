@@ -150,15 +150,17 @@ class LLM:
         total = sum(r.n for r in requests)
         with self._progress() as bar:
             task = bar.add_task(desc, total=total, completed=total - len(missing))
-            finished = [total - len(missing)]
+            finished, running = [total - len(missing)], [0.0]  # stored samples; a running batch's share
 
             def done(slot: _Slot, outcome: Sample | CallFailure) -> None:
                 req = requests[slot.req]
                 results[slot.req].samples[slot.index - req.first_index] = outcome
                 finished[0] += 1
-                bar.update(task, completed=finished[0])
+                running[0] = max(0.0, running[0] - 1)  # a stored sample moves from the batch's share to the count
+                bar.update(task, completed=finished[0] + running[0])
 
             def partial(part: float) -> None:  # an in-process batch's samples done so far (from its thread)
+                running[0] = part
                 bar.update(task, completed=finished[0] + part)
 
             if missing:
@@ -334,10 +336,7 @@ class LLM:
         """``complete_batch`` with per-token progress where the provider reports it (hf:, local:)."""
         if partial is None:
             return self.provider.complete_batch(items)
-        try:
-            return self.provider.complete_batch(items, progress=partial)
-        finally:
-            partial(0.0)  # the batch's samples are counted one by one as they are stored
+        return self.provider.complete_batch(items, progress=partial)
 
 
 def _estimate_tokens(messages: tuple[Message, ...], params: GenerationParams, n: int) -> int:
