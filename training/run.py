@@ -24,7 +24,7 @@ from pathlib import Path
 
 from phr.core.errors import UsageError
 from phr.core.fs import atomic_dir
-from phr.training.checkpoint import MANIFEST, Artifacts, folder_hash, git_commit, trainer_settings, versions
+from phr.training.checkpoint import CURVES_JSON, CURVES_PNG, MANIFEST, Artifacts, folder_hash, git_commit, trainer_settings, versions
 from phr.training.config import Recipe, RecipeError, prerequisite_problems
 from phr.training.tiny import TinySettings, build_tiny_model
 
@@ -35,6 +35,7 @@ MERGED = "merged"
 TINY_BASE = "tiny-base"
 TRAINER_STATE = "trainer_state.json"  # what TRL writes last into a checkpoint (transformers Trainer._save_checkpoint)
 CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+ARTIFACT_FILES = (MANIFEST, CURVES_JSON, CURVES_PNG, "README.md")  # what ArtifactsCallback adds to a checkpoint
 
 
 @dataclass
@@ -170,7 +171,7 @@ def resume_point(output_dir: Path, resume: bool) -> str | None:
 def repair_artifacts(arts: Artifacts, checkpoint: str | None, output_dir: Path) -> None:
     """Write the manifest, curves and card into the checkpoint a run resumes from when the run was killed after
     TRL's save but before they were written (``ArtifactsCallback``)."""
-    if checkpoint is None or (Path(checkpoint) / MANIFEST).is_file():
+    if checkpoint is None or all((Path(checkpoint) / name).is_file() for name in ARTIFACT_FILES):
         return
     state = json.loads((Path(checkpoint) / TRAINER_STATE).read_text(encoding="utf-8"))
     folder = Path(checkpoint)
