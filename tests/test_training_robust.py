@@ -202,7 +202,9 @@ def test_each_wrong_value_is_named_with_file_key_type_and_value(recipe, line):
 
 def test_numbers_written_as_yaml_strings_become_numbers():
     r = parse_recipe(_with("trainer", learning_rate="1e-4", max_steps="3"), "r.yaml")  # YAML 1.1 reads 1e-4 as text
-    assert r.trainer["learning_rate"] == 1e-4 and r.trainer["max_steps"] == 3 and r.missing_rewards.all_missing_steps == 2
+    assert (
+        r.trainer["learning_rate"] == 1e-4 and r.trainer["max_steps"] == 3 and r.missing_rewards.all_missing_steps == 2
+    )
 
 
 def _recipe_file(tmp_path: Path, raw) -> Path:
@@ -278,7 +280,9 @@ def test_each_missing_prerequisite_names_the_command_that_makes_it(tmp_path):
     corpus = grpo_corpus(tmp_path)
     err = cli("grpo", "--stage", "2", "--config", "tiny-stage2", "--data", str(corpus),
               "--init-from", str(tmp_path / "stage1"))  # fmt: skip
-    assert f"no stage-1 checkpoint at {tmp_path / 'stage1'} (model.init_from, no config.json): train stage 1 first" in err
+    assert (
+        f"no stage-1 checkpoint at {tmp_path / 'stage1'} (model.init_from, no config.json): train stage 1 first" in err
+    )
     bad = tmp_path / "bad.yaml"
     bad.write_bytes(b"method: \xff\xfe\n")
     assert f"{bad}: not a UTF-8 text file" in cli("grpo", "--stage", "1", "--config", str(bad))

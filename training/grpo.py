@@ -27,10 +27,10 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
+from phr.core.errors import PHRError
 from phr.hr1.diversity import DiversitySettings
 from phr.hr1.parse import parse_paraphrase
 from phr.hr1.settings import Grading, QADecoding
-from phr.core.errors import PHRError
 from phr.training.checkpoint import ArtifactsCallback
 from phr.training.config import MissingRewardsSection, Recipe, RecipeError
 from phr.training.rewards import HR1Reward, RewardConfig, completion_text

@@ -24,7 +24,16 @@ from pathlib import Path
 
 from phr.core.errors import UsageError
 from phr.core.fs import atomic_dir
-from phr.training.checkpoint import CURVES_JSON, CURVES_PNG, MANIFEST, Artifacts, folder_hash, git_commit, trainer_settings, versions
+from phr.training.checkpoint import (
+    CURVES_JSON,
+    CURVES_PNG,
+    MANIFEST,
+    Artifacts,
+    folder_hash,
+    git_commit,
+    trainer_settings,
+    versions,
+)
 from phr.training.config import Recipe, RecipeError, prerequisite_problems
 from phr.training.tiny import TinySettings, build_tiny_model
 

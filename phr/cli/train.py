@@ -92,10 +92,10 @@ def _checked_recipe(config: str, method: str, overrides: dict, stage: int | None
 
 
 def _resume_hint(command: list[str]) -> str:
-    """The command that continues a stopped run (the same options plus ``--resume``)."""
+    """The command that continues a stopped run: the options it was given (``command``) plus ``--resume``."""
     import shlex
 
-    return "resume with: " + shlex.join(["phr-publish", "train", *command, *([] if "--resume" in command else ["--resume"])])
+    return "resume with: " + shlex.join(["phr-publish", "train", *command, "--resume"])
 
 
 def _options(**values) -> list[str]:
