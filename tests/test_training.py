@@ -201,7 +201,7 @@ def test_recipe_errors_name_the_key(tmp_path):
         parse_recipe({**base, "trainer": {"output_dir": "o", "max_seq_length": 8}}, "r.yaml")
     with pytest.raises(RecipeError, match="r.yaml: unknown key 'modle'"):
         parse_recipe({**base, "modle": {}}, "r.yaml")
-    with pytest.raises(RecipeError, match="model: unknown key 'path'"):
+    with pytest.raises(RecipeError, match="model.path: unknown key"):
         parse_recipe({**base, "model": {"path": "x"}}, "r.yaml")
     with pytest.raises(RecipeError, match="set model.init_from"):
         parse_recipe({**base, "stage": 2}, "r.yaml")

@@ -77,7 +77,7 @@ class RewardSection:
 @dataclass(frozen=True)
 class LoraSection:
     r: Annotated[int, Field(ge=1)] = 16
-    lora_alpha: Annotated[float, Field(gt=0)] = 32
+    lora_alpha: Annotated[int, Field(ge=1)] = 32
     lora_dropout: Annotated[float, Field(ge=0, lt=1)] = 0.05
     target_modules: list[str] | str = "all-linear"
     merge: bool = False  # also write a merged full checkpoint (``merged/``)
