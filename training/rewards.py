@@ -275,7 +275,9 @@ class HR1Reward:
         )
         out = {}
         for (i, it, _a), g in zip(to_grade, grades, strict=True):
-            if g.correctness == "unjudged":
+            if g.correctness == "failed":  # the judge call failed after retries: a missing reward
+                it.failed = f"factual judge: {(g.failed or '').removeprefix('grading: ')}"
+            elif g.correctness == "unjudged":
                 it.failed = "factual judge: no valid verdict"
                 it.reason = "unjudged grade"  # a failed call or an unparseable verdict (the Grade does not say)
             else:
