@@ -171,7 +171,7 @@ def test_a_failed_b3_judge_call_gives_a_missing_reward_not_a_crash(fake_openai, 
     )
     out = call(reward, ["aa bb", "cc yy", "ee zz"])
     assert out[0] == 0.0 and out[1] == pytest.approx(2.0) and out[2] is None
-    assert reward.stats()["missing"] == 1
+    assert reward.stats()["missing"] == 1 and reward.missing_reasons() == {"server_error": 1}
     assert any("factual judge: server_error" in r.message for r in caplog.records)
 
 

@@ -277,9 +277,10 @@ class HR1Reward:
         for (i, it, _a), g in zip(to_grade, grades, strict=True):
             if g.correctness == "failed":  # the judge call failed after retries: a missing reward
                 it.failed = f"factual judge: {(g.failed or '').removeprefix('grading: ')}"
+                it.reason = it.failed.removeprefix("factual judge: ").split(":")[0] or "other"  # "<reason>: <message>"
             elif g.correctness == "unjudged":
                 it.failed = "factual judge: no valid verdict"
-                it.reason = "unjudged grade"  # a failed call or an unparseable verdict (the Grade does not say)
+                it.reason = "unparseable verdict"
             else:
                 out[i] = 0 if counts_as_correct(g.correctness, self.config.grading) else HALLUC_OF[g.correctness]
         return out
@@ -325,7 +326,7 @@ class HR1Reward:
 
     def missing_reasons(self) -> dict[str, int]:
         """Missing (None) rewards since construction by reason: a failed call's reason (``auth``,
-        ``connection``, ``rate_limit``, ``timeout``, ...), ``unparseable verdict`` or ``unjudged grade``."""
+        ``connection``, ``rate_limit``, ``timeout``, ...) or ``unparseable verdict``."""
         return dict(self.missing_by_reason)
 
     @property
