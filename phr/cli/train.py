@@ -99,6 +99,7 @@ def _resume_hint(command: list[str]) -> str:
 
 
 def _options(**values) -> list[str]:
+    """Command-line options as given (``--flag VALUE``; a list repeats the flag; None and False left out)."""
     out: list[str] = []
     for flag, value in values.items():
         for v in value if isinstance(value, list) else [value]:
