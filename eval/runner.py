@@ -27,7 +27,6 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from phr.config.ops import DEFAULT_MAX_TOKENS, PAPER_SCORER, EvalPhrbenchConfig  # noqa: F401 (re-exported)
 from phr.core.errors import PHRError, UsageError
 from phr.core.fs import atomic_dir, atomic_write
 from phr.eval.dataset import (
@@ -37,6 +36,7 @@ from phr.eval.dataset import (
     check_conditions,
     load_eval_dataset,
 )
+from phr.eval.presets import DEFAULT_MAX_TOKENS, PAPER_SCORER, PRESETS  # noqa: F401 (re-exported)
 from phr.eval.results import RUN_SCHEMA_VERSION, RunManifest, model_slug, read_run_manifest
 from phr.eval.submission import write_submission
 from phr.llm import LLM
@@ -49,11 +49,6 @@ GENERATIONS_FILE = "generations.jsonl"
 
 class RunError(UsageError):
     pass
-
-
-#: ``--preset paper`` (§4.1, §B.1): owned by the command's config (phr.config.ops.EvalPhrbenchConfig);
-#: ``max_tokens: "model"``: ``model_max_output``.
-PRESETS: dict[str, dict[str, Any]] = EvalPhrbenchConfig.presets
 
 
 def model_max_output(provider) -> int | None:

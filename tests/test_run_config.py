@@ -148,12 +148,14 @@ def test_round_trip_yaml_config_flags(cls, tmp_path):
         assert _parse([*cls.command, "--config", str(f)]) == cfg
         return
     # training: --config is the recipe; its overrides reach the recipe as they would from the flags
-    from phr.cli.train import _recipe
+    from phr.cli.train import _overrides
+    from phr.training.config import read_recipe
 
-    recipe = _recipe(_parse(_argv(cfg)))
-    assert recipe.source.endswith(f"config_{values['recipe']}.yaml")
+    again = _parse(_argv(cfg))
+    raw, source = read_recipe(again.recipe, **_overrides(again.data, again.output_dir, again.max_steps, sets=again.set))
+    assert source.endswith(f"config_{values['recipe']}.yaml")
     if "max_steps" in values:
-        assert recipe.trainer["max_steps"] == 2 and recipe.trainer["seed"] == 3
+        assert raw["trainer"]["max_steps"] == 2 and raw["trainer"]["seed"] == 3
 
 
 # ---- presets: named, printed, never switched on silently (item 3) ---------------------------------------------
@@ -162,7 +164,7 @@ def test_round_trip_yaml_config_flags(cls, tmp_path):
 @pytest.fixture
 def captured(monkeypatch):
     """``eval hr1`` up to the library call: the plan and K it would run with (no model is loaded)."""
-    import phr.cli.hr1 as hr1
+    import phr.eval.hr1_runner as runner_module
 
     seen = {}
 
@@ -170,7 +172,7 @@ def captured(monkeypatch):
         seen.update(kw, sets=sets)
         raise SystemExit(0)
 
-    monkeypatch.setattr(hr1, "evaluate", evaluate)
+    monkeypatch.setattr(runner_module, "evaluate", evaluate)
     return seen
 
 
@@ -213,7 +215,7 @@ def test_train_grpo_dry_run_without_the_deepseek_key_stops_before_any_call(fake_
     r = cli("train", "grpo", "--config", "paper-qwen2.5-3b-stage1", "--dry-run")
     assert r.exit_code == 2
     assert "set the environment variable OPENAI_COMPATIBLE_API_KEY" in r.output
-    assert "data.path hr1-grpo is not a folder" in r.output  # every problem is listed, not the first one
+    assert "no corpus folder hr1-grpo (data.path)" in r.output  # every problem is listed, not the first one
     assert srv.server.count == 0 and not (tmp_path / "runs").exists()
 
 

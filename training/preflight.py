@@ -12,7 +12,6 @@ import warnings
 from pathlib import Path
 
 from phr.llm.preflight import Preflight
-from phr.training.config import Recipe
 
 
 def _vllm_problem() -> str | None:
@@ -40,40 +39,44 @@ def _rows(folder: Path) -> int | None:
     return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
 
 
-def check_recipe(recipe: Recipe, pf: Preflight | None = None) -> Preflight:
-    """Add a recipe's problems and plan to ``pf`` (a new one by default) and return it."""
+def _section(raw: dict, name: str) -> dict:
+    value = raw.get(name)
+    return value if isinstance(value, dict) else {}
+
+
+def check_raw(raw: dict, source: str, pf: Preflight | None = None) -> Preflight:
+    """Add a recipe's problems and plan to ``pf`` (a new one by default), from the recipe as read (no heavy
+    imports): what it needs on disk (``prerequisite_problems``), the reward models' specs and keys, the extras
+    its trainer section asks for; the plan (rows, steps, completions, judge calls)."""
+    from phr.training.config import prerequisite_problems
+
     pf = pf or Preflight()
-    settings = dict(recipe.reward.settings) if recipe.reward else {}
-    if recipe.method == "grpo" and recipe.reward is not None and recipe.reward.name == "hr1":
+    for problem in prerequisite_problems(raw, source):
+        pf.problem(problem)
+    method, stage = raw.get("method"), raw.get("stage")
+    reward, trainer, data = _section(raw, "reward"), _section(raw, "trainer"), _section(raw, "data")
+    settings = reward.get("settings") if isinstance(reward.get("settings"), dict) else {}
+    if method == "grpo" and reward.get("name", "hr1") == "hr1":
         if not settings.get("judge"):
-            pf.problem(f"{recipe.source}: reward.settings.judge is required by the hr1 reward")
+            pf.problem(f"{source}: reward.settings.judge is required by the hr1 reward")
         pf.model("reward.settings.judge", settings.get("judge"))
-        if recipe.stage == 2 and not settings.get("qa"):
-            pf.problem(f"{recipe.source}: stage 2 needs reward.settings.qa (the QA model of R_halluc)")
+        if stage == 2 and not settings.get("qa"):
+            pf.problem(f"{source}: stage 2 needs reward.settings.qa (the QA model of R_halluc)")
         pf.model("reward.settings.qa", settings.get("qa"))
-    rows = None
-    if recipe.data.path:
-        folder = Path(recipe.data.path)
-        if not folder.is_dir():
-            pf.problem(f"{recipe.source}: data.path {folder} is not a folder (build it with phr-publish build hr1-*)")
-        else:
-            rows = _rows(folder)
-    trainer = recipe.trainer
     if trainer.get("use_vllm"):
         problem = _vllm_problem()
         if problem:
-            pf.problem(f"{recipe.source}: {problem}")
+            pf.problem(f"{source}: {problem}")
     if trainer.get("deepspeed") and importlib.util.find_spec("deepspeed") is None:
-        pf.problem(f"{recipe.source}: trainer.deepspeed: the deepspeed extra is not installed")
-    if recipe.model.init_from and not Path(recipe.model.init_from).is_dir():
-        pf.problem(f"{recipe.source}: model.init_from {recipe.model.init_from} is not a folder")
-    limit = recipe.data.limit
+        pf.problem(f"{source}: trainer.deepspeed: the deepspeed extra is not installed")
+    path = data.get("path")
+    rows = _rows(Path(path)) if isinstance(path, str) and Path(path).is_dir() else None
+    limit = data.get("limit")
     n = min(rows, limit) if rows is not None and limit else (rows if rows is not None else limit)
-    steps = trainer.get("max_steps")
-    gens = trainer.get("num_generations")
-    pf.note(f"{recipe.method} recipe {recipe.source}" + (f", stage {recipe.stage}" if recipe.stage else ""))
+    steps, gens = trainer.get("max_steps"), trainer.get("num_generations")
+    pf.note(f"{method} recipe {source}" + (f", stage {stage}" if stage else ""))
     pf.note(f"corpus rows: {n if n is not None else 'unknown'}; max_steps: {steps if steps else 'by epochs'}")
-    if recipe.method == "grpo" and gens and n:
+    if method == "grpo" and gens and n:
         epochs = trainer.get("num_train_epochs", 1)
         pf.note(f"completions: about {n * gens * epochs:,} ({n} prompts x {gens} generations x {epochs} epoch(s))")
         if settings.get("judge"):

@@ -14,8 +14,6 @@ from phr.cli import analyze_hr1
 from phr.cli.common import new_app, spec_or_none
 from phr.cli.options import bind
 from phr.config.ops import AnalyzePredictorConfig
-from phr.eval.predictor import PredictorSettings
-from phr.eval.predictor_run import analyze_predictor
 
 analyze_app = new_app("The papers' analyses: PHRBench's insightful-trajectory predictor, Hallucination-R1 diagnostics.")
 
@@ -28,6 +26,9 @@ def predictor_cmd(
 ) -> None:
     """Extract the 24 prompt features, fit the XGBoost predictor of insightful propensity with grouped CV, and
     write predictor.json/.md, features.csv and the SHAP importance and interaction PNGs."""
+    from phr.eval.predictor import PredictorSettings
+    from phr.eval.predictor_run import analyze_predictor
+
     settings = PredictorSettings(
         target=cfg.target, threshold=cfg.threshold, folds=cfg.folds, resamples=cfg.resamples, seed=cfg.seed
     )

@@ -8,10 +8,6 @@ import typer
 from phr.cli.options import bind
 from phr.config.ops import AnalyzeParaphrasesConfig
 from phr.core.errors import UsageError
-from phr.eval.hr1_diagnostics import DiagnosticSettings, analyze, read_paraphrase_corpus
-from phr.eval.hr1_diagnostics_report import SUMMARY_MD, write_outputs
-from phr.llm.providers.base import require_scoring
-from phr.llm.spec import make_provider
 
 
 def _progress_factory(progress):
@@ -25,7 +21,11 @@ def _progress_factory(progress):
 @bind(AnalyzeParaphrasesConfig)
 def paraphrases(cfg: AnalyzeParaphrasesConfig) -> None:
     """Diagnose why paraphrases fail: surface shifts, embedding drift and the logit lens (Eq. 11-18), RF vs RP."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from phr.core.progress import progress_bar
+    from phr.eval.hr1_diagnostics import DiagnosticSettings, analyze, read_paraphrase_corpus
+    from phr.eval.hr1_diagnostics_report import SUMMARY_MD, write_outputs
+    from phr.llm.providers.base import require_scoring
+    from phr.llm.spec import make_provider
 
     out, overwrite, model, corpus = cfg.out, cfg.overwrite, cfg.model, cfg.corpus
     if out.exists() and not overwrite:
@@ -38,9 +38,10 @@ def paraphrases(cfg: AnalyzeParaphrasesConfig) -> None:
         batch_size=cfg.batch_size,
     )
     results = read_paraphrase_corpus(corpus)
-    provider = require_scoring(make_provider(model), "analyze paraphrases")
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, transient=False) as progress:
+    provider = make_provider(model)
+    provider.purpose = "for its hidden states (analyze paraphrases)"
+    provider = require_scoring(provider, "analyze paraphrases")
+    with progress_bar() as progress:
         diag = analyze(results, provider, settings, progress=_progress_factory(progress))
     write_outputs(diag, out, overwrite=overwrite)
     rf, rp = diag.counts.get("RF", 0), diag.counts.get("RP", 0)

@@ -7,9 +7,6 @@ from typing import Annotated
 
 import typer
 
-from phr.builders.hr1_sources import load_hr1_source
-from phr.builders.phrbench import DEFAULT_GENERATOR, build
-from phr.builders.recipe import load_recipe
 from phr.cli import hr1
 from phr.cli.common import new_app
 from phr.cli.options import DryRun, bind
@@ -17,12 +14,8 @@ from phr.config.ops import BuildPhrbenchConfig
 from phr.core.errors import UsageError
 from phr.core.fs import folder_links
 from phr.core.report import Rejection, ValidationReport
-from phr.hr1.corpora import KINDS
-from phr.hr1.records import SOURCES
+from phr.hr1.names import SOURCES
 from phr.llm.preflight import Preflight, writable
-from phr.validation.folder import validate_folder
-from phr.validation.hr1_folder import card_kind, validate_corpus
-from phr.validation.hr1_leakage import check_corpus_folder
 
 build_app = new_app("Build datasets (PHRBench; the Hallucination-R1 corpora: hr1-paraphrases, hr1-sft, hr1-grpo).")
 validate_app = new_app("Re-check a built folder.")
@@ -33,6 +26,9 @@ hr1.register(build_app)
 @bind(BuildPhrbenchConfig)
 def build_phrbench(cfg: BuildPhrbenchConfig, dry_run: DryRun = False) -> None:
     """Build PHRBench (default: PHRBench-mini offline) into a validated Hub-layout folder."""
+    from phr.builders.phrbench import DEFAULT_GENERATOR, build
+    from phr.builders.recipe import load_recipe
+
     pf = Preflight()
     rec = pf.check(f"--recipe {cfg.recipe}", lambda: load_recipe(cfg.recipe))
     if rec is not None:
@@ -102,6 +98,12 @@ def validate(
         report = ValidationReport([Rejection(rel, "link", what) for rel, what in links])
         typer.echo(report.to_json() if as_json else report.render())
         raise typer.Exit(1)
+    from phr.builders.hr1_sources import load_hr1_source
+    from phr.hr1.corpora import KINDS
+    from phr.validation.folder import validate_folder
+    from phr.validation.hr1_folder import card_kind, validate_corpus
+    from phr.validation.hr1_leakage import check_corpus_folder
+
     kind = card_kind(folder)
     if kind is not None and kind not in KINDS:
         raise UsageError(f"{folder}: the card's phr_kind {kind!r} is not one of {', '.join(KINDS)}")

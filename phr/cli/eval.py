@@ -8,8 +8,6 @@ from typing import Annotated
 
 import typer
 
-from phr.bench.metrics import INSIGHTFUL, LEADERBOARD, REQUIRED, RESOLUTIONS, TRAJECTORY, metric, rate_of
-from phr.cards.eval_yaml import model_eval_results_yaml
 from phr.cli import hr1
 from phr.cli.common import Hub, new_app, spec_or_none
 from phr.cli.options import DryRun, bind
@@ -22,17 +20,7 @@ from phr.config.ops import (
     Scoring,
 )
 from phr.core.errors import UsageError
-from phr.eval.dataset import load_eval_dataset
-from phr.eval.pipeline import score_run, score_submission
-from phr.eval.results import estimate_text, normalize
-from phr.eval.runner import RunConfig, generate_run, load_run, merge_runs, model_max_output, parse_shard
-from phr.eval.scoring import ScoreOptions
-from phr.eval.submission import load_meta
 from phr.eval.trajectory import TrajectorySettings
-from phr.hub import pull
-from phr.leaderboard.page import write_leaderboard
-from phr.leaderboard.repo import collect_results, open_model_pr, push_results
-from phr.llm import LLM
 from phr.llm.preflight import Preflight, max_output_of, writable
 
 eval_app = new_app(
@@ -66,6 +54,8 @@ def _options(
 ):
     """Scoring options; with ``llm_options`` (timeout, max_retry_after) the judge and grader are LLMs built
     with them."""
+    from phr.eval.scoring import ScoreOptions
+    from phr.llm import LLM
 
     judge_spec, grader_spec = spec_or_none(judge), spec_or_none(grader)
     if judge_spec is not None and llm_options:
@@ -110,6 +100,9 @@ def _print_settings(result) -> None:
 def _print_summary(result, out: Path) -> None:
     from rich.console import Console
     from rich.table import Table
+
+    from phr.bench.metrics import INSIGHTFUL, LEADERBOARD, REQUIRED, RESOLUTIONS, TRAJECTORY, metric, rate_of
+    from phr.eval.results import estimate_text
 
     con = Console()
     t = result["tables"]
@@ -159,6 +152,9 @@ def _print_summary(result, out: Path) -> None:
 @bind(EvalPhrbenchConfig)
 def eval_phrbench(cfg: EvalPhrbenchConfig, hub: Hub = None, dry_run: DryRun = False) -> None:
     """Generate (cached, resumable) and score a model's responses to PHRBench."""
+    from phr.eval.pipeline import score_run
+    from phr.eval.runner import RunConfig, generate_run, parse_shard
+    from phr.llm import LLM
 
     typer.echo(f"preset: {cfg.preset or 'none (the defaults)'}")
     pf = Preflight()
@@ -170,6 +166,8 @@ def eval_phrbench(cfg: EvalPhrbenchConfig, hub: Hub = None, dry_run: DryRun = Fa
     llm = (
         pf.check(cfg.model, lambda: LLM(cfg.model, concurrency=cfg.concurrency, **cfg.llm_kwargs())) if usable else None
     )
+    if llm is not None:
+        llm.provider.purpose = "as the model under evaluation"
     max_tokens, source = _max_tokens(cfg, llm, pf)
     run_cfg = pf.check(
         "settings",
@@ -186,6 +184,8 @@ def eval_phrbench(cfg: EvalPhrbenchConfig, hub: Hub = None, dry_run: DryRun = Fa
         ),
     )
     if run_cfg is not None:
+        from phr.eval.dataset import load_eval_dataset
+
         ds = pf.check(
             f"--dataset {cfg.dataset}", lambda: load_eval_dataset(cfg.dataset, revision=cfg.revision, hub=hub)
         )
@@ -223,6 +223,8 @@ def _max_tokens(cfg: EvalPhrbenchConfig, llm, pf: Preflight) -> tuple[int | None
     """The output limit and where it came from: the option, the model's maximum, or the default."""
     if cfg.max_tokens != "model":
         return cfg.max_tokens, "--max-tokens" if "max_tokens" in cfg.model_fields_set else "default"
+    from phr.eval.runner import model_max_output
+
     limit = (model_max_output(llm.provider) if llm is not None else None) or max_output_of(cfg.model)
     if limit is None:
         pf.problem(
@@ -233,7 +235,7 @@ def _max_tokens(cfg: EvalPhrbenchConfig, llm, pf: Preflight) -> tuple[int | None
     return limit, "model"
 
 
-def _plan_run(pf: Preflight, run_cfg: RunConfig, ds, llm) -> None:
+def _plan_run(pf: Preflight, run_cfg, ds, llm) -> None:
     """The generation calls of a run (per prompt, ``samples`` each) and how many are cached."""
     from phr.eval.runner import run_requests
 
@@ -247,6 +249,8 @@ def _plan_run(pf: Preflight, run_cfg: RunConfig, ds, llm) -> None:
 def _run_settings(run: Path, cfg) -> tuple[dict, str | None, str | None, dict]:
     """The scoring settings of a later step: the run's own (its stored config; the defaults for an older run),
     overridden by what ``cfg`` asks for. (settings, preset, max_tokens source, what was asked)."""
+    from phr.eval.runner import load_run
+
     meta = load_run(run).meta
     stored = meta.settings or {}
     started = stored.get("config") or {}
@@ -265,6 +269,8 @@ def _run_settings(run: Path, cfg) -> tuple[dict, str | None, str | None, dict]:
 
 
 def _rescore(run: Path, cfg, hub, plots: bool) -> None:
+    from phr.eval.pipeline import score_run
+
     settings, preset, source, changed = _run_settings(run, cfg)
     if changed:
         typer.echo("scoring with settings other than the run's: " + ", ".join(f"{k}={v}" for k, v in changed.items()))
@@ -287,6 +293,8 @@ def _rescore(run: Path, cfg, hub, plots: bool) -> None:
 def eval_merge(cfg: EvalMergeConfig, hub: Hub = None) -> None:
     """Join the shards of one run (refused unless all n are there, once, with the same settings) and score it
     with the settings the run was started with (a scoring option given here replaces the run's, and is recorded)."""
+
+    from phr.eval.runner import merge_runs
 
     run = merge_runs(cfg.shards, cfg.out)
     typer.echo(f"merged {len(cfg.shards)} shards into {run.path} ({len(run.responses)} responses)")
@@ -325,6 +333,9 @@ class SubmissionOptions:
 
     def score(self, plots: bool = True):
         """Validate the submission against the dataset, score it; (result, scored folder)."""
+        from phr.eval.dataset import load_eval_dataset
+        from phr.eval.pipeline import score_submission
+        from phr.eval.submission import load_meta
 
         if not self.submission.is_file():
             raise UsageError(f"no such submission file: {self.submission}")
@@ -427,6 +438,9 @@ def submit_cmd(
     ] = False,
 ) -> None:
     """Validate, score and publish a submission to the leaderboard results repo."""
+    from phr.cards.eval_yaml import model_eval_results_yaml
+    from phr.eval.results import normalize
+    from phr.leaderboard.repo import open_model_pr, push_results
 
     opts = SubmissionOptions(
         submission,
@@ -472,6 +486,10 @@ def leaderboard_cmd(
 ) -> None:
     """Render the leaderboard (parquet, Markdown, static sortable HTML) from all results."""
     import tempfile
+
+    from phr.hub import pull
+    from phr.leaderboard.page import write_leaderboard
+    from phr.leaderboard.repo import collect_results
 
     srcs = list(sources or [])
     if not srcs and not repo:

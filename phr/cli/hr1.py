@@ -4,29 +4,23 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from phr.builders.hr1 import (
-    HR1BuildResult,
-    build_grpo_corpus,
-    build_paraphrase_corpus,
-    build_sft_corpus,
-    smoke_questions,
-)
-from phr.builders.hr1_sources import LoadResult, load_hr1_source, stand_in_split
 from phr.cli.options import DryRun, bind
 from phr.config.base import command_line, resolve
 from phr.config.defaults import model_or_none
 from phr.config.ops import BuildHr1GrpoConfig, BuildHr1ParaphrasesConfig, BuildHr1SftConfig, EvalHr1Config
 from phr.core.errors import PHRError, UsageError
 from phr.core.settings import CACHE_ENV
-from phr.eval.hr1_metrics import MetricSettings
-from phr.eval.hr1_runner import evaluate
-from phr.hr1.pipeline import Judges, RunPlan
-from phr.hr1.records import SOURCES
-from phr.hr1.settings import Decoding, Grading, QADecoding
+from phr.hr1.names import SOURCES
 from phr.llm.preflight import Preflight, writable
+
+if TYPE_CHECKING:  # the library is imported inside the commands: `--help` stays fast
+    from phr.builders.hr1 import HR1BuildResult
+    from phr.builders.hr1_sources import LoadResult
+    from phr.hr1.pipeline import RunPlan
 
 
 def _parse_sources(values: list[str] | None, online: bool) -> list[tuple[str, str | None]]:
@@ -42,6 +36,8 @@ def _parse_sources(values: list[str] | None, online: bool) -> list[tuple[str, st
 
 
 def _load(name: str, path: str | None, online: bool) -> LoadResult:
+    from phr.builders.hr1_sources import load_hr1_source
+
     res = load_hr1_source(name, path, online=online)
     typer.echo(res.summary(), err=True)
     return res
@@ -49,6 +45,8 @@ def _load(name: str, path: str | None, online: bool) -> LoadResult:
 
 def _loads(values: list[str] | None, online: bool) -> list[LoadResult]:
     """The sources given as NAME=PATH, or the packaged smoke questions when none is given."""
+    from phr.builders.hr1 import smoke_questions
+
     if not values:
         return [smoke_questions()]
     return [_load(n, p, online) for n, p in _parse_sources(values, online)]
@@ -63,6 +61,8 @@ def _train_and_eval(
     train = _load(*parsed[0], online)
     held_out = None
     if stand_in:
+        from phr.builders.hr1_sources import stand_in_split
+
         train, held_out = stand_in_split(train, stand_in)  # type: ignore[arg-type]
     else:
         train.questions = [q for q in train.questions if q.split == "train"]
@@ -113,6 +113,9 @@ def _with_preset(cfg, given: bool):
 
 def _plan(cfg, **kw) -> RunPlan:
     """The run plan of a config's decoding fields (and ``kw``: k, grading, qa_scope)."""
+    from phr.hr1.pipeline import Judges, RunPlan
+    from phr.hr1.settings import Decoding, QADecoding
+
     return RunPlan(
         decoding=Decoding(max_tokens=cfg.max_tokens),
         qa_decoding=QADecoding(max_tokens=cfg.qa_max_tokens),
@@ -161,6 +164,9 @@ def register(build_app: typer.Typer) -> None:
 
         The smoke corpus: 24 packaged TruthfulQA questions, K = 4, local:smollm2 as paraphraser, QA model and
         judge, with capped lengths (--preset smoke); its card says so."""
+        from phr.builders.hr1 import build_paraphrase_corpus
+        from phr.hr1.settings import Grading
+
         cfg = _with_preset(cfg, bool(cfg.source))
         out = cfg.out or Path("hr1-paraphrases")
         qa = model_or_none(cfg.qa_model)
@@ -191,6 +197,8 @@ def register(build_app: typer.Typer) -> None:
     def build_hr1_sft(cfg: BuildHr1SftConfig, dry_run: DryRun = False) -> None:
         """Build the SFT corpus: consistent paraphrases of SimpleQuestions train with the gold answer (appendix E.1).
         The training questions are screened for split leakage before any model call."""
+        from phr.builders.hr1 import build_sft_corpus
+
         typer.echo(f"preset: {cfg.preset or 'none (the defaults)'}")
         out = cfg.out or Path("hr1-sft")
         pf = _preflight({"paraphraser": cfg.paraphraser, "judge": cfg.judge}, out, cfg.overwrite)
@@ -220,6 +228,8 @@ def register(build_app: typer.Typer) -> None:
     def build_hr1_grpo(cfg: BuildHr1GrpoConfig, dry_run: DryRun = False) -> None:
         """Build the GRPO prompt corpus: SimpleQuestions train questions the QA model answers correctly (appendix C.1).
         The training questions are screened for split leakage before any model call."""
+        from phr.builders.hr1 import build_grpo_corpus
+
         typer.echo(f"preset: {cfg.preset or 'none (the defaults)'}")
         out = cfg.out or Path("hr1-grpo")
         pf = _preflight({"qa model": cfg.qa_model, "judge": cfg.judge}, out, cfg.overwrite)
@@ -251,6 +261,10 @@ def register_eval(eval_app: typer.Typer) -> None:
     @bind(EvalHr1Config)
     def eval_hr1(cfg: EvalHr1Config, dry_run: DryRun = False) -> None:
         """Evaluate a paraphraser against a QA model: Tables 1-3 (or 4), and 7 with --judges/--human."""
+        from phr.eval.hr1_metrics import MetricSettings
+        from phr.eval.hr1_runner import evaluate
+        from phr.hr1.settings import Grading
+
         cfg = _with_preset(cfg, bool(cfg.dataset))
         extra = [j.strip() for j in (cfg.judges or "").split(",") if j.strip()]
         roles = {"paraphraser": cfg.paraphraser, "qa model": cfg.qa_model, "judge": cfg.judge}

@@ -8,6 +8,7 @@ import typer
 
 from phr.cli.common import new_app
 from phr.cli.options import DryRun, bind
+from phr.config.base import command_line
 from phr.config.ops import TrainGrpoConfig, TrainSftConfig
 from phr.core.errors import UsageError
 
@@ -50,45 +51,59 @@ def _finish(res) -> None:
         typer.echo(line)
 
 
-def _recipe(cfg, init_from: Path | None = None):
-    from phr.training.config import load_recipe
+def _checked_recipe(cfg, method: str, dry_run: bool, init_from: Path | None = None):
+    """The recipe, checked in two steps: first, without heavy imports, that it reads, is a recipe of this command,
+    that what it needs on disk exists (corpus folder, stage-1 checkpoint; naming the command that makes it), and
+    the preflight (reward model specs and keys, extras), every problem listed; then every value against its type
+    (imports TRL). Nothing is created before both pass; --dry-run then prints the plan."""
+    from phr.training.config import METHODS, parse_recipe, read_recipe
+    from phr.training.preflight import check_raw
 
-    return load_recipe(cfg.recipe, **_overrides(cfg.data, cfg.output_dir, cfg.max_steps, init_from, cfg.set))
+    stage = getattr(cfg, "stage", None)
+    raw, source = read_recipe(cfg.recipe, **_overrides(cfg.data, cfg.output_dir, cfg.max_steps, init_from, cfg.set))
+    pf = None
+    if isinstance(raw, dict):
+        other = raw.get("method")
+        if other in METHODS and other != method:
+            raise UsageError(f"--config {cfg.recipe} is a {other} recipe: use phr-publish train {other}")
+        if stage is not None and raw.get("stage") in (1, 2) and raw.get("stage") != stage:
+            raise UsageError(f"--stage {stage}, but {source} is a stage-{raw.get('stage')} recipe")
+        pf = check_raw(raw, source)
+        if pf.problems:
+            pf.finish(dry_run, echo=typer.echo)  # raises, listing them all
+    recipe = parse_recipe(raw, source)
+    if pf is not None:
+        pf.finish(dry_run, echo=typer.echo)
+    return recipe
 
 
-def _preflight(recipe, dry_run: bool) -> None:
-    """The recipe's checks (reward models and keys, corpus, extras) and plan; --dry-run stops here."""
-    from phr.training.preflight import check_recipe
-
-    check_recipe(recipe).finish(dry_run, echo=typer.echo)
+def _resume_hint(cfg) -> str:
+    """The command that continues a stopped run: its settings plus ``--resume``."""
+    return "resume with: " + command_line(cfg.model_copy(update={"resume": True}))
 
 
 @train_app.command("grpo")
 @bind(TrainGrpoConfig, config_option=False)
 def grpo_cmd(cfg: TrainGrpoConfig, dry_run: DryRun = False) -> None:
     """One GRPO stage of a recipe; prints where it writes, progress, and a summary."""
-    recipe = _recipe(cfg, cfg.init_from)
-    if recipe.method != "grpo":
-        raise UsageError(f"--config {cfg.recipe} is a {recipe.method} recipe: use phr-publish train {recipe.method}")
-    if cfg.stage is not None and recipe.stage != cfg.stage:
-        raise UsageError(f"--stage {cfg.stage}, but {recipe.source} is a stage-{recipe.stage} recipe")
-    _preflight(recipe, dry_run)
+    recipe = _checked_recipe(cfg, "grpo", dry_run, cfg.init_from)
     if dry_run:
         return
-    from phr.training.grpo import train_grpo
+    from phr.training.grpo import MissingRewardsStop, train_grpo
 
     typer.echo(f"GRPO stage {recipe.stage}: writing to {Path(recipe.trainer['output_dir']).resolve()}", err=True)
-    _finish(train_grpo(recipe, resume=cfg.resume))
+    try:
+        res = train_grpo(recipe, resume=cfg.resume)
+    except MissingRewardsStop as e:
+        raise MissingRewardsStop(f"{e}\n{_resume_hint(cfg)}", e.checkpoint) from None
+    _finish(res)
 
 
 @train_app.command("sft")
 @bind(TrainSftConfig, config_option=False)
 def sft_cmd(cfg: TrainSftConfig, dry_run: DryRun = False) -> None:
     """(LoRA) SFT on an hr1-sft corpus, loss on the answer tokens only."""
-    recipe = _recipe(cfg)
-    if recipe.method != "sft":
-        raise UsageError(f"--config {cfg.recipe} is a {recipe.method} recipe: use phr-publish train {recipe.method}")
-    _preflight(recipe, dry_run)
+    recipe = _checked_recipe(cfg, "sft", dry_run)
     if dry_run:
         return
     from phr.training.sft import train_sft
