@@ -79,7 +79,7 @@ def _checked_recipe(cfg, method: str, dry_run: bool, init_from: Path | None = No
 
 def _resume_hint(cfg) -> str:
     """The command that continues a stopped run: its settings plus ``--resume``."""
-    return "resume with: " + command_line(cfg.model_copy(update={"resume": True}))
+    return "resume with: " + command_line(cfg.model_copy(update={"resume": False})) + " --resume"
 
 
 @train_app.command("grpo")
