@@ -213,6 +213,7 @@ def test_paper_recipes_build_the_hr1_rewards(monkeypatch):
     from phr.training.grpo import make_rewards
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")  # the judge's key is checked when the reward is built
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "sk-test-0123456789")  # the DeepSeek judge's (hosted) key
     stage1 = make_rewards(load_recipe("paper-qwen2.5-3b-stage1"))[0]
     stage2 = make_rewards(load_recipe("paper-qwen2.5-3b-stage2"))[0]
     assert (stage1.__name__, stage1.config.stage, stage1.config.group_size, stage1.config.lambda_div) == (
