@@ -10,7 +10,7 @@ with standard errors, the call summary), ``report.md`` (the tables shaped like t
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -36,7 +36,7 @@ from phr.eval.hr1_metrics import (
 from phr.hr1.diversity import score_groups
 from phr.hr1.pipeline import Models, RunPlan, judge_consistency, run_questions
 from phr.hr1.prompts import versions
-from phr.hr1.records import HQuestion, QuestionResult
+from phr.hr1.records import HQuestion, ParaphraseResult, QuestionResult
 from phr.llm.summary import RunSummary
 
 Table = Literal["robustness", "sft"]
@@ -66,13 +66,15 @@ def evaluate(
     diversity: bool = True,
     overwrite: bool = False,
     llm_options: dict | None = None,
+    paraphrases: Mapping[str, Sequence[ParaphraseResult]] | None = None,
 ) -> HR1EvalResult:
     """Run Algorithm 1 on every dataset and compute the tables.
 
     ``table``: ``robustness`` (Tables 1–3: K paraphrases, default 5; only originally-correct questions'
     paraphrases are answered) or ``sft`` (Table 4: 8 paraphrases, every consistent one answered). ``judges``:
     more consistency judges for Table 7 (the run's ``judge`` is the first row), ``human``: a CSV of human labels
-    (``question_id,k,annotator,label``)."""
+    (``question_id,k,annotator,label``). ``paraphrases``: given paraphrases with their consistency labels per
+    question id (H-R1-mini's curated ones, ``paraphraser`` names them): no paraphraser or B.2 judge is called."""
     out = Path(out)
     if out.exists() and not overwrite:
         raise UsageError(f"{out.resolve()} already exists: pass --overwrite to replace it")
@@ -84,7 +86,8 @@ def evaluate(
     plan = plan or RunPlan()
     plan = replace(plan, k=k, qa_scope="all" if table == "sft" else "originally_correct", grading=metrics.grading)
     models = Models(**(llm_options or {}))
-    para_llm, qa_llm, judge_llm = (models.get(s) for s in (paraphraser, qa, judge))
+    para_llm = None if paraphrases is not None else models.get(paraphraser)
+    qa_llm, judge_llm = models.get(qa), models.get(judge)
     summary = RunSummary()
     records: dict[str, list[QuestionResult]] = {}
     tables: dict = {"table1": {}, "table2": {}, "table4": {}, "table7": {}}
@@ -98,6 +101,7 @@ def evaluate(
             plan=plan,
             diversity=score_groups if diversity else None,
             summary=summary,
+            paraphrases=paraphrases,
         )
         records[name] = results
         if diversity:

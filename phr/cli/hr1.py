@@ -16,8 +16,8 @@ from phr.builders.hr1 import (
     build_grpo_corpus,
     build_paraphrase_corpus,
     build_sft_corpus,
-    smoke_questions,
 )
+from phr.builders.hr1_mini import MINI_PARAPHRASER, MINI_PLAN, MINI_QA, build_mini, describe, load_mini
 from phr.builders.hr1_sources import LoadResult, load_hr1_source, stand_in_split
 from phr.cli.common import CallOptions, MaxRetryAfter, Timeout
 from phr.core.errors import UsageError
@@ -86,9 +86,9 @@ def _load(name: str, path: str | None, online: bool) -> LoadResult:
 
 
 def _loads(values: list[str] | None, online: bool) -> list[LoadResult]:
-    """The sources given as NAME=PATH, or the packaged smoke questions when none is given."""
+    """The sources given as NAME=PATH, or the packaged H-R1-mini questions when none is given."""
     if not values:
-        return [smoke_questions()]
+        return load_mini().loads
     return [_load(n, p, online) for n, p in _parse_sources(values, online)]
 
 
@@ -137,11 +137,27 @@ def register(build_app: typer.Typer) -> None:
     def build_hr1_paraphrases(
         source: Sources = None,
         online: Online = False,
-        paraphraser: Annotated[str, typer.Option(metavar="SPEC", help="Paraphrase model (Listing B.1).")] = SMOKE_MODEL,
+        paraphraser: Annotated[
+            str | None,
+            typer.Option(
+                metavar="SPEC",
+                help=f"Paraphrase model (Listing B.1). Default: {SMOKE_MODEL}; none given and no --source: the "
+                "mini preset's curated paraphrases.",
+            ),
+        ] = None,
         qa_model: Annotated[
-            str, typer.Option("--qa-model", metavar="SPEC", help="QA model (Listing B.4); 'none' to skip QA.")
-        ] = SMOKE_MODEL,
-        judge: Annotated[str, typer.Option(metavar="SPEC", help="Judge of Listings B.2 and B.3.")] = SMOKE_MODEL,
+            str | None,
+            typer.Option(
+                "--qa-model", metavar="SPEC", help=f"QA model (Listing B.4); 'none' to skip QA. Default: {SMOKE_MODEL}."
+            ),
+        ] = None,
+        judge: Annotated[
+            str | None,
+            typer.Option(
+                metavar="SPEC",
+                help=f"Judge of Listings B.2 and B.3. Default: {SMOKE_MODEL} (the mini preset needs none).",
+            ),
+        ] = None,
         k: Annotated[
             int | None, typer.Option("--k", min=1, help="Paraphrases per question (default 5; smoke 4).")
         ] = None,
@@ -160,10 +176,25 @@ def register(build_app: typer.Typer) -> None:
         timeout: Timeout = 120.0,
         max_retry_after: MaxRetryAfter = 600.0,
     ) -> None:
-        """Build a paraphrase corpus (with no arguments: the offline smoke corpus).
+        """Build a paraphrase corpus (with no arguments: Hallucination-R1-mini, the offline preset `mini`).
 
-        The smoke corpus: 24 packaged TruthfulQA questions, K = 4, local:smollm2 as paraphraser, QA model and
-        judge, with capped lengths; its card says so."""
+        Hallucination-R1-mini: 52 packaged TruthfulQA and SimpleQuestions questions with K = 4 paraphrases
+        written and labelled by the maintainers; local:smollm2 answers, graded by alias match (no judge); its
+        card says so. Give --source (and models) for a real corpus."""
+        if not source and paraphraser is None and judge is None:
+            mini = load_mini()
+            typer.echo(describe(mini))
+            res = build_mini(
+                out or Path("hr1-mini"),
+                qa=qa_model or MINI_QA,
+                overwrite=overwrite,
+                diversity=not no_diversity,
+                llm_options=CallOptions(timeout=timeout, max_retry_after=max_retry_after).llm_kwargs(),
+                mini=mini,
+            )
+            _done(res)
+            return
+        paraphraser, qa_model, judge = (v or SMOKE_MODEL for v in (paraphraser, qa_model, judge))
         smoke = not source
         if fuzzy not in ("wrong", "correct"):
             raise UsageError(f"--fuzzy {fuzzy}: wrong or correct")
@@ -187,7 +218,7 @@ def register(build_app: typer.Typer) -> None:
             qa=None if qa_model.lower() == "none" else qa_model,
             judge=judge,
             plan=plan,
-            limit=limit if limit is not None else (SMOKE_QUESTIONS if smoke else None),
+            limit=limit if limit is not None else (SMOKE_QUESTIONS if smoke else None),  # per source
             overwrite=overwrite,
             smoke=smoke_models,
             diversity=not no_diversity,
@@ -276,24 +307,40 @@ def register_eval(eval_app: typer.Typer) -> None:
                 "--dataset",
                 metavar="NAME=PATH",
                 help=f"An evaluation set: source NAME ({', '.join(SOURCES)}) and its released files (NAME alone with "
-                "--online). Repeatable. Default: the 24 packaged TruthfulQA questions.",
+                "--online). Repeatable. Default: the preset mini (Hallucination-R1-mini's 52 packaged questions).",
             ),
         ] = None,
         online: Online = False,
-        paraphraser: Annotated[str, typer.Option(metavar="SPEC", help="The paraphraser under test.")] = SMOKE_MODEL,
-        qa_model: Annotated[str, typer.Option("--qa-model", metavar="SPEC", help="The target QA model.")] = SMOKE_MODEL,
+        paraphraser: Annotated[
+            str | None,
+            typer.Option(
+                metavar="SPEC",
+                help=f"The paraphraser under test. Default: {SMOKE_MODEL}; without --dataset, the mini preset's "
+                "curated paraphrases.",
+            ),
+        ] = None,
+        qa_model: Annotated[
+            str | None, typer.Option("--qa-model", metavar="SPEC", help=f"The target QA model. Default: {SMOKE_MODEL}.")
+        ] = None,
         judge: Annotated[
-            str, typer.Option(metavar="SPEC", help="Judge of Listings B.2 and B.3 (paper: DeepSeek-V3).")
-        ] = SMOKE_MODEL,
+            str | None,
+            typer.Option(
+                metavar="SPEC",
+                help=f"Judge of Listings B.2 and B.3 (paper: DeepSeek-V3). Default: {SMOKE_MODEL}; the mini preset "
+                "needs one only for a paraphraser under test.",
+            ),
+        ] = None,
         k: Annotated[
             int | None, typer.Option("--k", min=1, help="Paraphrases per question (default 5; --table 4: 8).")
         ] = None,
         table: Annotated[
             str, typer.Option("--table", help="2 (Tables 1-3: robustness, default) or 4 (SFT metrics).")
         ] = "2",
-        judges: Annotated[
+        more_judges: Annotated[
             str | None,
-            typer.Option(metavar="A,B,C", help="More consistency judges for Table 7 (comma-separated specs)."),
+            typer.Option(
+                "--judges", metavar="A,B,C", help="More consistency judges for Table 7 (comma-separated specs)."
+            ),
         ] = None,
         human: Annotated[
             Path | None,
@@ -316,13 +363,29 @@ def register_eval(eval_app: typer.Typer) -> None:
             raise UsageError(f"--table {table}: 2 (robustness, Tables 1-3) or 4 (SFT metrics)")
         if fuzzy not in ("wrong", "correct"):
             raise UsageError(f"--fuzzy {fuzzy}: wrong or correct")
-        loads = _loads(dataset, online)
+        mini = None if dataset else load_mini()
+        loads = mini.loads if mini else _loads(dataset, online)
         sets = {ld.source: (ld.questions[:limit] if limit else ld.questions) for ld in loads}
         if len(sets) != len(loads):
             raise UsageError("give each --dataset source once")
-        plan = RunPlan(grading=Grading(fuzzy=fuzzy))  # type: ignore[arg-type]
-        if SMOKE_MODEL in (paraphraser, qa_model, judge):
-            plan = replace(SMOKE_PLAN, grading=plan.grading)
+        curated = None
+        if mini is not None:  # the preset mini: its questions, grading and QA budget
+            typer.echo(describe(mini))
+            if paraphraser is None:
+                paraphraser, curated, judge = MINI_PARAPHRASER, mini.paraphrases, judge or "none"
+            elif judge is None:
+                raise UsageError(
+                    f"--paraphraser {paraphraser} on Hallucination-R1-mini: its paraphrases need a consistency judge; "
+                    f"add --judge SPEC (offline: --judge {SMOKE_MODEL})"
+                )
+            judges = SMOKE_PLAN.judges if judge == SMOKE_MODEL else Judges()
+            plan = replace(MINI_PLAN, decoding=SMOKE_PLAN.decoding, judges=judges)
+            k = k or MINI_PLAN.k
+        paraphraser, qa_model, judge = (v or SMOKE_MODEL for v in (paraphraser, qa_model, judge))
+        if mini is None:
+            plan = RunPlan(grading=Grading(fuzzy=fuzzy))  # type: ignore[arg-type]
+            if SMOKE_MODEL in (paraphraser, qa_model, judge):
+                plan = replace(SMOKE_PLAN, grading=plan.grading)
         res = evaluate(
             sets,
             paraphraser=paraphraser,
@@ -333,11 +396,12 @@ def register_eval(eval_app: typer.Typer) -> None:
             k=k,
             plan=plan,
             metrics=MetricSettings(grading=plan.grading),
-            judges=[j.strip() for j in (judges or "").split(",") if j.strip()],
+            judges=[j.strip() for j in (more_judges or "").split(",") if j.strip()],
             human=human,
             diversity=not no_diversity,
             overwrite=overwrite,
             llm_options=CallOptions(timeout=timeout, max_retry_after=max_retry_after).llm_kwargs(),
+            paraphrases=curated,
         )
         res.summary.print()
         typer.echo((res.out / "report.md").read_text())
