@@ -69,9 +69,9 @@ def test_curated_file_holds_52_questions_with_4_labelled_paraphrases(mini):
 @pytest.mark.skipif(not (DATA / "truthfulqa").is_dir(), reason="../shared/data is not here (set PHR_SHARED_DATA)")
 def test_curated_rows_are_the_source_rows(mini):
     """Each packaged question and its gold answers equal the row of the shared copy it names."""
-    rows = {
-        ("truthfulqa", q.source_row_id): q for q in load_truthfulqa(DATA / "truthfulqa").questions
-    } | {("simplequestions", q.source_row_id): q for q in load_simplequestions(DATA / "simplequestions").questions}
+    rows = {("truthfulqa", q.source_row_id): q for q in load_truthfulqa(DATA / "truthfulqa").questions} | {
+        ("simplequestions", q.source_row_id): q for q in load_simplequestions(DATA / "simplequestions").questions
+    }
     for q in mini.questions:
         src = rows[(q.source, q.source_row_id)]
         assert (q.question, q.answers, q.split, q.license) == (src.question, src.answers, src.split, src.license)
@@ -86,18 +86,36 @@ def test_curated_rows_are_the_source_rows(mini):
             "line 1: source: Value error, unknown source 'x'",
         ),
         (
-            {"source": "popqa", "split": "t", "source_row_id": "1", "question": "q?", "answers": ["a"],
-             "paraphrases": [{"text": "p?", "consistent": True}] * 3},  # fmt: skip
+            {
+                "source": "popqa",
+                "split": "t",
+                "source_row_id": "1",
+                "question": "q?",
+                "answers": ["a"],
+                "paraphrases": [{"text": "p?", "consistent": True}] * 3,
+            },  # fmt: skip
             "line 1: paraphrases: Value error, 3 paraphrases; expected K = 4",
         ),
         (
-            {"source": "popqa", "split": "t", "source_row_id": "1", "question": "q?", "answers": ["a"],
-             "paraphrases": [{"text": "p?", "consistent": True}] * 3 + [{"text": "r?", "consistent": False}]},  # fmt: skip
+            {
+                "source": "popqa",
+                "split": "t",
+                "source_row_id": "1",
+                "question": "q?",
+                "answers": ["a"],
+                "paraphrases": [{"text": "p?", "consistent": True}] * 3 + [{"text": "r?", "consistent": False}],
+            },  # fmt: skip
             "line 1: paraphrases: Value error, inconsistent paraphrase 'r?' has no 'why'",
         ),
         (
-            {"source": "popqa", "split": "t", "source_row_id": "1", "question": "q?", "answers": [],
-             "paraphrases": [{"text": "p?", "consistent": True}] * 4},  # fmt: skip
+            {
+                "source": "popqa",
+                "split": "t",
+                "source_row_id": "1",
+                "question": "q?",
+                "answers": [],
+                "paraphrases": [{"text": "p?", "consistent": True}] * 4,
+            },  # fmt: skip
             "line 1: answers: Tuple should have at least 1 item",
         ),
     ],
@@ -111,8 +129,14 @@ def test_a_bad_curated_line_is_named(line, message):
 
 def test_a_repeated_curated_row_is_named():
     row = json.dumps(
-        {"source": "popqa", "split": "test", "source_row_id": "7", "question": "q?", "answers": ["a"],
-         "paraphrases": [{"text": "p?", "consistent": True}] * 4}  # fmt: skip
+        {
+            "source": "popqa",
+            "split": "test",
+            "source_row_id": "7",
+            "question": "q?",
+            "answers": ["a"],
+            "paraphrases": [{"text": "p?", "consistent": True}] * 4,
+        }  # fmt: skip
     )
     with pytest.raises(UsageError, match=r"mini.jsonl: line 2: popqa row 7 appears twice"):
         read_mini(f"{row}\n{row}\n", "mini.jsonl")

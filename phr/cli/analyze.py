@@ -25,7 +25,12 @@ def predictor_cmd(
     ],
     dataset: Annotated[str, typer.Option("--dataset", help="The PHRBench dataset the results were scored on.")],
     judge: Annotated[
-        str, typer.Option("--judge", help="LLM for the 12 semantic features; 'none' leaves them missing.")
+        str,
+        typer.Option(
+            "--judge",
+            help="LLM for the 12 semantic features (paper: GPT-4o); 'none' leaves them missing (offline: none or "
+            "local:smollm2). Its API key is checked before any work.",
+        ),
     ] = "openai:gpt-4o",
     out: Annotated[Path, typer.Option("--out", help="Output folder (replaced).")] = Path("analysis/predictor"),
     target: Annotated[str, typer.Option("--target", help="pooled (one row per prompt) or per_model.")] = "pooled",
@@ -40,6 +45,7 @@ def predictor_cmd(
     if target not in ("pooled", "per_model"):
         raise typer.BadParameter("use pooled or per_model", param_hint="--target")
     settings = PredictorSettings(target=target, threshold=threshold, folds=folds, resamples=resamples, seed=seed)
+    _check_judge(judge)
     report, paths = analyze_predictor(
         [*results, *(more or [])], dataset, judge=spec_or_none(judge), out=out, settings=settings, progress=typer.echo
     )
@@ -49,6 +55,22 @@ def predictor_cmd(
     typer.echo(f"predictor: {report.rows} rows, {report.questions} questions, AUROC {auc}, accuracy {acc}; top: {top}")
     for p in paths.values():
         typer.echo(f"  {p}")
+
+
+def _check_judge(judge: str) -> None:
+    """Fail at once when the feature judge cannot run here (no API key), naming the flags that work offline."""
+    if spec_or_none(judge) is None:
+        return
+    from phr.core.errors import MissingAPIKeyError
+    from phr.llm.spec import make_provider
+
+    try:
+        make_provider(judge)
+    except MissingAPIKeyError as e:
+        raise MissingAPIKeyError(
+            f"--judge {judge}: {e} Offline: --judge none (the 12 semantic features are left missing) or "
+            "--judge local:smollm2."
+        ) from None
 
 
 analyze_hr1.register(analyze_app)  # `analyze paraphrases` (Hallucination-R1 diagnostics)

@@ -17,7 +17,16 @@ from phr.builders.hr1 import (
     build_paraphrase_corpus,
     build_sft_corpus,
 )
-from phr.builders.hr1_mini import MINI_PARAPHRASER, MINI_PLAN, MINI_QA, build_mini, describe, load_mini
+from phr.builders.hr1_mini import (
+    MINI_PARAPHRASER,
+    MINI_PLAN,
+    MINI_QA,
+    build_mini,
+    build_mini_grpo,
+    build_mini_sft,
+    describe,
+    load_mini,
+)
 from phr.builders.hr1_sources import LoadResult, load_hr1_source, stand_in_split
 from phr.cli.common import CallOptions, MaxRetryAfter, Timeout
 from phr.core.errors import UsageError
@@ -121,6 +130,17 @@ def _train_and_eval(
             raise UsageError(f"--eval-set {v}: unknown source {name!r}; known: {', '.join(SOURCES)}")
         evals[name] = _load(name, path or None, online).questions
     return train, evals
+
+
+def _mini_training(sources: list[str] | None, stand_in: str | None, eval_sets: list[str] | None) -> bool:
+    """Whether a training-corpus build is the mini smoke one (no --source); its other source flags need --source."""
+    if sources:
+        return False
+    if stand_in or eval_sets:
+        raise UsageError(
+            "--stand-in-split / --eval-set need --source simplequestions=PATH (no --source: the mini smoke corpus)"
+        )
+    return True
 
 
 def _done(res: HR1BuildResult) -> None:
@@ -244,7 +264,16 @@ def register(build_app: typer.Typer) -> None:
         timeout: Timeout = 120.0,
         max_retry_after: MaxRetryAfter = 600.0,
     ) -> None:
-        """Build the SFT corpus: consistent paraphrases of SimpleQuestions train with the gold answer (appendix E.1)."""
+        """Build the SFT corpus: consistent paraphrases of SimpleQuestions train with the gold answer (appendix E.1).
+
+        With no --source: the offline smoke corpus of preset mini (no model is run)."""
+        if _mini_training(source, stand_in_split, eval_set):
+            typer.echo(
+                "preset mini: the smoke SFT corpus: Hallucination-R1-mini's curated consistent paraphrases of its "
+                "stand-in train SimpleQuestions rows with their gold answers (no model); give --source for a real one"
+            )
+            _done(build_mini_sft(out or Path("hr1-sft"), overwrite=overwrite))
+            return
         train, evals = _train_and_eval(source, online, stand_in_split, eval_set)
         res = build_sft_corpus(
             out or Path("hr1-sft"),
@@ -280,7 +309,16 @@ def register(build_app: typer.Typer) -> None:
         timeout: Timeout = 120.0,
         max_retry_after: MaxRetryAfter = 600.0,
     ) -> None:
-        """Build the GRPO prompt corpus: SimpleQuestions train questions the QA model answers correctly (appendix C.1)."""
+        """Build the GRPO prompt corpus: SimpleQuestions train questions the QA model answers correctly (appendix C.1).
+
+        With no --source: the offline smoke corpus of preset mini (no model is run, no QA filter)."""
+        if _mini_training(source, stand_in_split, eval_set):
+            typer.echo(
+                "preset mini: the smoke GRPO corpus: Hallucination-R1-mini's stand-in train SimpleQuestions rows "
+                "with Listing B.1 applied (no model, no QA filter); give --source for a real one"
+            )
+            _done(build_mini_grpo(out or Path("hr1-grpo"), overwrite=overwrite))
+            return
         train, evals = _train_and_eval(source, online, stand_in_split, eval_set)
         res = build_grpo_corpus(
             out or Path("hr1-grpo"),
