@@ -233,6 +233,48 @@ def test_mini_training_corpora_build_offline_without_leakage(mini, tmp_path):
     assert len(pairs) == 52 and all(re.fullmatch(r"<paraphrase>[^<]+</paraphrase>", c) for _p, c in pairs)
 
 
+# ---- the GRPO smoke learns: format warm-up + the consistency stand-in (slow: trains) --------------------------------
+
+
+def test_stand_in_reward_is_graded_and_zero_without_a_paraphrase():
+    from phr.training.smoke import STAND_IN, consistency_scores, consistency_stand_in
+
+    def embed(texts):  # unit vectors: "a" and "b" orthogonal, "c" at 60 degrees to "a"
+        table = {"a": [1.0, 0.0], "b": [0.0, 1.0], "c": [0.5, 3**0.5 / 2]}
+        return np.array([table[t] for t in texts])
+
+    got = consistency_scores(
+        ["a", "a", "a", "a"],
+        ["<paraphrase>a</paraphrase>", "<paraphrase>b</paraphrase>", [{"role": "assistant", "content": "<paraphrase>c</paraphrase>"}], "a"],
+        embed,
+    )  # fmt: skip
+    assert got == pytest.approx([1.0, 0.0, 0.5, 0.0])
+    assert consistency_stand_in({}, 1).__name__ == STAND_IN
+    with pytest.raises(UsageError, match="reward.settings: the smoke stand-in takes none"):
+        consistency_stand_in({"judge": "x"}, 1)
+
+
+@pytest.mark.slow
+def test_grpo_smoke_has_reward_variance_and_a_loss(mini, tmp_path):
+    from phr.training.config import load_recipe
+    from phr.training.grpo import train_grpo
+
+    build_mini_grpo(tmp_path / "hr1-grpo", mini=mini)
+    recipe = load_recipe(
+        "smoke-stage1",
+        data={"path": str(tmp_path / "hr1-grpo")},
+        trainer={"output_dir": str(tmp_path / "s1"), "max_steps": 1, "save_strategy": "no"},
+    )
+    res = train_grpo(recipe)
+    metrics = json.loads((res.final_dir / "curves.json").read_text())["metrics"]
+    assert metrics["reward_std"]["raw"][0] > 0 and metrics["loss"]["raw"][0] != 0
+    assert metrics["rewards/smoke_consistency_stand_in/mean"]["raw"][0] > 0
+    manifest = json.loads((res.final_dir / "training_manifest.json").read_text())
+    assert manifest["reward"]["functions"] == ["smoke_consistency_stand_in"]
+    assert manifest["recipe"]["model"]["tiny"]["format_warmup_steps"] == 60
+    assert "**Smoke reward stand-in**" in (res.final_dir / "README.md").read_text()
+
+
 # ---- the no-argument CLI with the offline model (slow) ------------------------------------------------------------
 
 
