@@ -255,6 +255,7 @@ def test_stand_in_reward_is_graded_and_zero_without_a_paraphrase():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # a format warm-up and one GRPO step: minutes on 2 shared cores
 def test_grpo_smoke_has_reward_variance_and_a_loss(mini, tmp_path):
     from phr.training.config import load_recipe
     from phr.training.grpo import train_grpo
