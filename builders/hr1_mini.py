@@ -76,7 +76,16 @@ class MiniRow(BaseModel):
     source_row_id: str
     question: str = Field(min_length=1)
     answers: tuple[str, ...] = Field(min_length=1)
+    meta: dict[str, str] = Field(default_factory=dict)  # the loader's source fields (SimpleQuestions: the triple)
     paraphrases: tuple[MiniParaphrase, ...]
+
+    @property
+    def key(self) -> str | None:
+        """The source's own key of the row, as its loader gives it to the id function (SimpleQuestions: the
+        subject, property and object ids), so a packaged question has the loader's id."""
+        if self.source == "simplequestions":
+            return " ".join(self.meta.get(k, "") for k in ("subject", "property", "object"))
+        return None
 
     @field_validator("source")
     @classmethod
@@ -146,7 +155,7 @@ def load_mini(path: str | Path | None = None) -> Mini:
     by_source: dict[str, list[HQuestion]] = {}
     paras: dict[str, list[ParaphraseResult]] = {}
     for r in rows:
-        q = _q(r.source, r.split, r.source_row_id, r.question, r.answers, curated="hr1-mini")
+        q = _q(r.source, r.split, r.source_row_id, r.question, r.answers, r.key, **r.meta)
         by_source.setdefault(r.source, []).append(q)
         paras[q.id] = [
             ParaphraseResult(
