@@ -281,7 +281,7 @@ def test_grpo_smoke_has_reward_variance_and_a_loss(mini, tmp_path):
     assert max(metrics["rewards/smoke_consistency_stand_in/mean"]["raw"]) > 0
     manifest = json.loads((res.final_dir / "training_manifest.json").read_text())
     assert manifest["reward"]["functions"] == ["smoke_consistency_stand_in"]
-    assert manifest["recipe"]["model"]["tiny"]["format_warmup_steps"] == 60
+    assert manifest["recipe"]["model"]["tiny"]["format_warmup_steps"] == 40
     assert "**Smoke reward stand-in**" in (res.final_dir / "README.md").read_text()
 
 
