@@ -7,37 +7,17 @@ import shlex
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from phr.builders.hr1 import (
-    SMOKE_MODEL,
-    SMOKE_PLAN,
-    SMOKE_QUESTIONS,
-    HR1BuildResult,
-    build_grpo_corpus,
-    build_paraphrase_corpus,
-    build_sft_corpus,
-)
-from phr.builders.hr1_mini import (
-    MINI_PARAPHRASER,
-    MINI_PLAN,
-    MINI_QA,
-    build_mini,
-    build_mini_grpo,
-    build_mini_sft,
-    describe,
-    load_mini,
-)
-from phr.builders.hr1_sources import LoadResult, load_hr1_source, stand_in_split
 from phr.cli.common import CallOptions, MaxRetryAfter, Timeout
 from phr.core.errors import UsageError
-from phr.eval.hr1_metrics import MetricSettings
-from phr.eval.hr1_runner import evaluate
-from phr.hr1.pipeline import Judges, RunPlan
-from phr.hr1.records import SOURCES
-from phr.hr1.settings import Decoding, Grading, QADecoding
+from phr.hr1.names import SMOKE_MODEL, SOURCES
+
+if TYPE_CHECKING:  # the library is imported inside the commands: `--help` stays fast
+    from phr.builders.hr1 import HR1BuildResult
+    from phr.builders.hr1_sources import LoadResult
 
 Sources = Annotated[
     list[str] | None,
@@ -92,6 +72,8 @@ def _parse_sources(values: list[str] | None, online: bool) -> list[tuple[str, st
 
 
 def _load(name: str, path: str | None, online: bool) -> LoadResult:
+    from phr.builders.hr1_sources import load_hr1_source
+
     res = load_hr1_source(name, path, online=online)
     typer.echo(res.summary(), err=True)
     return res
@@ -99,6 +81,8 @@ def _load(name: str, path: str | None, online: bool) -> LoadResult:
 
 def _loads(values: list[str] | None, online: bool) -> list[LoadResult]:
     """The sources given as NAME=PATH, or the packaged H-R1-mini questions when none is given."""
+    from phr.builders.hr1_mini import load_mini
+
     if not values:
         return load_mini().loads
     return [_load(n, p, online) for n, p in _parse_sources(values, online)]
@@ -113,6 +97,8 @@ def _train_and_eval(
     train = _load(*parsed[0], online)
     held_out = None
     if stand_in:
+        from phr.builders.hr1_sources import stand_in_split
+
         train, held_out = stand_in_split(train, stand_in)  # type: ignore[arg-type]
     else:
         train.questions = [q for q in train.questions if q.split == "train"]
@@ -212,7 +198,13 @@ def register(build_app: typer.Typer) -> None:
         Hallucination-R1-mini: 52 packaged TruthfulQA and SimpleQuestions questions with K = 4 paraphrases
         written and labelled by the maintainers; local:smollm2 answers, graded by alias match (no judge); its
         card says so. Give --source (and models) for a real corpus."""
+        from phr.builders.hr1 import SMOKE_PLAN, SMOKE_QUESTIONS, build_paraphrase_corpus
+        from phr.hr1.pipeline import Judges, RunPlan
+        from phr.hr1.settings import Decoding, Grading, QADecoding
+
         if not source and paraphraser is None and judge is None:
+            from phr.builders.hr1_mini import MINI_QA, build_mini, describe, load_mini
+
             mini = load_mini()
             typer.echo(describe(mini))
             res = build_mini(
@@ -279,7 +271,11 @@ def register(build_app: typer.Typer) -> None:
         """Build the SFT corpus: consistent paraphrases of SimpleQuestions train with the gold answer (appendix E.1).
 
         With no --source: the offline smoke corpus of preset mini (no model is run)."""
+        from phr.builders.hr1 import build_sft_corpus
+
         if _mini_training(source, stand_in_split, eval_set):
+            from phr.builders.hr1_mini import build_mini_sft
+
             typer.echo(
                 "preset mini: the smoke SFT corpus: Hallucination-R1-mini's curated consistent paraphrases of its "
                 "stand-in train SimpleQuestions rows with their gold answers (no model); give --source for a real one"
@@ -325,7 +321,11 @@ def register(build_app: typer.Typer) -> None:
         """Build the GRPO prompt corpus: SimpleQuestions train questions the QA model answers correctly (appendix C.1).
 
         With no --source: the offline smoke corpus of preset mini (no model is run, no QA filter)."""
+        from phr.builders.hr1 import build_grpo_corpus
+
         if _mini_training(source, stand_in_split, eval_set):
+            from phr.builders.hr1_mini import build_mini_grpo
+
             typer.echo(
                 "preset mini: the smoke GRPO corpus: Hallucination-R1-mini's stand-in train SimpleQuestions rows "
                 "with Listing B.1 applied (no model, no QA filter); give --source for a real one"
@@ -419,6 +419,13 @@ def register_eval(eval_app: typer.Typer) -> None:
         max_retry_after: MaxRetryAfter = 600.0,
     ) -> None:
         """Evaluate a paraphraser against a QA model: Tables 1-3 (or 4), and 7 with --judges/--human."""
+        from phr.builders.hr1 import SMOKE_PLAN
+        from phr.builders.hr1_mini import MINI_PARAPHRASER, MINI_PLAN, describe, load_mini
+        from phr.eval.hr1_metrics import MetricSettings
+        from phr.eval.hr1_runner import evaluate
+        from phr.hr1.pipeline import Judges, RunPlan
+        from phr.hr1.settings import Grading
+
         if table not in ("2", "4"):
             raise UsageError(f"--table {table}: 2 (robustness, Tables 1-3) or 4 (SFT metrics)")
         if fuzzy not in ("wrong", "correct"):
