@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -23,6 +23,7 @@ from phr.core.errors import UsageError
 
 from .. import taxonomy
 
+Q = TypeVar("Q", bound=BaseModel)  # the question record a loader makes (BaseQuestion, HQuestion)
 Row = Any  # one raw row: a dict (JSON/CSV with header) or a list (CSV without header)
 Located = tuple[str, Row]  # (where, row): where = "row 3 (line 4)", used in error messages
 
@@ -206,7 +207,7 @@ class RowIndex:
         first = self.content.setdefault(key, where)
         return None if first == where else first
 
-    def add(self, q: BaseModel, where: str) -> None:
+    def add(self, q: Any, where: str) -> None:
         first = self.where.setdefault(q.id, where)
         if first != where:
             raise MalformedSourceError(
@@ -218,9 +219,9 @@ class RowIndex:
 def parse_rows(
     origin: str,
     rows: Iterable[Located],
-    parse: Callable[[Row, int], BaseQuestion | None],
+    parse: Callable[[Row, int], Q | None],
     index: RowIndex | None = None,
-) -> list[BaseQuestion]:
+) -> list[Q]:
     """Run `parse(row, 0-based index)` on every row; a problem becomes MalformedSourceError naming origin and row.
 
     A RowRejected row is skipped and reported (log and ``collect_rejected``). `index` (one per load) names
@@ -230,7 +231,7 @@ def parse_rows(
     a NUL byte in any field is an error naming the file, the row and the field.
     """
     index = index if index is not None else RowIndex()
-    out: list[BaseQuestion] = []
+    out: list[Q] = []
     rejected: list[str] = []
     for i, (where, row) in enumerate(rows):
         try:
