@@ -57,3 +57,16 @@ def test_no_module_sets_up_figures_on_its_own():
         if own.search(line)
     ]
     assert found == []
+
+
+def test_training_curves_are_byte_stable_now(tmp_path):
+    """training/checkpoint.py drew with pyplot and kept matplotlib's Software entry; now through the one setup."""
+    from phr.training.checkpoint import CURVES_PNG, write_curves
+
+    history = [{"step": s, "loss": 1.0 / s, "reward": s / 10} for s in range(1, 6)]
+    pngs = []
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        write_curves(tmp_path / name, history)
+        pngs.append((tmp_path / name / CURVES_PNG).read_bytes())
+    assert pngs[0] == pngs[1] and b"Software" not in pngs[0]
