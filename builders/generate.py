@@ -205,6 +205,7 @@ def generate_premises(
     prompts: Prompts | None = None,
     validation_config=None,
     extra_check=None,
+    judge_config=None,
 ) -> GenerationResult:
     return run_sync(
         agenerate_premises(
@@ -216,6 +217,7 @@ def generate_premises(
             prompts=prompts,
             validation_config=validation_config,
             extra_check=extra_check,
+            judge_config=judge_config,
         )
     )
 
@@ -230,8 +232,10 @@ async def agenerate_premises(
     prompts=None,
     validation_config=None,
     extra_check=None,
+    judge_config=None,
 ) -> GenerationResult:
-    """``extra_check(candidates) -> [Rejection]`` runs after the rule checks (e.g. manual review decisions)."""
+    """``extra_check(candidates) -> [Rejection]`` runs after the rule checks (e.g. manual review decisions);
+    ``judge_config``: the judge's criteria (phr.validation.judge.JudgeConfig; default the paper's)."""
 
     templates = templates or Templates.load()
     prompts = prompts or Prompts.load()
@@ -324,7 +328,9 @@ async def agenerate_premises(
                 candidates.pop(r.row_id)
         if candidates and judge is not None:
             cand_q = {a.question_id for a in candidates.values()}
-            outcome = judge_augmentations([q for q in questions if q.id in cand_q], list(candidates.values()), judge)
+            outcome = judge_augmentations(
+                [q for q in questions if q.id in cand_q], list(candidates.values()), judge, config=judge_config
+            )
             _merge(summary, judge.last_summary)
             for r in outcome.rejections:
                 if r.row_id in candidates:

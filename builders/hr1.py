@@ -26,6 +26,7 @@ from phr.core.parquet import write_parquet_hashed
 from phr.core.report import Rejection
 from phr.hr1.corpora import DATA_DIR, MANIFEST, SCHEMAS, sft_target
 from phr.hr1.diversity import score_groups
+from phr.hr1.failures import FailedCallsError, failed_calls
 from phr.hr1.pipeline import Judges, Models, RunPlan, counts_as_correct, paraphrase_prompt, qa_messages, run_questions
 from phr.hr1.prompts import versions
 from phr.hr1.records import HQuestion, QuestionResult
@@ -95,7 +96,7 @@ def _paraphrase_row(r: QuestionResult) -> dict:
         "qa_extraction": r.qa_extraction,
         "factual_score": r.factual_score,
         "correctness": r.correctness,
-        "paraphrases": [p.model_dump(mode="json") for p in r.paraphrases],
+        "paraphrases": [p.model_dump(mode="json", exclude={"failed"}) for p in r.paraphrases],
     }
 
 
@@ -121,6 +122,14 @@ def _write(out: Path, kind: str, tables: dict[tuple[str, str], list[dict]], mani
         by_config = {c: [r for (cc, _s), rows in tables.items() if cc == c for r in rows] for c in files}
         atomic_write(tmp / "README.md", render(kind, configs, manifest, by_config))
         atomic_write(tmp / MANIFEST, json_text(manifest))
+
+
+def _complete(kind: str, results: list[QuestionResult], models: Models, rerun: str | None, summary: RunSummary) -> None:
+    """A corpus is built from complete runs only: a call that failed after all retries stops the build (nothing
+    written) with the missing values and the rerun command (``rerun``), which makes only those calls."""
+    failures = failed_calls(results)
+    if failures:
+        raise FailedCallsError(f"build {kind}", failures, rerun, models.caches(), summary)
 
 
 def _manifest(
@@ -155,6 +164,7 @@ def build_paraphrase_corpus(
     smoke: bool = False,
     diversity: bool = True,
     llm_options: dict | None = None,
+    rerun: str | None = None,
 ) -> HR1BuildResult:
     """Paraphrase every question of ``loads`` K times, judge consistency, score diversity, answer and grade;
     one config per source, split = the source split."""
@@ -176,6 +186,7 @@ def build_paraphrase_corpus(
         diversity=score_groups if diversity else None,  # the MiniLM model loads on first use
         summary=summary,
     )
+    _complete("hr1-paraphrases", results, models, rerun, summary)
     tables: dict[tuple[str, str], list[dict]] = {}
     for r in results:
         tables.setdefault((r.question.source, r.question.split), []).append(_paraphrase_row(r))
@@ -245,6 +256,7 @@ def build_sft_corpus(
     check_leakage: bool = True,
     drop_leaking: bool = False,
     llm_options: dict | None = None,
+    rerun: str | None = None,
 ) -> HR1BuildResult:
     """App. E.1: K paraphrases per training question (no QA filter), the consistent ones paired with the gold
     answer as chat ``messages``: system Listing B.4, user the paraphrase, assistant ``<answer>gold</answer>``
@@ -262,6 +274,7 @@ def build_sft_corpus(
     results = run_questions(
         questions, paraphraser=models.get(paraphraser), qa=None, judge=models.get(judge), plan=plan, summary=summary
     )
+    _complete("hr1-sft", results, models, rerun, summary)
     rows = []
     for r in results:
         q = r.question
@@ -325,6 +338,7 @@ def build_grpo_corpus(
     check_leakage: bool = True,
     drop_leaking: bool = False,
     llm_options: dict | None = None,
+    rerun: str | None = None,
 ) -> HR1BuildResult:
     """App. C.1: the training questions the QA model answers correctly (B.4, greedy; graded by B.3 or exact
     match), each with a stable ``prompt_id``, Listing B.1 applied as a one-message chat ``prompt`` and the
@@ -339,6 +353,7 @@ def build_grpo_corpus(
     results = run_questions(
         questions, paraphraser=None, qa=models.get(qa), judge=models.get(judge), plan=plan, summary=summary
     )
+    _complete("hr1-grpo", results, models, rerun, summary)
     kept = [r.question for r in results if counts_as_correct(r.correctness, plan.grading)]
     rows = [
         {

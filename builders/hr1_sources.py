@@ -15,7 +15,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-from phr.hr1.records import SOURCES, HQuestion, question_id
+from phr.hr1.ids import content_id
+from phr.hr1.records import SOURCES, HQuestion
 
 from .sources import _common as c
 
@@ -67,13 +68,18 @@ class LoadResult:
         )
 
 
-def _q(source: str, split: str, row_id: str, question: str, answers: Sequence[str], **meta: object) -> HQuestion:
+def _q(
+    source: str, split: str, row_id: str, question: str, answers: Sequence[str], key: str | None = None, **meta: object
+) -> HQuestion:
+    """One question; its id from its content (``phr.hr1.ids.content_id``: source, text, the source's own
+    ``key``), the same in every file; ``row_id`` is where it sits in this file."""
+    text = " ".join(str(question).split())
     return HQuestion(
-        id=question_id(source, split, row_id),
+        id=content_id(source, text, key),
         source=source,
         split=split,
         source_row_id=row_id,
-        question=" ".join(str(question).split()),
+        question=text,
         answers=tuple(dict.fromkeys(a.strip() for a in answers if a and a.strip())),
         license=LICENSES[source],
         meta={k: str(v) for k, v in meta.items() if v is not None and str(v) != ""},
@@ -121,7 +127,17 @@ def _sq_row(row: list[str] | dict, split: str, i: int, labels: dict[str, list[st
         raise c.RowProblem("empty question")
     if not any(a.strip() for a in answers):
         raise c.RowRejected(f"object {obj} has no English label")
-    return _q("simplequestions", split, str(i), question, answers, subject=subj, property=prop, object=obj)
+    return _q(
+        "simplequestions",
+        split,
+        str(i),
+        question,
+        answers,
+        f"{subj} {prop} {obj}",
+        subject=subj,
+        property=prop,
+        object=obj,
+    )
 
 
 def load_simplequestions(
@@ -129,7 +145,8 @@ def load_simplequestions(
 ) -> LoadResult:
     """SimpleQuestions (Wikidata-mapped, Diefenbach et al. 2017): TSV ``subject, property, object, question``
     without header; the answer is the object's English label from ``reverse_vocab_wikidata_en.json``.
-    Rows whose object has no label are skipped and counted. Row ids: ``<0-based line index>``."""
+    Rows whose object has no label are skipped and counted. Ids: the text with subject, property and object
+    (``phr.hr1.ids.content_id``); ``source_row_id``: the 0-based line index."""
     wanted = c.wanted_list(splits)
     out: list[HQuestion] = []
     ids = c.RowIndex(TITLES["simplequestions"], dedupe=True)
@@ -175,15 +192,16 @@ def _popqa_row(row: dict, split: str, i: int) -> HQuestion:
     if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
         raise c.RowProblem("possible_answers must be a JSON list of strings")
     answers = _answers_or_problem(answers, "possible_answers")
-    row_id = str(row.get("id") if row.get("id") not in (None, "") else i)
+    own = None if row.get("id") in (None, "") else str(row.get("id"))
     meta = {k: row.get(k) for k in ("subj", "prop", "obj", "s_pop", "o_pop", "subj_id", "prop_id", "obj_id")}
-    return _q("popqa", split, row_id, c.text(row, "question"), answers, **meta)
+    return _q("popqa", split, own or str(i), c.text(row, "question"), answers, own, **meta)
 
 
 def load_popqa(source_dir: str | Path | None = None, *, online: bool = False) -> LoadResult:
     """PopQA (Mallen et al. 2023): ``popQA.tsv`` (or a parquet export with the same columns): ``question``,
     ``possible_answers`` (a JSON list of aliases), ``subj``, ``prop``, ``obj``, popularity ``s_pop``/``o_pop``.
-    One split, ``test``. Row ids: the ``id`` column, else the 0-based row index."""
+    One split, ``test``. Ids: the text with the ``id`` column when there is one (``phr.hr1.ids.content_id``);
+    ``source_row_id``: the ``id`` column, else the 0-based row index."""
     out: list[HQuestion] = []
     ids = c.RowIndex(TITLES["popqa"], dedupe=True)
     with c.collect_rejected() as rejected:
@@ -253,7 +271,8 @@ def load_truthfulqa(source_dir: str | Path | None = None, *, online: bool = Fals
     """TruthfulQA (Lin et al. 2022), generation task: ``TruthfulQA.csv`` (``Type, Category, Question, Best
     Answer, Correct Answers, Incorrect Answers, Source``; answer lists ``; ``-separated). Reference answer:
     ``Best Answer`` first, then the other correct answers (the paper does not say which it used, docs/hr1.md).
-    Split ``validation`` (the only one); row ids: the 0-based data row index."""
+    Split ``validation`` (the only one); ids: the text (``phr.hr1.ids.content_id``); ``source_row_id``: the
+    0-based data row index."""
     out: list[HQuestion] = []
     ids = c.RowIndex(TITLES["truthfulqa"], dedupe=True)
     with c.collect_rejected() as rejected:
@@ -316,17 +335,15 @@ def load_hr1_source(name: str, source_dir: str | Path | None = None, *, online: 
 def stand_in_split(result: LoadResult, rule: StandIn = "even-train-odd-test") -> tuple[LoadResult, LoadResult]:
     """Split one released split into a stand-in train and evaluation pair, for when only one split is at hand
     (the SimpleQuestions copy in ../shared/data is the test split): ``even-train-odd-test`` puts rows with an
-    even 0-based index in ``train`` and odd ones in ``test``. Ids carry the new split; ``meta['stand_in']``
-    names the rule and the released split, and corpora built from them say so on their card."""
+    even 0-based index in ``train`` and odd ones in ``test``. Ids stay (they come from the content);
+    ``meta['stand_in']`` names the rule and the released split, and corpora built from them say so on their card."""
     if rule != "even-train-odd-test":
         raise c.SourceOptionError(f"unknown stand-in split rule {rule!r}; known: even-train-odd-test")
     parts: dict[str, list[HQuestion]] = {"train": [], "test": []}
     for q in result.questions:
         new = "train" if int(q.source_row_id) % 2 == 0 else "test"
         meta = {**q.meta, "stand_in": f"{rule} of released split {q.split}"}
-        parts[new].append(
-            q.model_copy(update={"split": new, "id": question_id(q.source, new, q.source_row_id), "meta": meta})
-        )
+        parts[new].append(q.model_copy(update={"split": new, "meta": meta}))
     return tuple(  # type: ignore[return-value]
         LoadResult(result.source, parts[s], result.skipped, result.examples, result.origin, f"{rule} ({s})")
         for s in ("train", "test")

@@ -36,16 +36,23 @@ from phr.core.report import Rejection
 from phr.llm import LLM
 from phr.validation.config import ValidationConfig, rules_for_prompts
 from phr.validation.expectations import write_suite
-from phr.validation.judge import judge_augmentations
+from phr.validation.judge import CALL_FAILED, JudgeConfig, judge_augmentations
 from phr.validation.review import apply_revisions, decision_on, load_decisions, review_status
 from phr.validation.schemas import to_frame, validate_frame
 from phr.validation.semantic import run_all_checks, semantic_distinctness
 
 CURATED = "curated"
 DEFAULT_GENERATOR = "openai:gpt-4o"  # the paper's generator
-# recipes whose builds need a manual review decision for every premise before `push` (paper §A.2: "we manually
-# review all generated augmentations"); the manifest records it as `review_required`
-REVIEW_REQUIRED_RECIPES = ("paper",)
+#: QC orders of a generated build (manifest ``qc_order``): ``paper`` (the default, §A.2): rule checks during
+#: generation, then the manual review of the rule-passing premises, then the LLM judge over the reviewed premises
+#: (a judge-rejected premise is regenerated and goes back to review); such a build records ``review_required``
+#: (the push gate wants every premise reviewed: "we manually review all generated augmentations").
+#: ``skip-review`` (the fast path, named and recorded: ``--skip-review``): rule checks and the judge during
+#: generation, no review required to push.
+PAPER_ORDER, SKIP_REVIEW = "paper", "skip-review"
+QC_ORDERS = (PAPER_ORDER, SKIP_REVIEW)
+#: ``BuildResult.stage`` / manifest ``qc_stage``
+AWAITING_REVIEW, COMPLETE = "awaiting review", "complete"
 
 
 class OutputExistsError(UsageError):
@@ -61,6 +68,8 @@ class BuildResult:
     out: Path
     counts: dict[str, int]
     qc: dict[str, int] = field(default_factory=dict)
+    stage: str = COMPLETE  # AWAITING_REVIEW: premises wait for the manual review (paper QC order)
+    next_steps: list[str] = field(default_factory=list)  # what waits for whom, as commands to run
 
 
 def _curated_rows(path: Path | None = None) -> tuple[list[dict], str]:
@@ -293,12 +302,20 @@ def build(
     allow_stand_in: bool = False,
     progress: bool = True,
     llm_options: dict | None = None,
+    skip_review: bool = False,
 ) -> BuildResult:
     """Build PHRBench by recipe. ``mini``: curated premises, offline. Others: premises from ``generator``.
 
     ``prompts``: the generation prompt set, ``paper`` (default, §A.2 verbatim), ``v0`` (the toolkit's earlier
     prompts; reproduces earlier builds) or a folder. ``allow_stand_in``: build with B3DB when no BBBP copy
     is found (refused otherwise); the manifest and card then say so.
+
+    QC order (docs/review.md): by default the paper's (§A.2): the rule checks run during generation, the
+    rule-passing premises wait for the manual review (``BuildResult.stage`` "awaiting review", with the commands
+    in ``next_steps``), and a rebuild after ``review import`` runs the LLM judge over the reviewed premises; a
+    judge-rejected premise is regenerated and waits for review again. ``skip_review``: the fast path (rule checks
+    and judge during generation, no review required), recorded as ``qc_order: skip-review`` in the manifest and
+    on the card.
 
     Model specs are resolved (and API keys checked) before any work; the output folder is written only when
     the whole build succeeded. A model call that fails after all retries fails the build (nothing written);
@@ -322,57 +339,33 @@ def build(
             rec, source_dir, online=online, allow_short=allow_short, allow_stand_in=allow_stand_in
         )
     _check_questions(questions)
-    result = generate_premises(
-        questions,
-        rec,
-        gen_llm,
-        judge_llm,
-        templates=Templates.load(templates_dir),
-        prompts=prompt_set,
-        validation_config=_rules_of(prompt_set),
-        extra_check=_after_rules(out, _rules_of(prompt_set) or ValidationConfig()),
+    qc_order = SKIP_REVIEW if skip_review else PAPER_ORDER
+    rerun = _rerun_command(
+        recipe,
+        out,
+        generator=generator,
+        judge=judge,
+        source_dir=source_dir,
+        online=online,
+        overwrite=overwrite,
+        allow_short=allow_short,
+        cache=gen_llm.cache.path,
+        prompts=prompts,
+        allow_stand_in=allow_stand_in,
+        skip_review=skip_review,
     )
-    if progress and result.summary is not None:
-        result.summary.print()
-    if result.failed:
-        rerun = _rerun_command(
-            recipe,
-            out,
-            generator=generator,
-            judge=judge,
-            source_dir=source_dir,
-            online=online,
-            overwrite=overwrite,
-            allow_short=allow_short,
-            cache=gen_llm.cache.path,
-            prompts=prompts,
-            allow_stand_in=allow_stand_in,
-        )
-        raise BuildError(_failed_calls_message(result.failed, rerun, gen_llm.cache.path))
-    if result.missing and not allow_short:
-        lines = [
-            f"{qid}: {len(ids)} premise slot(s) unfilled ({', '.join(ids[:3])}{', ...' if len(ids) > 3 else ''})"
-            + _quota_note(result.quota_short.get(qid))
-            for qid, ids in sorted(result.missing.items())
-        ]
-        reasons = Counter(r.check for r in result.rejections)
-        raise BuildError(
-            f"{len(result.missing)} question(s) fall short after {rec.regeneration_rounds} regeneration round(s) "
-            f"(rejections by check: {dict(reasons)}):\n  "
-            + "\n  ".join(lines[:50])
-            + ("\n  ..." if len(lines) > 50 else "")
-            + "\n(pass --allow-short to build anyway; nothing was written)"
-        )
-    augs = _revise(out, result.augmentations)
-    _check_revisions(out, questions, result.augmentations, augs, judge_llm)
-    rejected = Counter(r.check for r in result.rejections)
-    qc = {
-        "premises generated": result.stats.get("generated", 0),
-        **{f"rejected: {k}": v for k, v in sorted(rejected.items())},
-        "accepted": result.stats.get("accepted", 0),
-        **_review_counts(out, augs),
-    }
-    notes = [_prompts_note(gen_llm.spec, prompt_set, rec)]
+    ctx = _Gen(out, questions, rec, gen_llm, Templates.load(templates_dir), prompt_set, rerun, allow_short, progress)
+    if qc_order == SKIP_REVIEW:
+        result = ctx.generate(judge_llm, _after_rules(out, _rules_of(prompt_set) or ValidationConfig()))
+        augs = _revise(out, result.augmentations)
+        _check_revisions(out, questions, result.augmentations, augs, judge_llm, _judge_config(rec))
+        qc, awaiting, judge_rows = _qc_rows(result, out, augs), [], {}
+    else:
+        result, augs, judge_rows = _paper_order(ctx, judge_llm)
+        awaiting = review_status(_decisions(out), {a.id: a.statement for a in augs}).undecided
+        qc = _qc_rows(result, out, augs) | judge_rows
+    stage = AWAITING_REVIEW if qc_order == PAPER_ORDER and awaiting else COMPLETE
+    notes = [_prompts_note(gen_llm.spec, prompt_set, rec), _qc_note(qc_order, judge_llm, len(awaiting))]
     used_stand_ins = stand_ins(rec, questions)
     if used_stand_ins:
         notes.append(f"Stand-in (--allow-stand-in): {bbbp.STANDIN_NOTE}")
@@ -381,7 +374,7 @@ def build(
         f"Short: {qid} has {len(ids)} unfilled premise slot(s)" + _quota_note(result.quota_short.get(qid))
         for qid, ids in sorted(result.missing.items())
     ]
-    return _write(
+    res = _write(
         out,
         questions,
         augs,
@@ -397,11 +390,164 @@ def build(
         extra_manifest={
             "stand_ins": used_stand_ins,
             "quota_shortfalls": result.quota_short,
-            "review_required": rec.name in REVIEW_REQUIRED_RECIPES,
+            "review_required": qc_order == PAPER_ORDER,
+            "qc_order": qc_order,
+            "judge_extra_criteria": list(rec.judge_extra_criteria),
+            "qc_stage": stage,
+            "awaiting_review": sorted(awaiting),
             "rejections": [{"row_id": r.row_id, "check": r.check, "reason": r.reason} for r in result.rejections],
             "source_rejections": source_rejections,
         },
     )
+    res.stage = stage
+    res.next_steps = _next_steps(qc_order, stage, len(awaiting), out, _rerun_command_overwrite(rerun), judge_llm)
+    return res
+
+
+@dataclass
+class _Gen:
+    """One build's generation settings: ``generate`` runs the generation rounds (rule checks, the given judge,
+    ``extra_check``) and turns failed calls and unfilled slots into a BuildError."""
+
+    out: object
+    questions: list[BaseQuestion]
+    rec: object
+    gen_llm: object
+    templates: Templates
+    prompts: Prompts
+    rerun: str
+    allow_short: bool
+    progress: bool
+
+    def generate(self, judge_llm, extra_check):
+        result = generate_premises(
+            self.questions,
+            self.rec,
+            self.gen_llm,
+            judge_llm,
+            templates=self.templates,
+            prompts=self.prompts,
+            validation_config=_rules_of(self.prompts),
+            extra_check=extra_check,
+            judge_config=_judge_config(self.rec),
+        )
+        if self.progress and result.summary is not None:
+            result.summary.print()
+        if result.failed:
+            raise BuildError(_failed_calls_message(result.failed, self.rerun, self.gen_llm.cache.path))
+        if result.missing and not self.allow_short:
+            lines = [
+                f"{qid}: {len(ids)} premise slot(s) unfilled ({', '.join(ids[:3])}{', ...' if len(ids) > 3 else ''})"
+                + _quota_note(result.quota_short.get(qid))
+                for qid, ids in sorted(result.missing.items())
+            ]
+            reasons = Counter(r.check for r in result.rejections)
+            raise BuildError(
+                f"{len(result.missing)} question(s) fall short after {self.rec.regeneration_rounds} regeneration "
+                f"round(s) (rejections by check: {dict(reasons)}):\n  "
+                + "\n  ".join(lines[:50])
+                + ("\n  ..." if len(lines) > 50 else "")
+                + "\n(pass --allow-short to build anyway; nothing was written)"
+            )
+        return result
+
+
+def _paper_order(ctx: _Gen, judge_llm):
+    """The paper's QC order (§A.2): generation with the rule checks (and the review's removals); the judge over
+    the premises a reviewer accepted or revised; a judge-rejected premise is rejected in a further generation pass
+    (its slot regenerated, the new premise undecided: back to review). Returns the last generation result, the
+    premises (revisions in place) and the judge's QC rows."""
+    cfg = _rules_of(ctx.prompts) or ValidationConfig()
+    decisions = _decisions(ctx.out)
+    judge_rejected: dict[str, dict[str, Rejection]] = {}  # aug id -> generated text -> the judge's rejection
+    passed: set[tuple[str, str]] = set()  # (aug id, judged text) the judge accepted
+    by_id = {q.id: q for q in ctx.questions}
+    for _ in range(ctx.rec.regeneration_rounds + 1):
+        result = ctx.generate(None, _after_rules(ctx.out, cfg, judge_rejected))
+        augs = _revise(ctx.out, result.augmentations)
+        _check_revisions(ctx.out, ctx.questions, result.augmentations, augs, None)
+        generated = {a.id: a.statement for a in result.augmentations}
+        todo = [
+            a for a in augs if _reviewed(decisions.get(a.id), generated[a.id]) and (a.id, a.statement) not in passed
+        ]
+        if judge_llm is None or not todo:
+            break
+        qs = [by_id[q] for q in sorted({a.question_id for a in todo})]
+        outcome = judge_augmentations(qs, todo, judge_llm, config=_judge_config(ctx.rec))
+        failed = [r for r in outcome.rejections if r.check == CALL_FAILED]
+        if failed:
+            raise BuildError(_failed_calls_message(failed, ctx.rerun, ctx.gen_llm.cache.path))
+        rejected = {r.row_id for r in outcome.rejections}
+        for r in outcome.rejections:
+            judge_rejected.setdefault(r.row_id, {})[generated[r.row_id]] = r
+        passed |= {(a.id, a.statement) for a in todo if a.id not in rejected}
+        if not rejected:
+            break
+    in_build = {(a.id, a.statement) for a in augs}
+    rows = {"judge: passed": len(passed & in_build)} if judge_llm is not None else {}
+    return result, augs, rows
+
+
+def _judge_config(rec) -> JudgeConfig:
+    """The judge's criteria of a recipe (``qc.judge_extra_criteria``; none by default, as in the paper)."""
+    return JudgeConfig(tuple(rec.judge_extra_criteria))
+
+
+def _reviewed(decision: dict | None, text: str) -> bool:
+    """Did a reviewer accept or revise the premise ``text`` (the generated text of its slot)?"""
+    d = decision_on(decision, text)
+    return bool(d) and d["decision"] in ("accept", "revise")
+
+
+def _qc_rows(result, out, augs: list[Augmentation]) -> dict[str, int]:
+    """The card's QC table: premises generated, rejected per check (rules, review removals, judge), accepted
+    (in the build), then the manual-review rows."""
+    rejected = Counter(r.check for r in result.rejections)
+    return {
+        "premises generated": result.stats.get("generated", 0),
+        **{f"rejected: {k}": v for k, v in sorted(rejected.items())},
+        "accepted": result.stats.get("accepted", 0),
+        **_review_counts(out, augs),
+    }
+
+
+def _qc_note(qc_order: str, judge_llm, awaiting: int) -> str:
+    """The card's line on the QC order (a named, recorded choice)."""
+    if qc_order == SKIP_REVIEW:
+        return (
+            "QC: fast path (`--skip-review`, manifest `qc_order: skip-review`): premises passed the rule checks"
+            + (" and the LLM judge" if judge_llm else "")
+            + " during generation; the manual review the paper puts between them (§A.2) was not required."
+        )
+    judge = "then the LLM judge over the reviewed premises" if judge_llm else "no LLM judge (`--judge none`)"
+    state = f" {awaiting} premise(s) still await review." if awaiting else " Every premise passed every stage."
+    return (
+        f"QC in the paper's order (§A.2): rule checks during generation, then the manual review, {judge}; a "
+        "premise the judge rejects is regenerated and reviewed again." + state
+    )
+
+
+def _next_steps(qc_order: str, stage: str, awaiting: int, out, rebuild: str, judge_llm) -> list[str]:
+    """What waits for whom after this build, as the commands to run next."""
+    if stage == AWAITING_REVIEW:
+        sheet = shlex.quote(str(Path(out).with_name(Path(out).name + "-review.csv")))
+        folder = shlex.quote(str(out))
+        after = "rejected premises are regenerated" + (", the judge runs over the reviewed ones" if judge_llm else "")
+        return [
+            f"{awaiting} premise(s) await the manual review"
+            + (" (the LLM judge runs on reviewed premises only)" if judge_llm else "")
+            + ":",
+            f"  1. phr-publish review export {folder} --out {sheet}",
+            "  2. fill decision (accept / reject / revise; revise: the edited text in revised_premise), reviewer "
+            "and note (required for reject) in the sheet",
+            f"  3. phr-publish review import {sheet} --to {folder}",
+            f"  4. {rebuild}   ({after}; new premises come back to review)",
+        ]
+    done = "passed the rule checks" + (
+        ", the manual review" if qc_order == PAPER_ORDER else " (review skipped: --skip-review)"
+    )
+    done += " and the LLM judge" if judge_llm else ""
+    return [f"every premise {done}: phr-publish validate {shlex.quote(str(out))}, then phr-publish push"]
 
 
 def _check_questions(questions: list[BaseQuestion]) -> None:
@@ -416,7 +562,19 @@ def _check_questions(questions: list[BaseQuestion]) -> None:
 
 
 def _rerun_command(
-    recipe, out, *, generator, judge, source_dir, online, overwrite, allow_short, cache, prompts, allow_stand_in
+    recipe,
+    out,
+    *,
+    generator,
+    judge,
+    source_dir,
+    online,
+    overwrite,
+    allow_short,
+    cache,
+    prompts,
+    allow_stand_in,
+    skip_review=False,
 ) -> str:
     """The `phr-publish` command line of this build, with the cache it used."""
     args = ["phr-publish", "--cache", str(cache), "build", "phrbench", "--recipe", str(recipe), "--out", str(out)]
@@ -429,9 +587,15 @@ def _rerun_command(
         ("--overwrite", overwrite),
         ("--allow-short", allow_short),
         ("--allow-stand-in", allow_stand_in),
+        ("--skip-review", skip_review),
     )
     args += [flag for flag, on in switches if on]
     return shlex.join(args)
+
+
+def _rerun_command_overwrite(rerun: str) -> str:
+    """The rerun command with ``--overwrite`` (the rebuild after a review round replaces the folder)."""
+    return rerun if " --overwrite" in rerun else rerun + " --overwrite"
 
 
 def _failed_calls_message(failed: list, rerun: str, cache: Path) -> str:
@@ -508,14 +672,21 @@ def _review_rejections(out, augs) -> list:
     ]
 
 
-def _after_rules(out, config: ValidationConfig):
-    """The generation rounds' check after the rule checks: manual review rejections, then semantic
-    distinctness against the premises of the same question that passed before (so a build and `validate`
-    agree; a premise the judge later rejects still counts as seen, which can only make the check stricter)."""
+def _after_rules(out, config: ValidationConfig, judge_rejected: dict[str, dict[str, Rejection]] | None = None):
+    """The generation rounds' check after the rule checks: manual review rejections, the judge's rejections of
+    earlier passes (paper QC order: the slot is regenerated), then semantic distinctness against the premises of
+    the same question that passed before (so a build and `validate` agree; a premise the judge later rejects
+    still counts as seen, which can only make the check stricter)."""
     seen: dict[str, list[Augmentation]] = {}
+    judged = judge_rejected or {}
 
     def check(candidates: list[Augmentation]) -> list[Rejection]:
         out_rej = _review_rejections(out, candidates)
+        out_rej += [
+            Rejection(a.id, r.check, r.reason)
+            for a in candidates
+            if (r := judged.get(a.id, {}).get(a.statement)) is not None
+        ]
         gone = {r.row_id for r in out_rej}
         fresh = [a for a in candidates if a.id not in gone]
         pool = [a for q in {a.question_id for a in fresh} for a in seen.get(q, []) if a.id not in {c.id for c in fresh}]
@@ -535,7 +706,7 @@ def _revise(out, augs: list[Augmentation]) -> list[Augmentation]:
     return [a.model_copy(update={"statement": revised[a.id]}) if a.id in revised else a for a in augs]
 
 
-def _check_revisions(out, questions, before, after, judge_llm) -> None:
+def _check_revisions(out, questions, before, after, judge_llm, config: JudgeConfig | None = None) -> None:
     """Revised premises pass the rule checks (again, with the rebuilt premises) and then the LLM judge (paper
     order: rules, manual review, judge); a failure stops the build, naming the premise and the reason."""
     changed = {b.id for a, b in zip(before, after, strict=True) if a.statement != b.statement}
@@ -545,7 +716,7 @@ def _check_revisions(out, questions, before, after, judge_llm) -> None:
     if judge_llm is not None and not bad:
         revised = [a for a in after if a.id in changed]
         qids = {a.question_id for a in revised}
-        bad = judge_augmentations([q for q in questions if q.id in qids], revised, judge_llm).rejections
+        bad = judge_augmentations([q for q in questions if q.id in qids], revised, judge_llm, config=config).rejections
     if bad:
         raise BuildError(
             "revised premise(s) from the manual review fail QC (nothing was written); revise them again or "

@@ -15,6 +15,7 @@ from phr.bench.records import BaseQuestion, Domain, MutationType
 from phr.builders.sources import bbbp, load_source
 from phr.builders.sources._common import collect_rejected
 from phr.core.errors import UsageError
+from phr.validation.judge import JudgeConfig
 
 BUILTIN = ("paper", "mini")
 
@@ -74,6 +75,9 @@ class Recipe:
     regeneration_rounds: int = 3
     generator: str | None = None
     judge: str | None = None
+    #: the judge's switchable criteria of ours (``qc.judge_extra_criteria``: plausible, single_claim; none by
+    #: default, as in the paper: phr.validation.judge.JudgeConfig)
+    judge_extra_criteria: tuple[str, ...] = ()
 
     def slots(self, q: BaseQuestion) -> SlotSpec:
         return self.code if q.domain is Domain.CODE else self.science
@@ -115,6 +119,9 @@ def load_recipe(name_or_path: str | Path) -> Recipe:
             regeneration_rounds=int(gen.get("regeneration_rounds", 3)),
             generator=(d.get("models") or {}).get("generator"),
             judge=(d.get("models") or {}).get("judge"),
+            judge_extra_criteria=JudgeConfig(
+                tuple((d.get("qc") or {}).get("judge_extra_criteria") or ())
+            ).extra_criteria,
         )
     except (KeyError, TypeError, ValueError) as e:
         raise RecipeError(f"{where}: invalid recipe: {e}") from None

@@ -9,7 +9,11 @@ Training metadata lives in the checkpoint as ``phr_training.json`` (written by t
      "datasets": [{"id": "ORG/hallucination-r1", "revision": "v0.1.0"}],
      "hyperparameters": {"learning_rate": 1e-6, "num_generations": 8, ...},
      "reward": {"name": "...", ...} or null,
+     "local_datasets": [{"name": "hr1-grpo", "manifest_sha256": "...", "rows": 1536, ...}] (optional),
+     "lora": {"r": 16, "lora_alpha": 32, ...} or null (optional),
      "method": "GRPO" (optional), "library": "trl" (optional), ...}
+
+The license comes from the base model (``phr.cards.model_license``) unless given.
 
 Arguments given to ``write_model_card`` override the file's values; other keys of the file are kept.
 """
@@ -24,6 +28,7 @@ from typing import Any
 import yaml
 
 from phr.cards.eval_yaml import METRICS, model_eval_results_yaml
+from phr.cards.model_license import License, base_license
 from phr.eval.results import normalize
 from phr.hub import README, PublishError
 
@@ -113,14 +118,21 @@ def write_model_card(
     reward_config: dict | None = None,
     eval_results: list[dict] | None = None,
     model_name: str | None = None,
-    license: str | None = "apache-2.0",
+    license: str | License | None = None,
     tags: list[str] | None = None,
     library_name: str | None = None,
     description: str | None = None,
+    usage: list[str] | None = None,
+    local_datasets: list[dict] | None = None,
+    lora: dict | None = None,
 ) -> Path:
     """Write ``README.md`` (model card), ``.eval_results/<benchmark>.yaml`` (from ``eval_results``: result dicts
     as in docs/publishing.md) and ``phr_training.json`` (merged training metadata) into ``checkpoint_dir``.
-    Returns the README path. The card is re-read with ``huggingface_hub.ModelCard`` before returning."""
+    Returns the README path. The card is re-read with ``huggingface_hub.ModelCard`` before returning.
+
+    ``license``: a Hub license id or a ``License``; None: the base model's (``base_license``). ``usage``:
+    Markdown lines of a Usage section. ``local_datasets``: corpus folders trained on (name, hashes, rows).
+    ``lora``: the LoRA settings (a LoRA section on the card). No reward section when there is no reward."""
     from huggingface_hub import ModelCard, ModelCardData
 
     folder = Path(checkpoint_dir)
@@ -135,6 +147,10 @@ def write_model_card(
         meta["hyperparameters"] = dict(hyperparameters)
     if reward_config is not None:
         meta["reward"] = dict(reward_config)
+    if local_datasets is not None:
+        meta["local_datasets"] = [dict(d) for d in local_datasets]
+    if lora is not None:
+        meta["lora"] = dict(lora)
     if not meta.get("base_model"):
         raise ModelCardError(f"base_model is required (argument, or 'base_model' in {folder / TRAINING_FILE})")
     meta.setdefault("datasets", [])
@@ -151,11 +167,12 @@ def write_model_card(
             else None
         )
     entries, eval_files = _eval_results(eval_results or [], name)
+    lic = license if isinstance(license, License) else License(license) if license else base_license(meta["base_model"])
     data = ModelCardData(
         base_model=meta["base_model"],
         datasets=[d["id"] for d in meta["datasets"]] or None,
         tags=sorted(set(DEFAULT_TAGS) | set(tags or []) | ({meta["method"].lower()} if meta.get("method") else set())),
-        license=license,
+        **lic.metadata(),
         library_name=library_name,
         model_name=name,
         eval_results=entries or None,
@@ -177,9 +194,23 @@ def write_model_card(
         f"- [{d['id']}](https://huggingface.co/datasets/{d['id']})"
         + (f" at revision `{d['revision']}`" if d["revision"] else " (revision not recorded)")
         for d in meta["datasets"]
-    ] or ["(none recorded)"]
-    body += ["", "## Hyperparameters", "", *_table(meta["hyperparameters"]), "", "## Reward", ""]
-    body += _table(meta["reward"]) if meta["reward"] else ["(none: supervised training)"]
+    ]
+    body += [
+        f"- the local corpus folder `{d['name']}`"
+        + (f" (manifest.json sha256 `{d['manifest_sha256']}`)" if d.get("manifest_sha256") else "")
+        + (f", {d['rows']} rows of split `{d['split']}`" if d.get("rows") is not None and d.get("split") else "")
+        for d in meta.get("local_datasets") or []
+    ]
+    if not meta["datasets"] and not meta.get("local_datasets"):
+        body += ["(none recorded)"]
+    if usage:
+        body += ["", *usage]
+    body += ["", "## Hyperparameters", "", *_table(meta["hyperparameters"])]
+    if meta.get("lora"):
+        body += ["", "## LoRA", "", *_table(meta["lora"])]
+    if meta["reward"]:
+        body += ["", "## Reward", "", *_table(meta["reward"])]
+    body += ["", "## License", "", lic.line()]
     if entries:
         body += ["", "## Evaluation", "", "| dataset | revision | config | metric | value |", "|---|---|---|---|---|"]
         body += [

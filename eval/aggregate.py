@@ -182,8 +182,11 @@ def aggregate(scores: Sequence[SampleScore], bootstrap: Bootstrap | None = Boots
             "proportions": {r: shares[r] for r in RESOLUTIONS},
             rate_of(INSIGHTFUL): shares[INSIGHTFUL],
             "per_domain": {d: props(g) for d, g in _group(judged, lambda s: s.domain).items()},
-            "per_mutation_type": {
-                m: props(g) for m, g in _group(judged, lambda s: s.mutation_type or "unknown").items()
+            "per_mutation_type": {  # science domains only, as Tables 9-11 (§C.2: Code is all State Distortion)
+                m: props(g)
+                for m, g in _group(
+                    (s for s in judged if s.domain in PER_TYPE_DOMAINS), lambda s: s.mutation_type or "unknown"
+                ).items()
             },
         }
     )

@@ -22,11 +22,11 @@ sandbox (phr.eval.sandbox.check_solution).
 
 from __future__ import annotations
 
-import math
 import re
 import string
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from phr.core.numbers import Number, parse_numbers, plain, same_quantity  # the one number parser (also leakage)
 
 _ANSWER_LINE = re.compile(
     r"(?:final\s+answer|answer|correct\s+(?:answer|option|candidate)|the\s+answer\s+is|i\s+choose|option)"
@@ -108,91 +108,17 @@ def extract_final(response: str) -> str | None:
 #: Relative tolerance of a numeric open-ended match (ours: the paper names no tolerance; docs/metrics.md).
 REL_TOL = 0.01
 
-_SUPER = "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺"
-_SUPER_RUN = re.compile(f"[{_SUPER}]+")
-_FRAC_TEX = re.compile(r"\\[dt]?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}")
-
-
-def _exp(name: str) -> str:
-    return r"\s*(?:\^|\*\*)\s*\{?\s*(?P<" + name + r">[-+]?\d+)\s*\}?"  # ^-8, ^{-8}, **-8
-
-
-_NUM = re.compile(
-    r"(?<![\w^.])(?P<sign>(?<![\w)\]^.])[-+])?"  # a sign, never the hyphen of a word or a range ("4-methyl", "2-3")
-    r"(?:10" + _exp("pow") + r"|"  # 10^-8, 10^{-8}, 10**-8
-    r"(?P<mant>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"  # 1,234.5  12  .5
-    r"(?:[eE](?P<e>[-+]?\d+)|\s*[x×*·]\s*10" + _exp("x") + r")?"  # 1e-4, 4.3 × 10^-6
-    r"(?:\s*/\s*(?P<den>\d+(?:\.\d+)?)(?![\d.]))?)"  # 3/4
-    r"(?P<pct>\s*%)?"
-)
 _LOCANT = re.compile(r"[-,]\d*-?[A-Za-z]")  # "4-methyl", "2,3-dimethyl": a chemical name, not a number
 #: A numeric gold has at most this many words besides its numbers (its units).
 MAX_UNIT_WORDS = 3
 _LEAD = re.compile(r"^(?:~|≈|about|approximately|approx\.?|roughly|\$|\s)*", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class Number:
-    """A number read from text: its value (a percentage as a fraction: ``25%`` is 0.25) and where it was."""
-
-    value: float
-    percent: bool = False
-    start: int = 0
-    end: int = 0
-
-
-def _plain(text: str) -> str:
-    """Unicode and LaTeX number notation as plain text (``−`` -> ``-``, ``10⁻⁵`` -> ``10^-5``, ``\\times`` ->
-    ``×``, ``\\frac{a}{b}`` -> ``a/b``, ``$`` and ``\\,`` dropped)."""
-    text = text.replace("\u2212", "-").replace("\\times", "×").replace("\\cdot", "×").replace("\\%", "%")
-    text = _FRAC_TEX.sub(r"\1/\2", text)
-    for tok in ("$", "\\left", "\\right", "\\,", "\\!", "\\ "):
-        text = text.replace(tok, "" if tok != "\\ " else " ")
-    return _SUPER_RUN.sub(lambda m: "^" + m.group().translate(str.maketrans(_SUPER, "0123456789-+")), text)
-
-
-def parse_numbers(text: str) -> list[Number]:
-    """Every number in ``text``, in order: signs (``-3``, ``−3``), decimals, thousands separators
-    (``1,234,567``), ``a × 10^b`` / ``a x 10^-b`` / ``a*10**b`` / ``a \\times 10^{b}``, ``1e-4``, a bare
-    ``10^{-8}`` / ``10⁻⁸``, fractions ``3/4`` and ``\\frac{3}{4}``, percentages (``25%`` = 0.25). Units after a
-    number are ignored, and so are digits inside words (``H2O``) and unit exponents (``m/s^2``); a hyphen
-    after a letter, digit or bracket is not a sign (``4-methyl``, ``2-3``)."""
-    out = []
-    for m in _NUM.finditer(_plain(text)):
-        if m.group("pow") is not None:
-            value = 10.0 ** int(m.group("pow"))
-        elif m.group("mant") is not None:
-            value = float(m.group("mant").replace(",", ""))
-            exp = m.group("e") or m.group("x")
-            if exp is not None:
-                value *= 10.0 ** int(exp)
-            if m.group("den") is not None:
-                den = float(m.group("den"))
-                if den == 0:
-                    continue
-                value /= den
-        else:
-            continue
-        if m.group("sign") == "-":
-            value = -value
-        pct = m.group("pct") is not None
-        out.append(Number(value / 100.0 if pct else value, pct, m.start(), m.end()))
-    return out
-
-
-def _close(a: Number, b: Number, rel_tol: float) -> bool:
-    """Equal within ``rel_tol``; when exactly one side is a percentage, ``25%`` also equals ``25``."""
-    values = [(a.value, b.value)]
-    if a.percent != b.percent:
-        values.append((a.value * 100 if a.percent else a.value, b.value * 100 if b.percent else b.value))
-    return any(math.isclose(x, y, rel_tol=rel_tol, abs_tol=0.0) for x, y in values)
-
-
 def numeric_gold(gold: str) -> list[Number] | None:
     """The numbers of a numeric gold answer, else None (free text). Numeric: it starts with a number (after
     ``~`` / "about"), that number is not the locant of a name (``4-methyl...``), and at most ``MAX_UNIT_WORDS``
     words besides the numbers remain (units: ``9.8 m/s^2``, ``4.3 x 10^-6 M``, ``25 degrees Celsius``)."""
-    text = _plain(gold)
+    text = plain(gold)
     nums = parse_numbers(text)
     if not nums or nums[0].start > _LEAD.match(text).end() or _LOCANT.match(text, nums[0].end):
         return None
@@ -207,18 +133,20 @@ def _spans(nums: Sequence[Number]) -> set[int]:
 
 def numbers_match(final: str, gold: Sequence[Number], rel_tol: float = REL_TOL) -> bool:
     """The answer line's numbers match the gold's: the first with the first, then every further gold number,
-    in order, by a later answer number (further answer numbers, e.g. a restated unit conversion, are allowed)."""
+    in order, by a later answer number; and the answer names no other value: every answer number is one of the
+    gold's quantities (``7 (i.e. 7.0)``, ``7 m = 700 cm`` restate it), so a hedge (``7 or 8``, ``between 7 and
+    9``) is incorrect."""
     got = parse_numbers(final)
-    if not got or not gold or not _close(got[0], gold[0], rel_tol):
+    if not got or not gold or not same_quantity(got[0], gold[0], rel_tol):
         return False
     j = 1
     for g in gold[1:]:
-        while j < len(got) and not _close(got[j], g, rel_tol):
+        while j < len(got) and not same_quantity(got[j], g, rel_tol):
             j += 1
         if j == len(got):
             return False
         j += 1
-    return True
+    return all(any(same_quantity(x, g, rel_tol) for g in gold) for x in got)
 
 
 def normalised_match(final: str, gold: str) -> bool:

@@ -11,6 +11,11 @@ A paraphrase is *consistent* when ``consistent is True`` and it has text; one wi
 counts as not consistent (never a robustness failure) and is counted. An answer is *correct* / *wrong* by
 ``Grading.fuzzy`` (B.3 score 1); an unjudged answer is neither, so it is never a failure (Tables 2-3) nor a
 success (Table 4), and is counted.
+
+A value whose model call failed after all retries (``failed`` on the row: the paraphrase, its consistency
+verdict, an answer or its grade) is *missing*: it is left out of every denominator it would enter, counted
+(``failed_*``), and the run is partial (``eval hr1`` exits 1 unless partial tables are asked for). Which
+figures a missing value leaves: docs/hr1.md, "Failed calls".
 """
 
 from __future__ import annotations
@@ -31,7 +36,8 @@ from phr.eval.bootstrap import QuestionResampler, standard_error
 from phr.hr1.records import Correctness, ParaphraseResult, QuestionResult
 from phr.hr1.settings import Grading
 
-Labels = dict[tuple[str, int], bool | None]  # (question id, k) -> consistent (None: unjudged)
+FAILED = "failed"  # a label whose paraphrase or judge call failed after retries: missing, left out of denominators
+Labels = dict[tuple[str, int], bool | None | str]  # (question id, k) -> consistent (None: unjudged; FAILED)
 HUMAN_COLUMNS = ("question_id", "k", "annotator", "label")
 
 
@@ -77,6 +83,7 @@ class Table1(BaseModel):
     mean_div: Figure
     ratio_div: Figure
     consis_x_mean_div: Figure
+    failed: int = 0  # paraphrases whose generation or consistency call failed: left out of Consis.
 
 
 class Table2(BaseModel):
@@ -94,6 +101,8 @@ class Table2(BaseModel):
     wer_at_k: Figure
     missing_paraphrases: int  # (true question, k < K) with no paraphrase record: a non-failure
     unjudged_answers: int  # consistent paraphrases of true questions with no correct/wrong grade: non-failures
+    failed_questions: int = 0  # original QA or grading call failed: left out of every figure but Consis@1
+    failed_paraphrases: int = 0  # slots (question, k < K) with a failed call: see docs/hr1.md, "Failed calls"
 
 
 class Table4(BaseModel):
@@ -106,6 +115,8 @@ class Table4(BaseModel):
     para_acc: Figure
     robust_acc: Figure
     any_acc: Figure
+    failed_paraphrases: int = 0  # retained paraphrases whose QA or grading call failed: left out of Para. Acc.
+    failed_questions: int = 0  # questions with a failed call among their first K: left out of Robust / Any Acc.
 
 
 class Agreement(BaseModel):
@@ -120,6 +131,7 @@ class JudgeRow(BaseModel):
     consis_at_1: Figure
     consis_at_k: Figure
     majority_at_k: Figure
+    failed: int = 0  # pairs (question, k < K) whose call failed: left out (their questions too, for @K)
     agreement: Agreement | None = None  # with the human majority; None for the human row or without labels
 
 
@@ -142,6 +154,11 @@ def is_wrong(c: Correctness | None, grading: Grading = DEFAULT.grading) -> bool:
 
 def consistent(p: ParaphraseResult | None) -> bool:
     return p is not None and p.consistent is True and p.text is not None
+
+
+def label_failed(p: ParaphraseResult) -> bool:
+    """The paraphrase or its consistency verdict is missing: its generation or judge call failed."""
+    return bool(p.failed) and p.correctness != "failed"
 
 
 def _resampler(ids: Iterable[str], s: MetricSettings) -> QuestionResampler:
@@ -188,7 +205,7 @@ def table1(results: Sequence[QuestionResult], settings: MetricSettings = DEFAULT
     _check_unique(results)
     rs = _resampler((r.question.id for r in results), settings)
     paras = [(r.question.id, p) for r in results for p in r.paraphrases]
-    con = [(q, float(consistent(p))) for q, p in paras]
+    con = [(q, float(consistent(p))) for q, p in paras if not label_failed(p)]
     in_set = [(q, p) for q, p in paras if p.text is not None and (settings.div_set == "all" or consistent(p))]
     for q, p in in_set:
         if p.mean_div is None:
@@ -199,51 +216,73 @@ def table1(results: Sequence[QuestionResult], settings: MetricSettings = DEFAULT
     return Table1(
         paraphrases=len(paras),
         consistent=int(sum(v for _, v in con)),
-        no_text=sum(p.text is None for _, p in paras),
-        unjudged=sum(p.text is not None and p.consistent is None for _, p in paras),
+        no_text=sum(p.text is None and not label_failed(p) for _, p in paras),
+        unjudged=sum(p.text is not None and p.consistent is None and not label_failed(p) for _, p in paras),
         div_set=settings.div_set,
         div_threshold=settings.div_threshold,
         consis=_fig(c_val, c_draws),
         mean_div=_fig(d_val, d_draws),
         ratio_div=_rate(rs, [(q, float(p.mean_div > settings.div_threshold)) for q, p in in_set]),
         consis_x_mean_div=_fig(product, c_draws * d_draws),
+        failed=sum(label_failed(p) for _, p in paras),
     )
 
 
 # ---- Tables 2 and 3 -----------------------------------------------------------------------------------------
 
 
+def consis_slots(results: Sequence[QuestionResult], k: int) -> list[tuple[str, float]]:
+    """Consis@1's terms (Tables 3 and 7, one rule): a slot per (question, k < K) of every question; a missing
+    slot (no paraphrase record), a text-less or unjudged paraphrase is not consistent (0); a slot whose
+    paraphrase or judge call failed is a missing value and left out."""
+    out = []
+    for r in results:
+        first = _first_k(r, k)
+        out += [(r.question.id, float(consistent(first.get(i)))) for i in range(k)
+                if i not in first or not label_failed(first[i])]  # fmt: skip
+    return out
+
+
 def table2(results: Sequence[QuestionResult], settings: MetricSettings = DEFAULT) -> Table2:
     """True(Acc); RF@1 (paraphrase k=0 consistent and answered wrong), RF@K (any of k < K), ER@1 = RF@1 / N_true,
     WER@K = RF@K / N_true over the originally-correct questions (Algorithm 1: an inconsistent or missing
-    paraphrase stays in the denominator as a non-failure); Consis@1 over the first K paraphrases of all."""
+    paraphrase stays in the denominator as a non-failure); Consis@1 over the first K paraphrase slots of all
+    questions (:func:`consis_slots`). Failed calls: a question whose original QA or grading call failed is left
+    out of True(Acc) and the failure rates; a true question whose slot 0 (any of k < K) lost a call is left out
+    of RF@1 / ER@1 (RF@K / WER@K)."""
     _check_unique(results)
     g, k = settings.grading, settings.k
     rs = _resampler((r.question.id for r in results), settings)
-    true = {r.question.id: float(is_correct(r.correctness, g)) for r in results}
-    fail1, failk, missing, unjudged = {}, {}, 0, 0
+    true = {r.question.id: float(is_correct(r.correctness, g)) for r in results if r.correctness != "failed"}
+    fail1, failk, missing, unjudged, failed_slots = {}, {}, 0, 0, 0
     for r in results:
-        if not true[r.question.id]:
-            continue
         first = _first_k(r, k)
+        lost = {i for i, p in first.items() if p.failed}
+        failed_slots += len(lost)
+        if not true.get(r.question.id):
+            continue
         missing += k - len(first)
         unjudged += sum(consistent(p) and not is_wrong(p.correctness, g) and not is_correct(p.correctness, g)
-                        for p in first.values())  # fmt: skip
+                        and not p.failed for p in first.values())  # fmt: skip
         fails = {i for i, p in first.items() if consistent(p) and is_wrong(p.correctness, g)}
-        fail1[r.question.id], failk[r.question.id] = float(0 in fails), float(bool(fails))
-    consis = [(r.question.id, float(consistent(r_k))) for r in results for r_k in _first_k(r, k).values()]
+        if 0 not in lost:
+            fail1[r.question.id] = float(0 in fails)
+        if not lost:
+            failk[r.question.id] = float(bool(fails))
     return Table2(
         questions=len(results),
         k=k,
         true_count=_count(rs, true),
         true_rate=_rate(rs, list(true.items())),
-        consis_at_1=_rate(rs, consis),
+        consis_at_1=_rate(rs, consis_slots(results, k)),
         rf_at_1=_count(rs, fail1),
         rf_at_k=_count(rs, failk),
         er_at_1=_rate(rs, list(fail1.items())),
         wer_at_k=_rate(rs, list(failk.items())),
         missing_paraphrases=missing,
         unjudged_answers=unjudged,
+        failed_questions=len(results) - len(true),
+        failed_paraphrases=failed_slots,
     )
 
 
@@ -263,12 +302,17 @@ def table4(results: Sequence[QuestionResult], settings: MetricSettings = DEFAULT
     _check_unique(results)
     g = settings.grading
     rs = _resampler((r.question.id for r in results), settings)
-    para, robust, any_, empty, unjudged = [], [], [], 0, 0
+    para, robust, any_, empty, unjudged, failed_p, failed_q = [], [], [], 0, 0, 0, 0
     for r in results:
-        kept = [p for p in _first_k(r, settings.table4_k).values() if consistent(p)]
+        first = _first_k(r, settings.table4_k).values()
+        kept = [p for p in first if consistent(p) and not p.failed]
         ok = [is_correct(p.correctness, g) for p in kept]
         unjudged += sum(not is_correct(p.correctness, g) and not is_wrong(p.correctness, g) for p in kept)
         para += [(r.question.id, float(o)) for o in ok]
+        failed_p += sum(p.correctness == "failed" for p in first)
+        if any(p.failed for p in first):  # a missing value: Robust / Any Acc unknown
+            failed_q += 1
+            continue
         if not kept:
             empty += 1
             if settings.no_retained == "exclude":
@@ -285,6 +329,8 @@ def table4(results: Sequence[QuestionResult], settings: MetricSettings = DEFAULT
         para_acc=_rate(rs, para),
         robust_acc=_rate(rs, robust),
         any_acc=_rate(rs, any_),
+        failed_paraphrases=failed_p,
+        failed_questions=failed_q,
     )
 
 
@@ -292,9 +338,12 @@ def table4(results: Sequence[QuestionResult], settings: MetricSettings = DEFAULT
 
 
 def labels_from_results(results: Sequence[QuestionResult]) -> Labels:
-    """A judge's consistency labels of a run (text-less paraphrases: not consistent)."""
+    """A judge's consistency labels of a run (text-less paraphrases: not consistent; a failed paraphrase or
+    judge call: ``FAILED``)."""
     return {
-        (r.question.id, p.k): (p.consistent if p.text is not None else False) for r in results for p in r.paraphrases
+        (r.question.id, p.k): FAILED if label_failed(p) else (p.consistent if p.text is not None else False)
+        for r in results
+        for p in r.paraphrases
     }
 
 
@@ -352,7 +401,7 @@ def _kappa(cells: np.ndarray) -> np.ndarray:
 
 
 def _agreement(judge: Labels, human: Labels, settings: MetricSettings) -> Agreement:
-    shared = sorted(key for key in human if key in judge)
+    shared = sorted(key for key in human if key in judge and judge[key] != FAILED)
     rs = _resampler((q for q, _ in shared), settings)
     cells = np.zeros((len(rs.index), 4))
     for key in shared:
@@ -369,21 +418,25 @@ def _agreement(judge: Labels, human: Labels, settings: MetricSettings) -> Agreem
 
 
 def judge_row(labels: Labels, settings: MetricSettings = DEFAULT, human: Labels | None = None) -> JudgeRow:
-    """Consis@1 (consistency rate of the paraphrases k < K), Consis@K (questions with >= 1 of K consistent),
-    Majority@K (questions with > K/2 consistent) over the questions of ``labels``; a missing pair is not
-    consistent."""
+    """Over the questions of ``labels``, one rule for the pairs (question, k < K) (docs/hr1.md, Table 7): a
+    missing or unjudged pair is not consistent, a ``FAILED`` pair is a missing value. Consis@1 = consistent
+    pairs / (K x questions - failed pairs); Consis@K = questions with >= 1 of K consistent; Majority@K =
+    questions with > K/2 consistent; a question with a failed pair is left out of Consis@K and Majority@K."""
     k = settings.k
-    per_q: dict[str, list[bool]] = defaultdict(list)
+    per_q: dict[str, dict[int, bool | None | str]] = defaultdict(dict)
     for (q, i), v in labels.items():
         if 0 <= i < k:
-            per_q[q].append(v is True)
+            per_q[q][i] = v
     rs = _resampler(per_q, settings)
+    slots = [(q, float(v.get(i) is True)) for q, v in per_q.items() for i in range(k) if v.get(i) != FAILED]
+    whole = {q: sum(x is True for x in v.values()) for q, v in per_q.items() if FAILED not in v.values()}
     return JudgeRow(
         questions=len(per_q),
         pairs=sum(len(v) for v in per_q.values()),
-        consis_at_1=_rate(rs, [(q, float(x)) for q, v in per_q.items() for x in v]),
-        consis_at_k=_rate(rs, [(q, float(any(v))) for q, v in per_q.items()]),
-        majority_at_k=_rate(rs, [(q, float(sum(v) > k / 2)) for q, v in per_q.items()]),
+        consis_at_1=_rate(rs, slots),
+        consis_at_k=_rate(rs, [(q, float(n >= 1)) for q, n in whole.items()]),
+        majority_at_k=_rate(rs, [(q, float(n > k / 2)) for q, n in whole.items()]),
+        failed=sum(x == FAILED for v in per_q.values() for x in v.values()),
         agreement=_agreement(labels, human, settings) if human is not None else None,
     )
 

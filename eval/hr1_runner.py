@@ -3,8 +3,14 @@ App. C.4 Algorithm 1, App. F), with the paper's tables as JSON and Markdown (doc
 
 Every model call goes through the LLM layer's cache, so an interrupted run resumes where it stopped and a
 rerun makes no calls. The run folder holds ``results.json`` (settings, models, prompt hashes, every table
-with standard errors, the call summary), ``report.md`` (the tables shaped like the paper's) and
-``records/<dataset>.jsonl`` (one ``QuestionResult`` per question: every paraphrase, verdict, answer and grade).
+with standard errors, whether the run is partial and its failed calls), ``report.md`` (the tables shaped like
+the paper's), ``records/<dataset>.jsonl`` (one ``QuestionResult`` per question: every paraphrase, verdict,
+answer and grade) and ``calls.json`` (the call summary: it differs between a fresh run and a cached rerun, so
+it is kept apart from the results, which a rerun reproduces byte for byte).
+
+A call that failed after all retries is a missing value (``phr.hr1.failures``): the run stops with
+``FailedCallsError`` and writes nothing, unless ``partial=True`` asks for the tables anyway (the missing
+values left out of their denominators, counted, the results marked ``partial``).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Literal
 from phr.core.errors import UsageError
 from phr.core.fs import atomic_dir, atomic_write, json_text
 from phr.eval.hr1_metrics import (
+    FAILED,
     MetricSettings,
     human_majority,
     labels_from_results,
@@ -34,7 +41,8 @@ from phr.eval.hr1_metrics import (
     to_json,
 )
 from phr.hr1.diversity import score_groups
-from phr.hr1.pipeline import Models, RunPlan, judge_consistency, run_questions
+from phr.hr1.failures import FailedCallsError, failed_calls, rerun_hint
+from phr.hr1.pipeline import Models, RunPlan, failure_text, judge_consistency, run_questions
 from phr.hr1.prompts import versions
 from phr.hr1.records import HQuestion, QuestionResult
 from phr.llm.summary import RunSummary
@@ -48,6 +56,12 @@ class HR1EvalResult:
     tables: dict
     summary: RunSummary = field(default_factory=RunSummary)
     counts: dict = field(default_factory=dict)
+    failures: list[tuple[str, str]] = field(default_factory=list)  # (where, "<step>: <reason>"): partial if any
+    rerun: str = ""  # how to finish a partial run
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.failures)
 
 
 def evaluate(
@@ -66,13 +80,16 @@ def evaluate(
     diversity: bool = True,
     overwrite: bool = False,
     llm_options: dict | None = None,
+    partial: bool = False,
+    rerun: str | None = None,
 ) -> HR1EvalResult:
     """Run Algorithm 1 on every dataset and compute the tables.
 
     ``table``: ``robustness`` (Tables 1–3: K paraphrases, default 5; only originally-correct questions'
     paraphrases are answered) or ``sft`` (Table 4: 8 paraphrases, every consistent one answered). ``judges``:
     more consistency judges for Table 7 (the run's ``judge`` is the first row), ``human``: a CSV of human labels
-    (``question_id,k,annotator,label``)."""
+    (``question_id,k,annotator,label``). ``partial``: write the tables even when calls failed (see the module
+    docstring); ``rerun``: the command that finishes the run, quoted in the failure message."""
     out = Path(out)
     if out.exists() and not overwrite:
         raise UsageError(f"{out.resolve()} already exists: pass --overwrite to replace it")
@@ -89,6 +106,7 @@ def evaluate(
     records: dict[str, list[QuestionResult]] = {}
     tables: dict = {"table1": {}, "table2": {}, "table4": {}, "table7": {}}
     markdown: list[str] = []
+    failures: list[tuple[str, str]] = []
     for name, questions in datasets.items():
         results = run_questions(
             list(questions),
@@ -100,6 +118,7 @@ def evaluate(
             summary=summary,
         )
         records[name] = results
+        failures += [(f"{name}: {where}", why) for where, why in failed_calls(results)]
         if diversity:
             tables["table1"][name] = table1(results, metrics)
         if table == "robustness":
@@ -122,12 +141,21 @@ def evaluate(
                 verdicts = judge_consistency(llm, pairs, plan.judges)
                 summary.merge(llm.last_summary)
                 got = {
-                    key: (None if v.verdict is None else v.verdict.result == 1)
+                    key: FAILED if v.failure else (None if v.verdict is None else v.verdict.result == 1)
                     for key, v in zip(keys, verdicts, strict=True)
                 }
+                failures += [
+                    (f"{name}: {q}/p{k_} ({spec})", f"consistency judge: {failure_text(v.failure)}")
+                    for (q, k_), v in zip(keys, verdicts, strict=True)
+                    if v.failure
+                ]
                 labels[spec] = {key: got.get(key, False) for key in labels[judge]}
             human_labels = human_majority(read_human_labels(human), metrics) if human else None
             tables["table7"][name] = table7(labels, human_labels, metrics)
+    caches = models.caches()
+    if failures and not partial:
+        raise FailedCallsError("eval hr1", failures, rerun, caches, summary)
+    hint = rerun_hint(rerun, caches) if failures else ""
     # markdown, shaped like the paper's tables
     if tables["table1"]:
         markdown += ["## Table 1: consistency and diversity", ""]
@@ -166,11 +194,22 @@ def evaluate(
     }
     payload = {
         "settings": settings,
+        "partial": bool(failures),
+        "failed_calls": [{"where": where, "reason": why} for where, why in failures],
         "tables": json.loads(_tables_json(tables)),
-        "llm_calls": summary.as_dict(),
     }
     with atomic_dir(out) as tmp:
         atomic_write(tmp / "results.json", json_text(payload))
+        atomic_write(tmp / "calls.json", json_text(summary.as_dict()))
+        partial_note = (
+            [
+                f"**Partial**: {len(failures)} value(s) are missing (a model call failed after all retries); they are "
+                "left out of the tables' denominators and listed in results.json (`failed_calls`). " + hint,
+                "",
+            ]
+            if failures
+            else []
+        )
         header = [
             "# Hallucination-R1 evaluation",
             "",
@@ -178,13 +217,14 @@ def evaluate(
             f"fuzzy B.3 answers count as {plan.grading.fuzzy}. Every figure ± its bootstrap standard error over "
             "questions. Settings: results.json.",
             "",
+            *partial_note,
         ]
         atomic_write(tmp / "report.md", "\n".join(header + markdown))
         (tmp / "records").mkdir()
         for name, results in records.items():
             atomic_write(tmp / "records" / f"{name}.jsonl", "".join(r.model_dump_json() + "\n" for r in results))
     counts = {name: len(rs) for name, rs in records.items()}
-    return HR1EvalResult(out, tables, summary, counts)
+    return HR1EvalResult(out, tables, summary, counts, failures, hint)
 
 
 def _tables_json(tables: dict) -> str:

@@ -13,7 +13,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from phr.bench.metrics import ACCURACY, CONDITION_SUFFIX, FIGURES, INSIGHTFUL, RESOLUTIONS, TRAJECTORY, rate_of
+from phr.bench.metrics import (
+    ACCURACY,
+    CONDITION_SUFFIX,
+    DOMAIN_NAMES,
+    FIGURES,
+    INSIGHTFUL,
+    OL_WORDS,
+    RESOLUTIONS,
+    TRAJECTORY,
+    rate_of,
+)
 from phr.core.figures import save_png, subplots
 from phr.core.fs import atomic_dir
 from phr.eval.results import (
@@ -82,6 +92,9 @@ def _table(header: list[str], rows: list[list]) -> list[str]:
     return out + [""]
 
 
+_NO_WORDS = tuple(f for f in FIGURES if f != OL_WORDS)
+
+
 def _est(cell, errors: dict | None, figures=FIGURES) -> list[str]:
     """The figures of a cell as "value ± se" texts (the value alone without a standard error)."""
     errors = errors or {}
@@ -107,18 +120,20 @@ def render_report(result: Result | Mapping[str, Any]) -> str:
             f"{res.bootstrap.resamples} resamples, seed {res.bootstrap.seed}).",
             "",
         ]
+    # OL in words (beside OL in tokens) wherever the result has it; results scored before it render as they did
+    figs = FIGURES if any(getattr(c, OL_WORDS) is not None for c in t.by_condition.values()) else _NO_WORDS
     lines += ["## By condition", ""]
     lines += _table(
-        ["condition", "n", *FIGURES],
-        [[c, row.n, *_est(row, e("by_condition", c))] for c, row in t.by_condition.items()],
+        ["condition", "n", *figs],
+        [[c, row.n, *_est(row, e("by_condition", c), figs)] for c, row in t.by_condition.items()],
     )
     lines += ["## By domain (Tables 5-8)", ""]
     rows = []
     for dom, r in t.per_domain.items():
         for c in (*CONDITION_SUFFIX, H_MINUS_T):
             if c in r:
-                rows.append([dom, c, *_est(r[c], e("per_domain", dom, c))])
-    lines += _table(["domain", "condition", *FIGURES], rows)
+                rows.append([DOMAIN_NAMES.get(dom, dom), c, *_est(r[c], e("per_domain", dom, c), figs)])
+    lines += _table(["domain", "condition", *figs], rows)
     lines += ["## By mutation type, B+H (Tables 9-11)", ""]
     rows = []
     for m, r in t.per_mutation_type.items():
@@ -127,8 +142,8 @@ def render_report(result: Result | Mapping[str, Any]) -> str:
             if r.h_minus_t
             else ""
         )
-        rows.append([m, r.n, *_est(r, e("per_mutation_type", m, "B+H")), diff])
-    lines += _table(["mutation type", "n", *FIGURES, f"{ACCURACY} H-T"], rows)
+        rows.append([m, r.n, *_est(r, e("per_mutation_type", m, "B+H"), figs), diff])
+    lines += _table(["mutation type", "n", *figs, f"{ACCURACY} H-T"], rows)
     res_t = t.resolution
     lines += ["## Behavioural resolution, B+H (Table 2, Figure 4)", ""]
     shares = e("resolution") or {}
@@ -147,8 +162,8 @@ def render_report(result: Result | Mapping[str, Any]) -> str:
         )
         lines += ["### Trajectory metrics by resolution (Figure 5)", ""]
         lines += _table(
-            ["resolution", "n", *FIGURES],
-            [[r, row.n, *_est(row, e("by_resolution", r))] for r, row in t.by_resolution.items()],
+            ["resolution", "n", *figs],
+            [[r, row.n, *_est(row, e("by_resolution", r), figs)] for r, row in t.by_resolution.items()],
         )
     elif (res.config or {}).get("resolution_judge"):
         lines += [f"No judgement parsed ({res_t.unjudged} B+H responses unjudged).", ""]

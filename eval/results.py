@@ -27,7 +27,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_serializer
 
-from phr.bench.metrics import ACCURACY, FIGURES, INSIGHTFUL, REQUIRED, rate_of
+from phr.bench.metrics import ACCURACY, FIGURES, INSIGHTFUL, OL_WORDS, REQUIRED, rate_of
 from phr.core.errors import PHRError
 
 SCHEMA_VERSION = 2
@@ -74,14 +74,27 @@ _NUM: Any = (float | None, None)
 
 # ---- the report tables -------------------------------------------------------------------------------------
 
+
+class _Figures(_Strict):
+    """A table cell's base: ``OL_words`` (added in toolkit 0.2) is left out of the JSON when absent, so results
+    scored before it keep their exact form."""
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_words(self, handler):
+        data = handler(self)
+        if isinstance(data, dict) and data.get(OL_WORDS, 0) is None:
+            data.pop(OL_WORDS)
+        return data
+
+
 Cell = create_model(  # field names: the catalogue's figures
     "Cell",
-    __base__=_Strict,
+    __base__=_Figures,
     __doc__="A group of samples: n, the figures (accuracy, trajectory means), missing.",
     **{"n": (int, ...), ACCURACY: _NUM, "missing": (int, 0), **{f: _NUM for f in FIGURES if f != ACCURACY}},
 )
 Difference = create_model(
-    "Difference", __base__=_Strict, __doc__="B+H minus B+T, per figure.", **{f: _NUM for f in FIGURES}
+    "Difference", __base__=_Figures, __doc__="B+H minus B+T, per figure.", **{f: _NUM for f in FIGURES}
 )
 
 

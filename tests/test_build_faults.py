@@ -76,6 +76,7 @@ def make_responder(recipe_seed: int, *, quote_def: bool = False):
                     "reason": "checked",
                     "factual_validity": True,
                     "relevance": True,
+                    "task_consistent": None if hall else True,
                     "type_consistency": not bad if hall else None,
                     "mutation_logic_consistent": True if hall else None,
                     "plausible": True if hall else None,
@@ -285,6 +286,7 @@ def tiny(tmp_path_factory):
                 prompts="v0",  # make_responder answers the v0 prompts (gold answer shown, type per slot)
                 progress=False,
                 llm_options=FAST,
+                skip_review=True,  # the fast path: the judge during generation, where these faults are placed
             )
         finally:
             mp.undo()
@@ -340,6 +342,7 @@ def test_failed_call_fails_the_build_and_the_rerun_is_byte_identical(tiny, tmp_p
                     prompts="v0",  # make_responder answers the v0 prompts (gold answer shown, type per slot)
                     progress=False,
                     llm_options=FAST,
+                    skip_review=True,  # the fast path: the judge during generation, where these faults are placed
                 )
             faulted = [r for r in srv.requests if r["fault"] is not None]
         msg = str(err.value)
@@ -363,6 +366,7 @@ def test_failed_call_fails_the_build_and_the_rerun_is_byte_identical(tiny, tmp_p
                 prompts="v0",  # make_responder answers the v0 prompts (gold answer shown, type per slot)
                 progress=False,
                 llm_options=FAST,
+                skip_review=True,  # the fast path: the judge during generation, where these faults are placed
             )
             made = [json.dumps(r["json"], sort_keys=True) for r in srv.requests]
         assert json.dumps(target, sort_keys=True) in made and set(made) <= known, name  # only missing calls

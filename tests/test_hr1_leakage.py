@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from phr.builders.hr1_sources import load_simplequestions, load_truthfulqa, stand_in_split
+from phr.hr1.ids import legacy_map
 from phr.validation.hr1_leakage import (
     LeakageConfig,
     TrainRow,
@@ -37,6 +38,12 @@ def evals(sq):
     }
 
 
+@pytest.fixture(scope="module")
+def ids(sq):
+    """{old positional id: content id}: the expected ids below are written as rows of the files."""
+    return legacy_map([*sq.questions, *load_truthfulqa(DATA / "truthfulqa").questions])
+
+
 def _pairs(leaks):
     return {(x.row_id, x.check, x.eval_set, x.eval_id) for x in leaks}
 
@@ -48,18 +55,18 @@ def test_normalize():
 
 
 @needs_data
-def test_planted_exact_and_near_duplicate_and_provenance(evals):
+def test_planted_exact_and_near_duplicate_and_provenance(evals, ids):
     train = [
         TrainRow("t-exact", "WHERE did Roger Marquis die?", "simplequestions-train-0"),
         TrainRow("t-near", "which military personel was involved in world war ii", "simplequestions-train-1"),
-        TrainRow("t-prov", "Which organisation did J. A. Folger set up?", "simplequestions-test-31"),
+        TrainRow("t-prov", "Which organisation did J. A. Folger set up?", ids["simplequestions-test-31"]),
         TrainRow("t-clean", "Who wrote the novel middlemarch?", "simplequestions-train-3"),
     ]
     leaks = find_leaks(train, evals, LEXICAL)
     assert _pairs(leaks) == {
-        ("t-exact", "exact", "simplequestions-test", "simplequestions-test-0"),
-        ("t-near", "near_duplicate", "simplequestions-test", "simplequestions-test-3196"),
-        ("t-prov", "provenance", "simplequestions-test", "simplequestions-test-31"),
+        ("t-exact", "exact", "simplequestions-test", ids["simplequestions-test-0"]),
+        ("t-near", "near_duplicate", "simplequestions-test", ids["simplequestions-test-3196"]),
+        ("t-prov", "provenance", "simplequestions-test", ids["simplequestions-test-31"]),
     }
     near = next(x for x in leaks if x.check == "near_duplicate")
     assert near.eval_text == "which military personnel was involved in world war ii"  # one letter dropped
@@ -67,7 +74,7 @@ def test_planted_exact_and_near_duplicate_and_provenance(evals):
     report = check_split_leakage(train, evals, LEXICAL)
     assert not report.ok and report.rejected_ids() == {"t-exact", "t-near", "t-prov"}
     msg = report.for_row("t-near")[0]
-    assert msg.check == "leakage:near_duplicate" and "simplequestions-test-3196" in msg.reason
+    assert msg.check == "leakage:near_duplicate" and ids["simplequestions-test-3196"] in msg.reason
 
 
 def _small(evals):
@@ -82,20 +89,20 @@ def _paraphrases():
 
 
 @needs_data
-def test_real_paraphrases_caught_by_meaning_without_provenance(evals):
+def test_real_paraphrases_caught_by_meaning_without_provenance(evals, ids):
     """The training rows carry a different question id, so only the MiniLM check can find them; 20 of the 23
     hand-written paraphrases reach the 0.85 threshold (docs/hr1.md), each named with its own source question."""
     paras = _paraphrases()
     train = [TrainRow(f"para-{i}", p, f"simplequestions-train-{i}") for i, (_, _, p) in enumerate(paras)]
     leaks = find_leaks(train, _small(evals), LeakageConfig())
     sem = {x.row_id: x for x in leaks if x.check == "semantic"}
-    caught = {f"para-{i}": qid for i, (qid, _, _) in enumerate(paras) if f"para-{i}" in sem}
+    caught = {f"para-{i}": ids[qid] for i, (qid, _, _) in enumerate(paras) if f"para-{i}" in sem}
     assert len(caught) == 20
     assert all(sem[r].eval_id == qid for r, qid in caught.items())
     roger = sem["para-0"]
     assert (roger.text, roger.eval_id, roger.eval_set) == (
         "In which place did Roger Marquis pass away?",
-        "simplequestions-test-0",
+        ids["simplequestions-test-0"],
         "simplequestions-test",
     )
     assert roger.similarity == pytest.approx(0.928, abs=0.01)
@@ -103,14 +110,16 @@ def test_real_paraphrases_caught_by_meaning_without_provenance(evals):
 
 
 @needs_data
-def test_paraphrase_with_its_source_id_caught_by_provenance_first(evals):
+def test_paraphrase_with_its_source_id_caught_by_provenance_first(evals, ids):
     train = [
-        TrainRow("simplequestions-test-0-p0", "In which place did Roger Marquis pass away?", "simplequestions-test-0")
+        TrainRow(
+            "simplequestions-test-0-p0", "In which place did Roger Marquis pass away?", ids["simplequestions-test-0"]
+        )
     ]
     leaks = find_leaks(train, _small(evals), LeakageConfig())
     # the same (row, evaluation question) pair is reported once, by provenance (semantic would find it too)
     assert _pairs(leaks) == {
-        ("simplequestions-test-0-p0", "provenance", "simplequestions-test", "simplequestions-test-0")
+        ("simplequestions-test-0-p0", "provenance", "simplequestions-test", ids["simplequestions-test-0"])
     }
 
 
@@ -123,9 +132,9 @@ def test_different_real_questions_are_clean(sq, evals):
 
 
 @needs_data
-def test_stand_in_split_flags_only_genuine_duplicates(sq):
+def test_stand_in_split_flags_only_genuine_duplicates(sq, ids):
     """SimpleQuestions' even/odd stand-in halves (lexical checks): the flagged pairs are the file's own
-    repeated questions (same text up to case/punctuation) and one one-word rewording."""
+    repeated questions (same text up to case/punctuation), one one-word rewording and one article apart."""
     train, test = stand_in_split(sq)
     rows = [TrainRow(q.id, q.question, q.id) for q in train.questions]
     leaks = find_leaks(rows, {"sq-test": [(q.id, q.question) for q in test.questions]}, LEXICAL)
@@ -139,15 +148,21 @@ def test_stand_in_split_flags_only_genuine_duplicates(sq):
         "what is a drama film",
     }
     assert [(x.row_id, x.eval_id) for x in leaks if x.check == "near_duplicate"] == [
-        ("simplequestions-train-3196", "simplequestions-test-3817")  # which / what military personnel ... ww ii
+        (
+            ids["simplequestions-test-3196"],
+            ids["simplequestions-test-3817"],
+        )  # which / what military personnel ... ww ii
     ]
-    assert len(leaks) == 21
+    assert [(x.text, x.eval_text) for x in leaks if x.check == "one_word_edit"] == [
+        ("Who plays piano?", "who plays the piano?")  # the same question, one article apart
+    ]
+    assert len(leaks) == 22
 
 
 @needs_data
-def test_corpus_folder_rows_checked(tmp_path, evals):
+def test_corpus_folder_rows_checked(tmp_path, evals, ids):
     rows = ROWS["hr1-sft"]()
-    rows[0]["question_id"] = "simplequestions-test-0"  # built from an evaluation question
+    rows[0]["question_id"] = ids["simplequestions-test-0"]  # built from an evaluation question
     folder = make_folder(tmp_path, "hr1-sft", rows)
     report = check_corpus_folder(folder, "hr1-sft", evals, LEXICAL)
     assert {(r.row_id, r.check) for r in report} == {

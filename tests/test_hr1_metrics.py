@@ -10,6 +10,7 @@ import pytest
 from phr.core.errors import PHRError
 from phr.eval.bootstrap import QuestionResampler
 from phr.eval.hr1_metrics import (
+    FAILED,
     MetricSettings,
     cohen_kappa,
     human_majority,
@@ -59,7 +60,8 @@ def test_table2_inconsistent_paraphrases_stay_in_the_denominator():
     assert (t.true_count.value, t.true_rate.value) == (6, pytest.approx(6 / 7))
     assert (t.rf_at_1.value, t.rf_at_k.value) == (2, 3)  # q1, q4 / q1, q2, q4
     assert t.er_at_1.value == pytest.approx(2 / 6) and t.wer_at_k.value == pytest.approx(3 / 6)
-    assert t.consis_at_1.value == pytest.approx(7 / 14)  # consistent / paraphrases k < 5, all questions
+    # Consis@1: consistent / (K x questions): the 21 slots with no paraphrase record are not consistent
+    assert t.consis_at_1.value == pytest.approx(7 / 35)
     assert (t.missing_paraphrases, t.unjudged_answers) == (2 + 3 + 0 + 4 + 4 + 4, 1)
     lenient = table2(robustness_table(), MetricSettings(grading=Grading(fuzzy="correct")))
     assert (lenient.rf_at_1.value, lenient.rf_at_k.value) == (1, 2)
@@ -88,7 +90,7 @@ def test_table3_per_paraphraser_and_markdown():
     assert t3["H-R1"].true_rate.se == t3["Qwen2.5-3B"].true_rate.se  # paired draws
     md = table3_markdown(t3)
     assert md.startswith("N_true = 6\n") and "| Paraphraser | Consis@1 | RF@1 | RF@5 | ER@1 | WER@5 |" in md
-    assert "| H-R1 | 50.00% ± " in md and " | 2 ± " in md and "33.33% ± " in md
+    assert "| H-R1 | 20.00% ± " in md and " | 2 ± " in md and "33.33% ± " in md
     md2 = table2_markdown({"Qwen2.5-3B": {"TruthfulQA": t3["H-R1"]}})
     assert "| Qwen2.5-3B | 6 ± " in md2 and "(85.71% ± " in md2 and "| QA model | TruthfulQA ER@1 / WER@5 |" in md2
     assert json.loads(to_json(t3))["H-R1"]["rf_at_k"]["value"] == 3
@@ -179,6 +181,21 @@ def test_table7_consis_majority_and_kappa(tmp_path):
     md = table7_markdown(t)
     assert "| Judge | Consis@1 | Consis@5 | Majority@5 | Agreement (acc.) | Cohen's κ |" in md
     assert "| DeepSeek-V3 | 33.33% ± " in md and "0.727 ± " in md
+
+
+def test_consis_at_1_counts_a_missing_pair_as_not_consistent_and_leaves_a_failed_one_out():
+    """One rule for Consis@1 (docs/hr1.md, Table 7): K slots per question; a missing pair is not consistent,
+    a pair whose call failed is a missing value (left out, and its question out of Consis@K / Majority@K)."""
+    labels = {("q1", 0): True, ("q1", 1): True, ("q1", 2): False, ("q1", 4): False}  # (q1, 3) missing
+    labels |= {("q2", 0): True, ("q2", 1): FAILED, ("q2", 2): False, ("q2", 3): False, ("q2", 4): False}
+    row = table7({"J": labels}).rows["J"]
+    # q1: 2 consistent of 5 slots; q2: 1 of 4 (k=1 failed): 3 / 9 (the old code gave 3 / 8)
+    assert row.consis_at_1.value == pytest.approx(3 / 9)
+    assert (row.questions, row.pairs, row.failed) == (2, 9, 1)
+    assert (row.consis_at_k.value, row.majority_at_k.value) == (1.0, 0.0)  # q1 only
+    # Table 3's Consis@1 follows the same rule on the run's rows
+    results = [Q("q1", "correct", [P(0), P(1), P(2, False), P(4, False)])]
+    assert table2(results).consis_at_1.value == pytest.approx(2 / 5)
 
 
 def test_cohen_kappa_against_sklearn():

@@ -9,6 +9,7 @@ import sys
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from phr.hr1.ids import content_id
 from tests.support.hub_server import HubServer
 
 TOKEN = "hf_hr1TESTtoken0123456789"
@@ -79,15 +80,19 @@ def test_online_loaders_read_the_hub_copies(tmp_path):
         out = subprocess.run([sys.executable, "-c", LOAD], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.strip().splitlines()
+    # ids from the content: the same as the released files' (tests/test_hr1_ids.py)
+    tqa_id = content_id("truthfulqa", "What happens to you if you eat watermelon seeds?")
+    popqa_id = content_id("popqa", "What is George Rankin's occupation?", "4222362")
+    sq_id = content_id("simplequestions", "Where did roger marquis die", "Q7358590 P20 Q1637790")
     assert lines[0] == (
-        "TruthfulQA: 1 questions from hf://datasets/truthfulqa/truthful_qa | truthfulqa-validation-0 "
+        f"TruthfulQA: 1 questions from hf://datasets/truthfulqa/truthful_qa | {tqa_id} "
         "('The watermelon seeds pass through your digestive system', 'Nothing happens')"
     )
     assert (
         lines[1]
-        == "PopQA: 1 questions from hf://datasets/akariasai/PopQA | popqa-test-4222362 ('politician', 'political leader')"
+        == f"PopQA: 1 questions from hf://datasets/akariasai/PopQA | {popqa_id} ('politician', 'political leader')"
     )
     assert lines[2] == (
         "SimpleQuestions (Wikidata): 1 questions from hf://datasets/s-nlp/sqwd (1 objects without an English label)"
-        " | simplequestions-test-0 ('Holyoke',)"
+        f" | {sq_id} ('Holyoke',)"
     )

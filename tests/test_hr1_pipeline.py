@@ -14,6 +14,7 @@ from phr.builders.hr1_sources import (
     stand_in_split,
 )
 from phr.builders.sources import MalformedSourceError
+from phr.hr1.ids import content_id
 from phr.hr1.parse import parse_answer, parse_paraphrase
 from phr.hr1.pipeline import RunPlan, exact_match, qa_messages, run_questions
 from phr.hr1.prompts import template, versions
@@ -35,8 +36,9 @@ def test_simplequestions_answers_come_from_the_label_file_and_unlabelled_objects
     assert len(res.questions) == 4219  # SOURCE.md: 4219 of 4498 rows have an English object label
     assert res.skipped == {"objects without an English label": 279}
     q = res.questions[0]
-    assert (q.id, q.question, q.answers, q.split, q.license) == (
-        "simplequestions-test-0",
+    assert (q.id, q.source_row_id, q.question, q.answers, q.split, q.license) == (
+        content_id("simplequestions", "where did Roger Marquis die?", "Q7358590 P20 Q1637790"),  # text + fact
+        "0",
         "Where did roger marquis die",
         ("Holyoke",),
         "test",
@@ -49,6 +51,7 @@ def test_simplequestions_answers_come_from_the_label_file_and_unlabelled_objects
     assert all(int(q.source_row_id) % 2 == 0 for q in train.questions)
     assert train.questions[0].meta["stand_in"] == "even-train-odd-test of released split test"
     assert not {q.id for q in train.questions} & {q.id for q in test.questions}
+    assert train.questions[0].id == q.id  # ids come from the content: the stand-in split keeps them
 
 
 @needs_data
@@ -82,8 +85,9 @@ def test_popqa_tsv_and_parquet_with_possible_answers_as_json(tmp_path):
         )
     )
     q = load_popqa(tsv).questions[0]
-    assert (q.id, q.answers, q.split, q.license) == (
-        "popqa-test-4222628",
+    assert (q.id, q.source_row_id, q.answers, q.split, q.license) == (
+        content_id("popqa", "What is George Rankin's occupation?", "4222628"),  # text + PopQA's own id
+        "4222628",
         ("politician", "political leader"),
         "test",
         "MIT",

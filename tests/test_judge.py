@@ -92,7 +92,7 @@ def responder(model, messages, k):
         **(
             {c: True for c in ("type_consistency", "mutation_logic_consistent", "plausible", "single_claim")}
             if hallucinated
-            else {}
+            else {"task_consistent": True}
         )
     )
     if "GARBAGE" in premise:

@@ -43,6 +43,7 @@ def built(env):
         judge="openai:judge-model",
         source_dir=root / "sources",
         progress=False,
+        skip_review=True,  # the fast path: the judge during generation (the builds these tests pin)
     )
     return res, srv.count
 
@@ -130,6 +131,7 @@ def test_rebuild_is_exact_from_cache(env, built, tmp_path):
         judge="openai:judge-model",
         source_dir=root / "sources",
         progress=False,
+        skip_review=True,  # the fast path: the judge during generation (the builds these tests pin)
     )
     assert srv.count == calls_first  # zero new calls
     for name in ("baseline", "truthful", "hallucinated"):

@@ -83,6 +83,7 @@ def test_v0_reproduces_the_previous_paper_build_byte_for_byte(tmp_path, sources,
             source_dir=sources,
             prompts="v0",
             progress=False,
+            skip_review=True,  # the fast path: the judge during generation (the builds these tests pin)
         )
     finally:
         srv.__exit__(None, None, None)

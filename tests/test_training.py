@@ -12,6 +12,7 @@ from transformers import AutoModelForCausalLM, TrainerCallback
 
 from phr.builders.hr1 import smoke_questions
 from phr.core.errors import UsageError
+from phr.core.fs import sha256_file
 from phr.hub import push
 from phr.training.checkpoint import EMA_WEIGHT, MANIFEST, folder_hash
 from phr.training.config import RecipeError, load_recipe, parse_recipe, recipe_names
@@ -58,7 +59,7 @@ def test_grpo_two_stages(grpo_runs):
     assert (s1.global_step, s2.global_step) == (2, 2)
     m1, c1 = _check_checkpoint(s1.final_dir, "grpo")
     assert m1["stage"] == 1 and m1["data"]["folder_sha256"] == folder_hash(corpus) and m1["data"]["rows"] == 4
-    assert m1["reference_policy"] == {"setting": "initial", "model": m1["start_from"], "beta": 0.04}
+    assert m1["reference_policy"] == {"setting": "initial", "model": m1["start_from"], "revision": None, "beta": 0.04}
     assert m1["start_from"].endswith("stage1/tiny-base") and m1["seeds"] == {"seed": 0, "data_seed": None}
     assert m1["versions"]["trl"] and m1["reward"]["name"] == REWARD and m1["global_step"] == 2
     assert m1["trainer"]["num_generations"] == 4 and m1["trainer"]["temperature"] == 0.7
@@ -76,9 +77,37 @@ def test_grpo_two_stages(grpo_runs):
         and m2["reference_policy"]["model"] == str(s1.final_dir)
     )
     assert m2["base_model"] == "phr/tiny-random-llama" and m2["reward"]["functions"] == ["length_reward"]
+    # traceable: the stage-1 checkpoint by manifest hash and step; the code's git state; the corpus by its manifest
+    assert m2["start_checkpoint"]["path"] == str(s1.final_dir.resolve())
+    assert m2["start_checkpoint"]["manifest_sha256"] == sha256_file(s1.final_dir / MANIFEST)
+    assert (m2["start_checkpoint"]["global_step"], m2["start_checkpoint"]["stage"]) == (2, 1)
+    assert m1["start_checkpoint"] is None and set(m1["git"]) == {"commit", "dirty"}
+    assert m1["git"]["commit"] == m1["git_commit"] and isinstance(m1["git"]["dirty"], bool)
+    assert m1["data"]["name"] == corpus.name and m1["data"]["manifest_sha256"] == sha256_file(corpus / "manifest.json")
+    assert m1["objective_defaults"] == [] and m2["reward"]["resolved"] == [None]  # a plain reward function
+    card = (s1.final_dir / "README.md").read_text()
+    assert f"the local corpus folder `{corpus.name}` (manifest.json sha256 `{m1['data']['manifest_sha256']}`)" in card
+    assert "license: apache-2.0" in card and "## Reward" in card and "| loss_type | dapo |" in card
+    assert f"MODEL = '{s1.final_dir.resolve()}'" in card and "<paraphrase>(.*?)</paraphrase>" in card
     # 2 steps x 1 prompt x 4 generations; prompt_id arrives from the dataset columns
     assert injected.calls == 8 and injected.seen_prompt_ids <= {"p00", "p01", "p02", "p03"}
     assert s2.reward_stats == {"judge_calls": 8, "cache_hits": 0, "cost_usd": 0.0}
+
+
+def _run_usage_snippet(folder, capsys) -> str:
+    """Execute the python block of the card's Usage section as written; returns what it printed."""
+    card = (folder / "README.md").read_text()
+    code = card.split("## Usage", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(code, str(folder / "README.md"), "exec"), {"__name__": "__card__"})
+    return capsys.readouterr().out
+
+
+def test_grpo_card_usage_snippet_runs(grpo_runs, capsys):
+    _, s1, _, _ = grpo_runs
+    card = (s1.final_dir / "README.md").read_text()
+    assert "Original question: {question}" in card and "temperature=0.7, top_p=0.95, top_k=0" in card
+    printed = _run_usage_snippet(s1.final_dir, capsys)
+    assert printed.strip() == "None"  # the random model writes no <paraphrase> tag: parsed as a failure
 
 
 def test_push_checkpoint_to_local_hub(grpo_runs, tmp_path):
@@ -135,13 +164,22 @@ class _StopAfterFirstSave(TrainerCallback):
         raise _Interrupt(f"interrupted after checkpoint-{state.global_step}")
 
 
-def test_sft_lora_merge_and_resume(tmp_path):
+def test_sft_lora_merge_and_resume(tmp_path, capsys):
     corpus = sft_corpus(tmp_path)
     full = train_sft(_sft(tmp_path, corpus, "full"))
     assert full.global_step == 2 and (full.final_dir / "adapter_config.json").is_file()
     manifest, curves = _check_checkpoint(full.merged_dir, "sft")  # the merged full model loads
     assert manifest["recipe"]["lora"]["r"] == 4 and curves["metrics"]["loss"]["step"] == [1, 2]
     assert "library_name: peft" in (full.final_dir / "README.md").read_text()
+    for folder in (full.final_dir, full.merged_dir):  # SFT cards: LoRA settings, data named, no reward
+        card = (folder / "README.md").read_text()
+        assert (
+            "reward" not in card.lower() and "## LoRA" in card and "| r | 4 |" in card and "| lora_alpha | 8 |" in card
+        )
+        assert f"the local corpus folder `{corpus.name}`" in card and "license: apache-2.0" in card
+        assert "do_sample=False, max_new_tokens=64" in card and "Listing B.4" in card
+    assert "holds a LoRA adapter" in (full.final_dir / "README.md").read_text()
+    assert isinstance(_run_usage_snippet(full.merged_dir, capsys), str)  # the QA snippet runs on the merged model
 
     recipe = _sft(tmp_path, corpus, "interrupted")
     with pytest.raises(_Interrupt):

@@ -159,6 +159,21 @@ def test_a_judge_that_never_gives_a_verdict_or_a_failing_call_gives_none(fake_op
     assert sum("reward missing" in r.message for r in caplog.records) == 3
 
 
+def test_a_failed_b3_judge_call_gives_a_missing_reward_not_a_crash(fake_openai, caplog):
+    """The answer judge's call fails after its retries: the grade is ``failed`` (a missing value), the reward
+    None with the reason, never a KeyError or a wrong answer."""
+    fo, _llm, reward = make(fake_openai, stage=2)
+    fo.server.script(  # the B.3 call grading "Nobody" (the answer to "ee zz") fails on both attempts
+        "/v1/chat/completions",
+        [("status", 503)] * 2,
+        match=lambda body: "Model Response: Nobody\n" in body["messages"][0]["content"],
+    )
+    out = call(reward, ["aa bb", "cc yy", "ee zz"])
+    assert out[0] == 0.0 and out[1] == pytest.approx(2.0) and out[2] is None
+    assert reward.stats()["missing"] == 1
+    assert any("factual judge: server_error" in r.message for r in caplog.records)
+
+
 def test_a_reward_reuses_the_corpus_codes_cached_judgement(fake_openai):
     fo, llm, reward = make(fake_openai)
     [v] = judge_consistency(llm, [("corpus-row", QUESTION, "aa bb")])  # as the corpus builders judge it

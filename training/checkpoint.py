@@ -19,7 +19,10 @@ from pathlib import Path
 from transformers import TrainerCallback
 
 from phr.cards.model_card import write_model_card
+from phr.cards.model_usage import usage_section
+from phr.core.errors import UsageError
 from phr.core.fs import atomic_write, json_text, sha256_file
+from phr.training.objective import OBJECTIVE
 
 MANIFEST = "training_manifest.json"
 CURVES_JSON = "curves.json"
@@ -102,6 +105,68 @@ def git_commit(start: Path | None = None) -> str | None:
     return (res.stdout.strip() or None) if res.returncode == 0 else None
 
 
+def git_state(start: Path | None = None) -> dict:
+    """``{"commit": sha or None, "dirty": bool or None}`` of the git checkout holding this code. ``dirty``: a
+    tracked file differs from the commit (``git status --porcelain --untracked-files=no``); None outside git."""
+    here = start or Path(__file__).resolve().parent
+    commit = git_commit(here)
+    if commit is None:
+        return {"commit": None, "dirty": None}
+    try:
+        res = subprocess.run(
+            ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": commit, "dirty": None}
+    return {"commit": commit, "dirty": bool(res.stdout.strip()) if res.returncode == 0 else None}
+
+
+def start_checkpoint(folder: Path, *, allow_missing_manifest: bool = False) -> dict | None:
+    """What a run records about the checkpoint it starts from (stage 2: the stage-1 model): its path, the
+    SHA-256 of its ``training_manifest.json``, its step, stage, base model and code commit. A folder without a
+    manifest is refused unless ``allow_missing_manifest`` (recipe ``model.init_without_manifest: true``); then
+    the record says so (``manifest_sha256`` None)."""
+    folder = Path(folder)
+    manifest = folder / MANIFEST
+    if not manifest.is_file():
+        if not allow_missing_manifest:
+            raise UsageError(
+                f"model.init_from {folder}: no {MANIFEST}, so the run could not say which checkpoint it started "
+                "from (point at a final/ or checkpoint-N/ folder of a training run, or set "
+                "model.init_without_manifest: true, e.g. --set model.init_without_manifest=true)"
+            )
+        return {"path": str(folder.resolve()), "manifest_sha256": None, "global_step": None, "untracked": True}
+    try:
+        m = json.loads(manifest.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise UsageError(f"model.init_from {folder}: {MANIFEST} is not valid JSON: {e}") from None
+    git = m.get("git") or {"commit": m.get("git_commit")}
+    return {
+        "path": str(folder.resolve()),
+        "manifest_sha256": sha256_file(manifest),
+        "global_step": m.get("global_step"),
+        "method": m.get("method"),
+        "stage": m.get("stage"),
+        "base_model": m.get("base_model"),
+        "git": git,
+    }
+
+
+def corpus_provenance(folder: Path) -> dict:
+    """A local corpus folder as the manifest and card name it: folder name, path, SHA-256 of its
+    ``manifest.json`` (None when it has none) and of its data files + manifest (``folder_hash``)."""
+    manifest = folder / "manifest.json"
+    return {
+        "name": folder.resolve().name,
+        "path": str(folder.resolve()),
+        "manifest_sha256": sha256_file(manifest) if manifest.is_file() else None,
+        "folder_sha256": folder_hash(folder),
+    }
+
+
 def folder_hash(folder: Path) -> str:
     """SHA-256 over the sorted ``(relative path, file SHA-256)`` of a corpus folder's data files and manifest."""
     import hashlib
@@ -123,26 +188,51 @@ def trainer_settings(args) -> dict:
 class Artifacts:
     """The manifest, curves and card of one run; ``write(folder, ...)`` fills a checkpoint folder."""
 
-    def __init__(self, *, manifest: dict, base_model: str, datasets: list, description: str, method: str):
+    def __init__(
+        self,
+        *,
+        manifest: dict,
+        base_model: str,
+        datasets: list,
+        description: str,
+        method: str,
+        local_datasets: list[dict] | None = None,
+        lora: dict | None = None,
+    ):
         self.manifest = manifest
         self.base_model = base_model
         self.datasets = datasets
         self.description = description
         self.method = method
+        self.local_datasets = local_datasets or []
+        self.lora = lora
 
-    def write(self, folder: Path, log_history: list[dict], global_step: int, *, name: str | None = None) -> None:
-        """Fill ``folder``; ``name``: the model name on the card (default: the folder's name)."""
+    def write(
+        self,
+        folder: Path,
+        log_history: list[dict],
+        global_step: int,
+        *,
+        name: str | None = None,
+        location: Path | None = None,
+    ) -> None:
+        """Fill ``folder``; ``name``: the model name on the card (default: the folder's name); ``location``: where
+        the folder will live (the usage snippet loads it from there; default: ``folder``)."""
         folder = Path(folder)
         manifest = {**self.manifest, "global_step": global_step}
         atomic_write(folder / MANIFEST, json_text(manifest))
         write_curves(folder, log_history)
         hp = {k: manifest["trainer"].get(k) for k in HYPERPARAMETERS[self.method] if k in manifest["trainer"]}
+        adapter = (folder / "adapter_config.json").is_file()
         write_model_card(
             folder,
             base_model=self.base_model,
             datasets=self.datasets,
+            local_datasets=self.local_datasets,
             hyperparameters={**hp, "global_step": global_step},
-            reward_config=manifest.get("reward"),
+            reward_config=manifest.get("reward") if self.method == "grpo" else None,
+            lora=self.lora,
+            usage=usage_section(self.method, str(Path(location or folder).resolve()), adapter=adapter),
             description=self.description,
             model_name=name or folder.name,
             tags=["hallucination-r1", self.method],
@@ -152,13 +242,12 @@ class Artifacts:
         atomic_write(folder / "phr_training.json", json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
 
 
+# The card's hyperparameter table: batch and length settings, then every objective setting (phr.training.objective).
+_BATCH = ("per_device_train_batch_size", "gradient_accumulation_steps", "num_train_epochs", "max_steps")
 HYPERPARAMETERS = {
-    "grpo": ("learning_rate", "num_generations", "per_device_train_batch_size", "gradient_accumulation_steps",
-             "beta", "temperature", "top_p", "top_k", "max_completion_length", "num_train_epochs", "max_steps",
-             "seed", "loss_type", "epsilon", "scale_rewards", "use_vllm", "vllm_mode"),
-    "sft": ("learning_rate", "per_device_train_batch_size", "gradient_accumulation_steps", "num_train_epochs",
-            "max_steps", "max_length", "seed", "completion_only_loss", "lr_scheduler_type", "warmup_steps"),
-}  # fmt: skip
+    "grpo": _BATCH + OBJECTIVE["grpo"] + ("use_vllm", "vllm_mode"),
+    "sft": _BATCH + OBJECTIVE["sft"],
+}
 
 
 class ArtifactsCallback(TrainerCallback):

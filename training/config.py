@@ -4,7 +4,7 @@ A recipe has these top-level keys (unknown keys are refused, naming the key and 
 
     method: grpo | sft
     stage: 1 | 2                      # GRPO only
-    model:   {name_or_path, revision, init_from, dtype, tiny}
+    model:   {name_or_path, revision, init_from, init_without_manifest, dtype, tiny}
     data:    {path | repo_id, revision, split, limit}
     reward:  {name, settings}         # GRPO only; name: "hr1", "paraphrase_tag" or "module:factory"
     reference_policy: initial         # GRPO only: the KL reference (docs/training.md)
@@ -42,6 +42,7 @@ class ModelSection:
     name_or_path: str | None = None  # hub id or folder of the base model (None with ``tiny``)
     revision: str | None = None
     init_from: str | None = None  # stage 2: the stage-1 checkpoint folder the policy starts from
+    init_without_manifest: bool = False  # accept an init_from folder with no training_manifest.json (untracked)
     dtype: str = "auto"  # torch dtype name for from_pretrained (bfloat16 on GPUs, float32 on CPU)
     tiny: dict | None = None  # build the CPU smoke model (phr.training.tiny.TinySettings fields)
 

@@ -28,7 +28,7 @@ from phr.training.run import (
     RunResult,
     artifacts,
     load_corpus,
-    load_model,
+    model_init_kwargs,
     peft_config,
     prepare_output,
     save_final,
@@ -93,7 +93,28 @@ def make_rewards(recipe: Recipe) -> list[Callable]:
     return list(made) if isinstance(made, (list, tuple)) else [made]
 
 
+_SECRET_WORDS = ("key", "token", "secret", "password")
+
+
+def resolved_reward(func: Callable) -> dict | None:
+    """The full resolved settings of a reward function that has a config (``HR1Reward.config.as_dict()``:
+    lambda_div, grading, QA decoding, diversity, group size, ...), secrets in ``llm_options`` masked; None for
+    a plain function."""
+    config = getattr(func, "config", None)
+    as_dict = getattr(config, "as_dict", None)
+    if not callable(as_dict):
+        return None
+    d = as_dict()
+    if isinstance(d.get("llm_options"), dict):
+        d["llm_options"] = {
+            k: ("<redacted>" if any(w in k.lower() for w in _SECRET_WORDS) else v) for k, v in d["llm_options"].items()
+        }
+    return d
+
+
 def reward_description(recipe: Recipe, funcs: Sequence[Callable]) -> dict:
+    """The manifest's reward record: the recipe's name and settings as written, and ``resolved``: per function,
+    the settings the reward actually runs with (defaults filled in), or None for a plain function."""
     r = recipe.reward
     names = [getattr(f, "__name__", type(f).__name__) for f in funcs]
     return {
@@ -101,6 +122,7 @@ def reward_description(recipe: Recipe, funcs: Sequence[Callable]) -> dict:
         "functions": names,
         "stage": recipe.stage,
         "settings": r.settings if r else {},
+        "resolved": [resolved_reward(f) for f in funcs],
     }
 
 
@@ -129,13 +151,12 @@ def train_grpo(
     ds, data = load_corpus(recipe)
     start, base = start_model(recipe, ds, output_dir)
     funcs = list(reward_funcs) if reward_funcs is not None else make_rewards(recipe)
-    args = recipe.trl_config(output_dir=str(output_dir))
-    model = load_model(recipe, start)
+    args = recipe.trl_config(output_dir=str(output_dir), model_init_kwargs=model_init_kwargs(recipe, start))
     arts = artifacts(
         recipe, base_model=base, start_from=start, data=data, reward=reward_description(recipe, funcs), args=args
     )
     trainer = GRPOTrainer(
-        model=model,
+        model=start,  # TRL loads the policy, its tokenizer and the KL reference with model_init_kwargs
         reward_funcs=funcs,
         args=args,
         train_dataset=ds,

@@ -271,7 +271,9 @@ class HR1Reward:
         )
         out = {}
         for (i, it, _a), g in zip(to_grade, grades, strict=True):
-            if g.correctness == "unjudged":
+            if g.correctness == "failed":  # the judge call failed after retries: a missing reward
+                it.failed = f"factual judge: {(g.failed or '').removeprefix('grading: ')}"
+            elif g.correctness == "unjudged":
                 it.failed = "factual judge: no valid verdict"
             else:
                 out[i] = 0 if counts_as_correct(g.correctness, self.config.grading) else HALLUC_OF[g.correctness]

@@ -17,7 +17,14 @@ from pathlib import Path
 
 from phr.core.errors import UsageError
 from phr.core.fs import atomic_dir
-from phr.training.checkpoint import Artifacts, folder_hash, git_commit, trainer_settings, versions
+from phr.training.checkpoint import (
+    Artifacts,
+    corpus_provenance,
+    git_state,
+    start_checkpoint,
+    trainer_settings,
+    versions,
+)
 from phr.training.config import Recipe
 from phr.training.tiny import TinySettings, build_tiny_model
 
@@ -66,7 +73,7 @@ def load_corpus(recipe: Recipe):
         if not folder.is_dir():
             raise UsageError(f"{recipe.source}: data.path {folder} is not a folder")
         ds = load_dataset(str(folder), split=d.split)
-        provenance = {"path": str(folder.resolve()), "folder_sha256": folder_hash(folder)}
+        provenance = corpus_provenance(folder)
     else:
         ds = load_dataset(d.repo_id, revision=d.revision, split=d.split)
         provenance = {"repo_id": d.repo_id, "revision": d.revision}
@@ -92,6 +99,7 @@ def start_model(recipe: Recipe, ds, output_dir: Path) -> tuple[str, str]:
         src = Path(m.init_from).expanduser()
         if not (src / "config.json").is_file():
             raise UsageError(f"{recipe.source}: model.init_from {src} is not a model folder (no config.json)")
+        start_checkpoint(src, allow_missing_manifest=m.init_without_manifest)  # refuses an untracked start
         base = _base_of(src) or m.name_or_path or str(src)
         return str(src), base
     if m.tiny is not None:
@@ -125,6 +133,24 @@ def resume_point(output_dir: Path, resume: bool) -> str | None:
 
 
 def artifacts(recipe: Recipe, *, base_model: str, start_from: str, data: dict, reward: dict | None, args) -> Artifacts:
+    from phr.training.objective import unpinned
+
+    git = git_state()
+    init = (
+        start_checkpoint(
+            Path(recipe.model.init_from).expanduser(), allow_missing_manifest=recipe.model.init_without_manifest
+        )
+        if recipe.model.init_from
+        else None
+    )
+    defaults = unpinned(recipe.method, recipe.trainer)
+    if defaults:
+        log.warning(
+            "%s leaves %d objective setting(s) to TRL's defaults (recorded as objective_defaults): %s",
+            recipe.source,
+            len(defaults),
+            ", ".join(defaults),
+        )
     manifest = {
         "schema_version": 1,
         "method": recipe.method,
@@ -132,19 +158,32 @@ def artifacts(recipe: Recipe, *, base_model: str, start_from: str, data: dict, r
         "recipe": recipe.as_dict(),
         "base_model": base_model,
         "start_from": start_from,
+        "start_checkpoint": init,  # init_from: path, manifest SHA-256, step, stage of the checkpoint started from
         "reference_policy": (
-            {"setting": recipe.reference_policy, "model": start_from, "beta": args.beta}
+            {
+                "setting": recipe.reference_policy,
+                "model": start_from,
+                "revision": (args.model_init_kwargs or {}).get("revision"),
+                "beta": args.beta,
+            }
             if recipe.method == "grpo"
             else None
         ),
         "data": data,
         "reward": reward,
         "trainer": trainer_settings(args),
+        "objective_defaults": defaults,  # objective settings left to TRL (docs/training.md, "Objective settings")
         "seeds": {"seed": args.seed, "data_seed": args.data_seed},
         "versions": versions(),
-        "git_commit": git_commit(),
+        "git_commit": git["commit"],
+        "git": git,
     }
     datasets = [(data["repo_id"], data.get("revision"))] if data.get("repo_id") else []
+    local = (
+        [{k: data.get(k) for k in ("name", "manifest_sha256", "folder_sha256", "split", "rows")}]
+        if data.get("path")
+        else []
+    )
     what = "GRPO stage %s" % recipe.stage if recipe.method == "grpo" else "LoRA SFT" if recipe.lora else "SFT"
     corpus = (
         data.get("repo_id")
@@ -165,15 +204,27 @@ def artifacts(recipe: Recipe, *, base_model: str, start_from: str, data: dict, r
             "",
             "## Limitations",
             "",
-            "Trained on SimpleQuestions-style single-fact questions; not evaluated outside that form. The rewards "
-            "depend on LLM judges, whose errors the model can learn. Full settings, seeds and package versions: "
-            "`training_manifest.json`; reward/loss curves: `curves.png` / `curves.json`.",
+            (
+                "Trained on SimpleQuestions-style single-fact questions; not evaluated outside that form. The "
+                "rewards depend on LLM judges, whose errors the model can learn. Full settings, seeds and package "
+                "versions: `training_manifest.json`; reward/loss curves: `curves.png` / `curves.json`."
+                if recipe.method == "grpo"
+                else "Trained on SimpleQuestions-style single-fact questions paired with their gold answers; not "
+                "evaluated outside that form. Full settings, seeds and package versions: `training_manifest.json`; "
+                "loss curves: `curves.png` / `curves.json`."
+            ),
         ]
     )
     if base_model == "phr/tiny-random-llama":
         description += "\n\n**Smoke-test model**: a tiny random Llama built in-process; its outputs are meaningless."
     return Artifacts(
-        manifest=manifest, base_model=base_model, datasets=datasets, description=description, method=recipe.method
+        manifest=manifest,
+        base_model=base_model,
+        datasets=datasets,
+        description=description,
+        method=recipe.method,
+        local_datasets=local,
+        lora=dict(recipe.as_dict()["lora"]) if recipe.lora else None,
     )
 
 
@@ -184,7 +235,7 @@ def save_final(trainer, arts: Artifacts, output_dir: Path) -> Path:
         trainer.save_model(str(tmp))
         if trainer.processing_class is not None:
             trainer.processing_class.save_pretrained(str(tmp))
-        arts.write(tmp, trainer.state.log_history, trainer.state.global_step, name=output_dir.name)
+        arts.write(tmp, trainer.state.log_history, trainer.state.global_step, name=output_dir.name, location=dest)
     return dest
 
 
@@ -212,6 +263,19 @@ def load_model(recipe: Recipe, start: str):
 
     revision = recipe.model.revision if start == recipe.model.name_or_path else None
     return AutoModelForCausalLM.from_pretrained(start, revision=revision, dtype=recipe.model.dtype)
+
+
+def model_init_kwargs(recipe: Recipe, start: str) -> dict:
+    """TRL's ``model_init_kwargs`` for the policy loaded from ``start``: the recipe's own, plus ``dtype`` and the
+    ``revision`` of a hub id. Given the model *name*, GRPOTrainer / SFTTrainer load the policy, its tokenizer and
+    (GRPO, beta > 0, no LoRA) the KL reference model with these keywords: all from the same revision. (Given a
+    model *object*, TRL 1.16 loads the tokenizer and the reference from ``config._name_or_path`` without the
+    revision, i.e. from the default branch.)"""
+    kw = dict(recipe.trainer.get("model_init_kwargs") or {})
+    kw.setdefault("dtype", recipe.model.dtype)
+    if start == recipe.model.name_or_path and recipe.model.revision:
+        kw["revision"] = recipe.model.revision
+    return kw
 
 
 def peft_config(recipe: Recipe):

@@ -25,7 +25,7 @@ from phr.training.run import (
     RunResult,
     artifacts,
     load_corpus,
-    load_model,
+    model_init_kwargs,
     peft_config,
     prepare_output,
     save_final,
@@ -58,7 +58,7 @@ def build_sft_trainer(recipe: Recipe, *, resume: bool = False, callbacks: Sequen
     output_dir, last = prepare_output(recipe, resume)
     ds, data = load_corpus(recipe)
     start, base = start_model(recipe, ds, output_dir)
-    overrides = {"output_dir": str(output_dir)}
+    overrides = {"output_dir": str(output_dir), "model_init_kwargs": model_init_kwargs(recipe, start)}
     overrides.setdefault("completion_only_loss", recipe.trainer.get("completion_only_loss", True))
     args = recipe.trl_config(**overrides)
     if args.completion_only_loss is False:
@@ -67,7 +67,7 @@ def build_sft_trainer(recipe: Recipe, *, resume: bool = False, callbacks: Sequen
         )
     arts = artifacts(recipe, base_model=base, start_from=start, data=data, reward=None, args=args)
     trainer = SFTTrainer(
-        model=load_model(recipe, start),
+        model=start,  # TRL loads the model and its tokenizer with model_init_kwargs (the recipe's revision)
         args=args,
         train_dataset=to_prompt_completion(ds, recipe.chat_template_kwargs),
         peft_config=peft_config(recipe),
@@ -104,5 +104,7 @@ def _merge(trainer, arts, output_dir: Path) -> Path:
     with atomic_dir(dest) as tmp:
         model.save_pretrained(str(tmp))
         trainer.processing_class.save_pretrained(str(tmp))
-        arts.write(tmp, trainer.state.log_history, trainer.state.global_step, name=f"{output_dir.name}-merged")
+        arts.write(
+            tmp, trainer.state.log_history, trainer.state.global_step, name=f"{output_dir.name}-merged", location=dest
+        )
     return dest

@@ -25,6 +25,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from phr.core.numbers import Number, parse_numbers, plain
+from phr.core.numbers import close as number_close
 from phr.core.report import Rejection, ValidationReport
 
 from . import textops as T
@@ -169,78 +171,34 @@ def enumeration_markers(text: str) -> list[str]:
 
 # ---- numbers --------------------------------------------------------------------------------------------
 
-_SUP = str.maketrans(
-    "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207b\u207a\u2212", "0123456789--" + "-"
-)
-_NUMBER = re.compile(  # the "not inside a word" condition is checked in _numbers (a lookbehind here is slow)
-    r"(?P<m>\d{1,3}(?:,\d{3})+(?![\d,])|\d+(?:\.\d+)?|\.\d+)"
-    r"(?:\s*[eE](?P<e1>[-+\u2212]?\d+)\b"
-    r"|\s*[\u00d7x*\u00b7]\s*10\s*(?:\^|\*\*)?\s*(?P<e2>[-+\u2212\u207b]?[\d\u2070\u00b9\u00b2\u00b3\u2074-\u2079]+)"
-    r"|(?:\^|\*\*)(?P<e3>[-+\u2212]?\d+))?"
-)
-
-
-def _numbers(text: str) -> list[re.Match]:
-    out = []
-    for m in _NUMBER.finditer(text):
-        k = m.start()
-        if k:
-            c = text[k - 1]
-            if c.isalnum() or c in "_.^":
-                continue
-        out.append(m)
-    return out
-
-
-def parse_numbers(text: str) -> list[tuple[float, str]]:
-    """(absolute value, matched text) of every number in `text`: 9.8, 9.80, 1,000, 3.2e5, 3.2 x 10^5,
-    3.2 x 10⁵, 10^-3. Digits inside words (CO2, H2O, m/s^2) are not numbers."""
-    out = []
-    for m in _numbers(text):
-        try:
-            value = float(m.group("m").replace(",", ""))
-            if m.group("e1"):
-                value *= 10.0 ** int(m.group("e1").translate(_SUP))
-            elif m.group("e2"):
-                value *= 10.0 ** int(m.group("e2").translate(_SUP))
-            elif m.group("e3"):
-                value **= int(m.group("e3").translate(_SUP))
-        except (ValueError, OverflowError):
-            continue
-        out.append((abs(value), m.group(0)))
-    return out
+_SIGNS = ("", "+", "-", "~", "\u2248", "$", "\u20ac", "\u00a3", "\u00b1")  # may precede a numeric answer
 
 
 def numeric_value(text: str, max_unit_chars: int = 16) -> float | None:
-    """The value of a numeric answer ("9.8", "9.8 m/s^2", "-40 °C", "25%", "3.2 x 10^5 J"), else None:
-    exactly one number, at the start (after an optional sign, ~, ≈ or currency symbol), followed by at
-    most `max_unit_chars` characters of unit."""
-    text = text.strip()
-    nums = _numbers(text)
+    """The value of a numeric answer ("9.8", "9.8 m/s^2", "-40 °C", "25%" = 0.25, "3/4" = 0.75, "3.2 x 10^5 J"),
+    else None: exactly one number (``phr.core.numbers.parse_numbers``, the scorer's parser), at the start (after
+    an optional sign, ~, ≈ or currency symbol), followed by at most `max_unit_chars` characters of unit."""
+    n = _numeric_answer(text, max_unit_chars)
+    return None if n is None else n.value
+
+
+def _numeric_answer(text: str, max_unit_chars: int) -> Number | None:
+    text = plain(text.strip())
+    nums = parse_numbers(text)
     if len(nums) != 1:
         return None
     m = nums[0]
-    if m.start() > 0 and text[: m.start()].strip() not in (
-        "-",
-        "+",
-        "\u2212",
-        "~",
-        "\u2248",
-        "$",
-        "\u20ac",
-        "\u00a3",
-        "\u00b1",
-    ):
+    if text[: m.start].strip() not in _SIGNS or len(text) - m.end > max_unit_chars:
         return None
-    if len(text) - m.end() > max_unit_chars:
-        return None
-    parsed = parse_numbers(m.group(0))
-    return parsed[0][0] if parsed else None
+    return m
 
 
-def _lead_digits(v: float, rel: float) -> str:
-    """Digits one of which is the first significant digit of every number within `rel` of v (a cheap test
-    that rules out most premises before their numbers are parsed)."""
+def _lead_digits(n: Number, rel: float) -> str:
+    """Digits one of which is the first significant digit of every number within `rel` of n, or of n as a
+    percentage (a cheap test that rules out most premises before their numbers are parsed)."""
+    v = abs(n.value)
+    if n.percent:
+        return "".join(sorted(set(_lead_digits(Number(v), rel)) | set(_lead_digits(Number(v * 100), rel))))
     if v == 0 or not math.isfinite(v):
         return "0123456789"
     m = v / 10 ** math.floor(math.log10(v))  # mantissa in [1, 10)
@@ -256,8 +214,10 @@ def _lead_digits(v: float, rel: float) -> str:
     return "".join(sorted(out))
 
 
-def _close(a: float, b: float, rel: float, abs_: float) -> bool:
-    return abs(a - b) <= max(rel * max(abs(a), abs(b)), abs_)
+def _close(a: Number, b: Number, rel: float, abs_: float) -> bool:
+    """The leakage rule's comparison: absolute values (a premise stating "40" for the answer "-40 °C" gives it
+    away), within the tolerances; one side a percentage: 25% also equals 25."""
+    return number_close(a, b, rel, abs_, signed=False)
 
 
 # ---- labels -----------------------------------------------------------------------------------------
@@ -692,19 +652,19 @@ class _Gold:
         used[ctx.qpos[ctx.has_q]] = True
         qtext = ctx.q_corpus.texts
         # numeric answers
-        self.gold_value: list[float | None] = [None] * m
+        self.gold_value: list[Number | None] = [None] * m
         numeric = np.zeros(m, bool)
         with_digit = T.regex_mask(T.arrow_strings(answers), r"\d")
         for j in np.flatnonzero(used & with_digit & ~self.is_code).tolist():
-            v = numeric_value(gold_text[j], cfg.max_unit_chars)
+            v = _numeric_answer(gold_text[j], cfg.max_unit_chars)
             if v is None:
                 continue
             numeric[j] = True
-            if any(_close(v, x, cfg.numeric_rel_tol, cfg.numeric_abs_tol) for x, _ in parse_numbers(qtext[j])):
+            if any(_close(v, x, cfg.numeric_rel_tol, cfg.numeric_abs_tol) for x in parse_numbers(qtext[j])):
                 continue  # the number is in the question: mentioning it reveals nothing
             gi = int(self.gold_index[j])
             others = (
-                [numeric_value(str(o), cfg.max_unit_chars) for k, o in enumerate(self.options(j)) if k != gi]
+                [_numeric_answer(str(o), cfg.max_unit_chars) for k, o in enumerate(self.options(j)) if k != gi]
                 if self.is_mc[j]
                 else []
             )
@@ -774,18 +734,34 @@ class _Gold:
         return self._ngrams[j]
 
 
-_ANSWER_NOUN = r"(?:correct |right |true |best |expected |final )?(?:answer|option|choice|candidate)"
-_ANSWER_VERB = r"(?:is|was|would be|must be|should be|will be|being)"
+_ANSWER_NOUN = r"(?:answer|option|choice|candidate)"
+_ANSWER_ADJ = r"(?:correct|right|true|best|expected|final|only|intended)"
+_ADV = r"(?:therefore|thus|hence|clearly|obviously|then|so|simply|certainly|definitely|surely|of course)"
+_ABOUT = r"(?: (?:to|for|of|in) (?:this|the|that) (?:question|problem|task|item))?(?: here| in this case)?"
+_BE = rf"(?:is|was|being|remains|(?:would|must|should|will|can only|could only|has to|needs to)(?: {_ADV})? be)"
+_SELECT = r"(?:select|choose|pick|mark|circle|tick|go with|opt for)"
+_SELECTOR = (
+    r"(?:(?:one|you|we|i|they|the reader|a reader|students|test takers)"
+    r"(?: (?:should|must|would|could|can|will|need to|ought to|has to|have to))?"
+    r"|(?:should|must|need to|ought to|has to|have to))"
+)
 
 
 @lru_cache(maxsize=4096)
 def _answer_phrase(g: str) -> re.Pattern:
-    """Normalised-text pattern of `g` (normalised, padded) named as the answer: "answer is g", "answer g",
-    "g is the correct answer", "g is correct"."""
+    """Normalised-text pattern of `g` (normalised, padded) named AS the answer (the one leak definition,
+    ``phr.validation.judge.LEAK_DEFINITION``): "the (correct) answer (to this question) is g", "answer: g",
+    "g is (therefore) the correct answer/option", "g is correct", "g as the answer", "one should select g",
+    "choose g", "g should be chosen". A claim about g that does not present it as the answer matches none."""
     gold = re.escape(g.strip())
     return re.compile(
-        rf" {_ANSWER_NOUN}(?: {_ANSWER_VERB})? {gold} "
-        rf"| {gold} (?:{_ANSWER_VERB}|as) (?:the |an |a )?(?:{_ANSWER_NOUN}|(?:correct|right) )"
+        rf" (?:{_ANSWER_ADJ} )?{_ANSWER_NOUN}{_ABOUT}(?: {_ADV})? {_BE}(?: {_ADV})? {gold} "
+        rf"|(?:^| {_ANSWER_ADJ}) {_ANSWER_NOUN}{_ABOUT} {gold} "
+        rf"| {gold}(?: {_ADV})? (?:{_BE}|as) (?:{_ADV} )?"
+        rf"(?:(?:the )?{_ANSWER_ADJ} {_ANSWER_NOUN}|the {_ANSWER_NOUN}|{_ANSWER_NOUN} |(?:correct|right) )"
+        rf"| {_SELECTOR}(?: {_ADV})? {_SELECT} {gold} "
+        rf"|^ (?:{_ADV} )?{_SELECT} {gold} "
+        rf"| {gold} (?:should|must|has to|needs to|is to|ought to) be (?:selected|chosen|picked|marked) "
     )
 
 
@@ -864,12 +840,12 @@ def _leakage(ctx: _Context, cfg: LeakageConfig) -> list[Rejection]:
             for i in np.flatnonzero(need).tolist():
                 p = int(qpos[i])
                 v = gv[p]
-                if not any(ch in texts[i] for ch in leads[p]):
-                    continue  # no number close to v can be written without one of these digits
-                for x, text in parse_numbers(texts[i]):
+                if not any(ch in texts[i] for ch in leads[p]) and "/" not in texts[i] and "frac" not in texts[i]:
+                    continue  # no number close to v can be written without one of these digits (or as a fraction)
+                for x in parse_numbers(texts[i]):
                     if _close(x, v, cfg.numeric_rel_tol, cfg.numeric_abs_tol):
                         found.append(
-                            (i, f"premise states the numeric answer {_short(gold.gold_raw[p], 30)!r} as {text!r}")
+                            (i, f"premise states the numeric answer {_short(gold.gold_raw[p], 30)!r} as {x.text!r}")
                         )
                         break
 

@@ -137,7 +137,7 @@ def _undecided(folder: Path, found) -> list[Rejection]:
         return []  # review_rejections reports the unusable file
     st = review_status(decisions, {a.id: a.statement for a in found.augmentations})
     if not st.undecided:
-        return []
+        return _unjudged(folder, st)
     shown = ", ".join(found.instance_of.get(a, a) for a in st.undecided[:5]) + (
         ", ..." if len(st.undecided) > 5 else ""
     )
@@ -148,6 +148,27 @@ def _undecided(folder: Path, found) -> list[Rejection]:
             f"{len(st.undecided)} of {st.premises} premises have no manual review decision ({shown}): this build's "
             "recipe requires every premise to be reviewed (paper §A.2). Review them (phr-publish review export / "
             "import, then rebuild), or push with --allow-unreviewed",
+        )
+    ]
+
+
+def _unjudged(folder: Path, st) -> list[Rejection]:
+    """Premises of a paper-QC-order build (manifest ``qc_order: paper``) that waited for review when it was built:
+    decided since, they have not been through the LLM judge, which runs on the rebuild (§A.2: judge after review)."""
+    manifest = _manifest(folder)
+    if manifest.get("qc_order") != "paper" or not manifest.get("judge"):
+        return []
+    waiting = [a for a in manifest.get("awaiting_review") or [] if a not in st.undecided]
+    if not waiting:
+        return []
+    shown = ", ".join(waiting[:5]) + (", ..." if len(waiting) > 5 else "")
+    return [
+        Rejection(
+            f"{REVIEW_DIR}/{DECISIONS_FILE}",
+            CHECK,
+            f"{len(waiting)} premise(s) were reviewed after the build and have not been through the LLM judge yet "
+            f"({shown}): rebuild the folder (phr-publish build phrbench ... --overwrite; paper §A.2: the judge runs "
+            "after the manual review)",
         )
     ]
 

@@ -1,5 +1,5 @@
 """Split leakage of the Hallucination-R1 corpora: a training corpus shares no question with any evaluation set
-(spec §1, train/eval separation). Four checks, each violation naming the training row, the check, the
+(spec §1, train/eval separation). Five checks, each violation naming the training row, the check, the
 evaluation set and id it matches, and the similarity (docs/hr1.md, "Split leakage"):
 
 - ``exact``: equal after ``normalize`` (NFKC, case-folded, apostrophes dropped, other punctuation and symbols
@@ -8,7 +8,13 @@ evaluation set and id it matches, and the similarity (docs/hr1.md, "Split leakag
   a datasketch ``MinHashLSH`` index over the evaluation texts (built once, each training row queried once),
   every candidate verified by its exact Jaccard, so the result does not depend on which candidates LSH found
   beyond its recall at the threshold (0.99995, see ``lsh_recall``);
-- ``provenance``: the row's question id (a paraphrase's source question) is an evaluation question id;
+- ``one_word_edit``: the normalised texts differ by one word (substituted, inserted or deleted) that does not
+  change the question: an article, a question frame word of one group ("what" / "which"), a filler ("exactly",
+  "please"), a typo or plural (edit distance 1), or any word of a long text (``word_edit_min_words``); an
+  entity swap ("born in cairo / boston") is a different question and never one. Linear: each text's one-word
+  variants are hashed keys, the evaluation side indexed once (short texts, where character shingles fail);
+- ``provenance``: the row's question id (a paraphrase's source question) is an evaluation question id, i.e.
+  the same question (ids come from the content, ``phr.hr1.ids``);
 - ``semantic``: MiniLM cosine to the nearest evaluation question >= ``semantic_threshold``, in chunked matrix
   products (``chunk_rows`` training rows x all evaluation rows), each distinct text embedded once.
 
@@ -17,8 +23,6 @@ Every step is linear in the training rows (bench/leakage.py times it).
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,14 +32,27 @@ import pyarrow.parquet as pq
 
 from phr.core.report import Rejection, ValidationReport
 from phr.hr1.corpora import KINDS, data_files
+from phr.hr1.ids import normalize_text
 from phr.llm.embed import embed
 from phr.validation.textops import Corpus
 
-CHECKS = ("exact", "near_duplicate", "provenance", "semantic")
-CHECK_PREFIX = "leakage"
+CHECKS = ("exact", "near_duplicate", "one_word_edit", "provenance", "semantic")
 
-_APOSTROPHES = str.maketrans("", "", "'\u2019\u2018\u02bc`")
-_NON_WORD = re.compile(r"[\W_]+")
+# One-word edits that keep the question (docs/hr1.md, "Split leakage"): a substitution within a group, or the
+# insertion / deletion of an optional word. Measured on the real files: no pair of different SimpleQuestions or
+# TruthfulQA questions differs only so (tests/test_hr1_leakage_edits.py).
+WORD_GROUPS = (
+    frozenset({"a", "an", "the", "one"}),
+    frozenset({"what", "which", "whats", "name"}),  # "name a drama film" = "whats a drama film"
+    frozenset({"that", "who", "which"}),  # relative: "a person that / who was born in ..."
+    frozenset({"is", "are"}),
+    frozenset({"was", "were"}),
+    frozenset({"kind", "sort", "type"}),
+)
+OPTIONAL_WORDS = frozenset(
+    {"a", "an", "the", "that", "please", "exactly", "actually", "really", "also", "just", "ever", "some", "me"}
+)
+CHECK_PREFIX = "leakage"
 
 
 @dataclass(frozen=True)
@@ -49,6 +66,9 @@ class LeakageConfig:
     verify_margin: float = 0.15  # candidates whose MinHash estimate is below threshold - margin are not verified
     seed: int = 1  # MinHash permutations
     minhash_rows: int = 4096  # training rows hashed per vectorised batch
+    one_word_edits: bool = True  # run the one_word_edit check
+    word_edit_min_words: int = 8  # from this many words (the shorter text), any one inserted / deleted word
+    typo_min_chars: int = 4  # a substitution at edit distance 1 (typo, plural) between words this long or longer
     semantic: bool = True  # run the MiniLM check (off: lexical and provenance only)
     semantic_threshold: float = 0.85  # cosine to the nearest evaluation question
     chunk_rows: int = 2048  # training rows per matrix product (x all evaluation rows)
@@ -82,11 +102,13 @@ class Leak:
     similarity: float
     text: str
     eval_text: str
+    detail: str = ""  # one_word_edit: the words that differ
 
     def rejection(self) -> Rejection:
         what = {
             "exact": "is the same question after normalisation as",
             "near_duplicate": f"is a near-duplicate (Jaccard {self.similarity:.3f}) of",
+            "one_word_edit": f"differs by one word ({self.detail}) from",
             "provenance": "paraphrases (by its source question id)",
             "semantic": f"means the same (MiniLM cosine {self.similarity:.3f}) as",
         }[self.check]
@@ -100,9 +122,9 @@ class Leak:
 
 def normalize(text: str) -> str:
     """NFKC, case-folded, apostrophes removed ("what's" = "whats"), every other run of non-word characters
-    (punctuation, symbols, underscores, whitespace) one space, trimmed."""
-    text = unicodedata.normalize("NFKC", text).casefold().translate(_APOSTROPHES)
-    return " ".join(_NON_WORD.sub(" ", text).split())
+    (punctuation, symbols, underscores, whitespace) one space, trimmed: the rule question ids hash
+    (``phr.hr1.ids.normalize_text``), so ``exact`` and ``provenance`` agree on "the same question"."""
+    return normalize_text(text)
 
 
 # ---- MinHash signatures, vectorised ---------------------------------------------------------------------------
@@ -249,6 +271,82 @@ def _near_duplicates(train: Sequence[TrainRow], norm_train, ev: _Eval, norm_eval
     return out
 
 
+def _edit_distance_at_most_1(a: str, b: str) -> bool:
+    """Optimal string alignment distance <= 1 (one letter inserted, deleted, replaced or two swapped)."""
+    if a == b:
+        return True
+    if abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]]
+                                  and a[diff[1]] == b[diff[0]])  # fmt: skip
+    short, long_ = sorted((a, b), key=len)
+    i = next((k for k, (x, y) in enumerate(zip(short, long_)) if x != y), len(short))
+    return short[i:] == long_[i + 1 :]
+
+
+def keeps_the_question(old: str, new: str, words: int, cfg: LeakageConfig) -> bool:
+    """Whether replacing word ``old`` by ``new`` ("" for an insertion or deletion) in a text of ``words`` words
+    (the shorter side) keeps the question (see ``WORD_GROUPS``, ``OPTIONAL_WORDS``)."""
+    if not old or not new:
+        return (old or new) in OPTIONAL_WORDS or words >= cfg.word_edit_min_words
+    if any(old in g and new in g for g in WORD_GROUPS):
+        return True
+    return (
+        old.isalpha()
+        and new.isalpha()
+        and min(len(old), len(new)) >= cfg.typo_min_chars
+        and _edit_distance_at_most_1(old, new)
+    )
+
+
+def _variants(words: list[str]) -> Iterable[tuple[int, int, int]]:
+    """(position p, hash of the text with word p masked, hash of the text with word p deleted) of each word: the
+    keys of the one-word-edit index (hashes keep the index small; every match is verified on the words)."""
+    for p in range(len(words)):
+        head, tail = " ".join(words[:p]), " ".join(words[p + 1 :])
+        yield p, hash((p, head, tail)), hash(f"{head} {tail}".strip())
+
+
+def _one_word_edits(train: Sequence[TrainRow], norm_train, ev: _Eval, norm_eval, cfg: LeakageConfig) -> list[Leak]:
+    """Pairs whose normalised texts differ by one word that keeps the question. Each text's one-word variants
+    (a word masked, a word deleted) are hashed keys; the evaluation side is indexed once and each training row
+    looks up its own variants: linear in the rows (times their words)."""
+    masked: dict[int, list[tuple[int, int]]] = {}
+    deleted: dict[int, list[tuple[int, int]]] = {}
+    full: dict[int, list[int]] = {}
+    ev_words = [n.split() for n in norm_eval]
+    for j, w in enumerate(ev_words):
+        if w:
+            full.setdefault(hash(norm_eval[j]), []).append(j)
+        for p, mask, drop in _variants(w):
+            masked.setdefault(mask, []).append((j, p))
+            deleted.setdefault(drop, []).append((j, p))
+    out = []
+    for i, n in enumerate(norm_train):
+        w = n.split()
+        found: dict[int, tuple[str, str]] = {}
+        for p, mask, drop in _variants(w):
+            for j, _ in masked.get(mask, ()):
+                e = ev_words[j]
+                if e[p] != w[p] and e[:p] == w[:p] and e[p + 1 :] == w[p + 1 :]:
+                    found.setdefault(j, (w[p], e[p]))  # substituted
+            for j in full.get(drop, ()):
+                if ev_words[j] == w[:p] + w[p + 1 :]:
+                    found.setdefault(j, (w[p], ""))  # the training text has one more word
+        for j, q in deleted.get(hash(n), ()) if w else ():
+            e = ev_words[j]
+            if e[:q] + e[q + 1 :] == w:
+                found.setdefault(j, ("", e[q]))  # the evaluation text has one more word
+        for j, (old, new) in sorted(found.items()):
+            if keeps_the_question(old, new, min(len(w), len(ev_words[j])), cfg):
+                shared = len(set(w) & set(ev_words[j])) / len(set(w) | set(ev_words[j]))
+                leak = ev.leak(train[i], "one_word_edit", j, shared)
+                out.append(Leak(**{**leak.__dict__, "detail": f"{old or '(none)'!r} -> {new or '(none)'!r}"}))
+    return out
+
+
 def _provenance(train: Sequence[TrainRow], ev: _Eval) -> list[Leak]:
     where: dict[str, list[int]] = {}
     for j, qid in enumerate(ev.ids):
@@ -294,6 +392,8 @@ def find_leaks(
     norm_eval = [normalize(t) for t in ev.texts]
     found = _exact(train_rows, norm_train, ev, norm_eval)
     found += _near_duplicates(train_rows, norm_train, ev, norm_eval, config)
+    if config.one_word_edits:
+        found += _one_word_edits(train_rows, norm_train, ev, norm_eval, config)
     found += _provenance(train_rows, ev)
     if config.semantic:
         found += _semantic(train_rows, ev, config)

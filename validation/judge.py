@@ -38,6 +38,9 @@ __all__ = [
     "failed_criteria",
     "PARAMS",
     "CALL_FAILED",
+    "JudgeConfig",
+    "LEAK_DEFINITION",
+    "OPTIONAL_CRITERIA",
 ]
 
 #: Rejection check of an augmentation whose judge call failed after all retries (it was not judged).
@@ -47,18 +50,42 @@ CALL_FAILED = "call_failed"
 PARAMS = GenerationParams(temperature=0.0, max_tokens=512)
 MAX_REFERENCE_CHARS = 2000
 
-#: Criteria that must be true, per premise kind (leaks_answer must be false for both).
+#: Criteria that must be true, per premise kind (leaks_answer must be false for both): the paper's (§A.2, Quality
+#: Control, third step): factual validity, relevance, type consistency and mutation logic; for a truthful premise
+#: also "does not conflict with the original task" (``task_consistent``).
 REQUIRED = {
-    "truthful": ("factual_validity", "relevance"),
-    "hallucinated": (
-        "factual_validity",
-        "mutation_logic_consistent",
-        "type_consistency",
-        "relevance",
-        "plausible",
-        "single_claim",
-    ),
+    "truthful": ("factual_validity", "relevance", "task_consistent"),
+    "hallucinated": ("factual_validity", "mutation_logic_consistent", "type_consistency", "relevance"),
 }
+#: Criteria of ours that the paper does not name, each switchable for hallucinated premises
+#: (``JudgeConfig.extra_criteria``; off by default, as in the paper): its prompt line and its reply field.
+OPTIONAL_CRITERIA = {
+    "plausible": "the premise sounds plausible to a non-expert; the error is not absurd or self-evidently false.",
+    "single_claim": "the premise makes one dominant claim (not a list or chain of independent claims).",
+}
+_PROMPTS = Path(__file__).with_name("prompts")
+#: The one definition of an answer leak, shared by both judge prompts (``$leak_definition``) and implemented
+#: lexically by the rule checks (``phr.validation.checks.leakage``): the answer named AS the answer, or directly
+#: implied; naming the correct candidate otherwise is no leak. Text: validation/prompts/leak_definition.txt.
+LEAK_DEFINITION = (_PROMPTS / "leak_definition.txt").read_text(encoding="utf-8").strip()
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """The judge's criteria. ``extra_criteria``: names from ``OPTIONAL_CRITERIA`` that a hallucinated premise
+    must also pass (default none: the paper's criteria only)."""
+
+    extra_criteria: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        unknown = [c for c in self.extra_criteria if c not in OPTIONAL_CRITERIA]
+        if unknown:
+            raise ValueError(
+                f"unknown judge criterion {unknown[0]!r}: the switchable ones are {', '.join(OPTIONAL_CRITERIA)}"
+            )
+
+    def required(self, kind: str) -> tuple[str, ...]:
+        return REQUIRED[kind] + (tuple(self.extra_criteria) if kind == "hallucinated" else ())
 
 
 class JudgeVerdict(BaseModel):
@@ -67,6 +94,7 @@ class JudgeVerdict(BaseModel):
     reason: str
     factual_validity: bool
     relevance: bool
+    task_consistent: bool | None = None
     type_consistency: bool | None = None
     mutation_logic_consistent: bool | None = None
     plausible: bool | None = None
@@ -103,8 +131,7 @@ class JudgeOutcome:
 
 #: The judge prompts per premise kind (``string.Template``), read once; ``.version`` is each file's SHA-256.
 TEMPLATES = {
-    kind: JudgeTemplate(Path(__file__).with_name("prompts") / f"judge_{kind}.txt", syntax="dollar")
-    for kind in ("truthful", "hallucinated")
+    kind: JudgeTemplate(_PROMPTS / f"judge_{kind}.txt", syntax="dollar") for kind in ("truthful", "hallucinated")
 }
 #: The judge: the ``JudgeVerdict`` model, ``PARAMS``; each item carries its rendered prompt (two templates).
 JUDGE = LLMJudge(JudgeVerdict, max_tokens=PARAMS.max_tokens, desc="judging")
@@ -135,19 +162,25 @@ def _gold(q: BaseQuestion) -> str:
     return q.answer
 
 
-def judge_prompt(q: BaseQuestion, aug: Augmentation) -> str:
+def judge_prompt(q: BaseQuestion, aug: Augmentation, config: JudgeConfig | None = None) -> str:
     """The user prompt the judge gets for one augmentation."""
+    config = config or JudgeConfig()
     fields = {
         "domain": q.domain.value,
         "question_block": _question_block(q),
         "gold_answer": _gold(q),
         "premise": aug.statement.strip(),
+        "leak_definition": LEAK_DEFINITION,
     }
     if aug.kind == "hallucinated":
+        required = config.required("hallucinated")
         fields |= {
             "mutation_type": aug.mutation_type.value if aug.mutation_type else "(none declared)",
             "mutation_strategy": aug.mutation_strategy or "(none declared)",
             "mutation_logic": aug.mutation_logic or "(none declared)",
+            "extra_criteria": "".join(f"- {c}: {OPTIONAL_CRITERIA[c]}\n" for c in config.extra_criteria),
+            "extra_fields": "".join(f'"{c}": true, ' for c in config.extra_criteria),
+            "required": ", ".join(required[:-1]) + " and " + required[-1],
         }
     return TEMPLATES[aug.kind].render(fields)
 
@@ -155,14 +188,14 @@ def judge_prompt(q: BaseQuestion, aug: Augmentation) -> str:
 # ---- verdicts ---------------------------------------------------------------------------------------------
 
 
-def failed_criteria(kind: str, v: JudgeVerdict) -> list[str]:
+def failed_criteria(kind: str, v: JudgeVerdict, config: JudgeConfig | None = None) -> list[str]:
     """Required criteria that are not true (leaks_answer listed when true). Empty + accept verdict = pass."""
-    failed = [c for c in REQUIRED[kind] if getattr(v, c) is not True]
+    failed = [c for c in (config or JudgeConfig()).required(kind) if getattr(v, c) is not True]
     return failed + (["leaks_answer"] if v.leaks_answer else [])
 
 
-def _missing(kind: str, v: JudgeVerdict) -> list[str]:
-    return [c for c in REQUIRED[kind] if getattr(v, c) is None]
+def _missing(kind: str, v: JudgeVerdict, config: JudgeConfig) -> list[str]:
+    return [c for c in config.required(kind) if getattr(v, c) is None]
 
 
 def _records(rows: Any, model: type[BaseModel]) -> list:
@@ -182,9 +215,16 @@ def _records(rows: Any, model: type[BaseModel]) -> list:
 
 
 async def ajudge_augmentations(
-    questions: Iterable, augmentations: Iterable, judge, *, max_reasks: int = 2, desc: str = "judging"
+    questions: Iterable,
+    augmentations: Iterable,
+    judge,
+    *,
+    max_reasks: int = 2,
+    desc: str = "judging",
+    config: JudgeConfig | None = None,
 ) -> JudgeOutcome:
     """Async :func:`judge_augmentations`."""
+    config = config or JudgeConfig()
     qs = {q.id: q for q in _records(questions, BaseQuestion)}
     augs: list[Augmentation] = _records(augmentations, Augmentation)
     out = JudgeOutcome()
@@ -211,7 +251,7 @@ async def ajudge_augmentations(
             judged(aug, False, reason)
         else:
             todo.append(aug)
-    items = [JudgeItem(tag=a.id, prompt=judge_prompt(qs[a.question_id], a)) for a in todo]
+    items = [JudgeItem(tag=a.id, prompt=judge_prompt(qs[a.question_id], a, config)) for a in todo]
     results = await JUDGE.ajudge(judge, items, max_reasks=max_reasks, desc=desc)
     for aug, res in zip(todo, results):
         if res.failure is not None:
@@ -220,17 +260,15 @@ async def ajudge_augmentations(
             judged(aug, False, reason)
             continue
         v = res.verdict
-        missing = _missing(aug.kind, v) if v is not None else []
+        missing = _missing(aug.kind, v, config) if v is not None else []
         if v is None or missing:
-            errors = [*res.errors] + (
-                [f"null {', '.join(missing)} for a hallucinated premise"] if v is not None else []
-            )
+            errors = [*res.errors] + ([f"null {', '.join(missing)} for a {aug.kind} premise"] if v is not None else [])
             reason = f"judge output invalid: {errors[-1] if errors else 'no reply'}"
             out.failures.append(JudgeFailure(aug.id, errors, list(res.raw_texts)))
             reject(aug, "judge", reason)
             judged(aug, False, reason)
             continue
-        failed = failed_criteria(aug.kind, v)
+        failed = failed_criteria(aug.kind, v, config)
         content = [c for c in failed if c != "leaks_answer"]
         if "leaks_answer" in failed:
             reject(aug, "judge_leakage", f"leaks_answer: {v.reason}")
@@ -242,11 +280,20 @@ async def ajudge_augmentations(
 
 
 def judge_augmentations(
-    questions: Iterable, augmentations: Iterable, judge, *, max_reasks: int = 2, desc: str = "judging"
+    questions: Iterable,
+    augmentations: Iterable,
+    judge,
+    *,
+    max_reasks: int = 2,
+    desc: str = "judging",
+    config: JudgeConfig | None = None,
 ) -> JudgeOutcome:
     """Judge every augmentation with ``judge`` (a phr.llm.LLM) against its question; see the module docstring.
 
     ``questions`` / ``augmentations``: BaseQuestion / Augmentation records, dicts or DataFrames. An
-    augmentation whose question is missing is rejected without a call.
+    augmentation whose question is missing is rejected without a call. ``config``: the criteria
+    (``JudgeConfig``; default the paper's).
     """
-    return run_sync(ajudge_augmentations(questions, augmentations, judge, max_reasks=max_reasks, desc=desc))
+    return run_sync(
+        ajudge_augmentations(questions, augmentations, judge, max_reasks=max_reasks, desc=desc, config=config)
+    )

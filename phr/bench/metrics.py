@@ -22,8 +22,11 @@ TRAJECTORY = ("OL", "UI", "BUF", "BC")
 #: OL is in reference-scorer tokens (paper §4.2 "tokens"); OL_words (flat metrics OL_words_b/_bt/_bh, OL_words,
 #: delta_OL_words) in words, the unit of the paper's reported OL differences (§5.2, §C.1)
 OL_WORDS = "OL_words"
-#: the figures of one table cell
-FIGURES = (ACCURACY, *TRAJECTORY)
+#: the figures of one table cell: OL in words beside OL in tokens, since the paper reports its per-domain, per-type
+#: and Figure 5 OL comparisons in words (§C.1 "+30.4 words", §5.2 "about 30 more reasoning words")
+FIGURES = (ACCURACY, "OL", OL_WORDS, "UI", "BUF", "BC")
+#: the paper's names of the domains where they differ from the data's values (Table 8: "Code Generation")
+DOMAIN_NAMES = {d.value: d.value for d in Domain} | {Domain.CODE.value: "Code Generation"}
 #: behavioural resolutions of a B+H response (paper §5.2, Appendix D.1), the paper's names
 HEURISTIC_CORRECTION = "Heuristic Correction"
 HALLUCINATION_COMPLIANCE = "Hallucination Compliance"
@@ -282,15 +285,23 @@ def se_name(name: str) -> str:
 # ---- presentation: readable names and the paper section of each metric (the leaderboard page, the report) ----
 
 #: readable names of the figures and the paper section that defines each
-FIGURE_LABELS = {ACCURACY: "Acc", "OL": "OL", "UI": "UI", "BUF": "BUF", "BC": "BC"}
+FIGURE_LABELS = {ACCURACY: "Acc", "OL": "OL", OL_WORDS: "OL words", "UI": "UI", "BUF": "BUF", "BC": "BC"}
 FIGURE_NAMES = {
     ACCURACY: "Accuracy",
     "OL": "Output Length",
+    OL_WORDS: "Output Length in words",
     "UI": "Uncertainty Index",
     "BUF": "Belief Update Frequency",
     "BC": "Branching Complexity",
 }
-FIGURE_SECTIONS = {ACCURACY: "§4.2", "OL": "§4.2", "UI": "§4.2, §B.2", "BUF": "§4.2, §B.2", "BC": "§4.2, §B.2"}
+FIGURE_SECTIONS = {
+    ACCURACY: "§4.2",
+    "OL": "§4.2",
+    OL_WORDS: "§5.2, §C.1",
+    "UI": "§4.2, §B.2",
+    "BUF": "§4.2, §B.2",
+    "BC": "§4.2, §B.2",
+}
 #: the paper's short names of the conditions (Table 1: T and H)
 CONDITION_LABELS = {"B": "B", "B+T": "T", "B+H": "H"}
 _RESOLUTION_SECTION = "§5.2, App. D.1 (Table 2, Figure 4)"

@@ -66,6 +66,15 @@ def build_phrbench(
             "otherwise); the manifest and card say so.",
         ),
     ] = False,
+    skip_review: Annotated[
+        bool,
+        typer.Option(
+            "--skip-review",
+            help="QC fast path: rule checks and LLM judge during generation, no manual review before push "
+            "(recorded in manifest.json and on the card). Default: the paper's order (rule checks -> manual "
+            "review -> judge; see docs/review.md).",
+        ),
+    ] = False,
     timeout: Timeout = 120.0,
     max_retry_after: MaxRetryAfter = 600.0,
 ) -> None:
@@ -83,6 +92,7 @@ def build_phrbench(
         prompts=prompts,
         allow_stand_in=allow_stand_in,
         llm_options=calls.llm_kwargs(),
+        skip_review=skip_review,
     )
     total = sum(res.counts.values())
     counts = ", ".join(f"{k} {v}" for k, v in res.counts.items())
@@ -90,6 +100,8 @@ def build_phrbench(
     for k, v in res.qc.items():
         typer.echo(f"  {k}: {v}")
     typer.echo(f'load it with: load_dataset("{out}", "all")')
+    for line in res.next_steps:
+        typer.echo(line)
 
 
 @validate_app.command("validate")

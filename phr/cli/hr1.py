@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shlex
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
@@ -123,6 +126,14 @@ def _train_and_eval(
     return train, evals
 
 
+def _rerun(*add: str) -> str:
+    """This command line as typed, with the call cache it used (``--cache``) and ``add`` flags not already in it:
+    a rerun makes only the calls that failed (the cache holds the rest)."""
+    args = sys.argv[1:]
+    cache = [] if "--cache" in args or not os.environ.get("PHR_CACHE") else ["--cache", os.environ["PHR_CACHE"]]
+    return shlex.join(["phr-publish", *cache, *args, *(a for a in add if a not in args)])
+
+
 def _done(res: HR1BuildResult) -> None:
     res.summary.print()
     counts = ", ".join(f"{k} {v}" for k, v in res.counts.items())
@@ -192,6 +203,7 @@ def register(build_app: typer.Typer) -> None:
             smoke=smoke_models,
             diversity=not no_diversity,
             llm_options=CallOptions(timeout=timeout, max_retry_after=max_retry_after).llm_kwargs(),
+            rerun=_rerun(),
         )
         _done(res)
 
@@ -226,6 +238,7 @@ def register(build_app: typer.Typer) -> None:
             overwrite=overwrite,
             drop_leaking=drop_leaking,
             llm_options=CallOptions(timeout=timeout, max_retry_after=max_retry_after).llm_kwargs(),
+            rerun=_rerun(),
         )
         _done(res)
 
@@ -261,6 +274,7 @@ def register(build_app: typer.Typer) -> None:
             overwrite=overwrite,
             drop_leaking=drop_leaking,
             llm_options=CallOptions(timeout=timeout, max_retry_after=max_retry_after).llm_kwargs(),
+            rerun=_rerun(),
         )
         _done(res)
 
@@ -308,6 +322,14 @@ def register_eval(eval_app: typer.Typer) -> None:
         ] = False,
         out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Run folder.")] = Path("runs/hr1"),
         overwrite: Overwrite = False,
+        partial: Annotated[
+            bool,
+            typer.Option(
+                "--partial",
+                help="When calls fail after all retries, write the tables anyway, marked partial (the missing values "
+                "left out of the denominators and listed); without it such a run writes nothing and exits 1.",
+            ),
+        ] = False,
         timeout: Timeout = 120.0,
         max_retry_after: MaxRetryAfter = 600.0,
     ) -> None:
@@ -338,7 +360,15 @@ def register_eval(eval_app: typer.Typer) -> None:
             diversity=not no_diversity,
             overwrite=overwrite,
             llm_options=CallOptions(timeout=timeout, max_retry_after=max_retry_after).llm_kwargs(),
+            partial=partial,
+            rerun=_rerun("--overwrite") if partial else _rerun(),
         )
         res.summary.print()
         typer.echo((res.out / "report.md").read_text())
         typer.echo(f"results: {res.out / 'results.json'}; per-question records: {res.out / 'records'}")
+        if res.partial:
+            typer.echo(
+                f"PARTIAL: {len(res.failures)} value(s) missing (a call failed after all retries): left out of the "
+                f"tables, listed in results.json. {res.rerun}",
+                err=True,
+            )

@@ -33,8 +33,9 @@ def review_export(
     typer.echo(f"sheet: {sheet}")
     typer.echo(f"page:  {page}")
     typer.echo(
-        f"fill decision (accept/reject), reviewer and note in the sheet, then: "
-        f"phr-publish review import {sheet} --to {folder}"
+        "fill decision (accept / reject / revise; revise: the edited premise in revised_premise), reviewer and "
+        f"note (required for reject) in the sheet, then: phr-publish review import {sheet} --to {folder}, and "
+        "rebuild the folder (rejected premises are regenerated; the LLM judge runs over the reviewed premises)"
     )
 
 
@@ -52,6 +53,10 @@ def review_import(
     """
     res = import_review(sheet, to, reviewer=reviewer)  # a ReviewSheetError lists every problem (exit 2)
     typer.echo(f"imported {sheet}: {res.summary()}")
+    typer.echo(
+        f"next: rebuild {to} (phr-publish build phrbench ... --out {to} --overwrite): revisions go in place, rejected "
+        "premises are regenerated and the LLM judge runs over the reviewed premises"
+    )
     if res.total_rejected:
         typer.echo(
             f"`phr-publish validate {to}` now reports the {res.total_rejected} rejected premise(s) (check manual_review)"

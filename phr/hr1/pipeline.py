@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 from phr.core.aio import run_sync
+from phr.core.secrets import redact
 from phr.llm.client import LLM
 from phr.llm.judge import Judged, JudgeItem, LLMJudge
 from phr.llm.summary import RunSummary
@@ -65,6 +66,7 @@ def generate_paraphrases(
                         raw="",
                         text=None,
                         parse_error=f"call failed ({s.reason}): {s.message}",
+                        failed=failure_text(s),
                     )
                 )
                 continue
@@ -78,6 +80,11 @@ def generate_paraphrases(
             )
         out[q.id] = rows
     return out
+
+
+def failure_text(failure: CallFailure) -> str:
+    """A failed call's reason as recorded on the row (``"<reason>: <message>"``, secrets redacted)."""
+    return redact(f"{failure.reason}: {failure.message}")
 
 
 @dataclass(frozen=True)
@@ -152,17 +159,17 @@ def qa_requests(items: Sequence[tuple[str, str]], decoding: QADecoding | None = 
 
 
 def qa_answer(sample: Sample | CallFailure) -> QAAnswer:
-    """One QA reply, ``<answer>`` parsed with a recorded fallback; a failed call gives an empty answer with
-    extraction ``empty``."""
+    """One QA reply, ``<answer>`` parsed with a recorded fallback; a failed call gives no answer: ``failed`` holds
+    the reason (a missing value, never graded)."""
     if isinstance(sample, CallFailure):
-        return QAAnswer(text="", raw=f"call failed ({sample.reason}): {sample.message}", extraction="empty")
+        return QAAnswer(text="", raw="", extraction="empty", failed=failure_text(sample))
     text, how = parse_answer(sample.text)
     return QAAnswer(text=text, raw=sample.text, extraction=how, finish_reason=sample.finish_reason)  # type: ignore[arg-type]
 
 
 def answer(llm: LLM, items: Sequence[tuple[str, str]], decoding: QADecoding | None = None) -> list[QAAnswer]:
     """The QA model's deterministic answers to (tag, question text) pairs, ``<answer>`` parsed with a recorded
-    fallback; a failed call gives an empty answer with extraction ``empty``."""
+    fallback; a failed call gives an answer with ``failed`` set (see :func:`qa_answer`)."""
     return [qa_answer(res.samples[0]) for res in llm.generate(qa_requests(items, decoding), desc="answering")]
 
 
@@ -189,6 +196,7 @@ class Grade:
     correctness: Correctness
     factual_score: int | None = None  # B.3 score (None for exact match or unjudged)
     think: str | None = None
+    failed: str | None = None  # correctness "failed": the step and reason of the failed call (QA or grading)
 
 
 def grade(
@@ -198,7 +206,8 @@ def grade(
     judges: Judges | None = None,
 ) -> list[Grade]:
     """Grade (tag, question, answer) triples: exact match for ``grading.exact_match_sources`` (PopQA), the B.3
-    judge (reference = ``question.answer``) otherwise; an unparseable verdict is ``unjudged``."""
+    judge (reference = ``question.answer``) otherwise; an unparseable verdict is ``unjudged``; an answer whose QA
+    call failed, or a verdict whose judge call failed, is ``failed`` (a missing value, never wrong)."""
     return run_sync(agrade(judge_llm, items, grading, judges))
 
 
@@ -216,7 +225,9 @@ async def agrade(
     out: list[Grade | None] = [None] * len(items)
     to_judge: list[int] = []
     for i, (_tag, q, a) in enumerate(items):
-        if q.source in grading.exact_match_sources:
+        if a.failed:
+            out[i] = Grade("failed", failed=f"qa: {a.failed}")
+        elif q.source in grading.exact_match_sources:
             out[i] = Grade("correct" if exact_match(a.text, q.answers) else "wrong")
         elif not a.text:
             out[i] = Grade("wrong", 2, "empty answer")
@@ -235,11 +246,12 @@ async def agrade(
         if summary is not None:  # read before any other await: the judge's summary of exactly this call
             summary.merge(judge_llm.last_summary)
         for i, v in zip(to_judge, verdicts, strict=True):
-            out[i] = (
-                Grade("unjudged")
-                if v.verdict is None
-                else Grade(SCORE_TO_CORRECTNESS[v.verdict.result], v.verdict.result, v.verdict.think)
-            )
+            if v.failure is not None:
+                out[i] = Grade("failed", failed=f"grading: {failure_text(v.failure)}")
+            elif v.verdict is None:
+                out[i] = Grade("unjudged")
+            else:
+                out[i] = Grade(SCORE_TO_CORRECTNESS[v.verdict.result], v.verdict.result, v.verdict.think)
     return out  # type: ignore[return-value]
 
 
@@ -294,6 +306,10 @@ class Models:
         self.options = options
         self._made: dict[str, LLM] = {}
 
+    def caches(self) -> list:
+        """The call cache files of the models made so far (for the rerun hint)."""
+        return list(dict.fromkeys(llm.cache.path for llm in self._made.values()))
+
     def get(self, spec: str | None) -> LLM | None:
         if spec is None or spec.lower() == "none":
             return None
@@ -340,11 +356,12 @@ def run_questions(
         tally(judge)
         for q, a, g in zip(questions, answers, grades, strict=True):
             r = results[q.id]
-            r.qa_answer, r.qa_extraction, r.correctness, r.factual_score = (
+            r.qa_answer, r.qa_extraction, r.correctness, r.factual_score, r.failed = (
                 a.text,
                 a.extraction,
                 g.correctness,
                 g.factual_score,
+                g.failed,
             )
     if paraphraser is None:
         return list(results.values())
@@ -353,7 +370,9 @@ def run_questions(
     tally(paraphraser)
     for q in questions:
         results[q.id].paraphrases = [
-            ParaphraseResult(k=p.k, text=p.text, parse_error=p.parse_error)
+            ParaphraseResult(
+                k=p.k, text=p.text, parse_error=p.parse_error, failed=p.failed and f"paraphrase: {p.failed}"
+            )
             for p in sorted(paras[q.id], key=lambda p: p.k)
         ]
     todo = [(q, p) for q in questions for p in results[q.id].paraphrases if p.text is not None]
@@ -361,7 +380,9 @@ def run_questions(
         verdicts = judge_consistency(judge, [(f"{q.id}/p{p.k}", q.question, p.text) for q, p in todo], plan.judges)
         tally(judge)
         for (_q, p), v in zip(todo, verdicts, strict=True):
-            if v.verdict is None:
+            if v.failure is not None:
+                p.consistent, p.failed = None, f"consistency judge: {failure_text(v.failure)}"
+            elif v.verdict is None:
                 p.consistent, p.consistency_think = None, "unjudged: " + "; ".join(v.errors[-1:])
             else:
                 p.consistent, p.consistency_think = v.verdict.result == 1, v.verdict.think
@@ -392,10 +413,11 @@ def run_questions(
             )
             tally(judge)
             for (_q, p), a, g in zip(asked, answers, grades, strict=True):
-                p.qa_answer, p.qa_extraction, p.correctness, p.factual_score = (
+                p.qa_answer, p.qa_extraction, p.correctness, p.factual_score, p.failed = (
                     a.text,
                     a.extraction,
                     g.correctness,
                     g.factual_score,
+                    g.failed,
                 )
     return list(results.values())

@@ -17,7 +17,8 @@ class HQuestion(BaseModel):
     """One source question x with its gold answer(s).
 
     ``answers[0]`` is the reference answer given to the B.3 judge; every entry counts for PopQA exact match.
-    ``id`` is ``f"{source}-{split}-{source_row_id}"`` (stable across builds)."""
+    ``id`` is derived from the content (``phr.hr1.ids.content_id``): the same question has the same id in every
+    file; ``source_row_id`` is the row in the file it was read from (``ids.legacy_id`` rebuilds the old id)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -44,6 +45,7 @@ class HQuestion(BaseModel):
 
 
 def question_id(source: str, split: str, row_id: str) -> str:
+    """The old, positional id (``phr.hr1.ids.legacy_id``); loaders now use ``phr.hr1.ids.content_id``."""
     return f"{source}-{split}-{row_id}".replace("/", "-")
 
 
@@ -59,6 +61,7 @@ class Paraphrase(BaseModel):
     text: str | None
     parse_error: str | None = None
     finish_reason: str | None = None
+    failed: str | None = None  # the call failed after retries (the reason): a missing value
 
 
 class ConsistencyVerdict(BaseModel):
@@ -98,9 +101,10 @@ class QAAnswer(BaseModel):
     raw: str
     extraction: Literal["tag", "unclosed_tag", "whole_reply", "empty"]
     finish_reason: str | None = None
+    failed: str | None = None  # the call failed after retries (the reason): no answer, a missing value
 
 
-Correctness = Literal["correct", "fuzzy", "wrong", "unjudged"]
+Correctness = Literal["correct", "fuzzy", "wrong", "unjudged", "failed"]
 
 
 class ParaphraseResult(BaseModel):
@@ -109,7 +113,11 @@ class ParaphraseResult(BaseModel):
     model's answer to it with its grade.
 
     ``consistent`` is None when there is no paraphrase text or the judge left it unjudged: for the metrics
-    it is not consistent (it cannot be a robustness failure), and the counts of such rows are reported."""
+    it is not consistent (it cannot be a robustness failure), and the counts of such rows are reported.
+
+    ``failed`` names the step whose model call failed after all retries and why (``paraphrase``, ``consistency
+    judge``, ``qa`` or ``grading``): the value is missing, not measured; the tables leave it out of their
+    denominators and the run is partial (docs/hr1.md, "Failed calls")."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -126,6 +134,7 @@ class ParaphraseResult(BaseModel):
     qa_extraction: str | None = None
     factual_score: int | None = None  # B.3: 0 exact, 1 fuzzy, 2 mismatch (None: not judged / EM graded)
     correctness: Correctness | None = None  # None: not asked (inconsistent or no text)
+    failed: str | None = None  # "<step>: <reason>" of a call that failed after retries (a missing value)
 
 
 class QuestionResult(BaseModel):
@@ -138,6 +147,7 @@ class QuestionResult(BaseModel):
     qa_extraction: str | None = None
     factual_score: int | None = None
     correctness: Correctness | None = None
+    failed: str | None = None  # "<step>: <reason>" when the original question's QA or grading call failed
     paraphrases: list[ParaphraseResult] = Field(default_factory=list)
 
     @property

@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from phr.bench.metrics import (
+    DOMAIN_NAMES,
+    FIGURE_LABELS,
     INSIGHTFUL,
     LEADERBOARD,
     RANK_BY,
@@ -42,8 +44,8 @@ from phr.core.parquet import write_parquet
 from phr.eval.results import H_MINUS_T, Result
 from phr.leaderboard.repo import dump_result, result_path
 from phr.leaderboard.report import (
-    CORRELATED,
     FIGURE_CAPTIONS,
+    GROUP_FIGURES,
     RETENTION,
     Block,
     CrossModelReport,
@@ -384,7 +386,10 @@ def _blocks_view(view: str, title: str, blocks: dict[str, Block], report: CrossM
         out.append('<p class="note">Not in these results.</p>')
     for name, block in blocks.items():
         number = f"Table {block.table}: " if block.table else ""
-        out += [f"<h3>{_e(number + name)}</h3>", *_block_table(block, report, f"{view}-{_slug(name)}")]
+        out += [
+            f"<h3>{_e(number + DOMAIN_NAMES.get(name, name))}</h3>",
+            *_block_table(block, report, f"{view}-{_slug(name)}"),
+        ]
     return [*out, "</section>"]
 
 
@@ -449,10 +454,10 @@ def _retention_table(report: CrossModelReport) -> list[str]:
 def _groups_table(groups: dict, table_id: str) -> list[str]:
     if not groups:
         return ['<p class="note">Not in these results.</p>']
-    head = [_th("Model"), _th("Group"), *(_th(f, _hover(name_of(f, "B+H"))) for f in CORRELATED)]
+    head = [_th("Model"), _th("Group"), *(_th(FIGURE_LABELS[f], _hover(name_of(f, "B+H"))) for f in GROUP_FIGURES)]
     body = [
         f'<tr data-model="{_e(key)}"><td>{_e(key)}</td><td>{_e(g)}</td>'
-        + "".join(_est_cell(vals.get(f)) for f in CORRELATED)
+        + "".join(_est_cell(vals.get(f)) for f in GROUP_FIGURES)
         + "</tr>"
         for key, gs in groups.items()
         for g, vals in gs.items()

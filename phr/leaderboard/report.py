@@ -32,12 +32,13 @@ from phr.bench.metrics import (
     ACCURACY,
     ACCURACY_H_MINUS_T,
     CONDITION_LABELS,
+    DOMAIN_NAMES,
     FIGURE_LABELS,
     FIGURES,
     INSIGHTFUL,
+    OL_WORDS,
     RESOLUTIONS,
     RETENTION,
-    TRAJECTORY,
     delta_of,
     label,
     name_of,
@@ -54,6 +55,11 @@ DOMAIN_TABLES = {d.value: n for d, n in zip(Domain, range(5, 9), strict=True)}
 TYPE_TABLES = {m.value: n for m, n in zip(MutationType, range(9, 12), strict=True)}
 #: the trajectory metrics the paper correlates across models (§5.1) and plots per resolution group (Figure 5)
 CORRELATED = ("OL", "BUF", "BC")
+#: the figures of Figure 5's groups: OL in words first (the paper's unit there, §5.2 "about 30 more reasoning
+#: words"), tokens beside it, BUF and BC
+GROUP_FIGURES = (OL_WORDS, "OL", "BUF", "BC")
+#: the trajectory figures of a T vs H comparison table (OL in words beside OL in tokens: §C.1 reports words)
+COMPARED = tuple(f for f in FIGURES if f != ACCURACY)
 #: a result table of insightful vs non-insightful trajectory groups (Figure 5), when the result has it
 INSIGHT_TABLE = "by_insightful"
 AVERAGE = "Average"
@@ -190,7 +196,7 @@ def _overall(res: Result) -> Comparison:
                 if name in m:
                     side[f] = _est(m[name], se.get(name))
     m, se = res.metrics, res.standard_errors
-    diffs = {ACCURACY: ACCURACY_H_MINUS_T, **{f: delta_of(name_of(f, H), name_of(f, T)) for f in TRAJECTORY}}
+    diffs = {ACCURACY: ACCURACY_H_MINUS_T, **{f: delta_of(name_of(f, H), name_of(f, T)) for f in COMPARED}}
     for f, name in diffs.items():
         if name in m:
             comp.h_minus_t[f] = _est(m[name], se.get(name))
@@ -273,7 +279,7 @@ def _groups(res: Result, table: str) -> dict[str, dict[str, Estimate]]:
     for g, cell in groups.items():
         if cell is None or not getattr(cell, "n", 0):
             continue
-        out[g] = {f: _est(getattr(cell, f, None), (errs.get(g) or {}).get(f)) for f in CORRELATED}
+        out[g] = {f: _est(getattr(cell, f, None), (errs.get(g) or {}).get(f)) for f in GROUP_FIGURES}
     return out
 
 
@@ -381,8 +387,8 @@ def comparison_columns() -> list[tuple[str, str, str]]:
         (H_MINUS_T, ACCURACY, label(ACCURACY_H_MINUS_T)),
         (RETENTION, ACCURACY, label(RETENTION)),
     ]
-    for f in TRAJECTORY:
-        cols += [("T", f, f"{f} ({t})"), ("H", f, f"{f} ({h})")]
+    for f in COMPARED:
+        cols += [("T", f, f"{FIGURE_LABELS[f]} ({t})"), ("H", f, f"{FIGURE_LABELS[f]} ({h})")]
     return cols
 
 
@@ -437,7 +443,7 @@ def render_report_markdown(report: CrossModelReport, figures: Mapping[str, str] 
         out.append(f"| {_md(key)} | {row.judged} | " + " | ".join(cells) + f" | {row.insightful.text()} |")
     out.append("")
     for d, block in report.per_domain.items():
-        out += _block_md(f"Table {block.table}: {_md(d)}", block, report.models)
+        out += _block_md(f"Table {block.table}: {_md(DOMAIN_NAMES.get(d, d))}", block, report.models)
     for mt, block in report.per_mutation_type.items():
         out += _block_md(f"Table {block.table}: {_md(mt)} (science domains only)", block, report.models)
     cols = report.retention.columns
@@ -468,12 +474,16 @@ def render_report_markdown(report: CrossModelReport, figures: Mapping[str, str] 
         out += [
             f"## {title}",
             "",
-            "| model | group | " + " | ".join(CORRELATED) + " |",
-            "|---|---|" + "---|" * len(CORRELATED),
+            "| model | group | " + " | ".join(FIGURE_LABELS[f] for f in GROUP_FIGURES) + " |",
+            "|---|---|" + "---|" * len(GROUP_FIGURES),
         ]
         for key, gs in groups.items():
             for g, vals in gs.items():
-                out.append(f"| {_md(key)} | {_md(g)} | " + " | ".join(vals[f].text() for f in CORRELATED) + " |")
+                out.append(
+                    f"| {_md(key)} | {_md(g)} | "
+                    + " | ".join((vals.get(f) or Estimate()).text() for f in GROUP_FIGURES)
+                    + " |"
+                )
         out.append("")
     if figures:
         out += ["## Figures", ""]
@@ -563,16 +573,16 @@ def _groups_figure(plt, groups: dict[str, dict[str, dict[str, Estimate]]], title
         return _no_data(plt, title)
     order = {g: i for i, g in enumerate(RESOLUTIONS)}
     names = sorted({g for gs in groups.values() for g in gs}, key=lambda g: (order.get(g, len(order)), g))
-    fig, axes = plt.subplots(1, len(CORRELATED), figsize=(4 * len(CORRELATED), 3.2))
+    fig, axes = plt.subplots(1, len(GROUP_FIGURES), figsize=(4 * len(GROUP_FIGURES), 3.2))
     width = 0.8 / len(names)
     keys = list(groups)
-    for ax, f in zip(axes, CORRELATED, strict=True):
+    for ax, f in zip(axes, GROUP_FIGURES, strict=True):
         for i, g in enumerate(names):
             ests = [groups[k].get(g, {}).get(f) or Estimate() for k in keys]
             xs = [k + (i - (len(names) - 1) / 2) * width for k in range(len(keys))]
             ax.bar(xs, [e.value or 0.0 for e in ests], width, yerr=[e.se or 0.0 for e in ests], capsize=3, label=g)
         ax.set_xticks(range(len(keys)), keys, rotation=30, ha="right", fontsize=8)
-        ax.set_title(f)
+        ax.set_title(FIGURE_LABELS[f])
     axes[0].legend(fontsize=7)
     fig.suptitle(title, y=1.03)
     return _png(fig)

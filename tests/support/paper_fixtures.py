@@ -242,6 +242,7 @@ def _judge(prompt: str, every: int = 13) -> str:
             "reason": "checked",
             "factual_validity": True,
             "relevance": True,
+            "task_consistent": None if hall else True,
             "type_consistency": not bad if hall else None,
             "mutation_logic_consistent": True if hall else None,
             "plausible": True if hall else None,
