@@ -65,7 +65,10 @@ class GRPORow(BaseModel):
 # the narrow integer columns of the released files (the records say int)
 _NARROW = {"k": pa.int32(), "factual_score": pa.int8()}
 
-PARAPHRASE_STRUCT = pa.struct(list(arrow_schema_of(ParaphraseResult, overrides=_NARROW)))
+# a corpus is built from complete runs only (builders/hr1.py stops on a failed call), so ``failed`` is never a column
+_RUN_ONLY = ("failed",)
+
+PARAPHRASE_STRUCT = pa.struct(list(arrow_schema_of(ParaphraseResult, exclude=_RUN_ONLY, overrides=_NARROW)))
 
 #: one schema per kind, derived from the records its rows are made of (``hr1-paraphrases``: a question's
 #: ``HQuestion`` fields, its ``meta`` as key/value pairs, then its ``QuestionResult`` with the paraphrases)
@@ -73,7 +76,9 @@ SCHEMAS: dict[str, pa.Schema] = {
     "hr1-paraphrases": pa.schema(
         [
             *arrow_schema_of(HQuestion, overrides=_NARROW),
-            *arrow_schema_of(QuestionResult, exclude=("question",), overrides=_NARROW),
+            *arrow_schema_of(
+                QuestionResult, exclude=("question", *_RUN_ONLY), overrides=_NARROW
+            ),  # no nested "question"
         ]
     ),
     "hr1-sft": arrow_schema_of(SFTRow),
