@@ -239,13 +239,13 @@ def test_recipe_errors_name_the_key(tmp_path):
         parse_recipe({**base, "trainer": {"output_dir": "o", "max_seq_length": 8}}, "r.yaml")
     with pytest.raises(RecipeError, match="r.yaml: unknown key 'modle'"):
         parse_recipe({**base, "modle": {}}, "r.yaml")
-    with pytest.raises(RecipeError, match="model: unknown key 'path'"):
+    with pytest.raises(RecipeError, match="model.path: unknown key"):
         parse_recipe({**base, "model": {"path": "x"}}, "r.yaml")
     with pytest.raises(RecipeError, match="set model.init_from"):
         parse_recipe({**base, "stage": 2}, "r.yaml")
     bad = run("train", "grpo", "--stage", "2", "--config", "tiny-stage1")
     assert bad.returncode == 2 and "stage-1 recipe" in bad.stderr
-    bad_set = run("train", "sft", "--config", "tiny-sft", "--set", "trainer.max_seq_length=8")
+    bad_set = run("train", "sft", "--config", "tiny-sft", "--data", str(tmp_path), "--set", "trainer.max_seq_length=8")
     assert bad_set.returncode == 2 and "trainer.max_seq_length is not a field of trl.SFTConfig" in bad_set.stderr
     missing = run("train", "sft", "--config", "no-such-recipe")
     assert missing.returncode == 2 and "no packaged recipe" in missing.stderr

@@ -155,6 +155,7 @@ def test_a_judge_that_never_gives_a_verdict_or_a_failing_call_gives_none(fake_op
     assert out[0] is None and out[1] == pytest.approx(2.5) and out[2] is None and out[3] == 0.0 and out[4] is None
     s = reward.stats()
     assert s["missing"] == 3 and s["llm_failures"] == {"invalid_output": 1, "server_error": 2}
+    assert s["missing_reasons"] == reward.missing_reasons() == {"unparseable verdict": 1, "server_error": 2}
     assert s["mean_reward"] == pytest.approx(2.5 / 2)
     assert sum("reward missing" in r.message for r in caplog.records) == 3
 
@@ -170,7 +171,7 @@ def test_a_failed_b3_judge_call_gives_a_missing_reward_not_a_crash(fake_openai, 
     )
     out = call(reward, ["aa bb", "cc yy", "ee zz"])
     assert out[0] == 0.0 and out[1] == pytest.approx(2.0) and out[2] is None
-    assert reward.stats()["missing"] == 1
+    assert reward.stats()["missing"] == 1 and reward.missing_reasons() == {"server_error": 1}
     assert any("factual judge: server_error" in r.message for r in caplog.records)
 
 

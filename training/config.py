@@ -11,6 +11,12 @@ A recipe has these top-level keys (unknown keys are refused, naming the key and 
     lora:    {r, lora_alpha, lora_dropout, target_modules, merge}   # SFT (or GRPO) with peft
     chat_template_kwargs: {...}       # SFT: passed to the chat template (e.g. enable_thinking: false)
     trainer: {...}                    # every key a field of trl.GRPOConfig / trl.SFTConfig
+    missing_rewards: {all_missing_steps, window_steps, max_share}   # GRPO: when missing rewards stop the run
+
+Every value is checked against its type (our sections' dataclasses, TRL's config fields) before anything is
+created: ``RecipeError`` lists every problem, one line each, naming the file, the key, the expected type and the
+value; GRPO's divisibility rule (the generation batch holds whole groups of ``num_generations``) is checked too.
+``prerequisite_problems`` checks, without heavy imports, that the corpus folder and the stage-1 checkpoint exist.
 
 Recipes ship as package data under ``phr/training/recipes/<model>/{grpo,sft}/config_*.yaml``; ``--config``
 takes a path or a packaged name: ``<model>/<method>/<variant>`` or the file stem without ``config_``
@@ -20,11 +26,15 @@ takes a path or a packaged name: ``<model>/<method>/<variant>`` or the file stem
 from __future__ import annotations
 
 import dataclasses
+import os
+import types
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Union
 
 import yaml
+from pydantic import Field, TypeAdapter, ValidationError
 
 from phr.core.errors import UsageError
 
@@ -34,7 +44,10 @@ REFERENCE_POLICIES = ("initial",)
 
 
 class RecipeError(UsageError):
-    """A recipe that cannot be used as written (the message names the file and the key)."""
+    """A recipe that cannot be used as written (one line per problem, each naming the file and the key)."""
+
+
+Dtype = Literal["auto", "bfloat16", "float16", "float32", "float64"]  # torch dtype names from_pretrained takes
 
 
 @dataclass(frozen=True)
@@ -43,7 +56,7 @@ class ModelSection:
     revision: str | None = None
     init_from: str | None = None  # stage 2: the stage-1 checkpoint folder the policy starts from
     init_without_manifest: bool = False  # accept an init_from folder with no training_manifest.json (untracked)
-    dtype: str = "auto"  # torch dtype name for from_pretrained (bfloat16 on GPUs, float32 on CPU)
+    dtype: Dtype = "auto"  # for from_pretrained (bfloat16 on GPUs, float32 on CPU)
     tiny: dict | None = None  # build the CPU smoke model (phr.training.tiny.TinySettings fields)
 
 
@@ -53,7 +66,7 @@ class DataSection:
     repo_id: str | None = None  # or a Hub dataset id (with a revision)
     revision: str | None = None
     split: str = "train"
-    limit: int | None = None  # the first N rows (paper stage 1: 1,536 prompts)
+    limit: Annotated[int, Field(ge=1)] | None = None  # the first N rows (paper stage 1: 1,536 prompts)
 
 
 @dataclass(frozen=True)
@@ -64,11 +77,25 @@ class RewardSection:
 
 @dataclass(frozen=True)
 class LoraSection:
-    r: int = 16
-    lora_alpha: int = 32
-    lora_dropout: float = 0.05
+    r: Annotated[int, Field(ge=1)] = 16
+    lora_alpha: Annotated[int, Field(ge=1)] = 32
+    lora_dropout: Annotated[float, Field(ge=0, lt=1)] = 0.05
     target_modules: list[str] | str = "all-linear"
     merge: bool = False  # also write a merged full checkpoint (``merged/``)
+
+
+@dataclass(frozen=True)
+class MissingRewardsSection:
+    """When a GRPO run stops because its rewards are missing (a judge that cannot be reached, a wrong key, verdicts
+    that never parse): training never goes on without a reward (docs/training.md, "Missing rewards")."""
+
+    # Stop after this many consecutive steps in which a reward function returned None for every completion (null:
+    # never).
+    all_missing_steps: Annotated[int, Field(ge=1)] | None = 2
+    window_steps: Annotated[int, Field(ge=1)] = 10  # the window of the share rule, in steps
+    # Stop when more than this share of a reward function's values over the last window_steps steps is missing
+    # (checked once window_steps steps are seen; null: never).
+    max_share: Annotated[float, Field(ge=0, lt=1)] | None = 0.5
 
 
 @dataclass(frozen=True)
@@ -82,12 +109,17 @@ class Recipe:
     reference_policy: str = "initial"
     lora: LoraSection | None = None
     chat_template_kwargs: dict | None = None
+    missing_rewards: MissingRewardsSection = field(default_factory=MissingRewardsSection)
     source: str = ""  # the file it was read from
 
     def trl_config(self, **overrides):
         """The TRL config object (GRPOConfig / SFTConfig) with the recipe's ``trainer`` section."""
         cls = trl_config_class(self.method)
-        return cls(**{**self.trainer, **overrides})
+        try:
+            return cls(**{**self.trainer, **overrides})
+        except (TypeError, ValueError) as e:
+            msg = " ".join(str(e).split())
+            raise RecipeError(f"{self.source}: trainer: trl.{cls.__name__} refuses these values here: {msg}") from None
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -99,66 +131,210 @@ def trl_config_class(method: str):
     return {"grpo": GRPOConfig, "sft": SFTConfig}[method]
 
 
-def _section(cls, raw: Any, where: str):
+TOP = (
+    "method",
+    "stage",
+    "model",
+    "data",
+    "reward",
+    "reference_policy",
+    "lora",
+    "chat_template_kwargs",
+    "trainer",
+    "missing_rewards",
+)
+CORPUS_OF = {"grpo": "hr1-grpo", "sft": "hr1-sft"}  # the corpus a method trains on (its build command)
+
+
+def _type_name(t: Any) -> str:
+    """A type annotation in words: ``int``, ``one of 'auto', 'float32'``, ``int or null``."""
+    origin = typing.get_origin(t)
+    if origin is Annotated:
+        return _type_name(typing.get_args(t)[0])
+    if origin is Literal:
+        return "one of " + ", ".join(repr(a) for a in typing.get_args(t))
+    if origin in (Union, types.UnionType):
+        return " or ".join(dict.fromkeys(_type_name(a) for a in typing.get_args(t)))
+    if t is type(None):
+        return "null"
+    if t in (dict, Any) or origin is dict:
+        return "a mapping"
+    if origin is list:
+        return "a list"
+    return getattr(t, "__name__", str(t).replace("typing.", ""))
+
+
+def _problems_of(e: ValidationError, where: str, hints: dict[str, Any]) -> list[str]:
+    """One line per key of a pydantic error: ``FILE: KEY: expected TYPE, got VALUE (why)``."""
+    out: dict[str, str] = {}
+    for err in e.errors():
+        name = str(err["loc"][0]) if err["loc"] else ""
+        key = f"{where}.{name}" if name and where else name or where
+        if key in out:
+            continue  # a union reports each member: one line per key
+        if err["type"] == "missing":
+            out[key] = f"{key}: required ({_type_name(hints.get(name))})"
+        else:
+            why = err["msg"][0].lower() + err["msg"][1:]
+            out[key] = f"{key}: expected {_type_name(hints.get(name, Any))}, got {err['input']!r} ({why})"
+    return list(out.values())
+
+
+def _section(cls, raw: Any, where: str, problems: list[str]):
+    """``cls`` (a section dataclass) validated from ``raw``; None and problems appended when it is not valid."""
     if raw is None:
         return None
+    hints = typing.get_type_hints(cls, include_extras=True)
+    hints = {f.name: hints[f.name] for f in dataclasses.fields(cls)}
     if not isinstance(raw, dict):
-        raise RecipeError(f"{where}: expected a mapping, got {type(raw).__name__}")
-    known = {f.name for f in dataclasses.fields(cls)}
-    for key in raw:
-        if key not in known:
-            raise RecipeError(f"{where}: unknown key {key!r} (known: {', '.join(sorted(known))})")
-    return cls(**raw)
+        problems.append(f"{where}: expected a mapping of {', '.join(hints)}, got {raw!r}")
+        return None
+    unknown = [k for k in raw if k not in hints]
+    problems.extend(f"{where}.{k}: unknown key (known: {', '.join(hints)})" for k in unknown)
+    try:
+        value = TypeAdapter(cls).validate_python({k: v for k, v in raw.items() if k in hints})
+    except ValidationError as e:
+        problems.extend(_problems_of(e, where, hints))
+        return None
+    return None if unknown else value
 
 
-TOP = ("method", "stage", "model", "data", "reward", "reference_policy", "lora", "chat_template_kwargs", "trainer")
-
-
-def parse_recipe(raw: dict, source: str = "<recipe>") -> Recipe:
-    """Check and type a recipe mapping; every error names ``source`` and the key."""
+def _trainer(method: str, raw: Any, problems: list[str]) -> dict | None:
+    """The ``trainer`` section checked field by field against TRL's config class (numbers written as strings, e.g.
+    YAML's ``1e-4``, become numbers), then GRPO's divisibility rule. TRL's checks that depend on the machine
+    (bf16 without a GPU) come when the run builds the config (``Recipe.trl_config``), still before anything is
+    created."""
+    cls = trl_config_class(method)
     if not isinstance(raw, dict):
-        raise RecipeError(f"{source}: a recipe is a YAML mapping")
-    for key in raw:
-        if key not in TOP:
-            raise RecipeError(f"{source}: unknown key {key!r} (known: {', '.join(TOP)})")
+        problems.append(f"trainer: expected a mapping of trl.{cls.__name__} fields, got {raw!r}")
+        return None
+    hints = typing.get_type_hints(cls)
+    before = len(problems)
+    out = {}
+    for key, value in raw.items():
+        if key not in hints:
+            problems.append(f"trainer.{key} is not a field of trl.{cls.__name__}")
+            continue
+        try:
+            checked = TypeAdapter(hints[key]).validate_python(value)
+        except ValidationError as e:
+            problems.extend(_problems_of(e, f"trainer.{key}", {"": hints[key]}))
+            continue
+        scalar = isinstance(checked, (bool, int, float)) and not isinstance(value, (bool, int, float))
+        out[key] = checked if scalar else value
+    if "output_dir" not in raw:
+        problems.append("trainer.output_dir: required (the run folder)")
+    batch_keys = ("num_generations", "per_device_train_batch_size", "generation_batch_size", "steps_per_generation",
+                  "gradient_accumulation_steps")  # fmt: skip
+    if method == "grpo" and all(k in out or k not in raw for k in batch_keys) and (why := grpo_batch_problem(out)):
+        problems.append(f"trainer: {why}")
+    return None if len(problems) > before else out
+
+
+def grpo_batch_problem(trainer: dict, world_size: int | None = None) -> str | None:
+    """TRL's rule, up front: the generation batch (per_device_train_batch_size x processes x steps_per_generation,
+    or generation_batch_size) must hold whole groups of num_generations completions. ``world_size``: the number
+    of processes (default: ``$WORLD_SIZE`` as set by accelerate / torchrun, else 1)."""
+    from trl import GRPOConfig
+
+    def get(key):
+        return trainer.get(key, GRPOConfig.__dataclass_fields__[key].default)
+
+    n = world_size or int(os.environ.get("WORLD_SIZE", "1"))
+    g, per_device = get("num_generations"), get("per_device_train_batch_size")
+    if g is not None and g < 2:
+        return f"num_generations must be at least 2 (GRPO's advantages compare a group), got {g}"
+    if get("generation_batch_size") is not None:
+        batch, how = get("generation_batch_size"), "generation_batch_size"
+    else:
+        steps = get("steps_per_generation") or get("gradient_accumulation_steps")
+        batch = per_device * n * steps
+        how = f"per_device_train_batch_size {per_device} x {n} process(es) x steps_per_generation {steps}"
+    if g is not None and batch % g:
+        return (
+            f"the generation batch ({how} = {batch} completions) must be divisible by num_generations ({g}): "
+            "each prompt's group of completions has to be whole (TRL's rule)"
+        )
+    return None
+
+
+def parse_recipe(raw: Any, source: str = "<recipe>") -> Recipe:
+    """Check and type a recipe mapping: every problem at once, each line naming ``source``, the key, the expected
+    type and the value (``RecipeError``)."""
+    if not isinstance(raw, dict):
+        what = "a list" if isinstance(raw, list) else repr(raw)
+        raise RecipeError(f"{source}: a recipe is a YAML mapping of sections ({', '.join(TOP)}), got {what}")
+    problems: list[str] = [f"unknown key {k!r} (known: {', '.join(TOP)})" for k in raw if k not in TOP]
     method = raw.get("method")
     if method not in METHODS:
-        raise RecipeError(f"{source}: method must be one of {', '.join(METHODS)}, got {method!r}")
-    trainer = raw.get("trainer") or {}
-    fields = {f.name for f in dataclasses.fields(trl_config_class(method))}
-    for key in trainer:
-        if key not in fields:
-            cls = trl_config_class(method).__name__
-            raise RecipeError(f"{source}: trainer.{key} is not a field of trl.{cls}")
+        problems.append(f"method: expected one of {', '.join(METHODS)}, got {method!r}")
     stage = raw.get("stage")
-    if method == "grpo" and stage not in (1, 2):
-        raise RecipeError(f"{source}: stage must be 1 or 2 for GRPO, got {stage!r}")
+    if method == "grpo" and (stage not in (1, 2) or isinstance(stage, bool)):
+        problems.append(f"stage: expected 1 or 2 for GRPO, got {stage!r}")
     ref = raw.get("reference_policy", "initial")
     if ref not in REFERENCE_POLICIES:
-        raise RecipeError(f"{source}: reference_policy {ref!r} (supported: {', '.join(REFERENCE_POLICIES)})")
-    recipe = Recipe(
+        problems.append(f"reference_policy: expected one of {', '.join(REFERENCE_POLICIES)}, got {ref!r}")
+    model = _section(ModelSection, raw.get("model") or {}, "model", problems)
+    tiny = (raw.get("model") or {}).get("tiny") if isinstance(raw.get("model"), dict) else None
+    if isinstance(tiny, dict):
+        from phr.training.tiny import TinySettings
+
+        _section(TinySettings, tiny, "model.tiny", problems)
+    data = _section(DataSection, raw.get("data") or {}, "data", problems)
+    reward = _section(RewardSection, raw.get("reward"), "reward", problems)
+    lora = _section(LoraSection, raw.get("lora"), "lora", problems)
+    guard = _section(MissingRewardsSection, raw.get("missing_rewards") or {}, "missing_rewards", problems)
+    ctk = raw.get("chat_template_kwargs")
+    if ctk is not None and not isinstance(ctk, dict):
+        problems.append(f"chat_template_kwargs: expected a mapping, got {ctk!r}")
+    trainer = _trainer(method, raw.get("trainer") or {}, problems) if method in METHODS else None
+    if model is not None and not model.name_or_path and model.tiny is None:
+        problems.append("model.name_or_path: required (or model.tiny for the smoke model)")
+    if data is not None and bool(data.path) == bool(data.repo_id):
+        problems.append("data: needs exactly one of path (a corpus folder) or repo_id")
+    if method == "grpo" and raw.get("reward") is None:
+        problems.append("reward: a GRPO recipe needs a reward section")
+    if method == "grpo" and stage == 2 and model is not None and not model.init_from:
+        problems.append("model.init_from: stage 2 starts from the stage-1 checkpoint: set model.init_from")
+    if method == "sft" and raw.get("missing_rewards") is not None:
+        problems.append("missing_rewards: GRPO only (SFT has no rewards)")
+    if problems:
+        raise RecipeError("\n".join(f"{source}: {p}" for p in problems))
+    return Recipe(
         method=method,
         stage=stage,
-        model=_section(ModelSection, raw.get("model") or {}, f"{source}: model"),
-        data=_section(DataSection, raw.get("data") or {}, f"{source}: data"),
-        reward=_section(RewardSection, raw.get("reward"), f"{source}: reward"),
+        model=model,  # type: ignore[arg-type]
+        data=data,  # type: ignore[arg-type]
+        reward=reward,
         reference_policy=ref,
-        lora=_section(LoraSection, raw.get("lora"), f"{source}: lora"),
-        chat_template_kwargs=raw.get("chat_template_kwargs"),
-        trainer=dict(trainer),
+        lora=lora,
+        chat_template_kwargs=ctk,
+        trainer=trainer,  # type: ignore[arg-type]
+        missing_rewards=guard,  # type: ignore[arg-type]
         source=source,
     )
-    if not recipe.model.name_or_path and recipe.model.tiny is None:
-        raise RecipeError(f"{source}: model.name_or_path is required (or model.tiny for the smoke model)")
-    if bool(recipe.data.path) == bool(recipe.data.repo_id):
-        raise RecipeError(f"{source}: data needs exactly one of path (a corpus folder) or repo_id")
-    if method == "grpo" and recipe.reward is None:
-        raise RecipeError(f"{source}: a GRPO recipe needs a reward section")
-    if method == "grpo" and stage == 2 and not recipe.model.init_from:
-        raise RecipeError(f"{source}: stage 2 starts from the stage-1 checkpoint: set model.init_from")
-    if "output_dir" not in trainer:
-        raise RecipeError(f"{source}: trainer.output_dir is required")
-    return recipe
+
+
+def prerequisite_problems(raw: dict, source: str) -> list[str]:
+    """What a recipe needs on disk, checked without heavy imports: the corpus folder (``data.path``) and, in
+    stage 2, the stage-1 checkpoint (``model.init_from``); each problem says which command makes it."""
+    out = []
+    method = raw.get("method")
+    data, model = raw.get("data"), raw.get("model")
+    path = data.get("path") if isinstance(data, dict) else None
+    if isinstance(path, str) and path and not Path(path).expanduser().is_dir():
+        kind = CORPUS_OF.get(method, "hr1-grpo")
+        out.append(
+            f"{source}: no corpus folder {path} (data.path): build it with `phr-publish build {kind} --out {path}` "
+            f'(docs/hr1.md, "Corpora"), or pass --data DIR'
+        )
+    init = model.get("init_from") if isinstance(model, dict) else None
+    if isinstance(init, str) and init and not (Path(init).expanduser() / "config.json").is_file():
+        out.append(
+            f"{source}: no stage-1 checkpoint at {init} (model.init_from, no config.json): train stage 1 first "
+            "(`phr-publish train grpo --stage 1 --config RECIPE`), or pass --init-from DIR"
+        )
+    return out
 
 
 def recipe_names() -> dict[str, Path]:
@@ -187,17 +363,28 @@ def resolve_recipe_path(name_or_path: str | Path) -> Path:
     return found
 
 
-def load_recipe(name_or_path: str | Path, **section_overrides) -> Recipe:
-    """Read a recipe file (path or packaged name). ``section_overrides``: top-level keys merged over the file's
-    (``trainer={"max_steps": 2}`` merges into the trainer section)."""
+def read_recipe(name_or_path: str | Path, **section_overrides) -> tuple[Any, str]:
+    """The raw recipe (YAML as read, ``section_overrides`` merged: ``trainer={"max_steps": 2}`` merges into the
+    trainer section) and the file it came from; no heavy imports."""
     path = resolve_recipe_path(name_or_path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise RecipeError(f"{path}: cannot read the recipe: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise RecipeError(f"{path}: not a UTF-8 text file ({e.reason} at byte {e.start})") from None
     except yaml.YAMLError as e:
-        raise RecipeError(f"{path}: not valid YAML: {e}") from None
-    for key, value in section_overrides.items():
-        if isinstance(value, dict) and isinstance(raw.get(key), dict):
-            raw[key] = {**raw[key], **value}
-        else:
-            raw[key] = value
-    return parse_recipe(raw, str(path))
+        raise RecipeError(f"{path}: not valid YAML: {' '.join(str(e).split())}") from None
+    raw = {} if raw is None else raw
+    if isinstance(raw, dict):
+        for key, value in section_overrides.items():
+            if isinstance(value, dict) and isinstance(raw.get(key), dict):
+                raw[key] = {**raw[key], **value}
+            else:
+                raw[key] = value
+    return raw, str(path)
+
+
+def load_recipe(name_or_path: str | Path, **section_overrides) -> Recipe:
+    """Read and check a recipe file (path or packaged name); ``section_overrides`` as :func:`read_recipe`."""
+    return parse_recipe(*read_recipe(name_or_path, **section_overrides))

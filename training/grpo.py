@@ -10,20 +10,30 @@ Rewards come from the recipe's ``reward`` section or are injected (``reward_func
 functions): ``hr1`` is ``phr.training.rewards.HR1Reward`` (settings: ``RewardConfig`` fields), ``paraphrase_tag`` a
 judge-free smoke reward (1 when the completion holds a ``<paraphrase>`` tag, else 0), and ``module:factory``
 any factory called as ``factory(settings, stage)``.
+
+Training never goes on without a reward (``MissingRewardsGuard``, the recipe's ``missing_rewards`` section): when a
+reward function returned None for every completion of ``all_missing_steps`` consecutive steps, or for more than
+``max_share`` of its completions over the last ``window_steps`` steps, the run saves a checkpoint, stops and
+raises ``MissingRewardsStop`` with the reasons counted (the reward objects' ``missing_reasons()``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
+from transformers import TrainerCallback
+
+from phr.core.errors import PHRError
 from phr.hr1.diversity import DiversitySettings
 from phr.hr1.parse import parse_paraphrase
 from phr.hr1.settings import Grading, QADecoding
 from phr.training.checkpoint import ArtifactsCallback
-from phr.training.config import Recipe, RecipeError
-from phr.training.rewards import HR1Reward, RewardConfig
+from phr.training.config import MissingRewardsSection, Recipe, RecipeError
+from phr.training.rewards import HR1Reward, RewardConfig, completion_text
 from phr.training.run import (
     RunResult,
     artifacts,
@@ -31,19 +41,17 @@ from phr.training.run import (
     model_init_kwargs,
     peft_config,
     prepare_output,
+    repair_artifacts,
+    run_folder,
     save_final,
     start_model,
     summary_metrics,
 )
 
 
-def _text(completion) -> str:
-    return completion[-1]["content"] if isinstance(completion, list) else str(completion)
-
-
 def paraphrase_tag(prompts, completions, completion_ids=None, **kwargs) -> list[float]:
     """Smoke reward: 1.0 when the completion holds a non-empty ``<paraphrase>`` (Listing B.1's format), else 0.0."""
-    return [1.0 if parse_paraphrase(_text(c))[0] else 0.0 for c in completions]
+    return [1.0 if parse_paraphrase(completion_text(c))[0] else 0.0 for c in completions]
 
 
 _NESTED = {"grading": Grading, "qa_decoding": QADecoding, "diversity": DiversitySettings}
@@ -137,6 +145,89 @@ def reward_stats(funcs: Sequence[Callable]) -> dict | None:
     return out or None
 
 
+class MissingRewardsStop(PHRError):
+    """A GRPO run stopped because its rewards were missing (exit 1: the work failed; resume once fixed)."""
+
+    def __init__(self, message: str, checkpoint: Path | None):
+        super().__init__(message)
+        self.checkpoint = checkpoint
+
+
+class MissingRewardsGuard(TrainerCallback):
+    """Stops a GRPO run whose rewards are missing (``MissingRewardsSection``). ``record`` gets each generation
+    round's rewards as TRL gathered them over all processes (NaN: None), so every process decides alike; at the
+    end of a step the rules are applied per reward function and a stop saves a checkpoint first."""
+
+    def __init__(self, settings: MissingRewardsSection, funcs: Sequence[Callable]):
+        self.settings = settings
+        self.funcs = list(funcs)
+        self.names = [getattr(f, "__name__", type(f).__name__) for f in funcs]
+        self.consecutive = [0] * len(funcs)
+        self.window: list[deque] = [deque(maxlen=settings.window_steps) for _ in funcs]
+        self.pending: list[tuple[int, list[int]]] = []  # (completions, missing per function) since the last step
+        self.stopped: str | None = None
+
+    def record(self, rewards_per_func) -> None:
+        import torch
+
+        missing = torch.isnan(rewards_per_func).sum(dim=0).tolist()
+        self.pending.append((int(rewards_per_func.shape[0]), [int(m) for m in missing]))
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if not self.pending:  # no generation round in this step (steps_per_generation > 1)
+            return control
+        n = sum(p[0] for p in self.pending)
+        missing = [sum(p[1][i] for p in self.pending) for i in range(len(self.funcs))]
+        self.pending = []
+        s = self.settings
+        for i, name in enumerate(self.names):
+            self.consecutive[i] = self.consecutive[i] + 1 if n and missing[i] == n else 0
+            self.window[i].append((n, missing[i]))
+            total, lost = sum(w[0] for w in self.window[i]), sum(w[1] for w in self.window[i])
+            why = None
+            if s.all_missing_steps is not None and self.consecutive[i] >= s.all_missing_steps:
+                why = (
+                    f"reward {name} was missing for every completion in {self.consecutive[i]} consecutive steps "
+                    f"(missing_rewards.all_missing_steps: {s.all_missing_steps})"
+                )
+            elif s.max_share is not None and len(self.window[i]) == s.window_steps and lost > s.max_share * total:
+                why = (
+                    f"reward {name} was missing for {lost} of {total} completions over the last {s.window_steps} "
+                    f"steps ({lost / total:.0%} > missing_rewards.max_share {s.max_share:.0%})"
+                )
+            if why and self.stopped is None:
+                self.stopped = f"{why}; reasons: {self.reasons(i)}"
+        if self.stopped is not None:
+            control.should_save = True  # the last checkpoint, then stop
+            control.should_training_stop = True
+        return control
+
+    def reasons(self, i: int) -> str:
+        """Why reward function ``i`` was missing, counted (its ``missing_reasons()``; cumulative, this process)."""
+        get = getattr(self.funcs[i], "missing_reasons", None)
+        counts = Counter(get() if callable(get) else {})
+        if not counts:
+            return "not reported by the reward function (it returned None)"
+        return ", ".join(f"{reason} {n}" for reason, n in counts.most_common())
+
+
+def _guarded_trainer_class():
+    """TRL's ``GRPOTrainer`` with each training round's gathered rewards shown to the guard (TRL 1.16:
+    ``_calculate_rewards`` returns the rewards per function of every process, NaN where a function gave None)."""
+    from trl import GRPOTrainer
+
+    class GuardedGRPOTrainer(GRPOTrainer):
+        guard: MissingRewardsGuard | None = None
+
+        def _calculate_rewards(self, *args, **kwargs):
+            rewards_per_func = super()._calculate_rewards(*args, **kwargs)
+            if self.guard is not None and self.model.training:
+                self.guard.record(rewards_per_func)
+            return rewards_per_func
+
+    return GuardedGRPOTrainer
+
+
 def train_grpo(
     recipe: Recipe,
     *,
@@ -144,26 +235,37 @@ def train_grpo(
     reward_funcs: Sequence[Callable] | None = None,
     callbacks: Sequence = (),
 ) -> RunResult:
-    """Run one GRPO stage of ``recipe``; returns where it wrote and the summary."""
-    from trl import GRPOTrainer
-
+    """Run one GRPO stage of ``recipe``; returns where it wrote and the summary. Raises ``MissingRewardsStop``
+    when the run stopped on missing rewards (a checkpoint saved: resume once the cause is fixed)."""
     output_dir, last = prepare_output(recipe, resume)
-    ds, data = load_corpus(recipe)
-    start, base = start_model(recipe, ds, output_dir)
     funcs = list(reward_funcs) if reward_funcs is not None else make_rewards(recipe)
-    args = recipe.trl_config(output_dir=str(output_dir), model_init_kwargs=model_init_kwargs(recipe, start))
-    arts = artifacts(
-        recipe, base_model=base, start_from=start, data=data, reward=reward_description(recipe, funcs), args=args
-    )
-    trainer = GRPOTrainer(
-        model=start,  # TRL loads the policy, its tokenizer and the KL reference with model_init_kwargs
-        reward_funcs=funcs,
-        args=args,
-        train_dataset=ds,
-        peft_config=peft_config(recipe),
-        callbacks=[ArtifactsCallback(arts), *callbacks],
-    )
-    trainer.train(resume_from_checkpoint=last)
+    guard = MissingRewardsGuard(recipe.missing_rewards, funcs)
+    with run_folder(output_dir):
+        ds, data = load_corpus(recipe)
+        start, base = start_model(recipe, ds, output_dir)
+        args = recipe.trl_config(output_dir=str(output_dir), model_init_kwargs=model_init_kwargs(recipe, start))
+        arts = artifacts(
+            recipe, base_model=base, start_from=start, data=data, reward=reward_description(recipe, funcs), args=args
+        )
+        trainer = _guarded_trainer_class()(
+            model=start,  # TRL loads the policy, its tokenizer and the KL reference with model_init_kwargs
+            reward_funcs=funcs,
+            args=args,
+            train_dataset=ds,
+            peft_config=peft_config(recipe),
+            callbacks=[ArtifactsCallback(arts), guard, *callbacks],
+        )
+        trainer.guard = guard
+        repair_artifacts(arts, last, output_dir)
+        trainer.train(resume_from_checkpoint=last)
+    if guard.stopped is not None:
+        step = trainer.state.global_step
+        checkpoint = output_dir / f"checkpoint-{step}"
+        raise MissingRewardsStop(
+            f"GRPO stage {recipe.stage} stopped at step {step}: {guard.stopped}. Last checkpoint: {checkpoint}; "
+            "fix the cause, then rerun the same command with --resume to continue from it",
+            checkpoint,
+        )
     final = save_final(trainer, arts, output_dir)
     return RunResult(
         method=f"GRPO stage {recipe.stage}",

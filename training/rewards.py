@@ -125,6 +125,7 @@ class _Item:
     text: str | None  # the parsed paraphrase (None: malformed)
     consistent: bool | None = None  # None: not judged (malformed) or unjudged (failure)
     failed: str | None = None  # why the reward is missing
+    reason: str | None = None  # ... in one word: a CallFailure reason (auth, connection, ...) or "unparseable verdict"
     r_div: float = 0.0
 
 
@@ -154,6 +155,7 @@ class HR1Reward:
         self.judge_summary = RunSummary()  # the B.2 and B.3 judge calls
         self.qa_summary = RunSummary()  # the QA model's calls (stage 2)
         self.counts: Counter = Counter()
+        self.missing_by_reason: Counter = Counter()  # missing rewards by reason (auth, connection, ...)
         self._reward_sum = 0.0
         # Group-relative diversity across calls (docs/training.md, "Rewards"): the open groups of the round.
         self._round: Any = None
@@ -208,6 +210,7 @@ class HR1Reward:
         for it, v in zip(todo, verdicts, strict=True):
             if v.verdict is None:
                 it.failed = "consistency judge: " + ("; ".join(v.errors[-1:]) or "no verdict")
+                it.reason = v.failure.reason if v.failure is not None else "unparseable verdict"
             else:
                 it.consistent = v.verdict.result == 1
 
@@ -260,6 +263,7 @@ class HR1Reward:
             sample = res.samples[0]
             if isinstance(sample, CallFailure):
                 it.failed = f"QA model: {sample.reason}: {sample.message}"
+                it.reason = sample.reason
             else:
                 to_grade.append((i, it, qa_answer(sample)))
         grades: list[Grade] = await agrade(
@@ -273,8 +277,10 @@ class HR1Reward:
         for (i, it, _a), g in zip(to_grade, grades, strict=True):
             if g.correctness == "failed":  # the judge call failed after retries: a missing reward
                 it.failed = f"factual judge: {(g.failed or '').removeprefix('grading: ')}"
+                it.reason = it.failed.removeprefix("factual judge: ").split(":")[0] or "other"  # "<reason>: <message>"
             elif g.correctness == "unjudged":
                 it.failed = "factual judge: no valid verdict"
+                it.reason = "unparseable verdict"
             else:
                 out[i] = 0 if counts_as_correct(g.correctness, self.config.grading) else HALLUC_OF[g.correctness]
         return out
@@ -309,11 +315,19 @@ class HR1Reward:
             c["inconsistent"] += it.consistent is False
             c["consistent"] += it.consistent is True
         c["missing"] += sum(r is None for r in rewards)
+        for it, r in zip(items, rewards, strict=True):
+            if r is None:
+                self.missing_by_reason[it.reason or "other"] += 1
         for v in halluc.values():
             c[f"r_halluc_{v}"] += 1
         done = [r for r in rewards if r is not None]
         c["rewarded"] += len(done)
         self._reward_sum += math.fsum(done)
+
+    def missing_reasons(self) -> dict[str, int]:
+        """Missing (None) rewards since construction by reason: a failed call's reason (``auth``,
+        ``connection``, ``rate_limit``, ``timeout``, ...) or ``unparseable verdict``."""
+        return dict(self.missing_by_reason)
 
     @property
     def summary(self) -> RunSummary:
@@ -335,6 +349,7 @@ class HR1Reward:
             "consistent": c["consistent"],
             "inconsistent": c["inconsistent"],
             "missing": c["missing"],
+            "missing_reasons": self.missing_reasons(),
             **({f"r_halluc_{v}": c[f"r_halluc_{v}"] for v in (0, 1, 2)} if self.config.stage == 2 else {}),
             "judge_calls": self.judge_summary.calls,
             "judge_cache_hits": self.judge_summary.cache_hits,

@@ -4,20 +4,30 @@ checkpoint (weights + manifest + curves + card, written atomically) and the run 
 Output layout under ``trainer.output_dir``::
 
     tiny-base/        the CPU smoke model (recipes with model.tiny), built once per run folder
-    checkpoint-N/     TRL's checkpoints, each with training_manifest.json, curves.{json,png} and README.md
+    checkpoint-N/     TRL's checkpoints, each with training_manifest.json, curves.{json,png} and README.md;
+                      complete once TRL wrote trainer_state.json (its last file): ``--resume`` removes an
+                      incomplete one (a run killed while saving) and continues from the last complete one
     final/            the trained model (or LoRA adapter) with the same three files
     merged/           LoRA runs with merge: the adapter merged into a full model
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import re
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from phr.core.errors import UsageError
 from phr.core.fs import atomic_dir
 from phr.training.checkpoint import (
+    CURVES_JSON,
+    CURVES_PNG,
+    MANIFEST,
     Artifacts,
     corpus_provenance,
     git_state,
@@ -25,7 +35,7 @@ from phr.training.checkpoint import (
     trainer_settings,
     versions,
 )
-from phr.training.config import Recipe
+from phr.training.config import Recipe, RecipeError, prerequisite_problems
 from phr.training.tiny import TinySettings, build_tiny_model
 
 log = logging.getLogger("phr.training")
@@ -33,6 +43,9 @@ log = logging.getLogger("phr.training")
 FINAL = "final"
 MERGED = "merged"
 TINY_BASE = "tiny-base"
+TRAINER_STATE = "trainer_state.json"  # what TRL writes last into a checkpoint (transformers Trainer._save_checkpoint)
+CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+ARTIFACT_FILES = (MANIFEST, CURVES_JSON, CURVES_PNG, "README.md")  # what ArtifactsCallback adds to a checkpoint
 
 
 @dataclass
@@ -117,19 +130,83 @@ def _base_of(checkpoint: Path) -> str | None:
     return json.loads(p.read_text(encoding="utf-8")).get("base_model") if p.is_file() else None
 
 
-def resume_point(output_dir: Path, resume: bool) -> str | None:
-    """The checkpoint to resume from (``--resume``), refusing to mix a fresh run into an old run folder."""
-    from transformers.trainer_utils import get_last_checkpoint
+def checkpoint_problem(folder: Path) -> str | None:
+    """Why ``checkpoint-N`` cannot be resumed from (None: it is complete). TRL writes the weights, optimizer,
+    scheduler and RNG states first and ``trainer_state.json`` last, so a readable ``trainer_state.json`` whose
+    ``global_step`` is N marks a finished save."""
+    state = folder / TRAINER_STATE
+    if not state.is_file():
+        return f"no {TRAINER_STATE}"
+    try:
+        step = json.loads(state.read_text(encoding="utf-8"))["global_step"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"{TRAINER_STATE} is cut short"
+    n = int(CHECKPOINT.match(folder.name)[1])  # type: ignore[index]
+    return None if step == n else f"{TRAINER_STATE} is for step {step}"
 
-    last = get_last_checkpoint(str(output_dir)) if output_dir.is_dir() else None
-    if resume and last is None:
+
+def checkpoints(output_dir: Path) -> list[tuple[int, Path, str | None]]:
+    """The ``checkpoint-N`` folders of a run folder by step: (N, folder, why it is incomplete or None)."""
+    if not output_dir.is_dir():
+        return []
+    found = [(int(m[1]), p) for p in output_dir.iterdir() if (m := CHECKPOINT.match(p.name)) and p.is_dir()]
+    return [(n, p, checkpoint_problem(p)) for n, p in sorted(found)]
+
+
+def resume_point(output_dir: Path, resume: bool) -> str | None:
+    """The checkpoint to resume from (``--resume``), refusing to mix a fresh run into an old run folder. With
+    ``--resume``, incomplete checkpoints (a run killed while saving) are removed and the run continues from the
+    last complete one, or from the start when there is none; both are said (warnings of ``phr.training``)."""
+    found = checkpoints(output_dir)
+    if not resume:
+        if found:
+            raise UsageError(
+                f"{output_dir} already holds {found[-1][1].name}: pass --resume to continue it, or choose another "
+                "trainer.output_dir"
+            )
+        return None
+    if not found:
         raise UsageError(f"--resume: no checkpoint-N folder in {output_dir} to resume from")
-    if not resume and last is not None:
-        raise UsageError(
-            f"{output_dir} already holds {Path(last).name}: pass --resume to continue it, or choose another "
-            "trainer.output_dir"
-        )
-    return last
+    for _n, folder, why in found:
+        if why is not None:
+            shutil.rmtree(folder)
+            log.warning("%s is incomplete (%s: the run stopped while saving it): removed", folder, why)
+    complete = [folder for _n, folder, why in found if why is None]
+    if not complete:
+        log.warning("--resume: no complete checkpoint in %s: training starts from step 0", output_dir)
+        return None
+    log.warning("resuming from %s", complete[-1])
+    return str(complete[-1])
+
+
+def repair_artifacts(arts: Artifacts, checkpoint: str | None, output_dir: Path) -> None:
+    """Write the manifest, curves and card into the checkpoint a run resumes from when the run was killed after
+    TRL's save but before they were written (``ArtifactsCallback``)."""
+    if checkpoint is None or all((Path(checkpoint) / name).is_file() for name in ARTIFACT_FILES):
+        return
+    state = json.loads((Path(checkpoint) / TRAINER_STATE).read_text(encoding="utf-8"))
+    folder = Path(checkpoint)
+    arts.write(folder, state["log_history"], state["global_step"], name=f"{output_dir.name}-{folder.name}")
+
+
+@contextmanager
+def run_folder(output_dir: Path) -> Iterator[None]:
+    """Nothing half-written: when a run fails before its first checkpoint, the run folder it created (holding at
+    most the smoke model) is removed."""
+    created = not output_dir.exists()
+    try:
+        yield
+    except BaseException:
+        if created and output_dir.is_dir() and not checkpoints(output_dir):
+            shutil.rmtree(output_dir, ignore_errors=True)
+        raise
+
+
+def check_prerequisites(recipe: Recipe) -> None:
+    """The corpus folder and the stage-1 checkpoint exist (``RecipeError`` naming the command that makes them)."""
+    problems = prerequisite_problems(recipe.as_dict(), recipe.source)
+    if problems:
+        raise RecipeError("\n".join(problems))
 
 
 def artifacts(recipe: Recipe, *, base_model: str, start_from: str, data: dict, reward: dict | None, args) -> Artifacts:
@@ -251,10 +328,11 @@ def summary_metrics(log_history: list[dict]) -> dict:
 
 
 def prepare_output(recipe: Recipe, resume: bool) -> tuple[Path, str | None]:
+    """The run folder (not created here: the trainer's first write creates it) and the checkpoint to resume
+    from; the recipe's prerequisites are checked first."""
+    check_prerequisites(recipe)
     output_dir = Path(recipe.trainer["output_dir"]).expanduser().resolve()
-    last = resume_point(output_dir, resume)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    return output_dir, last
+    return output_dir, resume_point(output_dir, resume)
 
 
 def load_model(recipe: Recipe, start: str):

@@ -28,6 +28,8 @@ from phr.training.run import (
     model_init_kwargs,
     peft_config,
     prepare_output,
+    repair_artifacts,
+    run_folder,
     save_final,
     start_model,
     summary_metrics,
@@ -56,23 +58,25 @@ def build_sft_trainer(recipe: Recipe, *, resume: bool = False, callbacks: Sequen
     from trl import SFTTrainer
 
     output_dir, last = prepare_output(recipe, resume)
-    ds, data = load_corpus(recipe)
-    start, base = start_model(recipe, ds, output_dir)
-    overrides = {"output_dir": str(output_dir), "model_init_kwargs": model_init_kwargs(recipe, start)}
-    overrides.setdefault("completion_only_loss", recipe.trainer.get("completion_only_loss", True))
-    args = recipe.trl_config(**overrides)
-    if args.completion_only_loss is False:
-        raise UsageError(
-            f"{recipe.source}: completion_only_loss false would train on the prompt (App. E.2: answer only)"
+    with run_folder(output_dir):
+        ds, data = load_corpus(recipe)
+        start, base = start_model(recipe, ds, output_dir)
+        overrides = {"output_dir": str(output_dir), "model_init_kwargs": model_init_kwargs(recipe, start)}
+        overrides.setdefault("completion_only_loss", recipe.trainer.get("completion_only_loss", True))
+        args = recipe.trl_config(**overrides)
+        if args.completion_only_loss is False:
+            raise UsageError(
+                f"{recipe.source}: completion_only_loss false would train on the prompt (App. E.2: answer only)"
+            )
+        arts = artifacts(recipe, base_model=base, start_from=start, data=data, reward=None, args=args)
+        trainer = SFTTrainer(
+            model=start,  # TRL loads the model and its tokenizer with model_init_kwargs (the recipe's revision)
+            args=args,
+            train_dataset=to_prompt_completion(ds, recipe.chat_template_kwargs),
+            peft_config=peft_config(recipe),
+            callbacks=[ArtifactsCallback(arts), *callbacks],
         )
-    arts = artifacts(recipe, base_model=base, start_from=start, data=data, reward=None, args=args)
-    trainer = SFTTrainer(
-        model=start,  # TRL loads the model and its tokenizer with model_init_kwargs (the recipe's revision)
-        args=args,
-        train_dataset=to_prompt_completion(ds, recipe.chat_template_kwargs),
-        peft_config=peft_config(recipe),
-        callbacks=[ArtifactsCallback(arts), *callbacks],
-    )
+        repair_artifacts(arts, last, output_dir)
     return trainer, arts, output_dir, last
 
 
@@ -82,8 +86,9 @@ def train_sft(
     """Run SFT; with LoRA and ``merge`` (default: the recipe's ``lora.merge``) also write ``merged/``."""
     if merge and recipe.lora is None:
         raise UsageError("--merge: this recipe has no lora section (the checkpoint is already a full model)")
-    trainer, arts, output_dir, last = build_sft_trainer(recipe, resume=resume, callbacks=callbacks)
-    trainer.train(resume_from_checkpoint=last)
+    with run_folder(Path(recipe.trainer["output_dir"]).expanduser().resolve()):
+        trainer, arts, output_dir, last = build_sft_trainer(recipe, resume=resume, callbacks=callbacks)
+        trainer.train(resume_from_checkpoint=last)
     final = save_final(trainer, arts, output_dir)
     do_merge = recipe.lora is not None and (recipe.lora.merge if merge is None else merge)
     merged = _merge(trainer, arts, output_dir) if do_merge else None

@@ -72,6 +72,42 @@ def _finish(res) -> None:
         typer.echo(line)
 
 
+def _checked_recipe(config: str, method: str, overrides: dict, stage: int | None = None):
+    """The recipe, checked in two steps: first, without heavy imports, that it reads, is a recipe of this command
+    and that what it needs on disk exists (corpus folder, stage-1 checkpoint; exit 2 naming the command that
+    makes it); then every value against its type (imports TRL). Nothing is created before both pass."""
+    from phr.training.config import METHODS, RecipeError, parse_recipe, prerequisite_problems, read_recipe
+
+    raw, source = read_recipe(config, **overrides)
+    if isinstance(raw, dict):
+        other = raw.get("method")
+        if other in METHODS and other != method:
+            raise UsageError(f"--config {config} is a {other} recipe: use phr-publish train {other}")
+        if stage is not None and raw.get("stage") in (1, 2) and raw.get("stage") != stage:
+            raise UsageError(f"--stage {stage}, but {source} is a stage-{raw.get('stage')} recipe")
+        problems = prerequisite_problems(raw, source)
+        if problems:
+            raise RecipeError("\n".join(problems))
+    return parse_recipe(raw, source)
+
+
+def _resume_hint(command: list[str]) -> str:
+    """The command that continues a stopped run: the options it was given (``command``) plus ``--resume``."""
+    import shlex
+
+    return "resume with: " + shlex.join(["phr-publish", "train", *command, "--resume"])
+
+
+def _options(**values) -> list[str]:
+    """Command-line options as given (``--flag VALUE``; a list repeats the flag; None and False left out)."""
+    out: list[str] = []
+    for flag, value in values.items():
+        for v in value if isinstance(value, list) else [value]:
+            if v is not None and v is not False:
+                out += [f"--{flag.replace('_', '-')}"] + ([] if v is True else [str(v)])
+    return out
+
+
 @train_app.command("grpo")
 def grpo_cmd(
     config: Config,
@@ -87,16 +123,17 @@ def grpo_cmd(
     set_: Set = None,
 ) -> None:
     """One GRPO stage of a recipe; prints where it writes, progress, and a summary."""
-    from phr.training.config import load_recipe
-    from phr.training.grpo import train_grpo
+    recipe = _checked_recipe(config, "grpo", _overrides(data, output_dir, max_steps, init_from, set_), stage)
+    from phr.training.grpo import MissingRewardsStop, train_grpo
 
-    recipe = load_recipe(config, **_overrides(data, output_dir, max_steps, init_from, set_))
-    if recipe.method != "grpo":
-        raise UsageError(f"--config {config} is a {recipe.method} recipe: use phr-publish train {recipe.method}")
-    if recipe.stage != stage:
-        raise UsageError(f"--stage {stage}, but {recipe.source} is a stage-{recipe.stage} recipe")
     typer.echo(f"GRPO stage {stage}: writing to {Path(recipe.trainer['output_dir']).resolve()}", err=True)
-    _finish(train_grpo(recipe, resume=resume))
+    try:
+        res = train_grpo(recipe, resume=resume)
+    except MissingRewardsStop as e:
+        opts = _options(stage=stage, config=config, data=data, output_dir=output_dir, init_from=init_from,
+                        max_steps=max_steps, set=set_)  # fmt: skip
+        raise MissingRewardsStop(f"{e}\n{_resume_hint(['grpo', *opts])}", e.checkpoint) from None
+    _finish(res)
 
 
 @train_app.command("sft")
@@ -116,11 +153,8 @@ def sft_cmd(
     set_: Set = None,
 ) -> None:
     """(LoRA) SFT on an hr1-sft corpus, loss on the answer tokens only."""
-    from phr.training.config import load_recipe
+    recipe = _checked_recipe(config, "sft", _overrides(data, output_dir, max_steps, sets=set_))
     from phr.training.sft import train_sft
 
-    recipe = load_recipe(config, **_overrides(data, output_dir, max_steps, sets=set_))
-    if recipe.method != "sft":
-        raise UsageError(f"--config {config} is a {recipe.method} recipe: use phr-publish train {recipe.method}")
     typer.echo(f"SFT: writing to {Path(recipe.trainer['output_dir']).resolve()}", err=True)
     _finish(train_sft(recipe, resume=resume, merge=merge))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from phr.hr1.corpora import sft_target
 from phr.hr1.pipeline import paraphrase_prompt, qa_messages
+from phr.training.rewards import HR1Reward, RewardConfig, completion_text
 from tests.support.hr1_corpora import make_folder
 
 QUESTIONS = [
@@ -80,7 +81,7 @@ class LengthReward:
     async def __call__(self, prompts, completions, completion_ids=None, *, prompt_id, **kwargs):
         self.calls += len(completions)
         self.seen_prompt_ids.update(prompt_id)
-        texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
+        texts = [completion_text(c) for c in completions]
         return [len(set(t)) / (1 + len(t)) for t in texts]
 
     def stats(self) -> dict:
@@ -90,3 +91,29 @@ class LengthReward:
 def length_reward(settings: dict, stage: int):
     """A reward factory as a recipe names it (``reward.name: tests.support.training:length_reward``)."""
     return LengthReward()
+
+
+class TaggedHR1Reward:
+    """The real stage-1 ``HR1Reward`` (judge ``openai:gpt-4o``: the local protocol server in tests) on the tiny
+    model's completions put into ``<paraphrase>`` tags: the tiny model never writes the format, so without the
+    tags the judge would never be asked."""
+
+    def __init__(self, group_size: int = 4):
+        fast = {"max_attempts": 2, "backoff_initial": 0.01, "backoff_max": 0.05, "timeout": 5}
+        self.inner = HR1Reward(RewardConfig(judge="openai:gpt-4o", stage=1, group_size=group_size, llm_options=fast))
+        self.__name__ = self.inner.__name__
+
+    async def __call__(self, prompts, completions, completion_ids=None, **kwargs):
+        tagged = [f"<paraphrase>q {completion_text(c)}</paraphrase>" for c in completions]
+        return await self.inner(prompts, tagged, completion_ids, **kwargs)
+
+    def missing_reasons(self) -> dict[str, int]:
+        return self.inner.missing_reasons()
+
+    def stats(self) -> dict:
+        return self.inner.stats()
+
+
+def tagged_hr1_reward(settings: dict, stage: int):
+    """``reward.name: tests.support.training:tagged_hr1_reward``."""
+    return TaggedHR1Reward()
