@@ -27,6 +27,7 @@ from phr.core.report import Rejection
 from phr.hr1.corpora import DATA_DIR, MANIFEST, SCHEMAS, sft_target
 from phr.hr1.diversity import score_groups
 from phr.hr1.failures import FailedCallsError, failed_calls
+from phr.hr1.names import SMOKE_MODEL  # noqa: F401 (re-exported)
 from phr.hr1.pipeline import Judges, Models, RunPlan, counts_as_correct, paraphrase_prompt, qa_messages, run_questions
 from phr.hr1.prompts import versions
 from phr.hr1.records import HQuestion, QuestionResult
@@ -36,7 +37,6 @@ from phr.validation.hr1_leakage import LeakageConfig, TrainRow, check_split_leak
 
 from .hr1_sources import LoadResult, load_truthfulqa
 
-SMOKE_MODEL = "local:smollm2"
 SMOKE_QUESTIONS = 24
 SMOKE_K = 4
 # SmolLM2-135M rambles: the smoke run caps every reply (docs/hr1.md, "Offline smoke corpus")

@@ -8,7 +8,9 @@ from collections import Counter
 
 import yaml
 
-from phr.hr1.corpora import KIND_FIELD
+from phr.cards.fields import arrow_type, fields_table
+from phr.hr1.corpora import KIND_FIELD, SCHEMAS
+from phr.hub.card import usage_block
 
 TITLES = {
     "hr1-paraphrases": "Hallucination-R1 paraphrase corpus",
@@ -16,6 +18,28 @@ TITLES = {
     "hr1-grpo": "Hallucination-R1 GRPO prompt corpus (App. C.1)",
 }
 HF_LICENSE = {"CC-BY-3.0": "cc-by-3.0", "MIT": "mit", "Apache-2.0": "apache-2.0"}
+#: what each column means (the Fields table; every column of ``phr.hr1.corpora.SCHEMAS`` needs its line)
+MEANINGS = {
+    "id": "the row id (a question's id; SFT: the question id and the paraphrase's k)",
+    "prompt_id": "a stable id of the prompt (hash of the question id and text)",
+    "question_id": "the source question's id",
+    "source": "the question's source dataset",
+    "split": "the source split the question comes from",
+    "source_row_id": "the question's row id in its source",
+    "question": "the source question",
+    "answers": "the gold answers (aliases)",
+    "license": "the license of the row (its source's)",
+    "meta": "further source fields as key/value pairs",
+    "qa_answer": "the QA model's answer to the original question",
+    "qa_extraction": "how that answer was extracted (tag, fallback, none)",
+    "factual_score": "the answer judge's score of that answer (Listing B.3)",
+    "correctness": "the original question's QA outcome: correct, wrong or not asked",
+    "paraphrases": "the K paraphrases with their consistency verdict, diversity scores and QA outcome",
+    "paraphrase": "a consistent paraphrase of the question",
+    "answer": "the gold answer the SFT target carries",
+    "prompt": "the chat the paraphraser is given (Listing B.1 applied to the question)",
+    "messages": "the chat for SFT: system (Listing B.4), user (the paraphrase), assistant (the answer)",
+}
 PAPER = "Hallucination-R1: Robustness-Oriented Paraphrase Generation for Factual Consistency (arXiv 2609.21227v1)"
 
 
@@ -72,7 +96,15 @@ def render(kind: str, configs: list[dict], manifest: dict, rows_by_config: dict[
     lines += [f"| {role} | `{spec}` |" for role, spec in models.items()]
     lines += ["", "| prompt (App. B) | SHA-256 |", "|---|---|"]
     lines += [f"| {name} | `{h[:16]}` |" for name, h in manifest.get("prompts", {}).items()]
+    names = [c["config_name"] for c in configs]
+    code = f'from datasets import load_dataset\nds = load_dataset("{kind}", "{names[0] if names else "default"}")'
+    if len(names) > 1:
+        code += f"   # configs: {', '.join(names)}"
+    lines += ["", usage_block(code)]
     lines += ["", "## Contents", ""] + _body(kind, all_rows, manifest)
+    schema = SCHEMAS[kind]
+    lines += ["", "## Fields", "", "One row per " + ("question" if kind == "hr1-paraphrases" else "example") + ":", ""]
+    lines += [fields_table([(f.name, arrow_type(f.type)) for f in schema], MEANINGS, (all_rows or [{}])[0])]
     dropped = manifest.get("dropped_for_leakage") or []
     if dropped:
         lines += [

@@ -7,7 +7,9 @@ from collections import Counter
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from phr.bench.conditions import ALL_CONFIG, CONFIGS
-from phr.bench.instance import COLUMN_NAMES, card_features
+from phr.bench.instance import COLUMNS, card_features
+from phr.cards.fields import fields_table
+from phr.hub.card import usage_block
 
 PAPER_TITLE = "PHRBench: A Behavioral Evaluation of Post-Hallucination Reasoning in LLMs"
 # The paper text available to the maintainers carries no author list or venue: the entry says so rather than
@@ -19,6 +21,41 @@ CITATION = f"""@misc{{phrbench,
 LICENSE_NAME = "phrbench-source-licenses"
 LICENSE_FILE = "LICENSE.md"
 _B, _T, _H = CONFIGS
+
+#: what each column means (the Fields table; every column of ``phr.bench.instance`` needs its line)
+MEANINGS = {
+    "id": "the instance id (question id, condition, premise)",
+    "question_id": "the base question it is built on (shared by its B, B+T and B+H instances)",
+    "condition": "B: the question alone; B+T: with a truthful premise; B+H: with a hallucinated premise",
+    "domain": "the question's domain",
+    "subtype": "the reasoning subtype within the domain",
+    "task_type": "how the answer is graded: multiple choice, open-ended (number or text) or code",
+    "source": "the public benchmark the question comes from",
+    "source_row_id": "the question's row id in its source",
+    "license": "the license of the row (its source's)",
+    "question": "the base question as the source states it",
+    "options": "the answer options of a multiple-choice question (empty otherwise)",
+    "answer": "the gold answer (the correct option's text, a value, or a short answer)",
+    "answer_index": "the gold option's index (multiple choice; null otherwise)",
+    "code_signature": "code: the function stub the model completes",
+    "entry_point": "code: the function the tests call",
+    "code_tests": "code: the unit tests run in the sandbox (never shown to models)",
+    "reference_solution": "code: a solution that passes the tests (never shown to models)",
+    "augmentation_id": "the premise's id (null under B)",
+    "premise": "the premise added as context (null under B)",
+    "truth_verification": "B+T: the evidence that the premise is true (null otherwise)",
+    "mutation_type": "B+H: the kind of single mutation that makes the premise false",
+    "mutation_strategy": "B+H: how the mutation was made",
+    "mutation_logic": "B+H: what exactly was changed",
+    "generator": "the model (or curated source) that wrote the premise",
+    "prompt": "exactly what the model is asked: premise (if any) and question",
+}
+
+
+def _column_type(c) -> str:
+    if c.kind == "enum":
+        return "string: " + " / ".join(c.values)
+    return {"text": "string", "list": "list of string", "int": "int64"}[c.kind]
 
 
 def _table(header: list[str], rows: list[list]) -> str:
@@ -78,6 +115,12 @@ def render(
         configs=configs,
         dataset_info=[{"config_name": name, "features": card_features()} for name in (*n, ALL_CONFIG)],
     )
+    usage = usage_block(
+        f'from datasets import load_dataset\nds = load_dataset("phrbench", "{ALL_CONFIG}")   '
+        f"# or: {', '.join(n)} (split: test)"
+    )
+    example = (rows[_H] or rows[_B] or [{}])[0]
+    fields = fields_table([(c.name, _column_type(c)) for c in COLUMNS], MEANINGS, example)
     body = f"""
 # PHRBench ({recipe})
 
@@ -85,10 +128,7 @@ PHRBench measures *post-hallucination reasoning*: how a model reasons after a ha
 its context. Each base question is asked plain (**B**), with one truthful premise (**B+T**) and with
 single-mutation hallucinated premises (**B+H**); the premise is added as context, the question is unchanged.
 
-```python
-from datasets import load_dataset
-ds = load_dataset("phrbench", "all")   # or: baseline, truthful, hallucinated (split: test)
-```
+{usage}
 
 ## Counts (domain x mutation type)
 
@@ -130,10 +170,9 @@ leakage) on the parquet files and names each failing row.
 
 ## Fields
 
-{", ".join(f"`{c}`" for c in COLUMN_NAMES)}.
+Every config has the same columns (one row per instance; the example is a B+H row):
 
-`condition` is B / B+T / B+H; `prompt` is what the model is asked; for code, `code_signature` is the stub the
-model completes, and `code_tests` and `reference_solution` are never shown to models.
+{fields}
 
 ## Limitations
 

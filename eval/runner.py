@@ -36,6 +36,7 @@ from phr.eval.dataset import (
     check_conditions,
     load_eval_dataset,
 )
+from phr.eval.presets import DEFAULT_MAX_TOKENS, PAPER_SCORER, PRESETS  # noqa: F401 (re-exported)
 from phr.eval.results import RUN_SCHEMA_VERSION, RunManifest, model_slug, read_run_manifest
 from phr.eval.submission import write_submission
 from phr.llm import LLM
@@ -48,17 +49,6 @@ GENERATIONS_FILE = "generations.jsonl"
 
 class RunError(UsageError):
     pass
-
-
-#: The paper's reference scorer (§B.2); the offline default stays local:smollm2 (phr.eval.trajectory).
-PAPER_SCORER = "hf:Qwen/Qwen2.5-7B-Instruct"
-#: ``--preset paper`` (§4.1, §B.1): 10 samples at temperature 0.7, the model's maximum output length, the
-#: paper's reference scorer. ``max_tokens`` None: ``model_max_output``.
-PRESETS: dict[str, dict[str, Any]] = {
-    "paper": {"samples": 10, "temperature": 0.7, "max_tokens": None, "scorer": PAPER_SCORER},
-}
-#: the output limit when neither the option nor the model says one
-DEFAULT_MAX_TOKENS = 2048
 
 
 def model_max_output(provider) -> int | None:

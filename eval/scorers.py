@@ -128,16 +128,10 @@ class _Config(BaseModel):
 
 
 def _progress(enabled: bool):
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    """A live bar on a terminal, periodic one-line progress in logs (phr.core.progress)."""
+    from phr.core.progress import progress_bar
 
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        disable=not enabled,
-        transient=False,
-    )
+    return progress_bar(enabled)
 
 
 # ---- accuracy ---------------------------------------------------------------------------------------------
@@ -365,7 +359,7 @@ class TrajectoryMetricsScorer:
         found = cache.get_many(keys) if cache else {}
         metrics: list[TrajectoryMetrics | None] = [found.get(k) for k in keys]
         todo = [i for i, m in enumerate(metrics) if m is None]
-        chunk = max(8, 4 * self.engine.batch_size)
+        chunk = self.engine.batch_size  # one forward per step of the bar (and of the cache): progress within seconds
         with _progress(self.progress) as bar:
             task = bar.add_task(
                 f"trajectory metrics ({len(batch)} responses, {len(batch) - len(todo)} cached)",

@@ -32,6 +32,7 @@ from phr.hub import (
     push,
 )
 from phr.hub import local as local_hub
+from phr.hub.card import usage_for_repo
 from phr.hub.repo import check_repo_id
 
 REPO = "org/phrbench"
@@ -56,6 +57,13 @@ def state(repo: Path) -> dict:
         "files": {rel: p.read_bytes() for rel, p in folder_files(repo).items()},
         "status": git(repo, "status", "--porcelain", "--untracked-files=all"),
     }
+
+
+def pushed_bytes(path: Path, rel: str, repo_id: str) -> bytes:
+    """A built file as a push uploads it: the card's usage snippet names the repo, every other file as it is."""
+    if rel == "README.md":
+        return usage_for_repo(path.read_text(), repo_id).encode()
+    return path.read_bytes()
 
 
 def variant(src: Path, dest: Path, **files: str) -> Path:
@@ -122,7 +130,7 @@ def test_first_push_commits_tags_and_loads_with_datasets(built, pristine):
     assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
     assert git(repo, "log", "-1", "--format=%an <%ae>") == "phr-publish <phr-publish@localhost>"
     for rel, p in folder_files(built).items():  # the working tree holds main's files, byte for byte
-        assert (repo / rel).read_bytes() == p.read_bytes(), rel
+        assert (repo / rel).read_bytes() == pushed_bytes(p, rel, REPO), rel
     hub_rows = load_dataset(str(repo), "all")["test"].to_list()
     local_rows = load_dataset(str(built), "all")["test"].to_list()
     assert len(hub_rows) == 170 and hub_rows == local_rows
@@ -245,7 +253,7 @@ def test_pull_by_tag_and_destination_rules(built, hub, tmp_path):
     push(variant(built, tmp_path / "v2", **{"NOTES.md": "n\n"}), REPO, tag="v0.2.0", to=hub)
     dest = pull(REPO, revision="v0.1.0", to=tmp_path / "old", hub=hub)
     assert {r: p.read_bytes() for r, p in folder_files(dest).items()} == {
-        r: p.read_bytes() for r, p in folder_files(built).items()
+        r: pushed_bytes(p, r, REPO) for r, p in folder_files(built).items()
     }
     assert not (dest / ".git").exists()
     latest = pull(REPO, to=tmp_path / "new", hub=hub)
@@ -395,7 +403,7 @@ def test_online_push_refused_offline_and_without_token(built, tmp_path, monkeypa
     monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no-token"))
     monkeypatch.setattr(constants, "HF_STORED_TOKENS_PATH", str(tmp_path / "no-tokens"))
     # an unreachable endpoint proves the token check comes before any request
-    with pytest.raises(MissingTokenError, match="HF_TOKEN.*hf auth login"):
+    with pytest.raises(MissingTokenError, match="HF_TOKEN.*hf auth login.*--to HUBDIR"):
         push(built, REPO, endpoint="http://127.0.0.1:9")
 
 
@@ -590,7 +598,8 @@ def test_hub_push_idempotent_tags_pr_and_pull(built, hf, tmp_path):
     head = hf.head("dataset", "alice/phrbench")
     assert head == res.revision
     files = hf.files("dataset", "alice/phrbench")
-    assert {r: p.read_bytes() for r, p in folder_files(built).items()}.items() <= files.items()
+    pushed = {r: pushed_bytes(p, r, "alice/phrbench") for r, p in folder_files(built).items()}
+    assert pushed.items() <= files.items()
     # identical push: no commit, the same tag is a no-op
     again = push(built, "alice/phrbench", tag="v0.1.0", endpoint=hf.url)
     assert not again.changed and again.revision is None and again.head == head
@@ -611,9 +620,7 @@ def test_hub_push_idempotent_tags_pr_and_pull(built, hf, tmp_path):
     assert pr.changed and pr.pr_url and hf.head("dataset", "alice/phrbench") == two.revision
     # pull by tag
     old = pull("alice/phrbench", revision="v0.1.0", to=tmp_path / "old", endpoint=hf.url)
-    assert {r: p.read_bytes() for r, p in folder_files(old).items() if r != ".gitattributes"} == {
-        r: p.read_bytes() for r, p in folder_files(built).items()
-    }
+    assert {r: p.read_bytes() for r, p in folder_files(old).items() if r != ".gitattributes"} == pushed
     with pytest.raises(PublishError, match="not found"):
         pull("alice/phrbench", revision="v9", to=tmp_path / "none", endpoint=hf.url)
 

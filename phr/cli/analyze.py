@@ -12,8 +12,6 @@ import typer
 
 from phr.cli import analyze_hr1
 from phr.cli.common import new_app, spec_or_none
-from phr.eval.predictor import PredictorSettings
-from phr.eval.predictor_run import analyze_predictor
 
 analyze_app = new_app("The papers' analyses: PHRBench's insightful-trajectory predictor, Hallucination-R1 diagnostics.")
 
@@ -37,6 +35,9 @@ def predictor_cmd(
 ) -> None:
     """Extract the 24 prompt features, fit the XGBoost predictor of insightful propensity with grouped CV, and
     write predictor.json/.md, features.csv and the SHAP importance and interaction PNGs."""
+    from phr.eval.predictor import PredictorSettings
+    from phr.eval.predictor_run import analyze_predictor
+
     if target not in ("pooled", "per_model"):
         raise typer.BadParameter("use pooled or per_model", param_hint="--target")
     settings = PredictorSettings(target=target, threshold=threshold, folds=folds, resamples=resamples, seed=seed)

@@ -9,10 +9,6 @@ from typing import Annotated
 import typer
 
 from phr.core.errors import UsageError
-from phr.eval.hr1_diagnostics import DiagnosticSettings, analyze, read_paraphrase_corpus
-from phr.eval.hr1_diagnostics_report import SUMMARY_MD, write_outputs
-from phr.llm.providers.base import require_scoring
-from phr.llm.spec import make_provider
 
 
 def _progress_factory(progress):
@@ -46,7 +42,11 @@ def paraphrases(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output folder.")] = False,
 ) -> None:
     """Diagnose why paraphrases fail: surface shifts, embedding drift and the logit lens (Eq. 11-18), RF vs RP."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from phr.core.progress import progress_bar
+    from phr.eval.hr1_diagnostics import DiagnosticSettings, analyze, read_paraphrase_corpus
+    from phr.eval.hr1_diagnostics_report import SUMMARY_MD, write_outputs
+    from phr.llm.providers.base import require_scoring
+    from phr.llm.spec import make_provider
 
     if normalize not in ("l2", "none"):
         raise UsageError(f"--normalize must be l2 or none, not {normalize!r}")
@@ -56,9 +56,10 @@ def paraphrases(
         layer=layer, normalize=normalize, final_norm=final_norm, lens_cases=cases, batch_size=batch_size
     )
     results = read_paraphrase_corpus(corpus)
-    provider = require_scoring(make_provider(model), "analyze paraphrases")
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, transient=False) as progress:
+    provider = make_provider(model)
+    provider.purpose = "for its hidden states (analyze paraphrases)"
+    provider = require_scoring(provider, "analyze paraphrases")
+    with progress_bar() as progress:
         diag = analyze(results, provider, settings, progress=_progress_factory(progress))
     write_outputs(diag, out, overwrite=overwrite)
     rf, rp = diag.counts.get("RF", 0), diag.counts.get("RP", 0)

@@ -7,18 +7,12 @@ from typing import Annotated
 
 import typer
 
-from phr.builders.hr1_sources import load_hr1_source
-from phr.builders.phrbench import build
 from phr.cli import hr1
 from phr.cli.common import CallOptions, MaxRetryAfter, Timeout, new_app
 from phr.core.errors import UsageError
 from phr.core.fs import folder_links
 from phr.core.report import Rejection, ValidationReport
-from phr.hr1.corpora import KINDS
-from phr.hr1.records import SOURCES
-from phr.validation.folder import validate_folder
-from phr.validation.hr1_folder import card_kind, validate_corpus
-from phr.validation.hr1_leakage import check_corpus_folder
+from phr.hr1.names import SOURCES
 
 build_app = new_app("Build datasets (PHRBench; the Hallucination-R1 corpora: hr1-paraphrases, hr1-sft, hr1-grpo).")
 validate_app = new_app("Re-check a built folder.")
@@ -79,6 +73,8 @@ def build_phrbench(
     max_retry_after: MaxRetryAfter = 600.0,
 ) -> None:
     """Build PHRBench (default: PHRBench-mini offline) into a validated Hub-layout folder."""
+    from phr.builders.phrbench import build
+
     calls = CallOptions(timeout=timeout, max_retry_after=max_retry_after)
     res = build(
         recipe,
@@ -130,6 +126,12 @@ def validate(
         report = ValidationReport([Rejection(rel, "link", what) for rel, what in links])
         typer.echo(report.to_json() if as_json else report.render())
         raise typer.Exit(1)
+    from phr.builders.hr1_sources import load_hr1_source
+    from phr.hr1.corpora import KINDS
+    from phr.validation.folder import validate_folder
+    from phr.validation.hr1_folder import card_kind, validate_corpus
+    from phr.validation.hr1_leakage import check_corpus_folder
+
     kind = card_kind(folder)
     if kind is not None and kind not in KINDS:
         raise UsageError(f"{folder}: the card's phr_kind {kind!r} is not one of {', '.join(KINDS)}")

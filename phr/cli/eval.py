@@ -8,31 +8,11 @@ from typing import Annotated
 
 import typer
 
-from phr.bench.metrics import INSIGHTFUL, LEADERBOARD, REQUIRED, RESOLUTIONS, TRAJECTORY, metric, rate_of
-from phr.cards.eval_yaml import model_eval_results_yaml
 from phr.cli import hr1
 from phr.cli.common import Hub, MaxRetryAfter, Timeout, new_app, spec_or_none
 from phr.core.errors import UsageError
-from phr.eval.dataset import load_eval_dataset
-from phr.eval.pipeline import score_run, score_submission
-from phr.eval.results import estimate_text, normalize
-from phr.eval.runner import (
-    DEFAULT_MAX_TOKENS,
-    PAPER_SCORER,
-    PRESETS,
-    RunConfig,
-    generate_run,
-    merge_runs,
-    model_max_output,
-    parse_shard,
-)
-from phr.eval.scoring import ScoreOptions
-from phr.eval.submission import load_meta
+from phr.eval.presets import DEFAULT_MAX_TOKENS, PAPER_SCORER, PRESETS
 from phr.eval.trajectory import BC_COUNTINGS, DEFAULT_SCORER, KL_DIRECTIONS, STEP_RULES, TrajectorySettings
-from phr.hub import pull
-from phr.leaderboard.page import write_leaderboard
-from phr.leaderboard.repo import collect_results, open_model_pr, push_results
-from phr.llm import LLM
 
 eval_app = new_app(
     "Evaluate models on PHRBench (generate, merge shards, score) and Hallucination-R1 paraphrasers (hr1)."
@@ -79,6 +59,8 @@ def _options(
 ):
     """Scoring options; with ``llm_options`` (timeout, max_retry_after) the judge and grader are LLMs built
     with them."""
+    from phr.eval.scoring import ScoreOptions
+    from phr.llm import LLM
 
     judge_spec, grader_spec = spec_or_none(judge), spec_or_none(grader)
     if judge_spec is not None and llm_options:
@@ -123,6 +105,9 @@ def _print_settings(result) -> None:
 def _print_summary(result, out: Path) -> None:
     from rich.console import Console
     from rich.table import Table
+
+    from phr.bench.metrics import INSIGHTFUL, LEADERBOARD, REQUIRED, RESOLUTIONS, TRAJECTORY, metric, rate_of
+    from phr.eval.results import estimate_text
 
     con = Console()
     t = result["tables"]
@@ -230,6 +215,9 @@ def eval_phrbench(
     max_retry_after: MaxRetryAfter = 600.0,
 ) -> None:
     """Generate (cached, resumable) and score a model's responses to PHRBench."""
+    from phr.eval.pipeline import score_run
+    from phr.eval.runner import RunConfig, generate_run, model_max_output, parse_shard
+    from phr.llm import LLM
 
     if preset is not None and preset not in PRESETS:
         raise UsageError(f"--preset {preset!r}: expected one of {', '.join(PRESETS)}")
@@ -237,6 +225,7 @@ def eval_phrbench(
     trajectory = _trajectory(kl_direction, step_rule, bc_counting)
     calls = {"timeout": timeout, "max_retry_after": max_retry_after}
     llm = LLM(model, concurrency=concurrency, **calls)
+    llm.provider.purpose = "as the model under evaluation"
     source = "--max-tokens"
     if max_tokens is None:
         if preset is not None and base.get("max_tokens") is None:
@@ -287,6 +276,8 @@ def eval_merge(
     plots: Plots = True,
 ) -> None:
     """Join the shards of one run (refused unless all n are there, once, with the same settings)."""
+    from phr.eval.pipeline import score_run
+    from phr.eval.runner import merge_runs
 
     run = merge_runs(shards, out)
     typer.echo(f"merged {len(shards)} shards into {run.path} ({len(run.responses)} responses)")
@@ -308,6 +299,7 @@ def eval_score(
     plots: Plots = True,
 ) -> None:
     """(Re)score a run folder, e.g. with a judge added."""
+    from phr.eval.pipeline import score_run
 
     options = _options(scorer, judge, grader=grader, trajectory=_trajectory(kl_direction, step_rule, bc_counting))
     result, where = score_run(run, options, hub=hub, plots=plots)
@@ -336,6 +328,9 @@ class SubmissionOptions:
 
     def score(self, plots: bool = True):
         """Validate the submission against the dataset, score it; (result, scored folder)."""
+        from phr.eval.dataset import load_eval_dataset
+        from phr.eval.pipeline import score_submission
+        from phr.eval.submission import load_meta
 
         if not self.submission.is_file():
             raise UsageError(f"no such submission file: {self.submission}")
@@ -438,6 +433,9 @@ def submit_cmd(
     ] = False,
 ) -> None:
     """Validate, score and publish a submission to the leaderboard results repo."""
+    from phr.cards.eval_yaml import model_eval_results_yaml
+    from phr.eval.results import normalize
+    from phr.leaderboard.repo import open_model_pr, push_results
 
     opts = SubmissionOptions(
         submission,
@@ -483,6 +481,10 @@ def leaderboard_cmd(
 ) -> None:
     """Render the leaderboard (parquet, Markdown, static sortable HTML) from all results."""
     import tempfile
+
+    from phr.hub import pull
+    from phr.leaderboard.page import write_leaderboard
+    from phr.leaderboard.repo import collect_results
 
     srcs = list(sources or [])
     if not srcs and not repo:

@@ -7,28 +7,17 @@ import shlex
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from phr.builders.hr1 import (
-    SMOKE_MODEL,
-    SMOKE_PLAN,
-    SMOKE_QUESTIONS,
-    HR1BuildResult,
-    build_grpo_corpus,
-    build_paraphrase_corpus,
-    build_sft_corpus,
-    smoke_questions,
-)
-from phr.builders.hr1_sources import LoadResult, load_hr1_source, stand_in_split
 from phr.cli.common import CallOptions, MaxRetryAfter, Timeout
 from phr.core.errors import UsageError
-from phr.eval.hr1_metrics import MetricSettings
-from phr.eval.hr1_runner import evaluate
-from phr.hr1.pipeline import Judges, RunPlan
-from phr.hr1.records import SOURCES
-from phr.hr1.settings import Decoding, Grading, QADecoding
+from phr.hr1.names import SMOKE_MODEL, SOURCES
+
+if TYPE_CHECKING:  # the library is imported inside the commands: `--help` stays fast
+    from phr.builders.hr1 import HR1BuildResult
+    from phr.builders.hr1_sources import LoadResult
 
 Sources = Annotated[
     list[str] | None,
@@ -83,6 +72,8 @@ def _parse_sources(values: list[str] | None, online: bool) -> list[tuple[str, st
 
 
 def _load(name: str, path: str | None, online: bool) -> LoadResult:
+    from phr.builders.hr1_sources import load_hr1_source
+
     res = load_hr1_source(name, path, online=online)
     typer.echo(res.summary(), err=True)
     return res
@@ -90,6 +81,8 @@ def _load(name: str, path: str | None, online: bool) -> LoadResult:
 
 def _loads(values: list[str] | None, online: bool) -> list[LoadResult]:
     """The sources given as NAME=PATH, or the packaged smoke questions when none is given."""
+    from phr.builders.hr1 import smoke_questions
+
     if not values:
         return [smoke_questions()]
     return [_load(n, p, online) for n, p in _parse_sources(values, online)]
@@ -104,6 +97,8 @@ def _train_and_eval(
     train = _load(*parsed[0], online)
     held_out = None
     if stand_in:
+        from phr.builders.hr1_sources import stand_in_split
+
         train, held_out = stand_in_split(train, stand_in)  # type: ignore[arg-type]
     else:
         train.questions = [q for q in train.questions if q.split == "train"]
@@ -175,6 +170,10 @@ def register(build_app: typer.Typer) -> None:
 
         The smoke corpus: 24 packaged TruthfulQA questions, K = 4, local:smollm2 as paraphraser, QA model and
         judge, with capped lengths; its card says so."""
+        from phr.builders.hr1 import SMOKE_PLAN, SMOKE_QUESTIONS, build_paraphrase_corpus
+        from phr.hr1.pipeline import Judges, RunPlan
+        from phr.hr1.settings import Decoding, Grading, QADecoding
+
         smoke = not source
         if fuzzy not in ("wrong", "correct"):
             raise UsageError(f"--fuzzy {fuzzy}: wrong or correct")
@@ -226,6 +225,8 @@ def register(build_app: typer.Typer) -> None:
         max_retry_after: MaxRetryAfter = 600.0,
     ) -> None:
         """Build the SFT corpus: consistent paraphrases of SimpleQuestions train with the gold answer (appendix E.1)."""
+        from phr.builders.hr1 import build_sft_corpus
+
         train, evals = _train_and_eval(source, online, stand_in_split, eval_set)
         res = build_sft_corpus(
             out or Path("hr1-sft"),
@@ -263,6 +264,8 @@ def register(build_app: typer.Typer) -> None:
         max_retry_after: MaxRetryAfter = 600.0,
     ) -> None:
         """Build the GRPO prompt corpus: SimpleQuestions train questions the QA model answers correctly (appendix C.1)."""
+        from phr.builders.hr1 import build_grpo_corpus
+
         train, evals = _train_and_eval(source, online, stand_in_split, eval_set)
         res = build_grpo_corpus(
             out or Path("hr1-grpo"),
@@ -334,6 +337,12 @@ def register_eval(eval_app: typer.Typer) -> None:
         max_retry_after: MaxRetryAfter = 600.0,
     ) -> None:
         """Evaluate a paraphraser against a QA model: Tables 1-3 (or 4), and 7 with --judges/--human."""
+        from phr.builders.hr1 import SMOKE_PLAN
+        from phr.eval.hr1_metrics import MetricSettings
+        from phr.eval.hr1_runner import evaluate
+        from phr.hr1.pipeline import RunPlan
+        from phr.hr1.settings import Grading
+
         if table not in ("2", "4"):
             raise UsageError(f"--table {table}: 2 (robustness, Tables 1-3) or 4 (SFT metrics)")
         if fuzzy not in ("wrong", "correct"):

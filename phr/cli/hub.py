@@ -11,10 +11,6 @@ from typing import Annotated
 import typer
 
 from phr.cli.common import new_app
-from phr.hub import pull, push
-from phr.hub.kinds import register_kind, unregister_kind
-from phr.leaderboard.repo import push_results
-from phr.validation.folder import PHRBENCH_UNREVIEWED
 
 RepoType = Annotated[str, typer.Option("--repo-type", help="dataset or model.")]
 
@@ -56,6 +52,9 @@ def push_cmd(
     ] = False,
 ) -> None:
     """Validate FOLDER, then push it to the Hub or a local hub as one commit (none if nothing changed)."""
+    from phr.hub import push
+    from phr.hub.kinds import register_kind, unregister_kind
+    from phr.validation.folder import PHRBENCH_UNREVIEWED
 
     if allow_unreviewed:  # the phrbench kind without its review requirement, for this push only
         register_kind(PHRBENCH_UNREVIEWED)
@@ -91,6 +90,7 @@ def pull_cmd(
     endpoint: Annotated[str | None, typer.Option("--endpoint", help="Hub endpoint.")] = None,
 ) -> None:
     """Download a repo at a revision into a folder."""
+    from phr.hub import pull
 
     dest = pull(repo, repo_type=repo_type, revision=revision, to=to, hub=hub, overwrite=overwrite, endpoint=endpoint)
     typer.echo(f"pulled {repo_type} {repo}@{revision or 'main'} into {dest}")
@@ -114,6 +114,7 @@ def push_results_cmd(
     endpoint: Annotated[str | None, typer.Option("--endpoint", help="Hub endpoint.")] = None,
 ) -> None:
     """Add scored submissions to a leaderboard results repo and rebuild its leaderboard config."""
+    from phr.leaderboard.repo import push_results
 
     res = push_results(
         results,

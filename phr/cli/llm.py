@@ -7,11 +7,8 @@ import sys
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from phr.cli.common import MaxRetryAfter, Timeout, error, new_app
-from phr.llm import LLM
-from phr.llm.cache import CallCache
 
 llm_app = new_app("Talk to a model through the LLM layer (any provider spec).")
 cache_app = new_app("Inspect or clear the LLM call cache.")
@@ -33,6 +30,10 @@ def llm_ping(
     max_retry_after: MaxRetryAfter = 600.0,
 ) -> None:
     """Send one prompt and print the reply and the usage."""
+    from rich.console import Console
+
+    from phr.llm import LLM
+
     llm = LLM(
         spec,
         cache_mode=cache_mode,
@@ -60,6 +61,8 @@ def llm_ping(
 @cache_app.command("stats")
 def cache_stats(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
     """Entries, failures, size and tokens per model in the call cache."""
+    from phr.llm.cache import CallCache
+
     st = CallCache().stats()
     if as_json:
         typer.echo(
@@ -93,6 +96,8 @@ def cache_clear(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
 ) -> None:
     """Delete cached calls (all, or one model's)."""
+    from phr.llm.cache import CallCache
+
     cache = CallCache()
     if not yes and sys.stdin.isatty():
         typer.confirm(f"Delete {model or 'all'} entries in {cache.path}?", abort=True)

@@ -9,15 +9,13 @@ import typer
 
 from phr.cli.common import new_app
 from phr.core.errors import UsageError
-from phr.eval.results import MODEL_ACCESS
-from phr.leaderboard.page import write_leaderboard
-from phr.leaderboard.repo import collect_results
-from phr.leaderboard.report import write_report
 
 report_app = new_app("Render the paper's cross-model tables and figures.")
 
 
 def _access(pairs: list[str]) -> dict[str, str]:
+    from phr.eval.results import MODEL_ACCESS
+
     out = {}
     for pair in pairs:
         model, sep, access = pair.rpartition("=")
@@ -41,6 +39,10 @@ def report_cmd(
 ) -> None:
     """Tables 1, 2, 5-11, Figures 3-5 and the OL/BUF/BC correlations across models, as Markdown, JSON, PNG and
     the static leaderboard page (with each result JSON it links to)."""
+    from phr.leaderboard.page import write_leaderboard
+    from phr.leaderboard.repo import collect_results
+    from phr.leaderboard.report import write_report
+
     overrides = _access(access or [])
     records = [
         r.model_copy(update={"model_access": overrides[r.model]}) if r.model in overrides else r

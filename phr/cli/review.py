@@ -11,7 +11,6 @@ from typing import Annotated
 import typer
 
 from phr.cli.common import new_app
-from phr.validation.review import export_review, import_review, sheet_rows
 
 review_app = new_app("Manual review of a built PHRBench folder: export a review sheet, import the decisions.")
 
@@ -27,6 +26,8 @@ def review_export(
     ] = False,
 ) -> None:
     """Write a CSV review sheet (one row per premise) and a readable HTML page of the same premises."""
+    from phr.validation.review import export_review, sheet_rows
+
     sheet, page = export_review(folder, out, include_baseline=include_baseline)
     n = sum(1 for r in sheet_rows(folder, include_baseline=include_baseline) if r["augmentation_id"])
     typer.echo(f"exported {n} premises of {folder} for review")
@@ -51,6 +52,8 @@ def review_import(
 
     Exit 2, writing nothing, when any row has a problem (every problem is listed with its row and column).
     """
+    from phr.validation.review import import_review
+
     res = import_review(sheet, to, reviewer=reviewer)  # a ReviewSheetError lists every problem (exit 2)
     typer.echo(f"imported {sheet}: {res.summary()}")
     typer.echo(

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-SOURCES = ("simplequestions", "popqa", "truthfulqa")
+from phr.hr1.names import SOURCES  # noqa: F401 (re-exported)
 
 
 class HQuestion(BaseModel):

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,3 +94,48 @@ def missing_data_files(folder: str | Path, configs: dict[str, CardConfig]) -> li
     """``(config, pattern)`` for every data-file pattern of ``configs`` that matches no file in ``folder``."""
     folder = Path(folder)
     return [(c.name, p) for c in configs.values() for p in c.patterns() if not any(folder.glob(p))]
+
+
+# ---- the usage snippet: the local form in a built folder, the repo id once pushed ----------------------------------
+
+USAGE_START = "<!-- phr:usage -->"
+USAGE_END = "<!-- /phr:usage -->"
+LOCAL_LABEL = "Load this folder with `datasets` (give its path; the pushed card names the repo instead):"
+_LOAD = re.compile(r'load_dataset\("(?:[^"\\]|\\.)*"')
+_BLOCK = re.compile(re.escape(USAGE_START) + r"\n(.*?)\n" + re.escape(USAGE_END), re.S)
+
+
+def hub_label(repo_id: str) -> str:
+    return f"Load it with `datasets` from the repo `{repo_id}`:"
+
+
+def usage_block(code: str) -> str:
+    """A card's usage section for a built folder: ``code`` (Python, ``load_dataset("<folder>", ...)`` calls) under
+    the local label, between markers, so a push can name the repo it goes to (``usage_for_repo``)."""
+    return f"{USAGE_START}\n{LOCAL_LABEL}\n\n```python\n{code.strip()}\n```\n{USAGE_END}"
+
+
+def usage_for_repo(text: str, repo_id: str) -> str:
+    """``text`` (a card) with its usage block naming ``repo_id``: every ``load_dataset("...")`` target in the block
+    becomes the repo id and the label says so. A card without the block is returned as it is; so is a block
+    that already names ``repo_id`` (pushing a pulled folder again changes nothing)."""
+
+    def retarget(m: re.Match) -> str:
+        body = m.group(1).split("\n", 1)
+        code = _LOAD.sub(lambda _: f"load_dataset({json.dumps(repo_id)}", body[1] if len(body) > 1 else "")
+        return f"{USAGE_START}\n{hub_label(repo_id)}\n{code}\n{USAGE_END}"
+
+    return _BLOCK.sub(retarget, text)
+
+
+def files_for_repo(files: dict[str, Path], repo_id: str, repo_type: str) -> dict[str, Path | bytes]:
+    """The files a push uploads to ``repo_id``: ``files`` with a dataset card's usage block naming the repo
+    (``usage_for_repo``; the bytes of the new card in place of its path when that changes it)."""
+    out: dict[str, Path | bytes] = dict(files)
+    card = files.get(README)
+    if repo_type == "dataset" and card is not None:
+        text = card.read_bytes().decode("utf-8", errors="surrogateescape")
+        new = usage_for_repo(text, repo_id)
+        if new != text:
+            out[README] = new.encode("utf-8", errors="surrogateescape")
+    return out

@@ -28,10 +28,9 @@ def _dataset_card_rejections(folder: Path) -> tuple[list[Rejection], dict]:
     ], configs
 
 
-def gate(folder: str | Path, repo_type: str) -> ValidationReport:
-    """Validate ``folder`` for a push as ``repo_type``; return the report or raise ``ValidationFailedError`` (its
-    message holds the rendered report; ``UnknownKindError`` when no artifact kind recognises the folder). A folder
-    whose exact content already passed in this process is not validated again."""
+def refuse_links(folder: str | Path) -> None:
+    """The gate's first check, also run before a push compares the folder with the repo: a folder that is not
+    one, or holds a symbolic link or a file hard-linked from outside it, is refused (links are never followed)."""
     folder = Path(folder)
     if not folder.is_dir():
         raise PublishError(f"{folder} is not a folder")
@@ -41,6 +40,14 @@ def gate(folder: str | Path, repo_type: str) -> ValidationReport:
         raise ValidationFailedError(
             f"refusing to push {folder}: {link_message(folder, links)}\n(nothing was uploaded)", report
         )
+
+
+def gate(folder: str | Path, repo_type: str) -> ValidationReport:
+    """Validate ``folder`` for a push as ``repo_type``; return the report or raise ``ValidationFailedError`` (its
+    message holds the rendered report; ``UnknownKindError`` when no artifact kind recognises the folder). A folder
+    whose exact content already passed in this process is not validated again."""
+    folder = Path(folder)
+    refuse_links(folder)
     digest = content_digest(folder, repo_type)
     if digest in _PASSED:
         return _PASSED[digest]

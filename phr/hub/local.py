@@ -45,6 +45,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
+from phr.hub.card import files_for_repo
 from phr.hub.errors import (
     PublishError,
     PushFailedError,
@@ -53,7 +54,7 @@ from phr.hub.errors import (
     RevisionNotFoundError,
     TagExistsError,
 )
-from phr.hub.gate import gate
+from phr.hub.gate import gate, refuse_links
 from phr.hub.repo import (
     GITATTRIBUTES,
     PushResult,
@@ -520,7 +521,8 @@ def commit_files(
     """Commit ``files`` to a local hub repo: the whole new content (``replace=True``: files not listed are
     deleted, ``.gitattributes`` kept) or an overlay on main (``replace=False``). ``validate()`` runs (under the
     lock, after the cheap checks) before anything is written; ``files`` may be a function called after it (what
-    was validated is what is pushed)."""
+    was validated is what is pushed). A push to an existing repo whose content equals main's (and creates no tag)
+    answers before ``validate()`` runs: nothing is written, so there is nothing to validate."""
     path = hub.repo_path(repo_id, repo_type)
     with hub.lock(repo_id, repo_type):
         _tidy(path)
@@ -547,6 +549,13 @@ def commit_files(
                 f"tag {tag} already exists in {repo_id} and names commit {existing_tag}, not main ({head}); "
                 "tags are immutable: push with a new tag"
             )
+        if validate is not None and exists and callable(files) and not (tag and existing_tag is None):
+            store = _ensure_store(path)
+            staged = _stage(store, files(), base=None if replace else head, keep_from=head if replace else None)
+            if staged == _tree_of(store, head):  # a no-op push: same content as main, no tag to create
+                return PushResult(
+                    repo_id=repo_id, repo_type=repo_type, revision=None, url=str(path), head=head, tag=tag, local=True
+                )
         if validate is not None:
             validate()
         if callable(files):
@@ -615,12 +624,13 @@ def push_local(
 ) -> PushResult:
     """``phr.hub.push`` to the local hub ``hub``."""
     folder = Path(folder)
+    refuse_links(folder)  # first, before the folder is read
     rerun = rerun_command(folder, repo_id, repo_type=repo_type, tag=tag, create_pr=create_pr, message=message, to=hub)
     return commit_files(
         LocalHub(hub),
         repo_id,
         repo_type,
-        lambda: folder_files(folder),
+        lambda: files_for_repo(folder_files(folder), repo_id, repo_type),
         message=message or default_message(folder, repo_type, tag),
         replace=True,
         tag=tag,

@@ -20,6 +20,7 @@ and the exact command to rerun. Tokens never appear in messages.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import shutil
 import tempfile
@@ -27,6 +28,7 @@ from pathlib import Path
 
 from phr.core.fs import sha256_file
 from phr.core.secrets import redact
+from phr.hub.card import files_for_repo
 from phr.hub.errors import (
     MissingTokenError,
     PublishError,
@@ -37,7 +39,7 @@ from phr.hub.errors import (
     TagExistsError,
     ValidationFailedError,
 )
-from phr.hub.gate import gate
+from phr.hub.gate import gate, refuse_links
 from phr.hub.repo import (
     GITATTRIBUTES,
     PushResult,
@@ -81,7 +83,8 @@ def resolve_token(token: str | None, *, required: bool = True) -> str | None:
     if not found and required:
         raise MissingTokenError(
             "pushing to the Hugging Face Hub needs a token with write access: set the "
-            "environment variable HF_TOKEN, or log in once with `hf auth login`"
+            "environment variable HF_TOKEN, or log in once with `hf auth login`; offline, publish to a local hub "
+            "with --to HUBDIR (or PHR_HUB_DIR)"
         )
     return found
 
@@ -154,9 +157,14 @@ def _remote_files(api, repo_id: str, repo_type: str, revision: str | None) -> di
     }
 
 
-def differs(local: Path, remote) -> bool:
-    """Whether a local file differs from a remote ``RepoFile`` (LFS/Xet: sha256; regular: git blob id)."""
+def differs(local: Path | bytes, remote) -> bool:
+    """Whether a local file (or the bytes to upload) differs from a remote ``RepoFile`` (LFS/Xet: sha256;
+    regular: git blob id)."""
     lfs = getattr(remote, "lfs", None)
+    if isinstance(local, bytes):
+        if lfs is not None:
+            return hashlib.sha256(local).hexdigest() != lfs.sha256
+        return hashlib.sha1(b"blob %d\0" % len(local) + local).hexdigest() != remote.blob_id
     if lfs is not None:
         size = getattr(lfs, "size", None)
         if size is not None and size != local.stat().st_size:
@@ -165,13 +173,16 @@ def differs(local: Path, remote) -> bool:
     return git_blob_sha1(local) != remote.blob_id
 
 
-def plan_operations(files: dict[str, Path], remote: dict) -> tuple[list, list[str], list[str]]:
+def plan_operations(files: dict[str, Path | bytes], remote: dict) -> tuple[list, list[str], list[str]]:
     """(operations, added or changed paths, deleted paths) turning ``remote`` into ``files``."""
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
     changed = [rel for rel, p in files.items() if rel not in remote or differs(p, remote[rel])]
     deleted = sorted(rel for rel in remote if rel not in files and rel != GITATTRIBUTES)
-    ops = [CommitOperationAdd(path_in_repo=rel, path_or_fileobj=str(files[rel])) for rel in changed]
+    ops = [
+        CommitOperationAdd(path_in_repo=rel, path_or_fileobj=f if isinstance(f := files[rel], bytes) else str(f))
+        for rel in changed
+    ]
     ops += [CommitOperationDelete(path_in_repo=rel) for rel in deleted]
     return ops, changed, deleted
 
@@ -202,15 +213,26 @@ def push_online(
     )
     _check_online()
     token = resolve_token(token)
-    gate(folder, repo_type)
-    files = folder_files(folder)
+    refuse_links(folder)  # first, before the folder is read
+    files = files_for_repo(folder_files(folder), repo_id, repo_type)
     api = _api(token, endpoint)
     url = repo_url(api, repo_id, repo_type)
-    step = "checking the card with the server (/api/validate-yaml)"
+    step = "reading the repo's state"
+    answered = False  # whether the Hub answered at all
     try:
+        exists, head, tags = _remote_state(api, repo_id, repo_type)
+        answered = True
+        if exists and head is not None and (tag is None or tags.get(tag) == head):  # no tag to create or refuse
+            step = "listing the repo's files"
+            ops, _, _ = plan_operations(files, _remote_files(api, repo_id, repo_type, head))
+            if not ops:  # a no-op push answers at once: nothing is uploaded, so nothing needs validating
+                return PushResult(
+                    repo_id=repo_id, repo_type=repo_type, revision=None, url=url, head=head, tag=tag, created=False
+                )
+        gate(folder, repo_type)
+        step = "checking the card with the server (/api/validate-yaml)"
         validate_card_remote(api, folder, repo_type, token)
         step = "reading the repo's state"
-        exists, head, tags = _remote_state(api, repo_id, repo_type)
         if not exists and api.repo_exists(repo_id, repo_type=other_type(repo_type)):
             raise RepoTypeMismatchError(
                 f"{repo_id} exists on the Hub as a {other_type(repo_type)} repo, not a {repo_type} repo: pass "
@@ -265,8 +287,9 @@ def push_online(
     except PublishError:
         raise
     except Exception as e:
+        offline = "" if answered else " (no answer from the Hub: offline, publish to a local hub with --to HUBDIR)"
         raise PushFailedError(
-            f"push to {url} failed while {step}: {type(e).__name__}: {_safe(e, token)}\n"
+            f"push to {url} failed while {step}: {type(e).__name__}: {_safe(e, token)}{offline}\n"
             f"The repo keeps its previous version (a commit is all or nothing). Rerun: {rerun}"
         ) from None
 
@@ -320,7 +343,7 @@ def pull_online(
     except Exception as e:
         raise PublishError(
             f"pull of {repo_type} repo {repo_id} failed: {type(e).__name__}: {_safe(e, token)}; "
-            f"nothing was written to {dest}"
+            f"nothing was written to {dest} (offline, pull from a local hub with --hub HUBDIR or PHR_HUB_DIR)"
         ) from None
 
 

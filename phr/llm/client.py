@@ -23,14 +23,6 @@ from pathlib import Path
 from typing import Sequence
 
 from aiolimiter import AsyncLimiter
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from tenacity import (
     AsyncRetrying,
     retry_if_exception,
@@ -39,6 +31,7 @@ from tenacity import (
 )
 
 from phr.core.aio import run_sync
+from phr.core.progress import progress_bar
 from phr.core.secrets import redact
 from phr.llm.cache import CacheMode, CallCache, call_key
 from phr.llm.errors import CallError, CallTimeout, MalformedResponse
@@ -157,15 +150,24 @@ class LLM:
         total = sum(r.n for r in requests)
         with self._progress() as bar:
             task = bar.add_task(desc, total=total, completed=total - len(missing))
+            finished, running = [total - len(missing)], [0.0]  # stored samples; a running batch's share
 
             def done(slot: _Slot, outcome: Sample | CallFailure) -> None:
                 req = requests[slot.req]
                 results[slot.req].samples[slot.index - req.first_index] = outcome
-                bar.advance(task)
+                finished[0] += 1
+                running[0] = max(0.0, running[0] - 1)  # a stored sample moves from the batch's share to the count
+                bar.update(task, completed=finished[0] + running[0])
+
+            def partial(part: float) -> None:  # an in-process batch's samples done so far (from its thread)
+                running[0] = part
+                bar.update(task, completed=finished[0] + part)
 
             if missing:
                 if self.provider.in_process:
-                    await self._run_in_process(requests, missing, done, summary)
+                    if self.provider.purpose is None:
+                        self.provider.purpose = f"for {desc}"
+                    await self._run_in_process(requests, missing, done, summary, partial)
                 else:
                     await self._run_api(requests, missing, done, summary)
         if own_summary:
@@ -179,16 +181,9 @@ class LLM:
 
     # ---- execution --------------------------------------------------------------------------------
 
-    def _progress(self) -> Progress:
-        return Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            disable=not self.progress,
-            transient=False,
-        )
+    def _progress(self):
+        """A live bar on a terminal, periodic one-line progress in logs (phr.core.progress)."""
+        return progress_bar(self.progress)
 
     def _store(
         self, slot: _Slot, raw: RawCompletion, latency: float, summary: RunSummary, batch_size: int = 1
@@ -311,7 +306,8 @@ class LLM:
             for slot in slots:
                 done(slot, self._fail(slot, "other", f"{type(e).__name__}: {e}", attempts, summary))
 
-    async def _run_in_process(self, requests, missing: list[_Slot], done, summary: RunSummary) -> None:
+    async def _run_in_process(self, requests, missing: list[_Slot], done, summary: RunSummary, partial=None) -> None:
+        """The missing samples in batches; ``partial(part)`` gets the provider's progress within a batch."""
         stats = summary.model(self.spec)
         groups: dict[GenerationParams, list[_Slot]] = defaultdict(list)
         for slot in missing:
@@ -323,7 +319,7 @@ class LLM:
                 stats.batches += 1
                 t0 = time.monotonic()
                 try:
-                    raws = await asyncio.to_thread(self.provider.complete_batch, items)
+                    raws = await asyncio.to_thread(self._complete_batch, items, partial)
                     if len(raws) != len(items):
                         raise MalformedResponse(f"batch of {len(items)} gave {len(raws)} completions")
                 except Exception as e:
@@ -335,6 +331,12 @@ class LLM:
                 latency = time.monotonic() - t0  # the batch's wall time: every response of it took that long
                 for s, raw in zip(batch, raws):
                     done(s, self._store(s, raw, latency, summary, batch_size=len(items)))
+
+    def _complete_batch(self, items: list[BatchItem], partial) -> list[RawCompletion]:
+        """``complete_batch`` with per-token progress where the provider reports it (hf:, local:)."""
+        if partial is None:
+            return self.provider.complete_batch(items)
+        return self.provider.complete_batch(items, progress=partial)
 
 
 def _estimate_tokens(messages: tuple[Message, ...], params: GenerationParams, n: int) -> int:

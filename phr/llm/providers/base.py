@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from phr.core.errors import PHRError
 from phr.core.secrets import redact
 from phr.core.text import clip
 from phr.llm.types import GenerationParams, Message
+
+if TYPE_CHECKING:  # asyncio is imported where it runs (a loop is running by then): the CLI starts faster
+    import asyncio
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,8 @@ class Provider(ABC):
     #: True for models that run in this process (transformers, vLLM): batched, no rate limits.
     in_process: bool = False
     batch_size: int = 8
+    #: Why this model is loaded ("as the reference scorer", "for generating"): the loading line says it.
+    purpose: str | None = None
 
     def __init__(self, model: str, revision: str | None = None):
         self.model = model
@@ -62,7 +66,11 @@ class Provider(ABC):
     ) -> list[RawCompletion]:
         raise NotImplementedError
 
-    def complete_batch(self, items: list[BatchItem]) -> list[RawCompletion]:
+    def complete_batch(
+        self, items: list[BatchItem], progress: Callable[[float], None] | None = None
+    ) -> list[RawCompletion]:
+        """One completion per item, in order. ``progress(done)``, where the provider can, reports the samples
+        done so far within this call (a float: a sample half-way through its token budget counts 0.5)."""
         raise NotImplementedError
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
@@ -90,6 +98,8 @@ class APIProvider(Provider, ABC):
 
     @property
     def _client(self):
+        import asyncio
+
         loop = asyncio.get_running_loop()
         if self._sdk_client is None or self._sdk_loop is not loop:
             client = self._new_client()
@@ -99,6 +109,8 @@ class APIProvider(Provider, ABC):
 
     async def _keep(self, client) -> None:
         """Wait until cancelled (by :meth:`aclose` or the loop's shutdown), then close ``client``."""
+        import asyncio
+
         try:
             await asyncio.Event().wait()
         finally:
@@ -109,6 +121,8 @@ class APIProvider(Provider, ABC):
 
     async def aclose(self) -> None:
         """Close the SDK client of the running loop (the client calls this at the end of every run)."""
+        import asyncio
+
         keeper, loop = self._sdk_keeper, self._sdk_loop
         self._sdk_client, self._sdk_loop, self._sdk_keeper = None, None, None
         if keeper is not None and loop is asyncio.get_running_loop():
@@ -204,8 +218,11 @@ class CannotScoreError(PHRError, TypeError):
 
 
 def require_scoring(provider: Any, purpose: str = "scoring") -> ScoringProvider:
-    """``provider`` as a ``ScoringProvider``, or a CannotScoreError naming its spec."""
+    """``provider`` as a ``ScoringProvider`` (loaded ``as`` the ``purpose``, which its loading line names), or a
+    CannotScoreError naming its spec."""
     if isinstance(provider, ScoringProvider):
+        if getattr(provider, "purpose", "") is None:
+            provider.purpose = f"as {purpose}"  # type: ignore[attr-defined]
         return provider
     spec = getattr(provider, "spec", None) or repr(provider)
     raise CannotScoreError(

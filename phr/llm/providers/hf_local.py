@@ -17,6 +17,7 @@ and loaded from there afterwards; no network is ever needed.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import importlib.util
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from phr.core.errors import ModelNotInstalledError, PHRError
 from phr.core.fs import atomic_dir
+from phr.core.progress import loading
 from phr.core.settings import models_dir
 from phr.llm.providers.base import BatchItem, ForwardOutput, OutputHead, Provider, RawCompletion, TokenEncoding
 from phr.llm.types import GenerationParams, Message, as_messages
@@ -153,6 +155,48 @@ class _Sampler:
         return forced
 
 
+class _TokenTicker:
+    """A stopping criterion that never stops: after every generated token it reports the rows' progress
+    (``progress(done)``: ended rows count 1, running ones ``tokens / max_new``), so a bar moves within a batch."""
+
+    def __init__(self, prompt_width: int, max_new: int, eos_ids: Sequence[int], progress: Callable[[float], None]):
+        self.prompt_width = prompt_width
+        self.max_new = max(1, max_new)
+        self.eos = list(eos_ids)
+        self.progress = progress
+        self.ended = None
+
+    def __call__(self, input_ids, scores, **kwargs):
+        import torch
+
+        steps = input_ids.shape[1] - self.prompt_width
+        last = input_ids[:, -1]
+        hit = (
+            torch.isin(last, torch.tensor(self.eos, device=last.device))
+            if self.eos
+            else torch.zeros_like(last, dtype=torch.bool)
+        )
+        self.ended = hit if self.ended is None else (self.ended | hit)
+        done = int(self.ended.sum())
+        rows = input_ids.shape[0]
+        self.progress(done + (rows - done) * min(1.0, steps / self.max_new))
+        return torch.zeros(rows, dtype=torch.bool, device=input_ids.device)
+
+
+@contextlib.contextmanager
+def quiet_transformers():
+    """A context in which transformers and huggingface_hub show no progress bars (restored after)."""
+    from transformers.utils import logging as hf_logging
+
+    was = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            hf_logging.enable_progress_bar()
+
+
 def sample_seed(seed: int | None, index: int) -> int:
     """The generator seed for sample ``index`` under ``params.seed``: stable across runs and platforms."""
     digest = hashlib.sha256(f"phr-sample:{seed or 0}:{index}".encode()).digest()
@@ -266,9 +310,11 @@ class HFProvider(Provider):
             device = self._device_opt or ("cuda" if torch.cuda.is_available() else "cpu")
             dtype = _resolve_dtype(self._dtype_opt, device)
             t0 = time.monotonic()
+            loading(f"{self.spec} ({self.display_name}) on {device}", self.purpose)
             try:
-                tok = AutoTokenizer.from_pretrained(source)
-                model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
+                with quiet_transformers():  # our line names the model; no bare "Loading weights 103/103" bar
+                    tok = AutoTokenizer.from_pretrained(source)
+                    model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
             except OSError as e:
                 raise _not_installed(self.model, self.revision, f"loading {source} failed: {e}") from None
             model.to(device)
@@ -282,6 +328,11 @@ class HFProvider(Provider):
             self._model = model
             log.info("loaded %s from %s on %s in %.1fs", self.spec, source, device, time.monotonic() - t0)
             return model, tok
+
+    @property
+    def display_name(self) -> str:
+        """The model's own name for the loading line: its folder's name, or the Hub id."""
+        return self._local_dir.name if self._local_dir is not None else self.model
 
     @staticmethod
     def _eos_token_ids(model, tok) -> list[int]:
@@ -345,23 +396,34 @@ class HFProvider(Provider):
 
     # ---- generation --------------------------------------------------------------------------------
 
-    def complete_batch(self, items: list[BatchItem]) -> list[RawCompletion]:
-        """One completion per item, in order. Items are grouped by params; each group runs in chunks."""
+    def complete_batch(
+        self, items: list[BatchItem], progress: Callable[[float], None] | None = None
+    ) -> list[RawCompletion]:
+        """One completion per item, in order. Items are grouped by params; each group runs in chunks.
+        ``progress(done)`` is called after every generated token with the samples done so far (a row that has
+        ended counts 1, a running one the share of its token budget it has used)."""
         self._ensure_loaded()
         out: list[RawCompletion | None] = [None] * len(items)
         groups: dict[GenerationParams, list[int]] = {}
         for i, it in enumerate(items):
             groups.setdefault(it.params, []).append(i)
+        finished = 0
         for params, idxs in groups.items():
             for j in range(0, len(idxs), self.batch_size):
                 chunk = idxs[j : j + self.batch_size]
-                for i, raw in zip(chunk, self._generate([items[i] for i in chunk], params)):
+                tick = None if progress is None else (lambda part, base=finished: progress(base + part))
+                for i, raw in zip(chunk, self._generate([items[i] for i in chunk], params, tick)):
                     out[i] = raw
+                finished += len(chunk)
+                if progress is not None:
+                    progress(float(finished))
         return out  # type: ignore[return-value]
 
-    def _generate(self, items: list[BatchItem], params: GenerationParams) -> list[RawCompletion]:
+    def _generate(
+        self, items: list[BatchItem], params: GenerationParams, progress: Callable[[float], None] | None = None
+    ) -> list[RawCompletion]:
         import torch
-        from transformers import LogitsProcessorList
+        from transformers import LogitsProcessorList, StoppingCriteriaList
 
         model, tok = self._model, self._tokenizer
         texts = [self._prompt_text(it.messages) for it in items]
@@ -383,6 +445,11 @@ class HFProvider(Provider):
         if params.stop:
             kwargs["stop_strings"] = list(params.stop)
             kwargs["tokenizer"] = tok
+        if progress is not None:
+            prompt_width = enc["input_ids"].shape[1]
+            kwargs["stopping_criteria"] = StoppingCriteriaList(
+                [_TokenTicker(prompt_width, max_new, self._eos_ids, progress)]
+            )
         with self._run_lock, torch.inference_mode():
             seqs = model.generate(**enc, **kwargs)
         prompt_len = enc["input_ids"].shape[1]
@@ -619,7 +686,8 @@ def _convert_gguf(gguf: Path, folder: Path, revision: str) -> None:
 
     t0 = time.monotonic()
     log.info("converting %s into %s (once)", gguf, folder)
-    with atomic_dir(folder) as tmp:
+    loading(f"{gguf.name}", f"to convert it once into {folder}")
+    with atomic_dir(folder) as tmp, quiet_transformers():
         tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         if not getattr(tok, "chat_template", None):
             tok.chat_template = CHATML_TEMPLATE
@@ -677,6 +745,11 @@ class LocalProvider(HFProvider):
     @property
     def cache_model_id(self) -> str:
         return self.model
+
+    @property
+    def display_name(self) -> str:
+        """The shipped model's name (the GGUF's, without its quantisation suffix): SmolLM2-135M-Instruct."""
+        return self._gguf.name.split(".")[0]
 
     @property
     def fingerprint(self) -> str:

@@ -62,7 +62,7 @@ class VLLMProvider(Provider):
             kw["stop"] = list(p.stop)
         return SamplingParams(**kw)
 
-    def complete_batch(self, items: list[BatchItem]) -> list[RawCompletion]:
+    def complete_batch(self, items: list[BatchItem], progress=None) -> list[RawCompletion]:
         llm = self._engine()
         conversations = [[{"role": m.role, "content": m.content} for m in it.messages] for it in items]
         outputs = llm.chat(conversations, [self._sampling_params(it) for it in items], use_tqdm=False)

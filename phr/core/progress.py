@@ -1,0 +1,189 @@
+"""Progress of long steps, and the line that says which model is loading and why.
+
+``progress_bar(enabled)`` is a live rich bar on a terminal (stderr). Where stderr is not a terminal (a log file,
+a pipe, CI) it prints no bar but one plain line per task at most every ``PHR_PROGRESS_EVERY`` seconds (default
+10) while the count moves, and one when a task that took longer ends (a short one prints nothing)::
+
+    [progress] generating: 37/120 (31%), 1m02s elapsed, about 2m07s left
+
+Both answer the same calls (``add_task``, ``advance``, ``update``, used as a context manager), so a step writes
+its progress once. ``loading(what, why)`` prints ``loading local:smollm2 (SmolLM2-135M-Instruct) as the
+reference scorer ...`` to stderr before a model loads (a terminal and a log alike: it is one line).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+
+EVERY_ENV = "PHR_PROGRESS_EVERY"
+DEFAULT_EVERY_S = 10.0
+
+
+def _every() -> float:
+    try:
+        return max(0.0, float(os.environ.get(EVERY_ENV, DEFAULT_EVERY_S)))
+    except ValueError:
+        return DEFAULT_EVERY_S
+
+
+def _clock(seconds: float) -> str:
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def _count(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:.1f}"
+
+
+@dataclass
+class _Task:
+    description: str
+    total: float | None
+    completed: float
+    start: float = field(default_factory=time.monotonic)
+    printed_at: float = field(default_factory=time.monotonic)
+    printed: float = -1.0  # the count last printed
+    start_count: float = 0.0  # cached/skipped work at the start does not count towards the rate
+    ended: float | None = None  # when the count reached the total
+
+
+class LineProgress:
+    """The log form of a progress bar: one line per task at most every ``every`` seconds, and one at the end."""
+
+    def __init__(self, stream=None, every: float | None = None, clock=time.monotonic):
+        self.stream = stream
+        self.every = _every() if every is None else every
+        self.clock = clock
+        self.tasks: dict[int, _Task] = {}
+
+    def __enter__(self) -> LineProgress:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for tid in list(self.tasks):
+            self._emit(tid, final=True)
+
+    def add_task(self, description: str, total: float | None = None, completed: float = 0, **_) -> int:
+        tid = len(self.tasks)
+        now = self.clock()
+        self.tasks[tid] = _Task(description, total, completed, start=now, printed_at=now, start_count=completed)
+        return tid
+
+    def advance(self, task_id: int, advance: float = 1) -> None:
+        self.update(task_id, advance=advance)
+
+    def update(
+        self,
+        task_id: int,
+        *,
+        total: float | None = None,
+        completed: float | None = None,
+        advance: float | None = None,
+        description: str | None = None,
+        **_,
+    ) -> None:
+        t = self.tasks[task_id]
+        if total is not None:
+            t.total = total
+        if completed is not None:
+            t.completed = completed
+        if advance is not None:
+            t.completed += advance
+        if description is not None:
+            t.description = description
+        if t.ended is None and t.total and t.completed >= t.total:
+            t.ended = self.clock()
+        if self.clock() - t.printed_at >= self.every:
+            self._emit(task_id)
+
+    def line(self, task_id: int) -> str:
+        """The task's progress as one line (what is printed)."""
+        t = self.tasks[task_id]
+        elapsed = (t.ended if t.ended is not None else self.clock()) - t.start
+        parts = [f"{t.description}: {_count(t.completed)}"]
+        if t.total:
+            parts[0] += f"/{_count(t.total)} ({t.completed / t.total:.0%})"
+        parts.append(f"{_clock(elapsed)} elapsed")
+        done_here = t.completed - t.start_count
+        if t.total and 0 < done_here and t.completed < t.total:
+            parts.append(f"about {_clock(elapsed / done_here * (t.total - t.completed))} left")
+        return "[progress] " + ", ".join(parts)
+
+    def _emit(self, task_id: int, final: bool = False) -> None:
+        t = self.tasks[task_id]
+        if t.completed == t.printed and not final:
+            return  # nothing moved: no line
+        took = (t.ended if t.ended is not None else self.clock()) - t.start
+        if final and (t.printed == t.completed or (t.printed < 0 and took < self.every)):
+            return  # a short step says nothing in a log
+        t.printed, t.printed_at = t.completed, self.clock()
+        stream = self.stream or sys.stderr
+        print(self.line(task_id), file=stream, flush=True)
+
+
+class _Off:
+    """No output at all (``progress=False``)."""
+
+    def __enter__(self) -> _Off:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    def add_task(self, *a, **k) -> int:
+        return 0
+
+    def advance(self, *a, **k) -> None:
+        pass
+
+    def update(self, *a, **k) -> None:
+        pass
+
+
+def is_terminal() -> bool:
+    """Whether stderr (where bars go) is a terminal."""
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def progress_bar(enabled: bool = True, *, stream=None):
+    """A progress display: a live rich bar on a terminal, periodic plain lines otherwise, nothing when disabled."""
+    if not enabled:
+        return _Off()
+    if stream is None and is_terminal():
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        return Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=False,
+        )
+    return LineProgress(stream)
+
+
+def loading(what: str, why: str | None = None, *, stream=None) -> str:
+    """Print (stderr) and return the line naming the model that loads now and why (``why``: "as the scorer")."""
+    line = f"loading {what}{' ' + why if why else ''} ..."
+    print(line, file=stream or sys.stderr, flush=True)
+    return line
