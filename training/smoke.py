@@ -31,8 +31,10 @@ def consistency_scores(questions: list[str], completions: list, embed: Callable 
     out = [0.0] * len(paras)
     if todo:
         if embed is None:
-            from phr.llm.embed import embed  # the MiniLM model loads on first use
-        vecs = embed([t for i in todo for t in (questions[i], paras[i])])
+            from phr.llm.embed import embed as minilm  # the MiniLM model loads on first use
+
+            embed = minilm
+        vecs = embed([t for i in todo for t in (questions[i], paras[i] or "")])
         for j, i in enumerate(todo):
             out[i] = float(np.dot(vecs[2 * j], vecs[2 * j + 1]))
     return out
