@@ -39,6 +39,9 @@ SQ_FILES = {
 SQ_LABELS = "reverse_vocab_wikidata_en.json"
 POPQA_FILES = {"test": "popQA.tsv"}
 TQA_FILES = {"validation": "TruthfulQA.csv"}
+# the columns each loader reads (released name first, then the Hub's): missing ones are named at header level
+POPQA_COLUMNS = ("question", "possible_answers")
+TQA_COLUMNS = (("Question", "question"), ("Best Answer", "best_answer"), ("Correct Answers", "correct_answers"))
 
 StandIn = Literal["even-train-odd-test"]
 
@@ -146,7 +149,7 @@ def load_simplequestions(
     (``phr.hr1.ids.content_id``); ``source_row_id``: the 0-based line index."""
     wanted = c.wanted_list(splits)
     out: list[HQuestion] = []
-    ids = c.RowIndex(TITLES["simplequestions"])
+    ids = c.RowIndex(TITLES["simplequestions"], dedupe=True)
     with c.collect_rejected() as rejected:
         if source_dir is not None:
             files = c.source_files(
@@ -200,7 +203,7 @@ def load_popqa(source_dir: str | Path | None = None, *, online: bool = False) ->
     One split, ``test``. Ids: the text with the ``id`` column when there is one (``phr.hr1.ids.content_id``);
     ``source_row_id``: the ``id`` column, else the 0-based row index."""
     out: list[HQuestion] = []
-    ids = c.RowIndex(TITLES["popqa"])
+    ids = c.RowIndex(TITLES["popqa"], dedupe=True)
     with c.collect_rejected() as rejected:
         if source_dir is not None:
             path = Path(source_dir)
@@ -209,26 +212,33 @@ def load_popqa(source_dir: str | Path | None = None, *, online: bool = False) ->
                 path = next((p for p in cands if p.is_file()), path / "popQA.tsv")
             if not path.is_file():
                 raise _missing("popqa")(f"{path} does not exist")
-            rows = _parquet_rows(path) if path.suffix == ".parquet" else c.csv_rows(path, delimiter="\t")
+            rows = (
+                _parquet_rows(path, POPQA_COLUMNS)
+                if path.suffix == ".parquet"
+                else c.csv_rows(path, delimiter="\t", required=POPQA_COLUMNS)
+            )
             out += c.parse_rows(str(path), rows, lambda r, i: _popqa_row(r, "test", i), ids)
             origin = str(path)
         elif online:
             hub_id, config, split_map = HUB["popqa"]
             data = c.hub_load(hub_id, TITLES["popqa"], config, split_map["test"])
-            out += c.parse_rows(f"hf://datasets/{hub_id}", c.hub_rows(data), lambda r, i: _popqa_row(r, "test", i), ids)
+            origin = f"hf://datasets/{hub_id}"
+            rows = c.hub_rows(data, required=POPQA_COLUMNS, origin=origin)
+            out += c.parse_rows(origin, rows, lambda r, i: _popqa_row(r, "test", i), ids)
             origin = f"hf://datasets/{hub_id}"
         else:
             raise _missing("popqa")("")
     return _result("popqa", out, rejected, origin)
 
 
-def _parquet_rows(path: Path):
+def _parquet_rows(path: Path, required: Sequence[c.Column] = ()):
     import pyarrow.parquet as pq
 
     try:
         table = pq.read_table(path)
     except Exception as e:  # noqa: BLE001 - any unreadable file
         raise c.MalformedSourceError(f"{path}: not a readable parquet file ({e})") from None
+    c.check_columns(path, table.column_names, required)
     for i, row in enumerate(table.to_pylist()):
         yield f"row {i + 1}", row
 
@@ -264,19 +274,20 @@ def load_truthfulqa(source_dir: str | Path | None = None, *, online: bool = Fals
     Split ``validation`` (the only one); ids: the text (``phr.hr1.ids.content_id``); ``source_row_id``: the
     0-based data row index."""
     out: list[HQuestion] = []
-    ids = c.RowIndex(TITLES["truthfulqa"])
+    ids = c.RowIndex(TITLES["truthfulqa"], dedupe=True)
     with c.collect_rejected() as rejected:
         if source_dir is not None:
             files = c.source_files(source_dir, TQA_FILES, None, key="truthfulqa", on_missing=_missing("truthfulqa"))
             for _part, path in files:  # one split: any file name (e.g. a sample) is the validation split
-                out += c.parse_rows(str(path), c.csv_rows(path), lambda r, i: _tqa_row(r, "validation", i), ids)
+                rows = c.csv_rows(path, required=TQA_COLUMNS)
+                out += c.parse_rows(str(path), rows, lambda r, i: _tqa_row(r, "validation", i), ids)
             origin = str(Path(source_dir))
         elif online:
             hub_id, config, split_map = HUB["truthfulqa"]
             data = c.hub_load(hub_id, TITLES["truthfulqa"], config, split_map["validation"])
-            out += c.parse_rows(
-                f"hf://datasets/{hub_id}", c.hub_rows(data), lambda r, i: _tqa_row(r, "validation", i), ids
-            )
+            origin = f"hf://datasets/{hub_id}"
+            rows = c.hub_rows(data, required=TQA_COLUMNS, origin=origin)
+            out += c.parse_rows(origin, rows, lambda r, i: _tqa_row(r, "validation", i), ids)
             origin = f"hf://datasets/{hub_id}"
         else:
             raise _missing("truthfulqa")("")
@@ -302,7 +313,12 @@ def _missing(source: str):
 def _result(source: str, questions: list[HQuestion], rejected: list[str], origin: str) -> LoadResult:
     skipped: Counter = Counter()
     for r in rejected:
-        skipped[r.rsplit(": ", 1)[-1] if "has no English label" not in r else "objects without an English label"] += 1
+        if "has no English label" in r:
+            skipped["objects without an English label"] += 1
+        elif c.DUPLICATE_ROW in r:
+            skipped["duplicate rows (kept once)"] += 1
+        else:
+            skipped[r.rsplit(": ", 1)[-1]] += 1
     return LoadResult(source, questions, skipped, rejected[:5], origin)
 
 

@@ -7,10 +7,9 @@ relative to the folder, for the card to embed as ``![alt](figures/x.png)`` (``CA
 - ``figures/subtypes_per_domain.png``: base questions per reasoning subtype, grouped by domain (horizontal bars);
 - ``figures/premise_length.png``: premise length in words, truthful (B+T) vs hallucinated (B+H) (histograms).
 
-Byte-stable output: matplotlib's object API with the Agg canvas (pyplot and the global backend are never
-touched), one fixed style (``rcParams`` reset to matplotlib's defaults, then fixed fonts, sizes and colours, the
-font being matplotlib's bundled DejaVu Sans), fixed figure size and dpi, and PNG metadata without the
-``Software`` entry, so two runs on the same rows give identical files.
+Byte-stable output through the toolkit's one figure setup (``phr.core.figures``: object API on an Agg canvas,
+the fixed ``style()``, PNG metadata without ``Software``), fixed figure size and dpi, so two runs on the same
+rows give identical files.
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ from statistics import median
 
 from phr.bench.conditions import CONFIGS
 from phr.bench.records import Domain, MutationType
+from phr.core.figures import figure, save_png, style
 
 FIGURES_DIR = "figures"
 COUNTS_PNG = "figures/counts_domain_mutation.png"
@@ -36,45 +36,15 @@ MUTATION_TYPES = tuple(m.value for m in MutationType)
 # colour-blind-safe (Okabe-Ito)
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 DPI = 100
-RC = {
-    "font.family": "DejaVu Sans",
-    "font.size": 10,
-    "axes.titlesize": 12,
-    "axes.labelsize": 10,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "axes.grid": False,
-    "figure.dpi": DPI,
-    "savefig.dpi": DPI,
-    "savefig.bbox": None,
-    "path.simplify": True,
-    "text.hinting": "default",
-    "svg.hashsalt": "phrbench",
-}
-PNG_METADATA = {"Software": None}
-
-
-def _style():
-    import matplotlib
-
-    params = dict(matplotlib.rcParamsDefault)
-    params.pop("backend", None)
-    params.update(RC)
-    return matplotlib.rc_context(params)
 
 
 def _figure(width: float, height: float):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
+    return figure(width, height, dpi=DPI, layout="constrained")
 
 
 def _save(fig, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png", dpi=DPI, metadata=PNG_METADATA)
+    save_png(fig, path, dpi=DPI)
 
 
 def _ordered(values, canonical) -> list[str]:
@@ -171,7 +141,7 @@ def write_figures(folder: Path, rows_by_config: dict[str, list[dict]]) -> list[s
     """Write the card's figures under ``<folder>/figures/``; return their folder-relative paths."""
     folder = Path(folder)
     base, truthful, hall = (rows_by_config.get(name, []) for name in CONFIGS)
-    with _style():
+    with style():
         counts_by_domain_mutation(hall, folder / COUNTS_PNG)
         subtypes_per_domain(base, folder / SUBTYPES_PNG)
         premise_length(truthful, hall, folder / PREMISE_PNG)

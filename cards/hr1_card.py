@@ -82,6 +82,8 @@ def render(kind: str, configs: list[dict], manifest: dict, rows_by_config: dict[
             "paper's models produce. Do not report its numbers.",
             "",
         ]
+    for note in manifest.get("notices", []):
+        lines += [f"> {note}", ""]
     for note in manifest.get("stand_in_splits", []):
         lines += [f"> **Stand-in split.** {note}", ""]
     lines += ["## Sources and licenses", "", "| config | source | split | rows | license |", "|---|---|---|---|---|"]
@@ -133,7 +135,7 @@ def _body(kind: str, rows: list[dict], manifest: dict) -> list[str]:
         pqa = Counter(p["correctness"] for p in consistent if p["correctness"])
         out = [
             f"- {len(rows)} questions, {len(paras)} paraphrases (K = {manifest.get('k')} per question).",
-            f"- Consistent (Listing B.2 judge): {len(consistent)} ({_pct(len(consistent), len(paras))}); "
+            f"- Consistent ({manifest.get('consistency_labels', 'Listing B.2 judge')}): {len(consistent)} ({_pct(len(consistent), len(paras))}); "
             f"without a usable `<paraphrase>`: {no_text}; unjudged: {unjudged}.",
             "- QA on the original questions: " + ", ".join(f"{k} {v}" for k, v in sorted(qa.items())) + ".",
             "- QA on consistent paraphrases: "
@@ -149,6 +151,11 @@ def _body(kind: str, rows: list[dict], manifest: dict) -> list[str]:
         return [
             f"- {len(rows)} (consistent paraphrase, gold answer) pairs from {len(qs)} questions, as chat `messages` "
             "(system: Listing B.4, user: the paraphrase, assistant: `<answer>gold</answer>`) for TRL's SFTTrainer."
+        ]
+    if manifest.get("qa_filter"):
+        return [
+            f"- {len(rows)} prompts; QA filter: {manifest['qa_filter']}. Each with a stable `prompt_id`, "
+            "Listing B.1 applied as `prompt`, and the gold answers for the reward."
         ]
     return [
         f"- {len(rows)} prompts: questions the QA model answered correctly ({manifest.get('kept_of', '?')} asked), "

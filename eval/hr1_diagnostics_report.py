@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from phr.core.figures import figure, save_png
 from phr.core.fs import atomic_dir
 from phr.eval.hr1_diagnostics import Diagnostics
 
@@ -22,16 +23,11 @@ DPI = 100
 
 
 def _figure(width: float, height: float):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
+    return figure(width, height, dpi=DPI, layout="constrained")
 
 
 def _save(fig, path: Path) -> None:
-    fig.savefig(path, format="png", dpi=DPI, metadata={"Software": None})
+    save_png(fig, path, dpi=DPI)
 
 
 def _groups(diag: Diagnostics, value) -> dict[str, list[float]]:

@@ -16,7 +16,7 @@ values left out of their denominators, counted, the results marked ``partial``).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -44,7 +44,7 @@ from phr.hr1.diversity import score_groups
 from phr.hr1.failures import FailedCallsError, failed_calls, rerun_hint
 from phr.hr1.pipeline import Models, RunPlan, failure_text, judge_consistency, run_questions
 from phr.hr1.prompts import versions
-from phr.hr1.records import HQuestion, QuestionResult
+from phr.hr1.records import HQuestion, ParaphraseResult, QuestionResult
 from phr.llm.summary import RunSummary
 
 Table = Literal["robustness", "sft"]
@@ -82,6 +82,7 @@ def evaluate(
     llm_options: dict | None = None,
     partial: bool = False,
     rerun: str | None = None,
+    paraphrases: Mapping[str, Sequence[ParaphraseResult]] | None = None,
 ) -> HR1EvalResult:
     """Run Algorithm 1 on every dataset and compute the tables.
 
@@ -89,7 +90,9 @@ def evaluate(
     paraphrases are answered) or ``sft`` (Table 4: 8 paraphrases, every consistent one answered). ``judges``:
     more consistency judges for Table 7 (the run's ``judge`` is the first row), ``human``: a CSV of human labels
     (``question_id,k,annotator,label``). ``partial``: write the tables even when calls failed (see the module
-    docstring); ``rerun``: the command that finishes the run, quoted in the failure message."""
+    docstring); ``rerun``: the command that finishes the run, quoted in the failure message. ``paraphrases``:
+    given paraphrases with their consistency labels per question id (H-R1-mini's curated ones, ``paraphraser``
+    names them): no paraphraser or B.2 judge is called."""
     out = Path(out)
     if out.exists() and not overwrite:
         raise UsageError(f"{out.resolve()} already exists: pass --overwrite to replace it")
@@ -101,7 +104,8 @@ def evaluate(
     plan = plan or RunPlan()
     plan = replace(plan, k=k, qa_scope="all" if table == "sft" else "originally_correct", grading=metrics.grading)
     models = Models(**(llm_options or {}))
-    para_llm, qa_llm, judge_llm = (models.get(s) for s in (paraphraser, qa, judge))
+    para_llm = None if paraphrases is not None else models.get(paraphraser)
+    qa_llm, judge_llm = models.get(qa), models.get(judge)
     summary = RunSummary()
     records: dict[str, list[QuestionResult]] = {}
     tables: dict = {"table1": {}, "table2": {}, "table4": {}, "table7": {}}
@@ -116,6 +120,7 @@ def evaluate(
             plan=plan,
             diversity=score_groups if diversity else None,
             summary=summary,
+            paraphrases=paraphrases,
         )
         records[name] = results
         failures += [(f"{name}: {where}", why) for where, why in failed_calls(results)]

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from phr.core.errors import UsageError
+from phr.core.figures import figure, save_png
 from phr.core.fs import atomic_dir
 from phr.eval.dataset import load_eval_dataset
 from phr.eval.features import FEATURES, LABELS, FeatureTable, extract_features
@@ -76,12 +77,7 @@ def features_csv(table: FeatureTable) -> str:
 
 
 def _figure(width: float, height: float):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
+    return figure(width, height, dpi=100, layout="constrained")
 
 
 def plot_importance(report: PredictorReport, path: Path) -> None:
@@ -92,7 +88,7 @@ def plot_importance(report: PredictorReport, path: Path) -> None:
     ax.barh([LABELS.get(i.feature, i.feature) for i in reversed(imp)], [100 * i.share for i in reversed(imp)])
     ax.set_xlabel("share of total mean |SHAP| (%)")
     ax.set_title("Global feature importance (SHAP)")
-    fig.savefig(path, format="png", metadata={"Software": None})
+    save_png(fig, path)
 
 
 def plot_interactions(report: PredictorReport, path: Path) -> None:
@@ -107,7 +103,7 @@ def plot_interactions(report: PredictorReport, path: Path) -> None:
     ax.set_yticks(range(len(labels)), labels, fontsize=7)
     ax.set_title("Pairwise SHAP interactions (mean |value|)")
     fig.colorbar(im, ax=ax, shrink=0.7)
-    fig.savefig(path, format="png", metadata={"Software": None})
+    save_png(fig, path)
 
 
 def _est(e) -> str:

@@ -24,6 +24,7 @@ from phr.bench.metrics import (
     TRAJECTORY,
     rate_of,
 )
+from phr.core.figures import save_png, subplots
 from phr.core.fs import atomic_dir
 from phr.eval.results import (
     H_MINUS_T,
@@ -182,23 +183,16 @@ def _dig(data, keys):
 def write_plots(result: Result | Mapping[str, Any], folder: Path) -> list[Path]:
     """PNG figures: accuracy by condition and domain, resolution proportions, metrics by resolution; error bars
     of one standard error where the result has them."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     res = _as_result(result)
     t = res.tables
     err = t.cell_errors
     folder.mkdir(parents=True, exist_ok=True)
     out: list[Path] = []
-    meta = {"Software": None}
 
     def save(fig, name: str) -> None:
         p = folder / name
         fig.tight_layout()
-        fig.savefig(p, dpi=110, metadata=meta)
-        plt.close(fig)
+        save_png(fig, p, dpi=110)
         out.append(p)
 
     def bars(errors: list[float | None]) -> list[float] | None:
@@ -206,7 +200,7 @@ def write_plots(result: Result | Mapping[str, Any], folder: Path) -> list[Path]:
 
     conds = [c for c in CONDITION_SUFFIX if c in t.by_condition]
     domains = list(t.per_domain)
-    fig, ax = plt.subplots(figsize=(1.6 + 1.4 * max(1, len(domains)), 3.4))
+    fig, ax = subplots(figsize=(1.6 + 1.4 * max(1, len(domains)), 3.4))
     width = 0.8 / max(1, len(conds))
     for j, c in enumerate(conds):
         vals = [(getattr(t.per_domain[d][c], ACCURACY) if c in t.per_domain[d] else None) or 0.0 for d in domains]
@@ -219,7 +213,7 @@ def write_plots(result: Result | Mapping[str, Any], folder: Path) -> list[Path]:
     ax.legend()
     save(fig, "accuracy_by_domain.png")
 
-    fig, axes = plt.subplots(1, len(TRAJECTORY), figsize=(12, 3))
+    fig, axes = subplots(1, len(TRAJECTORY), figsize=(12, 3))
     for ax, name in zip(axes, TRAJECTORY):
         errs = [_dig(err.by_condition, (c, name)) if err else None for c in conds]
         ax.bar(
@@ -231,7 +225,7 @@ def write_plots(result: Result | Mapping[str, Any], folder: Path) -> list[Path]:
 
     rt = t.resolution
     if rt.judged:
-        fig, ax = plt.subplots(figsize=(5, 3.2))
+        fig, ax = subplots(figsize=(5, 3.2))
         props = [rt.proportions[r] or 0.0 for r in RESOLUTIONS]
         errs = [err.resolution.get(r) if err else None for r in RESOLUTIONS]
         ax.bar(RESOLUTIONS, props, color=["#55a868", "#c44e52", "#8172b2"], yerr=bars(errs), capsize=3)
@@ -240,7 +234,7 @@ def write_plots(result: Result | Mapping[str, Any], folder: Path) -> list[Path]:
         ax.set_title(f"resolution of hallucinated premises (n={rt.judged})")
         ax.legend()
         save(fig, "resolution.png")
-        fig, axes = plt.subplots(1, len(TRAJECTORY), figsize=(12, 3))
+        fig, axes = subplots(1, len(TRAJECTORY), figsize=(12, 3))
         for ax, name in zip(axes, TRAJECTORY):
             errs = [_dig(err.by_resolution, (r, name)) if err else None for r in RESOLUTIONS]
             ax.bar(

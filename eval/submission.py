@@ -32,6 +32,7 @@ from phr.core.fs import honour_umask
 from phr.core.text import clip
 from phr.eval.dataset import CONDITIONS, DatasetError, EvalDataset, check_conditions
 from phr.eval.results import MODEL_ACCESS
+from phr.hub.repo import repo_id_problem
 
 KEYS = ("instance_id", "sample", "response")
 MISSING_SHOWN = 5  # missing responses named in the coverage message
@@ -68,6 +69,11 @@ class SubmissionMeta:
             v = getattr(self, name)
             if not isinstance(v, str) or not v.strip():
                 raise _meta_error(name, "is required (a non-empty string)")
+        problem = repo_id_problem(self.model, namespace=False)
+        if problem:
+            raise _meta_error(
+                "model", f"must be a Hub model id (NAME or ORG/NAME, as the Hub names repos): {self.model!r}: {problem}"
+            )
         if self.link is not None:
             u = urlparse(self.link) if isinstance(self.link, str) else None
             if u is None or u.scheme not in ("http", "https") or not u.netloc or any(c.isspace() for c in self.link):

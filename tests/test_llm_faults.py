@@ -50,7 +50,7 @@ def test_huge_retry_after_fails_at_once_with_the_reason(env, server):
     assert llm.max_retry_after == 600
     t0 = time.monotonic()
     res = llm.generate([req("slow down", n=2)])
-    assert time.monotonic() - t0 < 10
+    assert time.monotonic() - t0 < 300  # honouring it would wait a day
     assert server.count == 1  # not retried
     fails = res[0].failures
     assert [f.index for f in fails] == [0, 1] and {f.reason for f in fails} == {"rate_limit"}
@@ -140,7 +140,7 @@ def test_build_phrbench_timeout_and_max_retry_after_options(small_build, premise
     from phr.cli import app
 
     root = small_build
-    premise_server.script("/v1/chat", [("hang", 60), ("status", 429, {"Retry-After": "86400"})])
+    premise_server.script("/v1/chat", [("hang", 600), ("status", 429, {"Retry-After": "86400"})])
     t0 = time.monotonic()
     CliRunner().invoke(
         app,
@@ -164,7 +164,7 @@ def test_build_phrbench_timeout_and_max_retry_after_options(small_build, premise
             "5",
         ],
     )
-    assert time.monotonic() - t0 < 40  # the default timeout (120 s) would wait out the 60 s hang
+    assert time.monotonic() - t0 < 100  # the default timeout (120 s) would wait 120 s on the 600 s hang
     rows = failure_rows(root / "calls.sqlite")
     assert [r[0] for r in rows if r[0] != "invalid_output"] == ["rate_limit"]
     assert "more than the cap of 5 s" in [r[1] for r in rows if r[0] == "rate_limit"][0]
@@ -173,7 +173,7 @@ def test_build_phrbench_timeout_and_max_retry_after_options(small_build, premise
 def test_eval_phrbench_timeout_and_max_retry_after_options(env, server, mini_folder, tmp_path):
     from phr.cli import app
 
-    server.script("/v1/chat", [("hang", 60), ("status", 429, {"Retry-After": "86400"})])
+    server.script("/v1/chat", [("hang", 600), ("status", 429, {"Retry-After": "86400"})])
     t0 = time.monotonic()
     r = CliRunner().invoke(
         app,
@@ -200,7 +200,7 @@ def test_eval_phrbench_timeout_and_max_retry_after_options(env, server, mini_fol
         ],
     )
     assert r.exit_code == 0, r.output
-    assert time.monotonic() - t0 < 30
+    assert time.monotonic() - t0 < 100  # the default timeout (120 s) would wait 120 s on the 600 s hang
     rows = [json.loads(x) for x in (tmp_path / "run" / "generations.jsonl").read_text().splitlines()]
     fails = [x for x in rows if "failure" in x]
     assert len(rows) == 2 and [x["failure"] for x in fails] == ["rate_limit"]

@@ -7,6 +7,7 @@ huggingface_hub client to the Hub-protocol test server are at the end (skipped w
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -32,6 +33,7 @@ from phr.hub import (
 )
 from phr.hub import local as local_hub
 from phr.hub.card import usage_for_repo
+from phr.hub.repo import check_repo_id
 
 REPO = "org/phrbench"
 
@@ -338,6 +340,47 @@ def test_repo_type_mismatch_and_bad_arguments(built, hub, tmp_path):
         push(built, REPO, repo_type="space", to=hub)
 
 
+# names the Hub refuses (huggingface_hub's validator, and the Hub's rules it leaves out), with the words said
+BAD_REPO_IDS = [
+    ("org/x.git", "cannot end with '.git'"),
+    ("org.git/x", "cannot end with '.git'"),
+    ("org/x--y", "cannot hold '--' or '..'"),
+    ("org--a/x", "cannot hold '--' or '..'"),
+    ("org/x..y", "cannot hold '--' or '..'"),
+    ("org/-x", "must use ASCII letters"),
+    ("org/x.", "must use ASCII letters"),
+    ("org/caf\u00e9", "must use ASCII letters"),
+    ("org/" + "x" * 97, "has 97 characters (at most 96)"),
+    ("../escape", "must use ASCII letters"),
+    ("no-slash", "expected ORG/NAME"),
+    ("a/b/c", "expected ORG/NAME"),
+]
+
+
+@pytest.mark.parametrize("repo_id,reason", BAD_REPO_IDS)
+def test_repo_ids_follow_the_hub_rules_on_the_local_hub(built, tmp_path, repo_id, reason):
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    hub = tmp_path / "hub"
+    with pytest.raises(PublishError, match=f"invalid repo id .*{re.escape(reason)}"):
+        push(built, repo_id, to=hub)
+    with pytest.raises(PublishError, match="invalid repo id"):
+        pull(repo_id, hub=hub, to=tmp_path / "dl")
+    assert not hub.exists() and not (tmp_path / "dl").exists()  # refused before anything was created
+    if repo_id.count("/") == 1 and repo_id not in ("org.git/x",):  # the library's own validator agrees
+        with pytest.raises(HFValidationError):
+            validate_repo_id(repo_id)
+
+
+def test_repo_ids_the_hub_accepts_are_accepted(built, tmp_path):
+    from huggingface_hub.utils import validate_repo_id
+
+    for repo_id in ("org/x", "Org-1/Foo_Bar.v1", "o/" + "x" * 96, "org/x.gitx"):
+        validate_repo_id(repo_id)
+        assert check_repo_id(repo_id) == repo_id
+    assert push(built, "Org-1/Foo_Bar.v1", to=tmp_path / "hub").changed
+
+
 def test_phr_hub_dir_env_selects_the_local_hub(built, hub, monkeypatch):
     monkeypatch.setenv("PHR_HUB_DIR", str(hub))
     res = push(built, REPO)
@@ -520,6 +563,9 @@ def test_cli_push_pull(built, tmp_path, monkeypatch):
     assert r.exit_code == 2 and "error:" in r.output and "--overwrite" in r.output
     r = runner.invoke(app, ["push", str(built), "--repo", "no-slash"])
     assert r.exit_code == 2 and "invalid repo id" in r.output
+    r = runner.invoke(app, ["push", str(built), "--repo", "org/x.git"])
+    assert r.exit_code == 2 and "invalid repo id 'org/x.git': 'x.git' cannot end with '.git'" in r.output
+    assert not (hub / "datasets" / "org" / "x.git").exists()
     r = runner.invoke(app, ["push", str(built), "--repo", "org/cli", "--repo-type", "model"])
     assert r.exit_code == 2 and "error:" in r.output  # a dataset folder is no model card... or the type clash
     res = result_json(tmp_path / "r.json", "org/m", bh=0.3)
@@ -577,6 +623,13 @@ def test_hub_push_idempotent_tags_pr_and_pull(built, hf, tmp_path):
     assert {r: p.read_bytes() for r, p in folder_files(old).items() if r != ".gitattributes"} == pushed
     with pytest.raises(PublishError, match="not found"):
         pull("alice/phrbench", revision="v9", to=tmp_path / "none", endpoint=hf.url)
+
+
+@pytest.mark.parametrize("repo_id", ["alice/x.git", "alice/x--y", "alice.git/x"])
+def test_hub_push_refuses_names_the_hub_refuses_before_any_request(built, hf, repo_id):
+    with pytest.raises(PublishError, match="invalid repo id"):
+        push(built, repo_id, endpoint=hf.url)
+    assert hf.requests == []
 
 
 def test_hub_failure_mid_push_keeps_the_previous_version_and_hides_the_token(built, hf, tmp_path):

@@ -20,10 +20,15 @@ from phr.eval.submission import (
 
 
 @pytest.fixture(scope="session")
-def dataset(tmp_path_factory):
+def mini_folder(tmp_path_factory):
     out = tmp_path_factory.mktemp("phrbench") / "phrbench"
     build_mini(out)
-    return load_eval_dataset(out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def dataset(mini_folder):
+    return load_eval_dataset(mini_folder)
 
 
 META = SubmissionMeta(model="m", revision="r1", samples=2)
@@ -347,3 +352,48 @@ def test_meta_sidecar_errors(tmp_path):
         load_meta(side)
     with pytest.raises(SubmissionError, match="unknown field"):
         load_meta(model="m", revision="r", sample=2)
+
+
+# ---- model names: the Hub's repo-id rule (they name result folders and model repos) ----------------------
+
+
+@pytest.mark.parametrize(
+    "model,reason",
+    [
+        ("../../../outside/evil", "expected NAME or ORG/NAME"),
+        ("../evil", "'..' must use ASCII letters"),
+        ("org/x.git", "'x.git' cannot end with '.git'"),
+        ("org/x--y", "cannot hold '--' or '..'"),
+        ("my model", "'my model' must use ASCII letters"),
+        ("openai:gpt-4o", "must use ASCII letters"),
+        ("/abs", "'' must use ASCII letters"),
+    ],
+)
+def test_model_name_follows_the_hub_repo_id_rule(model, reason):
+    with pytest.raises(SubmissionError, match=f"field 'model' must be a Hub model id.*{re.escape(reason)}"):
+        load_meta(model=model, revision="r")
+
+
+def test_model_names_the_hub_accepts():
+    for model in ("m", "my-model", "org/gold", "Org-1/Foo_Bar.v1"):
+        assert load_meta(model=model, revision="r").model == model
+
+
+@pytest.mark.parametrize("command", ["score", "submit"])
+def test_cli_refuses_a_path_as_model_and_writes_nothing(mini_folder, dataset, tmp_path, command):
+    from typer.testing import CliRunner
+
+    from phr.cli import app
+
+    work = tmp_path / "a" / "b" / "c"
+    work.mkdir(parents=True)
+    sub = dump(work / "sub.jsonl", rows(dataset, samples=1))
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    args = [command, str(sub), "--dataset", str(mini_folder), "--model", "../../../outside/evil"]
+    args += ["--model-revision", "1", "--scorer", "none"]
+    args += ["--no-plots"] if command == "score" else ["--repo", "org/results", "--to", str(work / "hub")]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 2, r.output
+    assert "error: submission metadata: field 'model' must be a Hub model id" in r.output
+    assert "'../../../outside/evil'" in r.output and "Traceback" not in r.output
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before

@@ -10,7 +10,7 @@ import os
 import pytest
 from transformers import AutoModelForCausalLM, TrainerCallback
 
-from phr.builders.hr1 import smoke_questions
+from phr.builders.hr1_mini import load_mini
 from phr.core.errors import UsageError
 from phr.core.fs import sha256_file
 from phr.hub import push
@@ -118,7 +118,7 @@ def test_push_checkpoint_to_local_hub(grpo_runs, tmp_path):
 
 def test_eval_hr1_on_trained_paraphraser(grpo_runs, fake_openai, tmp_path):
     _, _, s2, _ = grpo_runs
-    qs = smoke_questions().questions[:2]
+    qs = [q for ld in load_mini().loads for q in ld.questions[:2]]  # no --dataset: the mini preset, 2 per source
     srv = fake_openai(hr1_responder({q.question: q.answer for q in qs}))
     env = {k: os.environ[k] for k in ("OPENAI_BASE_URL", "PHR_CACHE")} | {"OPENAI_API_KEY": "sk-test-0123456789"}
     res = run("eval", "hr1", "--limit", "2", "--paraphraser", f"hf:{s2.final_dir}", "--qa-model", "openai:gpt-4o",
@@ -128,7 +128,7 @@ def test_eval_hr1_on_trained_paraphraser(grpo_runs, fake_openai, tmp_path):
         json.loads(line) for p in (tmp_path / "run" / "records").glob("*") for line in p.read_text().splitlines()
     ]
     paras = [p for r in records for p in r["paraphrases"]]
-    assert len(records) == 2 and len(paras) == 4  # garbage paraphrases are recorded as parse errors, not dropped
+    assert len(records) == 4 and len(paras) == 8  # garbage paraphrases are recorded as parse errors, not dropped
     assert all(p["parse_error"] for p in paras if not p["text"]) and srv.server.count > 0
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import time
+import threading
 from types import SimpleNamespace
 
 import numpy as np
@@ -192,9 +192,17 @@ def test_conversational_completions_are_read_like_text():
 
 
 def test_the_judge_calls_of_one_batch_run_concurrently(fake_openai):
-    fo, _llm, reward = make(fake_openai, latency=0.25)
+    """No clock: the server answers only once all 8 judge calls of the batch wait at once (a barrier)."""
+    barrier = threading.Barrier(8, timeout=120)  # the timeout only ends a failing run
+
+    def together(model, messages, k):
+        barrier.wait()
+        return responder(model, messages, k)
+
+    fo = fake_openai(together)
+    llm = fo.llm(max_attempts=1, timeout=300)
+    reward = HR1Reward(RewardConfig(judge="openai:gpt-4o", stage=1), judge_llm=llm, qa_llm=llm, embed=embed)
     texts = [f"w{i} x{i}" for i in range(8)]
-    t0 = time.perf_counter()
     out = asyncio.run(
         reward(
             prompts=[""] * 8,
@@ -204,11 +212,7 @@ def test_the_judge_calls_of_one_batch_run_concurrently(fake_openai):
             answers=[[GOLD]] * 8,
         )
     )
-    elapsed = time.perf_counter() - t0
-    assert out == [1.0] * 8 and reward.stats()["judge_calls"] == 8
-    starts = [r["time"] for r in fo.server.requests]
-    assert max(starts) - min(starts) < 0.2, "the 8 judge requests did not overlap"
-    assert elapsed < 1.0, f"8 judge calls of 0.25 s took {elapsed:.2f} s (2 s one at a time)"
+    assert out == [1.0] * 8 and reward.stats()["judge_calls"] == 8 and fo.server.count == 8
 
 
 def test_config_refuses_what_cannot_work():

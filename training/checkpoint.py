@@ -61,16 +61,13 @@ def curves(log_history: list[dict], weight: float = EMA_WEIGHT) -> dict:
 
 def write_curves(folder: Path, log_history: list[dict]) -> dict:
     """``curves.json`` and ``curves.png`` (one panel per metric: raw thin, smoothed thick)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from phr.core.figures import save_png, subplots
 
     data = curves(log_history)
     atomic_write(folder / CURVES_JSON, json_text(data))
     metrics = data["metrics"]
     n = max(1, len(metrics))
-    fig, axes = plt.subplots(n, 1, figsize=(6, 2.2 * n), squeeze=False)
+    fig, axes = subplots(n, 1, figsize=(6, 2.2 * n), squeeze=False)
     for ax, (key, c) in zip(axes[:, 0], metrics.items()):
         ax.plot(c["step"], c["raw"], alpha=0.35, linewidth=1, label="raw")
         ax.plot(c["step"], c["smoothed"], linewidth=2, label=f"EMA {data['ema_weight']}")
@@ -81,8 +78,7 @@ def write_curves(folder: Path, log_history: list[dict]) -> dict:
         axes[0, 0].text(0.5, 0.5, "nothing logged yet", ha="center")
     fig.tight_layout()
     tmp = folder / f".{CURVES_PNG}.tmp"
-    fig.savefig(tmp, format="png", dpi=100)
-    plt.close(fig)
+    save_png(fig, tmp, dpi=100)
     tmp.replace(folder / CURVES_PNG)
     return data
 

@@ -294,6 +294,11 @@ def artifacts(recipe: Recipe, *, base_model: str, start_from: str, data: dict, r
     )
     if base_model == "phr/tiny-random-llama":
         description += "\n\n**Smoke-test model**: a tiny random Llama built in-process; its outputs are meaningless."
+    if any("stand_in" in f for f in (reward or {}).get("functions", [])):
+        description += (
+            "\n\n**Smoke reward stand-in**: trained with `smoke_consistency_stand_in` (MiniLM cosine of question and "
+            'paraphrase, no judge), not the paper\'s reward (docs/training.md, "Offline training smoke").'
+        )
     return Artifacts(
         manifest=manifest,
         base_model=base_model,

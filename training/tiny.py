@@ -5,6 +5,11 @@ ChatML-style chat template), so TRL's chat formatting, ``AutoModelForCausalLM.fr
 provider all load it. Nothing is downloaded: the tokenizer is a byte-level BPE trained with ``tokenizers`` on the
 given texts, the weights are random (seeded). It learns nothing useful; it exists so the whole training path runs
 in seconds on a laptop CPU.
+
+``format_warmup_steps`` > 0 (the GRPO smoke recipes) first trains it for that many full-batch steps on
+Hallucination-R1-mini's (Listing B.1 prompt -> ``<paraphrase>curated paraphrase</paraphrase>``) pairs
+(``phr.builders.hr1_mini.format_pairs``, loss on the completion only), so the smoke policy writes the output format
+and the GRPO rewards differ within a group.
 """
 
 from __future__ import annotations
@@ -36,13 +41,19 @@ class TinySettings:
     num_key_value_heads: int = 2
     max_position_embeddings: int = 2048
     seed: int = 0
+    format_warmup_steps: int = 0  # next-token steps on H-R1-mini's paraphrase-format pairs (0: none)
+    format_warmup_lr: float = 1.0e-2
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int):
-    """A byte-level BPE ``PreTrainedTokenizerFast`` trained on ``texts`` with the chat template set."""
+FORMAT_TAGS = ("<paraphrase>", "</paraphrase>", "<think>", "</think>")  # one token each with the format warm-up
+
+
+def train_tokenizer(texts: Iterable[str], vocab_size: int, tags: Iterable[str] = ()):
+    """A byte-level BPE ``PreTrainedTokenizerFast`` trained on ``texts`` with the chat template set; each of
+    ``tags`` is added as one (non-special) token."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -58,6 +69,8 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int):
     tok.train_from_iterator(list(texts), trainer=trainer)
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=BOS, eos_token=EOS, pad_token=PAD)
     fast.chat_template = CHAT_TEMPLATE
+    if tags:
+        fast.add_tokens(list(tags))
     return fast
 
 
@@ -67,7 +80,8 @@ def build_tiny_model(texts: Iterable[str], dest: str | Path, settings: TinySetti
     from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
     s = settings or TinySettings()
-    tok = train_tokenizer(texts, s.vocab_size)
+    pairs = _warmup_pairs() if s.format_warmup_steps else []
+    tok = train_tokenizer([*texts, *(t for pair in pairs for t in pair)], s.vocab_size, FORMAT_TAGS if pairs else ())
     torch.manual_seed(s.seed)
     config = LlamaConfig(
         vocab_size=len(tok),
@@ -86,7 +100,49 @@ def build_tiny_model(texts: Iterable[str], dest: str | Path, settings: TinySetti
     model.generation_config = GenerationConfig(
         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id
     )
+    if pairs:
+        format_warmup(model, tok, pairs, s.format_warmup_steps, s.format_warmup_lr)
     with atomic_dir(dest) as tmp:
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
     return Path(dest)
+
+
+def _warmup_pairs() -> list[tuple[str, str]]:
+    from phr.builders.hr1_mini import format_pairs
+
+    return format_pairs()
+
+
+WARMUP_CONTEXT = 64  # prompt tokens kept before each completion (the end of the prompt and the assistant header)
+
+
+def format_warmup(model, tok, pairs: list[tuple[str, str]], steps: int, lr: float) -> list[float]:
+    """Full-batch next-token training on (user prompt, assistant completion) pairs, loss on the completion and its
+    end-of-turn token only, each prompt cut to its last ``WARMUP_CONTEXT`` tokens (the format follows the
+    assistant header; the shared instructions before it would only cost time); returns the loss per step."""
+    import torch
+
+    rows = []
+    for prompt, completion in pairs:
+        head = tok.apply_chat_template(
+            [{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=False
+        )
+        p_ids = tok(head, add_special_tokens=False)["input_ids"][-WARMUP_CONTEXT:]
+        c_ids = tok(completion + EOS, add_special_tokens=False)["input_ids"]
+        rows.append((p_ids + c_ids, [-100] * len(p_ids) + c_ids))
+    width = max(len(ids) for ids, _ in rows)
+    ids = torch.tensor([r + [tok.pad_token_id] * (width - len(r)) for r, _ in rows])
+    labels = torch.tensor([lab + [-100] * (width - len(lab)) for _, lab in rows])
+    mask = (torch.arange(width)[None, :] < torch.tensor([len(r) for r, _ in rows])[:, None]).long()
+    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    model.train()
+    losses = []
+    for _ in range(steps):
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        losses.append(loss.item())
+    model.eval()
+    return losses

@@ -14,15 +14,16 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from phr.bench.records import BaseQuestion, TaskType
 from phr.core.errors import UsageError
 
 from .. import taxonomy
 
+Q = TypeVar("Q", bound=BaseModel)  # the question record a loader makes (BaseQuestion, HQuestion)
 Row = Any  # one raw row: a dict (JSON/CSV with header) or a list (CSV without header)
 Located = tuple[str, Row]  # (where, row): where = "row 3 (line 4)", used in error messages
 
@@ -180,14 +181,33 @@ def multiple_choice(options: Sequence[str], answer_index: int, **kwargs: Any) ->
 # ---- parsing rows with located errors ------------------------------------------------------------
 
 
+DUPLICATE_ROW = "duplicate row, kept once"
+
+
 class RowIndex:
-    """Where each question id of one load came from: a second row with the same id is an error naming both."""
+    """Where each question id of one load came from: a second row with the same id is an error naming both.
 
-    def __init__(self, title: str = ""):
+    With ``dedupe`` it also remembers each question's content (every field but the id and the source row id): a
+    later row with the same content is a duplicate row, kept once (``parse_rows`` skips and reports it as
+    ``DUPLICATE_ROW``). The Hallucination-R1 loaders dedupe; the PHRBench ones keep the released rows (MMLU's
+    college physics repeats 11 of its 102 questions, and the recipes' counts are of the released rows)."""
+
+    def __init__(self, title: str = "", *, dedupe: bool = False):
         self.title = title
+        self.dedupe = dedupe
         self.where: dict[str, str] = {}
+        self.content: dict[str, str] = {}
 
-    def add(self, q: BaseQuestion, where: str) -> None:
+    def duplicate_of(self, q: BaseModel, where: str) -> str | None:
+        """Where the first row with ``q``'s content was, when ``q`` repeats it; else ``None`` (and remembered).
+        Always ``None`` without ``dedupe``."""
+        if not self.dedupe:
+            return None
+        key = json.dumps(q.model_dump(mode="json", exclude={"id", "source_row_id"}), sort_keys=True)
+        first = self.content.setdefault(key, where)
+        return None if first == where else first
+
+    def add(self, q: Any, where: str) -> None:
         first = self.where.setdefault(q.id, where)
         if first != where:
             raise MalformedSourceError(
@@ -199,16 +219,19 @@ class RowIndex:
 def parse_rows(
     origin: str,
     rows: Iterable[Located],
-    parse: Callable[[Row, int], BaseQuestion | None],
+    parse: Callable[[Row, int], Q | None],
     index: RowIndex | None = None,
-) -> list[BaseQuestion]:
+) -> list[Q]:
     """Run `parse(row, 0-based index)` on every row; a problem becomes MalformedSourceError naming origin and row.
 
     A RowRejected row is skipped and reported (log and ``collect_rejected``). `index` (one per load) names
-    both rows of a duplicate id, also across files; without it duplicates are found within this file.
+    both rows of a duplicate id, also across files; without it duplicates are found within this file. A row
+    whose question repeats an earlier one's content is skipped and reported the same way (``DUPLICATE_ROW``)
+    when the index dedupes;
+    a NUL byte in any field is an error naming the file, the row and the field.
     """
     index = index if index is not None else RowIndex()
-    out: list[BaseQuestion] = []
+    out: list[Q] = []
     rejected: list[str] = []
     for i, (where, row) in enumerate(rows):
         try:
@@ -222,6 +245,15 @@ def parse_rows(
             problems = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
             raise MalformedSourceError(f"{origin}: {where}: invalid question ({problems})") from None
         if q is not None:
+            nul = nul_field(q)
+            if nul:
+                raise MalformedSourceError(
+                    f"{origin}: {where}: NUL byte (\\x00) in field {nul!r}; the file is damaged: remove the byte"
+                )
+            first = index.duplicate_of(q, f"{origin}: {where}")
+            if first is not None:
+                rejected.append(f"{origin}: {where}: {DUPLICATE_ROW} (same content as {first})")
+                continue
             index.add(q, f"{origin}: {where}")
             out.append(q)
     if rejected:
@@ -229,6 +261,21 @@ def parse_rows(
         for found in _rejected.get():
             found.extend(rejected)
     return out
+
+
+def nul_field(q: BaseModel) -> str | None:
+    """The name of the first field of ``q`` whose text holds a NUL byte (lists and dicts searched), else None."""
+
+    def has_nul(v: Any) -> bool:
+        if isinstance(v, str):
+            return "\x00" in v
+        if isinstance(v, list | tuple):
+            return any(has_nul(x) for x in v)
+        if isinstance(v, dict):
+            return any(has_nul(k) or has_nul(x) for k, x in v.items())
+        return False
+
+    return next((name for name, value in q if has_nul(value)), None)
 
 
 def check_unique(questions: list[BaseQuestion], origin: str) -> list[BaseQuestion]:
@@ -299,11 +346,41 @@ def json_array_rows(path: Path) -> Iterator[Located]:
         yield where, row
 
 
-def csv_rows(path: Path, *, delimiter: str = ",", header: bool = True) -> Iterator[Located]:
+Column = str | tuple[str, ...]  # a required column: its name, or the names it may go by (first: the released one)
+
+
+def check_columns(origin: str | Path, found: Sequence[str], required: Sequence[Column]) -> None:
+    """A header-level error when a ``required`` column is not among ``found`` (the header of ``origin``):
+    "column 'Best Answer' not found in header of FILE; found: ...", with the closest name when one is close."""
+    missing = [(col,) if isinstance(col, str) else tuple(col) for col in required]
+    missing = [names for names in missing if not any(n in found for n in names)]
+    if not missing:
+        return
+    import difflib
+
+    def key(name: object) -> str:
+        return "".join(ch for ch in str(name).lower() if ch.isalnum())
+
+    known = {n for col in required for n in ((col,) if isinstance(col, str) else col)}
+    spare = [f for f in found if f not in known]  # a renamed column is one no other requirement claims
+    hints = []
+    for names in missing:
+        close = [f for f in spare if any(difflib.SequenceMatcher(None, key(n), key(f)).ratio() >= 0.85 for n in names)]
+        hints.append(f"{names[0]!r}" + (f" (is {close[0]!r} it, renamed?)" if close else ""))
+    what = "column" if len(missing) == 1 else "columns"
+    raise MalformedSourceError(
+        f"{what} {', '.join(hints)} not found in header of {origin}; found: {', '.join(map(repr, found)) or 'none'}"
+    )
+
+
+def csv_rows(
+    path: Path, *, delimiter: str = ",", header: bool = True, required: Sequence[Column] = ()
+) -> Iterator[Located]:
     """CSV/TSV: ('row N (line L)', dict) with a header, ('row N (line L)', list) without one.
 
-    Blank lines are skipped; with a header, a row with more or fewer fields than the header is an error, and
-    so is a file without data rows.
+    Blank lines are skipped; with a header, a ``required`` column missing from it is an error naming the
+    column and the header found (``check_columns``), a row with more or fewer fields than the header is an
+    error, and so is a file without data rows.
     """
     with _open_text(path) as f:
         reader = csv.reader(f, delimiter=delimiter)
@@ -317,6 +394,7 @@ def csv_rows(path: Path, *, delimiter: str = ",", header: bool = True) -> Iterat
                     continue
                 if header and names is None:
                     names = row
+                    check_columns(path, names, required)
                     continue
                 n += 1
                 yield where, _fields(path, where, names, row) if header else row
@@ -426,8 +504,10 @@ def hub_load(hub_id: str, title: str, name: str | None = None, split: str | None
         ) from e
 
 
-def hub_rows(dataset: Any) -> Iterator[Located]:
-    """Rows of a datasets.Dataset as ('row N (index I)', dict)."""
+def hub_rows(dataset: Any, *, required: Sequence[Column] = (), origin: str = "the Hub dataset") -> Iterator[Located]:
+    """Rows of a datasets.Dataset as ('row N (index I)', dict); ``required`` columns as in ``csv_rows``."""
+    if required:
+        check_columns(origin, list(dataset.column_names), required)
     for i, row in enumerate(dataset):
         yield f"row {i + 1} (index {i})", row
 

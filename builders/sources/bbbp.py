@@ -36,6 +36,9 @@ STANDIN_NOTE = (
     "Rows have source 'b3db' and B3DB's own compound numbers as ids."
 )
 
+COLUMNS = ("num", "p_np", "smiles")  # the columns read (name is optional)
+STANDIN_COLUMNS = ("NO.", "SMILES", "BBB+/BBB-")
+
 OPTIONS = ["Yes, it is BBB-permeable (BBB+)", "No, it is not BBB-permeable (BBB-)"]
 
 
@@ -79,7 +82,7 @@ def load_b3db(path: str | Path | None = None) -> list[BaseQuestion]:
     if file is None or not file.is_file():
         raise _missing(f"{path or 'the qc-b3db package'} has no {STANDIN_FILE[1]}")
     license = c.package_license(PACKAGE or "", STANDIN_LICENSE_FALLBACK)
-    rows = c.csv_rows(file, delimiter="\t")
+    rows = c.csv_rows(file, delimiter="\t", required=STANDIN_COLUMNS)
     parsed = c.parse_rows(str(file), rows, lambda row, _i: parse_b3db_row(row, license), c.RowIndex(STANDIN_TITLE))
     return c.check_unique(parsed, STANDIN_TITLE)
 
@@ -96,7 +99,7 @@ def load(source_dir: str | Path | None = None, *, online: bool = False) -> list[
         out: list[BaseQuestion] = []
         ids = c.RowIndex(TITLE)
         for _part, path in c.source_files(source_dir, FILES, None, key=NAME, on_missing=_missing):
-            out += c.parse_rows(str(path), c.csv_rows(path), lambda row, _i: parse_row(row), ids)
+            out += c.parse_rows(str(path), c.csv_rows(path, required=COLUMNS), lambda row, _i: parse_row(row), ids)
         return c.check_unique(out, TITLE)
     if online:
         try:
@@ -105,7 +108,8 @@ def load(source_dir: str | Path | None = None, *, online: bool = False) -> list[
             path = hf_hub_download(HUB_ID, HUB_FILE, repo_type="dataset")
         except Exception as e:  # noqa: BLE001 - network, offline mode...
             raise c.SourceNotFoundError(f"could not download {HUB_FILE} from {HUB_ID}: {type(e).__name__}: {e}") from e
-        parsed = c.parse_rows(path, c.csv_rows(Path(path)), lambda row, _i: parse_row(row), c.RowIndex(TITLE))
+        rows = c.csv_rows(Path(path), required=COLUMNS)
+        parsed = c.parse_rows(path, rows, lambda row, _i: parse_row(row), c.RowIndex(TITLE))
         return c.check_unique(parsed, TITLE)
     if c.package_file(*STANDIN_FILE) is not None:
         return load_b3db()

@@ -46,6 +46,10 @@ def parse_row(row: dict, multiple_choice: bool = False) -> BaseQuestion:
     return c.multiple_choice(options, answer_index, **common)
 
 
+COLUMNS = ("Record ID", "Question", "Correct Answer", "High-level domain")  # read in both modes
+MC_COLUMNS = (*COLUMNS, *(f"Incorrect Answer {k}" for k in (1, 2, 3)))  # and for multiple choice
+
+
 def _domains(domains: str | Sequence[str] | None) -> set[Domain] | None:
     """PHRBench domains ("Biomedicine") or GPQA high-level domains ("Biology") -> PHRBench domains."""
     out: set[Domain] = set()
@@ -82,7 +86,8 @@ def load(
         base = path / "dataset" if path.is_dir() and (path / "dataset" / FILES[subset]).is_file() else path
         wanted = None if path.is_file() else [subset]
         for _part, file in c.source_files(base, FILES, wanted, key=NAME, on_missing=_missing):
-            out += c.parse_rows(str(file), c.csv_rows(file), lambda row, _i: parse_row(row, multiple_choice), ids)
+            rows = c.csv_rows(file, required=MC_COLUMNS if multiple_choice else COLUMNS)
+            out += c.parse_rows(str(file), rows, lambda row, _i: parse_row(row, multiple_choice), ids)
     elif online:
         data = c.hub_load(HUB_ID, TITLE, name=f"gpqa_{subset}", split="train")
         origin = f"hf://datasets/{HUB_ID} (gpqa_{subset}/train)"

@@ -32,6 +32,7 @@ def predictor_cmd(
     settings = PredictorSettings(
         target=cfg.target, threshold=cfg.threshold, folds=cfg.folds, resamples=cfg.resamples, seed=cfg.seed
     )
+    _check_judge(cfg.judge)
     report, paths = analyze_predictor(
         [*cfg.results, *(more or [])],
         cfg.dataset,
@@ -46,6 +47,22 @@ def predictor_cmd(
     typer.echo(f"predictor: {report.rows} rows, {report.questions} questions, AUROC {auc}, accuracy {acc}; top: {top}")
     for p in paths.values():
         typer.echo(f"  {p}")
+
+
+def _check_judge(judge: str) -> None:
+    """Fail at once when the feature judge cannot run here (no API key), naming the flags that work offline."""
+    if spec_or_none(judge) is None:
+        return
+    from phr.core.errors import MissingAPIKeyError
+    from phr.llm.spec import make_provider
+
+    try:
+        make_provider(judge)
+    except MissingAPIKeyError as e:
+        raise MissingAPIKeyError(
+            f"--judge {judge}: {e} Offline: --judge none (the 12 semantic features are left missing) or "
+            "--judge local:smollm2."
+        ) from None
 
 
 analyze_hr1.register(analyze_app)  # `analyze paraphrases` (Hallucination-R1 diagnostics)

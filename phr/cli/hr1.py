@@ -44,11 +44,11 @@ def _load(name: str, path: str | None, online: bool) -> LoadResult:
 
 
 def _loads(values: list[str] | None, online: bool) -> list[LoadResult]:
-    """The sources given as NAME=PATH, or the packaged smoke questions when none is given."""
-    from phr.builders.hr1 import smoke_questions
+    """The sources given as NAME=PATH, or the packaged H-R1-mini questions when none is given."""
+    from phr.builders.hr1_mini import load_mini
 
     if not values:
-        return [smoke_questions()]
+        return load_mini().loads
     return [_load(n, p, online) for n, p in _parse_sources(values, online)]
 
 
@@ -100,15 +100,41 @@ def _done(res: HR1BuildResult, cfg) -> None:
     typer.echo(f'load it with: load_dataset("{res.out}")')
 
 
-def _with_preset(cfg, given: bool):
-    """``cfg``, or with no source given and no preset, the same settings under the ``smoke`` preset (the
-    no-argument offline default); the command prints which preset it runs."""
+def _with_preset(cfg, given: bool, default: str = "mini"):
+    """``cfg``, or with no source given and no preset, the same settings under the ``default`` preset (the
+    no-argument offline default: ``mini``; ``smoke`` when models are given without a source); the command prints
+    which preset it runs. ``--preset mini`` with sources is refused (it builds the packaged questions)."""
     if not given and cfg.preset is None:
-        cfg = resolve(type(cfg), values={"preset": "smoke"}, flags=cfg.model_dump(include=cfg.model_fields_set))
-        typer.echo("preset: smoke (the no-argument offline default: capped lengths, see --help)")
+        cfg = resolve(type(cfg), values={"preset": default}, flags=cfg.model_dump(include=cfg.model_fields_set))
+        typer.echo(f"preset: {default} (the no-argument offline default, see --help)")
     else:
         typer.echo(f"preset: {cfg.preset or 'none (the defaults)'}")
+    if cfg.preset == "mini" and given:
+        raise UsageError("--preset mini runs Hallucination-R1-mini's packaged questions: drop --source/--dataset")
     return cfg
+
+
+def _given(cfg, *names: str) -> bool:
+    """Whether any of these fields was set by a flag or the --config file (not by a default or preset)."""
+    return any(n in cfg.model_fields_set and n not in type(cfg).presets.get(cfg.preset or "", {}) for n in names)
+
+
+def _mini_training(cfg, kind: str) -> bool:
+    """Whether a training-corpus build is the mini smoke one; its other source flags need --source."""
+    cfg_ = cfg
+    if cfg_.preset != "mini":
+        return False
+    if cfg_.stand_in_split or cfg_.eval_set:
+        raise UsageError(
+            "--stand-in-split / --eval-set need --source simplequestions=PATH (no --source: the mini smoke corpus)"
+        )
+    what = (
+        "consistent curated paraphrases of its stand-in train SimpleQuestions rows with their gold answers"
+        if kind == "sft"
+        else "stand-in train SimpleQuestions rows with Listing B.1 applied (no QA filter)"
+    )
+    typer.echo(f"preset mini: the smoke {kind.upper()} corpus: Hallucination-R1-mini's {what}; no model is run")
+    return True
 
 
 def _plan(cfg, **kw) -> RunPlan:
@@ -160,16 +186,33 @@ def register(build_app: typer.Typer) -> None:
     @build_app.command("hr1-paraphrases")
     @bind(BuildHr1ParaphrasesConfig)
     def build_hr1_paraphrases(cfg: BuildHr1ParaphrasesConfig, dry_run: DryRun = False) -> None:
-        """Build a paraphrase corpus (with no arguments: the offline smoke corpus).
+        """Build a paraphrase corpus (with no arguments: Hallucination-R1-mini, the offline preset `mini`).
 
-        The smoke corpus: 24 packaged TruthfulQA questions, K = 4, local:smollm2 as paraphraser, QA model and
-        judge, with capped lengths (--preset smoke); its card says so."""
+        Hallucination-R1-mini: 52 packaged TruthfulQA and SimpleQuestions questions with K = 4 paraphrases
+        written and labelled by the maintainers; local:smollm2 answers, graded by alias match (no judge); its
+        card says so. Give --source (and models) for a real corpus."""
         from phr.builders.hr1 import build_paraphrase_corpus
         from phr.hr1.settings import Grading
 
-        cfg = _with_preset(cfg, bool(cfg.source))
-        out = cfg.out or Path("hr1-paraphrases")
+        cfg = _with_preset(cfg, bool(cfg.source), "smoke" if _given(cfg, "paraphraser", "judge") else "mini")
         qa = model_or_none(cfg.qa_model)
+        if cfg.preset == "mini":
+            from phr.builders.hr1_mini import build_mini, describe, load_mini
+
+            if qa is None:
+                raise UsageError("--preset mini answers with a QA model: give --qa-model SPEC (not none)")
+            out = cfg.out or Path("hr1-mini")
+            _preflight({"qa model": qa}, out, cfg.overwrite).finish(dry_run, typer.echo)
+            if dry_run:
+                return
+            mini = load_mini()
+            typer.echo(describe(mini))
+            res = build_mini(
+                out, qa=qa, overwrite=cfg.overwrite, diversity=cfg.diversity, llm_options=cfg.llm_kwargs(), mini=mini
+            )
+            _done(res, cfg)
+            return
+        out = cfg.out or Path("hr1-paraphrases")
         roles = {"paraphraser": cfg.paraphraser, "qa model": qa, "judge": cfg.judge}
         _preflight(roles, out, cfg.overwrite, [f"K {cfg.k}, max_tokens {cfg.max_tokens}"]).finish(dry_run, typer.echo)
         if dry_run:
@@ -196,11 +239,19 @@ def register(build_app: typer.Typer) -> None:
     @bind(BuildHr1SftConfig)
     def build_hr1_sft(cfg: BuildHr1SftConfig, dry_run: DryRun = False) -> None:
         """Build the SFT corpus: consistent paraphrases of SimpleQuestions train with the gold answer (appendix E.1).
-        The training questions are screened for split leakage before any model call."""
+        The training questions are screened for split leakage before any model call. With no --source: the
+        offline smoke corpus of preset mini (no model is run)."""
         from phr.builders.hr1 import build_sft_corpus
 
-        typer.echo(f"preset: {cfg.preset or 'none (the defaults)'}")
+        cfg = _with_preset(cfg, bool(cfg.source))
         out = cfg.out or Path("hr1-sft")
+        if _mini_training(cfg, "sft"):
+            from phr.builders.hr1_mini import build_mini_sft
+
+            _preflight({}, out, cfg.overwrite).finish(dry_run, typer.echo)
+            if not dry_run:
+                _done(build_mini_sft(out, overwrite=cfg.overwrite), cfg)
+            return
         pf = _preflight({"paraphraser": cfg.paraphraser, "judge": cfg.judge}, out, cfg.overwrite)
         loaded = _training_inputs(pf, cfg, dry_run)
         pf.finish(dry_run, typer.echo)
@@ -227,11 +278,19 @@ def register(build_app: typer.Typer) -> None:
     @bind(BuildHr1GrpoConfig)
     def build_hr1_grpo(cfg: BuildHr1GrpoConfig, dry_run: DryRun = False) -> None:
         """Build the GRPO prompt corpus: SimpleQuestions train questions the QA model answers correctly (appendix C.1).
-        The training questions are screened for split leakage before any model call."""
+        The training questions are screened for split leakage before any model call. With no --source: the
+        offline smoke corpus of preset mini (no model is run, no QA filter)."""
         from phr.builders.hr1 import build_grpo_corpus
 
-        typer.echo(f"preset: {cfg.preset or 'none (the defaults)'}")
+        cfg = _with_preset(cfg, bool(cfg.source))
         out = cfg.out or Path("hr1-grpo")
+        if _mini_training(cfg, "grpo"):
+            from phr.builders.hr1_mini import build_mini_grpo
+
+            _preflight({}, out, cfg.overwrite).finish(dry_run, typer.echo)
+            if not dry_run:
+                _done(build_mini_grpo(out, overwrite=cfg.overwrite), cfg)
+            return
         pf = _preflight({"qa model": cfg.qa_model, "judge": cfg.judge}, out, cfg.overwrite)
         loaded = _training_inputs(pf, cfg, dry_run)
         pf.finish(dry_run, typer.echo)
@@ -267,21 +326,44 @@ def register_eval(eval_app: typer.Typer) -> None:
 
         cfg = _with_preset(cfg, bool(cfg.dataset))
         extra = [j.strip() for j in (cfg.judges or "").split(",") if j.strip()]
-        roles = {"paraphraser": cfg.paraphraser, "qa model": cfg.qa_model, "judge": cfg.judge}
+        paraphraser, judge, curated, mini = cfg.paraphraser, cfg.judge, None, None
+        if cfg.preset == "mini":
+            from phr.builders.hr1_mini import MINI_PARAPHRASER, describe, load_mini
+
+            mini = load_mini()
+            typer.echo(describe(mini))
+            if not _given(cfg, "paraphraser"):  # the maintainers' paraphrases and labels: no paraphraser, no judge
+                paraphraser, curated = MINI_PARAPHRASER, mini.paraphrases
+                judge = cfg.judge if _given(cfg, "judge") else "none"
+            elif not _given(cfg, "judge"):
+                raise UsageError(
+                    f"--paraphraser {cfg.paraphraser} on Hallucination-R1-mini: its paraphrases need a consistency "
+                    f"judge; add --judge SPEC (offline: --judge {cfg.qa_model})"
+                )
+        roles = {
+            "paraphraser": None if curated is not None else paraphraser,
+            "qa model": cfg.qa_model,
+            "judge": model_or_none(judge),
+        }
         roles |= {f"judge {n + 2}": j for n, j in enumerate(extra)}
         _preflight(roles, cfg.out, cfg.overwrite).finish(dry_run, typer.echo)
         if dry_run:
             return
-        loads = _loads(cfg.dataset, cfg.online)
+        loads = mini.loads if mini is not None else _loads(cfg.dataset, cfg.online)
         sets = {ld.source: (ld.questions[: cfg.limit] if cfg.limit else ld.questions) for ld in loads}
         if len(sets) != len(loads):
             raise UsageError("give each --dataset source once")
-        plan = _plan(cfg, grading=Grading(fuzzy=cfg.fuzzy))
+        if mini is not None:  # the mini's grading (alias match for every source) and Algorithm 1's QA scope
+            from phr.builders.hr1_mini import MINI_PLAN
+
+            plan = _plan(cfg, grading=MINI_PLAN.grading, qa_scope=MINI_PLAN.qa_scope, k=cfg.k or MINI_PLAN.k)
+        else:
+            plan = _plan(cfg, grading=Grading(fuzzy=cfg.fuzzy))
         res = evaluate(
             sets,
-            paraphraser=cfg.paraphraser,
+            paraphraser=paraphraser,
             qa=cfg.qa_model,
-            judge=cfg.judge,
+            judge=judge,
             out=cfg.out,
             table="sft" if cfg.table == "4" else "robustness",
             k=cfg.k,
@@ -293,6 +375,7 @@ def register_eval(eval_app: typer.Typer) -> None:
             overwrite=cfg.overwrite,
             llm_options=cfg.llm_kwargs(),
             partial=cfg.partial,
+            paraphrases=curated,
             rerun=_rerun(cfg, overwrite=True) if cfg.partial else _rerun(cfg),
         )
         res.summary.print()

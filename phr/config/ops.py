@@ -157,22 +157,27 @@ class HR1Decoding(OpConfig):
 
 #: the offline smoke plan: SmolLM2-135M rambles, so every reply is capped (docs/hr1.md, "Offline smoke corpus")
 SMOKE_DECODING = {"max_tokens": 96, "qa_max_tokens": 24, "judge_max_tokens": 48}
+#: Hallucination-R1-mini (docs/hr1.md): 16-token answers hold a tagged short answer; a paraphraser or judge under
+#: test on the mini questions is capped as in the smoke plan
+MINI_DECODING = {"max_tokens": 96, "qa_max_tokens": 16, "judge_max_tokens": 48}
 
 
 class EvalHr1Config(HR1Decoding, Calls):
     """`eval hr1`: evaluate a paraphraser against a QA model (Tables 1-3, or 4; 7 with more judges)."""
 
     command = ("eval", "hr1")
-    presets = {"paper": {}, "smoke": {**SMOKE_DECODING, "k": 4}}
+    presets = {"paper": {}, "smoke": {**SMOKE_DECODING, "k": 4}, "mini": {**MINI_DECODING, "k": 4}}
 
-    preset: Literal["paper", "smoke"] | None = setting(
+    preset: Literal["paper", "smoke", "mini"] | None = setting(
         None,
         "Named settings: 'paper' = the paper's decoding (Listing A.1); 'smoke' = K 4 and capped lengths "
-        f"({SMOKE_DECODING}) for the offline model. The no-argument offline default runs 'smoke'.",
+        f"({SMOKE_DECODING}) for the offline model; 'mini' = Hallucination-R1-mini's 52 packaged questions with "
+        f"the maintainers' curated paraphrases and labels (no paraphraser or judge unless given), K 4, "
+        f"{MINI_DECODING}. The no-argument offline default runs 'mini'.",
     )
     dataset: list[str] = setting(
         [],
-        "Evaluation sets NAME=PATH (NAME alone with --online); default: the packaged TruthfulQA questions. Repeatable.",
+        "Evaluation sets NAME=PATH (NAME alone with --online); default: Hallucination-R1-mini's questions. Repeatable.",
         metavar="NAME=PATH",
     )
     online: bool = setting(False, "Load sources given without a path from the Hub.")
@@ -224,13 +229,16 @@ class HR1TrainingBuild(HR1Build):
 
 
 class BuildHr1ParaphrasesConfig(HR1Build):
-    """`build hr1-paraphrases`: a paraphrase corpus (no arguments: the offline smoke corpus)."""
+    """`build hr1-paraphrases`: a paraphrase corpus (no arguments: Hallucination-R1-mini, preset mini)."""
 
     command = ("build", "hr1-paraphrases")
-    presets = {"paper": {}, "smoke": {**SMOKE_DECODING, "k": 4, "limit": 24}}
+    presets = {"paper": {}, "smoke": {**SMOKE_DECODING, "k": 4, "limit": 24}, "mini": {"k": 4}}
 
-    preset: Literal["paper", "smoke"] | None = setting(
-        None, "Named settings: 'smoke' = 24 questions, K 4, capped lengths (the no-argument offline default)."
+    preset: Literal["paper", "smoke", "mini"] | None = setting(
+        None,
+        "Named settings: 'smoke' = 24 questions, K 4, capped lengths (a paraphraser given without --source); "
+        "'mini' = Hallucination-R1-mini: 52 packaged questions, the maintainers' curated paraphrases and labels, "
+        "the QA model's 16-token answers graded by alias match, no judge (the no-argument offline default).",
     )
     paraphraser: str = setting(OFFLINE_MODEL, "Paraphrase model (Listing B.1).", paper="App. B.1")
     qa_model: str = setting(OFFLINE_MODEL, "QA model (Listing B.4); 'none' skips QA.", paper="App. B.4")
@@ -243,9 +251,13 @@ class BuildHr1SftConfig(HR1TrainingBuild):
     """`build hr1-sft`: consistent paraphrases of SimpleQuestions train with the gold answer (App. E.1)."""
 
     command = ("build", "hr1-sft")
-    presets = {"paper": {}, "smoke": {**SMOKE_DECODING}}
+    presets = {"paper": {}, "smoke": {**SMOKE_DECODING}, "mini": {}}
 
-    preset: Literal["paper", "smoke"] | None = setting(None, "Named settings: 'smoke' = capped lengths.")
+    preset: Literal["paper", "smoke", "mini"] | None = setting(
+        None,
+        "Named settings: 'smoke' = capped lengths; 'mini' = the offline smoke corpus from Hallucination-R1-mini's "
+        "stand-in train rows, no model run (the no-argument default).",
+    )
     paraphraser: str = setting(OFFLINE_MODEL, "Paraphrase model (Hallucination-R1).", paper="App. E.1")
     k: int = setting(4, "Paraphrases per question.", paper="App. E.1", ge=1)
 
@@ -254,9 +266,13 @@ class BuildHr1GrpoConfig(HR1TrainingBuild):
     """`build hr1-grpo`: SimpleQuestions train questions the QA model answers correctly (App. C.1)."""
 
     command = ("build", "hr1-grpo")
-    presets = {"paper": {}, "smoke": {**SMOKE_DECODING}}
+    presets = {"paper": {}, "smoke": {**SMOKE_DECODING}, "mini": {}}
 
-    preset: Literal["paper", "smoke"] | None = setting(None, "Named settings: 'smoke' = capped lengths.")
+    preset: Literal["paper", "smoke", "mini"] | None = setting(
+        None,
+        "Named settings: 'smoke' = capped lengths; 'mini' = the offline smoke corpus from Hallucination-R1-mini's "
+        "stand-in train rows, no model run (the no-argument default).",
+    )
     qa_model: str = setting(
         OFFLINE_MODEL, "The QA model whose correct answers are kept (paper: Qwen2.5-3B).", paper="App. C.1"
     )

@@ -17,75 +17,72 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
+from pydantic import BaseModel
+
+from phr.core.parquet import arrow_schema_of
+from phr.hr1.records import HQuestion, ParaphraseResult, QuestionResult
 
 KINDS = ("hr1-paraphrases", "hr1-sft", "hr1-grpo")
 DATA_DIR = "data"
 MANIFEST = "manifest.json"
 KIND_FIELD = "phr_kind"  # card metadata field naming the corpus kind
 
-_MSG = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
 
-PARAPHRASE_STRUCT = pa.struct(
-    [
-        ("k", pa.int32()),
-        ("text", pa.string()),
-        ("parse_error", pa.string()),
-        ("consistent", pa.bool_()),
-        ("consistency_think", pa.string()),
-        ("s_selfbleu", pa.float64()),
-        ("s_embed", pa.float64()),
-        ("r_div", pa.float64()),
-        ("mean_div", pa.float64()),
-        ("qa_answer", pa.string()),
-        ("qa_extraction", pa.string()),
-        ("factual_score", pa.int8()),
-        ("correctness", pa.string()),
-    ]
-)
+class ChatMessage(BaseModel):
+    """One chat message of a corpus row (TRL's conversational format)."""
 
+    role: str
+    content: str
+
+
+class SFTRow(BaseModel):
+    """One ``hr1-sft`` row: a consistent paraphrase paired with the gold answer, as chat ``messages``."""
+
+    id: str  # f"{question_id}-p{k}"
+    question_id: str
+    source: str
+    split: str
+    question: str
+    paraphrase: str
+    answer: str
+    license: str
+    messages: list[ChatMessage]
+
+
+class GRPORow(BaseModel):
+    """One ``hr1-grpo`` row: a question the QA model answers correctly, with Listing B.1 applied as ``prompt``."""
+
+    prompt_id: str  # sha256 of (question id, question text)[:16], stable across builds
+    question_id: str
+    source: str
+    split: str
+    question: str
+    answers: list[str]
+    license: str
+    prompt: list[ChatMessage]
+
+
+# the narrow integer columns of the released files (the records say int)
+_NARROW = {"k": pa.int32(), "factual_score": pa.int8()}
+
+# a corpus is built from complete runs only (builders/hr1.py stops on a failed call), so ``failed`` is never a column
+_RUN_ONLY = ("failed",)
+
+PARAPHRASE_STRUCT = pa.struct(list(arrow_schema_of(ParaphraseResult, exclude=_RUN_ONLY, overrides=_NARROW)))
+
+#: one schema per kind, derived from the records its rows are made of (``hr1-paraphrases``: a question's
+#: ``HQuestion`` fields, its ``meta`` as key/value pairs, then its ``QuestionResult`` with the paraphrases)
 SCHEMAS: dict[str, pa.Schema] = {
     "hr1-paraphrases": pa.schema(
         [
-            ("id", pa.string()),
-            ("source", pa.string()),
-            ("split", pa.string()),
-            ("source_row_id", pa.string()),
-            ("question", pa.string()),
-            ("answers", pa.list_(pa.string())),
-            ("license", pa.string()),
-            ("meta", pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())]))),  # source fields
-            ("qa_answer", pa.string()),
-            ("qa_extraction", pa.string()),
-            ("factual_score", pa.int8()),
-            ("correctness", pa.string()),
-            ("paraphrases", pa.list_(PARAPHRASE_STRUCT)),
+            *arrow_schema_of(HQuestion, overrides=_NARROW),
+            *arrow_schema_of(
+                QuestionResult, exclude=("question", *_RUN_ONLY), overrides=_NARROW
+            ),  # no nested "question"
         ]
     ),
-    "hr1-sft": pa.schema(
-        [
-            ("id", pa.string()),  # f"{question_id}-p{k}"
-            ("question_id", pa.string()),
-            ("source", pa.string()),
-            ("split", pa.string()),
-            ("question", pa.string()),
-            ("paraphrase", pa.string()),
-            ("answer", pa.string()),
-            ("license", pa.string()),
-            ("messages", _MSG),
-        ]
-    ),
-    "hr1-grpo": pa.schema(
-        [
-            ("prompt_id", pa.string()),  # sha256 of (question id, question text)[:16], stable across builds
-            ("question_id", pa.string()),
-            ("source", pa.string()),
-            ("split", pa.string()),
-            ("question", pa.string()),
-            ("answers", pa.list_(pa.string())),
-            ("license", pa.string()),
-            ("prompt", _MSG),
-        ]
-    ),
+    "hr1-sft": arrow_schema_of(SFTRow),
+    "hr1-grpo": arrow_schema_of(GRPORow),
 }
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
@@ -329,12 +329,15 @@ def run_questions(
     plan: RunPlan | None = None,
     diversity: DiversityFn | None = None,
     summary: RunSummary | None = None,
+    paraphrases: Mapping[str, Sequence[ParaphraseResult]] | None = None,
 ) -> list[QuestionResult]:
     """Algorithm 1 over ``questions``, keeping everything: the original question's answer and grade, K
     paraphrases (text or parse error), their B.2 verdicts, diversity scores (``diversity``: see
     ``phr.hr1.diversity.score_groups``), and the QA answers and grades of the consistent paraphrases in
     ``plan.qa_scope``. A model left as None skips its steps (e.g. ``qa=None``: no answers). ``summary``
-    accumulates the LLM calls of every step (calls, cache hits, failures, cost)."""
+    accumulates the LLM calls of every step (calls, cache hits, failures, cost). ``paraphrases``: given
+    paraphrases with their consistency labels per question id (H-R1-mini's curated ones): steps 2-3 (the
+    paraphraser and the B.2 judge) are not run."""
     plan = plan or RunPlan()
     summary = summary if summary is not None else RunSummary()
 
@@ -364,19 +367,23 @@ def run_questions(
                 g.factual_score,
                 g.failed,
             )
-    if paraphraser is None:
+    if paraphrases is not None:  # given with their labels: no paraphraser, no B.2 judge
+        for q in questions:
+            results[q.id].paraphrases = [p.model_copy() for p in paraphrases[q.id]]
+        todo = []
+    elif paraphraser is None:
         return list(results.values())
-    # 2. paraphrases and 3. their consistency
-    paras = generate_paraphrases(paraphraser, questions, plan.k, plan.decoding, seed=plan.seed)
-    tally(paraphraser)
-    for q in questions:
-        results[q.id].paraphrases = [
-            ParaphraseResult(
-                k=p.k, text=p.text, parse_error=p.parse_error, failed=p.failed and f"paraphrase: {p.failed}"
-            )
-            for p in sorted(paras[q.id], key=lambda p: p.k)
-        ]
-    todo = [(q, p) for q in questions for p in results[q.id].paraphrases if p.text is not None]
+    else:  # 2. paraphrases and 3. their consistency
+        paras = generate_paraphrases(paraphraser, questions, plan.k, plan.decoding, seed=plan.seed)
+        tally(paraphraser)
+        for q in questions:
+            results[q.id].paraphrases = [
+                ParaphraseResult(
+                    k=p.k, text=p.text, parse_error=p.parse_error, failed=p.failed and f"paraphrase: {p.failed}"
+                )
+                for p in sorted(paras[q.id], key=lambda p: p.k)
+            ]
+        todo = [(q, p) for q in questions for p in results[q.id].paraphrases if p.text is not None]
     if judge is not None and todo:
         verdicts = judge_consistency(judge, [(f"{q.id}/p{p.k}", q.question, p.text) for q, p in todo], plan.judges)
         tally(judge)

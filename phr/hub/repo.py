@@ -79,9 +79,37 @@ class PushResult:
 # ---- checks ----------------------------------------------------------------------------------------------------
 
 
+def repo_id_problem(repo_id: object, *, namespace: bool = True) -> str | None:
+    """Why the Hub would refuse ``repo_id`` as ORG/NAME (or also NAME alone when ``namespace`` is false), or
+    ``None``. The Hub's rules, each said in words: each part uses ASCII letters, digits, '.', '_', '-', starts and ends with a letter or
+    digit, holds no '--' or '..', does not end with '.git' and has at most 96 characters. huggingface_hub's own
+    validator (``validate_repo_id``) then has the last word. The local hub keeps the same rule, so a name it
+    accepts is one the Hub accepts too (and never a path that leaves its folder)."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    if not isinstance(repo_id, str) or repo_id.count("/") > 1 or (namespace and repo_id.count("/") != 1):
+        return "expected ORG/NAME" if namespace else "expected NAME or ORG/NAME"
+    for part in repo_id.split("/"):
+        if not re.fullmatch(_NAME, part):
+            return f"{part!r} must use ASCII letters, digits, '.', '_' or '-' and start and end with a letter or digit"
+        if "--" in part or ".." in part:
+            return f"{part!r} cannot hold '--' or '..'"
+        if part.endswith(".git"):
+            return f"{part!r} cannot end with '.git' (the Hub refuses such names)"
+        if len(part) > 96:
+            return f"{part[:20]!r}... has {len(part)} characters (at most 96)"
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as e:
+        return f"huggingface_hub refuses it: {e}"
+    return None
+
+
 def check_repo_id(repo_id: str) -> str:
-    if not isinstance(repo_id, str) or not REPO_ID_RE.match(repo_id) or ".." in repo_id:
-        raise PublishError(f"invalid repo id {repo_id!r}: expected ORG/NAME (letters, digits, '.', '_', '-')")
+    """``repo_id``, or a ``PublishError`` saying why the Hub would refuse it (see ``repo_id_problem``)."""
+    problem = repo_id_problem(repo_id)
+    if problem:
+        raise PublishError(f"invalid repo id {repo_id!r}: {problem} (ORG/NAME: letters, digits, '.', '_', '-')")
     return repo_id
 
 

@@ -44,6 +44,7 @@ from phr.bench.metrics import (
     name_of,
 )
 from phr.bench.records import Domain, MutationType
+from phr.core.figures import save_png
 from phr.core.fs import atomic_dir, atomic_write
 from phr.eval.results import H_MINUS_T, MODEL_ACCESS, Result, estimate_text
 from phr.leaderboard.repo import result_path
@@ -495,20 +496,15 @@ def render_report_markdown(report: CrossModelReport, figures: Mapping[str, str] 
 
 def _png(fig) -> bytes:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, metadata={"Software": None}, bbox_inches="tight")
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
+    save_png(fig, buf, dpi=100, bbox_inches="tight")
     return buf.getvalue()
 
 
 def _plt():
-    import matplotlib
+    """The figure maker (``subplots``): the toolkit's one deterministic setup, without pyplot."""
+    from phr.core import figures
 
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    return plt
+    return figures
 
 
 def _no_data(plt, title: str) -> bytes:
