@@ -187,13 +187,26 @@ def test_a_non_smoke_run_judged_by_the_offline_model_keeps_full_lengths(captured
     assert captured["k"] is None  # the table's K (5), not the smoke run's 4
 
 
-def test_the_no_argument_default_runs_the_named_smoke_preset(captured, tmp_path):
+def test_the_no_argument_default_runs_the_named_mini_preset(captured, tmp_path):
     r = runner.invoke(app, ["eval", "hr1", "--out", str(tmp_path / "o"), "--max-tokens", "120"])
     assert r.exit_code == 0, r.output
-    assert "preset: smoke (the no-argument offline default" in r.output
+    assert "preset: mini (the no-argument offline default" in r.output
     plan = captured["plan"]
-    assert (plan.decoding.max_tokens, plan.qa_decoding.max_tokens, plan.judges.max_tokens) == (120, 24, 48)
-    assert captured["k"] == 4 and len(captured["sets"]["truthfulqa"]) == 24
+    assert (plan.decoding.max_tokens, plan.qa_decoding.max_tokens, plan.judges.max_tokens) == (120, 16, 48)
+    assert captured["k"] == 4 and captured["paraphraser"] == "curated" and captured["judge"] == "none"
+    assert {k: len(v) for k, v in captured["sets"].items()} == {"simplequestions": 28, "truthfulqa": 24}
+
+
+def test_a_paraphraser_without_a_source_runs_the_named_smoke_preset(captured, tmp_path):
+    r = runner.invoke(
+        app,
+        ["eval", "hr1", "--paraphraser", "local:smollm2", "--judge", "local:smollm2", "--out", str(tmp_path / "o")],
+    )
+    assert r.exit_code == 0, r.output
+    assert "preset: mini (the no-argument offline default" in r.output
+    plan = captured["plan"]
+    assert (plan.decoding.max_tokens, plan.qa_decoding.max_tokens, plan.judges.max_tokens) == (96, 16, 48)
+    assert captured["paraphraser"] == "local:smollm2" and captured["paraphrases"] is None
 
 
 def test_presets_are_listed_in_help():
@@ -201,7 +214,7 @@ def test_presets_are_listed_in_help():
         return " ".join(runner.invoke(app, [*cmd, "--help"]).output.split())  # unwrapped
 
     out = help_of("eval", "hr1")
-    assert "--preset [paper|smoke]" in out and "smoke: {'max_tokens': 96, 'qa_max_tokens': 24" in out
+    assert "--preset [paper|smoke|mini]" in out and "smoke: {'max_tokens': 96, 'qa_max_tokens': 24" in out
     assert "Presets: paper: {'samples': 10, 'temperature': 0.7, 'max_tokens': 'model'" in help_of("eval", "phrbench")
 
 
