@@ -58,8 +58,8 @@ BASE_LICENSES: dict[str, License] = {
 
 def base_license(base_model: str | None) -> License:
     """The license of ``base_model`` from :data:`BASE_LICENSES`, else ``other`` with a note."""
-    if base_model in BASE_LICENSES:
-        return BASE_LICENSES[base_model]  # type: ignore[index]
+    if base_model is not None and base_model in BASE_LICENSES:
+        return BASE_LICENSES[base_model]
     return License(
         "other",
         note=f"The base model `{base_model}` is not in phr.cards.model_license.BASE_LICENSES: this fine-tune "

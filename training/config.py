@@ -300,17 +300,18 @@ def parse_recipe(raw: Any, source: str = "<recipe>") -> Recipe:
         problems.append("missing_rewards: GRPO only (SFT has no rewards)")
     if problems:
         raise RecipeError("\n".join(f"{source}: {p}" for p in problems))
+    assert model is not None and data is not None and trainer is not None and guard is not None  # no problems
     return Recipe(
         method=method,
         stage=stage,
-        model=model,  # type: ignore[arg-type]
-        data=data,  # type: ignore[arg-type]
+        model=model,
+        data=data,
         reward=reward,
         reference_policy=ref,
         lora=lora,
         chat_template_kwargs=ctk,
-        trainer=trainer,  # type: ignore[arg-type]
-        missing_rewards=guard,  # type: ignore[arg-type]
+        trainer=trainer,
+        missing_rewards=guard,
         source=source,
     )
 

@@ -141,8 +141,10 @@ def checkpoint_problem(folder: Path) -> str | None:
         step = json.loads(state.read_text(encoding="utf-8"))["global_step"]
     except (OSError, ValueError, KeyError, TypeError):
         return f"{TRAINER_STATE} is cut short"
-    n = int(CHECKPOINT.match(folder.name)[1])  # type: ignore[index]
-    return None if step == n else f"{TRAINER_STATE} is for step {step}"
+    m = CHECKPOINT.match(folder.name)
+    if m is None:
+        return "not a checkpoint-N folder"
+    return None if step == int(m[1]) else f"{TRAINER_STATE} is for step {step}"
 
 
 def checkpoints(output_dir: Path) -> list[tuple[int, Path, str | None]]:
