@@ -241,6 +241,33 @@ def _screen_questions(questions: list[HQuestion], eval_sets, config, drop: bool)
     return _screen(questions, [TrainRow(q.id, q.question, q.id) for q in questions], eval_sets, config, drop)
 
 
+def sft_rows(q: HQuestion, paraphrases) -> list[dict]:
+    """The SFT pairs of one question (App. E.1): each consistent paraphrase as the user turn of Listing B.4, the
+    gold answer in ``<answer>`` tags as the assistant turn."""
+    rows = []
+    for p in paraphrases:
+        if p.consistent and p.text:
+            system, _user = qa_messages(p.text)
+            rows.append(
+                {
+                    "id": f"{q.id}-p{p.k}",
+                    "question_id": q.id,
+                    "source": q.source,
+                    "split": q.split,
+                    "question": q.question,
+                    "paraphrase": p.text,
+                    "answer": q.answer,
+                    "license": q.license,
+                    "messages": [
+                        {"role": "system", "content": system.content},
+                        {"role": "user", "content": p.text},
+                        {"role": "assistant", "content": sft_target(q.answer)},
+                    ],
+                }
+            )
+    return rows
+
+
 def build_sft_corpus(
     out: str | Path,
     train: LoadResult,
@@ -275,29 +302,7 @@ def build_sft_corpus(
         questions, paraphraser=models.get(paraphraser), qa=None, judge=models.get(judge), plan=plan, summary=summary
     )
     _complete("hr1-sft", results, models, rerun, summary)
-    rows = []
-    for r in results:
-        q = r.question
-        for p in r.paraphrases:
-            if p.consistent and p.text:
-                system, _user = qa_messages(p.text)
-                rows.append(
-                    {
-                        "id": f"{q.id}-p{p.k}",
-                        "question_id": q.id,
-                        "source": q.source,
-                        "split": q.split,
-                        "question": q.question,
-                        "paraphrase": p.text,
-                        "answer": q.answer,
-                        "license": q.license,
-                        "messages": [
-                            {"role": "system", "content": system.content},
-                            {"role": "user", "content": p.text},
-                            {"role": "assistant", "content": sft_target(q.answer)},
-                        ],
-                    }
-                )
+    rows = [row for r in results for row in sft_rows(r.question, r.paraphrases)]
     if check_leakage and rows:
         paraphrases = [TrainRow(r["id"], r["paraphrase"], r["question_id"]) for r in rows]
         rows, more = _screen(rows, paraphrases, eval_sets or {}, leakage, drop_leaking)

@@ -24,14 +24,13 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from phr.core.errors import UsageError
-from phr.hr1.corpora import sft_target
 from phr.hr1.diversity import score_groups
-from phr.hr1.pipeline import Models, RunPlan, counts_as_correct, paraphrase_prompt, qa_messages, run_questions
+from phr.hr1.pipeline import Models, RunPlan, counts_as_correct, paraphrase_prompt, run_questions
 from phr.hr1.records import SOURCES, HQuestion, ParaphraseResult
 from phr.hr1.settings import Grading, QADecoding
 from phr.llm.summary import RunSummary
 
-from .hr1 import HR1BuildResult, _manifest, _paraphrase_row, _screen_questions, _write, prompt_id
+from .hr1 import HR1BuildResult, _manifest, _paraphrase_row, _screen_questions, _write, prompt_id, sft_rows
 from .hr1_sources import LoadResult, _q, stand_in_split
 
 MINI_FILE = "curated/hr1-mini.jsonl"
@@ -278,28 +277,7 @@ def build_mini_sft(out: str | Path, *, overwrite: bool = False, mini: Mini | Non
     mini = mini or load_mini()
     train, evals = mini_train_and_eval(mini)
     questions, _ = _screen_questions(train.questions, evals, None, drop=False)
-    rows = []
-    for q in questions:
-        for p in _train_paraphrases(mini, q):
-            if p.consistent and p.text:
-                system, _user = qa_messages(p.text)
-                rows.append(
-                    {
-                        "id": f"{q.id}-p{p.k}",
-                        "question_id": q.id,
-                        "source": q.source,
-                        "split": q.split,
-                        "question": q.question,
-                        "paraphrase": p.text,
-                        "answer": q.answer,
-                        "license": q.license,
-                        "messages": [
-                            {"role": "system", "content": system.content},
-                            {"role": "user", "content": p.text},
-                            {"role": "assistant", "content": sft_target(q.answer)},
-                        ],
-                    }
-                )
+    rows = [row for q in questions for row in sft_rows(q, _train_paraphrases(mini, q))]
     counts = {"questions": len(questions), "pairs": len(rows), "dropped_for_leakage": 0}
     manifest = _mini_manifest(
         mini,
