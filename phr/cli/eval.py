@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -20,8 +20,10 @@ from phr.config.ops import (
     Scoring,
 )
 from phr.core.errors import UsageError
-from phr.eval.trajectory import TrajectorySettings
 from phr.llm.preflight import Preflight, max_output_of, writable
+
+if TYPE_CHECKING:  # imported where used: `--help` stays fast
+    from phr.eval.trajectory import TrajectorySettings
 
 eval_app = new_app(
     "Evaluate models on PHRBench (generate, merge shards, score) and Hallucination-R1 paraphrasers (hr1)."
@@ -75,6 +77,8 @@ def _options(
 
 
 def _trajectory(kl_direction: str, step_rule: str, bc_counting: str) -> TrajectorySettings:
+    from phr.eval.trajectory import TrajectorySettings
+
     try:
         return TrajectorySettings(kl_direction, step_rule, bc_counting)
     except ValueError as e:
