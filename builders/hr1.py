@@ -133,8 +133,15 @@ def _complete(kind: str, results: list[QuestionResult], models: Models, rerun: s
 
 
 def _manifest(
-    kind: str, loads: Sequence[LoadResult], models: dict[str, str | None], plan: RunPlan | None, **extra
+    kind: str,
+    loads: Sequence[LoadResult],
+    models: dict[str, str | None],
+    plan: RunPlan | None,
+    config: dict | None = None,
+    **extra,
 ) -> dict:
+    """A corpus manifest; ``config``: the command's resolved settings (``OpConfig.result_record``), when built
+    from the CLI."""
     return {
         "kind": kind,
         "paper": "arXiv 2609.21227v1",
@@ -144,6 +151,7 @@ def _manifest(
         "skipped": {f"{ld.source}: {why}": n for ld in loads for why, n in ld.skipped.items()},
         "stand_in_splits": sorted({q.meta["stand_in"] for ld in loads for q in ld.questions if "stand_in" in q.meta}),
         **({"plan": plan.as_dict(), "k": plan.k} if plan else {}),
+        **({"config": config} if config else {}),
         **extra,
     }
 
@@ -165,6 +173,7 @@ def build_paraphrase_corpus(
     diversity: bool = True,
     llm_options: dict | None = None,
     rerun: str | None = None,
+    config: dict | None = None,
 ) -> HR1BuildResult:
     """Paraphrase every question of ``loads`` K times, judge consistency, score diversity, answer and grade;
     one config per source, split = the source split."""
@@ -204,6 +213,7 @@ def build_paraphrase_corpus(
         loads,
         {"paraphraser": paraphraser, "qa": qa, "judge": judge},
         plan,
+        config,
         smoke=smoke,
         counts=counts,
         parse_errors=dict(Counter(p.parse_error for p in paras if p.parse_error)),
@@ -284,6 +294,7 @@ def build_sft_corpus(
     drop_leaking: bool = False,
     llm_options: dict | None = None,
     rerun: str | None = None,
+    config: dict | None = None,
 ) -> HR1BuildResult:
     """App. E.1: K paraphrases per training question (no QA filter), the consistent ones paired with the gold
     answer as chat ``messages``: system Listing B.4, user the paraphrase, assistant ``<answer>gold</answer>``
@@ -315,6 +326,7 @@ def build_sft_corpus(
         [train],
         {"paraphraser": paraphraser, "judge": judge},
         plan,
+        config,
         counts=counts,
         eval_sets=sorted(eval_sets or {}),
         leakage_checked=check_leakage,
@@ -344,6 +356,7 @@ def build_grpo_corpus(
     drop_leaking: bool = False,
     llm_options: dict | None = None,
     rerun: str | None = None,
+    config: dict | None = None,
 ) -> HR1BuildResult:
     """App. C.1: the training questions the QA model answers correctly (B.4, greedy; graded by B.3 or exact
     match), each with a stable ``prompt_id``, Listing B.1 applied as a one-message chat ``prompt`` and the
@@ -388,6 +401,7 @@ def build_grpo_corpus(
         [train],
         {"qa": qa, "judge": judge},
         plan,
+        config,
         counts=counts,
         kept_of=len(results),
         eval_sets=sorted(eval_sets or {}),

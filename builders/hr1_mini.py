@@ -182,13 +182,16 @@ def describe(mini: Mini) -> str:
     )
 
 
-def _mini_manifest(mini: Mini, kind: str, loads: list[LoadResult], models: dict, plan: RunPlan | None, **extra) -> dict:
+def _mini_manifest(
+    mini: Mini, kind: str, loads: list[LoadResult], models: dict, plan: RunPlan | None, config=None, **extra
+) -> dict:
     bad = sum(not p.consistent for ps in mini.paraphrases.values() for p in ps)
     return _manifest(
         kind,
         loads,
         models,
         plan,
+        config,
         preset="mini",
         curated={"file": f"builders/{MINI_FILE}", "sha256": mini.sha256, "inconsistent_paraphrases": bad},
         consistency_labels=MINI_LABELS,
@@ -205,6 +208,7 @@ def build_mini(
     diversity: bool = True,
     llm_options: dict | None = None,
     mini: Mini | None = None,
+    config: dict | None = None,
 ) -> HR1BuildResult:
     """The H-R1-mini paraphrase corpus: the curated paraphrases and labels, their diversity, the QA model's
     answers to the originals and (Algorithm 1) to the consistent paraphrases of the originally correct ones,
@@ -242,6 +246,7 @@ def build_mini(
         mini.loads,
         {"paraphraser": MINI_PARAPHRASER, "qa": qa, "judge": MINI_LABELS},
         MINI_PLAN,
+        config,
         smoke=False,
         counts=counts,
     )
@@ -271,7 +276,9 @@ def _train_paraphrases(mini: Mini, q: HQuestion) -> list[ParaphraseResult]:
     return mini.paraphrases[ids[(q.source, q.source_row_id)]]
 
 
-def build_mini_sft(out: str | Path, *, overwrite: bool = False, mini: Mini | None = None) -> HR1BuildResult:
+def build_mini_sft(
+    out: str | Path, *, overwrite: bool = False, mini: Mini | None = None, config: dict | None = None
+) -> HR1BuildResult:
     """The smoke SFT corpus (App. E.1's format) without a model: the curated consistent paraphrases of the mini's
     stand-in train questions with their gold answer; leakage-checked against the rest of the mini."""
     mini = mini or load_mini()
@@ -285,6 +292,7 @@ def build_mini_sft(out: str | Path, *, overwrite: bool = False, mini: Mini | Non
         [train],
         {"paraphraser": MINI_PARAPHRASER, "judge": MINI_LABELS},
         None,
+        config,
         counts=counts,
         eval_sets=sorted(evals),
         leakage_checked=True,
@@ -294,7 +302,9 @@ def build_mini_sft(out: str | Path, *, overwrite: bool = False, mini: Mini | Non
     return HR1BuildResult(Path(out), "hr1-sft", counts, RunSummary(), manifest)
 
 
-def build_mini_grpo(out: str | Path, *, overwrite: bool = False, mini: Mini | None = None) -> HR1BuildResult:
+def build_mini_grpo(
+    out: str | Path, *, overwrite: bool = False, mini: Mini | None = None, config: dict | None = None
+) -> HR1BuildResult:
     """The smoke GRPO prompt corpus (App. C.1's format) without a model: every stand-in train question of the
     mini (no QA filter, the card says so); leakage-checked against the rest of the mini."""
     mini = mini or load_mini()
@@ -320,6 +330,7 @@ def build_mini_grpo(out: str | Path, *, overwrite: bool = False, mini: Mini | No
         [train],
         {},
         None,
+        config,
         counts=counts,
         kept_of=len(rows),
         qa_filter="none (smoke corpus: every stand-in train question of H-R1-mini, not filtered by a QA model)",

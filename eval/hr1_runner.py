@@ -82,6 +82,7 @@ def evaluate(
     llm_options: dict | None = None,
     partial: bool = False,
     rerun: str | None = None,
+    config: dict | None = None,
     paraphrases: Mapping[str, Sequence[ParaphraseResult]] | None = None,
 ) -> HR1EvalResult:
     """Run Algorithm 1 on every dataset and compute the tables.
@@ -196,6 +197,7 @@ def evaluate(
         "metrics": {k_: v for k_, v in asdict(metrics).items() if k_ != "grading"},
         "prompts": versions(),
         "datasets": {name: len(qs) for name, qs in datasets.items()},
+        **({"config": config} if config else {}),
     }
     payload = {
         "settings": settings,

@@ -395,3 +395,20 @@ def test_a_corpus_build_screens_split_leakage_before_any_call(fake_openai, tmp_p
     dropped = cli(*args, "--eval-set", f"simplequestions={sq}", "--drop-leaking")
     assert dropped.exit_code == 0 and "0 training questions pass the split-leakage screen (4 dropped)" in dropped.output
     assert srv.server.count == 0 and not (tmp_path / "g").exists()
+
+
+# ---- the resolved settings are recorded with the artifact (item 1) --------------------------------------------
+
+
+def test_corpus_manifest_and_eval_results_record_the_resolved_config(captured, tmp_path):
+    out = tmp_path / "grpo"
+    r = runner.invoke(app, ["build", "hr1-grpo", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    config = json.loads((out / "manifest.json").read_text())["config"]
+    assert config["command"] == "build hr1-grpo" and config["preset"] == "mini"
+    assert config["qa_max_tokens"] == 64 and "out" not in config and "overwrite" not in config
+    r = runner.invoke(app, ["eval", "hr1", "--out", str(tmp_path / "o"), "--k", "3"])
+    assert r.exit_code == 0, r.output
+    rec = captured["config"]
+    assert rec["command"] == "eval hr1" and rec["preset"] == "mini" and rec["k"] == 3 and rec["qa_max_tokens"] == 16
+    assert not {"out", "overwrite", "partial", "timeout", "max_retry_after"} & set(rec)

@@ -208,7 +208,13 @@ def register(build_app: typer.Typer) -> None:
             mini = load_mini()
             typer.echo(describe(mini))
             res = build_mini(
-                out, qa=qa, overwrite=cfg.overwrite, diversity=cfg.diversity, llm_options=cfg.llm_kwargs(), mini=mini
+                out,
+                qa=qa,
+                overwrite=cfg.overwrite,
+                diversity=cfg.diversity,
+                llm_options=cfg.llm_kwargs(),
+                mini=mini,
+                config=cfg.result_record(),
             )
             _done(res, cfg)
             return
@@ -232,6 +238,7 @@ def register(build_app: typer.Typer) -> None:
             diversity=cfg.diversity,
             llm_options=cfg.llm_kwargs(),
             rerun=_rerun(cfg),
+            config=cfg.result_record(),
         )
         _done(res, cfg)
 
@@ -250,7 +257,7 @@ def register(build_app: typer.Typer) -> None:
 
             _preflight({}, out, cfg.overwrite).finish(dry_run, typer.echo)
             if not dry_run:
-                _done(build_mini_sft(out, overwrite=cfg.overwrite), cfg)
+                _done(build_mini_sft(out, overwrite=cfg.overwrite, config=cfg.result_record()), cfg)
             return
         pf = _preflight({"paraphraser": cfg.paraphraser, "judge": cfg.judge}, out, cfg.overwrite)
         loaded = _training_inputs(pf, cfg, dry_run)
@@ -270,6 +277,7 @@ def register(build_app: typer.Typer) -> None:
             drop_leaking=cfg.drop_leaking,
             llm_options=cfg.llm_kwargs(),
             rerun=_rerun(cfg),
+            config=cfg.result_record(),
             plan=_plan(cfg, k=cfg.k, qa_scope="all"),
         )
         _done(res, cfg)
@@ -289,7 +297,7 @@ def register(build_app: typer.Typer) -> None:
 
             _preflight({}, out, cfg.overwrite).finish(dry_run, typer.echo)
             if not dry_run:
-                _done(build_mini_grpo(out, overwrite=cfg.overwrite), cfg)
+                _done(build_mini_grpo(out, overwrite=cfg.overwrite, config=cfg.result_record()), cfg)
             return
         pf = _preflight({"qa model": cfg.qa_model, "judge": cfg.judge}, out, cfg.overwrite)
         loaded = _training_inputs(pf, cfg, dry_run)
@@ -308,6 +316,7 @@ def register(build_app: typer.Typer) -> None:
             drop_leaking=cfg.drop_leaking,
             llm_options=cfg.llm_kwargs(),
             rerun=_rerun(cfg),
+            config=cfg.result_record(),
             plan=_plan(cfg),
         )
         _done(res, cfg)
@@ -377,6 +386,7 @@ def register_eval(eval_app: typer.Typer) -> None:
             partial=cfg.partial,
             paraphrases=curated,
             rerun=_rerun(cfg, overwrite=True) if cfg.partial else _rerun(cfg),
+            config=cfg.result_record(),
         )
         res.summary.print()
         typer.echo((res.out / "report.md").read_text())

@@ -41,6 +41,10 @@ def setting(
     return Field(default, description=doc, json_schema_extra=extra or None, **kw)
 
 
+#: fields that steer a run but never change its results (left out of ``OpConfig.result_record``)
+RUN_CONTROL = ("out", "overwrite", "partial", "timeout", "max_retry_after")
+
+
 class OpConfig(BaseModel):
     """Base of every operation's config. ``command``: the CLI words after ``phr-publish``; ``arguments``: the
     fields given positionally; ``presets``: named sets of field values."""
@@ -54,6 +58,12 @@ class OpConfig(BaseModel):
     def record(self) -> dict:
         """The resolved settings as JSON values (for manifests and results)."""
         return {"command": " ".join(self.command), **self.model_dump(mode="json")}
+
+    def result_record(self) -> dict:
+        """``record`` without the run-control fields (:data:`RUN_CONTROL`: where it writes, replace, timeouts),
+        which never change a result: what an artifact's manifest or results store, so that a rerun elsewhere
+        reproduces them byte for byte."""
+        return {k: v for k, v in self.record().items() if k not in RUN_CONTROL}
 
     def rerun(self, *, global_args: Iterable[str] = ()) -> str:
         """The command line that repeats this run."""
