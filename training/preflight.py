@@ -55,7 +55,8 @@ def check_raw(raw: dict, source: str, pf: Preflight | None = None) -> Preflight:
         pf.problem(problem)
     method, stage = raw.get("method"), raw.get("stage")
     reward, trainer, data = _section(raw, "reward"), _section(raw, "trainer"), _section(raw, "data")
-    settings = reward.get("settings") if isinstance(reward.get("settings"), dict) else {}
+    given = reward.get("settings")
+    settings: dict = given if isinstance(given, dict) else {}
     if method == "grpo" and reward.get("name", "hr1") == "hr1":
         if not settings.get("judge"):
             pf.problem(f"{source}: reward.settings.judge is required by the hr1 reward")
@@ -64,9 +65,9 @@ def check_raw(raw: dict, source: str, pf: Preflight | None = None) -> Preflight:
             pf.problem(f"{source}: stage 2 needs reward.settings.qa (the QA model of R_halluc)")
         pf.model("reward.settings.qa", settings.get("qa"))
     if trainer.get("use_vllm"):
-        problem = _vllm_problem()
-        if problem:
-            pf.problem(f"{source}: {problem}")
+        vllm_problem = _vllm_problem()
+        if vllm_problem:
+            pf.problem(f"{source}: {vllm_problem}")
     if trainer.get("deepspeed") and importlib.util.find_spec("deepspeed") is None:
         pf.problem(f"{source}: trainer.deepspeed: the deepspeed extra is not installed")
     path = data.get("path")

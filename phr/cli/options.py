@@ -42,7 +42,7 @@ def _cli_type(cls: type[OpConfig], name: str) -> Any:
     t = field_type(cls, name)
     origin = typing.get_origin(t)
     if origin in (list, tuple):
-        return list[typing.get_args(t)[0]]
+        return list.__class_getitem__(typing.get_args(t)[0])
     if t in (int, float, bool, str, Path):
         return t
     return str  # Literal choices and unions (int | "model"): validated by the config

@@ -37,7 +37,7 @@ def setting(
 ) -> Any:
     """A config field: its default, what it means (``doc``, the help text), the paper section it stands for,
     its flag (default ``--field-name``) and metavar; ``kw`` are pydantic constraints (``ge=1``)."""
-    extra = {k: v for k, v in (("paper", paper), ("flag", flag), ("metavar", metavar)) if v is not None}
+    extra: dict[str, Any] = {k: v for k, v in (("paper", paper), ("flag", flag), ("metavar", metavar)) if v is not None}
     return Field(default, description=doc, json_schema_extra=extra or None, **kw)
 
 
@@ -148,7 +148,7 @@ def resolve(
         raise ConfigError("; ".join(_describe(cls, er, given, layer, source, preset) for er in e.errors())) from None
 
 
-def _describe(cls, er: dict, given: Mapping, layer: Mapping, source: str, preset: str | None) -> str:
+def _describe(cls, er: Mapping[str, Any], given: Mapping, layer: Mapping, source: str, preset: str | None) -> str:
     loc = er.get("loc") or ()
     name = str(loc[0]) if loc else ""
     msg = er.get("msg", "invalid")

@@ -17,9 +17,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import TypeVar
 
 from phr.config.defaults import is_no_model
 from phr.core.errors import PHRError, UsageError
+
+T = TypeVar("T")
 
 
 class PreflightError(UsageError):
@@ -62,7 +65,7 @@ class Preflight:
     def note(self, text: str) -> None:
         self.notes.append(text)
 
-    def check(self, what: str, fn: Callable[[], object]) -> object | None:
+    def check(self, what: str, fn: Callable[[], T]) -> T | None:
         """Run ``fn``; a PHRError or OSError is a problem named by ``what``."""
         try:
             return fn()
