@@ -292,7 +292,8 @@ def test_cli_no_arguments_builds_mini_and_eval_prints_real_tables(smollm2, tmp_p
     env = {"PHR_CACHE": str(tmp_path / "calls.sqlite")}
     res = run("build", "hr1-paraphrases", "--out", str(tmp_path / "hr1-mini"), env=env, timeout=900)
     assert res.returncode == 0, res.stderr
-    assert res.stdout.startswith("preset mini: Hallucination-R1-mini (52 packaged questions")
+    assert res.stdout.startswith("preset: mini (the no-argument offline default")  # named, printed first
+    assert "preset mini: Hallucination-R1-mini (52 packaged questions" in res.stdout
     assert validate_corpus(tmp_path / "hr1-mini", "hr1-paraphrases").ok
     ev = run("eval", "hr1", "--out", str(tmp_path / "run"), env=env, timeout=900)
     assert ev.returncode == 0, ev.stderr
