@@ -412,3 +412,13 @@ def test_corpus_manifest_and_eval_results_record_the_resolved_config(captured, t
     rec = captured["config"]
     assert rec["command"] == "eval hr1" and rec["preset"] == "mini" and rec["k"] == 3 and rec["qa_max_tokens"] == 16
     assert not {"out", "overwrite", "partial", "timeout", "max_retry_after"} & set(rec)
+
+
+def test_the_rerun_command_keeps_a_value_given_even_when_it_equals_the_default():
+    from phr.config.base import resolve
+    from phr.config.ops import EvalHr1Config
+
+    cfg = resolve(EvalHr1Config, flags={"preset": "mini", "paraphraser": "hf:x", "judge": "local:smollm2"})
+    line = cfg.rerun()
+    assert "--judge local:smollm2" in line and "--paraphraser hf:x" in line and "--preset mini" in line
+    assert "--qa-max-tokens" not in line  # the preset's value, not asked for

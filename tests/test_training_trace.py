@@ -206,7 +206,7 @@ def test_git_state_has_a_dirty_flag(tmp_path):
 def test_manifest_records_the_resolved_reward_settings(monkeypatch):
     from phr.training.grpo import make_rewards, reward_description
 
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "sk-test-0123456789")  # the DeepSeek judge's key (hosted)
     recipe = load_recipe("paper-qwen2.5-3b-stage2")
     funcs = make_rewards(recipe)
     rec = reward_description(recipe, funcs)

@@ -208,12 +208,14 @@ def command_line(
             value = getattr(cfg, name)
             words += [str(v) for v in value] if isinstance(value, (list, tuple)) else [str(value)]
         base = baseline(cfg)
+        preset = getattr(cfg, "preset", None)
+        explicit = cfg.model_fields_set - set(cls.presets.get(preset, {}) if preset else {})
         for name in field_order(cls):
             if name in cls.arguments:
                 continue
             value = getattr(cfg, name)
-            if name in base and _same(value, base[name]):
-                continue
+            if name in base and _same(value, base[name]) and name not in explicit:
+                continue  # a default (or the preset's value) that was not asked for: the rerun gets it again
             words += _words(flag_of(cls, name), value, base.get(name))
         return shlex.join(words)
     words += list(command or ())
