@@ -251,6 +251,20 @@ def _screen_questions(questions: list[HQuestion], eval_sets, config, drop: bool)
     return _screen(questions, [TrainRow(q.id, q.question, q.id) for q in questions], eval_sets, config, drop)
 
 
+def grpo_row(q: HQuestion) -> dict:
+    """One GRPO prompt (App. C.1): the question under Listing B.1 as the user turn, with its gold answers."""
+    return {
+        "prompt_id": prompt_id(q),
+        "question_id": q.id,
+        "source": q.source,
+        "split": q.split,
+        "question": q.question,
+        "answers": list(q.answers),
+        "license": q.license,
+        "prompt": [{"role": "user", "content": paraphrase_prompt(q.question)}],
+    }
+
+
 def sft_rows(q: HQuestion, paraphrases) -> list[dict]:
     """The SFT pairs of one question (App. E.1): each consistent paraphrase as the user turn of Listing B.4, the
     gold answer in ``<answer>`` tags as the assistant turn."""
@@ -373,19 +387,7 @@ def build_grpo_corpus(
     )
     _complete("hr1-grpo", results, models, rerun, summary)
     kept = [r.question for r in results if counts_as_correct(r.correctness, plan.grading)]
-    rows = [
-        {
-            "prompt_id": prompt_id(q),
-            "question_id": q.id,
-            "source": q.source,
-            "split": q.split,
-            "question": q.question,
-            "answers": list(q.answers),
-            "license": q.license,
-            "prompt": [{"role": "user", "content": paraphrase_prompt(q.question)}],
-        }
-        for q in kept
-    ]
+    rows = [grpo_row(q) for q in kept]
     if not rows:
         raise HR1BuildError(
             f"the QA model ({qa}) answered none of the {len(questions)} questions correctly: no prompts"

@@ -30,7 +30,7 @@ from phr.hr1.records import SOURCES, HQuestion, ParaphraseResult
 from phr.hr1.settings import Grading, QADecoding
 from phr.llm.summary import RunSummary
 
-from .hr1 import HR1BuildResult, _manifest, _paraphrase_row, _screen_questions, _write, prompt_id, sft_rows
+from .hr1 import HR1BuildResult, _manifest, _paraphrase_row, _screen_questions, _write, grpo_row, sft_rows
 from .hr1_sources import LoadResult, _q, stand_in_split
 
 MINI_FILE = "curated/hr1-mini.jsonl"
@@ -310,19 +310,7 @@ def build_mini_grpo(
     mini = mini or load_mini()
     train, evals = mini_train_and_eval(mini)
     questions, _ = _screen_questions(train.questions, evals, None, drop=False)
-    rows = [
-        {
-            "prompt_id": prompt_id(q),
-            "question_id": q.id,
-            "source": q.source,
-            "split": q.split,
-            "question": q.question,
-            "answers": list(q.answers),
-            "license": q.license,
-            "prompt": [{"role": "user", "content": paraphrase_prompt(q.question)}],
-        }
-        for q in questions
-    ]
+    rows = [grpo_row(q) for q in questions]
     counts = {"asked": 0, "prompts": len(rows), "unjudged": 0, "dropped_for_leakage": 0}
     manifest = _mini_manifest(
         mini,

@@ -119,21 +119,27 @@ def _given(cfg, *names: str) -> bool:
     return any(n in cfg.model_fields_set and n not in type(cfg).presets.get(cfg.preset or "", {}) for n in names)
 
 
-def _mini_training(cfg, kind: str) -> bool:
-    """Whether a training-corpus build is the mini smoke one; its other source flags need --source."""
-    cfg_ = cfg
-    if cfg_.preset != "mini":
+def _mini_training(cfg, kind: str, out: Path, dry_run: bool) -> bool:
+    """Under the preset mini, build (or dry-run) the smoke training corpus of ``kind`` (sft or grpo) from
+    Hallucination-R1-mini and return True; its other source flags need --source."""
+    if cfg.preset != "mini":
         return False
-    if cfg_.stand_in_split or cfg_.eval_set:
+    if cfg.stand_in_split or cfg.eval_set:
         raise UsageError(
             "--stand-in-split / --eval-set need --source simplequestions=PATH (no --source: the mini smoke corpus)"
         )
+    from phr.builders.hr1_mini import build_mini_grpo, build_mini_sft
+
     what = (
         "consistent curated paraphrases of its stand-in train SimpleQuestions rows with their gold answers"
         if kind == "sft"
         else "stand-in train SimpleQuestions rows with Listing B.1 applied (no QA filter)"
     )
     typer.echo(f"preset mini: the smoke {kind.upper()} corpus: Hallucination-R1-mini's {what}; no model is run")
+    _preflight({}, out, cfg.overwrite).finish(dry_run, typer.echo)
+    if not dry_run:
+        build = build_mini_sft if kind == "sft" else build_mini_grpo
+        _done(build(out, overwrite=cfg.overwrite, config=cfg.result_record()), cfg)
     return True
 
 
@@ -252,12 +258,7 @@ def register(build_app: typer.Typer) -> None:
 
         cfg = _with_preset(cfg, bool(cfg.source))
         out = cfg.out or Path("hr1-sft")
-        if _mini_training(cfg, "sft"):
-            from phr.builders.hr1_mini import build_mini_sft
-
-            _preflight({}, out, cfg.overwrite).finish(dry_run, typer.echo)
-            if not dry_run:
-                _done(build_mini_sft(out, overwrite=cfg.overwrite, config=cfg.result_record()), cfg)
+        if _mini_training(cfg, "sft", out, dry_run):
             return
         pf = _preflight({"paraphraser": cfg.paraphraser, "judge": cfg.judge}, out, cfg.overwrite)
         loaded = _training_inputs(pf, cfg, dry_run)
@@ -292,12 +293,7 @@ def register(build_app: typer.Typer) -> None:
 
         cfg = _with_preset(cfg, bool(cfg.source))
         out = cfg.out or Path("hr1-grpo")
-        if _mini_training(cfg, "grpo"):
-            from phr.builders.hr1_mini import build_mini_grpo
-
-            _preflight({}, out, cfg.overwrite).finish(dry_run, typer.echo)
-            if not dry_run:
-                _done(build_mini_grpo(out, overwrite=cfg.overwrite, config=cfg.result_record()), cfg)
+        if _mini_training(cfg, "grpo", out, dry_run):
             return
         pf = _preflight({"qa model": cfg.qa_model, "judge": cfg.judge}, out, cfg.overwrite)
         loaded = _training_inputs(pf, cfg, dry_run)
