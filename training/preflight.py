@@ -61,9 +61,13 @@ def check_raw(raw: dict, source: str, pf: Preflight | None = None) -> Preflight:
         if not settings.get("judge"):
             pf.problem(f"{source}: reward.settings.judge is required by the hr1 reward")
         pf.model("reward.settings.judge", settings.get("judge"))
-        if stage == 2 and not settings.get("qa"):
-            pf.problem(f"{source}: stage 2 needs reward.settings.qa (the QA model of R_halluc)")
-        pf.model("reward.settings.qa", settings.get("qa"))
+        from phr.training.rewards import settings_problems
+
+        for problem in settings_problems(settings):
+            pf.problem(f"{source}: {problem}")
+        if stage == 2 and not settings.get("qa_model"):
+            pf.problem(f"{source}: stage 2 needs reward.settings.qa_model (the QA model of R_halluc)")
+        pf.model("reward.settings.qa_model", settings.get("qa_model"))
     if trainer.get("use_vllm"):
         vllm_problem = _vllm_problem()
         if vllm_problem:

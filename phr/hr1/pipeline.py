@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
-from phr.config.defaults import is_no_model
+from phr.config.defaults import JUDGE_MAX_TOKENS, is_no_model
 from phr.core.aio import run_sync
 from phr.core.secrets import redact
 from phr.llm.client import LLM
@@ -92,7 +92,7 @@ def failure_text(failure: CallFailure) -> str:
 class Judges:
     """The two LLM judges (Listings B.2 and B.3) through the shared judge helper; ``max_tokens`` caps each reply."""
 
-    max_tokens: int = 512
+    max_tokens: int = JUDGE_MAX_TOKENS
     max_reasks: int = 2
     consistency: LLMJudge = field(init=False)
     factual: LLMJudge = field(init=False)
