@@ -343,6 +343,13 @@ class TrainConfig(OpConfig):
     data: Path | None = setting(None, "Corpus folder (overrides data.path).")
     output_dir: Path | None = setting(None, "Run folder (overrides trainer.output_dir).")
     max_steps: int | None = setting(None, "Overrides trainer.max_steps.", ge=1)
+    eval_set: list[str] = setting(
+        [],
+        "Evaluation sets NAME=PATH the corpus must not overlap: its training rows are screened for split leakage "
+        "before training (and by --dry-run); default: the screen its build recorded in manifest.json. Repeatable.",
+        paper="App. C.1",
+        metavar="NAME=PATH",
+    )
     set: list[str] = setting(
         [], "Override one recipe value (VALUE read as YAML). Repeatable.", metavar="SECTION.KEY=VALUE"
     )
