@@ -25,13 +25,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr
 
+from phr.core.registry import Registry
 from phr.eval.dataset import Instance
 from phr.eval.extract import (
     REL_TOL,
@@ -439,28 +440,44 @@ class ResolutionScorer:
 # ---- from options -----------------------------------------------------------------------------------------
 
 
+#: the scorers, in the order they run (a later one reads what earlier ones set: resolution reads ``correct``);
+#: each a factory ``(options, progress) -> Scorer | None`` (None: not asked for); a new scorer registers itself
+#: (``@SCORERS.register(name)``, phr.core.registry) and runs after these
+SCORERS: Registry[Callable[[ScoreOptions, bool], Scorer | None]] = Registry("scorer")
+
+
+@SCORERS.register("accuracy")
+def _accuracy(options: ScoreOptions, progress: bool) -> Scorer:
+    return AccuracyScorer(
+        options.code_timeout_s,
+        options.code_memory_mb,
+        workers=options.workers,
+        progress=progress,
+        rel_tol=options.rel_tol,
+        grader=options.grader,
+    )
+
+
+@SCORERS.register("trajectory")
+def _trajectory(options: ScoreOptions, progress: bool) -> Scorer | None:
+    if options.scorer is None:
+        return None
+    engine = trajectory_engine(
+        options.scorer, options.generator, batch_size=options.scorer_batch_size, settings=options.trajectory
+    )
+    return TrajectoryMetricsScorer(engine, cache=options.cache, progress=progress)
+
+
+@SCORERS.register("resolution")
+def _resolution(options: ScoreOptions, progress: bool) -> Scorer | None:
+    if options.judge is None:
+        return None
+    return ResolutionScorer(
+        options.judge, max_reasks=options.judge_max_reasks, conditions=options.resolution_conditions
+    )
+
+
 def build_scorers(options: ScoreOptions = ScoreOptions(), *, progress: bool = True) -> list[Scorer]:
-    """Accuracy, then trajectory metrics (``options.scorer``; None skips them), then resolution
-    (``options.judge``; None skips it)."""
-    scorers: list[Scorer] = [
-        AccuracyScorer(
-            options.code_timeout_s,
-            options.code_memory_mb,
-            workers=options.workers,
-            progress=progress,
-            rel_tol=options.rel_tol,
-            grader=options.grader,
-        )
-    ]
-    if options.scorer is not None:
-        engine = trajectory_engine(
-            options.scorer, options.generator, batch_size=options.scorer_batch_size, settings=options.trajectory
-        )
-        scorers.append(TrajectoryMetricsScorer(engine, cache=options.cache, progress=progress))
-    if options.judge is not None:
-        scorers.append(
-            ResolutionScorer(
-                options.judge, max_reasks=options.judge_max_reasks, conditions=options.resolution_conditions
-            )
-        )
-    return scorers
+    """The registered scorers asked for by ``options``, in order: accuracy, then trajectory metrics
+    (``options.scorer``; None skips them), then resolution (``options.judge``; None skips it)."""
+    return [s for make in SCORERS.values() if (s := make(options, progress)) is not None]

@@ -289,7 +289,7 @@ def test_a_provider_registers_itself(monkeypatch):
     from phr.llm import spec
     from phr.llm.preflight import Preflight
 
-    monkeypatch.setattr(spec, "PROVIDERS", dict(spec.PROVIDERS))
+    monkeypatch.setattr(spec, "PROVIDERS", spec.PROVIDERS.copy())
 
     @spec.provider("echo", "echo:<model>", keys=("ECHO_KEY",))
     def _echo(rest, **options):
@@ -302,6 +302,52 @@ def test_a_provider_registers_itself(monkeypatch):
         "judge echo:m: needs an API key: set the environment variable ECHO_KEY"
     ]
     assert "echo:<model>" in str(pytest.raises(Exception, spec.make_provider, "nope:x").value)
+
+
+def test_a_reward_registers_itself(monkeypatch):
+    """Rewards use the providers' idiom (phr.core.registry): a new one is a decorated factory, named in a recipe."""
+    from phr.training import grpo
+    from phr.training.config import RecipeError, parse_recipe
+
+    monkeypatch.setattr(grpo, "REWARDS", grpo.REWARDS.copy())
+
+    @grpo.REWARDS.register("constant")
+    def _constant(settings, stage, num_generations):
+        def constant(prompts, completions, **kwargs):
+            return [settings["value"] * stage] * len(completions)
+
+        return constant
+
+    base = {"method": "grpo", "stage": 2, "model": {"tiny": {}, "init_from": "s1"}, "data": {"path": "x"}}
+    base |= {"trainer": {"output_dir": "o", "num_generations": 4}}
+    (reward,) = grpo.make_rewards(parse_recipe({**base, "reward": {"name": "constant", "settings": {"value": 0.25}}}))
+    assert reward([], ["a", "b"]) == [0.5, 0.5]
+    with pytest.raises(RecipeError, match=r"a registered reward \(hr1, paraphrase_tag, constant\) or module:factory"):
+        grpo.make_rewards(parse_recipe({**base, "reward": {"name": "nope"}}))
+
+
+def test_a_scorer_registers_itself_and_runs_after_the_built_in_ones(monkeypatch, mini_folder):
+    from phr.eval import scorers
+    from phr.eval.dataset import load_eval_dataset
+    from phr.eval.scoring import ScoreOptions, score_responses
+
+    monkeypatch.setattr(scorers, "SCORERS", scorers.SCORERS.copy())
+    seen = []
+
+    class Counting:
+        name = "counting"
+        config = None
+
+        def score(self, batch):
+            seen.extend((it.instance.id, it.scored.get("correct")) for it in batch)
+            return [{} for _ in batch]
+
+    scorers.SCORERS.register("counting")(lambda options, progress: Counting())
+    made = scorers.build_scorers(ScoreOptions(scorer=None), progress=False)
+    assert [s.name for s in made] == ["accuracy", "counting"]
+    inst = load_eval_dataset(mini_folder).instances[0]
+    score_responses([inst], {(inst.id, 0): "x"}, samples=1, options=ScoreOptions(scorer=None), progress=False)
+    assert seen == [(inst.id, False)]  # it ran after accuracy and read what accuracy set
 
 
 def test_one_rule_for_no_model():

@@ -23,10 +23,12 @@ import importlib
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from transformers import TrainerCallback
 
 from phr.core.errors import PHRError
+from phr.core.registry import Registry
 from phr.hr1.diversity import DiversitySettings
 from phr.hr1.parse import parse_paraphrase
 from phr.training.checkpoint import ArtifactsCallback
@@ -77,17 +79,35 @@ def _num_generations(recipe: Recipe) -> int:
     return int(GRPOConfig.__dataclass_fields__["num_generations"].default)
 
 
+#: reward factories by ``reward.name``: ``factory(settings, stage, num_generations) -> reward function(s)``; a new
+#: reward registers itself here (``@REWARDS.register(name)``), or a recipe names any ``module:factory`` (called as
+#: ``factory(settings, stage)``)
+REWARDS: Registry[Callable[[dict, int, int], Any]] = Registry("reward")
+
+
+@REWARDS.register("hr1")
+def _hr1(settings: dict, stage: int, num_generations: int) -> HR1Reward:
+    return _hr1_reward(settings, stage, num_generations)
+
+
+@REWARDS.register("paraphrase_tag")
+def _paraphrase_tag(settings: dict, stage: int, num_generations: int):
+    if settings:
+        raise RecipeError(f"reward.settings: paraphrase_tag takes none (got {', '.join(sorted(settings))})")
+    return paraphrase_tag
+
+
 def make_rewards(recipe: Recipe) -> list[Callable]:
-    """The reward functions a recipe names."""
+    """The reward functions a recipe names: a registered reward (``REWARDS``) or ``module:factory``."""
     r = recipe.reward
     assert r is not None and recipe.stage is not None
-    if r.name == "hr1":
-        return [_hr1_reward(r.settings, recipe.stage, _num_generations(recipe))]
-    if r.name == "paraphrase_tag":
-        return [paraphrase_tag]
+    if r.name in REWARDS:
+        made = REWARDS[r.name](r.settings, recipe.stage, _num_generations(recipe))
+        return list(made) if isinstance(made, (list, tuple)) else [made]
     module, sep, attr = r.name.partition(":")
     if not sep:
-        raise RecipeError(f"{recipe.source}: reward.name {r.name!r}: hr1, paraphrase_tag or module:factory")
+        known = ", ".join(REWARDS)
+        raise RecipeError(f"{recipe.source}: reward.name {r.name!r}: a registered reward ({known}) or module:factory")
     try:
         factory = getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as e:

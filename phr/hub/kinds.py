@@ -16,6 +16,7 @@ from pathlib import Path
 
 import yaml
 
+from phr.core.registry import Registry
 from phr.core.report import Rejection, ValidationReport
 from phr.hub.card import README, CardConfig
 from phr.hub.errors import UnknownKindError
@@ -33,12 +34,12 @@ class ArtifactKind:
     validate: Callable[[Path], ValidationReport]
 
 
-_REGISTERED: dict[str, ArtifactKind] = {}
+KINDS: Registry[ArtifactKind] = Registry("artifact kind")  # registered here; installed ones come by entry point
 
 
 def register_kind(kind: ArtifactKind) -> None:
     """Add (or replace, by name) a kind; registered kinds are tried before the installed ones."""
-    _REGISTERED[kind.name] = kind
+    KINDS.add(kind.name, kind)
 
 
 def installed_kinds() -> list[ArtifactKind]:
@@ -54,12 +55,12 @@ def installed_kinds() -> list[ArtifactKind]:
 
 def unregister_kind(name: str) -> None:
     """Forget a kind added with ``register_kind`` (installed kinds stay)."""
-    _REGISTERED.pop(name, None)
+    KINDS.remove(name)
 
 
 def all_kinds() -> list[ArtifactKind]:
     """Registered kinds, then installed ones (a registered kind shadows an installed one of the same name)."""
-    seen = dict(_REGISTERED)
+    seen = dict(KINDS)
     for k in installed_kinds():
         seen.setdefault(k.name, k)
     return list(seen.values())

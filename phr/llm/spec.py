@@ -1,4 +1,5 @@
-"""Model spec strings -> provider instances, through a registry: a provider registers itself with ``@provider``.
+"""Model spec strings -> provider instances, through a registry (``phr.core.registry``): a provider registers
+itself with ``@provider``.
 
 openai:<model>                          OpenAI API (OPENAI_API_KEY; OPENAI_BASE_URL optional)
 openai-compatible:<base_url>#<model>    any OpenAI-style endpoint: vLLM server, DeepSeek, ...
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from phr.core.errors import UnknownProviderError
+from phr.core.registry import Registry
 from phr.llm.providers.base import Provider
 
 
@@ -34,7 +36,7 @@ class ProviderEntry:
     requires: str | None = None  # the importable module it needs (an optional extra)
 
 
-PROVIDERS: dict[str, ProviderEntry] = {}
+PROVIDERS: Registry[ProviderEntry] = Registry("model provider")
 
 
 def provider(
@@ -48,7 +50,7 @@ def provider(
 
     def deco(fn: Callable[..., Provider]) -> Callable[..., Provider]:
         k = keys if callable(keys) else (lambda rest, _k=tuple(keys): _k)
-        PROVIDERS[kind] = ProviderEntry(kind, form, fn, k, requires)
+        PROVIDERS.add(kind, ProviderEntry(kind, form, fn, k, requires))
         return fn
 
     return deco
