@@ -17,7 +17,7 @@ from phr.builders.generate import Prompts, parse_mutation_type
 from phr.builders.phrbench import BuildError, build
 from phr.builders.recipe import RecipeError, load_recipe, select_questions, stand_ins
 from tests.support import cli
-from tests.support.paper_fixtures import paper_responder, v0_responder, write_sources
+from tests.support.paper_fixtures import build_on_server, paper_responder, v0_responder, write_sources
 from tests.support.protocol_server import ProtocolServer
 
 # SHA-256 of the parquet files of the paper recipe built on the commit before the paper prompts (90a12e5),
@@ -75,16 +75,7 @@ def _hall(out) -> list[dict]:
 def test_v0_reproduces_the_previous_paper_build_byte_for_byte(tmp_path, sources, monkeypatch):
     srv = _server(tmp_path, v0_responder(), monkeypatch)
     try:
-        res = build(
-            "paper",
-            tmp_path / "out",
-            generator="openai:gpt-4o",
-            judge="openai:judge-model",
-            source_dir=sources,
-            prompts="v0",
-            progress=False,
-            skip_review=True,  # the fast path: the judge during generation (the builds these tests pin)
-        )
+        res = build_on_server("paper", tmp_path / "out", sources, prompts="v0", skip_review=True)
     finally:
         srv.__exit__(None, None, None)
     got = {n: hashlib.sha256(data_file(res.out, n).read_bytes()).hexdigest() for n in V0_PAPER_BUILD}
