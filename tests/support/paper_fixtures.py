@@ -233,15 +233,13 @@ def claim(key: str, nth: int) -> str:
     return f"{SUBJ[(h // 41 + nth * 7) % len(SUBJ)]} {PRED[(h + nth) % len(PRED)]}."
 
 
-def build_on_server(recipe: str | Path, out: Path, source_dir: Path, **kw):
-    """A PHRBench build with its generator and judge on the protocol server (``openai:gpt-4o``,
-    ``openai:judge-model``), no progress bar; ``kw`` as ``build``'s (``skip_review=True``: the fast path, the
-    judge during generation, which the builds these tests pin take)."""
+def build_on_server(recipe: str | Path, out: Path, source_dir: Path | None, judge="openai:judge-model", **kw):
+    """A PHRBench build with its generator (``openai:gpt-4o``) and judge on the protocol server, no progress bar;
+    ``kw`` as ``build``'s (``skip_review=True``: the fast path, the judge during generation, which the builds these
+    tests pin take)."""
     from phr.builders.phrbench import build
 
-    return build(
-        recipe, out, generator="openai:gpt-4o", judge="openai:judge-model", source_dir=source_dir, progress=False, **kw
-    )
+    return build(recipe, out, generator="openai:gpt-4o", judge=judge, source_dir=source_dir, progress=False, **kw)
 
 
 def _judge(prompt: str, every: int = 13) -> str:
