@@ -205,6 +205,15 @@ class APIProvider(Provider, ABC):
     def _malformed(self, e: BaseException) -> MalformedResponse:
         return MalformedResponse(self._msg(f"response does not parse as {self.response_kind} ({type(e).__name__})"))
 
+    def _samples(
+        self, out: Sequence[tuple[str, str | None]], prompt_tokens: int, completion_tokens: int, n: int, asked: str
+    ) -> list[RawCompletion]:
+        """The ``n`` samples of one native-n call (:func:`native_samples`); a CallError saying what was ``asked``
+        for when the endpoint returned another number."""
+        if len(out) != n:
+            raise CallError(self._msg(f"asked for {asked}, got {len(out)}"))
+        return native_samples(out, prompt_tokens, completion_tokens)
+
     def _translate(self, e: Exception, timeout: float) -> CallError | None:
         """The CallError for an SDK exception; None for anything else (a bug: re-raised as is)."""
         http = self._http_error(e)

@@ -14,7 +14,7 @@ from google.genai import types as gt
 from phr.config.defaults import CALL_TIMEOUT_S
 from phr.core.secrets import require_env
 from phr.llm.errors import CallError, MalformedResponse
-from phr.llm.providers.base import APIProvider, RawCompletion, SDKErrors, native_samples, split_system
+from phr.llm.providers.base import APIProvider, RawCompletion, SDKErrors, split_system
 from phr.llm.types import GenerationParams, Message
 
 
@@ -101,9 +101,7 @@ class GoogleProvider(APIProvider):
             if block is not None:
                 raise CallError(self._msg(f"prompt blocked: {getattr(block, 'value', block)}"))
             raise MalformedResponse(self._msg("response has no candidates"))
-        if len(out) != n:
-            raise CallError(self._msg(f"asked for {n} candidates, got {len(out)}"))
-        return native_samples(out, prompt, completion)
+        return self._samples(out, prompt, completion, n, f"{n} candidates")
 
     def _http_error(self, e: Exception) -> tuple[int, str, str | None] | None:
         if not isinstance(e, genai_errors.APIError):

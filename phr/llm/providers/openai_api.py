@@ -9,8 +9,8 @@ import openai
 
 from phr.config.defaults import CALL_TIMEOUT_S
 from phr.core.secrets import require_env
-from phr.llm.errors import BadRequest, CallError
-from phr.llm.providers.base import APIProvider, RawCompletion, native_samples, stainless_errors
+from phr.llm.errors import BadRequest
+from phr.llm.providers.base import APIProvider, RawCompletion, stainless_errors
 from phr.llm.types import GenerationParams, Message
 
 
@@ -111,9 +111,7 @@ class OpenAIProvider(APIProvider):
             completion = int(usage.completion_tokens or 0) if usage is not None else 0
         except (AttributeError, TypeError, ValueError) as e:
             raise self._malformed(e) from e
-        if len(texts) != n:
-            raise CallError(self._msg(f"asked for n={n} choices, got {len(texts)} (does the endpoint support n?)"))
-        return native_samples(texts, prompt, completion)
+        return self._samples(texts, prompt, completion, n, f"n={n} choices (does the endpoint support n?)")
 
     def _http_error(self, e: Exception) -> tuple[int, str, str | None] | None:
         if not isinstance(e, openai.APIStatusError):
