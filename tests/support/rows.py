@@ -1,7 +1,9 @@
-"""Question and augmentation rows (the dicts the validation checks read), with defaults for what a test does not
-care about."""
+"""Question and augmentation rows (the dicts the validation checks read) and evaluation instances, with defaults
+for what a test does not care about."""
 
 from __future__ import annotations
+
+from phr.eval.dataset import Instance
 
 
 def open_ended(qid: str, question: str, answer: str, domain: str = "Physics") -> dict:
@@ -44,3 +46,10 @@ def aug(
         mutation_logic=logic if h else None,
         generator="test",
     )
+
+
+def instance(n: int = 1, condition: str = "B", **fields) -> Instance:
+    """Instance ``q{n}-{condition}`` of question ``q{n}`` (prompt "Question {n}?"): open-ended Physics unless
+    ``fields`` say otherwise."""
+    base = dict(id=f"q{n}-{condition}", question_id=f"q{n}", condition=condition, domain="Physics", subtype="s")
+    return Instance(**(base | dict(task_type="open_ended", source="src", prompt=f"Question {n}?") | fields))
