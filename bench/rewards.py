@@ -105,7 +105,9 @@ def epoch(reward: HR1Reward, rows, k: int, batch_prompts: int, step0: int) -> tu
 
 def make(stage: int, cache: Path, concurrency: int, k: int, embed) -> HR1Reward:
     llm = LLM("openai:gpt-4o", cache=cache, concurrency=concurrency, progress=False, show_summary=False)
-    config = RewardConfig(judge="openai:gpt-4o", qa="openai:gpt-4o" if stage == 2 else None, stage=stage, group_size=k)
+    config = RewardConfig(
+        judge="openai:gpt-4o", qa_model="openai:gpt-4o" if stage == 2 else None, stage=stage, group_size=k
+    )
     return HR1Reward(config, judge_llm=llm, qa_llm=llm, embed=embed)
 
 

@@ -195,6 +195,44 @@ def slots_for(questions: list[BaseQuestion], recipe: Recipe, *, fixed_types: boo
     return out
 
 
+def _round_requests(open_slots: list[_Slot], templates: Templates, prompts: Prompts, params, next_index: Counter):
+    """One generation round's requests, one per (question, kind, mutation type) with n = its open slots:
+    (truthful requests, their slot groups, hallucinated requests, their slot groups); ``next_index`` advances."""
+    groups: dict[tuple, list[_Slot]] = defaultdict(list)
+    for s in open_slots:
+        groups[(s.question.id, s.kind, s.mutation_type)].append(s)
+    t_reqs: list[ChatRequest] = []
+    h_reqs: list[ChatRequest] = []
+    t_slots: list[list[_Slot]] = []
+    h_slots: list[list[_Slot]] = []
+    for key, slots in groups.items():
+        qid, kind, mtype = key
+        q = slots[0].question
+        task = templates.task(q)
+        if kind == "truthful":
+            text = prompts.truthful.substitute(task=task, answer=_answer(q))
+        else:
+            text = prompts.hallucinated_text(q, task, mtype)
+        req = ChatRequest(as_messages(text), params, n=len(slots), tag=qid, first_index=next_index[key])
+        next_index[key] += len(slots)
+        (t_reqs if kind == "truthful" else h_reqs).append(req)
+        (t_slots if kind == "truthful" else h_slots).append(slots)
+    return t_reqs, t_slots, h_reqs, h_slots
+
+
+def first_round_requests(
+    questions: list[BaseQuestion], recipe: Recipe, *, templates: Templates | None = None, prompts: Prompts | None = None
+) -> list[ChatRequest]:
+    """The generator's requests of the first round (every premise slot open): what a build calls at least, and
+    exactly the cache entries a build looks up first (the preflight counts them)."""
+    templates = templates or Templates.load()
+    prompts = prompts or Prompts.load()
+    params = GenerationParams(temperature=recipe.temperature, max_tokens=recipe.max_tokens, seed=recipe.seed)
+    slots = slots_for(questions, recipe, fixed_types=prompts.fixed_types)
+    t_reqs, _, h_reqs, _ = _round_requests(slots, templates, prompts, params, Counter())
+    return t_reqs + h_reqs
+
+
 def generate_premises(
     questions: list[BaseQuestion],
     recipe: Recipe,
@@ -252,22 +290,7 @@ async def agenerate_premises(
     for round_no in range(recipe.regeneration_rounds + 1):
         if not open_slots:
             break
-        groups: dict[tuple, list[_Slot]] = defaultdict(list)
-        for s in open_slots:
-            groups[(s.question.id, s.kind, s.mutation_type)].append(s)
-        t_reqs, t_slots, h_reqs, h_slots = [], [], [], []
-        for key, slots in groups.items():
-            qid, kind, mtype = key
-            q = slots[0].question
-            task = templates.task(q)
-            if kind == "truthful":
-                text = prompts.truthful.substitute(task=task, answer=_answer(q))
-            else:
-                text = prompts.hallucinated_text(q, task, mtype)
-            req = ChatRequest(as_messages(text), params, n=len(slots), tag=qid, first_index=next_index[key])
-            next_index[key] += len(slots)
-            (t_reqs if kind == "truthful" else h_reqs).append(req)
-            (t_slots if kind == "truthful" else h_slots).append(slots)
+        t_reqs, t_slots, h_reqs, h_slots = _round_requests(open_slots, templates, prompts, params, next_index)
         candidates: dict[str, Augmentation] = {}
         for reqs, slot_groups, schema in ((t_reqs, t_slots, TruthfulOut), (h_reqs, h_slots, HallucinatedOut)):
             if not reqs:

@@ -222,15 +222,25 @@ def test_paper_recipes_build_the_hr1_rewards(monkeypatch):
         8,
         1.0,
     )
-    assert (stage2.__name__, stage2.config.stage, stage2.config.qa) == ("r_train", 2, "hf:Qwen/Qwen2.5-3B-Instruct")
+    assert (stage2.__name__, stage2.config.stage, stage2.config.qa_model) == (
+        "r_train",
+        2,
+        "hf:Qwen/Qwen2.5-3B-Instruct",
+    )
     assert stage2.config.judge.endswith("#deepseek-chat")
     base = {"method": "grpo", "stage": 1, "model": {"tiny": {}}, "data": {"path": "x"}, "trainer": {"output_dir": "o"}}
     with pytest.raises(RecipeError, match="unknown key.*judg"):
         make_rewards(parse_recipe({**base, "reward": {"name": "hr1", "settings": {"judg": "x"}}}, "r.yaml"))
     custom = parse_recipe({**base, "trainer": {"output_dir": "o", "num_generations": 4},
-                           "reward": {"name": "hr1", "settings": {"judge": "openai:gpt-4o", "grading": {"fuzzy": "correct"}}}}, "r.yaml")  # fmt: skip
+                           "reward": {"name": "hr1", "settings": {"judge": "openai:gpt-4o", "fuzzy": "correct", "qa_max_tokens": 32}}}, "r.yaml")  # fmt: skip
     r = make_rewards(custom)[0]
-    assert r.config.group_size == 4 and r.config.grading.fuzzy == "correct"
+    assert r.config.group_size == 4 and r.config.grading.fuzzy == "correct" and r.config.qa_decoding.max_tokens == 32
+    # the names of build and eval: a recipe with the old ones is refused naming the new one
+    old = {"judge": "openai:gpt-4o", "qa": "openai:gpt-4o", "qa_decoding": {"max_tokens": 8}}
+    with pytest.raises(
+        RecipeError, match="reward.settings.qa: now qa_model .*reward.settings.qa_decoding: now qa_max_tokens"
+    ):
+        make_rewards(parse_recipe({**base, "reward": {"name": "hr1", "settings": old}}, "r.yaml"))
 
 
 def test_recipe_errors_name_the_key(tmp_path):

@@ -61,7 +61,7 @@ def para(text: str) -> str:
 def make(fake_openai, stage=1, latency=0.0, **cfg):
     fo = fake_openai(responder, latency=latency)
     llm = fo.llm(max_attempts=2)
-    config = RewardConfig(judge="openai:gpt-4o", qa="openai:gpt-4o" if stage == 2 else None, stage=stage, **cfg)
+    config = RewardConfig(judge="openai:gpt-4o", qa_model="openai:gpt-4o" if stage == 2 else None, stage=stage, **cfg)
     return fo, llm, HR1Reward(config, judge_llm=llm, qa_llm=llm, embed=embed)
 
 

@@ -213,15 +213,15 @@ def test_manifest_records_the_resolved_reward_settings(monkeypatch):
     assert "lambda_div" not in rec["settings"]  # the recipe's text names only the judge and the QA model
     (resolved,) = rec["resolved"]
     assert resolved == funcs[0].config.as_dict()
-    assert (resolved["lambda_div"], resolved["group_size"], resolved["stage"], resolved["qa_decoding"]) == (
+    assert (resolved["lambda_div"], resolved["group_size"], resolved["stage"], resolved["qa_max_tokens"]) == (
         1.0,
         8,
         2,
-        {"max_tokens": 64},
+        64,
     )
-    assert resolved["grading"] == {"fuzzy": "wrong", "exact_match_sources": ("popqa",)}  # defaults, resolved
+    assert (resolved["fuzzy"], resolved["judge_max_tokens"]) == ("wrong", 512)  # defaults, resolved
     assert resolved["diversity"] == {"tokenize": "13a", "smooth": "exp", "lone_r_div": 0.0, "tie_decimals": 9}
-    assert resolved["judge"].endswith("#deepseek-chat") and resolved["qa"] == "hf:Qwen/Qwen2.5-3B-Instruct"
+    assert resolved["judge"].endswith("#deepseek-chat") and resolved["qa_model"] == "hf:Qwen/Qwen2.5-3B-Instruct"
     # secrets in llm_options never reach the manifest
     from phr.training.grpo import resolved_reward
 

@@ -19,7 +19,6 @@ raises ``MissingRewardsStop`` with the reasons counted (the reward objects' ``mi
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
@@ -30,10 +29,9 @@ from transformers import TrainerCallback
 from phr.core.errors import PHRError
 from phr.hr1.diversity import DiversitySettings
 from phr.hr1.parse import parse_paraphrase
-from phr.hr1.settings import Grading, QADecoding
 from phr.training.checkpoint import ArtifactsCallback
 from phr.training.config import MissingRewardsSection, Recipe, RecipeError
-from phr.training.rewards import HR1Reward, RewardConfig, completion_text
+from phr.training.rewards import HR1Reward, RewardConfig, completion_text, settings_problems
 from phr.training.run import (
     RunResult,
     artifacts,
@@ -54,18 +52,15 @@ def paraphrase_tag(prompts, completions, completion_ids=None, **kwargs) -> list[
     return [1.0 if parse_paraphrase(completion_text(c))[0] else 0.0 for c in completions]
 
 
-_NESTED = {"grading": Grading, "qa_decoding": QADecoding, "diversity": DiversitySettings}
+_NESTED = {"diversity": DiversitySettings}
 
 
 def _hr1_reward(settings: dict, stage: int, num_generations: int) -> HR1Reward:
     """``HR1Reward`` from a recipe's ``reward.settings`` (``RewardConfig`` fields; nested ones as mappings).
     ``group_size`` defaults to the trainer's ``num_generations`` (a diversity group is complete at that size)."""
-    fields = {f.name for f in dataclasses.fields(RewardConfig)}
-    unknown = sorted(set(settings) - fields - {"stage"})
-    if unknown:
-        raise RecipeError(
-            f"reward.settings: unknown key(s) {', '.join(unknown)} (RewardConfig fields: {', '.join(sorted(fields))})"
-        )
+    problems = settings_problems(settings)
+    if problems:
+        raise RecipeError("; ".join(problems))
     kw = {k: _NESTED[k](**v) if k in _NESTED and isinstance(v, dict) else v for k, v in settings.items()}
     kw.setdefault("group_size", num_generations)
     try:
@@ -106,7 +101,7 @@ _SECRET_WORDS = ("key", "token", "secret", "password")
 
 def resolved_reward(func: Callable) -> dict | None:
     """The full resolved settings of a reward function that has a config (``HR1Reward.config.as_dict()``:
-    lambda_div, grading, QA decoding, diversity, group size, ...), secrets in ``llm_options`` masked; None for
+    lambda_div, fuzzy, qa_max_tokens, diversity, group size, ...), secrets in ``llm_options`` masked; None for
     a plain function."""
     config = getattr(func, "config", None)
     as_dict = getattr(config, "as_dict", None)

@@ -8,9 +8,12 @@ TRL supports, DeepSpeed), and the plan (rows, steps, generations, reward calls).
 from __future__ import annotations
 
 import importlib.util
+import json
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 
+from phr.hr1.corpora import MANIFEST
 from phr.llm.preflight import Preflight
 
 
@@ -44,11 +47,113 @@ def _section(raw: dict, name: str) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def check_raw(raw: dict, source: str, pf: Preflight | None = None) -> Preflight:
+def _completions(trainer: dict, rows: int | None) -> int | None:
+    """The most completions a GRPO run samples (one process): the corpus's prompts x num_generations x epochs,
+    capped by max_steps x per_device_train_batch_size x gradient_accumulation_steps (TRL counts completions)."""
+    gens, epochs = int(trainer.get("num_generations") or 0), int(trainer.get("num_train_epochs", 1) or 1)
+    by_rows = rows * gens * epochs if rows else None
+    steps = trainer.get("max_steps")
+    if isinstance(steps, int) and steps > 0:
+        per_step = int(trainer.get("per_device_train_batch_size", 8)) * int(
+            trainer.get("gradient_accumulation_steps", 1)
+        )
+        return min(by_rows or steps * per_step, steps * per_step)
+    return by_rows
+
+
+def _reward_calls(pf: Preflight, settings: dict, stage, completions: int, corpus: Path | None, trainer: dict) -> None:
+    """The hr1 reward's calls, estimated (the paraphrases are written during training): one B.2 verdict per
+    completion; in stage 2 also one QA answer and one B.3 grade each (upper bounds: no completion malformed or
+    inconsistent, no re-ask). Prompts stand in by the corpus's questions, paraphrase = question."""
+    from phr.hr1.pipeline import Judges, consistency_items, qa_requests
+    from phr.hr1.settings import QADecoding
+    from phr.llm.judge import JudgeItem
+    from phr.training.rewards import RewardConfig
+
+    questions = _questions(corpus) or ["What is the capital of France?"]
+    texts = [questions[i % len(questions)] for i in range(completions)]
+    defaults = RewardConfig(judge="none")
+    judges = Judges(max_tokens=int(settings.get("judge_max_tokens", defaults.judge_max_tokens)))
+    judge, qa = settings.get("judge"), settings.get("qa_model")
+    items = consistency_items([(str(i), t, t) for i, t in enumerate(texts)])
+    pf.calls(str(judge), judges.consistency.requests(items), estimated=True)
+    if stage == 2 and qa:
+        decoding = QADecoding(max_tokens=int(settings.get("qa_max_tokens", defaults.qa_max_tokens)))
+        pf.calls(str(qa), qa_requests([(str(i), t) for i, t in enumerate(texts)], decoding), estimated=True)
+        graded = [JudgeItem({"ground_truth": "x", "response": t}, tag=str(i)) for i, t in enumerate(texts)]
+        pf.calls(str(judge), judges.factual.requests(graded), estimated=True)
+
+
+def _questions(folder: Path | None) -> list[str]:
+    """The ``question`` column of a corpus folder's parquet files ([] when there is none)."""
+    if folder is None or not folder.is_dir():
+        return []
+    import pyarrow.parquet as pq
+
+    out: list[str] = []
+    for f in sorted(folder.glob("**/*.parquet")):
+        table = pq.read_table(f)
+        if "question" in table.column_names:
+            out += [str(q) for q in table.column("question").to_pylist() if q]
+    return out
+
+
+def screen_leakage(pf: Preflight, folder: Path, kind: str, eval_sets: Sequence[str] = ()) -> None:
+    """The split-leakage screen of a training corpus (docs/hr1.md, "Split leakage"): with ``eval_sets``
+    (NAME=PATH), its training rows are checked against those evaluation sets now, each overlap a problem; without,
+    the screen its build recorded in manifest.json: a corpus built without it is a problem (one whose manifest does
+    not say is noted)."""
+    if eval_sets:
+        from phr.builders.hr1_sources import load_hr1_source
+        from phr.hr1.names import SOURCES
+        from phr.validation.hr1_leakage import check_corpus_folder
+
+        sets = {}
+        for item in eval_sets:
+            name, _, where = item.partition("=")
+            if name not in SOURCES or not where:
+                pf.problem(f"--eval-set {item}: give NAME=PATH with NAME one of {', '.join(SOURCES)}")
+                continue
+            loaded = pf.check(f"--eval-set {item}", lambda: load_hr1_source(name, where))
+            if loaded is not None:
+                sets[name] = [(q.id, q.question) for q in loaded.questions]
+        if not sets:
+            return
+        report = check_corpus_folder(folder, kind, sets)
+        if report.ok:
+            pf.note(f"split-leakage screen: no training row of {folder} overlaps {', '.join(sets)}")
+            return
+        found = report.rejections
+        shown = "; ".join(f"{r.row_id}: {r.reason}" for r in found[:3]) + (" ..." if len(found) > 3 else "")
+        pf.problem(
+            f"data.path {folder}: split leakage: {len(found)} training row(s) overlap {', '.join(sets)}: {shown}"
+        )
+        return
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        pf.note(f"split-leakage screen: {folder} has no readable {MANIFEST}; pass --eval-set NAME=PATH to screen it")
+        return
+    if "leakage_checked" not in manifest:
+        pf.note(f"split-leakage screen: not recorded in {folder}/{MANIFEST}; pass --eval-set NAME=PATH to screen it")
+        return
+    if not manifest["leakage_checked"]:
+        pf.problem(
+            f"data.path {folder}: its {MANIFEST} says the corpus was built without the split-leakage screen: "
+            "pass --eval-set NAME=PATH to screen it against the evaluation sets, or rebuild it with --eval-set"
+        )
+        return
+    dropped = len(manifest.get("dropped_for_leakage") or [])
+    against = ", ".join(manifest.get("eval_sets") or []) or "no set named"
+    pf.note(f"split-leakage screen: passed when {folder} was built (against {against}; {dropped} row(s) dropped)")
+
+
+def check_raw(raw: dict, source: str, pf: Preflight | None = None, eval_sets: Sequence[str] = ()) -> Preflight:
     """Add a recipe's problems and plan to ``pf`` (a new one by default), from the recipe as read (no heavy
-    imports): what it needs on disk (``prerequisite_problems``), the reward models' specs and keys, the extras
-    its trainer section asks for; the plan (rows, steps, completions, judge calls)."""
-    from phr.training.config import prerequisite_problems
+    imports): what it needs on disk (``prerequisite_problems``), the split-leakage screen of its corpus
+    (``screen_leakage`` with ``eval_sets``), the reward models' specs and keys, the extras its trainer section
+    asks for; the plan (rows, steps, completions, judge calls)."""
+    from phr.training.config import CORPUS_OF, prerequisite_problems
 
     pf = pf or Preflight()
     for problem in prerequisite_problems(raw, source):
@@ -61,9 +166,13 @@ def check_raw(raw: dict, source: str, pf: Preflight | None = None) -> Preflight:
         if not settings.get("judge"):
             pf.problem(f"{source}: reward.settings.judge is required by the hr1 reward")
         pf.model("reward.settings.judge", settings.get("judge"))
-        if stage == 2 and not settings.get("qa"):
-            pf.problem(f"{source}: stage 2 needs reward.settings.qa (the QA model of R_halluc)")
-        pf.model("reward.settings.qa", settings.get("qa"))
+        from phr.training.rewards import settings_problems
+
+        for problem in settings_problems(settings):
+            pf.problem(f"{source}: {problem}")
+        if stage == 2 and not settings.get("qa_model"):
+            pf.problem(f"{source}: stage 2 needs reward.settings.qa_model (the QA model of R_halluc)")
+        pf.model("reward.settings.qa_model", settings.get("qa_model"))
     if trainer.get("use_vllm"):
         vllm_problem = _vllm_problem()
         if vllm_problem:
@@ -77,9 +186,18 @@ def check_raw(raw: dict, source: str, pf: Preflight | None = None) -> Preflight:
     steps, gens = trainer.get("max_steps"), trainer.get("num_generations")
     pf.note(f"{method} recipe {source}" + (f", stage {stage}" if stage else ""))
     pf.note(f"corpus rows: {n if n is not None else 'unknown'}; max_steps: {steps if steps else 'by epochs'}")
-    if method == "grpo" and gens and n:
-        epochs = trainer.get("num_train_epochs", 1)
-        pf.note(f"completions: about {n * gens * epochs:,} ({n} prompts x {gens} generations x {epochs} epoch(s))")
-        if settings.get("judge"):
-            pf.note(f"judge calls: about {n * gens * epochs:,} consistency verdicts at most (cached ones are free)")
+    if method == "grpo" and gens:
+        completions = _completions(trainer, n)
+        if completions:
+            per_step = int(trainer.get("per_device_train_batch_size", 8)) * int(
+                trainer.get("gradient_accumulation_steps", 1)
+            )
+            pf.note(
+                f"completions: at most {completions:,} ({gens} generations per prompt), "
+                f"{-(-completions // per_step):,} optimizer step(s) of {per_step} completions (one process)"
+            )
+            if reward.get("name", "hr1") == "hr1" and not pf.problems:
+                _reward_calls(pf, settings, stage, completions, Path(path) if isinstance(path, str) else None, trainer)
+    if isinstance(path, str) and Path(path).is_dir():
+        screen_leakage(pf, Path(path), CORPUS_OF.get(str(method), "hr1-grpo"), eval_sets)
     return pf

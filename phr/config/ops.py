@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import Literal
 
 from phr.config.base import OpConfig, setting
-from phr.config.defaults import CALL_TIMEOUT_S, MAX_RETRY_AFTER_S, OFFLINE_MODEL
+from phr.config.defaults import (
+    CALL_TIMEOUT_S,
+    JUDGE_MAX_TOKENS,
+    MAX_RETRY_AFTER_S,
+    OFFLINE_MODEL,
+    PARAPHRASE_MAX_TOKENS,
+    QA_MAX_TOKENS,
+)
 
 #: the paper's reference scorer (§B.2)
 PAPER_SCORER = "hf:Qwen/Qwen2.5-7B-Instruct"
@@ -150,9 +157,13 @@ class EvalScoreConfig(RescoreScoring):
 class HR1Decoding(OpConfig):
     """Decoding of the Hallucination-R1 roles (App. A.3, Listing A.1; docs/hr1.md)."""
 
-    max_tokens: int = setting(1024, "Paraphraser max_tokens (Listing A.1).", paper="App. A.3", ge=1)
-    qa_max_tokens: int = setting(64, "QA model max_tokens (greedy; the paper gives none).", paper="App. A.3", ge=1)
-    judge_max_tokens: int = setting(512, "Cap on each judge reply (Listings B.2, B.3).", paper="App. B", ge=1)
+    max_tokens: int = setting(PARAPHRASE_MAX_TOKENS, "Paraphraser max_tokens (Listing A.1).", paper="App. A.3", ge=1)
+    qa_max_tokens: int = setting(
+        QA_MAX_TOKENS, "QA model max_tokens (greedy; the paper gives none).", paper="App. A.3", ge=1
+    )
+    judge_max_tokens: int = setting(
+        JUDGE_MAX_TOKENS, "Cap on each judge reply (Listings B.2, B.3).", paper="App. B", ge=1
+    )
 
 
 #: the offline smoke plan: SmolLM2-135M rambles, so every reply is capped (docs/hr1.md, "Offline smoke corpus")
@@ -332,6 +343,13 @@ class TrainConfig(OpConfig):
     data: Path | None = setting(None, "Corpus folder (overrides data.path).")
     output_dir: Path | None = setting(None, "Run folder (overrides trainer.output_dir).")
     max_steps: int | None = setting(None, "Overrides trainer.max_steps.", ge=1)
+    eval_set: list[str] = setting(
+        [],
+        "Evaluation sets NAME=PATH the corpus must not overlap: its training rows are screened for split leakage "
+        "before training (and by --dry-run); default: the screen its build recorded in manifest.json. Repeatable.",
+        paper="App. C.1",
+        metavar="NAME=PATH",
+    )
     set: list[str] = setting(
         [], "Override one recipe value (VALUE read as YAML). Repeatable.", metavar="SECTION.KEY=VALUE"
     )

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
-from phr.config.defaults import is_no_model
+from phr.config.defaults import JUDGE_MAX_TOKENS, is_no_model
 from phr.core.aio import run_sync
 from phr.core.secrets import redact
 from phr.llm.client import LLM
@@ -45,16 +45,21 @@ def qa_messages(question: str) -> tuple[Message, ...]:
     return (Message("system", template("qa").render({})), Message("user", question))
 
 
+def paraphrase_requests(
+    questions: Sequence[HQuestion], k: int, decoding: Decoding | None = None, *, seed: int | None = 0
+) -> list[ChatRequest]:
+    """The paraphraser's requests: Listing B.1 per question, ``k`` samples each (A.3 decoding)."""
+    params = (decoding or Decoding()).params(seed)
+    return [ChatRequest((Message("user", paraphrase_prompt(q.question)),), params, n=k, tag=q.id) for q in questions]
+
+
 def generate_paraphrases(
     llm: LLM, questions: Sequence[HQuestion], k: int, decoding: Decoding | None = None, *, seed: int | None = 0
 ) -> dict[str, list[Paraphrase]]:
     """K samples of Listing B.1 per question (one request with n = k, A.3 decoding), parsed; a sample that failed
     or holds no usable ``<paraphrase>`` is kept with ``text=None`` and the reason."""
     decoding = decoding or Decoding()
-    reqs = [
-        ChatRequest((Message("user", paraphrase_prompt(q.question)),), decoding.params(seed), n=k, tag=q.id)
-        for q in questions
-    ]
+    reqs = paraphrase_requests(questions, k, decoding, seed=seed)
     out: dict[str, list[Paraphrase]] = {}
     for q, res in zip(questions, llm.generate(reqs, desc="paraphrasing"), strict=True):
         rows = []
@@ -92,7 +97,7 @@ def failure_text(failure: CallFailure) -> str:
 class Judges:
     """The two LLM judges (Listings B.2 and B.3) through the shared judge helper; ``max_tokens`` caps each reply."""
 
-    max_tokens: int = 512
+    max_tokens: int = JUDGE_MAX_TOKENS
     max_reasks: int = 2
     consistency: LLMJudge = field(init=False)
     factual: LLMJudge = field(init=False)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Literal
 
+from phr.config.defaults import PARAPHRASE_MAX_TOKENS, QA_MAX_TOKENS
 from phr.llm.types import GenerationParams
 
 
@@ -19,7 +20,7 @@ class Decoding:
     temperature: float = 0.7
     top_p: float = 0.95
     top_k: int = 0  # 0 = disabled, as in the paper (HF semantics)
-    max_tokens: int = 1024
+    max_tokens: int = PARAPHRASE_MAX_TOKENS
 
     def params(self, seed: int | None = None) -> GenerationParams:
         return GenerationParams(
@@ -36,7 +37,7 @@ class QADecoding:
     """QA decoding (App. A.3, C.5): deterministic (greedy). ``max_tokens``: the paper gives none; 64 holds a
     short factual answer in tags."""
 
-    max_tokens: int = 64
+    max_tokens: int = QA_MAX_TOKENS
 
     def params(self) -> GenerationParams:
         return GenerationParams(temperature=0.0, max_tokens=self.max_tokens)

@@ -39,10 +39,14 @@ class Usage:
     cached: int | None = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0  # an upper bound: every sample at its max_tokens
+    estimated: int = 0  # samples whose prompt is written during the run (estimated; their cache state unknown)
 
     def line(self, prices) -> str:
         cost = prices.cost(self.spec, self.prompt_tokens, self.completion_tokens)
-        cached = "unknown" if self.cached is None else f"{self.cached}/{self.samples}"
+        known = self.samples - self.estimated
+        cached = "unknown" if self.cached is None or not known else f"{self.cached}/{known}"
+        if self.estimated:
+            cached += f"; {self.estimated} estimated, their prompts are written during the run"
         usd = "no price in prices.toml" if cost is None else f"<= ${cost:,.2f}"
         return (
             f"  {self.spec}: {self.requests} requests, {self.samples} samples (cached {cached}), ~{self.prompt_tokens:,} prompt tokens, "
@@ -104,17 +108,22 @@ class Preflight:
                 ok = False
         return ok
 
-    def calls(self, spec: str, requests: Sequence, *, provider=None) -> Usage:
-        """Add ``requests`` (ChatRequests) of ``spec`` to the plan; with ``provider``, count the cached samples."""
+    def calls(self, spec: str, requests: Sequence, *, provider=None, estimated: bool = False) -> Usage:
+        """Add ``requests`` (ChatRequests) of ``spec`` to the plan; with ``provider``, count the cached samples.
+        ``estimated``: stand-ins for requests whose prompt the run writes (a judge of paraphrases not yet made):
+        their tokens count, their cache state is unknown."""
         from phr.llm.cache import CallCache, call_key
 
         u = self.usage.setdefault(spec, Usage(spec))
-        cache = CallCache() if provider is not None else None
+        cache = CallCache() if provider is not None and not estimated else None
         for req in requests:
             u.requests += 1
             u.samples += req.n
             u.prompt_tokens += req.n * (sum(len(m.content) for m in req.messages) // 4 + 4 * len(req.messages))
             u.completion_tokens += req.n * (req.params.max_tokens or 512)
+            if estimated:
+                u.estimated += req.n
+                continue
             if cache is None:
                 u.cached = None
                 continue

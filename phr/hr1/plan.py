@@ -1,0 +1,74 @@
+"""What a Hallucination-R1 run will call, for the preflight's plan (``--dry-run``): per model, the requests, how
+many are cached, estimated tokens and cost (``phr.llm.preflight``).
+
+Exact where the prompt is known before the run: Listing B.1 for every question, Listing B.4 for the original
+questions. Estimated where the run writes it: the judges and the QA model on paraphrases not yet made (each
+paraphrase stood in by its question). Upper bounds: every paraphrase counted as parsed and consistent, every
+answer as asked, every completion at its max_tokens, no re-ask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from phr.config.defaults import is_no_model
+from phr.llm.judge import JudgeItem
+from phr.llm.preflight import Preflight
+
+from .pipeline import RunPlan, consistency_items, paraphrase_requests, qa_requests
+from .records import HQuestion
+
+
+def _provider(spec: str, llm_options: dict):
+    """The provider of ``spec`` (for its cache keys), or None when it cannot be made (the preflight says why)."""
+    from phr.llm.client import LLM
+
+    try:
+        return LLM(spec, progress=False, show_summary=False, **llm_options).provider
+    except Exception:  # noqa: BLE001 - the model check reports a spec that does not resolve
+        return None
+
+
+def add_calls(
+    pf: Preflight,
+    questions: Sequence[HQuestion],
+    plan: RunPlan,
+    *,
+    paraphraser: str | None = None,
+    judge: str | None = None,
+    qa: str | None = None,
+    judged: bool | None = None,
+    asked: int = 0,
+    grade: bool = True,
+    llm_options: dict | None = None,
+) -> None:
+    """Add one run's calls to ``pf``. ``paraphraser`` writes ``plan.k`` paraphrases per question (Listing B.1);
+    ``judge`` judges each of them (B.2; ``judged``, default: when there is a paraphraser) and, with ``grade``,
+    each QA answer outside ``plan.grading``'s exact-match sources (B.3); ``qa`` answers each question and
+    ``asked`` of its paraphrases (Listing B.4). A ``none`` model adds nothing."""
+    opts = llm_options or {}
+    qs = list(questions)
+    has = {role: not is_no_model(spec) for role, spec in (("paraphraser", paraphraser), ("judge", judge), ("qa", qa))}
+    if has["paraphraser"]:
+        requests = paraphrase_requests(qs, plan.k, plan.decoding, seed=plan.seed)
+        pf.calls(str(paraphraser), requests, provider=_provider(str(paraphraser), opts))
+    if has["judge"] and (has["paraphraser"] if judged is None else judged):
+        items = consistency_items([(f"{q.id}/p{k}", q.question, q.question) for q in qs for k in range(plan.k)])
+        pf.calls(str(judge), plan.judges.consistency.requests(items), estimated=True)
+    if not has["qa"]:
+        return
+    per = min(asked, plan.k)
+    pf.calls(
+        str(qa), qa_requests([(q.id, q.question) for q in qs], plan.qa_decoding), provider=_provider(str(qa), opts)
+    )
+    if per:
+        stand_ins = [(f"{q.id}/p{k}", q.question) for q in qs for k in range(per)]
+        pf.calls(str(qa), qa_requests(stand_ins, plan.qa_decoding), estimated=True)
+    graded = [q for q in qs if q.source not in plan.grading.exact_match_sources]
+    if grade and graded and has["judge"]:
+        items = [
+            JudgeItem({"ground_truth": q.answer, "response": q.answer}, tag=f"{q.id}/{i}")
+            for q in graded
+            for i in range(1 + per)
+        ]
+        pf.calls(str(judge), plan.judges.factual.requests(items), estimated=True)
