@@ -23,6 +23,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from phr.config.defaults import OFFLINE_MODEL
 from phr.core.errors import UsageError
 from phr.hr1.diversity import score_groups
 from phr.hr1.pipeline import Models, RunPlan, counts_as_correct, paraphrase_prompt, run_questions
@@ -34,7 +35,7 @@ from .hr1 import HR1BuildResult, _manifest, _paraphrase_row, _screen_questions, 
 from .hr1_sources import LoadResult, _q, stand_in_split
 
 MINI_FILE = "curated/hr1-mini.jsonl"
-MINI_QA = "local:smollm2"
+MINI_QA = OFFLINE_MODEL
 MINI_K = 4
 MINI_PARAPHRASER = "curated"  # the paraphraser name recorded for the maintainers' paraphrases
 MINI_LABELS = "curated (maintainers' labels, Listing B.2 sense)"

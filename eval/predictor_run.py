@@ -140,18 +140,10 @@ def markdown(report: PredictorReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def analyze_predictor(
-    results: Sequence[Path],
-    dataset: str | Path,
-    *,
-    judge: str | None,
-    out: Path,
-    settings: PredictorSettings | None = None,
-    progress: Callable[[str], None] | None = None,
-) -> tuple[PredictorReport, dict[str, Path]]:
-    """Run the whole analysis and write its files into ``out`` (replaced atomically)."""
+def predictor_inputs(results: Sequence[Path], dataset: str | Path, settings: PredictorSettings | None = None):
+    """The analysis's inputs, read and checked (nothing is called): the samples per model, the propensity target
+    and its counts, the dataset, and the B+H prompts whose features are extracted."""
     settings = settings or PredictorSettings()
-    say = progress or (lambda _m: None)
     by_model: dict[str, list[SampleScore]] = {}
     for p in results:
         model, samples = read_samples(Path(p))
@@ -164,6 +156,22 @@ def analyze_predictor(
     ds = load_eval_dataset(dataset)
     wanted = {iid for _, iid in target}
     instances = [i for i in ds.instances if i.id in wanted]
+    return by_model, target, counts, ds, instances
+
+
+def analyze_predictor(
+    results: Sequence[Path],
+    dataset: str | Path,
+    *,
+    judge: str | None,
+    out: Path,
+    settings: PredictorSettings | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[PredictorReport, dict[str, Path]]:
+    """Run the whole analysis and write its files into ``out`` (replaced atomically)."""
+    settings = settings or PredictorSettings()
+    say = progress or (lambda _m: None)
+    by_model, target, counts, ds, instances = predictor_inputs(results, dataset, settings)
     say(f"features of {len(instances)} B+H prompts" + (f" (judge {judge})" if judge else " (no judge)"))
     table = extract_features(instances, judge)
     X, y, groups, _ = training_rows(table, target)

@@ -313,7 +313,15 @@ _SHARD_FREE = ("run_id", "model", "model_revision", "dataset", "samples", "condi
 def merge_runs(shards: Sequence[str | Path], out: str | Path) -> Run:
     """Join the run folders of shards 1..n of one run into ``out``. Refused unless every shard is there
     exactly once and all shards ran the same model revision, dataset revision and settings."""
+    joined, log_rows = join_shards(shards)
+    out = Path(out)
+    _install(out, joined.meta, joined.responses, log_rows, write_submission)
+    return Run(out, joined.meta, joined.responses, joined.failures)
 
+
+def join_shards(shards: Sequence[str | Path]) -> tuple[Run, list[dict]]:
+    """The shards of one run joined in memory (checked as ``merge_runs`` does; nothing written): the merged
+    run (its ``path``: the first shard's) and the generation log rows."""
     runs = [load_run(p) for p in shards]
     if not runs:
         raise RunError("no shard folders given")
@@ -362,9 +370,7 @@ def merge_runs(shards: Sequence[str | Path], out: str | Path) -> Run:
             "settings": mine,
         }
     )
-    out = Path(out)
-    _install(out, meta, responses, log_rows, write_submission)
-    return Run(out, meta, responses, [f for r in runs for f in r.failures])
+    return Run(runs[0].path, meta, responses, [f for r in runs for f in r.failures]), log_rows
 
 
 #: the settings that differ between the shards of one run (where each shard went, which shard it is)

@@ -217,6 +217,9 @@ def test_analyze_paraphrases_cli_writes_plots_json_and_summary(tiny, tmp_path):
         "--out",
         str(out),
     ]
+    plan = run(*args, "--dry-run")  # the corpus read, the model spec checked; nothing loaded or written
+    assert plan.returncode == 0 and "2 questions, 8 paraphrases: hidden states" in plan.stdout, plan.stdout
+    assert not out.exists()
     res = run(*args)  # the installed phr-publish, as a user runs it
     assert res.returncode == 0, res.stdout + res.stderr
     assert "2 RF and 4 RP" in res.stdout + res.stderr

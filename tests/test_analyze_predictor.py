@@ -195,7 +195,7 @@ def write_result(folder, model, dataset, samples):
 
 
 def test_cli_writes_report_plots_and_json(fake_openai, mini_folder, tmp_path):
-    fake_openai(feature_responder)
+    srv = fake_openai(feature_responder)
     ds = load_eval_dataset(mini_folder)
     bh = [i for i in ds.instances if i.condition == "B+H"]
     paths = []
@@ -222,8 +222,13 @@ def test_cli_writes_report_plots_and_json(fake_openai, mini_folder, tmp_path):
         paths.append(write_result(tmp_path / model, model, ds, samples))
     out = tmp_path / "pred"
     args = ["analyze", "predictor", "--results", *map(str, paths), "--dataset", str(mini_folder), "--out", str(out)]
+    plan = CliRunner().invoke(app, [*args, "--dry-run"])  # one feature verdict per B+H prompt; nothing called
+    assert plan.exit_code == 0 and "openai:gpt-4o: 102 requests, 102 samples (cached 0/102)" in plan.output
+    assert srv.server.count == 0 and not out.exists()
     res = CliRunner().invoke(app, [*args, "--resamples", "50", "--folds", "3"])
     assert res.exit_code == 0, res.output
+    again = CliRunner().invoke(app, [*args, "--dry-run"])
+    assert "openai:gpt-4o: 102 requests, 102 samples (cached 102/102)" in again.output, again.output
     assert "fold 3/3" in res.output and "predictor: 102 rows, 34 questions" in res.output
     report = json.loads((out / "predictor.json").read_text())
     assert report["rows"] == 102 and report["notes"]["models"] == ["m1", "m2"]

@@ -123,3 +123,47 @@ def test_train_dry_run_refuses_old_reward_setting_names(monkeypatch, tmp_path):
     assert r.exit_code == 2
     assert "reward.settings.qa: now qa_model (the name build and eval use)" in r.output
     assert "stage 2 needs reward.settings.qa_model" in r.output
+
+
+def test_merge_and_score_dry_runs_plan_the_judge_calls(fake_openai, mini_folder, monkeypatch, tmp_path):
+    """3 base questions of PHRBench-mini (15 prompts, 9 of them B+H) x 2 samples in 3 shards: the merge's
+    preflight joins them in memory (30 responses) and plans 18 resolution verdicts, exactly; after the real
+    merge scored them, a rescore finds all 18 in the call cache. A judge without its key stops the merge before
+    anything is written."""
+    srv = fake_openai()
+    common = ["eval", "phrbench", "--model", "openai:gpt-4o", "--dataset", mini_folder, "--limit", 3, "--samples", 2]
+    common += ["--max-tokens", 32, "--scorer", "none", "--judge", "openai:gpt-4o-mini", "--no-plots"]
+    shards = [tmp_path / f"s{i}" for i in (1, 2, 3)]
+    for i, s in enumerate(shards, 1):
+        assert cli(*common, "--shard", f"{i}/3", "--out", s).exit_code == 0
+    before, merged = srv.server.count, tmp_path / "m"
+    plan = cli("eval", "merge", *shards, "--out", merged, "--dry-run")
+    assert plan.exit_code == 0, plan.output
+    assert "3 shards join into one run (30 responses)" in plan.output and "30 responses to score" in plan.output
+    assert "openai:gpt-4o-mini: 18 requests, 18 samples (cached 0/18)" in plan.output
+    assert srv.server.count == before and not merged.exists()
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    keyless = cli("eval", "merge", *shards, "--out", merged, "--judge", "anthropic:claude-x")
+    assert keyless.exit_code == 2 and "ANTHROPIC_API_KEY" in keyless.output and not merged.exists()
+    assert cli("eval", "merge", *shards, "--out", merged, "--no-plots").exit_code == 0
+    again = cli("eval", "score", merged, "--dry-run")
+    assert again.exit_code == 0 and "openai:gpt-4o-mini: 18 requests, 18 samples (cached 18/18)" in again.output
+
+
+def test_score_a_submission_dry_run_plans_the_judge_calls(fake_openai, mini_folder, tmp_path):
+    """A submission of PHRBench-mini (34 B, 34 B+T, 102 B+H instances) x 2 samples: 340 responses, 204
+    resolution verdicts (the B+H ones), exactly; nothing is scored or written."""
+    from phr.eval.dataset import load_eval_dataset
+
+    srv = fake_openai()
+    ds = load_eval_dataset(mini_folder)
+    sub = tmp_path / "sub.jsonl"
+    lines = [{"instance_id": i.id, "sample": s, "response": f"answer {s}"} for i in ds.instances for s in range(2)]
+    sub.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    args = ["score", sub, "--dataset", mini_folder, "--model", "org/m", "--model-revision", "r1", "--samples", 2]
+    args += ["--scorer", "none"]
+    r = cli(*args, "--judge", "openai:gpt-4o", "--dry-run")
+    assert r.exit_code == 0, r.output
+    assert "340 responses to score (170 instances x 2 samples" in r.output
+    assert "openai:gpt-4o: 204 requests, 204 samples (cached 0/204)" in r.output
+    assert srv.server.count == 0 and not (tmp_path / "sub.scored").exists()

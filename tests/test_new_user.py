@@ -24,7 +24,7 @@ def test_help_shows_no_type_placeholders_on_flags_and_plain_argument_names():
         assert "<bool>" not in r.output and "{" not in r.output.splitlines()[0], r.output
     usage = CliRunner().invoke(app, ["validate", "--help"]).output.splitlines()[0]
     assert usage.endswith("validate [OPTIONS] FOLDER")
-    for args, tail in ((["report", "--help"], "report [OPTIONS] RESULTS..."), (["score", "--help"], "SUBMISSION")):
+    for args, tail in ((["report", "--help"], "report [OPTIONS] RESULTS..."), (["score", "--help"], "[SUBMISSION]")):
         usage = CliRunner().invoke(app, args).output.splitlines()[0]
         assert usage.endswith(tail) and "{" not in usage, usage
 

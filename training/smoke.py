@@ -15,13 +15,9 @@ from collections.abc import Callable
 import numpy as np
 
 from phr.hr1.parse import parse_paraphrase
+from phr.training.rewards import completion_text
 
 STAND_IN = "smoke_consistency_stand_in"
-
-
-def completion_text(completion) -> str:
-    """A TRL completion (text, or conversational ``[{"role": "assistant", "content": ...}]``) as text."""
-    return completion[-1]["content"] if isinstance(completion, list) else str(completion)
 
 
 def consistency_scores(questions: list[str], completions: list, embed: Callable | None = None) -> list[float]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import typer
 
-from phr.cli.options import bind
+from phr.cli.options import DryRun, bind
 from phr.config.ops import AnalyzeParaphrasesConfig
-from phr.core.errors import UsageError
+from phr.llm.preflight import Preflight, writable
 
 
 def _progress_factory(progress):
@@ -19,7 +19,7 @@ def _progress_factory(progress):
 
 
 @bind(AnalyzeParaphrasesConfig)
-def paraphrases(cfg: AnalyzeParaphrasesConfig) -> None:
+def paraphrases(cfg: AnalyzeParaphrasesConfig, dry_run: DryRun = False) -> None:
     """Diagnose why paraphrases fail: surface shifts, embedding drift and the logit lens (Eq. 11-18), RF vs RP."""
     from phr.core.progress import progress_bar
     from phr.eval.hr1_diagnostics import DiagnosticSettings, analyze, read_paraphrase_corpus
@@ -28,8 +28,18 @@ def paraphrases(cfg: AnalyzeParaphrasesConfig) -> None:
     from phr.llm.spec import make_provider
 
     out, overwrite, model, corpus = cfg.out, cfg.overwrite, cfg.model, cfg.corpus
+    pf = Preflight()
+    pf.model("--model", model)
     if out.exists() and not overwrite:
-        raise UsageError(f"{out} exists (use --overwrite to replace it)")
+        pf.problem(f"{out} exists (use --overwrite to replace it)")
+    pf.check("--out", lambda: writable(out))
+    read = pf.check(f"--corpus {corpus}", lambda: read_paraphrase_corpus(corpus))
+    if read is not None:
+        paras = sum(len(r.paraphrases) for r in read)
+        pf.note(f"{len(read)} questions, {paras} paraphrases: hidden states and logit lens of {model}, in process")
+    pf.finish(dry_run, echo=typer.echo)
+    if dry_run:
+        return
     settings = DiagnosticSettings(
         layer=cfg.layer,
         normalize=cfg.normalize,
@@ -37,7 +47,7 @@ def paraphrases(cfg: AnalyzeParaphrasesConfig) -> None:
         lens_cases=cfg.cases,
         batch_size=cfg.batch_size,
     )
-    results = read_paraphrase_corpus(corpus)
+    results = read or []
     provider = make_provider(model)
     provider.purpose = "for its hidden states (analyze paraphrases)"
     provider = require_scoring(provider, "analyze paraphrases")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -11,13 +11,14 @@ import typer
 from phr.cli import hr1
 from phr.cli.common import Hub, new_app, spec_or_none
 from phr.cli.options import DryRun, bind
-from phr.config.defaults import OFFLINE_MODEL
 from phr.config.ops import (
     SCORING_FIELDS,
     EvalMergeConfig,
     EvalPhrbenchConfig,
     EvalScoreConfig,
+    ScoreSubmissionConfig,
     Scoring,
+    SubmitConfig,
 )
 from phr.core.errors import UsageError
 from phr.llm.preflight import Preflight, max_output_of, writable
@@ -29,21 +30,6 @@ eval_app = new_app(
     "Evaluate models on PHRBench (generate, merge shards, score) and Hallucination-R1 paraphrasers (hr1)."
 )
 submit_app = new_app("Score and publish submissions; render the leaderboard.")
-
-Dataset = Annotated[
-    str, typer.Option("--dataset", help="A built PHRBench folder, or a repo id ORG/NAME ($PHR_HUB_DIR, else the Hub).")
-]
-Revision = Annotated[str | None, typer.Option("--revision", help="Dataset revision (tag or commit) for a repo id.")]
-Scorer = Annotated[
-    str,
-    typer.Option(
-        "--scorer", help="Reference scorer for OL/UI/BUF/BC (paper: hf:Qwen/Qwen2.5-7B-Instruct); 'none' skips them."
-    ),
-]
-Judge = Annotated[
-    str, typer.Option("--judge", help="LLM judge for behavioural resolution of B+H responses; 'none' skips it.")
-]
-Plots = Annotated[bool, typer.Option("--plots/--no-plots", help="Write PNG plots.")]
 
 
 def _options(
@@ -272,14 +258,40 @@ def _run_settings(run: Path, cfg) -> tuple[dict, str | None, str | None, dict]:
     return settings, preset, stored.get("max_tokens_source"), changed
 
 
-def _rescore(run: Path, cfg, hub, plots: bool) -> None:
-    from phr.eval.pipeline import score_run
+def _scoring(run, cfg, hub) -> tuple[Preflight, tuple]:
+    """The preflight of scoring ``run`` (a run folder, or shards joined in memory by ``join_shards``) with its
+    own settings and those ``cfg`` asks for: every model spec and key, the run's dataset, the judge's calls; and
+    the settings (``_run_settings``), which it prints."""
+    from phr.eval.pipeline import dataset_of_run
+    from phr.eval.runner import load_run
+    from phr.eval.scoring_plan import add_scoring_calls
 
-    settings, preset, source, changed = _run_settings(run, cfg)
+    folder = run if isinstance(run, Path) else run.path
+    resolved = _run_settings(folder, cfg)
+    settings, changed = resolved[0], resolved[3]
     if changed:
         typer.echo("scoring with settings other than the run's: " + ", ".join(f"{k}={v}" for k, v in changed.items()))
     else:
         typer.echo("scoring with the settings the run was started with")
+    pf = Preflight()
+    for role in ("scorer", "judge", "grader"):
+        pf.model(role, settings[role])
+    if not pf.problems:
+        loaded = pf.check(str(run), lambda: load_run(run)) if isinstance(run, Path) else run
+        ds = pf.check("the run's dataset", lambda: dataset_of_run(loaded.meta, hub)) if loaded is not None else None
+        if ds is not None:
+            by_id = ds.by_id()
+            instances = [by_id[i] for i in loaded.instance_ids if i in by_id]
+            add_scoring_calls(pf, instances, loaded.responses, loaded.meta.samples, scorer=settings["scorer"],
+                              judge=settings["judge"], grader=settings["grader"])  # fmt: skip
+    return pf, resolved
+
+
+def _rescore(run: Path, resolved: tuple, hub, plots: bool) -> None:
+    """Score a run folder with the settings ``_scoring`` resolved."""
+    from phr.eval.pipeline import score_run
+
+    settings, preset, source, changed = resolved
     options = _options(
         settings["scorer"],
         settings["judge"],
@@ -294,182 +306,112 @@ def _rescore(run: Path, cfg, hub, plots: bool) -> None:
 
 @eval_app.command("merge")
 @bind(EvalMergeConfig)
-def eval_merge(cfg: EvalMergeConfig, hub: Hub = None) -> None:
+def eval_merge(cfg: EvalMergeConfig, hub: Hub = None, dry_run: DryRun = False) -> None:
     """Join the shards of one run (refused unless all n are there, once, with the same settings) and score it
     with the settings the run was started with (a scoring option given here replaces the run's, and is recorded)."""
 
-    from phr.eval.runner import merge_runs
+    from phr.eval.runner import join_shards, merge_runs
 
+    joined, _ = join_shards(cfg.shards)  # checked in memory: nothing is written before the preflight passed
+    typer.echo(f"{len(cfg.shards)} shards join into one run ({len(joined.responses)} responses)")
+    resolved = None
+    if cfg.score:
+        pf, resolved = _scoring(joined, cfg, hub)
+        pf.finish(dry_run, echo=typer.echo)
+    if dry_run:
+        typer.echo("dry run: nothing was written")
+        return
     run = merge_runs(cfg.shards, cfg.out)
     typer.echo(f"merged {len(cfg.shards)} shards into {run.path} ({len(run.responses)} responses)")
-    if cfg.score:
-        _rescore(run.path, cfg, hub, cfg.plots)
+    if resolved is not None:
+        _rescore(run.path, resolved, hub, cfg.plots)
 
 
 @eval_app.command("score")
 @bind(EvalScoreConfig)
-def eval_score(cfg: EvalScoreConfig, hub: Hub = None) -> None:
+def eval_score(cfg: EvalScoreConfig, hub: Hub = None, dry_run: DryRun = False) -> None:
     """(Re)score a run folder with the settings it was started with; a scoring option given here (e.g. a judge
     added) replaces the run's and is recorded in the result."""
 
-    _rescore(cfg.run, cfg, hub, cfg.plots)
+    pf, resolved = _scoring(cfg.run, cfg, hub)
+    pf.finish(dry_run, echo=typer.echo)
+    if not dry_run:
+        _rescore(cfg.run, resolved, hub, cfg.plots)
 
 
-@dataclass(frozen=True)
-class SubmissionOptions:
-    """What the ``score`` and ``submit`` commands share: the submission, its dataset, its metadata, the scorers."""
+def _score_submission(cfg: ScoreSubmissionConfig, hub, dry_run: bool):
+    """Validate the submission against its dataset and score it (the preflight first: its file, its dataset,
+    the scorers' specs and keys, the judge's calls); (result, scored folder), or None after a dry run."""
+    from phr.eval.dataset import load_eval_dataset
+    from phr.eval.pipeline import score_submission
+    from phr.eval.scoring_plan import add_scoring_calls
+    from phr.eval.submission import load_meta, validate_submission
 
-    submission: Path
-    dataset: str
-    revision: str | None
-    hub: Path | None
-    meta: Path | None
-    model: str | None
-    model_revision: str | None
-    link: str | None
-    samples: int | None
-    conditions: str | None
-    submitted_by: str | None
-    notes: str | None
-    scorer: str
-    judge: str
-    out: Path | None
-
-    def score(self, plots: bool = True):
-        """Validate the submission against the dataset, score it; (result, scored folder)."""
-        from phr.eval.dataset import load_eval_dataset
-        from phr.eval.pipeline import score_submission
-        from phr.eval.submission import load_meta
-
-        if not self.submission.is_file():
-            raise UsageError(f"no such submission file: {self.submission}")
-        meta = load_meta(
-            self.meta,
-            submission=self.submission,
-            model=self.model,
-            revision=self.model_revision,
-            link=self.link,
-            samples=self.samples,
-            conditions=self.conditions,
-            submitted_by=self.submitted_by,
-            notes=self.notes,
-        )
-        ds = load_eval_dataset(self.dataset, revision=self.revision, hub=self.hub)
-        out = self.out or self.submission.with_name(self.submission.stem + ".scored")
-        return score_submission(self.submission, ds, meta, _options(self.scorer, self.judge), out=out, plots=plots)
-
-
-Model = Annotated[str | None, typer.Option("--model", help="Model name (repo id); or in the sidecar JSON.")]
-ModelRev = Annotated[str | None, typer.Option("--model-revision", help="Model revision (commit or tag).")]
-Link = Annotated[str | None, typer.Option("--link", help="http(s) link to the model or write-up.")]
-Samples = Annotated[int | None, typer.Option("--samples", help="Declared samples per instance (default 1).")]
-Conds = Annotated[str | None, typer.Option("--conditions", help="Comma-separated conditions covered (default all).")]
-MetaFile = Annotated[Path | None, typer.Option("--meta", help="Sidecar JSON (default: SUBMISSION.meta.json).")]
-By = Annotated[str | None, typer.Option("--submitted-by", help="Who submits.")]
-Notes = Annotated[str | None, typer.Option("--notes", help="Free text shown with the result.")]
+    if not cfg.submission.is_file():
+        raise UsageError(f"no such submission file: {cfg.submission}")
+    typer.echo(f"preset: {cfg.preset or 'none (the defaults)'}")
+    meta = load_meta(
+        cfg.meta,
+        submission=cfg.submission,
+        model=cfg.model,
+        revision=cfg.model_revision,
+        link=cfg.link,
+        samples=cfg.samples,
+        conditions=cfg.conditions,
+        submitted_by=cfg.submitted_by,
+        notes=cfg.notes,
+    )
+    out = cfg.out or cfg.submission.with_name(cfg.submission.stem + ".scored")
+    pf = Preflight()
+    for role in ("scorer", "judge", "grader"):
+        pf.model(role, getattr(cfg, role))
+    ds = pf.check(f"--dataset {cfg.dataset}", lambda: load_eval_dataset(cfg.dataset, revision=cfg.revision, hub=hub))
+    if ds is not None and not pf.problems:
+        sub = pf.check(str(cfg.submission), lambda: validate_submission(cfg.submission, ds, meta))
+        if sub is not None:
+            add_scoring_calls(pf, ds.select(meta.conditions), sub.responses, meta.samples, scorer=cfg.scorer,
+                              judge=cfg.judge, grader=cfg.grader)  # fmt: skip
+    pf.check("--out", lambda: writable(out))
+    pf.finish(dry_run, echo=typer.echo)
+    if dry_run:
+        return None
+    options = _options(
+        cfg.scorer,
+        cfg.judge,
+        grader=cfg.grader,
+        trajectory=_trajectory(cfg.kl_direction, cfg.step_rule, cfg.bc_counting),
+    )
+    return score_submission(cfg.submission, ds, meta, options, out=out, plots=cfg.plots)
 
 
 @submit_app.command("score")
-def score_cmd(
-    submission: Annotated[Path, typer.Argument(help="Submission JSONL: {instance_id, sample, response} per line.")],
-    dataset: Dataset = "phrbench",
-    revision: Revision = None,
-    hub: Hub = None,
-    meta: MetaFile = None,
-    model: Model = None,
-    model_revision: ModelRev = None,
-    link: Link = None,
-    samples: Samples = None,
-    conditions: Conds = None,
-    submitted_by: By = None,
-    notes: Notes = None,
-    scorer: Scorer = OFFLINE_MODEL,
-    judge: Judge = "none",
-    out: Annotated[Path | None, typer.Option("--out", help="Output folder (default: SUBMISSION.scored/).")] = None,
-    plots: Plots = True,
-) -> None:
+@bind(ScoreSubmissionConfig)
+def score_cmd(cfg: ScoreSubmissionConfig, hub: Hub = None, dry_run: DryRun = False) -> None:
     """Validate and score a leaderboard submission (the runner's scoring code)."""
-    opts = SubmissionOptions(
-        submission,
-        dataset,
-        revision,
-        hub,
-        meta,
-        model,
-        model_revision,
-        link,
-        samples,
-        conditions,
-        submitted_by,
-        notes,
-        scorer,
-        judge,
-        out,
-    )
-    result, where = opts.score(plots)
-    _print_summary(result, where)
+    scored = _score_submission(cfg, hub, dry_run)
+    if scored is not None:
+        _print_summary(*scored)
+        typer.echo(f"rerun: {cfg.rerun()}")
 
 
 @submit_app.command("submit")
-def submit_cmd(
-    submission: Annotated[Path, typer.Argument(help="Submission JSONL: {instance_id, sample, response} per line.")],
-    repo: Annotated[str, typer.Option("--repo", help="The leaderboard results repo, ORG/NAME.")],
-    dataset: Dataset = "phrbench",
-    revision: Revision = None,
-    hub: Hub = None,
-    meta: MetaFile = None,
-    model: Model = None,
-    model_revision: ModelRev = None,
-    link: Link = None,
-    samples: Samples = None,
-    conditions: Conds = None,
-    submitted_by: By = None,
-    notes: Notes = None,
-    scorer: Scorer = OFFLINE_MODEL,
-    judge: Judge = "none",
-    out: Annotated[Path | None, typer.Option("--out", help="Output folder (default: SUBMISSION.scored/).")] = None,
-    to: Annotated[
-        Path | None,
-        typer.Option("--to", help="Local hub for the results repo (default: $PHR_HUB_DIR; unset: the Hub)."),
-    ] = None,
-    replace: Annotated[bool, typer.Option("--replace", help="Overwrite a stored result with the same run id.")] = False,
-    create_pr: Annotated[bool, typer.Option("--create-pr", help="Open a pull request on the results repo.")] = False,
-    model_pr: Annotated[
-        bool,
-        typer.Option(
-            "--model-pr", help="Also open a pull request on the model's repo adding .eval_results/phrbench.yaml."
-        ),
-    ] = False,
-) -> None:
+@bind(SubmitConfig)
+def submit_cmd(cfg: SubmitConfig, hub: Hub = None, dry_run: DryRun = False) -> None:
     """Validate, score and publish a submission to the leaderboard results repo."""
     from phr.cards.eval_yaml import model_eval_results_yaml
     from phr.eval.results import normalize
     from phr.leaderboard.repo import open_model_pr, push_results
 
-    opts = SubmissionOptions(
-        submission,
-        dataset,
-        revision,
-        hub,
-        meta,
-        model,
-        model_revision,
-        link,
-        samples,
-        conditions,
-        submitted_by,
-        notes,
-        scorer,
-        judge,
-        out,
-    )
-    result, where = opts.score()
+    scored = _score_submission(cfg, hub, dry_run)
+    if scored is None:
+        return
+    result, where = scored
     _print_summary(result, where)
-    res = push_results([where / "results.json"], repo, to=to, replace=replace, create_pr=create_pr)
+    res = push_results([where / "results.json"], cfg.repo, to=cfg.to, replace=cfg.replace, create_pr=cfg.create_pr)
     for line in res.lines():
         typer.echo(line)
-    if model_pr:
-        pr = open_model_pr(result["model"], model_eval_results_yaml(normalize(result)), to=to)
+    if cfg.model_pr:
+        pr = open_model_pr(result["model"], model_eval_results_yaml(normalize(result)), to=cfg.to)
         typer.echo(
             f"model repo {result['model']}: "
             + (f"pull request {pr.pr_url or pr.pr_ref}" if pr.changed else "already holds these results")

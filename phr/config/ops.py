@@ -151,6 +151,45 @@ class EvalScoreConfig(RescoreScoring):
     run: Path = setting(..., "A run folder (unsharded or merged).", metavar="RUN_DIR")
 
 
+class ScoreSubmissionConfig(Scoring):
+    """`score`: validate and score a leaderboard submission (the runner's scoring code, docs/submissions.md)."""
+
+    command = ("score",)
+    arguments = ("submission",)
+    presets = {"paper": {"scorer": PAPER_SCORER}}
+
+    submission: Path = setting(..., "Submission JSONL: {instance_id, sample, response} per line.", metavar="SUBMISSION")
+    preset: Literal["paper"] | None = setting(
+        None,
+        f"Named settings: 'paper' = the reference scorer {PAPER_SCORER}; other settings given override it.",
+        paper="App. B.2",
+    )
+    dataset: str = setting("phrbench", "A built PHRBench folder, or a repo id ORG/NAME ($PHR_HUB_DIR, else the Hub).")
+    revision: str | None = setting(None, "Dataset revision (tag or commit) for a repo id.")
+    meta: Path | None = setting(None, "Sidecar JSON (default: SUBMISSION.meta.json).")
+    model: str | None = setting(None, "Model name (repo id); or in the sidecar JSON.", metavar="ORG/NAME")
+    model_revision: str | None = setting(None, "Model revision (commit or tag).")
+    link: str | None = setting(None, "http(s) link to the model or write-up.")
+    samples: int | None = setting(None, "Declared samples per instance (default 1).", ge=1)
+    conditions: str | None = setting(None, "Comma-separated conditions covered (default all).")
+    submitted_by: str | None = setting(None, "Who submits.")
+    notes: str | None = setting(None, "Free text shown with the result.")
+    out: Path | None = setting(None, "Output folder (default: SUBMISSION.scored/).")
+    plots: bool = setting(True, "Write PNG plots.")
+
+
+class SubmitConfig(ScoreSubmissionConfig):
+    """`submit`: validate, score and publish a submission to the leaderboard results repo."""
+
+    command = ("submit",)
+
+    repo: str = setting(..., "The leaderboard results repo, ORG/NAME.")
+    to: Path | None = setting(None, "Local hub for the results repo (default: $PHR_HUB_DIR; unset: the Hub).")
+    replace: bool = setting(False, "Overwrite a stored result with the same run id.")
+    create_pr: bool = setting(False, "Open a pull request on the results repo.")
+    model_pr: bool = setting(False, "Also open a pull request on the model's repo adding .eval_results/phrbench.yaml.")
+
+
 # ---- Hallucination-R1 -------------------------------------------------------------------------------------------
 
 
@@ -416,6 +455,8 @@ OPERATIONS: tuple[type[OpConfig], ...] = (
     EvalPhrbenchConfig,
     EvalMergeConfig,
     EvalScoreConfig,
+    ScoreSubmissionConfig,
+    SubmitConfig,
     EvalHr1Config,
     TrainGrpoConfig,
     TrainSftConfig,
