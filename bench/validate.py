@@ -21,6 +21,7 @@ import time
 import numpy as np
 import pandas as pd
 
+from phr.bench.records import BaseQuestion
 from phr.validation import semantic
 from phr.validation.checks import default_workers, run_checks
 from phr.validation.schemas import validate_frame
@@ -120,45 +121,29 @@ def synthesize(n_rows: int = 100_000, seed: int = 0, fault_rate: float = 0.01) -
         kind = "code" if q % 10 == 9 else "numeric" if q % 10 == 8 else "mc"
         qid = f"synth-{q}"
         fault = faults[int(rng.integers(0, len(faults)))] if rng.random() < fault_rate * len(faults) else None
+        # a question row has BaseQuestion's fields, in order; each kind sets its own values, the rest stay None
+        base = dict.fromkeys(BaseQuestion.model_fields) | dict(
+            id=qid, source="synth", source_row_id=str(q), license="CC0-1.0", subtype="Synthetic", options=[]
+        )
         if kind == "mc":
             options = [" ".join(pick(2)) for _ in range(4)]
             gi = int(rng.integers(0, 4))
             dom = ["Chemistry", "Biomedicine", "Physics"][q % 3]
-            question = dict(
-                id=qid,
-                source="synth",
-                source_row_id=str(q),
-                license="CC0-1.0",
+            question = base | dict(
                 domain=dom,
-                subtype="Synthetic",
                 task_type="multiple_choice",
                 question=f"Which {' '.join(pick(6))} {VERBS[q % 12]} the {NOUNS_E[q % 12]}?",
                 options=options,
                 answer=options[gi],
                 answer_index=gi,
-                code_signature=None,
-                code_tests=None,
-                entry_point=None,
-                reference_solution=None,
             )
         elif kind == "numeric":
             value = f"{rng.integers(1, 500)}.{rng.integers(1, 99)}"
-            question = dict(
-                id=qid,
-                source="synth",
-                source_row_id=str(q),
-                license="CC0-1.0",
+            question = base | dict(
                 domain="Physics",
-                subtype="Synthetic",
                 task_type="open_ended",
                 question=f"What is the {NOUNS_E[q % 12]} of {' '.join(pick(5))} at {rng.integers(2, 99)} K?",
-                options=[],
                 answer=f"{value} {UNITS[q % 10]}",
-                answer_index=None,
-                code_signature=None,
-                code_tests=None,
-                entry_point=None,
-                reference_solution=None,
             )
         else:
             fn, var = pick(2)
@@ -166,18 +151,13 @@ def synthesize(n_rows: int = 100_000, seed: int = 0, fault_rate: float = 0.01) -
                 f"    total = 0\n    for item in {var}:\n        if item % 2 == 0:\n            total += item * {q % 7 + 2}\n"
                 f"    return sorted({var}, key=lambda x: x % {q % 5 + 3})[:total]\n"
             )
-            question = dict(
-                id=qid,
-                source="synth",
-                source_row_id=str(q),
+            question = base | dict(
                 license="MIT",
                 domain="Code",
                 subtype="Python",
                 task_type="code",
                 question=f'def {fn}({var}):\n    """{" ".join(pick(8))}"""\n',
-                options=[],
                 answer=sol,
-                answer_index=None,
                 code_signature=f"def {fn}({var}):\n",
                 code_tests="assert True\n",
                 entry_point=fn,

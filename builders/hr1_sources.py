@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -165,13 +165,8 @@ def load_simplequestions(
                 )
             origin = str(Path(source_dir))
         elif online:
-            hub_id, config, split_map = HUB["simplequestions"]
-            for split in wanted or list(split_map):
-                data = c.hub_load(hub_id, TITLES["simplequestions"], config, split_map[split])
-                out += c.parse_rows(
-                    f"hf://datasets/{hub_id}", c.hub_rows(data), lambda r, i, s=split: _sq_row(r, s, i, None), ids
-                )
-            origin = f"hf://datasets/{hub_id}"
+            for split in wanted or list(HUB["simplequestions"][2]):
+                origin = _hub_split(out, "simplequestions", split, (), lambda r, s, i: _sq_row(r, s, i, None), ids)
         else:
             raise _missing("simplequestions")("")
     return _result("simplequestions", out, rejected, origin)
@@ -220,12 +215,7 @@ def load_popqa(source_dir: str | Path | None = None, *, online: bool = False) ->
             out += c.parse_rows(str(path), rows, lambda r, i: _popqa_row(r, "test", i), ids)
             origin = str(path)
         elif online:
-            hub_id, config, split_map = HUB["popqa"]
-            data = c.hub_load(hub_id, TITLES["popqa"], config, split_map["test"])
-            origin = f"hf://datasets/{hub_id}"
-            rows = c.hub_rows(data, required=POPQA_COLUMNS, origin=origin)
-            out += c.parse_rows(origin, rows, lambda r, i: _popqa_row(r, "test", i), ids)
-            origin = f"hf://datasets/{hub_id}"
+            origin = _hub_split(out, "popqa", "test", POPQA_COLUMNS, _popqa_row, ids)
         else:
             raise _missing("popqa")("")
     return _result("popqa", out, rejected, origin)
@@ -283,18 +273,31 @@ def load_truthfulqa(source_dir: str | Path | None = None, *, online: bool = Fals
                 out += c.parse_rows(str(path), rows, lambda r, i: _tqa_row(r, "validation", i), ids)
             origin = str(Path(source_dir))
         elif online:
-            hub_id, config, split_map = HUB["truthfulqa"]
-            data = c.hub_load(hub_id, TITLES["truthfulqa"], config, split_map["validation"])
-            origin = f"hf://datasets/{hub_id}"
-            rows = c.hub_rows(data, required=TQA_COLUMNS, origin=origin)
-            out += c.parse_rows(origin, rows, lambda r, i: _tqa_row(r, "validation", i), ids)
-            origin = f"hf://datasets/{hub_id}"
+            origin = _hub_split(out, "truthfulqa", "validation", TQA_COLUMNS, _tqa_row, ids)
         else:
             raise _missing("truthfulqa")("")
     return _result("truthfulqa", out, rejected, origin)
 
 
 # ---- shared -------------------------------------------------------------------------------------------------
+
+
+def _hub_split(
+    out: list[HQuestion],
+    source: str,
+    split: str,
+    required: Sequence[c.Column],
+    parse: Callable[[dict, str, int], HQuestion | None],
+    ids: c.RowIndex,
+) -> str:
+    """Append the ``split`` of ``source``'s Hub dataset to ``out``, each row parsed by ``parse(row, split, i)``
+    (the ``required`` columns checked first); the origin it names (``hf://datasets/<id>``)."""
+    hub_id, config, split_map = HUB[source]
+    data = c.hub_load(hub_id, TITLES[source], config, split_map[split])
+    origin = f"hf://datasets/{hub_id}"
+    rows = c.hub_rows(data, required=required, origin=origin)
+    out += c.parse_rows(origin, rows, lambda r, i: parse(r, split, i), ids)
+    return origin
 
 
 def _missing(source: str):

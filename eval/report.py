@@ -213,15 +213,25 @@ def write_plots(result: Result | Mapping[str, Any], folder: Path) -> list[Path]:
     ax.legend()
     save(fig, "accuracy_by_domain.png")
 
-    fig, axes = subplots(1, len(TRAJECTORY), figsize=(12, 3))
-    for ax, name in zip(axes, TRAJECTORY):
-        errs = [_dig(err.by_condition, (c, name)) if err else None for c in conds]
-        ax.bar(
-            conds, [getattr(t.by_condition[c], name) or 0.0 for c in conds], color="#4c72b0", yerr=bars(errs), capsize=2
-        )
-        ax.set_title(name)
-    fig.suptitle("trajectory metrics by condition")
-    save(fig, "trajectory_by_condition.png")
+    def trajectory(
+        groups: list[str], by: Mapping, errors: Mapping | None, color: str, title: str, name: str, slant: bool = False
+    ):
+        """One panel per trajectory metric: its value in each group (condition, resolution), with error bars;
+        ``slant``: long group names are slanted."""
+        fig, axes = subplots(1, len(TRAJECTORY), figsize=(12, 3))
+        for ax, metric in zip(axes, TRAJECTORY):
+            errs = [_dig(errors, (g, metric)) for g in groups]
+            ax.bar(groups, [getattr(by[g], metric) or 0.0 for g in groups], color=color, yerr=bars(errs), capsize=2)
+            ax.set_title(metric)
+            if slant:
+                ax.tick_params(axis="x", labelrotation=20)
+        fig.suptitle(title)
+        save(fig, name)
+
+    by_condition = err.by_condition if err else None
+    trajectory(
+        conds, t.by_condition, by_condition, "#4c72b0", "trajectory metrics by condition", "trajectory_by_condition.png"
+    )
 
     rt = t.resolution
     if rt.judged:
@@ -234,20 +244,11 @@ def write_plots(result: Result | Mapping[str, Any], folder: Path) -> list[Path]:
         ax.set_title(f"resolution of hallucinated premises (n={rt.judged})")
         ax.legend()
         save(fig, "resolution.png")
-        fig, axes = subplots(1, len(TRAJECTORY), figsize=(12, 3))
-        for ax, name in zip(axes, TRAJECTORY):
-            errs = [_dig(err.by_resolution, (r, name)) if err else None for r in RESOLUTIONS]
-            ax.bar(
-                RESOLUTIONS,
-                [getattr(t.by_resolution[r], name) or 0.0 for r in RESOLUTIONS],
-                color="#dd8452",
-                yerr=bars(errs),
-                capsize=2,
-            )
-            ax.set_title(name)
-            ax.tick_params(axis="x", labelrotation=20)
-        fig.suptitle("trajectory metrics by resolution group (B+H)")
-        save(fig, "trajectory_by_resolution.png")
+        title = "trajectory metrics by resolution group (B+H)"
+        by_resolution = err.by_resolution if err else None
+        trajectory(
+            list(RESOLUTIONS), t.by_resolution, by_resolution, "#dd8452", title, "trajectory_by_resolution.png", True
+        )
     return out
 
 

@@ -28,7 +28,7 @@ from phr.builders.phrbench import BuildError, build
 from phr.builders.recipe import _rank
 from phr.builders.sources import load_source, question_id
 from phr.validation.folder import validate_folder
-from tests.support.paper_fixtures import WORDS, write_sources
+from tests.support.paper_fixtures import WORDS, build_on_server, judge_reply, write_sources
 from tests.support.protocol_server import ProtocolServer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -68,23 +68,7 @@ def make_responder(recipe_seed: int, *, quote_def: bool = False):
         prompt = messages[0][1]
         index = k if seed is None else seed - recipe_seed + k
         if "<premise>" in prompt:  # the judge (temperature 0, no seed)
-            premise = re.search(r"<premise>\n(.*?)\n</premise>", prompt, re.S).group(1)
-            hall = "Mutation types:" in prompt
-            bad = hall and _h("judge", premise) % 4 == 0
-            return json.dumps(
-                {
-                    "reason": "checked",
-                    "factual_validity": True,
-                    "relevance": True,
-                    "task_consistent": None if hall else True,
-                    "type_consistency": not bad if hall else None,
-                    "mutation_logic_consistent": True if hall else None,
-                    "plausible": True if hall else None,
-                    "single_claim": True if hall else None,
-                    "leaks_answer": False,
-                    "verdict": "reject" if bad else "accept",
-                }
-            )
+            return judge_reply(prompt, lambda premise: _h("judge", premise) % 4 == 0)
         if len(messages) == 1 and _h("json", prompt, index) % 7 == 0:
             return "Sorry, here is my premise without JSON."
         statement = f"The toy system obeys the {_words(_h(prompt, index), 6)} relation."
@@ -269,6 +253,12 @@ def test_build_skips_one_option_sciq_rows_and_validates(tmp_path, llm_env):
 # ---- item 3: a failed call fails the build; the rerun is exact ----------------------------------------------------
 
 
+def build_tiny(recipe: Path, out: Path, src: Path):
+    """The tiny build as the tests here run it: the v0 prompts (make_responder answers them: gold answer shown,
+    type per slot), and the judge during generation (``skip_review``: the fast path, where these faults are placed)."""
+    return build_on_server(recipe, out, src, prompts="v0", llm_options=FAST, skip_review=True)
+
+
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     """The tiny recipe, its sources, and a fault-free build with the request log of its calls."""
@@ -282,17 +272,7 @@ def tiny(tmp_path_factory):
         mp.setenv("OPENAI_BASE_URL", srv.url + "/v1")
         mp.setenv("PHR_CACHE", str(root / "clean.sqlite"))
         try:
-            res = build(
-                recipe,
-                root / "clean",
-                generator="openai:gpt-4o",
-                judge="openai:judge-model",
-                source_dir=src,
-                prompts="v0",  # make_responder answers the v0 prompts (gold answer shown, type per slot)
-                progress=False,
-                llm_options=FAST,
-                skip_review=True,  # the fast path: the judge during generation, where these faults are placed
-            )
+            res = build_tiny(recipe, root / "clean", src)
         finally:
             mp.undo()
         calls = [r["json"] for r in srv.requests]
@@ -338,17 +318,7 @@ def test_failed_call_fails_the_build_and_the_rerun_is_byte_identical(tiny, tmp_p
             llm_env(srv, cache)
             srv.script("/v1/chat/completions", [("status", 500)] * ATTEMPTS, match=lambda b, t=target: b == t)
             with pytest.raises(BuildError) as err:
-                build(
-                    recipe,
-                    out,
-                    generator="openai:gpt-4o",
-                    judge="openai:judge-model",
-                    source_dir=src,
-                    prompts="v0",  # make_responder answers the v0 prompts (gold answer shown, type per slot)
-                    progress=False,
-                    llm_options=FAST,
-                    skip_review=True,  # the fast path: the judge during generation, where these faults are placed
-                )
+                build_tiny(recipe, out, src)
             faulted = [r for r in srv.requests if r["fault"] is not None]
         msg = str(err.value)
         assert len(faulted) == ATTEMPTS and all(r["json"] == target for r in faulted), name  # retried, then failed
@@ -362,17 +332,7 @@ def test_failed_call_fails_the_build_and_the_rerun_is_byte_identical(tiny, tmp_p
 
         with ProtocolServer(responder=make_responder(TINY_SEED)) as srv:  # the fault is gone: same command
             llm_env(srv, cache)
-            again = build(
-                recipe,
-                out,
-                generator="openai:gpt-4o",
-                judge="openai:judge-model",
-                source_dir=src,
-                prompts="v0",  # make_responder answers the v0 prompts (gold answer shown, type per slot)
-                progress=False,
-                llm_options=FAST,
-                skip_review=True,  # the fast path: the judge during generation, where these faults are placed
-            )
+            again = build_tiny(recipe, out, src)
             made = [json.dumps(r["json"], sort_keys=True) for r in srv.requests]
         assert json.dumps(target, sort_keys=True) in made and set(made) <= known, name  # only missing calls
         assert folder_bytes(again.out) == expected, name

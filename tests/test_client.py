@@ -20,11 +20,6 @@ def server(api_server):
     return api_server
 
 
-@pytest.fixture
-def env(api_server, tmp_path):
-    return tmp_path
-
-
 def req(text, n=1, **params):
     return ChatRequest(as_messages(text), GenerationParams(**params), n=n)
 
@@ -32,7 +27,7 @@ def req(text, n=1, **params):
 @pytest.mark.parametrize(
     "spec, calls_for_n3", [("openai:gpt-4o", 1), ("anthropic:claude-x", 3), ("google:gemini-x", 1)]
 )
-def test_n_samples_then_warm_cache_makes_no_calls(env, server, spec, calls_for_n3):
+def test_n_samples_then_warm_cache_makes_no_calls(server, spec, calls_for_n3):
     llm = make(spec)
     res = llm.generate([req("hello", n=3, temperature=0.7), req("bye", n=2, temperature=0.7)])
     assert [len(r.texts) for r in res] == [3, 2]
@@ -47,7 +42,7 @@ def test_n_samples_then_warm_cache_makes_no_calls(env, server, spec, calls_for_n
     assert all(s.cached for r in again for s in r.samples)
 
 
-def test_different_model_param_or_sample_index_is_a_different_key(env, server):
+def test_different_model_param_or_sample_index_is_a_different_key(server):
     make().generate([req("q", n=2, temperature=0.5)])
     assert server.count == 1
     make().generate([req("q", n=3, temperature=0.5)])  # samples 0,1 cached; only index 2 asked
@@ -60,7 +55,7 @@ def test_different_model_param_or_sample_index_is_a_different_key(env, server):
     assert server.count == 5
 
 
-def test_429_with_retry_after_is_honoured(env, server):
+def test_429_with_retry_after_is_honoured(server):
     server.script(None, [("status", 429, {"Retry-After": "1"})])
     llm = make()
     t0 = time.monotonic()
@@ -71,7 +66,7 @@ def test_429_with_retry_after_is_honoured(env, server):
 
 
 @pytest.mark.parametrize("fault", [("status", 500), ("status", 503), ("malformed",), ("drop",), ("hang", 3)])
-def test_transient_faults_are_retried(env, server, fault):
+def test_transient_faults_are_retried(server, fault):
     server.script(None, [fault, fault])
     llm = make(timeout=1)  # cuts the hang short; a slow answer under load may time out too, and is retried
     res = llm.generate([req("retry me")])
@@ -80,7 +75,7 @@ def test_transient_faults_are_retried(env, server, fault):
     assert llm.last_summary.model("openai:gpt-4o").retries == server.count - 1 >= 2
 
 
-def test_final_failure_is_recorded_not_dropped(env, server):
+def test_final_failure_is_recorded_not_dropped(tmp_path, server):
     server.script(None, [("status", 500)] * 3)
     llm = make(max_attempts=3)
     res = llm.generate([req("doomed", n=2)])
@@ -89,7 +84,7 @@ def test_final_failure_is_recorded_not_dropped(env, server):
     assert [x.index for x in f] == [0, 1] and {x.reason for x in f} == {"server_error"}
     assert "after 3 attempt(s)" in f[0].message
     assert dict(llm.last_summary.failures) == {"server_error": 2}
-    rows = sqlite3.connect(env / "calls.sqlite").execute("SELECT reason, attempts FROM failures").fetchall()
+    rows = sqlite3.connect(tmp_path / "calls.sqlite").execute("SELECT reason, attempts FROM failures").fetchall()
     assert rows == [("server_error", 3), ("server_error", 3)]
     # a rerun asks again for the failed samples only
     before = server.count
@@ -97,28 +92,28 @@ def test_final_failure_is_recorded_not_dropped(env, server):
     assert server.count == before + 1
 
 
-def test_bad_request_is_not_retried(env, server):
+def test_bad_request_is_not_retried(server):
     server.script(None, [("status", 400)])
     llm = make()
     res = llm.generate([req("bad")])
     assert res[0].failures[0].reason == "bad_request" and server.count == 1
 
 
-def test_unreachable_endpoint_names_it(env, monkeypatch):
+def test_unreachable_endpoint_names_it(server, monkeypatch):
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     res = make(max_attempts=2).generate([req("anyone?")])
     f = res[0].failures[0]
     assert f.reason == "connection" and "127.0.0.1:9" in f.message and "after 2 attempt(s)" in f.message
 
 
-def test_missing_key_fails_before_any_work(env, server, monkeypatch):
+def test_missing_key_fails_before_any_work(server, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY")
     with pytest.raises(MissingAPIKeyError, match="OPENAI_API_KEY"):
         make()
     assert server.count == 0
 
 
-def test_concurrency_is_bounded_and_used(env, server):
+def test_concurrency_is_bounded_and_used(server):
     """No clock: the server answers only when 8 calls wait at once (a barrier), and counts the most in flight."""
     lock, inflight, most = threading.Lock(), [0], [0]
     barrier = threading.Barrier(8, timeout=120)  # the timeout only ends a failing run
@@ -141,13 +136,13 @@ def test_concurrency_is_bounded_and_used(env, server):
     assert most[0] == 8  # two waves of 8 at once: used, and never more
 
 
-def test_requests_per_minute_limit(env, server):
+def test_requests_per_minute_limit(server):
     llm = make(requests_per_minute=60 * 5)  # 5 per second, burst capacity spread over the minute
     llm.generate([req(f"r{i}") for i in range(4)])
     assert server.count == 4
 
 
-def test_no_key_in_cache_logs_or_summary(env, server, caplog, capsys):
+def test_no_key_in_cache_logs_or_summary(tmp_path, server, caplog, capsys):
     from phr.core.log import setup_logging
 
     setup_logging("DEBUG")
@@ -156,8 +151,8 @@ def test_no_key_in_cache_logs_or_summary(env, server, caplog, capsys):
         llm = make(show_summary=True, max_attempts=2)
         llm.generate([req("leak?"), req("fine", n=2)])
         llm.last_summary.print()
-    blob = (env / "calls.sqlite").read_bytes()
-    for p in env.glob("calls.sqlite*"):
+    blob = (tmp_path / "calls.sqlite").read_bytes()
+    for p in tmp_path.glob("calls.sqlite*"):
         blob += p.read_bytes()
     captured = capsys.readouterr()
     texts = [caplog.text, captured.out, captured.err, json.dumps(llm.last_summary.as_dict()), blob.decode("latin-1")]
@@ -182,7 +177,7 @@ def _openai_body(content):
     }
 
 
-def test_structured_output_reasks_with_the_error(env, server):
+def test_structured_output_reasks_with_the_error(server):
     good = '{"statement": "Water boils at 100 C at sea level.", "truth_verification": "standard fact"}'
     server.script(
         None,
@@ -199,14 +194,14 @@ def test_structured_output_reasks_with_the_error(env, server):
     assert reask[-2]["role"] == "assistant" and "truth_verification: Field required" in reask[-1]["content"]
 
 
-def test_structured_output_final_failure_keeps_raw_texts(env, server):
+def test_structured_output_final_failure_keeps_raw_texts(tmp_path, server):
     server.script(None, [("status", 200, {}, _openai_body("no json here"))] * 3)
     llm = make()
     [[res]] = generate_structured(llm, [req("make a premise")], Premise, max_reasks=2)
     assert not res.ok and res.raw_texts == ["no json here"] * 3 and len(res.errors) == 3
     assert llm.last_summary.failures["invalid_output"] == 1
     row = (
-        sqlite3.connect(env / "calls.sqlite")
+        sqlite3.connect(tmp_path / "calls.sqlite")
         .execute("SELECT message FROM failures WHERE reason = 'invalid_output'")
         .fetchone()
     )

@@ -26,12 +26,8 @@ def model(model, messages, k):
 
 @pytest.fixture
 def fake(fake_openai):
+    """The protocol server answering as ``model`` (``fake.server``) and LLMs on it (``fake.llm()``)."""
     return fake_openai(model)
-
-
-@pytest.fixture
-def server(fake):
-    return fake.server
 
 
 @pytest.fixture
@@ -85,7 +81,7 @@ def test_bad_shard(text):
         parse_shard(text)
 
 
-def test_run_writes_a_valid_submission_and_resumes(ds, llm, server, tmp_path):
+def test_run_writes_a_valid_submission_and_resumes(ds, llm, fake, tmp_path):
     cfg = RunConfig(model="openai:gpt-4o", dataset=str(ds.path), samples=2, max_tokens=64)
     run = generate_run(cfg, out=tmp_path / "run", llm=llm(), dataset=ds)
     assert len(run.responses) == 340 and not run.failures
@@ -95,15 +91,15 @@ def test_run_writes_a_valid_submission_and_resumes(ds, llm, server, tmp_path):
     meta = json.loads((run.path / "run.json").read_text())
     assert meta["dataset"]["files"] == ds.files and meta["samples"] == 2 and meta["generation"]["temperature"] == 0.7
     # the paper's sampling settings reach the API
-    body = server.requests[0]["json"]
+    body = fake.server.requests[0]["json"]
     assert (
         body["temperature"] == 0.7
         and body["n"] == 2
         and body.get("max_completion_tokens", body.get("max_tokens")) == 64
     )
-    before = server.count
+    before = fake.server.count
     again = generate_run(cfg, out=tmp_path / "run2", llm=llm(), dataset=ds)
-    assert server.count == before  # every sample from the cache
+    assert fake.server.count == before  # every sample from the cache
     assert (again.path / RESPONSES_FILE).read_bytes() == (run.path / RESPONSES_FILE).read_bytes()
     assert again.meta["run_id"] == run.meta["run_id"]
 
@@ -134,9 +130,9 @@ def test_shards_merge_into_the_unsharded_run(ds, llm, tmp_path):
     assert not (tmp_path / "m2").exists() and not (tmp_path / "m5").exists()
 
 
-def test_failed_calls_are_listed_and_retried(ds, llm, server, tmp_path):
+def test_failed_calls_are_listed_and_retried(ds, llm, fake, tmp_path):
     cfg = RunConfig(model="openai:gpt-4o", dataset=str(ds.path), samples=1, limit=1, max_tokens=64)
-    server.script(None, [("status", 400)])  # a bad request is not retried
+    fake.server.script(None, [("status", 400)])  # a bad request is not retried
     run = generate_run(cfg, out=tmp_path / "run", llm=llm(), dataset=ds)
     assert len(run.failures) == 1 and run.failures[0]["failure"] == "bad_request"
     assert len(run.responses) == len(run.instance_ids) - 1

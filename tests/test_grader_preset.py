@@ -4,7 +4,6 @@ import json
 
 import pytest
 
-from phr.eval.dataset import Instance
 from phr.eval.pipeline import evaluation_settings, truncation_of
 from phr.eval.runner import PAPER_SCORER, PRESETS, model_max_output
 from phr.eval.scorers import GRADER_PROMPT, AccuracyScorer, ScoreItem
@@ -12,21 +11,11 @@ from phr.eval.scoring import ScoreOptions
 from phr.eval.trajectory import TrajectorySettings
 from phr.llm import LLM
 from tests.support.cli import run
+from tests.support.rows import instance
 
 
 def oe(n, answer):
-    return Instance(
-        id=f"q{n}-B",
-        question_id=f"q{n}",
-        condition="B",
-        domain="Biomedicine",
-        subtype="s",
-        task_type="open_ended",
-        source="gpqa",
-        prompt=f"Question {n}?",
-        question=f"Which pathway is it ({n})?",
-        answer=answer,
-    )
+    return instance(n, domain="Biomedicine", source="gpqa", question=f"Which pathway is it ({n})?", answer=answer)
 
 
 def test_grader_scores_free_text_through_the_local_server_and_caches(fake_openai, tmp_path):

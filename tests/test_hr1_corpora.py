@@ -20,11 +20,10 @@ from phr.builders.hr1_sources import LoadResult, load_simplequestions, load_trut
 from phr.hr1.pipeline import RunPlan, paraphrase_prompt
 from phr.validation.hr1_folder import validate_corpus
 from tests.support.data import SHARED as DATA
+from tests.support.data import needs
 from tests.support.hr1_fixtures import hr1_responder
 
-pytestmark = pytest.mark.skipif(
-    not (DATA / "simplequestions").is_dir(), reason="../shared/data is not here (set PHR_SHARED_DATA)"
-)
+pytestmark = needs("simplequestions")
 
 
 @pytest.fixture(scope="module")

@@ -12,11 +12,10 @@ from phr.builders.hr1_sources import load_truthfulqa
 from phr.eval.hr1_runner import evaluate
 from tests.support.cli import run
 from tests.support.data import SHARED as DATA
+from tests.support.data import needs
 from tests.support.hr1_fixtures import hr1_responder
 
-pytestmark = pytest.mark.skipif(
-    not (DATA / "truthfulqa").is_dir(), reason="../shared/data is not here (set PHR_SHARED_DATA)"
-)
+pytestmark = needs("truthfulqa")
 
 
 @pytest.fixture(scope="module")

@@ -20,12 +20,10 @@ from phr.hr1.failures import FailedCallsError
 from phr.hr1.pipeline import RunPlan
 from tests.support.cli import run
 from tests.support.data import SHARED as DATA
+from tests.support.data import needs
 from tests.support.hr1_fixtures import hr1_responder
 
-pytestmark = pytest.mark.skipif(
-    not (DATA / "truthfulqa").is_dir() or not (DATA / "simplequestions").is_dir(),
-    reason="../shared/data is not here (set PHR_SHARED_DATA)",
-)
+pytestmark = needs("truthfulqa", "simplequestions")
 
 FAST = {"max_attempts": 2, "backoff_initial": 0.01, "backoff_max": 0.02, "progress": False}
 FAULTS = [("status", 503)] * FAST["max_attempts"]  # every attempt of the call fails

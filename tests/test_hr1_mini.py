@@ -29,6 +29,7 @@ from phr.llm.embed import embed
 from phr.validation.hr1_folder import validate_corpus
 from tests.support.cli import run
 from tests.support.data import SHARED as DATA
+from tests.support.data import needs
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +67,7 @@ def test_curated_file_holds_52_questions_with_4_labelled_paraphrases(mini):
         assert all(p.text.casefold() != q.question.casefold() for p in mini.paraphrases[q.id])
 
 
-@pytest.mark.skipif(not (DATA / "truthfulqa").is_dir(), reason="../shared/data is not here (set PHR_SHARED_DATA)")
+@needs("truthfulqa", "simplequestions")
 def test_curated_rows_are_the_source_rows(mini):
     """Each packaged question and its gold answers equal the row of the shared copy it names."""
     rows = {("truthfulqa", q.source_row_id): q for q in load_truthfulqa(DATA / "truthfulqa").questions} | {

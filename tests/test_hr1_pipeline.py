@@ -20,11 +20,10 @@ from phr.hr1.pipeline import RunPlan, exact_match, qa_messages, run_questions
 from phr.hr1.prompts import template, versions
 from phr.hr1.records import HQuestion
 from tests.support.data import SHARED as DATA
+from tests.support.data import needs
 from tests.support.hr1_fixtures import hr1_responder
 
-needs_data = pytest.mark.skipif(
-    not (DATA / "simplequestions").is_dir(), reason="../shared/data is not here (set PHR_SHARED_DATA)"
-)
+needs_data = needs("simplequestions")
 
 
 # ---- sources ---------------------------------------------------------------------------------------------

@@ -5,16 +5,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import pytest
 from datasets import load_dataset
 
 from phr.builders.hr1 import SMOKE_PLAN, build_paraphrase_corpus
 from phr.builders.hr1_sources import load_simplequestions, load_truthfulqa
 from tests.support.data import SHARED as DATA
+from tests.support.data import needs
 
-pytestmark = pytest.mark.skipif(
-    not (DATA / "truthfulqa").is_dir(), reason="../shared/data is not here (set PHR_SHARED_DATA)"
-)
+pytestmark = needs("truthfulqa")
 
 
 def test_smoke_models_end_to_end_record_every_malformed_output(smollm2, tmp_path):

@@ -73,6 +73,12 @@ def api(hub):
     return HfApi(endpoint=hub.url, token=TOKEN)
 
 
+def add(api: HfApi, repo: str, files: dict[str, bytes], message: str, **kw):
+    """One commit of the real client adding ``files`` (path -> bytes) to the dataset ``repo``; its CommitInfo."""
+    ops = [CommitOperationAdd(path, data) for path, data in files.items()]
+    return api.create_commit(repo, ops, commit_message=message, repo_type="dataset", **kw)
+
+
 @pytest.fixture(scope="module")
 def dataset_repo(hub, api):
     """org/tiny (dataset): README with configs + a parquet file, uploaded with upload_folder."""
@@ -178,9 +184,9 @@ def test_upload_download_roundtrip(hub, api, dataset_repo, tmp_path):
 
 def test_tags_refs_and_revisions(hub, api, tmp_path):
     api.create_repo("org/tagged", repo_type="dataset")
-    api.create_commit("org/tagged", [CommitOperationAdd("a.txt", b"v1")], commit_message="one", repo_type="dataset")
+    add(api, "org/tagged", {"a.txt": b"v1"}, "one")
     api.create_tag("org/tagged", tag="v1.0", repo_type="dataset")
-    api.create_commit("org/tagged", [CommitOperationAdd("a.txt", b"v2")], commit_message="two", repo_type="dataset")
+    add(api, "org/tagged", {"a.txt": b"v2"}, "two")
     refs = api.list_repo_refs("org/tagged", repo_type="dataset")
     assert [(t.name, t.ref) for t in refs.tags] == [("v1.0", "refs/tags/v1.0")]
     assert refs.branches[0].target_commit == hub.head("dataset", "org/tagged") != refs.tags[0].target_commit
@@ -237,36 +243,18 @@ def test_pull_request(hub, api, tmp_path):
     assert [(r.ref, r.target_commit) for r in prs] == [("refs/pr/1", info.oid)]
 
     # pushing to the PR ref moves the PR, not main
-    api.create_commit(
-        "org/pr",
-        [CommitOperationAdd("more.txt", b"x")],
-        commit_message="More",
-        repo_type="dataset",
-        revision=info.pr_revision,
-    )
+    add(api, "org/pr", {"more.txt": b"x"}, "More", revision=info.pr_revision)
     assert hub.head("dataset", "org/pr") == head
     assert len(api.get_discussion_details("org/pr", 1, repo_type="dataset").events) == 3
 
 
 def test_parent_commit_and_errors(hub, api, tmp_path):
     api.create_repo("org/errs", repo_type="dataset")
-    first = api.create_commit("org/errs", [CommitOperationAdd("a.txt", b"1")], commit_message="c1", repo_type="dataset")
-    api.create_commit(
-        "org/errs",
-        [CommitOperationAdd("b.txt", b"2")],
-        commit_message="c2",
-        repo_type="dataset",
-        parent_commit=first.oid,
-    )
+    first = add(api, "org/errs", {"a.txt": b"1"}, "c1")
+    add(api, "org/errs", {"b.txt": b"2"}, "c2", parent_commit=first.oid)
     head = hub.head("dataset", "org/errs")
     with pytest.raises(HfHubHTTPError) as e:  # stale parent
-        api.create_commit(
-            "org/errs",
-            [CommitOperationAdd("c.txt", b"3")],
-            commit_message="c3",
-            repo_type="dataset",
-            parent_commit=first.oid,
-        )
+        add(api, "org/errs", {"c.txt": b"3"}, "c3", parent_commit=first.oid)
     assert e.value.response.status_code == 412
     assert hub.head("dataset", "org/errs") == head
 

@@ -111,18 +111,9 @@ def responder(model, messages, k):
 
 
 @pytest.fixture
-def fake(fake_openai):
-    return fake_openai(responder)
-
-
-@pytest.fixture
-def server(fake):
-    return fake.server
-
-
-@pytest.fixture
-def env(fake):
-    return fake
+def server(fake_openai):
+    """The protocol server judging with ``responder``; OPENAI_* and PHR_CACHE point at it."""
+    return fake_openai(responder).server
 
 
 def make():
@@ -149,7 +140,7 @@ def by_id(outcome):
     return rej, {j.target_id: j for j in outcome.judgements}
 
 
-def test_judge_outcomes_reasks_and_cache(env, server):
+def test_judge_outcomes_reasks_and_cache(server):
     out = judge_augmentations(QS, AUGS, make())
     rej, jud = by_id(out)
     assert len(out.judgements) == len(AUGS) and {j.judge for j in out.judgements} == {"openai:gpt-4o"}
@@ -188,7 +179,7 @@ def test_judge_outcomes_reasks_and_cache(env, server):
     assert again.rejections == out.rejections and again.judgements == out.judgements
 
 
-def test_prompts_show_what_the_judge_needs(env, server):
+def test_prompts_show_what_the_judge_needs(server):
     mc = judge_prompt(MC, AUGS[0])
     assert (
         "Candidates: (1) Oxygen; (2) Hydrogen; (3) Chlorine" in mc and "(2) Hydrogen" in mc.split("Correct answer")[1]
@@ -212,7 +203,7 @@ def test_prompts_show_what_the_judge_needs(env, server):
     JudgeVerdict.model_validate(json.loads(h.split("no other text:\n", 1)[1].split("\n", 1)[0]))  # the example parses
 
 
-def test_missing_question_and_empty_input(env, server):
+def test_missing_question_and_empty_input(server):
     orphan = T(9, BaseQuestion(**(MC.model_dump() | {"id": "sciq-404"})), "Zinc is a metal.")
     out = judge_augmentations([MC], [orphan], make())
     assert [(r.check, r.reason) for r in out.rejections] == [("judge", "judge skipped: question 'sciq-404' not found")]

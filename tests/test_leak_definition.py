@@ -20,6 +20,7 @@ from phr.validation.judge import (
     failed_criteria,
     judge_prompt,
 )
+from tests.support.rows import aug
 
 PAPER = json.loads((Path(__file__).parent / "fixtures" / "paper_examples.json").read_text(encoding="utf-8"))
 BIO = next(e for e in PAPER["examples"] if e["question"]["id"] == "paper-biomedicine")
@@ -60,16 +61,8 @@ TABLE = [
 
 def _aug(e, i, statement):
     q = e["question"]
-    return dict(
-        id=f"{q['id']}-aug-H{i}",
-        question_id=q["id"],
-        kind="hallucinated",
-        statement=statement,
-        mutation_type="Rule Contradiction",
-        mutation_strategy="Rule Contradiction",
-        mutation_logic="one false claim",
-        generator="test",
-    )
+    rc = "Rule Contradiction"
+    return aug(f"{q['id']}-aug-H{i}", statement, qid=q["id"], mutation_type=rc, strategy=rc, logic="one false claim")
 
 
 def test_the_table_has_twenty_phrasings_half_leaks():

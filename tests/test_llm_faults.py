@@ -27,11 +27,6 @@ def server(api_server):
     return api_server
 
 
-@pytest.fixture
-def env(api_server, tmp_path):
-    return tmp_path
-
-
 def req(text, n=1):
     return ChatRequest(as_messages(text), GenerationParams(temperature=0.5), n=n)
 
@@ -44,7 +39,7 @@ def failure_rows(cache) -> list[tuple]:
 # ---- item 6: Retry-After is capped ------------------------------------------------------------------
 
 
-def test_huge_retry_after_fails_at_once_with_the_reason(env, server):
+def test_huge_retry_after_fails_at_once_with_the_reason(tmp_path, server):
     server.script(None, [("status", 429, {"Retry-After": "86400"})])
     llm = make()
     assert llm.max_retry_after == 600
@@ -59,12 +54,12 @@ def test_huge_retry_after_fails_at_once_with_the_reason(env, server):
     assert "the server asked to wait 86400 s (Retry-After), more than the cap of 600 s" in msg
     assert "LLM(max_retry_after=...)" in msg and "--max-retry-after" in msg
     assert dict(llm.last_summary.failures) == {"rate_limit": 2}
-    assert [r[0] for r in failure_rows(env / "calls.sqlite")] == ["rate_limit", "rate_limit"]
+    assert [r[0] for r in failure_rows(tmp_path / "calls.sqlite")] == ["rate_limit", "rate_limit"]
     # a rerun (the server no longer limits) asks again and succeeds
     assert make().generate([req("slow down", n=2)])[0].ok
 
 
-def test_retry_after_as_http_date_beyond_the_cap(env, server):
+def test_retry_after_as_http_date_beyond_the_cap(server):
     server.script(None, [("status", 503, {"Retry-After": formatdate(time.time() + 7200, usegmt=True)})])
     res = make(max_retry_after=60).generate([req("later")])
     f = res[0].failures[0]
@@ -72,7 +67,7 @@ def test_retry_after_as_http_date_beyond_the_cap(env, server):
     assert "more than the cap of 60 s" in f.message
 
 
-def test_retry_after_within_the_cap_is_honoured(env, server):
+def test_retry_after_within_the_cap_is_honoured(server):
     server.script(None, [("status", 429, {"Retry-After": "1"})])
     llm = make(max_retry_after=1)
     t0 = time.monotonic()
@@ -82,7 +77,7 @@ def test_retry_after_within_the_cap_is_honoured(env, server):
     assert st.retries == 1 and st.calls == 2 and server.count == 2
 
 
-def test_cap_is_configurable(env, server):
+def test_cap_is_configurable(server):
     server.script(None, [("status", 429, {"Retry-After": "2"})])
     res = make(max_retry_after=1.5).generate([req("too long for me")])
     assert server.count == 1
@@ -93,7 +88,7 @@ def test_cap_is_configurable(env, server):
         make(timeout=0)
 
 
-def test_llm_ping_max_retry_after(env, server):
+def test_llm_ping_max_retry_after(server):
     from phr.cli import app
 
     server.script(None, [("status", 429, {"Retry-After": "30"})])
@@ -170,35 +165,19 @@ def test_build_phrbench_timeout_and_max_retry_after_options(small_build, premise
     assert "more than the cap of 5 s" in [r[1] for r in rows if r[0] == "rate_limit"][0]
 
 
-def test_eval_phrbench_timeout_and_max_retry_after_options(env, server, mini_folder, tmp_path):
+def eval_one(mini_folder, out, conditions: str, *options: str):
+    """``phr eval phrbench`` of openai:gpt-4o on the first instance of the mini set, one sample; the CLI result."""
     from phr.cli import app
 
+    args = ["--model", "openai:gpt-4o", "--dataset", str(mini_folder), "--limit", "1", "--samples", "1"]
+    return CliRunner().invoke(app, ["eval", "phrbench", *args, "--conditions", conditions, *options, "--out", str(out)])
+
+
+def test_eval_phrbench_timeout_and_max_retry_after_options(server, mini_folder, tmp_path):
     server.script("/v1/chat", [("hang", 600), ("status", 429, {"Retry-After": "86400"})])
     t0 = time.monotonic()
-    r = CliRunner().invoke(
-        app,
-        [
-            "eval",
-            "phrbench",
-            "--model",
-            "openai:gpt-4o",
-            "--dataset",
-            str(mini_folder),
-            "--limit",
-            "1",
-            "--samples",
-            "1",
-            "--conditions",
-            "B,B+T",
-            "--no-score",
-            "--timeout",
-            "1",
-            "--max-retry-after",
-            "5",
-            "--out",
-            str(tmp_path / "run"),
-        ],
-    )
+    options = ("--no-score", "--timeout", "1", "--max-retry-after", "5")
+    r = eval_one(mini_folder, tmp_path / "run", "B,B+T", *options)
     assert r.exit_code == 0, r.output
     assert time.monotonic() - t0 < 100  # the default timeout (120 s) would wait 120 s on the 600 s hang
     rows = [json.loads(x) for x in (tmp_path / "run" / "generations.jsonl").read_text().splitlines()]
@@ -232,7 +211,7 @@ print("done")
 
 
 @pytest.mark.parametrize("spec", ["openai:gpt-4o", "anthropic:claude-x", "google:gemini-x"])
-def test_no_event_loop_is_closed_noise(env, spec):
+def test_no_event_loop_is_closed_noise(server, spec):
     with ProtocolServer(responder=lambda model, messages, k: json.dumps({"statement": f"s{k}"})) as srv:
         run_env = {
             **os.environ,
@@ -249,7 +228,7 @@ def test_no_event_loop_is_closed_noise(env, spec):
     assert "was destroyed but it is pending" not in r.stderr, r.stderr
 
 
-async def test_client_closed_by_aclose_and_by_loop_shutdown(env, server):
+async def test_client_closed_by_aclose_and_by_loop_shutdown(server):
     """aclose() closes the loop's client; a loop that ends without aclose() (asyncio.run) closes it too."""
     import asyncio
     import threading
@@ -289,7 +268,7 @@ def mode(path) -> int:
 
 
 @pytest.mark.parametrize("mask, dir_mode, file_mode", [(0o022, 0o755, 0o644), (0o027, 0o750, 0o640)])
-def test_run_results_and_submission_modes(env, server, mini_folder, tmp_path, mask, dir_mode, file_mode):
+def test_run_results_and_submission_modes(server, mini_folder, tmp_path, mask, dir_mode, file_mode):
     from phr.eval.pipeline import score_run
     from phr.eval.runner import RunConfig, generate_run
     from phr.eval.scoring import ScoreOptions
@@ -315,7 +294,7 @@ def test_run_results_and_submission_modes(env, server, mini_folder, tmp_path, ma
 
 
 @pytest.mark.parametrize("spec", ["openai:gpt-4o", "anthropic:claude-x", "google:gemini-x"])
-def test_failure_message_names_the_model_once(env, server, spec):
+def test_failure_message_names_the_model_once(server, spec):
     server.script(None, [("status", 500)] * 2)
     f = make(spec, max_attempts=2).generate([req("doomed")])[0].failures[0]
     assert f.message.count(spec) == 1, f.message
@@ -323,7 +302,7 @@ def test_failure_message_names_the_model_once(env, server, spec):
     assert f.message.startswith(f"{spec} at {server.url}") and "server_error after 2 attempt(s): HTTP 500" in f.message
 
 
-def test_connection_failure_names_the_endpoint_once(env, monkeypatch):
+def test_connection_failure_names_the_endpoint_once(server, monkeypatch):
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     f = make(max_attempts=1).generate([req("anyone?")])[0].failures[0]
     assert f.message.count("openai:gpt-4o") == 1 and f.message.count("127.0.0.1:9") == 1, f.message
@@ -366,39 +345,14 @@ def test_provider_message_clipped_at_word_boundary():
     assert "wor…" not in msg
 
 
-def test_eval_phrbench_judge_gets_the_call_options(env, server, mini_folder, tmp_path):
-    from phr.cli import app
+def test_eval_phrbench_judge_gets_the_call_options(server, mini_folder, tmp_path):
     from phr.cli.eval import _options
 
     opts = _options("none", "openai:judge-model", llm_options={"timeout": 7.0, "max_retry_after": 9.0})
     assert (opts.judge.spec, opts.judge.timeout, opts.judge.max_retry_after) == ("openai:judge-model", 7.0, 9.0)
     assert _options("none", "openai:judge-model").judge == "openai:judge-model"
-    r = CliRunner().invoke(
-        app,
-        [
-            "eval",
-            "phrbench",
-            "--model",
-            "openai:gpt-4o",
-            "--dataset",
-            str(mini_folder),
-            "--limit",
-            "1",
-            "--samples",
-            "1",
-            "--conditions",
-            "B+H",
-            "--scorer",
-            "none",
-            "--judge",
-            "openai:judge-model",
-            "--no-plots",
-            "--timeout",
-            "7",
-            "--out",
-            str(tmp_path / "run"),
-        ],
-    )
+    options = ("--scorer", "none", "--judge", "openai:judge-model", "--no-plots", "--timeout", "7")
+    r = eval_one(mini_folder, tmp_path / "run", "B+H", *options)
     assert r.exit_code == 0, r.output
     result = json.loads((tmp_path / "run" / "scores" / "results.json").read_text())
     assert result["config"]["resolution_judge"]["spec"] == "openai:judge-model"

@@ -10,6 +10,7 @@ import phr.eval.extract as extract
 import phr.validation.checks as checks
 from phr.core.numbers import parse_numbers, same_quantity
 from phr.validation.checks import leakage, numeric_value
+from tests.support.rows import aug, open_ended
 
 
 def test_leakage_and_scoring_use_one_parser():
@@ -27,17 +28,7 @@ def test_the_cases_the_two_parsers_disagreed_on(text, value, percent):
 
 
 def _q(answer):
-    return dict(
-        id="gpqa-n1",
-        source="gpqa",
-        source_row_id="n1",
-        license="cc-by-4.0",
-        domain="Physics",
-        subtype="Mechanics",
-        task_type="open_ended",
-        question="What fraction of the energy is left after the collision?",
-        answer=answer,
-    )
+    return open_ended("gpqa-n1", "What fraction of the energy is left after the collision?", answer)
 
 
 @pytest.mark.parametrize(
@@ -53,17 +44,7 @@ def _q(answer):
     ],
 )
 def test_leakage_reads_numbers_like_the_scorer(gold, premise, leak):
-    aug = dict(
-        id="gpqa-n1-aug-H1",
-        question_id="gpqa-n1",
-        kind="hallucinated",
-        statement=premise,
-        mutation_type="State Distortion",
-        mutation_strategy="SD",
-        mutation_logic="one wrong value",
-        generator="t",
-    )
-    out = leakage([_q(gold)], [aug])
+    out = leakage([_q(gold)], [aug("gpqa-n1-aug-H1", premise, qid="gpqa-n1", logic="one wrong value", strategy="SD")])
     assert bool(out) is leak, [r.reason for r in out]
     if leak:
         assert out[0].reason.startswith(f"premise states the numeric answer {gold!r} as ")

@@ -16,7 +16,7 @@ from phr.builders.generate import Prompts
 from phr.builders.phrbench import build
 from phr.builders.recipe import RecipeError
 from phr.validation.folder import validate_folder
-from tests.support.paper_fixtures import PAPER_STRATEGIES, paper_responder, write_sources
+from tests.support.paper_fixtures import PAPER_STRATEGIES, build_on_server, paper_responder, write_sources
 from tests.support.protocol_server import ProtocolServer
 
 
@@ -36,15 +36,7 @@ def env(tmp_path_factory):
 @pytest.fixture(scope="module")
 def built(env):
     root, srv = env
-    res = build(
-        "paper",
-        root / "out",
-        generator="openai:gpt-4o",
-        judge="openai:judge-model",
-        source_dir=root / "sources",
-        progress=False,
-        skip_review=True,  # the fast path: the judge during generation (the builds these tests pin)
-    )
+    res = build_on_server("paper", root / "out", root / "sources", skip_review=True)
     return res, srv.count
 
 
@@ -124,15 +116,7 @@ def test_rejections_were_regenerated_and_recorded(env, built):
 def test_rebuild_is_exact_from_cache(env, built, tmp_path):
     root, srv = env
     res, calls_first = built
-    again = build(
-        "paper",
-        tmp_path / "again",
-        generator="openai:gpt-4o",
-        judge="openai:judge-model",
-        source_dir=root / "sources",
-        progress=False,
-        skip_review=True,  # the fast path: the judge during generation (the builds these tests pin)
-    )
+    again = build_on_server("paper", tmp_path / "again", root / "sources", skip_review=True)
     assert srv.count == calls_first  # zero new calls
     for name in ("baseline", "truthful", "hallucinated"):
         assert data_file(res.out, name).read_bytes() == data_file(again.out, name).read_bytes()

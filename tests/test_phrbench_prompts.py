@@ -14,11 +14,10 @@ import pytest
 from phr.bench.folder import data_file
 from phr.bench.records import MutationType
 from phr.builders.generate import Prompts, parse_mutation_type
-from phr.builders.phrbench import BuildError, build
+from phr.builders.phrbench import BuildError
 from phr.builders.recipe import RecipeError, load_recipe, select_questions, stand_ins
 from tests.support import cli
-from tests.support.paper_fixtures import paper_responder, v0_responder, write_sources
-from tests.support.protocol_server import ProtocolServer
+from tests.support.paper_fixtures import build_on_server, paper_responder, v0_responder, write_sources
 
 # SHA-256 of the parquet files of the paper recipe built on the commit before the paper prompts (90a12e5),
 # from tests/support/paper_fixtures.py's sources with v0_responder as the generator and judge.
@@ -28,15 +27,6 @@ V0_PAPER_BUILD = {
     "hallucinated": "e0f789d46b0008b1a0aa5100b568ca20f480baaced31e197cb5993f7bfeee848",
 }
 RC, SD, PE = (t.value for t in MutationType)
-
-
-def _server(root, responder, monkeypatch):
-    srv = ProtocolServer(responder=responder)
-    srv.__enter__()
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-paper-0123456789")
-    monkeypatch.setenv("OPENAI_BASE_URL", srv.url + "/v1")
-    monkeypatch.setenv("PHR_CACHE", str(root / "calls.sqlite"))
-    return srv
 
 
 @pytest.fixture
@@ -72,21 +62,9 @@ def _hall(out) -> list[dict]:
     return pq.read_table(data_file(out, "hallucinated")).to_pylist()
 
 
-def test_v0_reproduces_the_previous_paper_build_byte_for_byte(tmp_path, sources, monkeypatch):
-    srv = _server(tmp_path, v0_responder(), monkeypatch)
-    try:
-        res = build(
-            "paper",
-            tmp_path / "out",
-            generator="openai:gpt-4o",
-            judge="openai:judge-model",
-            source_dir=sources,
-            prompts="v0",
-            progress=False,
-            skip_review=True,  # the fast path: the judge during generation (the builds these tests pin)
-        )
-    finally:
-        srv.__exit__(None, None, None)
+def test_v0_reproduces_the_previous_paper_build_byte_for_byte(tmp_path, sources, fake_openai):
+    fake_openai(v0_responder())
+    res = build_on_server("paper", tmp_path / "out", sources, prompts="v0", skip_review=True)
     got = {n: hashlib.sha256(data_file(res.out, n).read_bytes()).hexdigest() for n in V0_PAPER_BUILD}
     assert got == V0_PAPER_BUILD
     manifest = json.loads((res.out / "manifest.json").read_text())
@@ -142,16 +120,11 @@ def test_parse_mutation_type_rejects_anything_else_with_the_reason(text, reason)
     assert reason in str(e.value)
 
 
-def test_quota_turns_generation_into_selection(tmp_path, sources, monkeypatch):
+def test_quota_turns_generation_into_selection(tmp_path, sources, fake_openai):
     science = "    truthful: 1\n    hallucinated: 5\n    quota: {Rule Contradiction: 2, State Distortion: 1, Pseudoscientific Entanglement: 1}"
     recipe = _recipe(tmp_path, science, rounds=8)
-    srv = _server(tmp_path, paper_responder(), monkeypatch)
-    try:
-        res = build(
-            recipe, tmp_path / "out", generator="openai:gpt-4o", judge="none", source_dir=sources, progress=False
-        )
-    finally:
-        srv.__exit__(None, None, None)
+    fake_openai(paper_responder())
+    res = build_on_server(recipe, tmp_path / "out", sources, judge="none")
     hall = _hall(res.out)
     per_q = {}
     for r in hall:
@@ -168,24 +141,13 @@ def test_quota_turns_generation_into_selection(tmp_path, sources, monkeypatch):
     assert "kept until the recipe's per-type quota was met" in (res.out / "README.md").read_text()
 
 
-def test_quota_shortfall_is_reported(tmp_path, sources, monkeypatch):
+def test_quota_shortfall_is_reported(tmp_path, sources, fake_openai):
     science = "    truthful: 1\n    hallucinated: 5\n    quota: {Pseudoscientific Entanglement: 5}"
     recipe = _recipe(tmp_path, science, rounds=0)
-    srv = _server(tmp_path, paper_responder(), monkeypatch)
-    try:
-        with pytest.raises(BuildError) as e:
-            build(recipe, tmp_path / "out", generator="openai:gpt-4o", judge="none", source_dir=sources, progress=False)
-        res = build(
-            recipe,
-            tmp_path / "short",
-            generator="openai:gpt-4o",
-            judge="none",
-            source_dir=sources,
-            progress=False,
-            allow_short=True,
-        )
-    finally:
-        srv.__exit__(None, None, None)
+    fake_openai(paper_responder())
+    with pytest.raises(BuildError) as e:
+        build_on_server(recipe, tmp_path / "out", sources, judge="none")
+    res = build_on_server(recipe, tmp_path / "short", sources, judge="none", allow_short=True)
     assert "quota short: Pseudoscientific Entanglement" in str(e.value) and "of 5)" in str(e.value)
     assert not (tmp_path / "out").exists()
     manifest = json.loads((res.out / "manifest.json").read_text())
@@ -197,16 +159,11 @@ def test_quota_shortfall_is_reported(tmp_path, sources, monkeypatch):
     assert all(r["mutation_type"] == PE for r in _hall(res.out) if r["domain"] != "Code")
 
 
-def test_code_questions_get_the_code_instruction_and_state_distortion_only(tmp_path, sources, monkeypatch):
+def test_code_questions_get_the_code_instruction_and_state_distortion_only(tmp_path, sources, fake_openai):
     recipe = _recipe(tmp_path, "    truthful: 1\n    hallucinated: 2")
-    srv = _server(tmp_path, paper_responder(), monkeypatch)
-    try:
-        res = build(
-            recipe, tmp_path / "out", generator="openai:gpt-4o", judge="none", source_dir=sources, progress=False
-        )
-        prompts = [r["json"]["messages"][0]["content"] for r in srv.requests]
-    finally:
-        srv.__exit__(None, None, None)
+    srv = fake_openai(paper_responder()).server
+    res = build_on_server(recipe, tmp_path / "out", sources, judge="none")
+    prompts = [r["json"]["messages"][0]["content"] for r in srv.requests]
     code_h = Prompts.load("paper").code_suffix
     assert sum(code_h in p for p in prompts) >= 2 and all(
         ("def " in p) == (code_h in p) for p in prompts if "Mutation Types" in p
@@ -237,7 +194,7 @@ def test_list_form_fixes_types_for_v0_and_is_a_quota_for_paper(tmp_path):
     assert paper.science.selection_quota() == {} and [t.value for t in paper.code.types] == [SD]
 
 
-def test_bbbp_stand_in_needs_allow_stand_in(tmp_path, sources, monkeypatch):
+def test_bbbp_stand_in_needs_allow_stand_in(tmp_path, sources, fake_openai):
     rec = load_recipe(
         _recipe(tmp_path, "    hallucinated: 2", sources="  - {source: bbbp, domain: Chemistry, count: 3}")
     )
@@ -246,23 +203,11 @@ def test_bbbp_stand_in_needs_allow_stand_in(tmp_path, sources, monkeypatch):
     assert "asks for MoleculeNet BBBP" in str(e.value) and "--allow-stand-in" in str(e.value)
     from_dir, _ = select_questions(rec, sources)  # a real BBBP copy needs no permission
     assert {q.source for q in from_dir} == {"bbbp"} and stand_ins(rec, from_dir) == {}
-    srv = _server(tmp_path, paper_responder(), monkeypatch)
-    try:
-        with pytest.raises(RecipeError, match="allow-stand-in"):
-            build(
-                rec_path := _recipe(
-                    tmp_path, "    hallucinated: 2", sources="  - {source: bbbp, domain: Chemistry, count: 3}"
-                ),
-                tmp_path / "refused",
-                generator="openai:gpt-4o",
-                judge="none",
-                progress=False,
-            )
-        res = build(
-            rec_path, tmp_path / "out", generator="openai:gpt-4o", judge="none", progress=False, allow_stand_in=True
-        )
-    finally:
-        srv.__exit__(None, None, None)
+    fake_openai(paper_responder())
+    rec_path = _recipe(tmp_path, "    hallucinated: 2", sources="  - {source: bbbp, domain: Chemistry, count: 3}")
+    with pytest.raises(RecipeError, match="allow-stand-in"):
+        build_on_server(rec_path, tmp_path / "refused", None, judge="none")
+    res = build_on_server(rec_path, tmp_path / "out", None, judge="none", allow_stand_in=True)
     assert not (tmp_path / "refused").exists()
     manifest = json.loads((res.out / "manifest.json").read_text())
     assert manifest["stand_ins"] == {"bbbp": "b3db"}
@@ -271,29 +216,26 @@ def test_bbbp_stand_in_needs_allow_stand_in(tmp_path, sources, monkeypatch):
     assert {r["source"] for r in pq.read_table(data_file(res.out, "baseline")).to_pylist()} == {"b3db"}
 
 
-def test_cli_prompts_v0_and_allow_stand_in(tmp_path, sources, monkeypatch):
+def test_cli_prompts_v0_and_allow_stand_in(tmp_path, sources, fake_openai):
     helptext = cli.run("build", "phrbench", "--help").stdout
     assert "--prompts" in helptext and "--allow-stand-in" in helptext
     recipe = _recipe(tmp_path, "    truthful: 1\n    hallucinated: 3")
-    srv = _server(tmp_path, v0_responder(), monkeypatch)
+    srv = fake_openai(v0_responder()).server
     env = {k: str(v) for k, v in (("OPENAI_API_KEY", "sk-test-paper-0123456789"), ("OPENAI_BASE_URL", srv.url + "/v1"))}
-    try:
-        args = ("--cache", str(tmp_path / "cli.sqlite"), "build", "phrbench", "--recipe", recipe, "--judge", "none")
-        done = cli.run(
-            *args,
-            "--generator",
-            "openai:gpt-4o",
-            "--source-dir",
-            str(sources),
-            "--out",
-            str(tmp_path / "out"),
-            "--prompts",
-            "v0",
-            env=env,
-        )
-        wrong = cli.run(*args, "--prompts", "v1", "--out", str(tmp_path / "x"), env=env)
-    finally:
-        srv.__exit__(None, None, None)
+    args = ("--cache", str(tmp_path / "cli.sqlite"), "build", "phrbench", "--recipe", recipe, "--judge", "none")
+    done = cli.run(
+        *args,
+        "--generator",
+        "openai:gpt-4o",
+        "--source-dir",
+        str(sources),
+        "--out",
+        str(tmp_path / "out"),
+        "--prompts",
+        "v0",
+        env=env,
+    )
+    wrong = cli.run(*args, "--prompts", "v1", "--out", str(tmp_path / "x"), env=env)
     assert done.returncode == 0, done.stderr
     assert json.loads((tmp_path / "out" / "manifest.json").read_text())["prompts"] == "v0"
     science = [r["mutation_type"] for r in _hall(tmp_path / "out") if r["domain"] != "Code"]
@@ -301,7 +243,7 @@ def test_cli_prompts_v0_and_allow_stand_in(tmp_path, sources, monkeypatch):
     assert wrong.returncode != 0 and "unknown prompt set 'v1': use paper or v0" in wrong.stderr + wrong.stdout
 
 
-def test_subtype_origin_is_on_the_card_and_in_the_manifest(tmp_path, sources, monkeypatch):
+def test_subtype_origin_is_on_the_card_and_in_the_manifest(tmp_path, sources, fake_openai):
     srcs = "\n".join(
         f"  - {{source: {s}, domain: {d}, count: 2{f}}}"
         for s, d, f in (
@@ -313,13 +255,8 @@ def test_subtype_origin_is_on_the_card_and_in_the_manifest(tmp_path, sources, mo
         )
     )
     recipe = _recipe(tmp_path, "    truthful: 1\n    hallucinated: 2", sources=srcs)
-    srv = _server(tmp_path, paper_responder(), monkeypatch)
-    try:
-        res = build(
-            recipe, tmp_path / "out", generator="openai:gpt-4o", judge="none", source_dir=sources, progress=False
-        )
-    finally:
-        srv.__exit__(None, None, None)
+    fake_openai(paper_responder())
+    res = build_on_server(recipe, tmp_path / "out", sources, judge="none")
     manifest = json.loads((res.out / "manifest.json").read_text())
     assert manifest["subtype_origin"] == {
         "reasoning subtype": {"Molecular Property Prediction": ["bbbp"], "Function Synthesis": ["mbpp"]},

@@ -13,11 +13,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from phr.bench.folder import MANIFEST, data_file
-from phr.builders.phrbench import AWAITING_REVIEW, COMPLETE, build
+from phr.builders.phrbench import AWAITING_REVIEW, COMPLETE
 from phr.builders.recipe import RecipeError, load_recipe
 from phr.validation.folder import validate_folder, validate_for_push
 from phr.validation.review import COLUMNS, export_review, import_review
-from tests.support.paper_fixtures import paper_responder, write_sources
+from tests.support.paper_fixtures import build_on_server, paper_responder, write_sources
 from tests.support.protocol_server import ProtocolServer
 
 RECIPE = """name: small-paper
@@ -77,16 +77,7 @@ def env(tmp_path, monkeypatch):
 
 def _build(env, out, **kw):
     recipe, src, _, _ = env
-    return build(
-        recipe,
-        out,
-        generator="openai:gpt-4o",
-        judge="openai:judge-model",
-        source_dir=src,
-        progress=False,
-        overwrite=True,
-        **kw,
-    )
+    return build_on_server(recipe, out, src, overwrite=True, **kw)
 
 
 def _judge_calls(srv) -> list[str]:
@@ -214,15 +205,7 @@ def test_the_judges_own_gates_are_recipe_settings_off_by_default(env, tmp_path):
         RecipeError, match="unknown judge criterion 'vivid': the switchable ones are plausible, single_claim"
     ):
         load_recipe(bad)
-    res = build(
-        gated,
-        tmp_path / "g",
-        generator="openai:gpt-4o",
-        judge="openai:judge-model",
-        source_dir=env[1],
-        progress=False,
-        skip_review=True,
-    )
+    res = build_on_server(gated, tmp_path / "g", env[1], skip_review=True)
     prompts = [r["json"]["messages"][0]["content"] for r in srv.requests if "<premise>" in str(r["json"])]
     hall = [p for p in prompts if "Mutation types:" in p]
     assert hall and all("- plausible: the premise sounds plausible" in p for p in hall)

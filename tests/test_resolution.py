@@ -60,17 +60,8 @@ def responder(model, messages, k):
 
 @pytest.fixture
 def fake(fake_openai):
+    """The protocol server judging with ``responder`` (``fake.server``) and LLMs on it (``fake.llm()``)."""
     return fake_openai(responder)
-
-
-@pytest.fixture
-def server(fake):
-    return fake.server
-
-
-@pytest.fixture
-def make(fake):
-    return fake.llm
 
 
 @pytest.mark.parametrize(
@@ -115,7 +106,7 @@ def test_prompt_rendering():
     assert len(prompt_hash()) == 64 and "version 2" in PROMPT_PATH.read_text().splitlines()[0]
 
 
-def test_end_to_end_reask_failure_and_cache(make, server):
+def test_end_to_end_reask_failure_and_cache(fake):
     items = [
         (H(1), "Wait, the premise is false: g is 9.8 m/s^2.\nAnswer: 9.8"),
         (H(2), "So given the premise, g = 12.\nAnswer: 12"),
@@ -123,7 +114,7 @@ def test_end_to_end_reask_failure_and_cache(make, server):
         (H(4), "MALFORMED but given the premise, g = 12."),
         (H(5), "GARBAGE"),
     ]
-    out = judge_resolutions(make(), items)
+    out = judge_resolutions(fake.llm(), items)
     assert [r.label if r else None for r in out] == [
         "Heuristic Correction",
         "Hallucination Compliance",
@@ -133,7 +124,7 @@ def test_end_to_end_reask_failure_and_cache(make, server):
     ]
     assert out[0] == Resolution("Heuristic Correction", False, True, "It rejects the premise.", "openai:gpt-4o")
 
-    first = [r["json"] for r in server.requests if not r["json"]["messages"][-1]["content"].startswith(REASK)]
+    first = [r["json"] for r in fake.server.requests if not r["json"]["messages"][-1]["content"].startswith(REASK)]
     assert len(first) == len(items)
     assert all(
         b["temperature"] == 0 and b.get("n", 1) == 1 and b.get("max_completion_tokens", b.get("max_tokens")) == 256
@@ -141,27 +132,27 @@ def test_end_to_end_reask_failure_and_cache(make, server):
     )
     reasks = [
         r["json"]["messages"][0]["content"]
-        for r in server.requests
+        for r in fake.server.requests
         if r["json"]["messages"][-1]["content"].startswith(REASK)
     ]
     assert sum("MALFORMED" in m for m in reasks) == 1 and sum("GARBAGE" in m for m in reasks) == 2
 
-    calls = server.count
-    assert judge_resolutions(make(), items) == out
-    assert server.count == calls  # everything from the cache
+    calls = fake.server.count
+    assert judge_resolutions(fake.llm(), items) == out
+    assert fake.server.count == calls  # everything from the cache
 
 
-def test_spec_string_judge(make, server, monkeypatch, tmp_path):
+def test_spec_string_judge(fake, monkeypatch, tmp_path):
     monkeypatch.setenv("PHR_CACHE", str(tmp_path / "spec.sqlite"))
     (r,) = judge_resolutions("openai:gpt-4o", [(H(1), "given the premise, 12")])
     assert r.label == "Hallucination Compliance" and r.judge == "openai:gpt-4o"
 
 
-def test_non_bh_instances_rejected_before_any_call(make, server):
+def test_non_bh_instances_rejected_before_any_call(fake):
     b = H(1, condition="B", premise=None, prompt="Question: What is g?", mutation_type=None, mutation_logic=None)
     with pytest.raises(ValueError, match="B\\+H"):
-        judge_resolutions(make(), [(H(2), "given the premise"), (b, "9.8")])
+        judge_resolutions(fake.llm(), [(H(2), "given the premise"), (b, "9.8")])
     with pytest.raises(ValueError):
-        judge_resolutions(make(), [(H(3, condition="B+T"), "fine")])
-    assert server.count == 0
-    assert judge_resolutions(make(), []) == []
+        judge_resolutions(fake.llm(), [(H(3, condition="B+T"), "fine")])
+    assert fake.server.count == 0
+    assert judge_resolutions(fake.llm(), []) == []

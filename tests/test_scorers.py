@@ -10,7 +10,6 @@ import pytest
 from pydantic import BaseModel
 
 from phr.core.errors import ModelNotInstalledError
-from phr.eval.dataset import Instance
 from phr.eval.scorers import (
     AccuracyScorer,
     ResolutionScorer,
@@ -30,6 +29,7 @@ from phr.llm.providers.base import CannotScoreError, ScoringProvider
 from phr.llm.providers.hf_local import HFProvider, local_provider
 from phr.llm.types import Message
 from tests.support.protocol_server import ProtocolServer
+from tests.support.rows import instance
 
 REASK = "Your previous reply could not be used"
 
@@ -44,20 +44,9 @@ def unloaded():
 
 
 def inst(n, task="multiple_choice", condition="B", **kw):
-    base = dict(
-        id=f"q{n}-{condition}",
-        question_id=f"q{n}",
-        condition=condition,
-        domain="Physics",
-        subtype="s",
-        task_type=task,
-        source="src",
-        prompt=f"Question {n}?",
-        options=("red", "green", "blue"),
-        answer_index=1,
-        answer="green",
-    )
-    return Instance(**(base | kw))
+    """A multiple-choice instance (red / green / blue; gold: green) unless ``task`` or ``kw`` say otherwise."""
+    mc = dict(task_type=task, options=("red", "green", "blue"), answer_index=1, answer="green")
+    return instance(n, condition, **(mc | kw))
 
 
 # ---- the protocol ---------------------------------------------------------------------------------------

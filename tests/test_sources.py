@@ -422,8 +422,18 @@ def test_missing_source_names_three_ways(monkeypatch, tmp_path, name):
 def test_bad_filters():
     with pytest.raises(SourceOptionError):
         sciq.load(FIXTURES, splits="dev")
-    with pytest.raises(SourceOptionError):
+    with pytest.raises(SourceOptionError) as e:
         mbpp.load(FIXTURES, variant="tiny")
+    assert str(e.value) == "unknown MBPP variant 'tiny'; expected one of ['full', 'sanitized']"
+    with pytest.raises(SourceOptionError) as e:
+        gpqa.load(FIXTURES / "gpqa", subset="tiny")
+    assert str(e.value) == "unknown GPQA subset 'tiny'; expected one of ['main', 'diamond', 'extended']"
+    with pytest.raises(SourceOptionError) as e:
+        mmlu.load(FIXTURES / "mmlu", split="train")
+    assert str(e.value) == "unknown MMLU split 'train'; expected one of ('test', 'val', 'dev')"
+    with pytest.raises(SourceOptionError) as e:
+        medmcqa.load(FIXTURES / "medmcqa", splits=["dev", "valid"])
+    assert str(e.value) == "unknown MedMCQA split 'valid'; expected one of ['train', 'dev', 'test']"
     with pytest.raises(SourceOptionError):
         load_source("nope")
 

@@ -36,6 +36,7 @@ from phr.validation.textops import (
     oph_signatures,
     oph_similarity,
 )
+from tests.support.rows import aug, open_ended
 
 # ---- builders -------------------------------------------------------------------------------------------
 
@@ -51,35 +52,8 @@ def mc(
     domain: str = "Biomedicine",
 ) -> dict:
     options = options or HEART_OPTIONS
-    return dict(
-        id=qid,
-        source=qid.split("-")[0],
-        source_row_id=qid.split("-", 1)[1],
-        license="CC0-1.0",
-        domain=domain,
-        subtype="Physiology",
-        task_type="multiple_choice",
-        question=question or "Where does blood pick up oxygen in mammals?",
-        options=options,
-        answer=options[gold],
-        answer_index=gold,
-    )
-
-
-def open_ended(qid: str, question: str, answer: str, domain: str = "Physics") -> dict:
-    return dict(
-        id=qid,
-        source=qid.split("-")[0],
-        source_row_id=qid.split("-", 1)[1],
-        license="CC0-1.0",
-        domain=domain,
-        subtype="Mechanics",
-        task_type="open_ended",
-        question=question,
-        options=[],
-        answer=answer,
-        answer_index=None,
-    )
+    q = open_ended(qid, question or "Where does blood pick up oxygen in mammals?", options[gold], domain)
+    return q | dict(subtype="Physiology", task_type="multiple_choice", options=options, answer_index=gold)
 
 
 SOLUTION = (
@@ -99,46 +73,11 @@ SIGNATURE = (
 
 
 def code_question(qid: str = "humaneval-HumanEval-0") -> dict:
-    return dict(
-        id=qid,
-        source="humaneval",
-        source_row_id="HumanEval/0",
-        license="MIT",
-        domain="Code",
-        subtype="Python",
-        task_type="code",
-        question=SIGNATURE,
-        options=[],
-        answer=SOLUTION,
-        answer_index=None,
-        code_signature=SIGNATURE,
-        code_tests="def check(candidate):\n    assert True\n",
-        entry_point="has_close_elements",
-        reference_solution=SOLUTION,
-    )
-
-
-def aug(
-    aid: str,
-    statement: str,
-    *,
-    qid: str = "sciq-train-0",
-    kind: str = "hallucinated",
-    mutation_type: str | None = "State Distortion",
-    logic: str | None = "Changed one value, contradicting the rule.",
-    strategy: str | None = "substitution",
-) -> dict:
-    h = kind == "hallucinated"
-    return dict(
-        id=aid,
-        question_id=qid,
-        kind=kind,
-        statement=statement,
-        truth_verification=None if h else "Matches the textbook.",
-        mutation_type=mutation_type if h else None,
-        mutation_strategy=strategy if h else None,
-        mutation_logic=logic if h else None,
-        generator="test",
+    """HumanEval/0: the signature is the question, the reference solution the answer."""
+    code = dict(code_signature=SIGNATURE, code_tests="def check(candidate):\n    assert True\n")
+    code |= dict(entry_point="has_close_elements", reference_solution=SOLUTION)
+    return open_ended(qid, SIGNATURE, SOLUTION, domain="Code") | dict(
+        source_row_id="HumanEval/0", license="MIT", subtype="Python", task_type="code", **code
     )
 
 

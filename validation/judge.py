@@ -23,7 +23,7 @@ from typing import Any, Iterable, Literal
 from pydantic import BaseModel
 
 from phr.bench.records import Augmentation, BaseQuestion, Judgement, TaskType
-from phr.core.aio import run_sync
+from phr.core.aio import blocking
 from phr.core.report import Rejection, ValidationReport
 from phr.llm.judge import JudgeItem, JudgeTemplate, LLMJudge
 from phr.llm.types import GenerationParams
@@ -223,7 +223,12 @@ async def ajudge_augmentations(
     desc: str = "judging",
     config: JudgeConfig | None = None,
 ) -> JudgeOutcome:
-    """Async :func:`judge_augmentations`."""
+    """Judge every augmentation with ``judge`` (a phr.llm.LLM) against its question; see the module docstring.
+
+    ``questions`` / ``augmentations``: BaseQuestion / Augmentation records, dicts or DataFrames. An
+    augmentation whose question is missing is rejected without a call. ``config``: the criteria
+    (``JudgeConfig``; default the paper's). :func:`judge_augmentations` is the blocking form.
+    """
     config = config or JudgeConfig()
     qs = {q.id: q for q in _records(questions, BaseQuestion)}
     augs: list[Augmentation] = _records(augmentations, Augmentation)
@@ -279,21 +284,5 @@ async def ajudge_augmentations(
     return out
 
 
-def judge_augmentations(
-    questions: Iterable,
-    augmentations: Iterable,
-    judge,
-    *,
-    max_reasks: int = 2,
-    desc: str = "judging",
-    config: JudgeConfig | None = None,
-) -> JudgeOutcome:
-    """Judge every augmentation with ``judge`` (a phr.llm.LLM) against its question; see the module docstring.
-
-    ``questions`` / ``augmentations``: BaseQuestion / Augmentation records, dicts or DataFrames. An
-    augmentation whose question is missing is rejected without a call. ``config``: the criteria
-    (``JudgeConfig``; default the paper's).
-    """
-    return run_sync(
-        ajudge_augmentations(questions, augmentations, judge, max_reasks=max_reasks, desc=desc, config=config)
-    )
+#: Blocking :func:`ajudge_augmentations` (the same parameters).
+judge_augmentations = blocking(ajudge_augmentations)

@@ -46,6 +46,12 @@ class SourceOptionError(UsageError, ValueError):
     """A loader filter has a value the source does not have (unknown subject, split, variant...)."""
 
 
+def check_option(value: str, allowed: Sequence[str], what: str) -> None:
+    """A SourceOptionError naming ``what`` and the ``allowed`` values, unless ``value`` is one of them."""
+    if value not in allowed:
+        raise SourceOptionError(f"unknown {what} {value!r}; expected one of {allowed}")
+
+
 class RowProblem(ValueError):
     """Raised by row parsers; the caller adds the file and the row number."""
 

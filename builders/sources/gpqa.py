@@ -76,8 +76,7 @@ def load(
 
     Row ids are GPQA's "Record ID" (e.g. "recXXXXXXXXXXXXXX"), so a question has the same id in every subset.
     """
-    if subset not in FILES:
-        raise c.SourceOptionError(f"unknown GPQA subset {subset!r}; expected one of {list(FILES)}")
+    c.check_option(subset, list(FILES), "GPQA subset")
     keep = _domains(domains)
     out: list[BaseQuestion] = []
     ids = c.RowIndex(TITLE)

@@ -95,8 +95,8 @@ def load(
     The default variant is "full", or the one a single file given as `source_dir` holds. Row ids: the
     task_id ("11"), or "sanitized/<task_id>" for the sanitized variant.
     """
-    if variant is not None and variant not in FILES:
-        raise c.SourceOptionError(f"unknown MBPP variant {variant!r}; expected one of {list(FILES)}")
+    if variant is not None:
+        c.check_option(variant, list(FILES), "MBPP variant")
     out: list[BaseQuestion] = []
     ids = c.RowIndex(TITLE)
     if source_dir is not None:

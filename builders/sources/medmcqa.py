@@ -58,8 +58,7 @@ def load(
     """
     wanted = c.wanted_list(splits)
     for s in wanted or ():
-        if s not in FILES:
-            raise c.SourceOptionError(f"unknown MedMCQA split {s!r}; expected one of {list(FILES)}")
+        c.check_option(s, list(FILES), "MedMCQA split")
     keep = {s.strip().lower() for s in c.wanted_list(subjects) or []}
 
     def parse(row: dict, cop_base: int) -> BaseQuestion | None:

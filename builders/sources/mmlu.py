@@ -48,8 +48,7 @@ def resolve_subjects(subjects: str | Sequence[str] | None) -> list[str]:
         return [s for s in ALL_SUBJECTS if taxonomy.default_taxonomy().has_domain(NAME, s)]
     out = [subject_key(s) for s in c.wanted_list(subjects) or DEFAULT_SUBJECTS]
     for s in out:
-        if s not in ALL_SUBJECTS:
-            raise c.SourceOptionError(f"unknown MMLU subject {s!r}; expected one of {ALL_SUBJECTS}")
+        c.check_option(s, ALL_SUBJECTS, "MMLU subject")
         if not taxonomy.default_taxonomy().has_domain(NAME, s):
             raise c.SourceOptionError(
                 f"MMLU subject {s!r} has no PHRBench domain; add it under sources.mmlu.domains in the taxonomy"
@@ -124,8 +123,7 @@ def load(
     Hub (online=True; cais/mmlu, same ids as the CSVs). A single CSV file as `source_dir` loads that file;
     a folder missing some of the default subjects loads those it has.
     """
-    if split not in SPLITS:
-        raise c.SourceOptionError(f"unknown MMLU split {split!r}; expected one of {SPLITS}")
+    c.check_option(split, SPLITS, "MMLU split")
     wanted = resolve_subjects(subjects)
     out: list[BaseQuestion] = []
     ids = c.RowIndex(TITLE)

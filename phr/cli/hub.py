@@ -13,6 +13,9 @@ import typer
 from phr.cli.common import new_app
 
 RepoType = Annotated[str, typer.Option("--repo-type", help="dataset or model.")]
+CreatePR = Annotated[bool, typer.Option("--create-pr", help="Open a pull request instead of committing to main.")]
+Message = Annotated[str | None, typer.Option("--message", "-m", help="Commit message.")]
+HubTo = Annotated[Path | None, typer.Option("--to", help="Local hub folder (default: $PHR_HUB_DIR; unset: the Hub).")]
 
 
 hub_app = new_app("Publish to the Hub or a local hub.")
@@ -33,13 +36,9 @@ def push_cmd(
         ),
     ] = None,
     private: Annotated[bool, typer.Option("--private", help="Create the repo private (Hub only).")] = False,
-    create_pr: Annotated[
-        bool, typer.Option("--create-pr", help="Open a pull request instead of committing to main.")
-    ] = False,
-    message: Annotated[str | None, typer.Option("--message", "-m", help="Commit message.")] = None,
-    to: Annotated[
-        Path | None, typer.Option("--to", help="Local hub folder (default: $PHR_HUB_DIR; unset: the Hub).")
-    ] = None,
+    create_pr: CreatePR = False,
+    message: Message = None,
+    to: HubTo = None,
     endpoint: Annotated[
         str | None, typer.Option("--endpoint", help="Hub endpoint (default: HF_ENDPOINT or huggingface.co).")
     ] = None,
@@ -104,13 +103,9 @@ def push_results_cmd(
     repo: Annotated[str, typer.Option("--repo", help="The results dataset repo, ORG/NAME.")],
     eval_yaml: Annotated[Path | None, typer.Option("--eval-yaml", help="The benchmark's eval.yaml.")] = None,
     replace: Annotated[bool, typer.Option("--replace", help="Overwrite a stored result with the same run id.")] = False,
-    create_pr: Annotated[
-        bool, typer.Option("--create-pr", help="Open a pull request instead of committing to main.")
-    ] = False,
-    message: Annotated[str | None, typer.Option("--message", "-m", help="Commit message.")] = None,
-    to: Annotated[
-        Path | None, typer.Option("--to", help="Local hub folder (default: $PHR_HUB_DIR; unset: the Hub).")
-    ] = None,
+    create_pr: CreatePR = False,
+    message: Message = None,
+    to: HubTo = None,
     endpoint: Annotated[str | None, typer.Option("--endpoint", help="Hub endpoint.")] = None,
 ) -> None:
     """Add scored submissions to a leaderboard results repo and rebuild its leaderboard config."""

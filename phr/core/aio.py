@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
-from collections.abc import Coroutine
-from typing import Any, TypeVar
+from collections.abc import Callable, Coroutine
+from typing import Any, ParamSpec, TypeVar
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
@@ -30,3 +32,13 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     if "err" in box:
         raise box["err"]
     return box["out"]
+
+
+def blocking(afunc: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
+    """The blocking form of the coroutine function ``afunc``: the same parameters, run by :func:`run_sync`."""
+
+    @functools.wraps(afunc)
+    def call(*args: P.args, **kwargs: P.kwargs) -> T:
+        return run_sync(afunc(*args, **kwargs))
+
+    return call

@@ -45,6 +45,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
+from phr.core.fs import pid_alive
 from phr.hub.card import files_for_repo
 from phr.hub.errors import (
     PublishError,
@@ -146,20 +147,11 @@ def _step(name: str) -> None:
     tests replace to stop a push there."""
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return pid != os.getpid()  # under the repo lock, nothing of this process is in progress
-
-
 def _stale(name: str) -> bool:
-    """Whether a temporary entry named with its creator's pid belongs to a process that is gone."""
+    """Whether a temporary entry named with its creator's pid belongs to a process that is gone (or to this one:
+    under the repo lock, nothing of this process is in progress)."""
     m = _PID_NAME.match(name)
-    return bool(m) and not _alive(int(m.group(1)))
+    return bool(m) and (not pid_alive(pid := int(m.group(1))) or pid == os.getpid())
 
 
 def _remove(p: Path) -> None:

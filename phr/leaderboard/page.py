@@ -321,9 +321,14 @@ def _overall_table(rows: list[LeaderboardEntry], files: dict[tuple[str, str], st
             f'<td data-value="{_e(e.date or "")}">{_e(e.date or "")}</td>',
         ]
         body.append(f'<tr data-run-id="{_e(e.run_id)}" data-model="{_e(e.model)}">' + "".join(cells) + "</tr>")
+    return _table(f'id="leaderboard" data-sort="{RANK_BY}" data-dir="desc"', heads, body)
+
+
+def _table(attrs: str, head: list[str], body: list[str]) -> list[str]:
+    """A ``<table attrs>`` of the header cells ``head`` and the rows ``body``, as lines."""
     return [
-        f'<table id="leaderboard" data-sort="{RANK_BY}" data-dir="desc">',
-        "<thead><tr>" + "".join(heads) + "</tr></thead>",
+        f"<table {attrs}>",
+        "<thead><tr>" + "".join(head) + "</tr></thead>",
         "<tbody>",
         *body,
         "</tbody>",
@@ -360,14 +365,7 @@ def _block_table(block: Block, report: CrossModelReport, table_id: str) -> list[
             *(_est_cell(_side(comp, s, f), s == H_MINUS_T) for s, f, _ in cols),
         ]
         body.append('<tr class="average">' + "".join(cells) + "</tr>")
-    return [
-        f'<table id="{_e(table_id)}">',
-        "<thead><tr>" + "".join(head) + "</tr></thead>",
-        "<tbody>",
-        *body,
-        "</tbody>",
-        "</table>",
-    ]
+    return _table(f'id="{_e(table_id)}"', head, body)
 
 
 def _side(comp, side: str, figure: str) -> Estimate | None:
@@ -422,14 +420,7 @@ def _resolution_table(report: CrossModelReport) -> list[str]:
             _est_cell(row.insightful),
         ]
         body.append(f'<tr data-model="{_e(models.get(key, key))}">' + "".join(cells) + "</tr>")
-    return [
-        '<table id="resolution">',
-        "<thead><tr>" + "".join(head) + "</tr></thead>",
-        "<tbody>",
-        *body,
-        "</tbody>",
-        "</table>",
-    ]
+    return _table('id="resolution"', head, body)
 
 
 def _retention_table(report: CrossModelReport) -> list[str]:
@@ -441,14 +432,7 @@ def _retention_table(report: CrossModelReport) -> list[str]:
         cells = [f"<td>{_e(key)}</td>", *(_num_cell(row[c], "" if row[c] is None else f"{row[c]:.3f}") for c in cols)]
         attr = f' data-model="{_e(models[key])}"' if key in models else ' class="average"'
         body.append(f"<tr{attr}>" + "".join(cells) + "</tr>")
-    return [
-        '<table id="retention">',
-        "<thead><tr>" + "".join(head) + "</tr></thead>",
-        "<tbody>",
-        *body,
-        "</tbody>",
-        "</table>",
-    ]
+    return _table('id="retention"', head, body)
 
 
 def _groups_table(groups: dict, table_id: str) -> list[str]:
@@ -462,14 +446,7 @@ def _groups_table(groups: dict, table_id: str) -> list[str]:
         for key, gs in groups.items()
         for g, vals in gs.items()
     ]
-    return [
-        f'<table id="{table_id}">',
-        "<thead><tr>" + "".join(head) + "</tr></thead>",
-        "<tbody>",
-        *body,
-        "</tbody>",
-        "</table>",
-    ]
+    return _table(f'id="{table_id}"', head, body)
 
 
 def _correlation_table(report: CrossModelReport) -> list[str]:
@@ -483,14 +460,7 @@ def _correlation_table(report: CrossModelReport) -> list[str]:
         + "</tr>"
         for cond, vals in report.correlations.items()
     ]
-    return [
-        '<table id="correlations">',
-        "<thead><tr>" + "".join(head) + "</tr></thead>",
-        "<tbody>",
-        *body,
-        "</tbody>",
-        "</table>",
-    ]
+    return _table('id="correlations"', head, body)
 
 
 def _resolution_view(report: CrossModelReport, pngs: dict[str, bytes]) -> list[str]:

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 
 class CallError(Exception):
-    """A failed provider call. ``retryable`` ones are retried by the executor."""
+    """A failed provider call. ``retryable`` ones are retried by the executor.
+
+    A subclass names its ``reason`` (the failure counts' key) and whether it is ``retryable`` in its class line."""
 
     reason = "other"
     retryable = False
+
+    def __init_subclass__(cls, reason: str | None = None, retryable: bool | None = None, **kw):
+        super().__init_subclass__(**kw)
+        if reason is not None:
+            cls.reason = reason
+        if retryable is not None:
+            cls.retryable = retryable
 
     def __init__(self, message: str, *, retry_after: float | None = None, status: int | None = None):
         super().__init__(message)
@@ -15,39 +24,26 @@ class CallError(Exception):
         self.status = status
 
 
-class RateLimited(CallError):
-    reason = "rate_limit"
-    retryable = True
+class RateLimited(CallError, reason="rate_limit", retryable=True): ...
 
 
-class ServerError(CallError):
-    reason = "server_error"
-    retryable = True
+class ServerError(CallError, reason="server_error", retryable=True): ...
 
 
-class CallTimeout(CallError):
-    reason = "timeout"
-    retryable = True
+class CallTimeout(CallError, reason="timeout", retryable=True): ...
 
 
-class ConnectionFailed(CallError):
-    reason = "connection"
-    retryable = True
+class ConnectionFailed(CallError, reason="connection", retryable=True): ...
 
 
-class MalformedResponse(CallError):
+class MalformedResponse(CallError, reason="malformed", retryable=True):
     """The endpoint answered with a body that does not parse as its protocol. Retried: often transient."""
 
-    reason = "malformed"
-    retryable = True
+
+class BadRequest(CallError, reason="bad_request"): ...
 
 
-class BadRequest(CallError):
-    reason = "bad_request"
-
-
-class AuthFailed(CallError):
-    reason = "auth"
+class AuthFailed(CallError, reason="auth"): ...
 
 
 def parse_retry_after(value: str | None) -> float | None:

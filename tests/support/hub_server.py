@@ -64,11 +64,13 @@ import traceback
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlencode
 
 import yaml
+
+from tests.support.local_server import LocalServer
 
 REPO_TYPES = ("model", "dataset", "space")
 _PLURAL = {"models": "model", "datasets": "dataset", "spaces": "space"}
@@ -408,20 +410,10 @@ class _Fault:
     after_uploads: int | None = None  # armed once the server has seen this many LFS uploads
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    allow_reuse_address = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
-            super().handle_error(request, client_address)
-
-
 # ---- the server ----------------------------------------------------------------------------------------------------
 
 
-class HubServer:
+class HubServer(LocalServer):
     """Fake Hugging Face Hub. ``with HubServer(tokens={"hf_x": "alice"}) as hub: hub.url``.
 
     Args:
@@ -432,6 +424,8 @@ class HubServer:
         tree_page_size / commits_page_size / discussions_page_size: pagination sizes (the Hub: 1000 tree
             entries, 50 with ``expand``; small values let tests exercise the client's pagination).
     """
+
+    thread_name = "hub-server"
 
     def __init__(
         self,
@@ -458,36 +452,7 @@ class HubServer:
         self._seq = 0
         #: Unexpected exceptions raised while handling requests (answered with 500): tests can assert it is empty.
         self.errors: list[str] = []
-        self._httpd = _Server(("127.0.0.1", port), _make_handler(self))
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle -------------------------------------------------------------------------------------------------
-    @property
-    def port(self) -> int:
-        return self._httpd.server_address[1]
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> Self:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._httpd.serve_forever, name="hub-server", daemon=True)
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self._httpd.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self._httpd.server_close()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        super().__init__(_make_handler(self), port)
 
     # -- client configuration --------------------------------------------------------------------------------------
     def client_env(

@@ -6,6 +6,7 @@ import json
 import re
 import threading
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 WORDS = (
@@ -232,11 +233,26 @@ def claim(key: str, nth: int) -> str:
     return f"{SUBJ[(h // 41 + nth * 7) % len(SUBJ)]} {PRED[(h + nth) % len(PRED)]}."
 
 
+def build_on_server(recipe: str | Path, out: Path, source_dir: Path | None, judge="openai:judge-model", **kw):
+    """A PHRBench build with its generator (``openai:gpt-4o``) and judge on the protocol server, no progress bar;
+    ``kw`` as ``build``'s (``skip_review=True``: the fast path, the judge during generation, which the builds these
+    tests pin take)."""
+    from phr.builders.phrbench import build
+
+    return build(recipe, out, generator="openai:gpt-4o", judge=judge, source_dir=source_dir, progress=False, **kw)
+
+
 def _judge(prompt: str, every: int = 13) -> str:
     """The judge: rejects ~1 in ``every`` hallucinated premises for type consistency."""
+    return judge_reply(prompt, lambda premise: int(hashlib.sha256(premise.encode()).hexdigest(), 16) % every == 0)
+
+
+def judge_reply(prompt: str, reject: Callable[[str], bool]) -> str:
+    """The premise judge's JSON for a judge ``prompt``: every check passes, except that a hallucinated premise
+    for which ``reject(premise)`` holds fails type consistency and is rejected."""
     premise = re.search(r"<premise>\n(.*?)\n</premise>", prompt, re.S).group(1)
     hall = "Mutation types:" in prompt
-    bad = int(hashlib.sha256(premise.encode()).hexdigest(), 16) % every == 0 and hall
+    bad = hall and reject(premise)
     return json.dumps(
         {
             "reason": "checked",

@@ -37,31 +37,23 @@ import inspect
 import json
 import re
 import socket
-import sys
 import threading
 import time
 import uuid
 from collections import defaultdict, deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.support.local_server import LocalServer
 
 Fault = tuple
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    allow_reuse_address = True
-    request_queue_size = 128  # the listen backlog: a burst of concurrent first connections is not dropped
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """Clients that gave up (timeouts, dropped connections) are expected here: stay quiet."""
-        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
-            super().handle_error(request, client_address)
-
-
-class ProtocolServer:
+class ProtocolServer(LocalServer):
     """Fake OpenAI / Anthropic / Gemini endpoint. ``with ProtocolServer() as srv: srv.url``."""
+
+    thread_name = "protocol-server"
+    poll_interval = 0.05
 
     def __init__(self, port: int = 0, latency: float = 0.0, responder: Any = None):
         self.latency = latency
@@ -77,41 +69,11 @@ class ProtocolServer:
         self._requests: list[dict[str, Any]] = []
         self._generated: dict[str, int] = defaultdict(int)
         self._last_model = "echo"
-        self._httpd = _Server(("127.0.0.1", port), _make_handler(self))
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle -------------------------------------------------------------------------------
-    @property
-    def port(self) -> int:
-        return self._httpd.server_address[1]
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> "ProtocolServer":
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._httpd.serve_forever,
-                kwargs={"poll_interval": 0.05},
-                name=f"protocol-server-{self.port}",
-                daemon=True,
-            )
-            self._thread.start()
-        return self
+        super().__init__(_make_handler(self), port)
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._httpd.shutdown()
-            self._thread = None
-        self._httpd.server_close()
-
-    def __enter__(self) -> "ProtocolServer":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        self._stop.set()  # releases the hanging requests first
+        super().stop()
 
     # -- programming and inspection --------------------------------------------------------------
     def script(self, prefix: str | None, faults: list[Fault], match: Any = None) -> None:

@@ -2,30 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
 import os
 
 import anthropic
-import pydantic
 
 from phr.config.defaults import CALL_TIMEOUT_S
 from phr.core.secrets import require_env
-from phr.llm.errors import (
-    CallError,
-    CallTimeout,
-    ConnectionFailed,
-    MalformedResponse,
-    from_http_status,
-    parse_retry_after,
-)
-from phr.llm.providers.base import (
-    DEADLINE_GRACE_S,
-    APIProvider,
-    RawCompletion,
-    safe_message,
-    split_system,
-)
+from phr.llm.providers.base import APIProvider, RawCompletion, split_system, stainless_errors
 from phr.llm.types import GenerationParams, Message
 
 DEFAULT_MAX_TOKENS = 1024
@@ -45,6 +28,8 @@ class AnthropicProvider(APIProvider):
     kind = "anthropic"
     native_n = False
     max_n = 1
+    response_kind = "a message"
+    errors = stainless_errors(anthropic)
 
     def __init__(
         self, model: str, api_key: str | None = None, base_url: str | None = None, timeout: float = CALL_TIMEOUT_S
@@ -84,40 +69,23 @@ class AnthropicProvider(APIProvider):
         return [await self._one(kw, timeout) for _ in range(n)]
 
     async def _one(self, kw: dict, timeout: float) -> RawCompletion:
-        try:
-            async with asyncio.timeout(timeout + DEADLINE_GRACE_S):
-                msg = await self._client.messages.create(**kw, timeout=timeout)
-        except Exception as e:
-            err = self._translate(e, timeout)
-            if err is None:
-                raise
-            raise err from e
+        msg = await self._call(self._client.messages.create(**kw, timeout=timeout), timeout)
         try:
             text = "".join(b.text for b in msg.content if getattr(b, "type", None) == "text")
             return RawCompletion(
                 text, msg.stop_reason, int(msg.usage.input_tokens or 0), int(msg.usage.output_tokens or 0)
             )
         except (AttributeError, TypeError, ValueError) as e:
-            raise MalformedResponse(self._msg(f"response does not parse as a message ({type(e).__name__})")) from e
+            raise self._malformed(e) from e
 
-    def _msg(self, text: str) -> str:
-        return safe_message(f"{self.spec}: {text}", self._api_key)
-
-    def _translate(self, e: Exception, timeout: float) -> CallError | None:
-        """The CallError for an SDK exception; None for anything else (a bug: re-raised as is)."""
-        if isinstance(e, anthropic.APIStatusError):
-            ra = parse_retry_after(e.response.headers.get("retry-after"))
-            detail = e.api_message or e.message
-            return from_http_status(e.status_code, self._msg(f"HTTP {e.status_code}: {detail}"), ra)
-        if isinstance(e, (anthropic.APITimeoutError, TimeoutError)):
-            return CallTimeout(self._msg(f"no response within {timeout:g}s"))
-        if isinstance(e, anthropic.APIConnectionError):
-            cause = e.__cause__ or e.__context__
-            why = f"{type(cause).__name__}: {cause}" if cause else e.message
-            return ConnectionFailed(self._msg(f"connection failed: {why}"))
-        if isinstance(e, (anthropic.APIResponseValidationError, json.JSONDecodeError, pydantic.ValidationError)):
-            return MalformedResponse(self._msg(f"response does not parse as a message ({type(e).__name__})"))
-        return None
+    def _http_error(self, e: Exception) -> tuple[int, str, str | None] | None:
+        if not isinstance(e, anthropic.APIStatusError):
+            return None
+        return (
+            e.status_code,
+            f"HTTP {e.status_code}: {e.api_message or e.message}",
+            e.response.headers.get("retry-after"),
+        )
 
     async def _close_client(self, client: anthropic.AsyncAnthropic) -> None:
         await client.close()

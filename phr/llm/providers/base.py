@@ -4,17 +4,27 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from phr.core.errors import PHRError
 from phr.core.secrets import redact
 from phr.core.text import clip
+from phr.llm.errors import (
+    CallError,
+    CallTimeout,
+    ConnectionFailed,
+    MalformedResponse,
+    from_http_status,
+    parse_retry_after,
+)
 from phr.llm.types import GenerationParams, Message
 
 if TYPE_CHECKING:  # asyncio is imported where it runs (a loop is running by then): the CLI starts faster
     import asyncio
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -77,6 +87,28 @@ class Provider(ABC):
         pass
 
 
+@dataclass(frozen=True)
+class SDKErrors:
+    """An SDK's exception classes for: no answer in time, no connection, a body that does not parse."""
+
+    timeout: tuple[type[BaseException], ...]
+    connection: tuple[type[BaseException], ...]
+    malformed: tuple[type[BaseException], ...]
+
+
+def stainless_errors(sdk: Any) -> SDKErrors:
+    """The exception classes of the ``openai`` and ``anthropic`` SDKs (generated alike: the same names)."""
+    import json
+
+    import pydantic
+
+    return SDKErrors(
+        timeout=(sdk.APITimeoutError, TimeoutError),
+        connection=(sdk.APIConnectionError,),
+        malformed=(sdk.APIResponseValidationError, json.JSONDecodeError, pydantic.ValidationError),
+    )
+
+
 class APIProvider(Provider, ABC):
     """An HTTP API. Its SDK client is bound to an event loop, so one is made per loop and closed with it.
 
@@ -134,6 +166,67 @@ class APIProvider(Provider, ABC):
     async def complete(
         self, messages: tuple[Message, ...], params: GenerationParams, n: int, timeout: float
     ) -> list[RawCompletion]: ...
+
+    # ---- one SDK call and the translation of its exceptions into CallErrors ----
+    _api_key: str | None = None
+    #: What a response should parse as, for the MalformedResponse message ("a chat completion").
+    response_kind = "a response"
+    errors: SDKErrors
+
+    async def _call(self, request: Awaitable[T], timeout: float) -> T:
+        """Await the SDK's ``request`` within the call's deadline; its exceptions become CallErrors."""
+        import asyncio
+
+        try:
+            async with asyncio.timeout(timeout + DEADLINE_GRACE_S):
+                return await request
+        except Exception as e:
+            err = self._translate(e, timeout)
+            if err is None:
+                raise
+            raise err from e
+
+    def _msg(self, text: str) -> str:
+        """``text`` after the spec, with this provider's key and every environment secret masked."""
+        return safe_message(f"{self.spec}: {text}", self._api_key)
+
+    def _http_error(self, e: Exception) -> tuple[int, str, str | None] | None:
+        """``(status, "HTTP <status>: <detail>", Retry-After header)`` of an SDK HTTP error; None for any other."""
+        return None
+
+    def _connection_why(self, e: BaseException) -> str:
+        """Why the connection failed: the transport exception under the SDK's, else the SDK's message."""
+        cause = e.__cause__ or e.__context__
+        return f"{type(cause).__name__}: {cause}" if cause else getattr(e, "message", str(e))
+
+    def _connection_failed(self, e: BaseException) -> str:
+        return f"connection failed: {self._connection_why(e)}"
+
+    def _malformed(self, e: BaseException) -> MalformedResponse:
+        return MalformedResponse(self._msg(f"response does not parse as {self.response_kind} ({type(e).__name__})"))
+
+    def _samples(
+        self, out: Sequence[tuple[str, str | None]], prompt_tokens: int, completion_tokens: int, n: int, asked: str
+    ) -> list[RawCompletion]:
+        """The ``n`` samples of one native-n call (:func:`native_samples`); a CallError saying what was ``asked``
+        for when the endpoint returned another number."""
+        if len(out) != n:
+            raise CallError(self._msg(f"asked for {asked}, got {len(out)}"))
+        return native_samples(out, prompt_tokens, completion_tokens)
+
+    def _translate(self, e: Exception, timeout: float) -> CallError | None:
+        """The CallError for an SDK exception; None for anything else (a bug: re-raised as is)."""
+        http = self._http_error(e)
+        if http is not None:
+            status, text, retry_after = http
+            return from_http_status(status, self._msg(text), parse_retry_after(retry_after))
+        if isinstance(e, self.errors.timeout):
+            return CallTimeout(self._msg(f"no response within {timeout:g}s"))
+        if isinstance(e, self.errors.connection):
+            return ConnectionFailed(self._msg(self._connection_failed(e)))
+        if isinstance(e, self.errors.malformed):
+            return self._malformed(e)
+        return None
 
 
 # ---- scoring: what an in-process model offers besides generation ------------------------------------------
@@ -245,6 +338,15 @@ def split_usage(total: int, n: int) -> list[int]:
     """Divide ``total`` tokens over ``n`` samples evenly, the remainder to the first, so the parts sum to it."""
     base, rem = divmod(max(total, 0), n)
     return [base + (rem if i == 0 else 0) for i in range(n)]
+
+
+def native_samples(
+    out: Sequence[tuple[str, str | None]], prompt_tokens: int, completion_tokens: int
+) -> list[RawCompletion]:
+    """The samples of one native-n call from its ``(text, finish reason)`` pairs and the call's usage: sample 0
+    gets the prompt tokens, the others 0; the completion tokens are divided by :func:`split_usage`."""
+    parts = split_usage(completion_tokens, len(out))
+    return [RawCompletion(t, f, prompt_tokens if i == 0 else 0, parts[i]) for i, (t, f) in enumerate(out)]
 
 
 def safe_message(text: str, api_key: str | None, limit: int = 800) -> str:

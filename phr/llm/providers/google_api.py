@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 
@@ -14,22 +13,8 @@ from google.genai import types as gt
 
 from phr.config.defaults import CALL_TIMEOUT_S
 from phr.core.secrets import require_env
-from phr.llm.errors import (
-    CallError,
-    CallTimeout,
-    ConnectionFailed,
-    MalformedResponse,
-    from_http_status,
-    parse_retry_after,
-)
-from phr.llm.providers.base import (
-    DEADLINE_GRACE_S,
-    APIProvider,
-    RawCompletion,
-    safe_message,
-    split_system,
-    split_usage,
-)
+from phr.llm.errors import CallError, MalformedResponse
+from phr.llm.providers.base import APIProvider, RawCompletion, SDKErrors, split_system
 from phr.llm.types import GenerationParams, Message
 
 
@@ -45,6 +30,12 @@ class GoogleProvider(APIProvider):
     kind = "google"
     native_n = True
     max_n = 8
+    response_kind = "generateContent"
+    errors = SDKErrors(
+        timeout=(httpx2.TimeoutException, TimeoutError),
+        connection=(httpx2.TransportError, OSError),
+        malformed=(json.JSONDecodeError, pydantic.ValidationError),
+    )
 
     def __init__(
         self, model: str, api_key: str | None = None, base_url: str | None = None, timeout: float = CALL_TIMEOUT_S
@@ -86,17 +77,8 @@ class GoogleProvider(APIProvider):
         self, messages: tuple[Message, ...], params: GenerationParams, n: int, timeout: float
     ) -> list[RawCompletion]:
         contents, config = self._config(messages, params, n, timeout)
-        try:
-            async with asyncio.timeout(timeout + DEADLINE_GRACE_S):
-                resp = await self._client.aio.models.generate_content(
-                    model=self.model, contents=contents, config=config
-                )
-        except Exception as e:
-            err = self._translate(e, timeout)
-            if err is None:
-                raise
-            raise err from e
-        return self._parse(resp, n)
+        request = self._client.aio.models.generate_content(model=self.model, contents=contents, config=config)
+        return self._parse(await self._call(request, timeout), n)
 
     def _parse(self, resp: gt.GenerateContentResponse, n: int) -> list[RawCompletion]:
         try:
@@ -112,37 +94,24 @@ class GoogleProvider(APIProvider):
             prompt = int(um.prompt_token_count or 0) if um else 0
             completion = int((um.candidates_token_count or 0) + (um.thoughts_token_count or 0)) if um else 0
         except (AttributeError, TypeError, ValueError) as e:
-            raise MalformedResponse(
-                self._msg(f"response does not parse as generateContent ({type(e).__name__})")
-            ) from e
+            raise self._malformed(e) from e
         if not out:
             feedback = getattr(resp, "prompt_feedback", None)
             block = getattr(feedback, "block_reason", None)
             if block is not None:
                 raise CallError(self._msg(f"prompt blocked: {getattr(block, 'value', block)}"))
             raise MalformedResponse(self._msg("response has no candidates"))
-        if len(out) != n:
-            raise CallError(self._msg(f"asked for {n} candidates, got {len(out)}"))
-        parts_ = split_usage(completion, n)
-        return [RawCompletion(t, f, prompt if i == 0 else 0, parts_[i]) for i, (t, f) in enumerate(out)]
+        return self._samples(out, prompt, completion, n, f"{n} candidates")
 
-    def _msg(self, text: str) -> str:
-        return safe_message(f"{self.spec}: {text}", self._api_key)
+    def _http_error(self, e: Exception) -> tuple[int, str, str | None] | None:
+        if not isinstance(e, genai_errors.APIError):
+            return None
+        headers = getattr(getattr(e, "response", None), "headers", None) or {}
+        code = int(e.code) if isinstance(e.code, int) or str(e.code).isdigit() else 500
+        return code, f"HTTP {code} {e.status or ''}: {e.message or e.details}", headers.get("retry-after")
 
-    def _translate(self, e: Exception, timeout: float) -> CallError | None:
-        """The CallError for an SDK or transport exception; None for anything else (a bug: re-raised as is)."""
-        if isinstance(e, genai_errors.APIError):
-            headers = getattr(getattr(e, "response", None), "headers", None) or {}
-            ra = parse_retry_after(headers.get("retry-after"))
-            code = int(e.code) if isinstance(e.code, int) or str(e.code).isdigit() else 500
-            return from_http_status(code, self._msg(f"HTTP {code} {e.status or ''}: {e.message or e.details}"), ra)
-        if isinstance(e, (httpx2.TimeoutException, TimeoutError)):
-            return CallTimeout(self._msg(f"no response within {timeout:g}s"))
-        if isinstance(e, (httpx2.TransportError, OSError)):
-            return ConnectionFailed(self._msg(f"connection failed: {type(e).__name__}: {e}"))
-        if isinstance(e, (json.JSONDecodeError, pydantic.ValidationError)):
-            return MalformedResponse(self._msg(f"response does not parse as generateContent ({type(e).__name__})"))
-        return None
+    def _connection_failed(self, e: BaseException) -> str:
+        return f"connection failed: {type(e).__name__}: {e}"
 
     async def _close_client(self, client: genai.Client) -> None:
         await client.aio.aclose()

@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
 import os
 from urllib.parse import urlsplit, urlunsplit
 
 import openai
-import pydantic
 
 from phr.config.defaults import CALL_TIMEOUT_S
 from phr.core.secrets import require_env
-from phr.llm.errors import (
-    BadRequest,
-    CallError,
-    CallTimeout,
-    ConnectionFailed,
-    MalformedResponse,
-    from_http_status,
-    parse_retry_after,
-)
-from phr.llm.providers.base import DEADLINE_GRACE_S, APIProvider, RawCompletion, safe_message, split_usage
+from phr.llm.errors import BadRequest
+from phr.llm.providers.base import APIProvider, RawCompletion, stainless_errors
 from phr.llm.types import GenerationParams, Message
 
 
@@ -51,6 +40,8 @@ class OpenAIProvider(APIProvider):
     kind = "openai"
     native_n = True
     max_n = 128
+    response_kind = "a chat completion"
+    errors = stainless_errors(openai)
 
     def __init__(
         self,
@@ -108,14 +99,7 @@ class OpenAIProvider(APIProvider):
         self, messages: tuple[Message, ...], params: GenerationParams, n: int, timeout: float
     ) -> list[RawCompletion]:
         kw = self._request(messages, params, n)
-        try:
-            async with asyncio.timeout(timeout + DEADLINE_GRACE_S):
-                resp = await self._client.chat.completions.create(**kw, timeout=timeout)
-        except Exception as e:
-            err = self._translate(e, timeout)
-            if err is None:
-                raise
-            raise err from e
+        resp = await self._call(self._client.chat.completions.create(**kw, timeout=timeout), timeout)
         return self._parse(resp, n)
 
     def _parse(self, resp: object, n: int) -> list[RawCompletion]:
@@ -126,31 +110,16 @@ class OpenAIProvider(APIProvider):
             prompt = int(usage.prompt_tokens or 0) if usage is not None else 0
             completion = int(usage.completion_tokens or 0) if usage is not None else 0
         except (AttributeError, TypeError, ValueError) as e:
-            raise MalformedResponse(
-                self._msg(f"response does not parse as a chat completion ({type(e).__name__})")
-            ) from e
-        if len(texts) != n:
-            raise CallError(self._msg(f"asked for n={n} choices, got {len(texts)} (does the endpoint support n?)"))
-        parts = split_usage(completion, n)
-        return [RawCompletion(t, f, prompt if i == 0 else 0, parts[i]) for i, (t, f) in enumerate(texts)]
+            raise self._malformed(e) from e
+        return self._samples(texts, prompt, completion, n, f"n={n} choices (does the endpoint support n?)")
 
-    def _msg(self, text: str) -> str:
-        return safe_message(f"{self.spec}: {text}", self._api_key)
+    def _http_error(self, e: Exception) -> tuple[int, str, str | None] | None:
+        if not isinstance(e, openai.APIStatusError):
+            return None
+        return e.status_code, f"HTTP {e.status_code}: {e.message}", e.response.headers.get("retry-after")
 
-    def _translate(self, e: Exception, timeout: float) -> CallError | None:
-        """The CallError for an SDK exception; None for anything else (a bug: re-raised as is)."""
-        if isinstance(e, openai.APIStatusError):
-            ra = parse_retry_after(e.response.headers.get("retry-after"))
-            return from_http_status(e.status_code, self._msg(f"HTTP {e.status_code}: {e.message}"), ra)
-        if isinstance(e, (openai.APITimeoutError, TimeoutError)):
-            return CallTimeout(self._msg(f"no response within {timeout:g}s"))
-        if isinstance(e, openai.APIConnectionError):
-            cause = e.__cause__ or e.__context__
-            why = f"{type(cause).__name__}: {cause}" if cause else e.message
-            return ConnectionFailed(self._msg(f"connection to {clean_url(str(self._client.base_url))} failed: {why}"))
-        if isinstance(e, (openai.APIResponseValidationError, json.JSONDecodeError, pydantic.ValidationError)):
-            return MalformedResponse(self._msg(f"response does not parse as a chat completion ({type(e).__name__})"))
-        return None
+    def _connection_failed(self, e: BaseException) -> str:
+        return f"connection to {clean_url(str(self._client.base_url))} failed: {self._connection_why(e)}"
 
     async def _close_client(self, client: openai.AsyncOpenAI) -> None:
         await client.close()
