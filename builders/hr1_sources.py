@@ -13,8 +13,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
 
+from phr.config.ops import StandIn
 from phr.hr1.ids import content_id
 from phr.hr1.records import SOURCES, HQuestion
 
@@ -42,8 +42,6 @@ TQA_FILES = {"validation": "TruthfulQA.csv"}
 # the columns each loader reads (released name first, then the Hub's): missing ones are named at header level
 POPQA_COLUMNS = ("question", "possible_answers")
 TQA_COLUMNS = (("Question", "question"), ("Best Answer", "best_answer"), ("Correct Answers", "correct_answers"))
-
-StandIn = Literal["even-train-odd-test"]
 
 
 @dataclass

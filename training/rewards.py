@@ -173,8 +173,8 @@ class HR1Reward:
         self.judge_llm = judge_llm or LLM(config.judge, **opts)
         self.qa_llm: LLM | None = None
         if config.stage == 2:
-            same = qa_llm is None and config.qa_model == config.judge
-            self.qa_llm = qa_llm or (self.judge_llm if same else LLM(config.qa_model, **opts))  # type: ignore[arg-type]
+            qa = str(config.qa_model)  # set in stage 2 (RewardConfig checks it)
+            self.qa_llm = qa_llm or (self.judge_llm if qa_llm is None and qa == config.judge else LLM(qa, **opts))
         self.embed = embed or minilm_embed
         self.judges = config.judges()
         self.judge_summary = RunSummary()  # the B.2 and B.3 judge calls
@@ -228,7 +228,7 @@ class HR1Reward:
         todo = [it for it in items if it.text is not None]
         verdicts = await ajudge_consistency(
             self.judge_llm,
-            [(f"{it.pid}/consistency", it.question, it.text) for it in todo],  # type: ignore[misc]
+            [(f"{it.pid}/consistency", it.question, it.text) for it in todo if it.text is not None],
             self.judges,
             self.judge_summary,
         )
@@ -265,12 +265,12 @@ class HR1Reward:
         r_of: dict[tuple[str, str], float] = {}
         for (_q, g, m), sc in zip(ranked, scores, strict=True):
             for (text, _), s in zip(g, sc, strict=True):
-                r_of[(m[0].pid, text)] = s.r_div  # type: ignore[index]
+                r_of[(m[0].pid, str(text))] = s.r_div
         for _q, g, members in groups:
             lone = sum(ok for _, ok in g) == 1
             for it in members:
                 if it.consistent is True:
-                    it.r_div = self.config.diversity.lone_r_div if lone else r_of[(it.pid, it.text)]  # type: ignore[index]
+                    it.r_div = self.config.diversity.lone_r_div if lone else r_of[(it.pid, str(it.text))]
 
     async def _halluc(self, items: list[_Item]) -> dict[int, int]:
         """R_halluc (Eq. 9) of each consistent paraphrase, by item position; a failed QA call or an unjudged
@@ -278,8 +278,9 @@ class HR1Reward:
         asked = [(i, it) for i, it in enumerate(items) if it.consistent is True]
         if not asked:
             return {}
-        results = await self.qa_llm.agenerate(  # type: ignore[union-attr]
-            qa_requests([(f"{it.pid}/qa", it.text) for _, it in asked], self.config.qa_decoding),  # type: ignore[misc]
+        assert self.qa_llm is not None  # stage 2
+        results = await self.qa_llm.agenerate(
+            qa_requests([(f"{it.pid}/qa", str(it.text)) for _, it in asked], self.config.qa_decoding),
             "answering",
             self.qa_summary,
         )
@@ -365,7 +366,8 @@ class HR1Reward:
         estimated cost, and the mean of the rewards given."""
         c = self.counts
         total = self.summary
-        cost = [m.cost_usd for m in total.models.values()]
+        costs = [m.cost_usd for m in total.models.values()]
+        known = [x for x in costs if x is not None]
         return {
             "reward": self.__name__,
             "calls": c["calls"],
@@ -382,7 +384,7 @@ class HR1Reward:
             "qa_cache_hits": self.qa_summary.cache_hits,
             "cache_hits": total.cache_hits,
             "llm_failures": dict(total.failures),
-            "estimated_cost_usd": None if None in cost else round(sum(cost), 6),  # type: ignore[arg-type]
+            "estimated_cost_usd": round(sum(known), 6) if len(known) == len(costs) else None,
             "mean_reward": self._reward_sum / c["rewarded"] if c["rewarded"] else None,
         }
 

@@ -11,7 +11,7 @@ import typer
 from phr.cli.options import DryRun, bind
 from phr.config.base import command_line, resolve
 from phr.config.defaults import is_no_model, model_or_none
-from phr.config.ops import BuildHr1GrpoConfig, BuildHr1ParaphrasesConfig, BuildHr1SftConfig, EvalHr1Config
+from phr.config.ops import BuildHr1GrpoConfig, BuildHr1ParaphrasesConfig, BuildHr1SftConfig, EvalHr1Config, StandIn
 from phr.core.errors import PHRError, UsageError
 from phr.core.settings import CACHE_ENV
 from phr.hr1.names import SOURCES
@@ -53,7 +53,7 @@ def _loads(values: list[str] | None, online: bool) -> list[LoadResult]:
 
 
 def _train_and_eval(
-    sources: list[str] | None, online: bool, stand_in: str | None, eval_sets: list[str] | None
+    sources: list[str] | None, online: bool, stand_in: StandIn | None, eval_sets: list[str] | None
 ) -> tuple[LoadResult, dict]:
     parsed = _parse_sources(sources, online)
     if len(parsed) != 1 or parsed[0][0] != "simplequestions":
@@ -63,7 +63,7 @@ def _train_and_eval(
     if stand_in:
         from phr.builders.hr1_sources import stand_in_split
 
-        train, held_out = stand_in_split(train, stand_in)  # type: ignore[arg-type]
+        train, held_out = stand_in_split(train, stand_in)
     else:
         train.questions = [q for q in train.questions if q.split == "train"]
         if not train.questions:

@@ -28,6 +28,8 @@ KLDirection = Literal["earlier_reference", "later_reference"]
 StepRule = Literal["paper", "abbreviation_aware"]
 BCCounting = Literal["every_occurrence", "longest_match"]
 Fuzzy = Literal["wrong", "correct"]
+#: how one released split is split into a stand-in train and evaluation pair (phr.builders.hr1_sources)
+StandIn = Literal["even-train-odd-test"]
 
 
 # ---- shared groups ------------------------------------------------------------------------------------------------
@@ -266,7 +268,7 @@ class HR1Build(HR1Decoding, Calls):
 class HR1TrainingBuild(HR1Build):
     """The training corpora: SimpleQuestions train, screened against the evaluation sets."""
 
-    stand_in_split: str | None = setting(
+    stand_in_split: StandIn | None = setting(
         None, "Split one released split into train and test (even-train-odd-test); the card says so."
     )
     eval_set: list[str] = setting(
