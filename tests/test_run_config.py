@@ -129,6 +129,7 @@ EXAMPLES = {
     "build hr1-grpo": {"source": ["simplequestions=s"], "qa_model": "hf:q", "preset": "smoke", "drop_leaking": True},
     "score": {"submission": "s.jsonl", "preset": "paper", "judge": "openai:x", "samples": 2, "plots": False},
     "submit": {"submission": "s.jsonl", "repo": "org/results", "model": "org/m", "create_pr": True, "grader": "none"},
+    "push": {"folder": "phrbench", "repo": "org/bench", "repo_type": "dataset", "tag": "v1", "message": "m"},
     "train grpo": {"recipe": "tiny-stage1", "max_steps": 2, "set": ["trainer.seed=3"], "eval_set": ["popqa=p"]},
     "train sft": {"recipe": "tiny-sft", "merge": False},
     "analyze predictor": {"results": ["r.json"], "dataset": "d", "folds": 3, "judge": "none"},

@@ -11,6 +11,8 @@ from typing import Annotated
 import typer
 
 from phr.cli.common import new_app
+from phr.cli.options import bind
+from phr.config.ops import PushConfig
 
 RepoType = Annotated[str, typer.Option("--repo-type", help="dataset or model.")]
 CreatePR = Annotated[bool, typer.Option("--create-pr", help="Open a pull request instead of committing to main.")]
@@ -22,55 +24,29 @@ hub_app = new_app("Publish to the Hub or a local hub.")
 
 
 @hub_app.command("push")
-def push_cmd(
-    folder: Annotated[
-        Path,
-        typer.Argument(metavar="FOLDER", help="The folder to publish (a built PHRBench folder, a checkpoint, ...)."),
-    ],
-    repo: Annotated[str, typer.Option("--repo", help="ORG/NAME")],
-    repo_type: RepoType = "dataset",
-    tag: Annotated[
-        str | None,
-        typer.Option(
-            "--tag", help="Create this tag (e.g. v0.1.0) on the pushed commit; an existing tag is never moved."
-        ),
-    ] = None,
-    private: Annotated[bool, typer.Option("--private", help="Create the repo private (Hub only).")] = False,
-    create_pr: CreatePR = False,
-    message: Message = None,
-    to: HubTo = None,
-    endpoint: Annotated[
-        str | None, typer.Option("--endpoint", help="Hub endpoint (default: HF_ENDPOINT or huggingface.co).")
-    ] = None,
-    allow_unreviewed: Annotated[
-        bool,
-        typer.Option(
-            "--allow-unreviewed",
-            help="Push a PHRBench build whose recipe requires a manual review (paper) with premises not yet reviewed.",
-        ),
-    ] = False,
-) -> None:
+@bind(PushConfig)
+def push_cmd(cfg: PushConfig) -> None:
     """Validate FOLDER, then push it to the Hub or a local hub as one commit (none if nothing changed)."""
     from phr.hub import push
     from phr.hub.kinds import register_kind, unregister_kind
     from phr.validation.folder import PHRBENCH_UNREVIEWED
 
-    if allow_unreviewed:  # the phrbench kind without its review requirement, for this push only
+    if cfg.allow_unreviewed:  # the phrbench kind without its review requirement, for this push only
         register_kind(PHRBENCH_UNREVIEWED)
     try:
         res = push(
-            folder,
-            repo,
-            repo_type=repo_type,
-            tag=tag,
-            private=private,
-            create_pr=create_pr,
-            message=message,
-            to=to,
-            endpoint=endpoint,
+            cfg.folder,
+            cfg.repo,
+            repo_type=cfg.repo_type,
+            tag=cfg.tag,
+            private=cfg.private,
+            create_pr=cfg.create_pr,
+            message=cfg.message,
+            to=cfg.to,
+            endpoint=cfg.endpoint,
         )
     finally:
-        if allow_unreviewed:
+        if cfg.allow_unreviewed:
             unregister_kind(PHRBENCH_UNREVIEWED.name)
     for line in res.lines():
         typer.echo(line)

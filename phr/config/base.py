@@ -32,12 +32,15 @@ def setting(
     *,
     paper: str | None = None,
     flag: str | None = None,
+    alias_flag: str | None = None,
     metavar: str | None = None,
     **kw,
 ) -> Any:
     """A config field: its default, what it means (``doc``, the help text), the paper section it stands for,
-    its flag (default ``--field-name``) and metavar; ``kw`` are pydantic constraints (``ge=1``)."""
-    extra: dict[str, Any] = {k: v for k, v in (("paper", paper), ("flag", flag), ("metavar", metavar)) if v is not None}
+    its flag (default ``--field-name``; ``alias_flag``: a short one, e.g. ``-m``) and metavar; ``kw`` are pydantic
+    constraints (``ge=1``)."""
+    given = (("paper", paper), ("flag", flag), ("alias_flag", alias_flag), ("metavar", metavar))
+    extra: dict[str, Any] = {k: v for k, v in given if v is not None}
     return Field(default, description=doc, json_schema_extra=extra or None, **kw)
 
 

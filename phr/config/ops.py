@@ -368,6 +368,36 @@ class BuildPhrbenchConfig(Calls):
     )
 
 
+# ---- publishing --------------------------------------------------------------------------------------------------
+
+RepoType = Literal["dataset", "model"]
+
+
+class PushConfig(OpConfig):
+    """`push`: validate a folder, then push it to the Hub or a local hub as one commit (docs/publishing.md)."""
+
+    command = ("push",)
+    arguments = ("folder",)
+
+    folder: Path = setting(..., "The folder to publish (a built PHRBench folder, a checkpoint, ...).", metavar="FOLDER")
+    repo: str = setting(..., "The repo, ORG/NAME.", metavar="ORG/NAME")
+    repo_type: RepoType = setting("dataset", "dataset or model.")
+    tag: str | None = setting(
+        None, "Create this tag (e.g. v0.1.0) on the pushed commit; an existing tag is never moved."
+    )
+    private: bool = setting(False, "Create the repo private (Hub only).")
+    create_pr: bool = setting(False, "Open a pull request instead of committing to main.")
+    message: str | None = setting(
+        None, "Commit message (default: one naming the folder, kind and tag).", alias_flag="-m"
+    )
+    to: Path | None = setting(None, "Local hub folder (default: $PHR_HUB_DIR; unset: the Hub).")
+    endpoint: str | None = setting(None, "Hub endpoint (default: HF_ENDPOINT or huggingface.co).")
+    allow_unreviewed: bool = setting(
+        False,
+        "Push a PHRBench build whose recipe requires a manual review (paper) with premises not yet reviewed.",
+    )
+
+
 # ---- training (the recipe YAML is the config of its own sections; these are the command's settings) ----------
 
 
@@ -464,4 +494,5 @@ OPERATIONS: tuple[type[OpConfig], ...] = (
     TrainSftConfig,
     AnalyzePredictorConfig,
     AnalyzeParaphrasesConfig,
+    PushConfig,
 )

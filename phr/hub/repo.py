@@ -9,13 +9,15 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import get_args
 
 from phr.config.base import command_line
+from phr.config.ops import PushConfig, RepoType
 from phr.core.fs import atomic_dir, folder_links, sha256_file
 from phr.core.settings import hub_dir  # noqa: F401 (re-exported: where a push goes)
 from phr.hub.errors import DestinationExistsError, PublishError
 
-REPO_TYPES = ("dataset", "model")
+REPO_TYPES: tuple[str, ...] = get_args(RepoType)
 README = "README.md"
 GITATTRIBUTES = ".gitattributes"
 # never part of a pushed folder: git metadata, and the download metadata snapshot_download writes into local_dir
@@ -213,18 +215,11 @@ def rerun_command(
     to: str | Path | None = None,
     endpoint: str | None = None,
 ) -> str:
-    """The ``phr-publish push`` command line that repeats a push (never with a token)."""
-    options = {
-        "--repo": repo_id,
-        "--repo-type": None if repo_type == "dataset" else repo_type,
-        "--tag": tag or None,
-        "--private": private,
-        "--create-pr": create_pr,
-        "--message": message or None,
-        "--to": str(to) if to else None,
-        "--endpoint": endpoint or None,
-    }
-    return command_line(command=("push",), arguments=(folder,), options=options)
+    """The ``phr-publish push`` command line that repeats a push (never with a token), rendered from its config."""
+    values = {"tag": tag, "private": private, "create_pr": create_pr, "message": message, "to": to}
+    values |= {"endpoint": endpoint, "repo_type": repo_type}
+    given = {k: v for k, v in values.items() if v not in (None, "") and v != PushConfig.model_fields[k].default}
+    return command_line(PushConfig.model_validate({"folder": Path(folder), "repo": repo_id, **given}))
 
 
 def default_message(folder: Path, repo_type: str, tag: str | None) -> str:
