@@ -305,6 +305,7 @@ def build(
     progress: bool = True,
     llm_options: dict | None = None,
     skip_review: bool = False,
+    config: BuildPhrbenchConfig | None = None,
 ) -> BuildResult:
     """Build PHRBench by recipe. ``mini``: curated premises, offline. Others: premises from ``generator``.
 
@@ -322,6 +323,8 @@ def build(
     Model specs are resolved (and API keys checked) before any work; the output folder is written only when
     the whole build succeeded. A model call that fails after all retries fails the build (nothing written);
     the same command then makes only the failed calls again and ends as a build without the failure would.
+    ``config``: the command's resolved config, which its rerun command is rendered from (default: one made of
+    these arguments).
     """
 
     if Path(out).exists() and not overwrite:
@@ -342,19 +345,23 @@ def build(
         )
     _check_questions(questions)
     qc_order = SKIP_REVIEW if skip_review else PAPER_ORDER
-    rerun = _rerun_command(
-        recipe,
-        out,
-        generator=generator,
-        judge=judge,
-        source_dir=source_dir,
-        online=online,
-        overwrite=overwrite,
-        allow_short=allow_short,
-        cache=gen_llm.cache.path,
-        prompts=prompts,
-        allow_stand_in=allow_stand_in,
-        skip_review=skip_review,
+    rerun = (
+        command_line(config, global_args=("--cache", str(gen_llm.cache.path)))
+        if config
+        else _rerun_command(
+            recipe,
+            out,
+            generator=generator,
+            judge=judge,
+            source_dir=source_dir,
+            online=online,
+            overwrite=overwrite,
+            allow_short=allow_short,
+            cache=gen_llm.cache.path,
+            prompts=prompts,
+            allow_stand_in=allow_stand_in,
+            skip_review=skip_review,
+        )
     )
     ctx = _Gen(out, questions, rec, gen_llm, Templates.load(templates_dir), prompt_set, rerun, allow_short, progress)
     if qc_order == SKIP_REVIEW:

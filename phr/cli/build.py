@@ -63,6 +63,7 @@ def build_phrbench(cfg: BuildPhrbenchConfig, dry_run: DryRun = False) -> None:
         allow_stand_in=cfg.allow_stand_in,
         llm_options=cfg.llm_kwargs(),
         skip_review=cfg.skip_review,
+        config=cfg,
     )
     total = sum(res.counts.values())
     counts = ", ".join(f"{k} {v}" for k, v in res.counts.items())
