@@ -56,6 +56,11 @@ def test_eval_hr1_plans_each_role(fake_openai, tmp_path):
                "anthropic:claude-x", "--out", out, "--dry-run")  # fmt: skip
     assert more.exit_code == 2 and "judge 2 anthropic:claude-x: needs an API key" in more.output
     assert srv.server.count == 0 and not out.exists()
+    # the no-argument default: the curated paraphrases are known, so the QA model's requests are exact: the 52
+    # questions and the 196 consistent paraphrases (208 less the 12 labelled inconsistent)
+    for args in (["eval", "hr1"], ["build", "hr1-paraphrases"]):
+        mini = cli(*args, "--out", out, "--dry-run")
+        assert mini.exit_code == 0 and "local:smollm2: 248 requests, 248 samples (cached 0/248)" in mini.output
 
 
 def _mini_grpo(tmp_path):

@@ -213,11 +213,20 @@ def register(build_app: typer.Typer) -> None:
             if qa is None:
                 raise UsageError("--preset mini answers with a QA model: give --qa-model SPEC (not none)")
             out = cfg.out or Path("hr1-mini")
-            _preflight({"qa model": qa}, out, cfg.overwrite).finish(dry_run, typer.echo)
-            if dry_run:
-                return
+            pf = _preflight({"qa model": qa}, out, cfg.overwrite)
             mini = load_mini()
             typer.echo(describe(mini))
+            if not pf.problems:  # the QA model answers every question and (at most) its consistent paraphrases
+                from phr.builders.hr1_mini import MINI_PLAN
+                from phr.hr1.plan import add_calls
+
+                questions = [q for ld in mini.loads for q in ld.questions]
+                known = {i: [p.text for p in ps if p.consistent and p.text] for i, ps in mini.paraphrases.items()}
+                add_calls(pf, questions, MINI_PLAN, qa=qa, asked=MINI_PLAN.k, grade=False, known=known,
+                          llm_options=cfg.llm_kwargs())  # fmt: skip
+            pf.finish(dry_run, typer.echo)
+            if dry_run:
+                return
             res = build_mini(
                 out,
                 qa=qa,
@@ -415,7 +424,10 @@ def register_eval(eval_app: typer.Typer) -> None:
                 judge=model_or_none(judge),
                 qa=cfg.qa_model,
                 judged=para is not None or not is_no_model(judge),
-                asked=plan.k,
+                asked=est.k,
+                known=None
+                if curated is None
+                else {i: [p.text for p in ps if p.text and p.consistent] for i, ps in curated.items()},
                 llm_options=cfg.llm_kwargs(),
             )
             for j in extra:

@@ -9,7 +9,7 @@ answer as asked, every completion at its max_tokens, no re-ask.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from phr.config.defaults import is_no_model
 from phr.llm.judge import JudgeItem
@@ -40,12 +40,15 @@ def add_calls(
     judged: bool | None = None,
     asked: int = 0,
     grade: bool = True,
+    known: Mapping[str, Sequence[str]] | None = None,
     llm_options: dict | None = None,
 ) -> None:
     """Add one run's calls to ``pf``. ``paraphraser`` writes ``plan.k`` paraphrases per question (Listing B.1);
     ``judge`` judges each of them (B.2; ``judged``, default: when there is a paraphraser) and, with ``grade``,
     each QA answer outside ``plan.grading``'s exact-match sources (B.3); ``qa`` answers each question and
-    ``asked`` of its paraphrases (Listing B.4). A ``none`` model adds nothing."""
+    ``asked`` of its paraphrases (Listing B.4). ``known``: paraphrases already written (curated), by question id:
+    the QA model's requests for them are exact (at most ``asked`` each) instead of estimated. A ``none`` model
+    adds nothing."""
     opts = llm_options or {}
     qs = list(questions)
     has = {role: not is_no_model(spec) for role, spec in (("paraphraser", paraphraser), ("judge", judge), ("qa", qa))}
@@ -58,10 +61,12 @@ def add_calls(
     if not has["qa"]:
         return
     per = min(asked, plan.k)
-    pf.calls(
-        str(qa), qa_requests([(q.id, q.question) for q in qs], plan.qa_decoding), provider=_provider(str(qa), opts)
-    )
-    if per:
+    provider = _provider(str(qa), opts)
+    pf.calls(str(qa), qa_requests([(q.id, q.question) for q in qs], plan.qa_decoding), provider=provider)
+    if per and known is not None:
+        texts = [(f"{q.id}/p{k}", t) for q in qs for k, t in enumerate(list(known.get(q.id, ()))[:per])]
+        pf.calls(str(qa), qa_requests(texts, plan.qa_decoding), provider=provider)
+    elif per:
         stand_ins = [(f"{q.id}/p{k}", q.question) for q in qs for k in range(per)]
         pf.calls(str(qa), qa_requests(stand_ins, plan.qa_decoding), estimated=True)
     graded = [q for q in qs if q.source not in plan.grading.exact_match_sources]
