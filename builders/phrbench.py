@@ -251,8 +251,10 @@ def build_mini(
     curated: Path | None = None,
     templates_dir: Path | None = None,
     judge=None,
+    config: BuildPhrbenchConfig | None = None,
 ) -> BuildResult:
-    """Build PHRBench-mini offline: packaged sources + curated premises -> validated Hub folder."""
+    """Build PHRBench-mini offline: packaged sources + curated premises -> validated Hub folder. ``config``: the
+    command's resolved settings, recorded in manifest.json (default: the defaults)."""
 
     if Path(out).exists() and not overwrite:
         raise OutputExistsError(f"{Path(out).resolve()} already exists: pass --overwrite to replace it")
@@ -286,6 +288,7 @@ def build_mini(
         templates_dir=templates_dir,
         prompts=None,
         overwrite=overwrite,
+        extra_manifest={"config": (config or BuildPhrbenchConfig()).result_record()},
     )
 
 
@@ -337,7 +340,7 @@ def build(
     if rec.curated:
         if generator:
             raise BuildError(f"recipe {rec.name} uses curated premises: --generator does not apply")
-        return build_mini(out, overwrite=overwrite, templates_dir=templates_dir, judge=judge_llm)
+        return build_mini(out, overwrite=overwrite, templates_dir=templates_dir, judge=judge_llm, config=config)
     gen_llm = LLM(generator or rec.generator or DEFAULT_GENERATOR, **opts)
     with collect_rejected() as source_rejections:
         questions, short_sources = select_questions(
@@ -345,24 +348,20 @@ def build(
         )
     _check_questions(questions)
     qc_order = SKIP_REVIEW if skip_review else PAPER_ORDER
-    rerun = (
-        command_line(config, global_args=("--cache", str(gen_llm.cache.path)))
-        if config
-        else _rerun_command(
-            recipe,
-            out,
-            generator=generator,
-            judge=judge,
-            source_dir=source_dir,
-            online=online,
-            overwrite=overwrite,
-            allow_short=allow_short,
-            cache=gen_llm.cache.path,
-            prompts=prompts,
-            allow_stand_in=allow_stand_in,
-            skip_review=skip_review,
-        )
+    config = config or _config(
+        recipe,
+        out,
+        generator=generator,
+        judge=judge,
+        source_dir=source_dir,
+        online=online,
+        overwrite=overwrite,
+        allow_short=allow_short,
+        prompts=prompts,
+        allow_stand_in=allow_stand_in,
+        skip_review=skip_review,
     )
+    rerun = command_line(config, global_args=("--cache", str(gen_llm.cache.path)))
     ctx = _Gen(out, questions, rec, gen_llm, Templates.load(templates_dir), prompt_set, rerun, allow_short, progress)
     if qc_order == SKIP_REVIEW:
         result = ctx.generate(judge_llm, _after_rules(out, _rules_of(prompt_set) or ValidationConfig()))
@@ -406,6 +405,7 @@ def build(
             "awaiting_review": sorted(awaiting),
             "rejections": [{"row_id": r.row_id, "check": r.check, "reason": r.reason} for r in result.rejections],
             "source_rejections": source_rejections,
+            "config": config.result_record(),
         },
     )
     res.stage = stage
@@ -569,23 +569,11 @@ def _check_questions(questions: list[BaseQuestion]) -> None:
         )
 
 
-def _rerun_command(
-    recipe,
-    out,
-    *,
-    generator,
-    judge,
-    source_dir,
-    online,
-    overwrite,
-    allow_short,
-    cache,
-    prompts,
-    allow_stand_in,
-    skip_review=False,
-) -> str:
-    """The `phr-publish` command line of this build, with the cache it used (rendered from its config)."""
-    cfg = BuildPhrbenchConfig(
+def _config(
+    recipe, out, *, generator, judge, source_dir, online, overwrite, allow_short, prompts, allow_stand_in, skip_review
+) -> BuildPhrbenchConfig:
+    """The config of a library call (what the command line with these options resolves to)."""
+    return BuildPhrbenchConfig(
         recipe=str(recipe),
         out=out,
         generator=generator,
@@ -594,11 +582,10 @@ def _rerun_command(
         online=online,
         overwrite=overwrite,
         allow_short=allow_short,
-        prompts=str(prompts),
         allow_stand_in=allow_stand_in,
         skip_review=skip_review,
+        **({} if prompts is None else {"prompts": str(prompts)}),
     )
-    return command_line(cfg, global_args=("--cache", str(cache)))
 
 
 def _rerun_command_overwrite(rerun: str) -> str:

@@ -471,3 +471,17 @@ def test_the_rerun_command_keeps_a_value_given_even_when_it_equals_the_default()
     line = cfg.rerun()
     assert "--judge local:smollm2" in line and "--paraphraser hf:x" in line and "--preset mini" in line
     assert "--qa-max-tokens" not in line  # the preset's value, not asked for
+
+
+def test_the_phrbench_manifest_records_the_resolved_config(tmp_path):
+    out = tmp_path / "pb"
+    r = runner.invoke(app, ["build", "phrbench", "--out", str(out), "--judge", "none"])
+    assert r.exit_code == 0, r.output
+    config = json.loads((out / "manifest.json").read_text())["config"]
+    assert (config["command"], config["recipe"], config["judge"], config["prompts"]) == (
+        "build phrbench",
+        "mini",
+        "none",
+        "paper",
+    )
+    assert "out" not in config and "overwrite" not in config and "timeout" not in config
