@@ -16,7 +16,7 @@ from phr.llm.judge import JudgeItem
 from phr.llm.preflight import Preflight
 
 from .dataset import Instance
-from .resolution import resolution_prompt
+from .resolution import resolution_judge, resolution_prompt
 from .scorers import ResolutionScorer, ScoreOptions
 
 
@@ -51,8 +51,6 @@ def add_scoring_calls(
         for inst, text in present
         if inst.condition in conditions
     ]
-    from .resolution import resolution_judge
-
     requests = resolution_judge(resolution.config.max_tokens, resolution.config.max_reasks).requests(items)
     provider = LLM(str(judge), progress=False, show_summary=False, **dict(llm_options or {})).provider
     pf.calls(str(judge), requests, provider=provider)
