@@ -50,21 +50,8 @@ def build_phrbench(cfg: BuildPhrbenchConfig, dry_run: DryRun = False) -> None:
     pf.finish(dry_run, echo=typer.echo)
     if dry_run:
         return
-    res = build(
-        cfg.recipe,
-        cfg.out,
-        generator=cfg.generator,
-        judge=cfg.judge,
-        source_dir=cfg.source_dir,
-        online=cfg.online,
-        overwrite=cfg.overwrite,
-        allow_short=cfg.allow_short,
-        prompts=cfg.prompts,
-        allow_stand_in=cfg.allow_stand_in,
-        llm_options=cfg.llm_kwargs(),
-        skip_review=cfg.skip_review,
-        config=cfg,
-    )
+    options = cfg.model_dump(exclude={"recipe", "out", "timeout", "max_retry_after"})  # build()'s keyword names
+    res = build(cfg.recipe, cfg.out, **options, llm_options=cfg.llm_kwargs(), config=cfg)
     total = sum(res.counts.values())
     counts = ", ".join(f"{k} {v}" for k, v in res.counts.items())
     typer.echo(f"built PHRBench ({cfg.recipe}) in {res.out}: {counts} = {total} instances")

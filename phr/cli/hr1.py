@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,7 +13,14 @@ import typer
 from phr.cli.options import DryRun, bind
 from phr.config.base import command_line, resolve
 from phr.config.defaults import is_no_model, model_or_none
-from phr.config.ops import BuildHr1GrpoConfig, BuildHr1ParaphrasesConfig, BuildHr1SftConfig, EvalHr1Config, StandIn
+from phr.config.ops import (
+    BuildHr1GrpoConfig,
+    BuildHr1ParaphrasesConfig,
+    BuildHr1SftConfig,
+    EvalHr1Config,
+    HR1TrainingBuild,
+    StandIn,
+)
 from phr.core.errors import PHRError, UsageError
 from phr.core.settings import CACHE_ENV
 from phr.hr1.names import SOURCES
@@ -287,38 +296,11 @@ def register(build_app: typer.Typer) -> None:
         from phr.builders.hr1 import build_sft_corpus
 
         cfg = _with_preset(cfg, bool(cfg.source))
-        out = cfg.out or Path("hr1-sft")
-        if _mini_training(cfg, "sft", out, dry_run):
-            return
-        pf = _preflight({"paraphraser": cfg.paraphraser, "judge": cfg.judge}, out, cfg.overwrite)
-        loaded = _training_inputs(pf, cfg, dry_run)
+        build = partial(build_sft_corpus, paraphraser=cfg.paraphraser, k=cfg.k)
         plan = _plan(cfg, k=cfg.k, qa_scope="all")
-        if loaded is not None and not pf.problems:
-            from phr.hr1.plan import add_calls
-
-            questions = _limited(loaded[0].questions, cfg.limit)
-            pf.note(f"{len(questions)} training questions x K {cfg.k} paraphrases")
-            add_calls(pf, questions, plan, paraphraser=cfg.paraphraser, judge=cfg.judge, llm_options=cfg.llm_kwargs())
-        pf.finish(dry_run, typer.echo)
-        if dry_run or loaded is None:
-            return
-        train, evals = loaded
-        res = build_sft_corpus(
-            out,
-            train,
-            paraphraser=cfg.paraphraser,
-            judge=cfg.judge,
-            eval_sets=evals,
-            k=cfg.k,
-            limit=cfg.limit,
-            overwrite=cfg.overwrite,
-            drop_leaking=cfg.drop_leaking,
-            llm_options=cfg.llm_kwargs(),
-            rerun=_rerun(cfg),
-            config=cfg.result_record(),
-            plan=plan,
+        _training_corpus(
+            cfg, "sft", dry_run, {"paraphraser": cfg.paraphraser}, plan, f" x K {cfg.k} paraphrases", build
         )
-        _done(res, cfg)
 
     @build_app.command("hr1-grpo")
     @bind(BuildHr1GrpoConfig)
@@ -329,37 +311,52 @@ def register(build_app: typer.Typer) -> None:
         from phr.builders.hr1 import build_grpo_corpus
 
         cfg = _with_preset(cfg, bool(cfg.source))
-        out = cfg.out or Path("hr1-grpo")
-        if _mini_training(cfg, "grpo", out, dry_run):
-            return
-        pf = _preflight({"qa model": cfg.qa_model, "judge": cfg.judge}, out, cfg.overwrite)
-        loaded = _training_inputs(pf, cfg, dry_run)
-        plan = _plan(cfg)
-        if loaded is not None and not pf.problems:
-            from phr.hr1.plan import add_calls
+        build = partial(build_grpo_corpus, qa=cfg.qa_model)
+        _training_corpus(cfg, "grpo", dry_run, {"qa": cfg.qa_model}, _plan(cfg), ", each asked once", build)
 
-            questions = _limited(loaded[0].questions, cfg.limit)
-            pf.note(f"{len(questions)} training questions, each asked once")
-            add_calls(pf, questions, plan, qa=cfg.qa_model, judge=cfg.judge, llm_options=cfg.llm_kwargs())
-        pf.finish(dry_run, typer.echo)
-        if dry_run or loaded is None:
-            return
-        train, evals = loaded
-        res = build_grpo_corpus(
-            out,
-            train,
-            qa=cfg.qa_model,
-            judge=cfg.judge,
-            eval_sets=evals,
-            limit=cfg.limit,
-            overwrite=cfg.overwrite,
-            drop_leaking=cfg.drop_leaking,
-            llm_options=cfg.llm_kwargs(),
-            rerun=_rerun(cfg),
-            config=cfg.result_record(),
-            plan=plan,
-        )
-        _done(res, cfg)
+
+def _training_corpus(
+    cfg: HR1TrainingBuild,
+    kind: str,
+    dry_run: bool,
+    models: dict[str, str],
+    plan: RunPlan,
+    unit: str,
+    build: Callable[..., HR1BuildResult],
+) -> None:
+    """`build hr1-sft` / `hr1-grpo` after the preset is resolved: the mini smoke corpus under preset mini; else
+    the preflight (``models``' specs and keys, the output, the training questions screened for split leakage,
+    the plan) and ``build(out, train, ...)``."""
+    from phr.hr1.plan import add_calls
+
+    out = cfg.out or Path(f"hr1-{kind}")
+    if _mini_training(cfg, kind, out, dry_run):
+        return
+    labels = {"paraphraser": "paraphraser", "qa": "qa model"}
+    pf = _preflight({**{labels[r]: m for r, m in models.items()}, "judge": cfg.judge}, out, cfg.overwrite)
+    loaded = _training_inputs(pf, cfg, dry_run)
+    if loaded is not None and not pf.problems:
+        questions = _limited(loaded[0].questions, cfg.limit)
+        pf.note(f"{len(questions)} training questions{unit}")
+        add_calls(pf, questions, plan, judge=cfg.judge, llm_options=cfg.llm_kwargs(), **models)
+    pf.finish(dry_run, typer.echo)
+    if dry_run or loaded is None:
+        return
+    train, evals = loaded
+    res = build(
+        out,
+        train,
+        judge=cfg.judge,
+        eval_sets=evals,
+        limit=cfg.limit,
+        overwrite=cfg.overwrite,
+        drop_leaking=cfg.drop_leaking,
+        llm_options=cfg.llm_kwargs(),
+        rerun=_rerun(cfg),
+        config=cfg.result_record(),
+        plan=plan,
+    )
+    _done(res, cfg)
 
 
 def register_eval(eval_app: typer.Typer) -> None:

@@ -34,17 +34,7 @@ def push_cmd(cfg: PushConfig) -> None:
     if cfg.allow_unreviewed:  # the phrbench kind without its review requirement, for this push only
         register_kind(PHRBENCH_UNREVIEWED)
     try:
-        res = push(
-            cfg.folder,
-            cfg.repo,
-            repo_type=cfg.repo_type,
-            tag=cfg.tag,
-            private=cfg.private,
-            create_pr=cfg.create_pr,
-            message=cfg.message,
-            to=cfg.to,
-            endpoint=cfg.endpoint,
-        )
+        res = push(cfg.folder, cfg.repo, **cfg.model_dump(exclude={"folder", "repo", "allow_unreviewed"}))
     finally:
         if cfg.allow_unreviewed:
             unregister_kind(PHRBENCH_UNREVIEWED.name)
