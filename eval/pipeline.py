@@ -22,7 +22,7 @@ from phr.eval.runner import GENERATIONS_FILE, PAPER_SCORER, load_eval_dataset_fr
 from phr.eval.sandbox import detect_isolation
 from phr.eval.scorers import EquivalenceGrader
 from phr.eval.scoring import ScoreOptions, score_responses
-from phr.eval.submission import validate_submission
+from phr.eval.submission import Submission, validate_submission
 from phr.eval.trajectory import CLIP, TAU, TrajectorySettings, load_cues
 
 #: a run warns when more than this share of its responses hit the output limit
@@ -215,10 +215,12 @@ def score_submission(
     progress: bool = True,
     plots: bool = True,
     bootstrap: Bootstrap = Bootstrap(),
+    validated: Submission | None = None,
 ) -> tuple[Result, Path]:
-    """Validate a submission (phr.eval.submission) against ``dataset``, then score it like a run."""
+    """Validate a submission (phr.eval.submission) against ``dataset``, then score it like a run.
+    ``validated``: the submission ``validate_submission`` already returned for these arguments (not read again)."""
 
-    sub = validate_submission(path, dataset, meta)
+    sub = validated if validated is not None else validate_submission(path, dataset, meta)
     instances = dataset.select(meta.conditions)
     scores = score_responses(instances, sub.responses, samples=meta.samples, options=options, progress=progress)
     report = aggregate(scores, bootstrap)

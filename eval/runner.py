@@ -313,7 +313,11 @@ _SHARD_FREE = ("run_id", "model", "model_revision", "dataset", "samples", "condi
 def merge_runs(shards: Sequence[str | Path], out: str | Path) -> Run:
     """Join the run folders of shards 1..n of one run into ``out``. Refused unless every shard is there
     exactly once and all shards ran the same model revision, dataset revision and settings."""
-    joined, log_rows = join_shards(shards)
+    return write_joined(*join_shards(shards), out)
+
+
+def write_joined(joined: Run, log_rows: list[dict], out: str | Path) -> Run:
+    """Write shards joined by ``join_shards`` as the run folder ``out``."""
     out = Path(out)
     _install(out, joined.meta, joined.responses, log_rows, write_submission)
     return Run(out, joined.meta, joined.responses, joined.failures)

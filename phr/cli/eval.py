@@ -236,12 +236,10 @@ def _plan_run(pf: Preflight, run_cfg, ds, llm) -> None:
     pf.calls(run_cfg.model, requests, provider=llm.provider if llm is not None else None)
 
 
-def _run_settings(run: Path, cfg) -> tuple[dict, str | None, str | None, dict]:
-    """The scoring settings of a later step: the run's own (its stored config; the defaults for an older run),
-    overridden by what ``cfg`` asks for. (settings, preset, max_tokens source, what was asked)."""
-    from phr.eval.runner import load_run
-
-    meta = load_run(run).meta
+def _run_settings(meta, cfg) -> tuple[dict, str | None, str | None, dict]:
+    """The scoring settings of a later step: the run's own (``meta``: its run.json; its stored config, the
+    defaults for an older run), overridden by what ``cfg`` asks for. (settings, preset, max_tokens source, what
+    was asked)."""
     stored = meta.settings or {}
     started = stored.get("config") or {}
     own = {k: started.get(k, Scoring.model_fields[k].default) for k in SCORING_FIELDS}
@@ -259,15 +257,13 @@ def _run_settings(run: Path, cfg) -> tuple[dict, str | None, str | None, dict]:
 
 
 def _scoring(run, cfg, hub) -> tuple[Preflight, tuple]:
-    """The preflight of scoring ``run`` (a run folder, or shards joined in memory by ``join_shards``) with its
-    own settings and those ``cfg`` asks for: every model spec and key, the run's dataset, the judge's calls; and
-    the settings (``_run_settings``), which it prints."""
+    """The preflight of scoring ``run`` (a loaded run folder, or shards joined in memory by ``join_shards``) with
+    its own settings and those ``cfg`` asks for: every model spec and key, the run's dataset, the judge's calls;
+    and the settings (``_run_settings``), which it prints."""
     from phr.eval.pipeline import dataset_of_run
-    from phr.eval.runner import load_run
     from phr.eval.scoring_plan import add_scoring_calls
 
-    folder = run if isinstance(run, Path) else run.path
-    resolved = _run_settings(folder, cfg)
+    resolved = _run_settings(run.meta, cfg)
     settings, changed = resolved[0], resolved[3]
     if changed:
         typer.echo("scoring with settings other than the run's: " + ", ".join(f"{k}={v}" for k, v in changed.items()))
@@ -277,12 +273,11 @@ def _scoring(run, cfg, hub) -> tuple[Preflight, tuple]:
     for role in ("scorer", "judge", "grader"):
         pf.model(role, settings[role])
     if not pf.problems:
-        loaded = pf.check(str(run), lambda: load_run(run)) if isinstance(run, Path) else run
-        ds = pf.check("the run's dataset", lambda: dataset_of_run(loaded.meta, hub)) if loaded is not None else None
+        ds = pf.check("the run's dataset", lambda: dataset_of_run(run.meta, hub))
         if ds is not None:
             by_id = ds.by_id()
-            instances = [by_id[i] for i in loaded.instance_ids if i in by_id]
-            add_scoring_calls(pf, instances, loaded.responses, loaded.meta.samples, scorer=settings["scorer"],
+            instances = [by_id[i] for i in run.instance_ids if i in by_id]
+            add_scoring_calls(pf, instances, run.responses, run.meta.samples, scorer=settings["scorer"],
                               judge=settings["judge"], grader=settings["grader"])  # fmt: skip
     return pf, resolved
 
@@ -310,9 +305,9 @@ def eval_merge(cfg: EvalMergeConfig, hub: Hub = None, dry_run: DryRun = False) -
     """Join the shards of one run (refused unless all n are there, once, with the same settings) and score it
     with the settings the run was started with (a scoring option given here replaces the run's, and is recorded)."""
 
-    from phr.eval.runner import join_shards, merge_runs
+    from phr.eval.runner import join_shards, write_joined
 
-    joined, _ = join_shards(cfg.shards)  # checked in memory: nothing is written before the preflight passed
+    joined, log_rows = join_shards(cfg.shards)  # checked in memory: nothing is written before the preflight passed
     typer.echo(f"{len(cfg.shards)} shards join into one run ({len(joined.responses)} responses)")
     resolved = None
     if cfg.score:
@@ -321,7 +316,7 @@ def eval_merge(cfg: EvalMergeConfig, hub: Hub = None, dry_run: DryRun = False) -
     if dry_run:
         typer.echo("dry run: nothing was written")
         return
-    run = merge_runs(cfg.shards, cfg.out)
+    run = write_joined(joined, log_rows, cfg.out)
     typer.echo(f"merged {len(cfg.shards)} shards into {run.path} ({len(run.responses)} responses)")
     if resolved is not None:
         _rescore(run.path, resolved, hub, cfg.plots)
@@ -333,7 +328,9 @@ def eval_score(cfg: EvalScoreConfig, hub: Hub = None, dry_run: DryRun = False) -
     """(Re)score a run folder with the settings it was started with; a scoring option given here (e.g. a judge
     added) replaces the run's and is recorded in the result."""
 
-    pf, resolved = _scoring(cfg.run, cfg, hub)
+    from phr.eval.runner import load_run
+
+    pf, resolved = _scoring(load_run(cfg.run), cfg, hub)
     pf.finish(dry_run, echo=typer.echo)
     if not dry_run:
         _rescore(cfg.run, resolved, hub, cfg.plots)
@@ -366,6 +363,7 @@ def _score_submission(cfg: ScoreSubmissionConfig, hub, dry_run: bool):
     for role in ("scorer", "judge", "grader"):
         pf.model(role, getattr(cfg, role))
     ds = pf.check(f"--dataset {cfg.dataset}", lambda: load_eval_dataset(cfg.dataset, revision=cfg.revision, hub=hub))
+    sub = None
     if ds is not None and not pf.problems:
         sub = pf.check(str(cfg.submission), lambda: validate_submission(cfg.submission, ds, meta))
         if sub is not None:
@@ -381,7 +379,7 @@ def _score_submission(cfg: ScoreSubmissionConfig, hub, dry_run: bool):
         grader=cfg.grader,
         trajectory=_trajectory(cfg.kl_direction, cfg.step_rule, cfg.bc_counting),
     )
-    return score_submission(cfg.submission, ds, meta, options, out=out, plots=cfg.plots)
+    return score_submission(cfg.submission, ds, meta, options, out=out, plots=cfg.plots, validated=sub)
 
 
 @submit_app.command("score")
