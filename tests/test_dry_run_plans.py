@@ -79,7 +79,10 @@ def test_train_dry_run_plans_the_reward_calls(fake_openai, monkeypatch, tmp_path
     args = ["train", "grpo", "--config", "paper-qwen2.5-3b-stage1", "--data", corpus, "--set", "trainer.use_vllm=false"]
     r = cli(*args, "--output-dir", tmp_path / "run", "--dry-run")
     assert r.exit_code == 0, r.output
-    assert "completions: at most 112 (8 generations per prompt), 4 optimizer step(s) of 32 completions" in r.output
+    assert (
+        "completions: at most 112 (8 generations per prompt, 1 epoch(s)), 4 optimizer step(s) of 32 completions"
+        in r.output
+    )
     assert "#deepseek-chat: 112 requests, 112 samples (cached unknown; 112 estimated" in r.output
     assert "split-leakage screen: passed when" in r.output
     assert srv.server.count == 0 and not (tmp_path / "run").exists()
@@ -172,3 +175,16 @@ def test_score_a_submission_dry_run_plans_the_judge_calls(fake_openai, mini_fold
     assert "340 responses to score (170 instances x 2 samples" in r.output
     assert "openai:gpt-4o: 204 requests, 204 samples (cached 0/204)" in r.output
     assert srv.server.count == 0 and not (tmp_path / "sub.scored").exists()
+
+
+def test_the_training_plan_reads_trls_own_defaults():
+    """The plan reads a trainer setting the recipe leaves out as TRL's default, without importing TRL: the table it
+    keeps is TRL's (num_train_epochs is 3 there, not 1)."""
+    from trl import GRPOConfig
+
+    from phr.training.preflight import TRL_DEFAULTS, _completions
+
+    fields = GRPOConfig.__dataclass_fields__
+    assert TRL_DEFAULTS == {k: fields[k].default for k in TRL_DEFAULTS}
+    # 10 prompts x 8 generations x 3 epochs; with max_steps 5: 5 x 8 per step
+    assert (_completions({}, 10), _completions({"max_steps": 5}, 10)) == (240, 40)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,9 +33,14 @@ def _vllm_problem() -> str | None:
     return None if ok else "trainer.use_vllm: vllm is installed but cannot be imported"
 
 
+def _train_files(folder: Path) -> list[Path]:
+    """A corpus folder's train-split parquet files (every parquet file when none is named train-*)."""
+    return sorted(folder.glob("**/train-*.parquet")) or sorted(folder.glob("**/*.parquet"))
+
+
 def _rows(folder: Path) -> int | None:
     """The row count of a corpus folder's train split (parquet metadata only), or None when unknown."""
-    files = sorted(folder.glob("**/train-*.parquet")) or sorted(folder.glob("**/*.parquet"))
+    files = _train_files(folder)
     if not files:
         return None
     import pyarrow.parquet as pq
@@ -47,21 +53,40 @@ def _section(raw: dict, name: str) -> dict:
     return value if isinstance(value, dict) else {}
 
 
+#: TRL's GRPOConfig defaults the plan needs, read without importing TRL (a test keeps them equal to TRL's)
+TRL_DEFAULTS: dict[str, float] = {
+    "num_generations": 8,
+    "num_train_epochs": 3.0,
+    "per_device_train_batch_size": 8,
+    "gradient_accumulation_steps": 1,
+}
+
+
+def _trainer_value(trainer: dict, key: str) -> float:
+    """A trainer setting as the recipe gives it, else TRL's default."""
+    value = trainer.get(key)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else TRL_DEFAULTS[key]
+
+
+def _per_step(trainer: dict) -> int:
+    """Completions per optimizer step on one process: per_device_train_batch_size x gradient_accumulation_steps."""
+    return int(
+        _trainer_value(trainer, "per_device_train_batch_size") * _trainer_value(trainer, "gradient_accumulation_steps")
+    )
+
+
 def _completions(trainer: dict, rows: int | None) -> int | None:
     """The most completions a GRPO run samples (one process): the corpus's prompts x num_generations x epochs,
-    capped by max_steps x per_device_train_batch_size x gradient_accumulation_steps (TRL counts completions)."""
-    gens, epochs = int(trainer.get("num_generations") or 0), int(trainer.get("num_train_epochs", 1) or 1)
-    by_rows = rows * gens * epochs if rows else None
+    capped by max_steps x ``_per_step`` (TRL counts completions)."""
+    gens, epochs = _trainer_value(trainer, "num_generations"), _trainer_value(trainer, "num_train_epochs")
+    by_rows = math.ceil(rows * gens * epochs) if rows else None
     steps = trainer.get("max_steps")
     if isinstance(steps, int) and steps > 0:
-        per_step = int(trainer.get("per_device_train_batch_size", 8)) * int(
-            trainer.get("gradient_accumulation_steps", 1)
-        )
-        return min(by_rows or steps * per_step, steps * per_step)
+        return min(by_rows or steps * _per_step(trainer), steps * _per_step(trainer))
     return by_rows
 
 
-def _reward_calls(pf: Preflight, settings: dict, stage, completions: int, corpus: Path | None, trainer: dict) -> None:
+def _reward_calls(pf: Preflight, settings: dict, stage, completions: int, corpus: Path | None) -> None:
     """The hr1 reward's calls, estimated (the paraphrases are written during training): one B.2 verdict per
     completion; in stage 2 also one QA answer and one B.3 grade each (upper bounds: no completion malformed or
     inconsistent, no re-ask). Prompts stand in by the corpus's questions, paraphrase = question."""
@@ -91,7 +116,7 @@ def _questions(folder: Path | None) -> list[str]:
     import pyarrow.parquet as pq
 
     out: list[str] = []
-    for f in sorted(folder.glob("**/*.parquet")):
+    for f in _train_files(folder):
         table = pq.read_table(f)
         if "question" in table.column_names:
             out += [str(q) for q in table.column("question").to_pylist() if q]
@@ -183,21 +208,22 @@ def check_raw(raw: dict, source: str, pf: Preflight | None = None, eval_sets: Se
     rows = _rows(Path(path)) if isinstance(path, str) and Path(path).is_dir() else None
     limit = data.get("limit")
     n = min(rows, limit) if rows is not None and limit else (rows if rows is not None else limit)
-    steps, gens = trainer.get("max_steps"), trainer.get("num_generations")
+    steps = trainer.get("max_steps")
     pf.note(f"{method} recipe {source}" + (f", stage {stage}" if stage else ""))
     pf.note(f"corpus rows: {n if n is not None else 'unknown'}; max_steps: {steps if steps else 'by epochs'}")
-    if method == "grpo" and gens:
-        completions = _completions(trainer, n)
-        if completions:
-            per_step = int(trainer.get("per_device_train_batch_size", 8)) * int(
-                trainer.get("gradient_accumulation_steps", 1)
-            )
-            pf.note(
-                f"completions: at most {completions:,} ({gens} generations per prompt), "
-                f"{-(-completions // per_step):,} optimizer step(s) of {per_step} completions (one process)"
-            )
-            if reward.get("name", "hr1") == "hr1" and not pf.problems:
-                _reward_calls(pf, settings, stage, completions, Path(path) if isinstance(path, str) else None, trainer)
+    completions = _completions(trainer, n) if method == "grpo" else None
+    if completions:
+        gens, epochs, per_step = (
+            int(_trainer_value(trainer, "num_generations")),
+            _trainer_value(trainer, "num_train_epochs"),
+            _per_step(trainer),
+        )
+        pf.note(
+            f"completions: at most {completions:,} ({gens} generations per prompt, {epochs:g} epoch(s)), "
+            f"{-(-completions // per_step):,} optimizer step(s) of {per_step} completions (one process)"
+        )
+        if reward.get("name", "hr1") == "hr1" and not pf.problems:
+            _reward_calls(pf, settings, stage, completions, Path(path) if isinstance(path, str) else None)
     if isinstance(path, str) and Path(path).is_dir():
         screen_leakage(pf, Path(path), CORPUS_OF.get(str(method), "hr1-grpo"), eval_sets)
     return pf
