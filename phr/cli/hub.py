@@ -61,6 +61,25 @@ def pull_cmd(
     typer.echo(f"pulled {repo_type} {repo}@{revision or 'main'} into {dest}")
 
 
+@hub_app.command("repair")
+def repair_cmd(
+    repo: Annotated[str, typer.Argument(metavar="ORG/NAME", help="The local hub repo to repair.")],
+    repo_type: RepoType = "dataset",
+    hub: Annotated[Path | None, typer.Option("--hub", help="Local hub folder (default: $PHR_HUB_DIR).")] = None,
+) -> None:
+    """Restore a local hub repo whose current version is missing or whose main is broken, from its last push."""
+    from phr.core.errors import UsageError
+    from phr.hub.local import LocalHub, repair
+    from phr.hub.repo import check_repo_id, check_repo_type, hub_dir
+
+    check_repo_id(repo)
+    check_repo_type(repo_type)
+    root = hub_dir(hub)
+    if root is None:
+        raise UsageError("repair works on a local hub: pass --hub HUBDIR or set PHR_HUB_DIR")
+    typer.echo(repair(LocalHub(root), repo, repo_type))
+
+
 @hub_app.command("push-results")
 def push_results_cmd(
     results: Annotated[

@@ -96,6 +96,19 @@ class RepoLockedError(LocalHubError):
     """Another live process holds the repo's lock."""
 
 
+class GitFailedError(LocalHubError):
+    """A git command failed (a full disk, a read-only or damaged hub, ...): an environment fault, exit 1."""
+
+    exit_code = 1
+
+
+class LocalHubDamagedError(LocalHubError):
+    """The repo's state on disk is damaged (its current version missing, ``main`` broken): nothing was written;
+    the message names the repair (``phr-publish repair``). An environment fault, exit 1."""
+
+    exit_code = 1
+
+
 def _git_exe() -> str:
     exe = shutil.which("git")
     if exe is None:
@@ -129,7 +142,7 @@ def _git(
         env={**base_env, **IDENTITY, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", **(env or {})},
     )
     if check and r.returncode != 0:
-        raise LocalHubError(f"git {' '.join(args[:2])} failed in {repo}: {r.stderr.decode(errors='replace').strip()}")
+        raise GitFailedError(f"git {' '.join(args[:2])} failed in {repo}: {r.stderr.decode(errors='replace').strip()}")
     if not check:
         return r
     return r.stdout.decode() if text else r.stdout
@@ -267,8 +280,65 @@ def _ensure_store(path: Path) -> Path:
     if not (store / "objects").is_dir():
         store.parent.mkdir(parents=True, exist_ok=True)
         _git(store.parent, "init", "-q", "--bare", store.name)
-        _git(store, "config", "gc.pruneExpire", "never")  # no refs here: never prune what versions borrow
+        _git(store, "config", "gc.pruneExpire", "never")  # never prune what versions borrow
     return store
+
+
+def _published(path: Path) -> bool:
+    """Whether the repo was ever published: its store records refs (each push records them after its swap), or it
+    has a version numbered above 1 (the stores of older versions record none)."""
+    store = _store(path)
+    if (store / "objects").is_dir() and _refs_of(store, check=False):
+        return True
+    versions = _versions(path)
+    return versions.is_dir() and any(p.name.isdigit() and int(p.name) > 1 for p in versions.iterdir())
+
+
+def _main_problem(repo: Path) -> str | None:
+    """What is wrong with ``repo``'s main branch, or None when it names a commit."""
+    if _rev(repo, "refs/heads/main"):
+        return None
+    r = _git(repo, "rev-parse", "--verify", "--quiet", "refs/heads/main", check=False)
+    named = r.stdout.decode().strip()
+    if r.returncode == 0 and named:
+        return f"its main branch names {named}, which is not a commit in the repo's store"
+    return "its main branch (refs/heads/main) is missing or unreadable"
+
+
+def _damage(path: Path) -> str | None:
+    """What is wrong with the repo at ``path`` on disk, or None when it is sound, of an older layout, or absent
+    (never pushed, or a first push killed before its link, which the next push removes)."""
+    if _is_legacy(path):
+        return None
+    if path.is_symlink():
+        current = _current(path)
+        if current is None or not current.is_dir():
+            return f"its current-version link {path} -> {os.readlink(path)} points to a version that does not exist"
+        if not (current / ".git").is_dir():
+            return f"its current version {current} has no .git"
+        if not (_store(path) / "objects").is_dir():
+            return f"its object store {_store(path)} is missing"
+        return _main_problem(path)
+    if os.path.lexists(path):
+        return f"{path} is neither a link to a version nor a git repository (put there by hand?)"
+    if _hub_dir(path).is_dir() and _published(path):
+        return f"its current-version link {path} is missing (its versions and store are in {_hub_dir(path)})"
+    return None
+
+
+def repair_command(hub: LocalHub, repo_id: str, repo_type: str) -> str:
+    return f"phr-publish repair {repo_id} --repo-type {repo_type} --hub {hub.root}"
+
+
+def check_state(hub: LocalHub, repo_id: str, repo_type: str) -> None:
+    """Refuse a repo whose state on disk is damaged, naming the cause and the repair."""
+    problem = _damage(hub.repo_path(repo_id, repo_type))
+    if problem:
+        raise LocalHubDamagedError(
+            f"the local hub {repo_type} repo {repo_id} is damaged: {problem}. Nothing was written. Repair it "
+            f"with: {repair_command(hub, repo_id, repo_type)} (restores main, the tags and the pull requests its "
+            "last push recorded), then rerun"
+        )
 
 
 def _tidy(path: Path) -> None:
@@ -277,7 +347,7 @@ def _tidy(path: Path) -> None:
     if not os.path.lexists(path):
         if aside.is_dir():  # a conversion killed between its two renames: put the old repo back
             os.rename(aside, path)
-        elif hub.exists():  # a first push killed before its link: nothing was published
+        elif hub.exists() and not _published(path):  # a first push killed before its link: nothing published
             shutil.rmtree(hub)
     elif aside.exists() and path.is_symlink():
         shutil.rmtree(aside, ignore_errors=True)
@@ -299,8 +369,15 @@ def _prune(path: Path) -> None:
         return  # not a link to one of our versions: touch nothing
     numbered = [int(p.name) for p in versions.iterdir() if p.name.isdigit()]
     previous = max((n for n in numbered if n < int(current.name)), default=None)
+    kept_tags: dict[str, str] | None = None
     for p in versions.iterdir():
         if p.name.isdigit() and p.name != current.name and int(p.name) != previous:
+            if kept_tags is None:
+                kept_tags = _tags(current) or {}
+            lost = _tags(p) if (p / ".git").is_dir() else {}
+            if lost is None or any(kept_tags.get(t) != sha for t, sha in lost.items()):
+                log.warning("local hub: kept %s: it holds tags the current version lacks", p)
+                continue
             _remove(p)
         elif not p.name.isdigit() and _stale(p.name):
             _remove(p)
@@ -390,10 +467,33 @@ def _diff(repo: Path, old_tree: str, new_tree: str) -> tuple[list[str], list[str
 # ---- versions: what readers see --------------------------------------------------------------------------------
 
 
-def _refs_of(repo: Path) -> dict[str, str]:
-    """Every ref of ``repo`` -> the object it names (annotated tags not peeled)."""
-    out = _git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
-    return dict(line.split(" ", 1) for line in out.splitlines())
+def _refs_of(repo: Path, pattern: str = "", *, check: bool = True) -> dict[str, str]:
+    """Every ref of ``repo`` (under ``pattern``, e.g. ``refs/tags/``) -> the object it names (annotated tags not
+    peeled); ``check=False``: {} when git cannot read them."""
+    r = _git(repo, "for-each-ref", "--format=%(refname) %(objectname)", *([pattern] if pattern else []), check=False)
+    if r.returncode != 0:
+        if check:
+            raise GitFailedError(f"git for-each-ref failed in {repo}: {r.stderr.decode(errors='replace').strip()}")
+        return {}
+    return dict(line.split(" ", 1) for line in r.stdout.decode().splitlines())
+
+
+def _tags(repo: Path) -> dict[str, str] | None:
+    """``repo``'s tags -> the objects they name; None when git cannot read them."""
+    r = _git(repo, "for-each-ref", "--format=%(refname) %(objectname)", "refs/tags/", check=False)
+    if r.returncode != 0:
+        return None
+    return dict(line.split(" ", 1) for line in r.stdout.decode().splitlines())
+
+
+def _record(path: Path, refs: dict[str, str]) -> None:
+    """Record in the store the refs just published, so a repo whose current version is lost can be restored
+    (``repair``) and its objects stay named. Nothing is deleted: no push removes a ref, and a tag is forever."""
+    store = _store(path)
+    old = _refs_of(store)
+    lines = [f"update {r} {sha}" for r, sha in sorted(refs.items()) if old.get(r) != sha]
+    if lines:
+        _update_refs(store, lines)
 
 
 def _update_refs(repo: Path, lines: list[str]) -> None:
@@ -447,10 +547,11 @@ def _swap(path: Path, version: Path) -> None:
 def _release(path: Path, refs: dict[str, str]) -> None:
     """Make ``refs`` (and main's files) what readers of ``NAME`` see, in one rename; then drop old versions."""
     _swap(path, _build_version(path, refs))
-    try:
+    try:  # published already: what fails here is redone by the next push
+        _record(path, refs)
         _prune(path)
-    except OSError as e:  # published already: a leftover is removed by the next push
-        log.warning("local hub: could not remove an old version of %s: %s", path, e)
+    except (OSError, LocalHubError) as e:
+        log.warning("local hub: after publishing %s, could not record its refs or remove an old version: %s", path, e)
 
 
 def _convert(path: Path) -> None:
@@ -514,10 +615,54 @@ def commit_files(
     deleted, ``.gitattributes`` kept) or an overlay on main (``replace=False``). ``validate()`` runs (under the
     lock, after the cheap checks) before anything is written; ``files`` may be a function called after it (what
     was validated is what is pushed). A push to an existing repo whose content equals main's (and creates no tag)
-    answers before ``validate()`` runs: nothing is written, so there is nothing to validate."""
+    answers before ``validate()`` runs: nothing is written, so there is nothing to validate.
+
+    A damaged repo (``check_state``) is refused before anything is written. A failure of the environment (a full
+    disk, a read-only hub: an ``OSError`` or a failed git command) is a ``PushFailedError`` (exit 1) saying the repo
+    keeps its previous version, with the rerun."""
+    try:
+        return _commit_files(
+            hub,
+            repo_id,
+            repo_type,
+            files,
+            message=message,
+            replace=replace,
+            tag=tag,
+            create_pr=create_pr,
+            rerun=rerun,
+            create=create,
+            validate=validate,
+        )
+    except (OSError, GitFailedError) as e:
+        raise _push_failed(hub.repo_path(repo_id, repo_type), e, rerun) from e
+
+
+def _push_failed(path: Path, e: BaseException, rerun: str) -> PushFailedError:
+    return PushFailedError(
+        f"push to the local hub repo {path} failed ({type(e).__name__}: {e}); the repo keeps its previous "
+        f"version." + (f" Rerun: {rerun}" if rerun else "")
+    )
+
+
+def _commit_files(
+    hub: LocalHub,
+    repo_id: str,
+    repo_type: str,
+    files: dict[str, Path | bytes] | Callable[[], dict[str, Path | bytes]],
+    *,
+    message: str,
+    replace: bool,
+    tag: str | None,
+    create_pr: bool,
+    rerun: str,
+    create: bool,
+    validate,
+) -> PushResult:
     path = hub.repo_path(repo_id, repo_type)
     with hub.lock(repo_id, repo_type):
         _tidy(path)
+        check_state(hub, repo_id, repo_type)
         exists = hub.exists(repo_id, repo_type)
         if not exists:
             if hub.exists(repo_id, other_type(repo_type)):
@@ -599,16 +744,60 @@ def commit_files(
             result.head = commit
             result.revision, result.changed, result.files, result.deleted = commit, True, changed, deleted
             return result
-        except PublishError:
-            raise
         except Exception as e:
-            raise PushFailedError(
-                f"push to the local hub repo {path} failed ({type(e).__name__}: {e}); the repo keeps its previous "
-                f"version." + (f" Rerun: {rerun}" if rerun else "")
-            ) from e
+            if isinstance(e, PublishError) and not isinstance(e, GitFailedError):
+                raise
+            raise _push_failed(path, e, rerun) from e
         finally:
             if not exists and not published and not os.path.lexists(path):
                 shutil.rmtree(_hub_dir(path), ignore_errors=True)
+
+
+def _last_refs(path: Path) -> tuple[dict[str, str], str]:
+    """The refs to restore a damaged repo to, and where they come from: the store's record of the last push, else
+    the newest version whose main names a commit."""
+    store = _store(path)
+    if (store / "objects").is_dir():
+        refs = _refs_of(store, check=False)
+        if refs and _rev(store, "refs/heads/main"):
+            return refs, "the refs its last push recorded"
+    versions = _versions(path)
+    numbered = (
+        sorted((int(p.name) for p in versions.iterdir() if p.name.isdigit()), reverse=True) if versions.is_dir() else []
+    )
+    for n in numbered:
+        v = versions / str(n)
+        if (v / ".git").is_dir() and _rev(v, "refs/heads/main"):
+            return _refs_of(v), f"version {n}, its newest complete version (rerun the pushes made after it)"
+    raise LocalHubDamagedError(
+        f"the local hub repo {path} cannot be repaired: neither its store nor any of its versions names a main "
+        f"commit, so its history is lost; remove {path} and {_hub_dir(path)}, then push again"
+    )
+
+
+def repair(hub: LocalHub, repo_id: str, repo_type: str) -> str:
+    """Restore a damaged local hub repo (``check_state``: its current version missing, ``main`` broken) to the
+    refs its last push recorded, as a new version; returns what was done. A sound repo is left as it is."""
+    path = hub.repo_path(repo_id, repo_type)
+    with hub.lock(repo_id, repo_type):
+        _tidy(path)
+        problem = _damage(path)
+        if problem is None:
+            if not hub.exists(repo_id, repo_type):
+                raise RepoNotFoundError(f"no {repo_type} repo {repo_id} in the local hub {hub.root}")
+            return f"{repo_type} repo {repo_id} on the local hub {hub.root} is sound: nothing to repair"
+        if os.path.lexists(path) and not path.is_symlink():
+            raise LocalHubDamagedError(
+                f"the local hub {repo_type} repo {repo_id} is damaged: {problem}. Move {path} away, then run "
+                f"{repair_command(hub, repo_id, repo_type)}"
+            )
+        refs, source = _last_refs(path)
+        _release(path, refs)
+        tags = sorted(r.removeprefix("refs/tags/") for r in refs if r.startswith("refs/tags/"))
+        return (
+            f"repaired {repo_type} repo {repo_id} on the local hub ({problem}) from {source}: main "
+            f"{refs['refs/heads/main']}, tags: {', '.join(tags) or 'none'}"
+        )
 
 
 def push_local(
@@ -652,6 +841,7 @@ def resolve_revision(repo: Path, revision: str | None) -> str:
 def read_tree(hub: LocalHub, repo_id: str, repo_type: str, revision: str | None = None) -> dict[str, bytes]:
     """All files of a repo at ``revision`` (small repos: results, model cards) as ``{path: bytes}``."""
     path = hub.repo_path(repo_id, repo_type)
+    check_state(hub, repo_id, repo_type)
     if not hub.exists(repo_id, repo_type):
         raise RepoNotFoundError(f"no {repo_type} repo {repo_id} in the local hub {hub.root}")
     sha = resolve_revision(path, revision)
@@ -668,6 +858,7 @@ def pull_local(repo_id: str, *, repo_type: str, revision: str | None, dest: Path
     """``phr.hub.pull`` from the local hub ``hub``: the files of ``revision`` (no ``.git``) into ``dest``."""
     lh = LocalHub(hub)
     path = lh.repo_path(repo_id, repo_type)
+    check_state(lh, repo_id, repo_type)
     if not lh.exists(repo_id, repo_type):
         hint = (
             f" (it exists as a {other_type(repo_type)} repo: pass --repo-type {other_type(repo_type)})"
