@@ -238,3 +238,54 @@ def test_a_real_full_disk_exits_1_and_leaves_no_repo(tmp_path):
     assert "exit=1" in r.stdout, r.stdout + r.stderr
     assert "No space left on device" in r.stderr and "Rerun: phr-publish push" in r.stderr
     assert r.stdout.split("exit=1")[1].split() == [".x.lock"]  # no repo, no half-written store
+
+
+# ---- online: a reply lost after the Hub applied the request ----------------------------------------------------
+
+TOKEN = "hf_hub_state_token_0123456789"
+
+
+@pytest.fixture
+def hf(monkeypatch):
+    hub_server = pytest.importorskip("tests.support.hub_server")
+    monkeypatch.delenv("PHR_HUB_DIR", raising=False)
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    with hub_server.HubServer(tokens={TOKEN: "alice"}) as server, server.patch_clients():
+        yield server
+        assert server.errors == [], server.errors[0]
+
+
+def test_lost_commit_reply_says_main_moved_and_the_tag_did_not(hf, tmp_path):
+    first = push(model_folder(tmp_path / "f1", 1), "alice/x", repo_type="model", tag="v1", endpoint=hf.url)
+    folder = model_folder(tmp_path / "f2", 2)
+    hf.drop_reply_next("/commit/")
+    r = CliRunner().invoke(
+        app, ["push", str(folder), "--repo", "alice/x", "--repo-type", "model", "--tag", "v2", "--endpoint", hf.url]
+    )
+    assert r.exit_code == 1, r.output
+    main = hf.head("model", "alice/x")
+    assert main != first.revision and hf.files("model", "alice/x")["config.json"] == b'{"n": 2}'
+    assert f"main moved to the new commit {main} (this folder), but tag v2 was not created" in r.output
+    assert "keeps its previous version" not in r.output and TOKEN not in r.output
+    assert f"Rerun: phr-publish push {folder} --repo alice/x --repo-type model --tag v2 --endpoint {hf.url}" in r.output
+    commits = len(hf.commits("model", "alice/x"))
+    again = push(folder, "alice/x", repo_type="model", tag="v2", endpoint=hf.url)  # the rerun repairs it
+    assert not again.changed and again.tag_created and hf.head("model", "alice/x", "v2") == main
+    assert len(hf.commits("model", "alice/x")) == commits
+
+
+def test_lost_tag_reply_and_a_refused_commit_are_told_apart(hf, tmp_path):
+    push(model_folder(tmp_path / "f1", 1), "alice/x", repo_type="model", tag="v1", endpoint=hf.url)
+    hf.drop_reply_next("/tag/")
+    with pytest.raises(PushFailedError) as e:
+        push(model_folder(tmp_path / "f2", 2), "alice/x", repo_type="model", tag="v2", endpoint=hf.url)
+    main = hf.head("model", "alice/x")
+    assert hf.head("model", "alice/x", "v2") == main
+    assert f"main moved to the new commit {main} (this folder) and tag v2 names it; nothing is left to do" in str(
+        e.value
+    )
+    hf.fail_next("/commit/", 500)
+    with pytest.raises(PushFailedError) as e:
+        push(model_folder(tmp_path / "f3", 3), "alice/x", repo_type="model", tag="v3", endpoint=hf.url)
+    assert f"The repo keeps its previous version (main is still {main};" in str(e.value)
+    assert hf.head("model", "alice/x") == main

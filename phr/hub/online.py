@@ -14,8 +14,10 @@ A push, in order (nothing is uploaded before step 4):
    nothing differs;
 5. ``create_tag`` on the new commit (or on main when nothing changed and the tag is new).
 
-A commit is atomic on the server: a failure leaves the repo at its previous version; the error names what failed
-and the exact command to rerun. Tokens never appear in messages.
+A commit is atomic on the server: a failure leaves the repo at its previous version or at the new commit (the
+Hub applied it and its reply was lost). After a failure from the commit on, main and the tags are read back, so the
+error says which (main moved, the tag not created); it names what failed and the exact command to rerun, which
+completes the push. Tokens never appear in messages.
 """
 
 from __future__ import annotations
@@ -219,6 +221,8 @@ def push_online(
     url = repo_url(api, repo_id, repo_type)
     step = "reading the repo's state"
     answered = False  # whether the Hub answered at all
+    sent = False  # whether the commit was sent: from then on, what the Hub holds is read back after a failure
+    head: str | None = None
     try:
         exists, head, tags = _remote_state(api, repo_id, repo_type)
         answered = True
@@ -266,6 +270,7 @@ def push_online(
                 "from it; tags are immutable: push with a new tag"
             )
         step = f"committing {len(changed)} file(s) and {len(deleted)} deletion(s)"
+        sent = True
         info = api.create_commit(
             repo_id,
             ops,
@@ -280,7 +285,7 @@ def push_online(
             result.pr_url = info.pr_url
             result.pr_ref = f"refs/pr/{info.pr_num}" if getattr(info, "pr_num", None) else None
         if tag:
-            step = f"creating tag {tag} on the new commit {info.oid} (the commit itself succeeded)"
+            step = f"creating tag {tag} on the new commit {info.oid}"
             api.create_tag(repo_id, tag=tag, revision=info.oid, repo_type=repo_type)
             result.tag_created = True
         return result
@@ -288,10 +293,45 @@ def push_online(
         raise
     except Exception as e:
         offline = "" if answered else " (no answer from the Hub: offline, publish to a local hub with --to HUBDIR)"
+        outcome = (
+            _outcome(api, repo_id, repo_type, head=head, files=files, tag=tag, create_pr=create_pr)
+            if sent
+            else "The repo keeps its previous version (nothing was committed)."
+        )
         raise PushFailedError(
             f"push to {url} failed while {step}: {type(e).__name__}: {_safe(e, token)}{offline}\n"
-            f"The repo keeps its previous version (a commit is all or nothing). Rerun: {rerun}"
+            f"{outcome} Rerun: {rerun}"
         ) from None
+
+
+def _outcome(
+    api, repo_id: str, repo_type: str, *, head: str | None, files: dict, tag: str | None, create_pr: bool
+) -> str:
+    """What a push that failed after sending its commit left on the Hub, read back: the commit's (or the tag's)
+    reply may have been lost after the Hub applied it."""
+    if create_pr:
+        return (
+            "main is unchanged; the pull request may have been opened before its reply was lost: look at the "
+            "repo's pull requests before rerunning (a rerun opens another)."
+        )
+    try:
+        _, now, tags = _remote_state(api, repo_id, repo_type)
+        holds = now != head and not plan_operations(files, _remote_files(api, repo_id, repo_type, now))[0]
+    except Exception:  # noqa: BLE001 -- the Hub is still unreachable: say so, the rerun is safe either way
+        return (
+            "Whether the commit reached the Hub is unknown (its state could not be read back); the rerun completes "
+            "the push either way: it commits only if main differs from this folder, and creates the tag on main."
+        )
+    if now == head:
+        return f"The repo keeps its previous version (main is still {head}; a commit is all or nothing)."
+    if not holds:
+        return f"main moved to {now}, which does not hold this folder (another push?)."
+    moved = f"The commit reached the Hub: main moved to the new commit {now} (this folder)"
+    if tag is None:
+        return moved + "; nothing is left to do (the rerun finds no changes)."
+    if tags.get(tag) == now:
+        return moved + f" and tag {tag} names it; nothing is left to do."
+    return moved + f", but tag {tag} was not created; the rerun creates it on main without a second commit."
 
 
 def _download(

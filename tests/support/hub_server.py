@@ -39,7 +39,8 @@ its typed errors. Xet is not spoken: clients must run with ``HF_HUB_DISABLE_XET=
 
 Storage is in memory. All state changes happen under one lock; a commit is validated completely before the
 branch moves, so a rejected or fault-injected commit leaves the repo unchanged (LFS objects uploaded for it are
-kept in the repo's LFS store, as on the Hub, but never appear in a tree).
+kept in the repo's LFS store, as on the Hub, but never appear in a tree). ``drop_reply_next`` is the other fault:
+the request takes effect and its reply is lost (the connection is closed unanswered).
 """
 
 from __future__ import annotations
@@ -448,6 +449,7 @@ class HubServer(LocalServer):
         self._tickets: dict[str, tuple[str, str, str, int]] = {}  # ticket -> (type, id, sha256, size)
         self._requests: list[dict[str, Any]] = []
         self._faults: list[_Fault] = []
+        self._drops: list[list[Any]] = []  # [route, count]: handled, then the connection closed unanswered
         self._uploads = 0
         self._seq = 0
         #: Unexpected exceptions raised while handling requests (answered with 500): tests can assert it is empty.
@@ -564,9 +566,28 @@ class HubServer(LocalServer):
         with self._lock:
             self._faults.append(_Fault(route, status, count, after_uploads=self._uploads + n))
 
+    def drop_reply_next(self, route: str, count: int = 1) -> None:
+        """Handle the next ``count`` requests whose ``"METHOD /raw/path"`` contains ``route`` as usual (a commit is
+        applied), then close the connection without answering: the client sees the connection dropped, as when a
+        reply is lost on the way back."""
+        with self._lock:
+            self._drops.append([route, count])
+
     def clear_faults(self) -> None:
         with self._lock:
             self._faults.clear()
+            self._drops.clear()
+
+    def _take_drop(self, method: str, path: str) -> bool:
+        key = f"{method} {path}"
+        with self._lock:
+            for d in self._drops:
+                if d[0] in key:
+                    d[1] -= 1
+                    if d[1] <= 0:
+                        self._drops.remove(d)
+                    return True
+        return False
 
     def _take_fault(self, method: str, path: str) -> _Fault | None:
         key = f"{method} {path}"
@@ -1785,6 +1806,7 @@ def _make_handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
                     {"X-Error-Message": f"test hub internal error: {type(e).__name__}"},
                 )
                 user, faulted = None, False
+            dropped = hub._take_drop(method, raw_path)
             with hub._lock:
                 hub._requests.append(
                     {
@@ -1794,10 +1816,13 @@ def _make_handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
                         "status": reply.status,
                         "user": user,
                         "authenticated": "authorization" in headers,
-                        "fault": faulted,
+                        "fault": faulted or dropped,
                         "request_bytes": len(body),
                     }
                 )
+            if dropped:  # the request took effect; its reply is lost
+                self.close_connection = True
+                return
             self.send_response(reply.status)
             for k, v in reply.headers.items():
                 # header values must be one latin-1 line
