@@ -123,6 +123,34 @@ def test_a_damaged_repo_is_refused_with_the_repair_never_started_over(pushed, da
     assert r.exit_code == 0 and "is sound: nothing to repair" in r.output
 
 
+def test_a_plain_repo_of_the_older_layout_with_a_broken_main_names_the_cause(tmp_path):
+    """NAME a plain git repository (written by an older toolkit) whose main names no commit: the cause and the
+    repair, not the "edits in its working tree ... reset --hard" hint."""
+    repo = tmp_path / "hub" / "models" / REPO
+    shutil.copytree(model_folder(tmp_path / "f1", 1), repo)
+    git(repo, "init", "-q")
+    git(repo, "symbolic-ref", "HEAD", "refs/heads/main")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=x", "-c", "user.email=x@y", "commit", "-q", "-m", "v1")
+    break_main(repo)
+    r = CliRunner().invoke(
+        app,
+        [
+            "push",
+            str(model_folder(tmp_path / "f2", 2)),
+            "--repo",
+            REPO,
+            "--repo-type",
+            "model",
+            "--to",
+            str(tmp_path / "hub"),
+        ],
+    )
+    assert r.exit_code == 1, r.output
+    assert "its main branch names 0000000000000000000000000000000000000000" in r.output
+    assert f"git -C {repo} update-ref refs/heads/main COMMIT" in r.output and "reset --hard" not in r.output
+
+
 def test_pull_from_a_damaged_repo_names_the_damage(pushed, tmp_path):
     hub, repo, _ = pushed
     delete_current(repo)

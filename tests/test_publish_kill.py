@@ -198,22 +198,33 @@ def test_kill_at_every_step_of_a_push_to_an_existing_repo(variants, tmp_path):
         kill_at(hub, target, tag, point, sig, tmp_path)
         outcomes[point, sig] = check_after_kill(hub, old, files_of(target), tag)
         push_again(hub, target, tag)
-    # a kill before the link swap leaves the old version, after it the new one
-    last = (f"git:{len(calls)}", (signal.SIGKILL, signal.SIGTERM)[len(calls) % 2])
+    # a kill before the link swap leaves the old version, after it (recording the refs in the store, removing the
+    # oldest version) the new one
+    swap = swap_index(calls)
+    last = (f"git:{swap}", (signal.SIGKILL, signal.SIGTERM)[swap % 2])
     assert {k for k, v in outcomes.items() if v == "new"} == {
         ("step:swapped", signal.SIGKILL),
         ("step:swapped", signal.SIGTERM),
-    }
-    assert calls[-1] == "reset" and outcomes[last] == "old"  # killed before the checkout of the next version
+    } | {(f"git:{n}", (signal.SIGKILL, signal.SIGTERM)[n % 2]) for n in range(swap + 1, len(calls) + 1)}
+    assert outcomes[last] == "old"  # killed before the checkout of the next version
+
+
+def swap_index(calls: list[str]) -> int:
+    """The number of git commands a push runs before its link swap: the last is the checkout of the new version;
+    after the swap it records the refs in the store and removes old versions."""
+    n = len(calls) - calls[::-1].index("reset")
+    assert calls[n:] and set(calls[n:]) <= {"for-each-ref", "update-ref"}, calls
+    return n
 
 
 def test_kill_at_every_step_of_the_push_that_creates_the_repo(variants, tmp_path):
     calls = calibrate(tmp_path / "none", variants[0], tmp_path)["calls"]
+    after_swap = {f"git:{n}" for n in range(swap_index(calls) + 1, len(calls) + 1)} | {"step:swapped"}
     for n, point in enumerate([f"git:{n}" for n in range(1, len(calls) + 1)] + ["step:built", "step:swapped"]):
         hub = tmp_path / f"hub{n}"
         kill_at(hub, variants[0], "t1", point, (signal.SIGKILL, signal.SIGTERM)[n % 2], tmp_path)
         state = check_after_kill(hub, None, files_of(variants[0]), "t1")
-        assert state == ("new" if point == "step:swapped" else "old"), point
+        assert state == ("new" if point in after_swap else "old"), point
         push_again(hub, variants[0], "t1")
 
 
@@ -344,13 +355,14 @@ def test_kill_while_converting_the_previous_layout(variants, tmp_path):
     """Killed during the conversion: the repo is the old one or the converted one (same refs, same files); killed
     between the conversion's two renames the folder is missing until the next push, which restores it."""
     calls = None
-    for n, point in enumerate(["git:2", "git:4", "git:6", "git:7", "step:moved-aside", "git:8"]):
+    for n, point in enumerate(["git:3", "git:5", "git:7", "git:8", "step:moved-aside", "git:9"]):
         hub = tmp_path / f"hub{n}"
         repo = legacy_repo(hub, variants[0], "t0")
         old = visible(hub)
         if calls is None:
             calls = calibrate(hub, variants[1], tmp_path)["calls"]
-            assert calls[:8] == [
+            assert calls[:10] == [
+                "rev-parse",  # main names a commit
                 "status",
                 "init",
                 "config",
@@ -358,14 +370,15 @@ def test_kill_while_converting_the_previous_layout(variants, tmp_path):
                 "init",
                 "update-ref",
                 "reset",
-                "rev-parse",
-            ]  # the conversion, then the push itself
+                "for-each-ref",
+                "update-ref",
+            ]  # the conversion (its refs recorded in the store), then the push itself
         kill_at(hub, variants[1], "t1", point, signal.SIGKILL, tmp_path)
         if point == "step:moved-aside":
             assert not os.path.lexists(repo)
         else:
             assert check_after_kill(hub, old, files_of(variants[1]), "t1") == "old"
-            assert repo.is_symlink() == (point == "git:8")
+            assert repo.is_symlink() == (point == "git:9")
         push_again(hub, variants[1], "t1")
         assert git(repo, "rev-parse", "t0") == old["refs"]["refs/tags/t0"]
 

@@ -7,20 +7,25 @@ Layout::
                                                 ``datasets.load_dataset("HUBDIR/datasets/ORG/NAME", "all")`` loads
                                                 it and ``git -C HUBDIR/datasets/ORG/NAME ...`` reads its refs
     HUBDIR/datasets/ORG/.NAME.hub/store.git     a bare repository holding every object (versions borrow them
-                                                through ``objects/info/alternates``)
+                                                through ``objects/info/alternates``) and the refs the last push
+                                                published (what ``repair`` restores)
     HUBDIR/datasets/ORG/.NAME.hub/v/N           versions: the current one and the one before it (for readers that
-                                                resolved the link just before a push)
+                                                resolved the link just before a push), and any older one holding a
+                                                tag the current one lacks (never removed)
     HUBDIR/datasets/ORG/.NAME.lock              the lock a push holds (``flock``; it records the holder's pid)
     HUBDIR/models/ORG/NAME                      the same for model repos
 
-A push never edits what readers see. Under the lock it
+A push never edits what readers see, and never acts on a damaged repo: under the lock it first checks the state on
+disk (``check_state``: the link names a complete version whose ``main`` names a commit; a missing link with a
+recorded push is damage too) and refuses a damaged repo naming the repair (``phr-publish repair``). Then it
 
 1. hashes the folder's files into the store and builds the new tree with a *temporary index*
    (``GIT_INDEX_FILE=store.git/phr-index-<pid>-*``);
 2. compares that tree with ``main``'s: identical -> no commit (idempotent);
 3. writes the commit (``git commit-tree``, a fixed author/committer identity so no git config is needed);
 4. builds the next version beside the current one (``v/.build-<pid>-*``: the new refs, main's files checked out),
-   renames it to ``v/N+1``, and swaps the link ``NAME`` to it with one ``rename``: refs and files change together.
+   renames it to ``v/N+1``, and swaps the link ``NAME`` to it with one ``rename``: refs and files change together;
+5. records the new refs in the store.
 
 A kill at any point leaves ``NAME`` on the previous version or on the new one, complete. Whatever a killed push
 left (a build folder, a numbered version never linked, a temporary index, a temporary link) is invisible and is
@@ -217,6 +222,7 @@ class LocalHub:
     def refs(self, repo_id: str, repo_type: str) -> dict[str, str]:
         """``{"refs/heads/main": sha, "refs/tags/v0.1.0": sha, ...}`` (tags peeled to their commit)."""
         path = self.repo_path(repo_id, repo_type)
+        check_state(self, repo_id, repo_type)
         if not self.exists(repo_id, repo_type):
             raise RepoNotFoundError(f"no {repo_type} repo {repo_id} in the local hub {self.root}")
         out = _git(path, "for-each-ref", "--format=%(refname) %(objectname) %(*objectname)")
@@ -363,19 +369,16 @@ def _tidy(path: Path) -> None:
 
 
 def _prune(path: Path) -> None:
-    """Keep the current version and the one before it; remove other versions, dead builds and links."""
+    """Keep the current version, the one before it and any holding a published tag the current one lacks; remove
+    other versions, dead builds and links."""
     current, versions = _current(path), _versions(path)
     if current is None or not current.is_dir() or current.parent != versions.resolve() or not current.name.isdigit():
         return  # not a link to one of our versions: touch nothing
     numbered = [int(p.name) for p in versions.iterdir() if p.name.isdigit()]
     previous = max((n for n in numbered if n < int(current.name)), default=None)
-    kept_tags: dict[str, str] | None = None
     for p in versions.iterdir():
         if p.name.isdigit() and p.name != current.name and int(p.name) != previous:
-            if kept_tags is None:
-                kept_tags = _tags(current) or {}
-            lost = _tags(p) if (p / ".git").is_dir() else {}
-            if lost is None or any(kept_tags.get(t) != sha for t, sha in lost.items()):
+            if _holds_published_tags(path, p, current):
                 log.warning("local hub: kept %s: it holds tags the current version lacks", p)
                 continue
             _remove(p)
@@ -384,6 +387,23 @@ def _prune(path: Path) -> None:
     for p in _hub_dir(path).glob(".link-*"):
         if _stale(p.name):
             p.unlink(missing_ok=True)
+
+
+def _holds_published_tags(path: Path, version: Path, current: Path) -> bool:
+    """Whether ``version`` holds a published tag that ``current`` lacks: a tag of a version older than the current
+    one, or one the store recorded (a version above the current one that no push recorded was never linked: a
+    killed push built it). A version whose tags cannot be read is kept."""
+    tags = _tags(version) if (version / ".git").is_dir() else {}
+    if tags is None:
+        return True
+    have = _tags(current) or {}
+    lost = {t: sha for t, sha in tags.items() if have.get(t) != sha}
+    if not lost:
+        return False
+    if int(version.name) < int(current.name):
+        return True
+    recorded = _refs_of(_store(path), "refs/tags/", check=False)
+    return any(recorded.get(t) == sha for t, sha in lost.items())
 
 
 # ---- building a commit -----------------------------------------------------------------------------------------
@@ -673,6 +693,13 @@ def _commit_files(
             if not create:
                 raise RepoNotFoundError(f"no {repo_type} repo {repo_id} in the local hub {hub.root}")
         elif _is_legacy(path):
+            if problem := _main_problem(path):
+                raise LocalHubDamagedError(
+                    f"the local hub {repo_type} repo {repo_id} (a plain git repository of an older layout) is "
+                    f"damaged: {problem}. Nothing was written. Point main back at its last commit (`git -C {path} "
+                    f"log --all --oneline` lists them) with: git -C {path} update-ref refs/heads/main COMMIT, then "
+                    "rerun"
+                )
             gitdir = path / ".git"
             if not ((gitdir / "phr-push-in-progress").exists() or (gitdir / "index.lock").exists()):
                 _check_clean(path)  # hand edits are refused; the leftovers of a killed push are rebuilt
