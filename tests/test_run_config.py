@@ -130,6 +130,7 @@ EXAMPLES = {
     "score": {"submission": "s.jsonl", "preset": "paper", "judge": "openai:x", "samples": 2, "plots": False},
     "submit": {"submission": "s.jsonl", "repo": "org/results", "model": "org/m", "create_pr": True, "grader": "none"},
     "push": {"folder": "phrbench", "repo": "org/bench", "repo_type": "dataset", "tag": "v1", "message": "m"},
+    "repair": {"repo": "org/bench", "repo_type": "model", "hub": "hub"},
     "train grpo": {"recipe": "tiny-stage1", "max_steps": 2, "set": ["trainer.seed=3"], "eval_set": ["popqa=p"]},
     "train sft": {"recipe": "tiny-sft", "merge": False},
     "analyze predictor": {"results": ["r.json"], "dataset": "d", "folds": 3, "judge": "none"},

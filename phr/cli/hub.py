@@ -12,7 +12,7 @@ import typer
 
 from phr.cli.common import new_app
 from phr.cli.options import bind
-from phr.config.ops import PushConfig
+from phr.config.ops import PushConfig, RepairConfig
 
 RepoType = Annotated[str, typer.Option("--repo-type", help="dataset or model.")]
 CreatePR = Annotated[bool, typer.Option("--create-pr", help="Open a pull request instead of committing to main.")]
@@ -62,22 +62,18 @@ def pull_cmd(
 
 
 @hub_app.command("repair")
-def repair_cmd(
-    repo: Annotated[str, typer.Argument(metavar="ORG/NAME", help="The local hub repo to repair.")],
-    repo_type: RepoType = "dataset",
-    hub: Annotated[Path | None, typer.Option("--hub", help="Local hub folder (default: $PHR_HUB_DIR).")] = None,
-) -> None:
+@bind(RepairConfig)
+def repair_cmd(cfg: RepairConfig) -> None:
     """Restore a local hub repo whose current version is missing or whose main is broken, from its last push."""
     from phr.core.errors import UsageError
     from phr.hub.local import LocalHub, repair
-    from phr.hub.repo import check_repo_id, check_repo_type, hub_dir
+    from phr.hub.repo import check_repo_id, hub_dir
 
-    check_repo_id(repo)
-    check_repo_type(repo_type)
-    root = hub_dir(hub)
+    check_repo_id(cfg.repo)
+    root = hub_dir(cfg.hub)
     if root is None:
         raise UsageError("repair works on a local hub: pass --hub HUBDIR or set PHR_HUB_DIR")
-    typer.echo(repair(LocalHub(root), repo, repo_type))
+    typer.echo(repair(LocalHub(root), cfg.repo, cfg.repo_type))
 
 
 @hub_app.command("push-results")

@@ -398,6 +398,17 @@ class PushConfig(OpConfig):
     )
 
 
+class RepairConfig(OpConfig):
+    """`repair`: restore a damaged local hub repo (its current version missing, main broken) from its last push."""
+
+    command = ("repair",)
+    arguments = ("repo",)
+
+    repo: str = setting(..., "The local hub repo to repair, ORG/NAME.", metavar="ORG/NAME")
+    repo_type: RepoType = setting("dataset", "dataset or model.")
+    hub: Path | None = setting(None, "Local hub folder (default: $PHR_HUB_DIR).")
+
+
 # ---- training (the recipe YAML is the config of its own sections; these are the command's settings) ----------
 
 
@@ -495,4 +506,5 @@ OPERATIONS: tuple[type[OpConfig], ...] = (
     AnalyzePredictorConfig,
     AnalyzeParaphrasesConfig,
     PushConfig,
+    RepairConfig,
 )

@@ -806,6 +806,8 @@ def repair(hub: LocalHub, repo_id: str, repo_type: str) -> str:
     """Restore a damaged local hub repo (``check_state``: its current version missing, ``main`` broken) to the
     refs its last push recorded, as a new version; returns what was done. A sound repo is left as it is."""
     path = hub.repo_path(repo_id, repo_type)
+    if not os.path.lexists(path) and not _hub_dir(path).exists():  # nothing there: no lock file created either
+        raise RepoNotFoundError(f"no {repo_type} repo {repo_id} in the local hub {hub.root}")
     with hub.lock(repo_id, repo_type):
         _tidy(path)
         problem = _damage(path)
