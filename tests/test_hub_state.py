@@ -317,3 +317,19 @@ def test_lost_tag_reply_and_a_refused_commit_are_told_apart(hf, tmp_path):
         push(model_folder(tmp_path / "f3", 3), "alice/x", repo_type="model", tag="v3", endpoint=hf.url)
     assert f"The repo keeps its previous version (main is still {main};" in str(e.value)
     assert hf.head("model", "alice/x") == main
+
+
+def test_lost_pull_request_reply_does_not_claim_the_repo_is_unchanged(hf, tmp_path):
+    from phr.hub.online import add_file_pr_online
+
+    push(model_folder(tmp_path / "f1", 1), "alice/x", repo_type="model", endpoint=hf.url)
+    main = hf.head("model", "alice/x")
+    hf.drop_reply_next("/commit/")
+    with pytest.raises(PushFailedError) as e:
+        push(model_folder(tmp_path / "f2", 2), "alice/x", repo_type="model", create_pr=True, endpoint=hf.url)
+    assert "the pull request may have been opened before its reply was lost" in str(e.value)
+    hf.drop_reply_next("/commit/")
+    with pytest.raises(PushFailedError) as e:
+        add_file_pr_online("alice/x", "model", "NOTES.md", b"n\n", message="m", token=TOKEN, endpoint=hf.url)
+    assert "the repo is unchanged" not in str(e.value) and "may have been opened" in str(e.value)
+    assert hf.head("model", "alice/x") == main

@@ -422,6 +422,7 @@ def add_file_pr_online(
     token = resolve_token(token)
     api = _api(token, endpoint)
     url = repo_url(api, repo_id, repo_type)
+    sent = False
     try:
         exists, head, _ = _remote_state(api, repo_id, repo_type)
         if not exists:
@@ -431,6 +432,7 @@ def add_file_pr_online(
         current = api.get_paths_info(repo_id, [path], revision=head, repo_type=repo_type)
         if current and getattr(current[0], "blob_id", None) == blob:
             return result
+        sent = True
         info = api.create_commit(
             repo_id,
             [CommitOperationAdd(path_in_repo=path, path_or_fileobj=data)],
@@ -447,6 +449,12 @@ def add_file_pr_online(
     except PublishError:
         raise
     except Exception as e:
+        outcome = (
+            "main is unchanged; the pull request may have been opened before its reply was lost: look at the "
+            "repo's pull requests before retrying"
+            if sent
+            else "the repo is unchanged"
+        )
         raise PushFailedError(
-            f"opening a pull request on {url} failed: {type(e).__name__}: {_safe(e, token)}; the repo is unchanged"
+            f"opening a pull request on {url} failed: {type(e).__name__}: {_safe(e, token)}; {outcome}"
         ) from None
