@@ -222,6 +222,7 @@ def test_git_failing_on_a_full_disk_exits_1_and_keeps_the_repo(pushed, monkeypat
     r = CliRunner().invoke(app, ["push", str(folder), "--repo", REPO, "--repo-type", "model", "--to", str(hub)])
     assert r.exit_code == 1, r.output
     assert "No space left on device" in r.output and "the repo keeps its previous version" in r.output
+    assert "The disk is full: free space on it first." in r.output
     assert f"Rerun: phr-publish push {folder} --repo org/x --repo-type model --to {hub}" in r.output
     monkeypatch.undo()
     assert snapshot(hub) == before and tags(repo) == ["v1", "v2"]
@@ -264,7 +265,11 @@ def test_a_real_full_disk_exits_1_and_leaves_no_repo(tmp_path):
     )
     r = subprocess.run(["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True, timeout=120)
     assert "exit=1" in r.stdout, r.stdout + r.stderr
-    assert "No space left on device" in r.stderr and "Rerun: phr-publish push" in r.stderr
+    assert (
+        "No space left on device" in r.stderr
+        and "The disk is full" in r.stderr
+        and "Rerun: phr-publish push" in r.stderr
+    )
     assert r.stdout.split("exit=1")[1].split() == [".x.lock"]  # no repo, no half-written store
 
 

@@ -36,6 +36,7 @@ older version (``NAME`` a plain git repository) is converted on its next push.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import io
 import logging
@@ -294,7 +295,7 @@ def _published(path: Path) -> bool:
     """Whether the repo was ever published: its store records refs (each push records them after its swap), or it
     has a version numbered above 1 (the stores of older versions record none)."""
     store = _store(path)
-    if (store / "objects").is_dir() and _refs_of(store, check=False):
+    if (store / "objects").is_dir() and _read_refs(store):
         return True
     versions = _versions(path)
     return versions.is_dir() and any(p.name.isdigit() and int(p.name) > 1 for p in versions.iterdir())
@@ -393,16 +394,16 @@ def _holds_published_tags(path: Path, version: Path, current: Path) -> bool:
     """Whether ``version`` holds a published tag that ``current`` lacks: a tag of a version older than the current
     one, or one the store recorded (a version above the current one that no push recorded was never linked: a
     killed push built it). A version whose tags cannot be read is kept."""
-    tags = _tags(version) if (version / ".git").is_dir() else {}
+    tags = _read_refs(version, "refs/tags/") if (version / ".git").is_dir() else {}
     if tags is None:
         return True
-    have = _tags(current) or {}
+    have = _read_refs(current, "refs/tags/") or {}
     lost = {t: sha for t, sha in tags.items() if have.get(t) != sha}
     if not lost:
         return False
     if int(version.name) < int(current.name):
         return True
-    recorded = _refs_of(_store(path), "refs/tags/", check=False)
+    recorded = _read_refs(_store(path), "refs/tags/") or {}
     return any(recorded.get(t) == sha for t, sha in lost.items())
 
 
@@ -487,20 +488,16 @@ def _diff(repo: Path, old_tree: str, new_tree: str) -> tuple[list[str], list[str
 # ---- versions: what readers see --------------------------------------------------------------------------------
 
 
-def _refs_of(repo: Path, pattern: str = "", *, check: bool = True) -> dict[str, str]:
-    """Every ref of ``repo`` (under ``pattern``, e.g. ``refs/tags/``) -> the object it names (annotated tags not
-    peeled); ``check=False``: {} when git cannot read them."""
+def _refs_of(repo: Path) -> dict[str, str]:
+    """Every ref of ``repo`` -> the object it names (annotated tags not peeled)."""
+    out = _git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
+    return dict(line.split(" ", 1) for line in out.splitlines())
+
+
+def _read_refs(repo: Path, pattern: str = "") -> dict[str, str] | None:
+    """The refs of ``repo`` under ``pattern`` (e.g. ``refs/tags/``) as ``_refs_of``; None when git cannot read
+    them (a damaged or missing repository)."""
     r = _git(repo, "for-each-ref", "--format=%(refname) %(objectname)", *([pattern] if pattern else []), check=False)
-    if r.returncode != 0:
-        if check:
-            raise GitFailedError(f"git for-each-ref failed in {repo}: {r.stderr.decode(errors='replace').strip()}")
-        return {}
-    return dict(line.split(" ", 1) for line in r.stdout.decode().splitlines())
-
-
-def _tags(repo: Path) -> dict[str, str] | None:
-    """``repo``'s tags -> the objects they name; None when git cannot read them."""
-    r = _git(repo, "for-each-ref", "--format=%(refname) %(objectname)", "refs/tags/", check=False)
     if r.returncode != 0:
         return None
     return dict(line.split(" ", 1) for line in r.stdout.decode().splitlines())
@@ -659,9 +656,18 @@ def commit_files(
 
 
 def _push_failed(path: Path, e: BaseException, rerun: str) -> PushFailedError:
+    text = str(e)
+    if (isinstance(e, OSError) and e.errno == errno.ENOSPC) or "No space left on device" in text:
+        remedy = " The disk is full: free space on it first."
+    elif (isinstance(e, OSError) and e.errno in (errno.EROFS, errno.EACCES)) or any(
+        m in text for m in ("Read-only file system", "Permission denied")
+    ):
+        remedy = f" The hub is not writable: make {path.parent} writable first."
+    else:
+        remedy = ""
     return PushFailedError(
-        f"push to the local hub repo {path} failed ({type(e).__name__}: {e}); the repo keeps its previous "
-        f"version." + (f" Rerun: {rerun}" if rerun else "")
+        f"push to the local hub repo {path} failed ({type(e).__name__}: {text}); the repo keeps its previous "
+        f"version.{remedy}" + (f" Rerun: {rerun}" if rerun else "")
     )
 
 
@@ -785,7 +791,7 @@ def _last_refs(path: Path) -> tuple[dict[str, str], str]:
     the newest version whose main names a commit."""
     store = _store(path)
     if (store / "objects").is_dir():
-        refs = _refs_of(store, check=False)
+        refs = _read_refs(store)
         if refs and _rev(store, "refs/heads/main"):
             return refs, "the refs its last push recorded"
     versions = _versions(path)
