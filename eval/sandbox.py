@@ -22,6 +22,7 @@ Public API: ``run_program``, ``check_solution``, ``run_many``, ``Verdict``, ``de
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -30,6 +31,7 @@ import selectors
 import shutil
 import signal
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -44,10 +46,12 @@ from typing import Any
 __all__ = [
     "ISOLATIONS",
     "STATUSES",
+    "IsolationReport",
     "Verdict",
     "check_solution",
     "detect_isolation",
     "isolation_available",
+    "isolation_report",
     "run_many",
     "run_program",
 ]
@@ -63,16 +67,17 @@ DEFAULT_DISK_MB = 64  # size of each tmpfs (/sandbox, /tmp, /dev/shm) in bwrap /
 _UID_BASE = 1_100_000_000  # unprivileged uids used when the caller is root (no passwd entry needed)
 _SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 
-# How the program is started: ``python -I -S -c RUNNER <ready fd> <uid> <rlimits> <prctl> <prog.py>``.
+# How the program is started: ``python -I -S -c RUNNER <ready fd> <uid> <rlimits> <prctl> <filter> <prog.py>``.
 # -I: no PYTHON* variables, no user site, no script dir on sys.path; -S: no site-packages (and none of
 # the .pth hooks installed there): the standard library only. Before a line of the program runs, RUNNER
 # applies the rlimits, drops to the job's uid (root callers), sets no_new_privs and the parent-death
-# signal (when asked: bwrap does both itself), writes one byte on the ready pipe and closes it, restores
+# signal (when asked: bwrap does both itself), installs the seccomp filter ``<filter>`` (rlimits mode: no
+# sockets, see SECCOMP_DENY; "-" for none), writes one byte on the ready pipe and closes it, restores
 # the exit()/quit() builtins that site would add, and runs the file as __main__ (sys.argv[0] and
 # __file__ are the program's path). Doing this in the program's own interpreter costs no extra process.
 RUNNER = """\
 import os as _o, sys as _s, resource as _r, builtins as _b
-def _setup(fd, uid, limits, prctl):
+def _setup(fd, uid, limits, prctl, seccomp):
     c = None
     if prctl == "1":
         import ctypes
@@ -88,10 +93,17 @@ def _setup(fd, uid, limits, prctl):
     if c is not None:
         c.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
         c.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG = SIGKILL
+        if seccomp != "-":
+            data = bytes.fromhex(seccomp)
+            code = ctypes.create_string_buffer(data, len(data))
+            class Prog(ctypes.Structure):  # struct sock_fprog
+                _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+            prog, u = Prog(len(data) // 8, ctypes.addressof(code)), ctypes.c_ulong
+            c.prctl(22, u(2), ctypes.byref(prog), u(0), u(0))  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
     _o.write(int(fd), b"R")
     _o.close(int(fd))
-_setup(*_s.argv[1:5])
-del _s.argv[1:5], _s.argv[0]
+_setup(*_s.argv[1:6])
+del _s.argv[1:6], _s.argv[0]
 _b.exit = _b.quit = _s.exit
 __file__ = _s.argv[0]
 del _o, _s, _r, _b, _setup
@@ -123,6 +135,35 @@ class Verdict:
     @property
     def passed(self) -> bool:
         return self.status == "passed"
+
+
+# The seccomp filter of rlimits mode (no network namespace there): socket() fails with EACCES (socketpair(),
+# a connected pair of AF_UNIX sockets, still works), and so do io_uring_setup (io_uring can open sockets
+# without socket()), ptrace and process_vm_readv/writev (another process's memory); so does every system
+# call of another ABI (i386 ``int 0x80``, x32). Per machine: (AUDIT_ARCH_*, the denied syscall numbers).
+SECCOMP_DENY = {
+    "x86_64": (0xC000003E, {"socket": 41, "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311,
+                            "io_uring_setup": 425}),
+    "aarch64": (0xC00000B7, {"socket": 198, "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271,
+                             "io_uring_setup": 425}),
+}  # fmt: skip
+
+
+@cache
+def _seccomp_filter() -> str:
+    """The BPF program of SECCOMP_DENY for this machine, hex-encoded for RUNNER; "-" where there is none."""
+    entry = SECCOMP_DENY.get(os.uname().machine)
+    if entry is None:
+        return "-"
+    audit_arch, numbers = entry
+    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_JMP|JGE|K, BPF_RET|K
+    allow, deny = 0x7FFF0000, 0x00050000 | errno.EACCES  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EACCES
+    nrs = sorted(set(numbers.values()))
+    at_deny = 4 + len(nrs) + 1  # the last instruction; jumps are relative to the next one
+    ins = [(ld, 0, 0, 4), (jeq, 0, at_deny - 2, audit_arch), (ld, 0, 0, 0), (jge, at_deny - 4, 0, 0x40000000)]
+    ins += [(jeq, at_deny - (4 + i) - 1, 0, nr) for i, nr in enumerate(nrs)]
+    ins += [(ret, 0, 0, allow), (ret, 0, 0, deny)]
+    return b"".join(struct.pack("=HBBI", *i) for i in ins).hex()
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -777,6 +818,7 @@ def run_program(
             "-" if uid is None else str(uid),
             limits,
             "0" if mode == "bwrap" else "1",  # bwrap sets no_new_privs + parent-death signal itself
+            _seccomp_filter() if mode == "rlimits" else "-",  # the namespaces keep the network out
             prog_path,
         ]
         if mode == "bwrap":
@@ -906,10 +948,96 @@ def detect_isolation(python: str | None = None) -> str:
         if forced not in ISOLATIONS:
             raise ValueError(f"PHR_SANDBOX_ISOLATION must be one of {ISOLATIONS}, not {forced!r}")
         return forced
-    for mode in ("bwrap", "unshare"):
-        if isolation_available(mode, python):
-            return mode
-    return "rlimits"
+    return best_isolation(python)
+
+
+def best_isolation(python: str | None = None) -> str:
+    """The strongest mode that works here, whatever ``PHR_SANDBOX_ISOLATION`` says."""
+    return next((m for m in ("bwrap", "unshare") if isolation_available(m, python)), "rlimits")
+
+
+_RANK = {"bwrap": 3, "unshare": 2, "rlimits": 1}
+_SOCKET_PROBE = "import socket\ntry:\n    socket.socket()\nexcept PermissionError:\n    print('blocked')\n"
+
+
+def _sockets_blocked(python: str | None) -> bool:
+    """Whether rlimits mode's seccomp filter works here (a program's ``socket()`` is refused)."""
+    python = os.path.realpath(python or default_python())
+    key = ("rlimits-sockets", python)
+    with _PROBE_LOCK:
+        if key not in _PROBES:
+            v = run_program(_SOCKET_PROBE, timeout_s=30, isolation="rlimits", python=python)
+            _PROBES[key] = v.status == "passed" and v.stdout == "blocked\n"
+        return _PROBES[key]
+
+
+@dataclass(frozen=True)
+class IsolationReport:
+    """The isolation runs will use (``mode``), the strongest that works here (``best``), whether
+    ``PHR_SANDBOX_ISOLATION`` chose it; for rlimits mode whether programs run as a uid of their own
+    (``own_uid``) and whether their sockets are blocked. ``weak``: rlimits (no namespaces), or weaker
+    than what this machine can do."""
+
+    mode: str
+    best: str
+    forced: bool
+    own_uid: bool = True
+    sockets_blocked: bool = True
+
+    @property
+    def weak(self) -> bool:
+        return self.mode == "rlimits" or _RANK[self.mode] < _RANK[self.best]
+
+    def _why(self) -> str:
+        if self.forced and self.best != self.mode:
+            return f"PHR_SANDBOX_ISOLATION={self.mode}, though {self.best} works here"
+        return "neither bwrap nor unshare works here" if self.mode == "rlimits" else "bwrap does not work here"
+
+    def _remedy(self) -> str:
+        if self.forced and _RANK[self.best] > _RANK[self.mode]:
+            return "unset PHR_SANDBOX_ISOLATION"
+        return "install bubblewrap (sudo scripts/install-sandbox.sh, docs/sandbox.md)"
+
+    def line(self) -> str:
+        """One line for the start of a run that executes model-written code (``WARNING:`` when weak)."""
+        if not self.weak:
+            if self.mode == "unshare":
+                return f"code sandbox: unshare ({self._why()}; the same namespaces and read-only root as bwrap)"
+            return "code sandbox: bwrap (new pid, net and mount namespaces; read-only system dirs; no network)"
+        if self.mode != "rlimits":
+            return f"WARNING: weak code sandbox: {self.mode} ({self._why()}); {self._remedy()}"
+        who = "an unprivileged uid of their own" if self.own_uid else "YOUR uid (they read and write what you can)"
+        net = "sockets blocked (seccomp)" if self.sockets_blocked else "sockets NOT blocked"
+        return (
+            f"WARNING: weak code sandbox: rlimits only ({self._why()}): no namespaces; model-written programs run "
+            f"as {who}, {net}; {self._remedy()}"
+        )
+
+    def refusal(self) -> str:
+        """The error of ``score`` / ``submit`` (someone else's code) in a weak sandbox without the flag."""
+        what = "rlimits only" if self.mode == "rlimits" else self.mode
+        return (
+            f"the code sandbox here is weak ({what}: {self._why()}): to run someone else's code, "
+            f"{self._remedy()}, or pass --allow-weak-sandbox (recorded in results.json)"
+        )
+
+    def record(self) -> dict:
+        """What results.json records about it (``config.sandbox``)."""
+        out: dict[str, Any] = {"isolation": self.mode, "best_available": self.best, "weak": self.weak}
+        if self.mode == "rlimits":
+            out.update(own_uid=self.own_uid, sockets_blocked=self.sockets_blocked)
+        return out
+
+
+def isolation_report(python: str | None = None) -> IsolationReport:
+    """What ``run_program(isolation="auto")`` will use here, and how it compares with the best mode (probed
+    once per process)."""
+    mode, best = detect_isolation(python), best_isolation(python)
+    forced = bool(os.environ.get("PHR_SANDBOX_ISOLATION"))
+    if mode != "rlimits":
+        return IsolationReport(mode, best, forced)
+    own_uid = _is_root() and _python_for_uid_drop(os.path.realpath(python or default_python())) is not None
+    return IsolationReport(mode, best, forced, own_uid, _sockets_blocked(python))
 
 
 # ---------------------------------------------------------------------------------------------------
