@@ -5,7 +5,8 @@ Layers (see docs/sandbox.md):
 * **isolation** -- ``bwrap`` (bubblewrap: new pid, net, ipc, uts and mount namespaces, a new root made
   of read-only binds of the system directories and the interpreter, tmpfs ``/tmp`` and work dir),
   else ``unshare`` (util-linux unshare, root only: the same namespaces and root built by our own
-  bootstrap), else ``rlimits`` (no namespaces). The isolation used is recorded in every ``Verdict``.
+  bootstrap), else ``rlimits`` (no namespaces; a seccomp filter denies sockets instead). The isolation used
+  is recorded in every ``Verdict``; ``isolation_report`` says whether it is weak (what commands print).
 * **privileges** -- when the caller is root the program runs as an unprivileged uid of its own
   (unique per concurrent job), so RLIMIT_NPROC counts only its processes and it can signal nothing
   of the host; in ``bwrap`` mode as non-root a user namespace does the same job.
@@ -17,7 +18,7 @@ Layers (see docs/sandbox.md):
   stderr are captured up to a size cap.
 
 Public API: ``run_program``, ``check_solution``, ``run_many``, ``Verdict``, ``detect_isolation``,
-``isolation_available``.
+``isolation_available``, ``isolation_report`` (``IsolationReport``).
 """
 
 from __future__ import annotations

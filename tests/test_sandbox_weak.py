@@ -208,7 +208,9 @@ def test_others_code_refused_in_a_weak_sandbox_without_the_flag(mini_folder, tmp
     assert r.stdout == "" and not (tmp_path / "sub.scored").exists() and not hub.exists()
 
 
-def test_submit_with_the_flag_runs_contained_and_records_it(mini_folder, tmp_path, open_phr_home, listener, monkeypatch):
+def test_submit_with_the_flag_runs_contained_and_records_it(
+    mini_folder, tmp_path, open_phr_home, listener, monkeypatch
+):
     """The hostile answer as every code answer of a submission, scored and published with --allow-weak-sandbox in
     the forced rlimits mode: a WARNING first, nothing reaches the listener, the choice is in results.json."""
     home, _ = open_phr_home
@@ -261,4 +263,9 @@ def test_score_in_the_best_sandbox_records_it(mini_folder, tmp_path, monkeypatch
     assert r.exit_code == 0 and r.stderr == "", r.output
     assert r.stdout.splitlines()[0].startswith(f"code sandbox: {best} (")
     box = json.loads((tmp_path / "sub.scored" / "results.json").read_text())["config"]["sandbox"]
-    assert (box["isolation"], box["best_available"], box["weak"], box["allow_weak_sandbox"]) == (best, best, False, False)
+    assert (box["isolation"], box["best_available"], box["weak"], box["allow_weak_sandbox"]) == (
+        best,
+        best,
+        False,
+        False,
+    )
