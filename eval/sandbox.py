@@ -5,8 +5,9 @@ Layers (see docs/sandbox.md):
 * **isolation** -- ``bwrap`` (bubblewrap: new pid, net, ipc, uts and mount namespaces, a new root made
   of read-only binds of the system directories and the interpreter, tmpfs ``/tmp`` and work dir),
   else ``unshare`` (util-linux unshare, root only: the same namespaces and root built by our own
-  bootstrap), else ``rlimits`` (no namespaces; a seccomp filter denies sockets instead). The isolation used
-  is recorded in every ``Verdict``; ``isolation_report`` says whether it is weak (what commands print).
+  bootstrap), else ``rlimits`` (no namespaces; seccomp denies sockets, Landlock confines files). The
+  isolation used is recorded in every ``Verdict``; ``isolation_report`` says whether it is weak (what
+  commands print).
 * **privileges** -- when the caller is root the program runs as an unprivileged uid of its own
   (unique per concurrent job), so RLIMIT_NPROC counts only its processes and it can signal nothing
   of the host; in ``bwrap`` mode as non-root a user namespace does the same job.
@@ -68,17 +69,50 @@ DEFAULT_DISK_MB = 64  # size of each tmpfs (/sandbox, /tmp, /dev/shm) in bwrap /
 _UID_BASE = 1_100_000_000  # unprivileged uids used when the caller is root (no passwd entry needed)
 _SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 
-# How the program is started: ``python -I -S -c RUNNER <ready fd> <uid> <rlimits> <prctl> <filter> <prog.py>``.
+# How the program is started: ``python -I -S -c RUNNER <ready fd> <uid> <rlimits> <prctl> <confine> <prog.py>``.
 # -I: no PYTHON* variables, no user site, no script dir on sys.path; -S: no site-packages (and none of
 # the .pth hooks installed there): the standard library only. Before a line of the program runs, RUNNER
 # applies the rlimits, drops to the job's uid (root callers), sets no_new_privs and the parent-death
-# signal (when asked: bwrap does both itself), installs the seccomp filter ``<filter>`` (rlimits mode: no
-# sockets, see SECCOMP_DENY; "-" for none), writes one byte on the ready pipe and closes it, restores
+# signal (when asked: bwrap does both itself), confines the program when ``<confine>`` is not "-" (rlimits
+# mode: a JSON object with the seccomp filter that denies sockets, see SECCOMP_DENY, and the Landlock rules
+# that limit its files, see _landlock_rules), writes one byte on the ready pipe and closes it, restores
 # the exit()/quit() builtins that site would add, and runs the file as __main__ (sys.argv[0] and
 # __file__ are the program's path). Doing this in the program's own interpreter costs no extra process.
 RUNNER = """\
 import os as _o, sys as _s, resource as _r, builtins as _b
-def _setup(fd, uid, limits, prctl, seccomp):
+def _seccomp(ctypes, c, hexcode):
+    data = bytes.fromhex(hexcode)
+    code = ctypes.create_string_buffer(data, len(data))
+    class Prog(ctypes.Structure):  # struct sock_fprog
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+    prog, u = Prog(len(data) // 8, ctypes.addressof(code)), ctypes.c_ulong
+    c.prctl(22, u(2), ctypes.byref(prog), u(0), u(0))  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+def _landlock(ctypes, c, rules):
+    import stat, struct
+    sys_, L = c.syscall, ctypes.c_long
+    sys_.restype = ctypes.c_long
+    abi = sys_(L(444), None, L(0), L(1))  # landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
+    if abi < 1:
+        return
+    fs = (1 << 13) - 1 | (abi >= 2) << 13 | (abi >= 3) << 14 | (abi >= 5) << 15  # every right this ABI knows
+    file_rights = fs & (1 | 2 | 4 | 1 << 14 | 1 << 15)  # execute, write, read, truncate, ioctl on devices
+    attr = struct.pack("=QQQ", fs, 3 if abi >= 4 else 0, 3 if abi >= 6 else 0)  # + no TCP; scoped: signals, abstract
+    attr = attr[: 8 if abi < 4 else 16 if abi < 6 else 24]
+    rs = sys_(L(444), attr, L(len(attr)), L(0))
+    if rs < 0:
+        return
+    for path, kind in rules:
+        try:
+            pfd = _o.open(path, _o.O_PATH | _o.O_CLOEXEC)
+        except OSError:
+            continue
+        isdir = stat.S_ISDIR(_o.fstat(pfd).st_mode)
+        rights = {"ro": 1 | 4 | 8, "rw": fs}[kind] & (fs if isdir else file_rights)
+        sys_(L(445), L(rs), L(1), struct.pack("=Qi", rights, pfd), L(0))  # LANDLOCK_RULE_PATH_BENEATH
+        _o.close(pfd)
+    sys_(L(446), L(rs), L(0))  # landlock_restrict_self
+    _o.close(rs)
+def _setup(fd, uid, limits, prctl, confine):
     c = None
     if prctl == "1":
         import ctypes
@@ -94,20 +128,20 @@ def _setup(fd, uid, limits, prctl, seccomp):
     if c is not None:
         c.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
         c.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG = SIGKILL
-        if seccomp != "-":
-            data = bytes.fromhex(seccomp)
-            code = ctypes.create_string_buffer(data, len(data))
-            class Prog(ctypes.Structure):  # struct sock_fprog
-                _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-            prog, u = Prog(len(data) // 8, ctypes.addressof(code)), ctypes.c_ulong
-            c.prctl(22, u(2), ctypes.byref(prog), u(0), u(0))  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+        if confine != "-":
+            import json
+            spec = json.loads(confine)
+            if spec.get("seccomp"):
+                _seccomp(ctypes, c, spec["seccomp"])
+            if spec.get("landlock"):
+                _landlock(ctypes, c, spec["landlock"])
     _o.write(int(fd), b"R")
     _o.close(int(fd))
 _setup(*_s.argv[1:6])
 del _s.argv[1:6], _s.argv[0]
 _b.exit = _b.quit = _s.exit
 __file__ = _s.argv[0]
-del _o, _s, _r, _b, _setup
+del _o, _s, _r, _b, _setup, _seccomp, _landlock
 exec(compile(open(__file__, "rb").read(), __file__, "exec"))
 """
 
@@ -165,6 +199,26 @@ def _seccomp_filter() -> str:
     ins += [(jeq, at_deny - (4 + i) - 1, 0, nr) for i, nr in enumerate(nrs)]
     ins += [(ret, 0, 0, allow), (ret, 0, 0, deny)]
     return b"".join(struct.pack("=HBBI", *i) for i in ins).hex()
+
+
+# Landlock (Linux >= 5.13) in rlimits mode: the program may read and execute only what the namespaced modes
+# bind into their root (the system dirs, the loader cache, the time zone, the interpreter), read and write
+# its work dir and the harmless devices, nothing else (no $PHR_HOME, no home dirs, no /proc: not the
+# caller's environ either); no TCP (ABI >= 4), and no signals or abstract unix sockets beyond its own
+# processes (ABI >= 6). A kernel without it runs the program without these rules (the probe says so).
+_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+
+
+def _landlock_rules(python: str, workdir: str) -> list[tuple[str, str]]:
+    """(path, "ro" | "rw") for RUNNER's Landlock ruleset: the read-only binds of _fs_plan, the devices, the work dir."""
+    ro = [op[1] for op in _fs_plan(python, 0) if op[0] == "ro-bind"]
+    return [*((p, "ro") for p in ro), *((d, "rw") for d in _DEVICES), (workdir, "rw")]
+
+
+def _confinement(python: str, workdir: str) -> str:
+    """RUNNER's ``<confine>`` argument in rlimits mode: the seccomp filter and the Landlock rules."""
+    seccomp = _seccomp_filter()
+    return json.dumps({"seccomp": None if seccomp == "-" else seccomp, "landlock": _landlock_rules(python, workdir)})
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -819,7 +873,7 @@ def run_program(
             "-" if uid is None else str(uid),
             limits,
             "0" if mode == "bwrap" else "1",  # bwrap sets no_new_privs + parent-death signal itself
-            _seccomp_filter() if mode == "rlimits" else "-",  # the namespaces keep the network out
+            _confinement(program_python, workdir) if mode == "rlimits" else "-",  # else the namespaces do it
             prog_path,
         ]
         if mode == "bwrap":
@@ -916,7 +970,7 @@ def run_program(
 # ---------------------------------------------------------------------------------------------------
 
 _PROBE_LOCK = threading.Lock()
-_PROBES: dict[tuple[str, str], bool] = {}
+_PROBES: dict[tuple[str, str], Any] = {}
 
 
 def isolation_available(mode: str, python: str | None = None) -> bool:
@@ -958,32 +1012,42 @@ def best_isolation(python: str | None = None) -> str:
 
 
 _RANK = {"bwrap": 3, "unshare": 2, "rlimits": 1}
-_SOCKET_PROBE = "import socket\ntry:\n    socket.socket()\nexcept PermissionError:\n    print('blocked')\n"
+_GUARDS_PROBE = (
+    "import os, socket\n"
+    "try:\n    socket.socket()\nexcept PermissionError:\n    print('sockets blocked')\n"
+    "try:\n    os.listdir('/')\nexcept PermissionError:\n    print('files confined')\n"
+)
+
+
+def _rlimits_guards(python: str | None) -> tuple[bool, bool]:
+    """Whether rlimits mode's seccomp filter (``socket()`` refused) and Landlock rules (``/`` unreadable) work here."""
+    python = os.path.realpath(python or default_python())
+    key = ("rlimits-guards", python)
+    with _PROBE_LOCK:
+        if key not in _PROBES:
+            v = run_program(_GUARDS_PROBE, timeout_s=30, isolation="rlimits", python=python)
+            lines = v.stdout.splitlines() if v.status == "passed" else []
+            _PROBES[key] = ("sockets blocked" in lines, "files confined" in lines)
+        return _PROBES[key]
 
 
 def _sockets_blocked(python: str | None) -> bool:
-    """Whether rlimits mode's seccomp filter works here (a program's ``socket()`` is refused)."""
-    python = os.path.realpath(python or default_python())
-    key = ("rlimits-sockets", python)
-    with _PROBE_LOCK:
-        if key not in _PROBES:
-            v = run_program(_SOCKET_PROBE, timeout_s=30, isolation="rlimits", python=python)
-            _PROBES[key] = v.status == "passed" and v.stdout == "blocked\n"
-        return _PROBES[key]
+    return _rlimits_guards(python)[0]
 
 
 @dataclass(frozen=True)
 class IsolationReport:
     """The isolation runs will use (``mode``), the strongest that works here (``best``), whether
     ``PHR_SANDBOX_ISOLATION`` chose it; for rlimits mode whether programs run as a uid of their own
-    (``own_uid``) and whether their sockets are blocked. ``weak``: rlimits (no namespaces), or weaker
-    than what this machine can do."""
+    (``own_uid``), whether their sockets are blocked (seccomp) and their files confined (Landlock).
+    ``weak``: rlimits (no namespaces), or weaker than what this machine can do."""
 
     mode: str
     best: str
     forced: bool
     own_uid: bool = True
     sockets_blocked: bool = True
+    files_confined: bool = True
 
     @property
     def weak(self) -> bool:
@@ -1007,11 +1071,15 @@ class IsolationReport:
             return "code sandbox: bwrap (new pid, net and mount namespaces; read-only system dirs; no network)"
         if self.mode != "rlimits":
             return f"WARNING: weak code sandbox: {self.mode} ({self._why()}); {self._remedy()}"
-        who = "an unprivileged uid of their own" if self.own_uid else "YOUR uid (they read and write what you can)"
+        who = "an unprivileged uid of their own" if self.own_uid else "YOUR uid"
         net = "sockets blocked (seccomp)" if self.sockets_blocked else "sockets NOT blocked"
+        if self.files_confined:
+            files = "files limited to the system dirs (Landlock)"
+        else:
+            files = "files NOT confined: they read " + ("what any user may" if self.own_uid else "what you can")
         return (
             f"WARNING: weak code sandbox: rlimits only ({self._why()}): no namespaces; model-written programs run "
-            f"as {who}, {net}; {self._remedy()}"
+            f"as {who}, {net}, {files}; {self._remedy()}"
         )
 
     def refusal(self) -> str:
@@ -1026,7 +1094,7 @@ class IsolationReport:
         """What results.json records about it (``config.sandbox``)."""
         out: dict[str, Any] = {"isolation": self.mode, "best_available": self.best, "weak": self.weak}
         if self.mode == "rlimits":
-            out.update(own_uid=self.own_uid, sockets_blocked=self.sockets_blocked)
+            out.update(own_uid=self.own_uid, sockets_blocked=self.sockets_blocked, files_confined=self.files_confined)
         return out
 
 
@@ -1038,7 +1106,7 @@ def isolation_report(python: str | None = None) -> IsolationReport:
     if mode != "rlimits":
         return IsolationReport(mode, best, forced)
     own_uid = _is_root() and _python_for_uid_drop(os.path.realpath(python or default_python())) is not None
-    return IsolationReport(mode, best, forced, own_uid, _sockets_blocked(python))
+    return IsolationReport(mode, best, forced, own_uid, *_rlimits_guards(python))
 
 
 # ---------------------------------------------------------------------------------------------------

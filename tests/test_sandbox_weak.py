@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import socket
+import subprocess
 import tempfile
 import uuid
 from pathlib import Path
@@ -109,6 +110,46 @@ def test_hostile_program_cannot_read_the_cache_nor_send_it_in_rlimits_mode(open_
     assert v.uid is not None
     assert "list denied 13" in v.stdout and "read " not in v.stdout, v.stdout
     assert secret not in v.stdout
+
+
+_AS_CALLER = r"""
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("phr_sandbox_copy", sys.argv[1])
+sb = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = sb
+spec.loader.exec_module(sb)
+v = sb.run_program(sys.argv[2], timeout_s=10, isolation="rlimits")
+print(v.status, v.isolation, v.uid)
+sys.stdout.write(v.stdout)
+"""
+
+
+def test_hostile_program_contained_when_it_runs_as_the_callers_own_uid(open_phr_home, listener):
+    """A non-root caller (uid 65534 here, via setpriv) in rlimits mode: the program has the caller's uid, so file
+    modes cannot hide $PHR_HOME; Landlock does, and seccomp blocks the socket."""
+    home, secret = open_phr_home
+    python = sb._python_for_uid_drop(sb.default_python())
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or python is None or setpriv is None or not sb._accessible_to_others(sb.__file__):
+        pytest.skip("needs root, setpriv, and an interpreter and module file uid 65534 can use")
+    for p in (home, *home.rglob("*")):
+        os.chown(p, 65534, 65534)
+    hostile = HOSTILE.format(home=str(home), port=listener.getsockname()[1])
+    argv = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", python, "-I", "-S", "-c", _AS_CALLER]
+    res = subprocess.run(
+        [*argv, sb.__file__, hostile],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd="/",
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert res.returncode == 0, res.stderr
+    first, *lines = res.stdout.splitlines()
+    assert first == "passed rlimits None"  # the program ran as its caller's uid
+    assert lines == ["list denied 13", "connect denied 13"], res.stdout
+    assert secret not in res.stdout
+    _nothing_arrived(listener)
 
 
 def test_rlimits_mode_blocks_every_socket_family_but_keeps_socketpair(monkeypatch):
