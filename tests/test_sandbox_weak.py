@@ -246,7 +246,8 @@ def test_others_code_refused_in_a_weak_sandbox_without_the_flag(mini_folder, tmp
         "else's code, install bubblewrap (sudo scripts/install-sandbox.sh, docs/sandbox.md), or pass "
         "--allow-weak-sandbox (recorded in results.json)"
     ]
-    assert r.stdout == "" and not (tmp_path / "sub.scored").exists() and not hub.exists()
+    assert r.stdout == "preset: none (the defaults)\n"
+    assert not (tmp_path / "sub.scored").exists() and not hub.exists()
 
 
 def test_submit_with_the_flag_runs_contained_and_records_it(
@@ -302,7 +303,7 @@ def test_score_in_the_best_sandbox_records_it(mini_folder, tmp_path, monkeypatch
         pytest.skip("neither bwrap nor unshare works here")
     r = _score(_submission(mini_folder, tmp_path / "sub.jsonl", "print(1)\n"), mini_folder)
     assert r.exit_code == 0 and r.stderr == "", r.output
-    assert r.stdout.splitlines()[0].startswith(f"code sandbox: {best} (")
+    assert r.stdout.splitlines()[1].startswith(f"code sandbox: {best} (")
     box = json.loads((tmp_path / "sub.scored" / "results.json").read_text())["config"]["sandbox"]
     assert (box["isolation"], box["best_available"], box["weak"], box["allow_weak_sandbox"]) == (
         best,

@@ -362,7 +362,6 @@ def _score_submission(cfg: ScoreSubmissionConfig, hub, dry_run: bool):
 
     if not cfg.submission.is_file():
         raise UsageError(f"no such submission file: {cfg.submission}")
-    _announce_sandbox(others_code=True, allow_weak=cfg.allow_weak_sandbox)
     typer.echo(f"preset: {cfg.preset or 'none (the defaults)'}")
     meta = load_meta(
         cfg.meta,
@@ -375,6 +374,7 @@ def _score_submission(cfg: ScoreSubmissionConfig, hub, dry_run: bool):
         submitted_by=cfg.submitted_by,
         notes=cfg.notes,
     )
+    _announce_sandbox(others_code=True, allow_weak=cfg.allow_weak_sandbox)  # after the metadata: bad input first
     out = cfg.out or cfg.submission.with_name(cfg.submission.stem + ".scored")
     pf = Preflight()
     for role in ("scorer", "judge", "grader"):
