@@ -19,7 +19,7 @@ from phr.eval.report import result_json, write_results
 from phr.eval.resolution import PROMPT_VERSION, prompt_hash
 from phr.eval.results import Bootstrap, EvaluationSettings, Result, RunManifest, Truncation
 from phr.eval.runner import GENERATIONS_FILE, PAPER_SCORER, load_eval_dataset_from_meta, load_run
-from phr.eval.sandbox import detect_isolation
+from phr.eval.sandbox import isolation_report
 from phr.eval.scorers import EquivalenceGrader
 from phr.eval.scoring import ScoreOptions, score_responses
 from phr.eval.submission import Submission, validate_submission
@@ -38,13 +38,10 @@ def _spec_of(x) -> str | None:
 def scoring_config(options: ScoreOptions) -> dict:
     """What the scores depend on, for the results JSON."""
 
-    cfg: dict = {
-        "sandbox": {
-            "isolation": detect_isolation(),
-            "timeout_s": options.code_timeout_s,
-            "memory_mb": options.code_memory_mb,
-        }
-    }
+    sandbox = {**isolation_report().record(), "timeout_s": options.code_timeout_s, "memory_mb": options.code_memory_mb}
+    if options.allow_weak_sandbox is not None:
+        sandbox["allow_weak_sandbox"] = options.allow_weak_sandbox
+    cfg: dict = {"sandbox": sandbox}
     if options.scorer is not None:
         scorer = options.scorer
         cues = getattr(scorer, "cues", None) or load_cues()

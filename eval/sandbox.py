@@ -5,7 +5,9 @@ Layers (see docs/sandbox.md):
 * **isolation** -- ``bwrap`` (bubblewrap: new pid, net, ipc, uts and mount namespaces, a new root made
   of read-only binds of the system directories and the interpreter, tmpfs ``/tmp`` and work dir),
   else ``unshare`` (util-linux unshare, root only: the same namespaces and root built by our own
-  bootstrap), else ``rlimits`` (no namespaces). The isolation used is recorded in every ``Verdict``.
+  bootstrap), else ``rlimits`` (no namespaces; seccomp denies sockets, Landlock confines files). The
+  isolation used is recorded in every ``Verdict``; ``isolation_report`` says whether it is weak (what
+  commands print).
 * **privileges** -- when the caller is root the program runs as an unprivileged uid of its own
   (unique per concurrent job), so RLIMIT_NPROC counts only its processes and it can signal nothing
   of the host; in ``bwrap`` mode as non-root a user namespace does the same job.
@@ -17,11 +19,12 @@ Layers (see docs/sandbox.md):
   stderr are captured up to a size cap.
 
 Public API: ``run_program``, ``check_solution``, ``run_many``, ``Verdict``, ``detect_isolation``,
-``isolation_available``.
+``isolation_available``, ``isolation_report`` (``IsolationReport``).
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -30,6 +33,7 @@ import selectors
 import shutil
 import signal
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -44,10 +48,12 @@ from typing import Any
 __all__ = [
     "ISOLATIONS",
     "STATUSES",
+    "IsolationReport",
     "Verdict",
     "check_solution",
     "detect_isolation",
     "isolation_available",
+    "isolation_report",
     "run_many",
     "run_program",
 ]
@@ -63,16 +69,50 @@ DEFAULT_DISK_MB = 64  # size of each tmpfs (/sandbox, /tmp, /dev/shm) in bwrap /
 _UID_BASE = 1_100_000_000  # unprivileged uids used when the caller is root (no passwd entry needed)
 _SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 
-# How the program is started: ``python -I -S -c RUNNER <ready fd> <uid> <rlimits> <prctl> <prog.py>``.
+# How the program is started: ``python -I -S -c RUNNER <ready fd> <uid> <rlimits> <prctl> <confine> <prog.py>``.
 # -I: no PYTHON* variables, no user site, no script dir on sys.path; -S: no site-packages (and none of
 # the .pth hooks installed there): the standard library only. Before a line of the program runs, RUNNER
 # applies the rlimits, drops to the job's uid (root callers), sets no_new_privs and the parent-death
-# signal (when asked: bwrap does both itself), writes one byte on the ready pipe and closes it, restores
+# signal (when asked: bwrap does both itself), confines the program when ``<confine>`` is not "-" (rlimits
+# mode: a JSON object with the seccomp filter that denies sockets, see SECCOMP_DENY, and the Landlock rules
+# that limit its files, see _landlock_rules), writes one byte on the ready pipe and closes it, restores
 # the exit()/quit() builtins that site would add, and runs the file as __main__ (sys.argv[0] and
 # __file__ are the program's path). Doing this in the program's own interpreter costs no extra process.
 RUNNER = """\
 import os as _o, sys as _s, resource as _r, builtins as _b
-def _setup(fd, uid, limits, prctl):
+def _seccomp(ctypes, c, hexcode):
+    data = bytes.fromhex(hexcode)
+    code = ctypes.create_string_buffer(data, len(data))
+    class Prog(ctypes.Structure):  # struct sock_fprog
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+    prog, u = Prog(len(data) // 8, ctypes.addressof(code)), ctypes.c_ulong
+    c.prctl(22, u(2), ctypes.byref(prog), u(0), u(0))  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+def _landlock(ctypes, c, rules):
+    import stat, struct
+    sys_, L = c.syscall, ctypes.c_long
+    sys_.restype = ctypes.c_long
+    abi = sys_(L(444), None, L(0), L(1))  # landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
+    if abi < 1:
+        return
+    fs = (1 << 13) - 1 | (abi >= 2) << 13 | (abi >= 3) << 14 | (abi >= 5) << 15  # every right this ABI knows
+    file_rights = fs & (1 | 2 | 4 | 1 << 14 | 1 << 15)  # execute, write, read, truncate, ioctl on devices
+    attr = struct.pack("=QQQ", fs, 3 if abi >= 4 else 0, 3 if abi >= 6 else 0)  # + no TCP; scoped: signals, abstract
+    attr = attr[: 8 if abi < 4 else 16 if abi < 6 else 24]
+    rs = sys_(L(444), attr, L(len(attr)), L(0))
+    if rs < 0:
+        return
+    for path, kind in rules:
+        try:
+            pfd = _o.open(path, _o.O_PATH | _o.O_CLOEXEC)
+        except OSError:
+            continue
+        isdir = stat.S_ISDIR(_o.fstat(pfd).st_mode)
+        rights = {"ro": 1 | 4 | 8, "rw": fs}[kind] & (fs if isdir else file_rights)
+        sys_(L(445), L(rs), L(1), struct.pack("=Qi", rights, pfd), L(0))  # LANDLOCK_RULE_PATH_BENEATH
+        _o.close(pfd)
+    sys_(L(446), L(rs), L(0))  # landlock_restrict_self
+    _o.close(rs)
+def _setup(fd, uid, limits, prctl, confine):
     c = None
     if prctl == "1":
         import ctypes
@@ -88,13 +128,20 @@ def _setup(fd, uid, limits, prctl):
     if c is not None:
         c.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
         c.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG = SIGKILL
+        if confine != "-":
+            import json
+            spec = json.loads(confine)
+            if spec.get("seccomp"):
+                _seccomp(ctypes, c, spec["seccomp"])
+            if spec.get("landlock"):
+                _landlock(ctypes, c, spec["landlock"])
     _o.write(int(fd), b"R")
     _o.close(int(fd))
-_setup(*_s.argv[1:5])
-del _s.argv[1:5], _s.argv[0]
+_setup(*_s.argv[1:6])
+del _s.argv[1:6], _s.argv[0]
 _b.exit = _b.quit = _s.exit
 __file__ = _s.argv[0]
-del _o, _s, _r, _b, _setup
+del _o, _s, _r, _b, _setup, _seccomp, _landlock
 exec(compile(open(__file__, "rb").read(), __file__, "exec"))
 """
 
@@ -123,6 +170,55 @@ class Verdict:
     @property
     def passed(self) -> bool:
         return self.status == "passed"
+
+
+# The seccomp filter of rlimits mode (no network namespace there): socket() fails with EACCES (socketpair(),
+# a connected pair of AF_UNIX sockets, still works), and so do io_uring_setup (io_uring can open sockets
+# without socket()), ptrace and process_vm_readv/writev (another process's memory); so does every system
+# call of another ABI (i386 ``int 0x80``, x32). Per machine: (AUDIT_ARCH_*, the denied syscall numbers).
+SECCOMP_DENY = {
+    "x86_64": (0xC000003E, {"socket": 41, "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311,
+                            "io_uring_setup": 425}),
+    "aarch64": (0xC00000B7, {"socket": 198, "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271,
+                             "io_uring_setup": 425}),
+}  # fmt: skip
+
+
+@cache
+def _seccomp_filter() -> str:
+    """The BPF program of SECCOMP_DENY for this machine, hex-encoded for RUNNER; "-" where there is none."""
+    entry = SECCOMP_DENY.get(os.uname().machine)
+    if entry is None:
+        return "-"
+    audit_arch, numbers = entry
+    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_JMP|JGE|K, BPF_RET|K
+    allow, deny = 0x7FFF0000, 0x00050000 | errno.EACCES  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EACCES
+    nrs = sorted(set(numbers.values()))
+    at_deny = 4 + len(nrs) + 1  # the last instruction; jumps are relative to the next one
+    ins = [(ld, 0, 0, 4), (jeq, 0, at_deny - 2, audit_arch), (ld, 0, 0, 0), (jge, at_deny - 4, 0, 0x40000000)]
+    ins += [(jeq, at_deny - (4 + i) - 1, 0, nr) for i, nr in enumerate(nrs)]
+    ins += [(ret, 0, 0, allow), (ret, 0, 0, deny)]
+    return b"".join(struct.pack("=HBBI", *i) for i in ins).hex()
+
+
+# Landlock (Linux >= 5.13) in rlimits mode: the program may read and execute only what the namespaced modes
+# bind into their root (the system dirs, the loader cache, the time zone, the interpreter), read and write
+# its work dir and the harmless devices, nothing else (no $PHR_HOME, no home dirs, no /proc: not the
+# caller's environ either); no TCP (ABI >= 4), and no signals or abstract unix sockets beyond its own
+# processes (ABI >= 6). A kernel without it runs the program without these rules (the probe says so).
+_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+
+
+def _landlock_rules(python: str, workdir: str) -> list[tuple[str, str]]:
+    """(path, "ro" | "rw") for RUNNER's Landlock ruleset: the read-only binds of _fs_plan, the devices, the work dir."""
+    ro = [op[1] for op in _fs_plan(python, 0) if op[0] == "ro-bind"]
+    return [*((p, "ro") for p in ro), *((d, "rw") for d in _DEVICES), (workdir, "rw")]
+
+
+def _confinement(python: str, workdir: str) -> str:
+    """RUNNER's ``<confine>`` argument in rlimits mode: the seccomp filter and the Landlock rules."""
+    seccomp = _seccomp_filter()
+    return json.dumps({"seccomp": None if seccomp == "-" else seccomp, "landlock": _landlock_rules(python, workdir)})
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -777,6 +873,7 @@ def run_program(
             "-" if uid is None else str(uid),
             limits,
             "0" if mode == "bwrap" else "1",  # bwrap sets no_new_privs + parent-death signal itself
+            _confinement(program_python, workdir) if mode == "rlimits" else "-",  # else the namespaces do it
             prog_path,
         ]
         if mode == "bwrap":
@@ -873,7 +970,7 @@ def run_program(
 # ---------------------------------------------------------------------------------------------------
 
 _PROBE_LOCK = threading.Lock()
-_PROBES: dict[tuple[str, str], bool] = {}
+_PROBES: dict[tuple[str, str], Any] = {}
 
 
 def isolation_available(mode: str, python: str | None = None) -> bool:
@@ -906,10 +1003,110 @@ def detect_isolation(python: str | None = None) -> str:
         if forced not in ISOLATIONS:
             raise ValueError(f"PHR_SANDBOX_ISOLATION must be one of {ISOLATIONS}, not {forced!r}")
         return forced
-    for mode in ("bwrap", "unshare"):
-        if isolation_available(mode, python):
-            return mode
-    return "rlimits"
+    return best_isolation(python)
+
+
+def best_isolation(python: str | None = None) -> str:
+    """The strongest mode that works here, whatever ``PHR_SANDBOX_ISOLATION`` says."""
+    return next((m for m in ("bwrap", "unshare") if isolation_available(m, python)), "rlimits")
+
+
+_RANK = {"bwrap": 3, "unshare": 2, "rlimits": 1}
+_GUARDS_PROBE = (
+    "import os, socket\n"
+    "try:\n    socket.socket()\nexcept PermissionError:\n    print('sockets blocked')\n"
+    "try:\n    os.listdir('/')\nexcept PermissionError:\n    print('files confined')\n"
+)
+
+
+def _rlimits_guards(python: str | None) -> tuple[bool, bool]:
+    """Whether rlimits mode's seccomp filter (``socket()`` refused) and Landlock rules (``/`` unreadable) work here."""
+    python = os.path.realpath(python or default_python())
+    key = ("rlimits-guards", python)
+    with _PROBE_LOCK:
+        if key not in _PROBES:
+            v = run_program(_GUARDS_PROBE, timeout_s=30, isolation="rlimits", python=python)
+            lines = v.stdout.splitlines() if v.status == "passed" else []
+            _PROBES[key] = ("sockets blocked" in lines, "files confined" in lines)
+        return _PROBES[key]
+
+
+def _sockets_blocked(python: str | None) -> bool:
+    return _rlimits_guards(python)[0]
+
+
+@dataclass(frozen=True)
+class IsolationReport:
+    """The isolation runs will use (``mode``), the strongest that works here (``best``), whether
+    ``PHR_SANDBOX_ISOLATION`` chose it; for rlimits mode whether programs run as a uid of their own
+    (``own_uid``), whether their sockets are blocked (seccomp) and their files confined (Landlock).
+    ``weak``: rlimits (no namespaces), or weaker than what this machine can do."""
+
+    mode: str
+    best: str
+    forced: bool
+    own_uid: bool = True
+    sockets_blocked: bool = True
+    files_confined: bool = True
+
+    @property
+    def weak(self) -> bool:
+        return self.mode == "rlimits" or _RANK[self.mode] < _RANK[self.best]
+
+    def _why(self) -> str:
+        if self.forced and self.best != self.mode:
+            return f"PHR_SANDBOX_ISOLATION={self.mode}, though {self.best} works here"
+        return "neither bwrap nor unshare works here" if self.mode == "rlimits" else "bwrap does not work here"
+
+    def _remedy(self) -> str:
+        if self.forced and _RANK[self.best] > _RANK[self.mode]:
+            return "unset PHR_SANDBOX_ISOLATION"
+        return "install bubblewrap (sudo scripts/install-sandbox.sh, docs/sandbox.md)"
+
+    def line(self) -> str:
+        """One line for the start of a run that executes model-written code (``WARNING:`` when weak)."""
+        if not self.weak:
+            if self.mode == "unshare":
+                return f"code sandbox: unshare ({self._why()}; the same namespaces and read-only root as bwrap)"
+            return "code sandbox: bwrap (new pid, net and mount namespaces; read-only system dirs; no network)"
+        if self.mode != "rlimits":
+            return f"WARNING: weak code sandbox: {self.mode} ({self._why()}); {self._remedy()}"
+        who = "an unprivileged uid of their own" if self.own_uid else "YOUR uid"
+        net = "sockets blocked (seccomp)" if self.sockets_blocked else "sockets NOT blocked"
+        if self.files_confined:
+            files = "files limited to the system dirs (Landlock)"
+        else:
+            files = "files NOT confined: they read " + ("what any user may" if self.own_uid else "what you can")
+        return (
+            f"WARNING: weak code sandbox: rlimits only ({self._why()}): no namespaces; model-written programs run "
+            f"as {who}, {net}, {files}; {self._remedy()}"
+        )
+
+    def refusal(self) -> str:
+        """The error of ``score`` / ``submit`` (someone else's code) in a weak sandbox without the flag."""
+        what = "rlimits only" if self.mode == "rlimits" else self.mode
+        return (
+            f"the code sandbox here is weak ({what}: {self._why()}): to run someone else's code, "
+            f"{self._remedy()}, or pass --allow-weak-sandbox (recorded in results.json)"
+        )
+
+    def record(self) -> dict:
+        """What results.json records about it (``config.sandbox``)."""
+        out: dict[str, Any] = {"isolation": self.mode, "best_available": self.best, "weak": self.weak}
+        if self.mode == "rlimits":
+            out.update(own_uid=self.own_uid, sockets_blocked=self.sockets_blocked, files_confined=self.files_confined)
+        return out
+
+
+def isolation_report(python: str | None = None) -> IsolationReport:
+    """What ``run_program(isolation="auto")`` will use here, and how it compares with the best mode (probed
+    once per process)."""
+    mode, best = detect_isolation(python), best_isolation(python)
+    forced = bool(os.environ.get("PHR_SANDBOX_ISOLATION"))
+    if mode != "rlimits":
+        return IsolationReport(mode, best, forced)
+    own_uid = _is_root() and _python_for_uid_drop(os.path.realpath(python or default_python())) is not None
+    return IsolationReport(mode, best, forced, own_uid, *_rlimits_guards(python))
 
 
 # ---------------------------------------------------------------------------------------------------

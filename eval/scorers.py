@@ -84,6 +84,7 @@ class ScoreOptions:
     grader: Any = None  # LLM equivalence grader (spec or LLM) for free-text open-ended answers; None: normalised match
     rel_tol: float = REL_TOL  # numeric open-ended answers
     trajectory: Any = None  # a phr.eval.trajectory.TrajectorySettings (None: the defaults)
+    allow_weak_sandbox: bool | None = None  # submissions: whether a weak code sandbox was accepted (recorded)
 
 
 # ---- the protocol -----------------------------------------------------------------------------------------

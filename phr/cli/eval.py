@@ -71,6 +71,17 @@ def _trajectory(kl_direction: str, step_rule: str, bc_counting: str) -> Trajecto
         raise UsageError(str(e)) from None
 
 
+def _announce_sandbox(*, others_code: bool = False, allow_weak: bool = False) -> None:
+    """Say which code sandbox the run's code answers will run in (a WARNING on stderr when it is weak); for
+    someone else's code (``score``, ``submit``) refuse a weak one unless ``allow_weak`` (--allow-weak-sandbox)."""
+    from phr.eval.sandbox import isolation_report
+
+    report = isolation_report()
+    if report.weak and others_code and not allow_weak:
+        raise UsageError(report.refusal())
+    typer.echo(report.line(), err=report.weak)
+
+
 def _print_settings(result) -> None:
     """The truncation share (a warning above 1%) and a note when the scorer is not the paper's."""
     st = result.get("settings") or {}
@@ -147,6 +158,8 @@ def eval_phrbench(cfg: EvalPhrbenchConfig, hub: Hub = None, dry_run: DryRun = Fa
     from phr.llm import LLM
 
     typer.echo(f"preset: {cfg.preset or 'none (the defaults)'}")
+    if cfg.score and cfg.shard is None:
+        _announce_sandbox()
     pf = Preflight()
     trajectory = _trajectory(cfg.kl_direction, cfg.step_rule, cfg.bc_counting)
     shard = pf.check("--shard", lambda: parse_shard(cfg.shard))
@@ -311,6 +324,7 @@ def eval_merge(cfg: EvalMergeConfig, hub: Hub = None, dry_run: DryRun = False) -
     typer.echo(f"{len(cfg.shards)} shards join into one run ({len(joined.responses)} responses)")
     resolved = None
     if cfg.score:
+        _announce_sandbox()
         pf, resolved = _scoring(joined, cfg, hub)
         pf.finish(dry_run, echo=typer.echo)
     if dry_run:
@@ -330,7 +344,9 @@ def eval_score(cfg: EvalScoreConfig, hub: Hub = None, dry_run: DryRun = False) -
 
     from phr.eval.runner import load_run
 
-    pf, resolved = _scoring(load_run(cfg.run), cfg, hub)
+    run = load_run(cfg.run)
+    _announce_sandbox()
+    pf, resolved = _scoring(run, cfg, hub)
     pf.finish(dry_run, echo=typer.echo)
     if not dry_run:
         _rescore(cfg.run, resolved, hub, cfg.plots)
@@ -358,6 +374,7 @@ def _score_submission(cfg: ScoreSubmissionConfig, hub, dry_run: bool):
         submitted_by=cfg.submitted_by,
         notes=cfg.notes,
     )
+    _announce_sandbox(others_code=True, allow_weak=cfg.allow_weak_sandbox)  # after the metadata: bad input first
     out = cfg.out or cfg.submission.with_name(cfg.submission.stem + ".scored")
     pf = Preflight()
     for role in ("scorer", "judge", "grader"):
@@ -379,6 +396,7 @@ def _score_submission(cfg: ScoreSubmissionConfig, hub, dry_run: bool):
         grader=cfg.grader,
         trajectory=_trajectory(cfg.kl_direction, cfg.step_rule, cfg.bc_counting),
     )
+    options = replace(options, allow_weak_sandbox=cfg.allow_weak_sandbox)
     return score_submission(cfg.submission, ds, meta, options, out=out, plots=cfg.plots, validated=sub)
 
 

@@ -178,6 +178,11 @@ class ScoreSubmissionConfig(Scoring):
     notes: str | None = setting(None, "Free text shown with the result.")
     out: Path | None = setting(None, "Output folder (default: SUBMISSION.scored/).")
     plots: bool = setting(True, "Write PNG plots.")
+    allow_weak_sandbox: bool = setting(
+        False,
+        "Run the submission's code even when the code sandbox is weak (rlimits only, or weaker than the best mode "
+        "this machine has; refused otherwise); recorded in results.json (docs/sandbox.md).",
+    )
 
 
 class SubmitConfig(ScoreSubmissionConfig):

@@ -2,14 +2,35 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from pathlib import Path
 
 
+def make_private(path: str | Path) -> None:
+    """Create the database file readable by its owner only (0600; SQLite gives its -wal and -shm files the same
+    mode) and take other users' access away from one an older version left readable."""
+    if str(path) in ("", ":memory:") or str(path).startswith("file:"):
+        return
+    p = Path(path)
+    try:
+        os.close(os.open(p, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except OSError:
+        pass  # it exists, or cannot be made (sqlite3.connect then says why)
+    for f in (p, p.with_name(p.name + "-wal"), p.with_name(p.name + "-shm")):
+        try:
+            if f.stat().st_mode & 0o077 and f.stat().st_uid == os.geteuid():
+                f.chmod(0o600)
+        except FileNotFoundError:
+            pass
+
+
 def connect(path: str | Path, *, busy_timeout_s: float = 60.0) -> sqlite3.Connection:
     """A connection in WAL mode with ``synchronous=NORMAL`` (durable across process crashes), autocommit and
-    ``check_same_thread=False`` (callers keep one connection per thread)."""
+    ``check_same_thread=False`` (callers keep one connection per thread), on a file only its owner can read
+    (answers and prompts are private, and the code sandbox's weakest mode must not read them)."""
+    make_private(path)
     conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")

@@ -103,7 +103,7 @@ class CallCache:
         self.path = Path(path).expanduser() if path else default_cache_path()
         self._local = threading.local()
         if self.mode is not CacheMode.OFF:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # e.g. $PHR_HOME: its owner's only
             with self._conn() as c:
                 c.executescript(SCHEMA)
 
