@@ -395,6 +395,8 @@ _HTTP_URL = re.compile(r"^https?://[^\s\x00-\x1f\x7f\"'<>`\\]+$", re.IGNORECASE)
 #: the longest text a result's field holds (characters); TEXT_LIMIT for the others (notes, further keys)
 TEXT_LIMITS = {"submitted_by": 200, "date": 64, "dataset.id": 200, "dataset.revision": 200}
 TEXT_LIMIT = 2000
+#: bidirectional overrides and isolates: they make text display in another order than it is written
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 def _shown(value: str) -> str:
@@ -431,7 +433,7 @@ def text_problem(text: str, limit: int = TEXT_LIMIT) -> str | None:
 
     if len(text) > limit:
         return f"has {len(text)} characters (at most {limit})"
-    if any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in text):
+    if any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") or ch in _BIDI_CONTROLS for ch in text):
         return f"must be one line of text (no line breaks or control characters), got {_shown(text)}"
     if "<" in text or ">" in text:
         return f"must be plain text (no '<' or '>': no HTML), got {_shown(text)}"

@@ -31,7 +31,7 @@ from phr.core.errors import UsageError
 from phr.core.fs import honour_umask
 from phr.core.text import clip
 from phr.eval.dataset import CONDITIONS, DatasetError, EvalDataset, check_conditions
-from phr.eval.results import MODEL_ACCESS, TEXT_LIMIT, TEXT_LIMITS, revision_problem, text_problem
+from phr.eval.results import MODEL_ACCESS, TEXT_LIMIT, TEXT_LIMITS, revision_problem, text_problem, url_problem
 from phr.hub.repo import repo_id_problem
 
 KEYS = ("instance_id", "sample", "response")
@@ -78,6 +78,8 @@ class SubmissionMeta:
             u = urlparse(self.link) if isinstance(self.link, str) else None
             if u is None or u.scheme not in ("http", "https") or not u.netloc or any(c.isspace() for c in self.link):
                 raise _meta_error("link", f"must be an http(s) URL, got {self.link!r}")
+            if problem := url_problem(self.link):
+                raise _meta_error("link", problem)
         if isinstance(self.samples, bool) or not isinstance(self.samples, int) or self.samples < 1:
             raise _meta_error("samples", f"must be an integer >= 1, got {self.samples!r}")
         try:

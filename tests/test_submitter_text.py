@@ -188,6 +188,8 @@ def test_results_eval_writes_are_accepted_on_entry(tmp_path):
         ("--submitted-by", IMG, "field 'submitted_by' must be plain text (no '<' or '>': no HTML)"),
         ("--notes", "a\n# injected heading", "field 'notes' must be one line of text"),
         ("--model", SCRIPT, "field 'model' must be a Hub model id"),
+        ("--link", 'https://example.org/"><script>x</script>', "field 'link' must be an http(s) URL without spaces"),
+        ("--submitted-by", "Alice \u202egnp.exe", "field 'submitted_by' must be one line of text"),
     ],
 )
 def test_submit_refuses_hostile_metadata_before_anything_runs(tmp_path, option, value, problem):
