@@ -21,6 +21,7 @@ import hashlib
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -429,8 +430,6 @@ def revision_problem(revision: str) -> str | None:
 
 def text_problem(text: str, limit: int = TEXT_LIMIT) -> str | None:
     """Why ``text`` is no short plain text (one line, no control characters, no '<' or '>': no HTML), or None."""
-    import unicodedata
-
     if len(text) > limit:
         return f"has {len(text)} characters (at most {limit})"
     if any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") or ch in _BIDI_CONTROLS for ch in text):
