@@ -223,10 +223,13 @@ def _parquet_rows(path: Path, required: Sequence[c.Column] = ()):
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(path)
+        file = pq.ParquetFile(path)
+        c.check_columns(path, file.schema_arrow.names, required)  # before reading: names must be unique
+        table = file.read()
+    except c.MalformedSourceError:
+        raise
     except Exception as e:  # noqa: BLE001 - any unreadable file
         raise c.MalformedSourceError(f"{path}: not a readable parquet file ({e})") from None
-    c.check_columns(path, table.column_names, required)
     for i, row in enumerate(table.to_pylist()):
         yield f"row {i + 1}", row
 

@@ -26,6 +26,7 @@ from phr.bench.metrics import (
 )
 from phr.core.figures import save_png, subplots
 from phr.core.fs import atomic_dir
+from phr.core.text import md_code, md_text
 from phr.eval.results import (
     H_MINUS_T,
     DatasetRef,
@@ -88,7 +89,7 @@ def _as_result(result: Result | Mapping[str, Any]) -> Result:
 
 def _table(header: list[str], rows: list[list]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(estimate_text(c).replace("|", "\\|") for c in r) + " |" for r in rows]
+    out += ["| " + " | ".join(md_text(estimate_text(c)) for c in r) + " |" for r in rows]
     return out + [""]
 
 
@@ -108,10 +109,10 @@ def render_report(result: Result | Mapping[str, Any]) -> str:
     err = t.cell_errors
     e = (lambda part, *keys: _dig(getattr(err, part), keys)) if err else (lambda part, *keys: None)
     lines = [
-        f"# PHRBench results: {res.model}",
+        f"# PHRBench results: {md_text(res.model)}",
         "",
-        f"Model revision `{res.revision}`, dataset `{res.dataset.id}` @ `{res.dataset.revision}`, run "
-        f"`{res.run_id or ''}`, {res.counts.samples} samples ({res.counts.missing} missing).",
+        f"Model revision {md_code(res.revision)}, dataset {md_code(res.dataset.id)} @ {md_code(res.dataset.revision)}, "
+        f"run {md_code(res.run_id or '')}, {res.counts.samples} samples ({res.counts.missing} missing).",
         "",
     ]
     if res.bootstrap:

@@ -21,6 +21,7 @@ import hashlib
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -28,7 +29,8 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_serializer
 
 from phr.bench.metrics import ACCURACY, FIGURES, INSIGHTFUL, OL_WORDS, REQUIRED, rate_of
-from phr.core.errors import PHRError
+from phr.core.errors import PHRError, UsageError
+from phr.core.text import clip
 
 SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)
@@ -44,6 +46,10 @@ T_SAME_QUESTIONS = "B+T_same_questions"
 
 class ResultsError(PHRError):
     pass
+
+
+class UnsafeResultError(ResultsError, UsageError):
+    """A result whose submitter text is refused on entry (``entry_problems``): bad input, exit 2."""
 
 
 class Artifact(BaseModel):
@@ -379,6 +385,83 @@ def read_result_file(path: str | Path) -> Result:
 def load_result(path: str | Path) -> Result:
     """A result JSON file that is a leaderboard entry."""
     return leaderboard_result(_read_json(Path(path)), source=str(path))
+
+
+# ---- submitter text, checked on entry (submit, push-results) -------------------------------------------------
+
+#: a model spec as eval records a run's model (``local:smollm2``, ``hf:ORG/NAME@REV``, ``openai:gpt-4o``)
+_MODEL_SPEC = re.compile(r"^[a-z][a-z0-9-]*:[A-Za-z0-9._/@#:+=~-]{1,256}$")
+_GIT_REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/+-]{0,127}$")
+_HTTP_URL = re.compile(r"^https?://[^\s\x00-\x1f\x7f\"'<>`\\]+$", re.IGNORECASE)
+#: the longest text a result's field holds (characters); TEXT_LIMIT for the others (notes, further keys)
+TEXT_LIMITS = {"submitted_by": 200, "date": 64, "dataset.id": 200, "dataset.revision": 200}
+TEXT_LIMIT = 2000
+#: bidirectional overrides and isolates: they make text display in another order than it is written
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def _shown(value: str) -> str:
+    return clip(repr(value), 80)
+
+
+def model_name_problem(model: str) -> str | None:
+    """Why ``model`` is no model name (a Hub model id NAME or ORG/NAME, or a model spec PROVIDER:MODEL written
+    with letters, digits and ``. _ - / : @ # + = ~``), or None."""
+    from phr.hub.repo import repo_id_problem
+
+    if _MODEL_SPEC.fullmatch(model) or repo_id_problem(model, namespace=False) is None:
+        return None
+    return (
+        f"must be a Hub model id (NAME or ORG/NAME) or a model spec PROVIDER:MODEL (letters, digits and "
+        f"'. _ - / : @ # + = ~'), got {_shown(model)}"
+    )
+
+
+def revision_problem(revision: str) -> str | None:
+    """Why ``revision`` is no git revision (a commit hash, tag or branch: letters, digits, ``. _ - / +``, at most
+    128 characters, starting with a letter or digit), or None."""
+    if _GIT_REVISION.fullmatch(revision):
+        return None
+    return (
+        "must be a git revision (a commit hash, tag or branch: letters, digits, '.', '_', '-', '/', '+', at most "
+        f"128 characters), got {_shown(revision)}"
+    )
+
+
+def text_problem(text: str, limit: int = TEXT_LIMIT) -> str | None:
+    """Why ``text`` is no short plain text (one line, no control characters, no '<' or '>': no HTML), or None."""
+    if len(text) > limit:
+        return f"has {len(text)} characters (at most {limit})"
+    if any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") or ch in _BIDI_CONTROLS for ch in text):
+        return f"must be one line of text (no line breaks or control characters), got {_shown(text)}"
+    if "<" in text or ">" in text:
+        return f"must be plain text (no '<' or '>': no HTML), got {_shown(text)}"
+    return None
+
+
+def url_problem(url: str) -> str | None:
+    """Why ``url`` is no plain http(s) URL (no whitespace, quotes, backticks or angle brackets), or None."""
+    return (
+        None
+        if _HTTP_URL.fullmatch(url)
+        else f"must be an http(s) URL without spaces, quotes or '<>', got {_shown(url)}"
+    )
+
+
+def entry_problems(res: Result) -> list[str]:
+    """Why the submitter text of ``res`` is refused on entry to a leaderboard, one line per field (empty: none).
+    The model is a model name, the revision a git revision, the link an http(s) URL, every other text field
+    (and top-level string kept as is) short plain text; what is rendered is escaped as well (``phr.core.text``)."""
+    text = {"dataset.id": res.dataset.id, "dataset.revision": res.dataset.revision, "date": res.date}
+    text |= {"submitted_by": res.submitted_by, "notes": res.notes}
+    text |= {k: v for k, v in (res.model_extra or {}).items() if isinstance(v, str)}
+    found = {
+        "model": model_name_problem(res.model),
+        "revision": revision_problem(res.revision),
+        "source_url": url_problem(res.source_url) if res.source_url is not None else None,
+    }
+    found |= {k: text_problem(v, TEXT_LIMITS.get(k, TEXT_LIMIT)) for k, v in text.items() if v is not None}
+    return [f"{name}: {why}" for name, why in found.items() if why]
 
 
 def model_slug(model: str) -> str:

@@ -31,7 +31,7 @@ from phr.core.errors import UsageError
 from phr.core.fs import honour_umask
 from phr.core.text import clip
 from phr.eval.dataset import CONDITIONS, DatasetError, EvalDataset, check_conditions
-from phr.eval.results import MODEL_ACCESS
+from phr.eval.results import MODEL_ACCESS, TEXT_LIMIT, TEXT_LIMITS, revision_problem, text_problem, url_problem
 from phr.hub.repo import repo_id_problem
 
 KEYS = ("instance_id", "sample", "response")
@@ -78,6 +78,8 @@ class SubmissionMeta:
             u = urlparse(self.link) if isinstance(self.link, str) else None
             if u is None or u.scheme not in ("http", "https") or not u.netloc or any(c.isspace() for c in self.link):
                 raise _meta_error("link", f"must be an http(s) URL, got {self.link!r}")
+            if problem := url_problem(self.link):
+                raise _meta_error("link", problem)
         if isinstance(self.samples, bool) or not isinstance(self.samples, int) or self.samples < 1:
             raise _meta_error("samples", f"must be an integer >= 1, got {self.samples!r}")
         try:
@@ -85,9 +87,14 @@ class SubmissionMeta:
         except (DatasetError, AttributeError, TypeError) as e:
             raise _meta_error("conditions", str(e) if isinstance(e, DatasetError) else f"bad value {self.conditions!r}")
         object.__setattr__(self, "conditions", conditions)
+        if problem := revision_problem(self.revision):
+            raise _meta_error("revision", problem)
         for name in ("submitted_by", "notes"):
-            if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
                 raise _meta_error(name, "must be a string")
+            if value is not None and (problem := text_problem(value, TEXT_LIMITS.get(name, TEXT_LIMIT))):
+                raise _meta_error(name, problem)
         if self.model_access is not None and self.model_access not in MODEL_ACCESS:
             raise _meta_error("model_access", f"must be one of {', '.join(MODEL_ACCESS)}, got {self.model_access!r}")
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import yaml
+from annotated_types import Ge, Gt, Interval
 from pydantic import Field, TypeAdapter, ValidationError
 
 from phr.core.errors import UsageError
@@ -145,16 +146,79 @@ TOP = (
 )
 CORPUS_OF = {"grpo": "hr1-grpo", "sft": "hr1-sft"}  # the corpus a method trains on (its build command)
 
+#: the ranges of trainer settings, as the libraries that use them draw them (checked with the types, listed alike;
+#: ``num_generations >= 2`` is checked with GRPO's batch rule, ``grpo_batch_problem``)
+TRAINER_BOUNDS: dict[str, Gt | Ge | Interval] = {
+    # GRPO's sampling: transformers' logits warpers refuse these (TRL's docs: top_p in (0, 1], min_p in [0, 1],
+    # top_k 0 = off)
+    "temperature": Gt(0),
+    "top_p": Interval(gt=0, le=1),
+    "top_k": Ge(0),
+    "min_p": Interval(ge=0, le=1),
+    "repetition_penalty": Gt(0),
+    # TRL's GRPO: mu iterations per batch, completion length, clipping, KL coefficient, generation batch
+    "num_iterations": Ge(1),
+    "max_completion_length": Ge(1),
+    "epsilon": Ge(0),
+    "epsilon_high": Ge(0),
+    "beta": Ge(0),
+    "generation_batch_size": Ge(1),
+    "steps_per_generation": Ge(1),
+    "max_length": Ge(1),  # SFT
+    # transformers' TrainingArguments: a steps strategy needs a positive interval (below 1: a share of all steps)
+    "save_steps": Gt(0),
+    "logging_steps": Gt(0),
+    "eval_steps": Gt(0),
+    "warmup_steps": Ge(0),
+    "num_train_epochs": Gt(0),
+    "per_device_train_batch_size": Ge(1),
+    "per_device_eval_batch_size": Ge(1),
+    "gradient_accumulation_steps": Ge(1),
+    "dataloader_num_workers": Ge(0),
+    "seed": Interval(ge=0, lt=2**32),  # numpy's seed range (transformers.set_seed)
+    # torch's AdamW
+    "learning_rate": Ge(0),
+    "weight_decay": Ge(0),
+    "adam_epsilon": Ge(0),
+    "adam_beta1": Interval(ge=0, lt=1),
+    "adam_beta2": Interval(ge=0, lt=1),
+}
 
-def _type_name(t: Any) -> str:
-    """A type annotation in words: ``int``, ``one of 'auto', 'float32'``, ``int or null``."""
+
+def _bounded(hint: Any, bound: Any) -> Any:
+    """``hint`` with ``bound`` on its value (a ``T | None`` keeps None allowed)."""
+    if bound is None:
+        return hint
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (Union, types.UnionType) and type(None) in args:
+        inner = [a for a in args if a is not type(None)]
+        return Union[Annotated[Union[tuple(inner)], bound], None]  # noqa: UP007 - built at run time
+    return Annotated[hint, bound]
+
+
+def _bound_words(bound: Any) -> str:
+    """``> 0``, ``>= 1``, ``in (0, 1]``."""
+    if isinstance(bound, Gt):
+        return f"> {bound.gt}"
+    if isinstance(bound, Ge):
+        return f">= {bound.ge}"
+    low = f"({bound.gt}" if bound.gt is not None else f"[{bound.ge}"
+    high = f"{bound.lt})" if bound.lt is not None else f"{bound.le}]"
+    return f"in {low}, {high}"
+
+
+def _type_name(t: Any, bounds: bool = True) -> str:
+    """A type annotation in words: ``int``, ``one of 'auto', 'float32'``, ``int or null``, ``float > 0`` (its
+    ``TRAINER_BOUNDS`` unless ``bounds`` is false)."""
     origin = typing.get_origin(t)
     if origin is Annotated:
-        return _type_name(typing.get_args(t)[0])
+        base, *meta = typing.get_args(t)
+        words = [_bound_words(m) for m in meta if bounds and isinstance(m, (Gt, Ge, Interval))]
+        return " ".join([_type_name(base, bounds), *words])
     if origin is Literal:
         return "one of " + ", ".join(repr(a) for a in typing.get_args(t))
     if origin in (Union, types.UnionType):
-        return " or ".join(dict.fromkeys(_type_name(a) for a in typing.get_args(t)))
+        return " or ".join(dict.fromkeys(_type_name(a, bounds) for a in typing.get_args(t)))
     if t is type(None):
         return "null"
     if t in (dict, Any) or origin is dict:
@@ -162,6 +226,9 @@ def _type_name(t: Any) -> str:
     if origin is list:
         return "a list"
     return getattr(t, "__name__", str(t).replace("typing.", ""))
+
+
+_OUT_OF_RANGE = ("greater_than", "greater_than_equal", "less_than", "less_than_equal")  # pydantic's error types
 
 
 def _problems_of(e: ValidationError, where: str, hints: dict[str, Any]) -> list[str]:
@@ -176,7 +243,8 @@ def _problems_of(e: ValidationError, where: str, hints: dict[str, Any]) -> list[
             out[key] = f"{key}: required ({_type_name(hints.get(name))})"
         else:
             why = err["msg"][0].lower() + err["msg"][1:]
-            out[key] = f"{key}: expected {_type_name(hints.get(name, Any))}, got {err['input']!r} ({why})"
+            words = _type_name(hints.get(name, Any), bounds=err["type"] in _OUT_OF_RANGE)
+            out[key] = f"{key}: expected {words}, got {err['input']!r} ({why})"
     return list(out.values())
 
 
@@ -215,10 +283,11 @@ def _trainer(method: str, raw: Any, problems: list[str]) -> dict | None:
         if key not in hints:
             problems.append(f"trainer.{key} is not a field of trl.{cls.__name__}")
             continue
+        hint = _bounded(hints[key], TRAINER_BOUNDS.get(key))
         try:
-            checked = TypeAdapter(hints[key]).validate_python(value)
+            checked = TypeAdapter(hint).validate_python(value)
         except ValidationError as e:
-            problems.extend(_problems_of(e, f"trainer.{key}", {"": hints[key]}))
+            problems.extend(_problems_of(e, f"trainer.{key}", {"": hint}))
             continue
         scalar = isinstance(checked, (bool, int, float)) and not isinstance(value, (bool, int, float))
         out[key] = checked if scalar else value

@@ -357,7 +357,13 @@ Column = str | tuple[str, ...]  # a required column: its name, or the names it m
 
 def check_columns(origin: str | Path, found: Sequence[str], required: Sequence[Column]) -> None:
     """A header-level error when a ``required`` column is not among ``found`` (the header of ``origin``):
-    "column 'Best Answer' not found in header of FILE; found: ...", with the closest name when one is close."""
+    "column 'Best Answer' not found in header of FILE; found: ...", with the closest name when one is close. A
+    column name that appears twice is an error too (a row would keep only one of its fields)."""
+    twice = [name for i, name in enumerate(found) if name in found[:i]]
+    if twice:
+        where = ", ".join(f"{name!r} (columns {', '.join(str(i + 1) for i, n in enumerate(found) if n == name)})"
+                          for name in dict.fromkeys(twice))  # fmt: skip
+        raise MalformedSourceError(f"duplicate column name {where} in header of {origin}: rename one of them")
     missing = [(col,) if isinstance(col, str) else tuple(col) for col in required]
     missing = [names for names in missing if not any(n in found for n in names)]
     if not missing:

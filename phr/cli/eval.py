@@ -100,6 +100,7 @@ def _print_settings(result) -> None:
 
 def _print_summary(result, out: Path) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from phr.bench.metrics import INSIGHTFUL, LEADERBOARD, REQUIRED, RESOLUTIONS, TRAJECTORY, metric, rate_of
@@ -108,7 +109,7 @@ def _print_summary(result, out: Path) -> None:
     con = Console()
     t = result["tables"]
     errs = (t.get("cell_errors") or {}).get("by_condition", {})
-    table = Table(title=f"PHRBench: {result['model']} @ {result['revision']}")
+    table = Table(title=f"PHRBench: {escape(result['model'])} @ {escape(result['revision'])}")  # never markup
     for col in ("condition", "n", "accuracy", *TRAJECTORY):
         table.add_column(col, justify="right" if col != "condition" else "left")
     for c, row in t["by_condition"].items():

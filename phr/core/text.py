@@ -1,6 +1,9 @@
-"""Short forms of long text for messages."""
+"""Short forms of long text for messages; submitter text made inert in Markdown."""
 
 from __future__ import annotations
+
+import re
+import unicodedata
 
 
 def clip(text: str, limit: int = 200) -> str:
@@ -12,3 +15,23 @@ def clip(text: str, limit: int = 200) -> str:
     words = head.rsplit(None, 1)
     cut = head if text[limit].isspace() or len(words) < 2 else words[0]
     return f"{cut.rstrip(' ,;:')}… ({len(text)} characters in all)"
+
+
+def one_line(text: object) -> str:
+    """``text`` on one line: line breaks (any Unicode line separator) and other control characters become spaces."""
+    return "".join(" " if unicodedata.category(ch) in ("Cc", "Zl", "Zp") else ch for ch in str(text))
+
+
+def md_text(text: object, link_text: bool = False) -> str:
+    """``text`` as inert Markdown inline text, safe in a table cell: one line, ``\\`` and ``|`` escaped, ``<`` and
+    ``>`` as entities (no HTML), ``[`` and ``]`` escaped inside a link's text."""
+    out = one_line(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    return out.replace("[", "\\[").replace("]", "\\]") if link_text else out
+
+
+def md_code(text: object) -> str:
+    """``text`` as a Markdown code span on one line (its delimiter longer than any run of backticks inside)."""
+    text = one_line(text)
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"

@@ -84,7 +84,7 @@ class PushResult:
 def repo_id_problem(repo_id: object, *, namespace: bool = True) -> str | None:
     """Why the Hub would refuse ``repo_id`` as ORG/NAME (or also NAME alone when ``namespace`` is false), or
     ``None``. The Hub's rules, each said in words: each part uses ASCII letters, digits, '.', '_', '-', starts and ends with a letter or
-    digit, holds no '--' or '..', does not end with '.git' and has at most 96 characters. huggingface_hub's own
+    digit, holds no '--' or '..', does not end with '.git' (in any case) and has at most 96 characters. huggingface_hub's own
     validator (``validate_repo_id``) then has the last word. The local hub keeps the same rule, so a name it
     accepts is one the Hub accepts too (and never a path that leaves its folder)."""
     from huggingface_hub.utils import HFValidationError, validate_repo_id
@@ -96,8 +96,8 @@ def repo_id_problem(repo_id: object, *, namespace: bool = True) -> str | None:
             return f"{part!r} must use ASCII letters, digits, '.', '_' or '-' and start and end with a letter or digit"
         if "--" in part or ".." in part:
             return f"{part!r} cannot hold '--' or '..'"
-        if part.endswith(".git"):
-            return f"{part!r} cannot end with '.git' (the Hub refuses such names)"
+        if part.lower().endswith(".git"):
+            return f"{part!r} cannot end with '.git' in any case (the Hub refuses such names)"
         if len(part) > 96:
             return f"{part[:20]!r}... has {len(part)} characters (at most 96)"
     try:

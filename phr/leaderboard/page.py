@@ -41,6 +41,7 @@ from phr.bench.metrics import (
     section,
 )
 from phr.core.parquet import write_parquet
+from phr.core.text import md_text
 from phr.eval.results import H_MINUS_T, Result
 from phr.leaderboard.repo import dump_result, result_path
 from phr.leaderboard.report import (
@@ -84,7 +85,7 @@ _HTTP_URL = re.compile(r"^https?://[^\s\x00-\x1f\x7f\"'<>`\\]+$", re.IGNORECASE)
 
 def safe_url(url: str | None) -> str | None:
     """``url`` if it is a plain http(s) URL (no whitespace, quotes or angle brackets), else None."""
-    return url if url and _HTTP_URL.match(url) else None
+    return url if url and _HTTP_URL.fullmatch(url) else None
 
 
 def _datasets(rows: list[LeaderboardEntry]) -> list[str]:
@@ -97,9 +98,7 @@ def _footer(rows: list[LeaderboardEntry]) -> str:
 
 
 def _md(text: str, link_text: bool = False) -> str:
-    text = " ".join(str(text).splitlines())
-    text = text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
-    return text.replace("[", "\\[").replace("]", "\\]") if link_text else text
+    return md_text(text, link_text)
 
 
 def _md_url(url: str) -> str:

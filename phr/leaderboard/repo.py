@@ -26,11 +26,14 @@ from phr.bench.metrics import LEADERBOARD, label
 from phr.cards.eval_yaml import eval_yaml
 from phr.core.parquet import write_parquet
 from phr.core.report import Rejection, ValidationReport
+from phr.core.text import md_text
 from phr.eval.results import (
     ID_PATTERN,
     SCHEMA_VERSION,
     Result,
     ResultsError,
+    UnsafeResultError,
+    entry_problems,
     leaderboard_result,
     load_result,
     model_slug,
@@ -40,7 +43,7 @@ from phr.hub import README, ArtifactKind, PushResult, RepoNotFoundError, hub_dir
 from phr.hub.card import CardError, card_configs
 from phr.hub.local import LocalHub, commit_files, read_tree
 from phr.hub.online import add_file_pr_online, read_files_online
-from phr.hub.repo import check_repo_id
+from phr.hub.repo import check_repo_id, repo_id_problem
 from phr.leaderboard.table import SE_NOTE, TITLE, entries, has_errors, leaderboard_table
 
 LEADERBOARD_CONFIG = "leaderboard"
@@ -111,7 +114,14 @@ def collect_results(sources: Iterable[str | Path]) -> list[Result]:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
+    return md_text(text)
+
+
+def _dataset_link(dataset: str) -> str:
+    """A Hub link for a dataset repo id; anything else (a hand-edited result) as escaped text."""
+    return (
+        f"[{dataset}](https://huggingface.co/datasets/{dataset})" if not repo_id_problem(dataset) else md_text(dataset)
+    )
 
 
 def render_card(
@@ -144,7 +154,7 @@ def render_card(
         for i, e in enumerate(rows, 1)
     ]
     load = repo_id or "ORG/NAME"
-    links = ", ".join(f"[{d}](https://huggingface.co/datasets/{d})" for d in datasets)
+    links = ", ".join(_dataset_link(d) for d in datasets)
     body = [
         f"# {title}",
         "",
@@ -300,7 +310,10 @@ def push_results(
     local = hub_dir(to)
     new = {}
     for p in result_json_paths:
-        rec = load_result(p).as_json()
+        loaded = load_result(p)
+        if problems := entry_problems(loaded):
+            raise UnsafeResultError(f"{p}: refused, its submitter text is not safe to publish: {'; '.join(problems)}")
+        rec = loaded.as_json()
         rel = result_path(rec)
         if rel in new and json.loads(new[rel]) != rec:
             raise ResultsError(f"two submissions map to {rel} with different content: give them distinct run_id")

@@ -46,6 +46,7 @@ from phr.bench.metrics import (
 from phr.bench.records import Domain, MutationType
 from phr.core.figures import save_png
 from phr.core.fs import atomic_dir, atomic_write
+from phr.core.text import md_text
 from phr.eval.results import H_MINUS_T, MODEL_ACCESS, Result, estimate_text
 from phr.leaderboard.repo import result_path
 
@@ -373,7 +374,7 @@ def build_report(results: Sequence[Result]) -> CrossModelReport:
 
 
 def _md(text: Any) -> str:
-    return " ".join(str(text).splitlines()).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
+    return md_text(text)
 
 
 def comparison_columns() -> list[tuple[str, str, str]]:
