@@ -42,9 +42,10 @@ _ERRNO_IN_TEXT = re.compile(r"\[errno (\d+)\]", re.I)
 _PATH_LOCALS = ("path", "file", "filename", "dest", "target")
 
 
-def note_path(exc: BaseException, path: str | Path) -> None:
-    """Record on ``exc`` the file it happened on (kept if one is already noted: the innermost writer knows best)."""
-    if getattr(exc, "phr_path", None) is None:
+def note_path(exc: BaseException, path: str | Path, *, replace: bool = False) -> None:
+    """Record on ``exc`` the file it happened on (one already noted is kept, the innermost writer knowing best,
+    unless ``replace``)."""
+    if replace or getattr(exc, "phr_path", None) is None:
         try:
             exc.phr_path = str(path)  # type: ignore[attr-defined]
         except AttributeError:  # an exception type without a __dict__
@@ -75,9 +76,9 @@ def describe(exc: BaseException) -> tuple[str, int]:
 
 def _os_error(exc: OSError) -> tuple[str, int]:
     code = exc.errno
-    if code is None and (m := _ERRNO_IN_TEXT.search(str(exc))):  # pyarrow: "[errno 28] No space left on device"
+    if code is None and (m := _ERRNO_IN_TEXT.search(str(exc))):  # pyarrow: "... [errno 28] No space left ..."
         code = int(m[1])
-    reason = exc.strerror or (os.strerror(code) if code else str(exc)) or type(exc).__name__
+    reason = os.strerror(code) if code else str(exc) or type(exc).__name__
     name = errno.errorcode.get(code, "") if code else ""
     where = _path_of(exc)
     if exc.filename2 is not None and where == str(exc.filename):

@@ -156,8 +156,9 @@ def atomic_dir(dest: str | Path, *, overwrite: bool = True) -> Iterator[Path]:
         replace_path(tmp, dest)
     except BaseException as e:
         _remove(tmp)
-        if isinstance(e, OSError) and (e.filename is None or str(e.filename).startswith(str(tmp))):
-            note_path(e, dest)  # a write into the temporary folder: name what was being written
+        inner = getattr(e, "phr_path", None) or getattr(e, "filename", None)
+        if isinstance(e, OSError) and (inner is None or str(inner).startswith(str(tmp))):
+            note_path(e, dest, replace=True)  # a write into the temporary folder: name what was being written
         raise
 
 

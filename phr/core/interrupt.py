@@ -28,9 +28,19 @@ class Interrupted(KeyboardInterrupt):
         return 128 + self.signum
 
 
-def _on_signal(signum: int, frame) -> None:
-    _signum[0] = signum
+def request_stop(signum: int = signal.SIGINT) -> None:
+    """Ask the work to stop as signal ``signum`` does (the flag only; the signal handler also raises)."""
+    _signum[0] = int(signum)
     _stop.set()
+
+
+def clear() -> None:
+    """Forget a stop request (a process that goes on after handling one: tests)."""
+    _stop.clear()
+
+
+def _on_signal(signum: int, frame) -> None:
+    request_stop(signum)
     raise Interrupted(signum)
 
 
