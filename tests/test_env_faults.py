@@ -13,6 +13,7 @@ import errno
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import sqlite3
@@ -348,3 +349,29 @@ def test_local_generation_stops_within_one_token(smollm2):
         interrupt.clear()
     assert e.value.exit_code == 143
     assert len(ticks) == 4  # the token during which the request came, then one more check: stopped
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_local_model_eval(tmp_path, smollm2, mini_folder):
+    """Ctrl-C once the local model is generating (a progress line inside the first batch): the command ends with
+    the rerun line and exit 130, and no cut answer is cached."""
+    cache = tmp_path / "calls.sqlite"
+    args = ["--cache", str(cache), "eval", "phrbench", "--model", "local:smollm2", "--dataset", str(mini_folder)]
+    args += ["--limit", "2", "--samples", "1", "--max-tokens", "2000", "--scorer", "none", "--no-plots"]
+    env = {**os.environ, "PHR_PROGRESS_EVERY": "0", "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen([EXE, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen = []
+    try:
+        for line in proc.stderr:
+            seen.append(line)
+            if re.match(r"\[progress\] .*: 0\.\d/10 ", line):  # tokens of the first batch are coming
+                break
+        proc.send_signal(signal.SIGINT)
+        _, rest = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+    err = "".join(seen) + rest
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert err.splitlines()[-1] == f"interrupted; rerun to resume: phr-publish {' '.join(args)}"
+    assert sqlite3.connect(cache).execute("SELECT COUNT(*) FROM calls").fetchone()[0] == 0
