@@ -375,3 +375,47 @@ def test_ctrl_c_stops_local_model_eval(tmp_path, smollm2, mini_folder):
     assert "Traceback" not in err
     assert err.splitlines()[-1] == f"interrupted; rerun to resume: phr-publish {' '.join(args)}"
     assert sqlite3.connect(cache).execute("SELECT COUNT(*) FROM calls").fetchone()[0] == 0
+
+
+def test_describe_words_each_fault(tmp_path):
+    """phr.core.faults.describe: the file, the reason and the remedy, and the exit code, per kind of fault."""
+    from phr.core.faults import describe
+
+    def raised(exc_or_fn):
+        try:
+            exc_or_fn()
+        except Exception as e:  # noqa: BLE001 - the fault under test, whatever it is
+            return e
+        raise AssertionError("no fault")
+
+    def denied():
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(tmp_path / "out"))
+
+    assert describe(raised(denied)) == (
+        f"{tmp_path / 'out'}: Permission denied (EACCES): give this user access to it (or use another path), then rerun",
+        1,
+    )
+    read_only = OSError(errno.EROFS, os.strerror(errno.EROFS), "/ro/x")
+    assert describe(read_only)[0].startswith("/ro/x: Read-only file system (EROFS): the file system is read-only")
+    msg, code = describe(raised(lambda: open(tmp_path / "absent.json")))
+    assert code == 2 and msg == f"{tmp_path / 'absent.json'}: No such file or directory (ENOENT): check the path"
+
+    target = tmp_path / "half.jsonl"
+
+    def full_write():
+        with open(target, "w") as f:  # the open file in the frame names it: a failed write names nothing itself
+            f.write('{"a": ')
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    assert describe(raised(full_write))[0].startswith(f"{target}: No space left on device (ENOSPC): free space")
+
+    def bad_json():
+        with open(target) as f:
+            json.loads(f.read())
+
+    msg, code = describe(raised(bad_json))
+    assert code == 2 and msg.startswith(
+        f"{target}: not valid JSON at line 1 column 7 (Expecting value): the file is truncated"
+    )
+    git = subprocess.CalledProcessError(128, ["git", "-C", "/h", "archive"], stderr=b"fatal: bad object abc\n")
+    assert describe(git) == ("git -C /h archive failed: fatal: bad object abc", 1)

@@ -136,8 +136,9 @@ def _file_in_traceback(tb: TracebackType | None) -> str | None:
     for frame in reversed(frames):
         values = frame.f_locals
         for value in values.values():
-            if isinstance(value, io.IOBase) and isinstance(getattr(value, "name", None), str):
-                return value.name
+            name = getattr(value, "name", None) if isinstance(value, io.IOBase) else None
+            if isinstance(name, str):
+                return name
         for key in _PATH_LOCALS:
             value = values.get(key)
             if isinstance(value, (str, Path)) and str(value) and Path(value).is_file():
