@@ -127,8 +127,8 @@ def _path_of(exc: BaseException, scan: bool = True) -> str | None:
 
 
 def _file_in_traceback(tb: TracebackType | None) -> str | None:
-    """The innermost frame's open file (or a local named like a path to an existing file): best effort, for an
-    exception that names no file (a write that fails on a full disk does not)."""
+    """The innermost frame's open file, else its path to an existing file (a ``Path``, or a string named like a
+    path): best effort, for an exception that names no file (a write that fails on a full disk does not)."""
     frames = []
     while tb is not None:
         frames.append(tb.tb_frame)
@@ -139,8 +139,9 @@ def _file_in_traceback(tb: TracebackType | None) -> str | None:
             name = getattr(value, "name", None) if isinstance(value, io.IOBase) else None
             if isinstance(name, str):
                 return name
-        for key in _PATH_LOCALS:
-            value = values.get(key)
-            if isinstance(value, (str, Path)) and str(value) and Path(value).is_file():
+        named = [values.get(key) for key in _PATH_LOCALS if isinstance(values.get(key), str)]
+        paths = [v for v in values.values() if isinstance(v, Path)]
+        for value in (*named, *paths):
+            if str(value) and Path(value).is_file():
                 return str(value)
     return None

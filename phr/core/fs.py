@@ -150,7 +150,11 @@ def atomic_dir(dest: str | Path, *, overwrite: bool = True) -> Iterator[Path]:
     dest.parent.mkdir(parents=True, exist_ok=True)
     clean_stale(dest.parent, dest.name)
     tmp = temp_sibling(dest)
-    tmp.mkdir(mode=0o777 & ~current_umask())
+    try:
+        tmp.mkdir(mode=0o777 & ~current_umask())
+    except OSError as e:
+        note_path(e, dest)
+        raise
     try:
         yield tmp
         replace_path(tmp, dest)
