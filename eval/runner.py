@@ -294,17 +294,33 @@ def load_run(path: str | Path) -> Run:
     except ValueError as e:
         raise RunError(str(e)) from None
     responses: dict[tuple[str, int], str] = {}
-    with open(path / RESPONSES_FILE, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if line.strip():
-                r = json.loads(line)
-                responses[(r["instance_id"], r["sample"])] = r["response"]
-    failures = []
+    rerun = (meta.settings or {}).get("rerun") or "the command that wrote the run"
+    for r in _read_jsonl(path / RESPONSES_FILE, rerun):
+        try:
+            responses[(r["instance_id"], r["sample"])] = r["response"]
+        except (KeyError, TypeError):
+            raise RunError(f"{path / RESPONSES_FILE}: a line is not an (instance_id, sample, response) row") from None
     gen = path / GENERATIONS_FILE
-    if gen.exists():
-        with open(gen, encoding="utf-8") as f:
-            failures = [r for line in f if line.strip() and "failure" in (r := json.loads(line))]
+    failures = [r for r in _read_jsonl(gen, rerun) if isinstance(r, dict) and "failure" in r] if gen.exists() else []
     return Run(path, meta, responses, failures)
+
+
+def _read_jsonl(path: Path, rerun: str) -> list:
+    """The rows of a run folder's JSONL file; a line that is not JSON (a truncated file) is a ``RunError``
+    naming the file, the line and the command that writes it again (``rerun``)."""
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise RunError(
+                    f"{path}: line {n} is not JSON ({e.msg}): the file is truncated or damaged: write the run again "
+                    f"with {rerun} (answers come from the call cache)"
+                ) from None
+    return rows
 
 
 _SHARD_FREE = ("run_id", "model", "model_revision", "dataset", "samples", "conditions", "generation")

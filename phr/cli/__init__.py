@@ -1,8 +1,8 @@
 """`phr-publish`: a thin command line over the library.
 
 One module per command group (``llm``/``cache``, ``build``/``validate``, ``review``, ``hub``, ``eval``, ``report``, ``train``, ``analyze``), each a
-``typer.Typer`` added here with ``add_typer``; one error boundary (``common.Root``): a ``PHRError`` prints one line
-and exits 2 (usage) or 1 (failed work).
+``typer.Typer`` added here with ``add_typer``; one error boundary (``common.Root``): a ``PHRError`` or a fault of the
+environment prints one line and exits 2 (usage) or 1 (failed work); SIGINT / SIGTERM print the rerun command.
 """
 
 from __future__ import annotations
@@ -57,5 +57,9 @@ def _global(
 
 
 def main() -> None:
-    """Entry point (``phr-publish``)."""
+    """Entry point (``phr-publish``): SIGINT / SIGTERM stop the work and print how to resume it
+    (``phr.core.interrupt``)."""
+    from phr.core.interrupt import install
+
+    install()
     app()

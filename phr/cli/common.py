@@ -3,7 +3,10 @@ command groups."""
 
 from __future__ import annotations
 
+import errno
 import re
+import shlex
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -22,18 +25,42 @@ def error(message: str) -> None:
 
 class Root(TyperGroup):
     """The root command group: the one error boundary of the CLI. A ``PHRError`` from any command is printed as
-    one line (no traceback) and exits with its code: 2 for a usage error, 1 for failed work. Click's own usage
-    errors exit 2."""
+    one line (no traceback) and exits with its code: 2 for a usage error, 1 for failed work. A fault of the
+    environment (a full disk, a denied path, a damaged cache, a truncated JSON file, a failed git run:
+    ``phr.core.faults``) is one line naming the file and the remedy, exit 1 (2 for an input that is not there or
+    does not parse). SIGINT / SIGTERM print the command that resumes the work and exit 130 / 143. Click's own
+    usage errors exit 2."""
+
+    argv: list[str] = []
+
+    def main(self, args=None, *a, **kw):
+        self.argv = list(sys.argv[1:] if args is None else args)
+        return super().main(args, *a, **kw)
 
     def invoke(self, ctx):
+        from phr.core.faults import ENVIRONMENT_ERRORS, describe
+        from phr.core.interrupt import exit_code_of
+
         try:
             return super().invoke(ctx)
         except PHRError as e:
-            error(str(e))
-            import logging
+            _fail(str(e), e.exit_code)
+        except KeyboardInterrupt as e:  # Ctrl-C, or phr.core.interrupt.Interrupted (SIGINT / SIGTERM)
+            typer.echo(f"interrupted; rerun to resume: {redact(shlex.join(['phr-publish', *self.argv]))}", err=True)
+            raise typer.Exit(exit_code_of(e)) from None
+        except ENVIRONMENT_ERRORS as e:
+            if isinstance(e, OSError) and e.errno == errno.EPIPE:
+                raise  # a closed pipe (`| head`): click ends quietly
+            _fail(*describe(e))
 
-            logging.getLogger("phr").debug("details", exc_info=True)
-            raise typer.Exit(e.exit_code) from None
+
+def _fail(message: str, code: int):
+    """Print the one ``error:`` line (the traceback only at --log-level DEBUG) and exit with ``code``."""
+    import logging
+
+    error(message)
+    logging.getLogger("phr").debug("details", exc_info=True)
+    raise typer.Exit(code) from None
 
 
 _REQUIRED = re.compile(r"^\{(.+)\}((?:\.\.\.)?)$")  # typer's "{name}" / "{name}..." for a required argument

@@ -32,3 +32,8 @@ class ModelNotInstalledError(UsageError):
 
 class EndpointUnreachableError(PHRError):
     pass
+
+
+class EnvironmentFault(PHRError):
+    """The machine failed the work: a full disk, a path that cannot be read or written, a damaged cache or
+    store (``phr.core.faults`` words the ones Python raises)."""

@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from phr.core.faults import note_path
+
 _TEMP = re.compile(r"^\.(?P<name>.+)\.(?:tmp|old)-(?P<pid>\d+)-[0-9a-f]+$")
 
 
@@ -148,12 +150,19 @@ def atomic_dir(dest: str | Path, *, overwrite: bool = True) -> Iterator[Path]:
     dest.parent.mkdir(parents=True, exist_ok=True)
     clean_stale(dest.parent, dest.name)
     tmp = temp_sibling(dest)
-    tmp.mkdir(mode=0o777 & ~current_umask())
+    try:
+        tmp.mkdir(mode=0o777 & ~current_umask())
+    except OSError as e:
+        note_path(e, dest)
+        raise
     try:
         yield tmp
         replace_path(tmp, dest)
-    except BaseException:
+    except BaseException as e:
         _remove(tmp)
+        inner = getattr(e, "phr_path", None) or getattr(e, "filename", None)
+        if isinstance(e, OSError) and (inner is None or str(inner).startswith(str(tmp))):
+            note_path(e, dest, replace=True)  # a write into the temporary folder: name what was being written
         raise
 
 
@@ -169,8 +178,10 @@ def atomic_write(path: str | Path, data: bytes | str, *, encoding: str = "utf-8"
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         tmp.unlink(missing_ok=True)
+        if isinstance(e, OSError) and (e.filename is None or str(e.filename) == str(tmp)):
+            note_path(e, path)
         raise
     return path
 

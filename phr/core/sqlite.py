@@ -1,4 +1,5 @@
-"""SQLite connections the way every cache of the toolkit uses them: WAL, autocommit, a generous busy timeout."""
+"""SQLite connections the way every cache of the toolkit uses them: WAL, autocommit, a generous busy timeout, and
+errors that name their file (``phr.core.faults.note_path``: the CLI prints the file and the remedy)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
+
+from phr.core.faults import note_path
 
 
 def make_private(path: str | Path) -> None:
@@ -26,12 +29,46 @@ def make_private(path: str | Path) -> None:
             pass
 
 
-def connect(path: str | Path, *, busy_timeout_s: float = 60.0) -> sqlite3.Connection:
+class NamedConnection(sqlite3.Connection):
+    """A connection whose SQLite errors carry the database file (``phr_path``)."""
+
+    path = ""
+
+    def execute(self, *args):
+        try:
+            return super().execute(*args)
+        except sqlite3.Error as e:
+            note_path(e, self.path)
+            raise
+
+    def executemany(self, *args):
+        try:
+            return super().executemany(*args)
+        except sqlite3.Error as e:
+            note_path(e, self.path)
+            raise
+
+    def executescript(self, *args):
+        try:
+            return super().executescript(*args)
+        except sqlite3.Error as e:
+            note_path(e, self.path)
+            raise
+
+
+def connect(path: str | Path, *, busy_timeout_s: float = 60.0) -> NamedConnection:
     """A connection in WAL mode with ``synchronous=NORMAL`` (durable across process crashes), autocommit and
     ``check_same_thread=False`` (callers keep one connection per thread), on a file only its owner can read
     (answers and prompts are private, and the code sandbox's weakest mode must not read them)."""
     make_private(path)
-    conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
+    try:
+        conn = sqlite3.connect(
+            path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False, factory=NamedConnection
+        )
+    except sqlite3.Error as e:
+        note_path(e, path)
+        raise
+    conn.path = str(path)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")

@@ -51,6 +51,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
+from phr.core.errors import EnvironmentFault
 from phr.core.fs import pid_alive
 from phr.hub.card import files_for_repo
 from phr.hub.errors import (
@@ -868,6 +869,13 @@ def resolve_revision(repo: Path, revision: str | None) -> str:
         sha = _rev(repo, c)
         if sha:
             return sha
+    named = _refs_of(repo)
+    for c in (f"refs/tags/{rev}", f"refs/heads/{rev}"):
+        if c in named:  # the ref is there, its commit is not: the store lost objects
+            raise EnvironmentFault(
+                f"{c} in {repo} names commit {named[c]}, which the local hub's object store ({_store(repo)}) does "
+                "not hold: the store is damaged: restore the hub from a backup, or push the folder again"
+            )
     raise RevisionNotFoundError(
         f"revision {rev!r} not found in {repo} (a tag, branch such as main or pr/1, or a commit id)"
     )
@@ -909,10 +917,17 @@ def pull_local(repo_id: str, *, repo_type: str, revision: str | None, dest: Path
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
-        with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
-            tar.extractall(tmp, filter="data")
+        try:
+            with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
+                tar.extractall(tmp, filter="data")
+        except tarfile.TarError:
+            proc.stdout.close()  # git's archive stopped short: its own message says why
         err = proc.stderr.read().decode(errors="replace")
         if proc.wait() != 0:
-            raise LocalHubError(f"git archive failed in {path}: {err.strip()}")
+            raise EnvironmentFault(
+                f"git archive failed in {path}: {'; '.join(err.strip().splitlines())}: the local hub's object store "
+                f"({_store(path)}) is missing objects or damaged: restore {lh.root} from a backup, or push the "
+                "folder again to a new hub"
+            )
 
     return install_into(dest, fill)

@@ -4,6 +4,12 @@ A key is the SHA-256 of the canonical JSON of everything that determines one sam
 model revision, every generation parameter, the messages and the sample index. Each finished sample is
 committed on its own, so a process killed with SIGKILL loses at most the calls still in flight; WAL plus
 a busy timeout lets many processes write at once. API keys are never part of a key or a row.
+
+Each row stores a checksum of its answer (``answer_checksum``: key, text, finish reason, token counts). A row
+whose answer no longer matches it (bytes edited or damaged inside the file) is a miss: ``lookup`` says it is
+corrupt, the client asks again (counted as ``corrupt`` in the run summary) and ``put`` replaces the row. A cache
+written before checksums gets the column on first open and every existing row its checksum then: old answers are
+trusted as they are; a row written later without one (by an older toolkit sharing the file) is trusted too.
 """
 
 from __future__ import annotations
@@ -34,7 +40,8 @@ CREATE TABLE IF NOT EXISTS calls (
     prompt_tokens INTEGER NOT NULL,
     completion_tokens INTEGER NOT NULL,
     latency_s REAL NOT NULL,
-    created_at REAL NOT NULL
+    created_at REAL NOT NULL,
+    checksum TEXT
 );
 CREATE TABLE IF NOT EXISTS failures (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -86,6 +93,47 @@ def call_key(
     return hashlib.sha256(request.encode()).hexdigest(), request
 
 
+def answer_checksum(key: str, text: str, finish_reason: str | None, prompt_tokens: int, completion_tokens: int) -> str:
+    """SHA-256 of a stored answer and the key it answers (a row edited inside the file no longer matches)."""
+    data = json.dumps([key, text, finish_reason, prompt_tokens, completion_tokens], ensure_ascii=False)
+    return hashlib.sha256(data.encode()).hexdigest()
+
+
+_ANSWER = "key, text, finish_reason, prompt_tokens, completion_tokens"  # the columns answer_checksum covers
+_COLUMNS = (
+    "provider",
+    "model",
+    "revision",
+    "sample_index",
+    "request",
+    "text",
+    "finish_reason",
+    "prompt_tokens",
+    "completion_tokens",
+    "latency_s",
+    "created_at",
+    "checksum",
+)
+_UPSERT = (
+    f"INSERT INTO calls (key, {', '.join(_COLUMNS)}) VALUES ({', '.join('?' * (len(_COLUMNS) + 1))})"
+    f" ON CONFLICT(key) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _COLUMNS)}"
+)
+#: Replace an existing row only when it failed its checksum (``use`` mode: the first writer wins otherwise).
+_UNLESS_SOUND = (
+    " WHERE calls.checksum IS NOT NULL AND calls.checksum != answer_checksum("
+    + ", ".join(f"calls.{c}" for c in _ANSWER.split(", "))
+    + ")"
+)
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """A cache lookup: the stored sample (``None``: a miss), and whether a stored row failed its checksum."""
+
+    sample: Sample | None
+    corrupt: bool = False
+
+
 @dataclass(frozen=True)
 class CacheStats:
     path: Path
@@ -106,36 +154,46 @@ class CallCache:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # e.g. $PHR_HOME: its owner's only
             with self._conn() as c:
                 c.executescript(SCHEMA)
+                _add_checksums(c)
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._local.conn = connect(self.path)
+            conn.create_function("answer_checksum", 5, answer_checksum, deterministic=True)
         return conn
 
     def get(self, key: str) -> Sample | None:
+        """The stored sample, or ``None`` (a miss, or a row that failed its checksum)."""
+        return self.lookup(key).sample
+
+    def lookup(self, key: str) -> Lookup:
+        """The stored sample for ``key``, checked against its checksum (a mismatch: no sample, ``corrupt``)."""
         if self.mode is not CacheMode.USE:
-            return None
+            return Lookup(None)
         row = (
             self._conn()
             .execute(
                 "SELECT sample_index, text, finish_reason, prompt_tokens, completion_tokens, latency_s, model,"
-                " created_at FROM calls WHERE key = ?",
+                " created_at, checksum FROM calls WHERE key = ?",
                 (key,),
             )
             .fetchone()
         )
         if row is None:
-            return None
-        return Sample(row[0], row[1], row[2], row[3], row[4], row[5], row[6], cached=True, created_at=row[7])
+            return Lookup(None)
+        if row[8] is not None and row[8] != answer_checksum(key, row[1], row[2], row[3], row[4]):
+            return Lookup(None, corrupt=True)
+        return Lookup(Sample(row[0], row[1], row[2], row[3], row[4], row[5], row[6], cached=True, created_at=row[7]))
 
     def put(self, key: str, request: str, provider: str, revision: str | None, sample: Sample) -> None:
+        """Store ``sample``; an existing row is kept (first writer wins) unless it failed its checksum, or the
+        mode is ``refresh``."""
         if self.mode is CacheMode.OFF:
             return
-        verb = "INSERT OR REPLACE" if self.mode is CacheMode.REFRESH else "INSERT OR IGNORE"
+        sql = _UPSERT if self.mode is CacheMode.REFRESH else _UPSERT + _UNLESS_SOUND
         self._conn().execute(
-            f"{verb} INTO calls (key, provider, model, revision, sample_index, request, text, finish_reason,"
-            " prompt_tokens, completion_tokens, latency_s, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            sql,
             (
                 key,
                 provider,
@@ -149,6 +207,7 @@ class CallCache:
                 sample.completion_tokens,
                 sample.latency_s,
                 sample.created_at,
+                answer_checksum(key, sample.text, sample.finish_reason, sample.prompt_tokens, sample.completion_tokens),
             ),
         )
 
@@ -195,3 +254,18 @@ class CallCache:
         if conn is not None:
             conn.close()
             self._local.conn = None
+
+
+def _add_checksums(conn: sqlite3.Connection) -> None:
+    """Migrate a cache written before checksums: add the column and checksum every row (trusted as it is)."""
+    if any(col[1] == "checksum" for col in conn.execute("PRAGMA table_info(calls)")):
+        return
+    conn.execute("BEGIN IMMEDIATE")  # one process migrates; the others wait, then see the column
+    try:
+        if not any(col[1] == "checksum" for col in conn.execute("PRAGMA table_info(calls)")):
+            conn.execute("ALTER TABLE calls ADD COLUMN checksum TEXT")
+            conn.execute(f"UPDATE calls SET checksum = answer_checksum({_ANSWER}) WHERE checksum IS NULL")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise

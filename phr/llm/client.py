@@ -142,12 +142,20 @@ class LLM:
                     req.messages,
                     index,
                 )
-                hit = self.cache.get(key)
-                if hit is not None:
-                    results[ri].samples[k] = hit
+                found = self.cache.lookup(key)
+                if found.sample is not None:
+                    results[ri].samples[k] = found.sample
                     stats.cache_hits += 1
                 else:
+                    stats.cache_corrupt += found.corrupt  # a stored answer that failed its checksum: asked again
                     missing.append(_Slot(ri, index, key, request_json))
+        if stats.cache_corrupt:
+            log.warning(
+                "call cache %s: %d stored answer(s) of %s failed their checksum (edited or damaged): asking again",
+                self.cache.path,
+                stats.cache_corrupt,
+                redact(self.spec),
+            )
         total = sum(r.n for r in requests)
         with self._progress() as bar:
             task = bar.add_task(desc, total=total, completed=total - len(missing))
@@ -296,8 +304,6 @@ class LLM:
                         latency = time.monotonic() - t0
                         if len(raws) != n:
                             raise MalformedResponse(f"asked for {n} samples, got {len(raws)}")
-            for slot, raw in zip(slots, raws):
-                done(slot, self._store(slot, raw, latency, summary))
         except CallError as e:
             msg = self._failure_message(e, attempts)
             for slot in slots:
@@ -306,6 +312,9 @@ class LLM:
             log.exception("unexpected error from %s", redact(self.spec))
             for slot in slots:
                 done(slot, self._fail(slot, "other", f"{type(e).__name__}: {e}", attempts, summary))
+        else:  # outside the try: a cache that cannot be written (a full disk) stops the run, it is not a failed call
+            for slot, raw in zip(slots, raws):
+                done(slot, self._store(slot, raw, latency, summary))
 
     async def _run_in_process(self, requests, missing: list[_Slot], done, summary: RunSummary, partial=None) -> None:
         """The missing samples in batches; ``partial(part)`` gets the provider's progress within a batch."""

@@ -17,6 +17,7 @@ class ModelStats:
     batches: int = 0  # in-process batches (hf:, local:, vllm:): one forward loop for many responses
     samples: int = 0  # fresh responses produced by those calls or batches
     cache_hits: int = 0
+    cache_corrupt: int = 0  # stored answers that failed their checksum (asked again)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float | None = 0.0
@@ -39,6 +40,7 @@ class RunSummary:
             t.batches += m.batches
             t.samples += m.samples
             t.cache_hits += m.cache_hits
+            t.cache_corrupt += m.cache_corrupt
             t.retries += m.retries
             t.prompt_tokens += m.prompt_tokens
             t.completion_tokens += m.completion_tokens
@@ -76,6 +78,7 @@ class RunSummary:
                 "batches": m.batches,
                 "samples": m.samples,
                 "cache_hits": m.cache_hits,
+                "cache_corrupt": m.cache_corrupt,
                 "retries": m.retries,
                 "prompt_tokens": m.prompt_tokens,
                 "completion_tokens": m.completion_tokens,
@@ -112,7 +115,7 @@ class RunSummary:
                 redact(spec),
                 str(m.samples),
                 sent,
-                str(m.cache_hits),
+                f"{m.cache_hits} (corrupt: {m.cache_corrupt})" if m.cache_corrupt else str(m.cache_hits),
                 str(m.retries),
                 fails,
                 str(m.prompt_tokens),

@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from phr.core.errors import ModelNotInstalledError, PHRError
 from phr.core.fs import atomic_dir
+from phr.core.interrupt import check as check_interrupt
+from phr.core.interrupt import stop_requested
 from phr.core.progress import loading
 from phr.core.settings import models_dir
 from phr.llm.providers.base import BatchItem, ForwardOutput, OutputHead, Provider, RawCompletion, TokenEncoding
@@ -181,6 +183,16 @@ class _TokenTicker:
         rows = input_ids.shape[0]
         self.progress(done + (rows - done) * min(1.0, steps / self.max_new))
         return torch.zeros(rows, dtype=torch.bool, device=input_ids.device)
+
+
+class _StopOnRequest:
+    """A stopping criterion that ends every row at once when a signal asked the process to stop
+    (``phr.core.interrupt``): Ctrl-C or SIGTERM ends a long generation within one token."""
+
+    def __call__(self, input_ids, scores, **kwargs):
+        import torch
+
+        return torch.full((input_ids.shape[0],), stop_requested(), dtype=torch.bool, device=input_ids.device)
 
 
 @contextlib.contextmanager
@@ -445,13 +457,15 @@ class HFProvider(Provider):
         if params.stop:
             kwargs["stop_strings"] = list(params.stop)
             kwargs["tokenizer"] = tok
+        criteria: list[Any] = [_StopOnRequest()]
         if progress is not None:
             prompt_width = enc["input_ids"].shape[1]
-            kwargs["stopping_criteria"] = StoppingCriteriaList(
-                [_TokenTicker(prompt_width, max_new, self._eos_ids, progress)]
-            )
+            criteria.append(_TokenTicker(prompt_width, max_new, self._eos_ids, progress))
+        kwargs["stopping_criteria"] = StoppingCriteriaList(criteria)
+        check_interrupt()
         with self._run_lock, torch.inference_mode():
             seqs = model.generate(**enc, **kwargs)
+        check_interrupt()  # stopped by a signal: the answers are cut, never returned (nor cached)
         prompt_len = enc["input_ids"].shape[1]
         prompt_counts = enc["attention_mask"].sum(-1).tolist()
         eos = set(self._eos_ids)
