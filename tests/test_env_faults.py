@@ -242,7 +242,9 @@ def test_missing_git_object_on_pull(tmp_path):
     r = run("pull", "org/m", "--repo-type", "model", "--hub", hub, "--to", tmp_path / "out")
     line = one_error_line(r.stderr)
     assert r.returncode == 1 and not (tmp_path / "out").exists()
-    assert f"refs/heads/main in {hub}/models/org/m names commit {commit}, which the local hub's object store" in line
+    # the hub's own state check (phr.hub.local) sees it first: the damage and the repair, never a new repo
+    assert f"the local hub model repo org/m is damaged: its main branch names {commit}" in line
+    assert "phr-publish repair org/m --repo-type model" in line
 
 
 # ---- checksums of stored answers -----------------------------------------------------------------------------
