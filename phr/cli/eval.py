@@ -88,13 +88,13 @@ def _print_settings(result) -> None:
 
 
 def _print_summary(result, out: Path) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     from phr.bench.metrics import INSIGHTFUL, LEADERBOARD, REQUIRED, RESOLUTIONS, TRAJECTORY, metric, rate_of
+    from phr.core.console import console
     from phr.eval.results import estimate_text
 
-    con = Console()
+    con = console()
     t = result["tables"]
     errs = (t.get("cell_errors") or {}).get("by_condition", {})
     table = Table(title=f"PHRBench: {result['model']} @ {result['revision']}")

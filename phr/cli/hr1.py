@@ -374,10 +374,9 @@ def register_eval(eval_app: typer.Typer) -> None:
         extra = [j.strip() for j in (cfg.judges or "").split(",") if j.strip()]
         paraphraser, judge, curated, mini = cfg.paraphraser, cfg.judge, None, None
         if cfg.preset == "mini":
-            from phr.builders.hr1_mini import MINI_PARAPHRASER, describe, load_mini
+            from phr.builders.hr1_mini import MINI_K, MINI_PARAPHRASER, describe_eval, load_mini
 
             mini = load_mini()
-            typer.echo(describe(mini))
             if not _given(cfg, "paraphraser"):  # the maintainers' paraphrases and labels: no paraphraser, no judge
                 paraphraser, curated = MINI_PARAPHRASER, mini.paraphrases
                 judge = cfg.judge if _given(cfg, "judge") else "none"
@@ -386,6 +385,16 @@ def register_eval(eval_app: typer.Typer) -> None:
                     f"--paraphraser {cfg.paraphraser} on Hallucination-R1-mini: its paraphrases need a consistency "
                     f"judge; add --judge SPEC (offline: --judge {cfg.qa_model})"
                 )
+            typer.echo(
+                describe_eval(
+                    mini,
+                    paraphraser=None if curated is not None else paraphraser,
+                    judge=model_or_none(judge),
+                    qa=cfg.qa_model,
+                    k=cfg.k or MINI_K,
+                    limit=cfg.limit,
+                )
+            )
         roles = {
             "paraphraser": None if curated is not None else paraphraser,
             "qa model": cfg.qa_model,
