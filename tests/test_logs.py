@@ -1,0 +1,91 @@
+"""What a log (stdout / stderr not a terminal) and the reports say (issue 25 items 5, 6): tables at full width,
+no empty tables, plain one-line log records, whole command summaries in --help, banners that describe the run."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from typer.testing import CliRunner
+
+from phr.cli import app
+from phr.llm.summary import RunSummary
+
+LONG_SPEC = "openai-compatible:http://localhost:8000/v1#meta-llama/Llama-3.1-70B-Instruct"
+
+
+def _summary() -> RunSummary:
+    s = RunSummary()
+    m = s.model(LONG_SPEC)
+    m.samples, m.calls, m.cache_hits, m.prompt_tokens, m.completion_tokens, m.cost_usd = 120, 40, 80, 51234, 9876, 1.5
+    m.failures["rate_limited"] = 3
+    return s
+
+
+def test_the_calls_table_is_not_cut_in_a_log(capsys):
+    """Rich assumed 80 columns off a terminal: ``openai…`` and ``$1.50…``; the whole row is one line now."""
+    _summary().print()
+    err = capsys.readouterr().err
+    row = next(line for line in err.splitlines() if "120" in line)
+    assert LONG_SPEC in row and "rate_limited=3" in row and "$1.5000" in row and "51234" in row
+    assert "…" not in err
+    header = next(line for line in err.splitlines() if "model" in line)
+    assert "completion tok" in header and "est. cost" in header  # no header cell wrapped onto a second line
+
+
+def test_no_model_asked_means_no_table(capsys):
+    RunSummary().print()
+    assert capsys.readouterr().err == ""
+
+
+def test_build_hr1_grpo_prints_no_empty_calls_table(tmp_path):
+    r = CliRunner().invoke(app, ["build", "hr1-grpo", "--out", str(tmp_path / "grpo")])
+    assert r.exit_code == 0, r.output
+    assert "LLM calls" not in r.output and "┏" not in r.output
+    assert "prompts 14" in r.output
+
+
+def test_log_records_are_plain_single_lines_off_a_terminal(capsys):
+    from phr.core.log import setup_logging
+
+    setup_logging("INFO")
+    try:
+        message = "a long message " + "x" * 150 + " end"
+        logging.getLogger("phr.test").info(message)
+    finally:
+        logging.getLogger().handlers[:] = []
+        logging.getLogger().setLevel(logging.WARNING)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1
+    assert re.fullmatch(r"\[\d\d:\d\d:\d\d\] INFO phr\.test: " + re.escape(message), lines[0])
+
+
+def test_top_level_help_keeps_each_commands_first_sentence_whole():
+    out = CliRunner().invoke(app, ["--help"]).output
+    commands = " ".join(out.split("Commands:")[1].split())
+    assert "..." not in commands
+    assert "Build datasets (PHRBench; the Hallucination-R1 corpora: hr1-paraphrases, hr1-sft, hr1-grpo)." in commands
+    assert (
+        "Validate FOLDER, then push it to the Hub or a local hub as one commit (none if nothing changed)." in commands
+    )
+    build = " ".join(CliRunner().invoke(app, ["build", "--help"]).output.split("Commands:")[1].split())
+    assert "..." not in build and "questions the QA model answers correctly (appendix C.1)." in build
+
+
+def test_eval_hr1_banner_describes_the_run_that_happens():
+    """A paraphraser and a judge on the mini's questions: not the mini banner's "curated ... no judge model"."""
+    args = ["eval", "hr1", "--paraphraser", "local:smollm2", "--judge", "local:smollm2", "--k", "2", "--limit", "1"]
+    r = CliRunner().invoke(app, [*args, "--dry-run"])
+    assert r.exit_code == 0, r.output
+    banner = next(line for line in r.output.splitlines() if line.startswith("preset mini:"))
+    assert banner == (
+        "preset mini: Hallucination-R1-mini (2 of 52 packaged questions: 1 simplequestions, 1 truthfulqa); "
+        "K = 2 paraphrases by local:smollm2; QA local:smollm2, alias-match grading, judge local:smollm2"
+    )
+    curated = CliRunner().invoke(app, ["eval", "hr1", "--dry-run"])
+    assert curated.exit_code == 0, curated.output
+    assert (
+        "preset mini: Hallucination-R1-mini (52 of 52 packaged questions: 28 simplequestions, 24 truthfulqa); "
+        "K = 4 curated paraphrases with the maintainers' consistency labels; QA local:smollm2, alias-match "
+        "grading, no judge model"
+    ) in curated.output
