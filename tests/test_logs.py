@@ -89,3 +89,55 @@ def test_eval_hr1_banner_describes_the_run_that_happens():
         "K = 4 curated paraphrases with the maintainers' consistency labels; QA local:smollm2, alias-match "
         "grading, no judge model"
     ) in curated.output
+
+
+def test_the_load_hint_names_each_config_of_a_multi_source_corpus(tmp_path):
+    """``load_dataset("hr1-mini")`` loads only the default config (28 of 52 rows): the hint names every config."""
+    from phr.cli.hr1 import load_hint
+
+    card = ["---", "configs:"]
+    for name, split in (("simplequestions", "test"), ("truthfulqa", "validation")):
+        card += [f"- config_name: {name}", "  data_files:", f"  - split: {split}", f"    path: data/{name}-*.parquet"]
+        card += ["  default: true"] if name == "simplequestions" else []
+    (tmp_path / "README.md").write_text("\n".join([*card, "---", "# corpus", ""]))
+    assert load_hint(tmp_path) == (
+        f'load it with: load_dataset("{tmp_path}", "simplequestions") and load_dataset("{tmp_path}", "truthfulqa") '
+        f'(one config per source; load_dataset("{tmp_path}") alone loads only simplequestions)'
+    )
+    one = tmp_path / "one"
+    one.mkdir()
+    (one / "README.md").write_text("---\nconfigs:\n- config_name: default\n  data_files: data/*.parquet\n---\n")
+    assert load_hint(one) == f'load it with: load_dataset("{one}")'
+
+
+def test_the_vllm_hint_keeps_the_constraints_and_names_the_way_without_it():
+    import importlib.util
+
+    from phr.llm.providers.vllm_engine import INSTALL_HINT
+    from phr.training.preflight import _vllm_problem
+
+    assert "pip install -c constraints.txt -e '.[vllm]'" in INSTALL_HINT
+    if importlib.util.find_spec("vllm") is None:  # this machine: no vllm
+        problem = _vllm_problem()
+        assert "pip install -c constraints.txt -e '.[vllm]'" in problem
+        assert problem.endswith("--set trainer.use_vllm=false")
+
+
+def test_a_submission_error_names_its_file_once(tmp_path, mini_folder):
+    meta = tmp_path / "meta.json"
+    meta.write_text('{"model": "org/model", "revision": "main"}')
+    sub = tmp_path / "sub.jsonl"
+    sub.write_text('{"instance_id": "nope", "sample": 0, "response": "a"}\n')
+    r = CliRunner().invoke(app, ["score", str(sub), "--meta", str(meta), "--dataset", str(mini_folder)])
+    assert r.exit_code == 2, r.output
+    assert f"  - {sub}: submission rejected, 2 problems:" in r.output
+    assert r.output.count(str(sub)) == 1
+
+
+def test_the_mini_build_says_what_undecided_means(tmp_path):
+    r = CliRunner().invoke(app, ["build", "phrbench", "--out", str(tmp_path / "phrbench")])
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    at = lines.index("  manual review: undecided: 136")
+    assert lines[at + 1].startswith("  (undecided: premises no one has decided on with `phr-publish review` yet;")
+    assert "this recipe needs no review to load, validate or push" in lines[at + 1]

@@ -106,7 +106,20 @@ def _done(res: HR1BuildResult, cfg) -> None:
     typer.echo(f"settings: preset {cfg.preset or 'none'}; rerun: {_rerun(cfg)}")
     counts = ", ".join(f"{k} {v}" for k, v in res.counts.items())
     typer.echo(f"built {res.kind} in {res.out}: {counts}")
-    typer.echo(f'load it with: load_dataset("{res.out}")')
+    typer.echo(load_hint(res.out))
+
+
+def load_hint(out: Path) -> str:
+    """How to load the built folder with ``datasets``: with one config, the folder; with several (one per source),
+    each config by name, since ``load_dataset(PATH)`` alone loads only the default one."""
+    from phr.hub.card import card_configs
+
+    configs = card_configs(out)
+    if len(configs) <= 1:
+        return f'load it with: load_dataset("{out}")'
+    default = next((c.name for c in configs.values() if c.default), next(iter(configs)))
+    each = " and ".join(f'load_dataset("{out}", "{name}")' for name in configs)
+    return f'load it with: {each} (one config per source; load_dataset("{out}") alone loads only {default})'
 
 
 def _with_preset(cfg, given: bool, default: str = "mini"):
