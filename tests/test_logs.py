@@ -141,3 +141,51 @@ def test_the_mini_build_says_what_undecided_means(tmp_path):
     at = lines.index("  manual review: undecided: 136")
     assert lines[at + 1].startswith("  (undecided: premises no one has decided on with `phr-publish review` yet;")
     assert "this recipe needs no review to load, validate or push" in lines[at + 1]
+
+
+def test_training_steps_get_progress_lines_in_a_log():
+    """tqdm's bar is off in a log; the StepProgress callback says the steps instead (clock injected, no trainer)."""
+    import io
+    from types import SimpleNamespace
+
+    from phr.core.progress import LineProgress
+    from phr.training.checkpoint import StepProgress
+
+    now = [0.0]
+    out = io.StringIO()
+    cb = StepProgress(LineProgress(out, every=10, clock=lambda: now[0]))
+    state = SimpleNamespace(is_world_process_zero=True, max_steps=4, global_step=0)
+    cb.on_train_begin(None, state, None)
+    for step in range(1, 5):
+        now[0] += 12.0
+        state.global_step = step
+        cb.on_step_end(None, state, None)
+    cb.on_train_end(None, state, None)
+    assert out.getvalue().splitlines() == [
+        "[progress] training steps: 1/4 (25%), 12s elapsed",
+        "[progress] training steps: 2/4 (50%), 24s elapsed, about 24s left",
+        "[progress] training steps: 3/4 (75%), 36s elapsed, about 12s left",
+        "[progress] training steps: 4/4 (100%), 48s elapsed",
+    ]
+
+
+def test_the_known_trl_deprecation_warning_is_filtered_for_training_only():
+    """TRL reads transformers' deprecated ``is_gradient_checkpointing``: the real warning, dropped while training."""
+    import warnings
+
+    import pytest
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from phr.training.checkpoint import known_warnings_filtered
+
+    config = LlamaConfig(vocab_size=32, hidden_size=8, intermediate_size=16, num_hidden_layers=1,
+                         num_attention_heads=2, num_key_value_heads=1)  # fmt: skip
+    model = LlamaForCausalLM(config)
+    with pytest.warns(FutureWarning, match="is_gradient_checkpointing"):
+        assert model.is_gradient_checkpointing is False
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with known_warnings_filtered():
+            assert model.is_gradient_checkpointing is False
+            warnings.warn("another deprecation", FutureWarning, stacklevel=1)
+    assert [str(w.message) for w in seen] == ["another deprecation"]

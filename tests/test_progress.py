@@ -250,3 +250,46 @@ def test_the_cli_turns_the_bars_off_in_a_log(monkeypatch):
         monkeypatch.delenv(name, raising=False)
     assert CliRunner().invoke(app, ["cache", "stats"]).exit_code == 0
     assert {name: os.environ.get(name) for name in BAR_ENV} == BAR_ENV
+
+
+def test_no_estimate_before_a_share_of_the_work_is_done():
+    now = [0.0]
+    out = io.StringIO()
+    with LineProgress(out, every=10, clock=lambda: now[0]) as bar:
+        t = bar.add_task("generating", total=1000)
+        bar.update(t, completed=1)  # the first move
+        now[0] = 20.0
+        bar.update(t, completed=31)  # 20 s of work but 3% done: too little to say how long the rest takes
+        now[0] = 40.0
+        bar.update(t, completed=61)  # 6%: 60 done in 40 s -> 939 left in 626 s
+    assert out.getvalue().splitlines() == [
+        "[progress] generating: 31/1000 (3%), 20s elapsed",
+        "[progress] generating: 61/1000 (6%), 40s elapsed, about 10m26s left",
+    ]
+
+
+def test_a_step_whose_count_does_not_move_still_says_it_runs():
+    """A slow first batch: nothing moves for a minute; ``beat()`` (called every 10 s by progress_bar's thread)
+    repeats the line with the elapsed time, at most once per interval, and stops once the step ended."""
+    now = [0.0]
+    out = io.StringIO()
+    with LineProgress(out, every=10, clock=lambda: now[0]) as bar:
+        t = bar.add_task("local:smollm2 on 10 prompts x 2", total=20)
+        now[0] = 5.0
+        bar.beat()  # too soon
+        now[0] = 10.0
+        bar.beat()
+        now[0] = 15.0
+        bar.beat()  # 5 s after the last line
+        now[0] = 21.0
+        bar.beat()
+        now[0] = 23.0
+        bar.update(t, completed=20)  # done
+        now[0] = 40.0
+        bar.beat()  # an ended step says nothing more but its final line
+    assert out.getvalue().splitlines() == [
+        "[progress] local:smollm2 on 10 prompts x 2: 0/20 (0%), 10s elapsed",
+        "[progress] local:smollm2 on 10 prompts x 2: 0/20 (0%), 21s elapsed",
+        "[progress] local:smollm2 on 10 prompts x 2: 20/20 (100%), 23s elapsed",
+    ]
+    assert progress_bar(True)._beat  # the log form of progress_bar beats from a thread

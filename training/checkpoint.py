@@ -280,7 +280,7 @@ class StepProgress(TrainerCallback):
         if state.is_world_process_zero:
             from phr.core.progress import progress_bar
 
-            self.bar = self.bar or progress_bar()
+            self.bar = (self.bar or progress_bar()).__enter__()  # in a log: a line every 10 s, within a step too
             self.task = self.bar.add_task("training steps", total=state.max_steps, completed=state.global_step)
 
     def on_step_end(self, args, state, control, **kwargs):

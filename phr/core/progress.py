@@ -8,8 +8,10 @@ a pipe, CI) it prints no bar but one plain line per task at most every ``PHR_PRO
 
 "elapsed" counts from the step's start (its ``add_task``). The estimate of the time left comes from the step's own
 rate after a warm-up: measured from the first time the count moved (a model load, a cache lookup or a first batch
-before it does not count), and only once the count has moved for ``every`` seconds; before that a line has no
-estimate.
+before it does not count), and only once the count has moved for ``every`` seconds and by ``WARMUP_SHARE`` of the
+work left at that first move; before that a line has no estimate. ``progress_bar()``'s log form also says a step
+is still running when its count has not moved for ``every`` seconds (a slow first batch): the same line again, with
+the elapsed time.
 
 Both answer the same calls (``add_task``, ``advance``, ``update``, used as a context manager), so a step writes
 its progress once. ``loading(what, why)`` prints ``loading local:smollm2 (SmolLM2-135M-Instruct) as the
@@ -32,6 +34,7 @@ from dataclasses import dataclass, field
 
 EVERY_ENV = "PHR_PROGRESS_EVERY"
 DEFAULT_EVERY_S = 10.0
+WARMUP_SHARE = 0.05  # of a step's work done (after its first move) before its rate gives an estimate
 
 
 def _every() -> float:
@@ -71,18 +74,42 @@ class _Task:
 class LineProgress:
     """The log form of a progress bar: one line per task at most every ``every`` seconds, and one at the end."""
 
-    def __init__(self, stream=None, every: float | None = None, clock=time.monotonic):
+    def __init__(self, stream=None, every: float | None = None, clock=time.monotonic, beat: bool = False):
         self.stream = stream
         self.every = _every() if every is None else every
         self.clock = clock
         self.tasks: dict[int, _Task] = {}
+        self._lock = threading.RLock()  # updates come from worker threads, beats from the heartbeat thread
+        self._beat = beat
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
 
     def __enter__(self) -> LineProgress:
+        if self._beat:  # ``beat()`` every ``every`` seconds while the display is open
+            self._thread = threading.Thread(target=self._beats, daemon=True, name="phr-progress")
+            self._thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
         for tid in list(self.tasks):
             self._emit(tid, final=True)
+
+    def _beats(self) -> None:
+        while not self._stop.wait(max(self.every, 0.1)):
+            self.beat()
+
+    def beat(self) -> None:
+        """A line for each running task whose last line (or start) is ``every`` seconds old, moved or not: a step
+        waiting on a slow first batch still says it runs."""
+        with self._lock:
+            now = self.clock()
+            for tid, t in list(self.tasks.items()):
+                if t.ended is None and now - t.printed_at >= self.every:
+                    self._emit(tid, force=True)
 
     def add_task(self, description: str, total: float | None = None, completed: float = 0, **_) -> int:
         tid = len(self.tasks)
@@ -103,7 +130,10 @@ class LineProgress:
         description: str | None = None,
         **_,
     ) -> None:
-        t = self.tasks[task_id]
+        with self._lock:
+            self._update(self.tasks[task_id], task_id, total, completed, advance, description)
+
+    def _update(self, t: _Task, task_id: int, total, completed, advance, description) -> None:
         if total is not None:
             t.total = total
         if completed is not None:
@@ -139,14 +169,14 @@ class LineProgress:
             return None
         working = self.clock() - t.moved_at
         done = t.completed - t.moved_from
-        if working < max(self.every, 1e-9) or done <= 0:
+        if working < max(self.every, 1e-9) or done <= 0 or done < WARMUP_SHARE * (t.total - t.moved_from):
             return None
         return working / done * (t.total - t.completed)
 
-    def _emit(self, task_id: int, final: bool = False) -> None:
+    def _emit(self, task_id: int, final: bool = False, force: bool = False) -> None:
         t = self.tasks[task_id]
-        if t.completed == t.printed and not final:
-            return  # nothing moved: no line
+        if t.completed == t.printed and not final and not force:
+            return  # nothing moved: no line (``beat`` forces one)
         took = (t.ended if t.ended is not None else self.clock()) - t.start
         if final and (t.printed == t.completed or (t.printed < 0 and took < self.every)):
             return  # a short step says nothing in a log
@@ -206,7 +236,7 @@ def progress_bar(enabled: bool = True, *, stream=None):
             console=Console(stderr=True),
             transient=False,
         )
-    return LineProgress(stream)
+    return LineProgress(stream, beat=True)
 
 
 def loading(what: str, why: str | None = None, *, stream=None) -> str:
