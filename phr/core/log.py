@@ -4,10 +4,23 @@ log (a file, a pipe, CI), where rich would wrap each message at 80 columns and p
 from __future__ import annotations
 
 import logging
+import sys
 
 from phr.core.secrets import RedactingFilter
 
 PLAIN_FORMAT = "[%(asctime)s] %(levelname)s %(name)s: %(message)s"
+
+
+class StderrHandler(logging.StreamHandler):
+    """A stream handler on whatever ``sys.stderr`` is when a record comes (a test runner swaps it), as rich's is."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
 
 
 def setup_logging(level: str = "WARNING") -> None:
@@ -19,7 +32,7 @@ def setup_logging(level: str = "WARNING") -> None:
 
         handler: logging.Handler = RichHandler(console=con, show_path=False, rich_tracebacks=False)
     else:
-        handler = logging.StreamHandler()  # sys.stderr at the time of the call
+        handler = StderrHandler()
         handler.setFormatter(logging.Formatter(PLAIN_FORMAT, datefmt="%H:%M:%S"))
     handler.addFilter(RedactingFilter())
     root = logging.getLogger()
