@@ -304,13 +304,14 @@ def quiet_third_party_bars(terminal: bool | None = None) -> bool:
         return False
     for name, value in BAR_ENV.items():
         os.environ.setdefault(name, value)
-    if "datasets" in sys.modules:
+    # already imported (a library user's process; None: made unimportable): tell them directly
+    if sys.modules.get("datasets") is not None:
         sys.modules["datasets"].disable_progress_bars()
-    if "huggingface_hub" in sys.modules:
+    if sys.modules.get("huggingface_hub") is not None:
         from huggingface_hub.utils import disable_progress_bars
 
         disable_progress_bars()
-    if "transformers" in sys.modules:
+    if sys.modules.get("transformers") is not None:
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
