@@ -5,6 +5,7 @@
 #                                             README's quick start first (scripts/setup.sh: a few minutes), then
 #                                             every other command, each in the clone's root with .venv activated
 #   scripts/check-docs-commands.sh DIR        the same in DIR, a clone where the quick start already ran
+#   scripts/check-docs-commands.sh DIR FILE.. only the commands of these files (relative to the checkout)
 #   scripts/check-docs-commands.sh --list     print what would run and what is skipped (and why); run nothing
 #
 # Commands are the lines of fenced ```bash blocks (a trailing backslash joins lines; comment lines dropped), in
@@ -77,6 +78,7 @@ skip_reason() {  # the reason COMMAND (at FILE:LINE) is skipped, or nothing
   done
 }
 
+[ $# -gt 1 ] && DOCS=("${@:2}")
 if [ "$LIST" = 1 ]; then
   CLONE="$HERE" QUICK_DONE=0
 elif [ -n "${1:-}" ]; then
