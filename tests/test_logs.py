@@ -189,3 +189,16 @@ def test_the_known_trl_deprecation_warning_is_filtered_for_training_only():
             assert model.is_gradient_checkpointing is False
             warnings.warn("another deprecation", FutureWarning, stacklevel=1)
     assert [str(w.message) for w in seen] == ["another deprecation"]
+
+
+def test_eval_phrbench_stops_its_checking_heartbeat_on_every_path(mini_folder):
+    """The heartbeat that covers the checks before the first call ends with them: after a dry run, after a bad
+    argument (exit 2), nothing is left beating."""
+    import threading
+
+    base = ["eval", "phrbench", "--model", "local:smollm2", "--dataset", str(mini_folder), "--limit", "1"]
+    ok = CliRunner().invoke(app, [*base, "--dry-run"])
+    assert ok.exit_code == 0, ok.output
+    bad = CliRunner().invoke(app, [*base, "--shard", "3/2", "--dry-run"])
+    assert bad.exit_code == 2, bad.output
+    assert [t for t in threading.enumerate() if t.name == "phr-heartbeat"] == []

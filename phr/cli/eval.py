@@ -21,6 +21,7 @@ from phr.config.ops import (
     SubmitConfig,
 )
 from phr.core.errors import UsageError
+from phr.core.progress import start_heartbeat
 from phr.llm.preflight import Preflight, max_output_of, writable
 
 if TYPE_CHECKING:  # imported where used: `--help` stays fast
@@ -147,6 +148,8 @@ def eval_phrbench(cfg: EvalPhrbenchConfig, hub: Hub = None, dry_run: DryRun = Fa
     from phr.llm import LLM
 
     typer.echo(f"preset: {cfg.preset or 'none (the defaults)'}")
+    # 20 s on a busy CPU; stopped before the report (pf.check turns every expected error into a problem)
+    checking = start_heartbeat("checking the run (models, dataset, selection)")
     pf = Preflight()
     trajectory = _trajectory(cfg.kl_direction, cfg.step_rule, cfg.bc_counting)
     shard = pf.check("--shard", lambda: parse_shard(cfg.shard))
@@ -183,6 +186,7 @@ def eval_phrbench(cfg: EvalPhrbenchConfig, hub: Hub = None, dry_run: DryRun = Fa
             pf.check("selection", lambda: _plan_run(pf, run_cfg, ds, llm))
     if cfg.out is not None:
         pf.check("--out", lambda: writable(cfg.out))
+    checking()
     pf.finish(dry_run, echo=typer.echo)
     if dry_run:
         return

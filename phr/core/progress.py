@@ -276,20 +276,32 @@ class Heartbeat:
 def still_working(description: str, *, stream=None) -> Iterator[None]:
     """Around a step with no count (converting a model, loading one): a spinner on a terminal; in a log a line
     every ``PHR_PROGRESS_EVERY`` seconds (from a daemon thread) while the step runs, none for a short one."""
-    if stream is None and is_terminal():
-        from rich.console import Console
-
-        with Console(stderr=True).status(description):
-            yield
-        return
-    beat, done = Heartbeat(description, stream), threading.Event()
-    thread = threading.Thread(target=beat.run, args=(done.wait,), daemon=True, name="phr-heartbeat")
-    thread.start()
+    stop = start_heartbeat(description, stream=stream)
     try:
         yield
     finally:
+        stop()
+
+
+def start_heartbeat(description: str, *, stream=None) -> Callable[[], None]:
+    """``still_working`` for code that cannot wrap the step in a ``with``: starts it and returns its stop
+    (idempotent; a CLI command also registers it with ``ctx.call_on_close`` for the error paths)."""
+    if stream is None and is_terminal():
+        from rich.console import Console
+
+        status = Console(stderr=True).status(description)
+        status.start()
+        return status.stop
+    beat, done = Heartbeat(description, stream), threading.Event()
+    thread = threading.Thread(target=beat.run, args=(done.wait,), daemon=True, name="phr-heartbeat")
+    thread.start()
+
+    def stop() -> None:
         done.set()
-        thread.join()
+        if thread is not threading.current_thread():
+            thread.join()
+
+    return stop
 
 
 BAR_ENV = {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1"}
