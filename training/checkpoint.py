@@ -272,7 +272,7 @@ class StepProgress(TrainerCallback):
     """In a log, where tqdm's bars are off (``phr.core.progress.quiet_third_party_bars``): a ``[progress]``
     line for the training steps (``bar``: where the lines go; default ``progress_bar()``)."""
 
-    def __init__(self, bar=None):
+    def __init__(self, bar=None) -> None:
         self.bar = bar
         self.task: int | None = None
 
