@@ -183,6 +183,23 @@ def describe(mini: Mini) -> str:
     )
 
 
+def describe_eval(mini: Mini, *, paraphraser: str | None, judge: str | None, qa: str, k: int, limit: int | None) -> str:
+    """The line ``eval hr1`` prints on the mini's questions: what this run uses (``paraphraser`` None: the curated
+    paraphrases), its judge (None: none), QA model, K and the questions ``limit`` keeps per source."""
+    n = Counter(q.source for q in mini.questions)
+    kept = {s: min(v, limit) if limit else v for s, v in sorted(n.items())}
+    parts = ", ".join(f"{v} {s}" for s, v in kept.items())
+    paras = (
+        f"K = {k} curated paraphrases with the maintainers' consistency labels"
+        if paraphraser is None
+        else f"K = {k} paraphrases by {paraphraser}"
+    )
+    return (
+        f"preset mini: Hallucination-R1-mini ({sum(kept.values())} of {len(mini.questions)} packaged questions: "
+        f"{parts}); {paras}; QA {qa}, alias-match grading, {f'judge {judge}' if judge else 'no judge model'}"
+    )
+
+
 def _mini_manifest(
     mini: Mini, kind: str, loads: list[LoadResult], models: dict, plan: RunPlan | None, config=None, **extra
 ) -> dict:

@@ -103,6 +103,7 @@ class Table2(BaseModel):
     unjudged_answers: int  # consistent paraphrases of true questions with no correct/wrong grade: non-failures
     failed_questions: int = 0  # original QA or grading call failed: left out of every figure but Consis@1
     failed_paraphrases: int = 0  # slots (question, k < K) with a failed call: see docs/hr1.md, "Failed calls"
+    unjudged_paraphrases: int = 0  # slots (question, k < K) with a text and no verdict: not consistent in Consis@1
 
 
 class Table4(BaseModel):
@@ -132,6 +133,7 @@ class JudgeRow(BaseModel):
     consis_at_k: Figure
     majority_at_k: Figure
     failed: int = 0  # pairs (question, k < K) whose call failed: left out (their questions too, for @K)
+    unjudged: int = 0  # pairs (question, k < K) with no verdict: not consistent
     agreement: Agreement | None = None  # with the human majority; None for the human row or without labels
 
 
@@ -254,11 +256,12 @@ def table2(results: Sequence[QuestionResult], settings: MetricSettings = DEFAULT
     g, k = settings.grading, settings.k
     rs = _resampler((r.question.id for r in results), settings)
     true = {r.question.id: float(is_correct(r.correctness, g)) for r in results if r.correctness != "failed"}
-    fail1, failk, missing, unjudged, failed_slots = {}, {}, 0, 0, 0
+    fail1, failk, missing, unjudged, failed_slots, unjudged_slots = {}, {}, 0, 0, 0, 0
     for r in results:
         first = _first_k(r, k)
         lost = {i for i, p in first.items() if p.failed}
         failed_slots += len(lost)
+        unjudged_slots += sum(p.text is not None and p.consistent is None and not p.failed for p in first.values())
         if not true.get(r.question.id):
             continue
         missing += k - len(first)
@@ -283,6 +286,7 @@ def table2(results: Sequence[QuestionResult], settings: MetricSettings = DEFAULT
         unjudged_answers=unjudged,
         failed_questions=len(results) - len(true),
         failed_paraphrases=failed_slots,
+        unjudged_paraphrases=unjudged_slots,
     )
 
 
@@ -437,6 +441,7 @@ def judge_row(labels: Labels, settings: MetricSettings = DEFAULT, human: Labels 
         consis_at_k=_rate(rs, [(q, float(n >= 1)) for q, n in whole.items()]),
         majority_at_k=_rate(rs, [(q, float(n > k / 2)) for q, n in whole.items()]),
         failed=sum(x == FAILED for v in per_q.values() for x in v.values()),
+        unjudged=sum(x is None for v in per_q.values() for x in v.values()),
         agreement=_agreement(labels, human, settings) if human is not None else None,
     )
 
@@ -467,6 +472,11 @@ def to_json(obj: object) -> str:
     return json.dumps(_plain(obj), indent=2, sort_keys=True)
 
 
+#: the counts beside every consistency figure: paraphrases with a text and no verdict (counted not consistent) and
+#: those whose paraphrase or judge call failed (left out); a Consis. of 0.00% with every paraphrase unjudged says so
+CONSIS_COUNTS = ("Unjudged", "Failed")
+
+
 def _pct(f: Figure, sign: bool = True) -> str:
     if f.value is None:
         return "n/a"
@@ -492,9 +502,25 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 def table1_markdown(rows: dict[str, Table1]) -> str:
     t = next(iter(rows.values()), None)
     thr = t.div_threshold if t else DEFAULT.div_threshold
-    header = ["Paraphrase model", "Consis.", "Mean Div.", f"Ratio (Div. > {thr:g})", "Consis. × Mean Div."]
+    header = [
+        "Paraphrase model",
+        "Consis.",
+        *CONSIS_COUNTS,
+        "Mean Div.",
+        f"Ratio (Div. > {thr:g})",
+        "Consis. × Mean Div.",
+    ]
     body = [
-        [n, _pct(r.consis), _num(r.mean_div), _pct(r.ratio_div), _pct(r.consis_x_mean_div)] for n, r in rows.items()
+        [
+            n,
+            _pct(r.consis),
+            str(r.unjudged),
+            str(r.failed),
+            _num(r.mean_div),
+            _pct(r.ratio_div),
+            _pct(r.consis_x_mean_div),
+        ]
+        for n, r in rows.items()
     ]
     return _table(header, body)
 
@@ -516,9 +542,9 @@ def table2_markdown(rows: dict[str, dict[str, Table2]]) -> str:
 
 def table3_markdown(rows: dict[str, Table2]) -> str:
     k = next((r.k for r in rows.values()), DEFAULT.k)
-    header = ["Paraphraser", "Consis@1", "RF@1", f"RF@{k}", "ER@1", f"WER@{k}"]
-    body = [[n, _pct(r.consis_at_1), _int(r.rf_at_1), _int(r.rf_at_k), _pct(r.er_at_1), _pct(r.wer_at_k)]
-            for n, r in rows.items()]  # fmt: skip
+    header = ["Paraphraser", "Consis@1", *CONSIS_COUNTS, "RF@1", f"RF@{k}", "ER@1", f"WER@{k}"]
+    body = [[n, _pct(r.consis_at_1), str(r.unjudged_paraphrases), str(r.failed_paraphrases), _int(r.rf_at_1),
+             _int(r.rf_at_k), _pct(r.er_at_1), _pct(r.wer_at_k)] for n, r in rows.items()]  # fmt: skip
     n_true = {int(r.true_count.value) for r in rows.values()}
     return f"N_true = {', '.join(map(str, sorted(n_true)))}\n\n" + _table(header, body)
 
@@ -536,10 +562,11 @@ def table4_markdown(rows: dict[str, dict[str, Table4]]) -> str:
 
 
 def table7_markdown(t: Table7) -> str:
-    header = ["Judge", "Consis@1", f"Consis@{t.k}", f"Majority@{t.k}", "Agreement (acc.)", "Cohen's κ"]
+    header = ["Judge", "Consis@1", f"Consis@{t.k}", f"Majority@{t.k}", *CONSIS_COUNTS, "Agreement (acc.)", "Cohen's κ"]
     body = []
     for name, r in t.rows.items():
         a = r.agreement
         extra = [_pct(a.accuracy), _num(a.kappa, 3)] if a else ["", ""]
-        body.append([name, _pct(r.consis_at_1), _pct(r.consis_at_k), _pct(r.majority_at_k), *extra])
+        counts = [str(r.unjudged), str(r.failed)]
+        body.append([name, _pct(r.consis_at_1), _pct(r.consis_at_k), _pct(r.majority_at_k), *counts, *extra])
     return _table(header, body)

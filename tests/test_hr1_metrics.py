@@ -89,7 +89,8 @@ def test_table3_per_paraphraser_and_markdown():
     assert t3["Qwen2.5-3B"].consis_at_1.value == 0 and t3["Qwen2.5-3B"].wer_at_k.value == 0
     assert t3["H-R1"].true_rate.se == t3["Qwen2.5-3B"].true_rate.se  # paired draws
     md = table3_markdown(t3)
-    assert md.startswith("N_true = 6\n") and "| Paraphraser | Consis@1 | RF@1 | RF@5 | ER@1 | WER@5 |" in md
+    header = "| Paraphraser | Consis@1 | Unjudged | Failed | RF@1 | RF@5 | ER@1 | WER@5 |"
+    assert md.startswith("N_true = 6\n") and header in md
     assert "| H-R1 | 20.00% ± " in md and " | 2 ± " in md and "33.33% ± " in md
     md2 = table2_markdown({"Qwen2.5-3B": {"TruthfulQA": t3["H-R1"]}})
     assert "| Qwen2.5-3B | 6 ± " in md2 and "(85.71% ± " in md2 and "| QA model | TruthfulQA ER@1 / WER@5 |" in md2
@@ -111,7 +112,11 @@ def test_table1_consis_mean_div_ratio():
     every = table1(results, MetricSettings(div_set="all"))
     assert every.mean_div.value == pytest.approx(3.66 / 5) and every.ratio_div.value == pytest.approx(3 / 5)
     md = table1_markdown({"H-R1-3B": t})
-    assert "| Paraphrase model | Consis. | Mean Div. | Ratio (Div. > 0.9) | Consis. × Mean Div. |" in md
+    assert (
+        "| Paraphrase model | Consis. | Unjudged | Failed | Mean Div. | Ratio (Div. > 0.9) | Consis. × Mean Div. |"
+        in md
+    )
+    assert "| H-R1-3B | 50.00% ± 0.00 | 1 | 0 | 0.790000 ± " in md  # the unjudged paraphrase beside the rate it lowers
     assert "| H-R1-3B | 50.00% ± " in md and "0.790000 ± " in md and "39.50% ± " in md
     unscored = [Q("q1", None, [P(0, True)])]
     with pytest.raises(PHRError, match="'q1' paraphrase k=0 has no mean_div"):
@@ -179,7 +184,8 @@ def test_table7_consis_majority_and_kappa(tmp_path):
     dropped = table7({"J": judge}, human_majority(votes, MetricSettings(human_tie="drop")))
     assert dropped.rows["J"].agreement.pairs == 14 and dropped.rows["J"].agreement.kappa.value == pytest.approx(5 / 7)
     md = table7_markdown(t)
-    assert "| Judge | Consis@1 | Consis@5 | Majority@5 | Agreement (acc.) | Cohen's κ |" in md
+    assert "| Judge | Consis@1 | Consis@5 | Majority@5 | Unjudged | Failed | Agreement (acc.) | Cohen's κ |" in md
+    assert row.unjudged == 1 and " | 1 | 0 | 86.67% ± " in md  # q3's fifth pair had no verdict
     assert "| DeepSeek-V3 | 33.33% ± " in md and "0.727 ± " in md
 
 

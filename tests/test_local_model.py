@@ -270,7 +270,7 @@ def test_vllm_missing_install():
         pass
     else:  # pragma: no cover
         pytest.skip("vllm is installed")
-    with pytest.raises(PHRError, match=r"pip install 'phr-toolkit\[vllm\]'"):
+    with pytest.raises(PHRError, match=r"pip install -c constraints.txt -e '\.\[vllm\]'"):
         make_provider("vllm:Qwen/Qwen2.5-0.5B-Instruct")
 
 

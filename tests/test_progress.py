@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from phr.core.progress import LineProgress, loading, progress_bar
+from phr.core.progress import BAR_ENV, LineProgress, loading, progress_bar, quiet_third_party_bars
 from phr.llm.providers.base import BatchItem
 from phr.llm.types import GenerationParams, as_messages
 
@@ -104,19 +105,19 @@ def test_line_progress_prints_one_line_at_most_every_interval_and_at_the_end():
     bar = LineProgress(out, every=10, clock=lambda: now[0])
     with bar:
         t = bar.add_task("generating", total=120, completed=20)  # 20 cached
-        bar.advance(t, 5)  # t=0: too soon
+        bar.advance(t, 5)  # t=0: too soon; the count moved (25): the rate counts from here
         now[0] = 12.0
-        bar.advance(t, 5)  # t=12: a line (30/120); rate 10 done in 12 s -> 90 left in 108 s
+        bar.advance(t, 5)  # t=12: a line (30/120); rate 5 done in 12 s -> 90 left in 216 s
         now[0] = 15.0
         bar.advance(t, 1)  # t=15: too soon after the last line
         now[0] = 30.0
-        bar.update(t, completed=40)  # t=30: a line; 20 done in 30 s -> 80 left in 120 s
+        bar.update(t, completed=40)  # t=30: a line; 15 done in 30 s -> 80 left in 160 s
         now[0] = 45.0
         bar.update(t, completed=40)  # t=45: nothing moved: no line, and none at the end
     lines = out.getvalue().splitlines()
     assert lines == [
-        "[progress] generating: 30/120 (25%), 12s elapsed, about 1m48s left",
-        "[progress] generating: 40/120 (33%), 30s elapsed, about 2m00s left",
+        "[progress] generating: 30/120 (25%), 12s elapsed, about 3m36s left",
+        "[progress] generating: 40/120 (33%), 30s elapsed, about 2m40s left",
     ]
 
 
@@ -134,7 +135,7 @@ def test_line_progress_prints_the_final_count_of_a_long_step_only():
         bar.update(t, completed=4)  # too soon for the next periodic line ...
         now[0] = 50.0
     assert out.getvalue().splitlines() == [
-        "[progress] trajectory metrics: 2/4 (50%), 10s elapsed, about 10s left",
+        "[progress] trajectory metrics: 2/4 (50%), 10s elapsed",  # its first move: no rate yet, no estimate
         "[progress] trajectory metrics: 4/4 (100%), 15s elapsed",  # ... but the end is said
     ]
 
@@ -161,3 +162,134 @@ def test_loading_line():
     line = loading("local:smollm2 (SmolLM2-135M-Instruct) on cpu", "as the reference scorer", stream=out)
     assert line == "loading local:smollm2 (SmolLM2-135M-Instruct) on cpu as the reference scorer ..."
     assert out.getvalue() == line + "\n"
+
+
+def test_estimate_comes_from_the_steps_own_rate_after_a_warm_up():
+    """Issue 25: a model load (20 s) before the count moves made the first estimate hours long; now the rate is
+    measured from the first move, there is no estimate before ``every`` seconds of it, and elapsed is the step's."""
+    now = [100.0]  # the process started long before this step
+    out = io.StringIO()
+    with LineProgress(out, every=10, clock=lambda: now[0]) as bar:
+        t = bar.add_task("answering", total=100)
+        now[0] = 120.0
+        bar.update(t, completed=0.5)  # t=20 s: the first token after the load: a line, no estimate
+        now[0] = 125.0
+        bar.update(t, completed=6)  # 5 s into the work: too soon for a line
+        now[0] = 130.5
+        bar.update(t, completed=11.5)  # 10.5 s of work, 11 done: 1.05/s -> 88.5 left in 84 s
+        now[0] = 141.0
+        bar.update(t, completed=22.5)
+    assert out.getvalue().splitlines() == [
+        "[progress] answering: 0.5/100 (0%), 20s elapsed",
+        "[progress] answering: 11.5/100 (12%), 30s elapsed, about 1m24s left",
+        "[progress] answering: 22.5/100 (22%), 41s elapsed, about 1m14s left",
+    ]
+
+
+def test_heartbeat_says_a_step_without_a_count_is_still_running():
+    from phr.core.progress import Heartbeat
+
+    now = [50.0]
+    out = io.StringIO()
+    beat = Heartbeat("converting SmolLM2-135M-Instruct.Q4_1.gguf", out, every=10, clock=lambda: now[0])
+    assert beat.tick() is None  # at its start: nothing
+    now[0] = 59.0
+    assert beat.tick() is None
+    now[0] = 60.0
+    assert beat.tick() == "[progress] converting SmolLM2-135M-Instruct.Q4_1.gguf: 10s elapsed"
+    now[0] = 65.0
+    assert beat.tick() is None  # 5 s after the last line
+    now[0] = 87.0
+    beat.tick()
+    assert out.getvalue().splitlines()[-1] == "[progress] converting SmolLM2-135M-Instruct.Q4_1.gguf: 37s elapsed"
+    # run(): ticks until the wait says the step ended (a fake wait: no sleeping, no timing)
+    answers = iter([False, False, True])
+    ticks: list[float] = []
+    beat.tick = lambda: ticks.append(now[0])
+    beat.run(lambda seconds: next(answers))
+    assert len(ticks) == 2
+
+
+def test_still_working_prints_nothing_for_a_short_step():
+    from phr.core.progress import still_working
+
+    out = io.StringIO()
+    with still_working("loading tiny", stream=out):
+        pass
+    assert out.getvalue() == ""
+
+
+def test_in_a_log_the_third_party_bars_are_off(tmp_path):
+    """tqdm (transformers, datasets, the trainers) draws with \\r in a log; where stderr is not a terminal the CLI
+    turns them off before they are imported. A fresh process: with the call no \\r, without it the bar."""
+    code = (
+        "import sys; from phr.core.progress import quiet_third_party_bars\n"
+        "if sys.argv[1] == 'quiet': assert quiet_third_party_bars(terminal=False)\n"
+        "from tqdm import tqdm\n"
+        "from datasets import Dataset\n"
+        "for _ in tqdm(range(3), mininterval=0): pass\n"
+        "Dataset.from_dict({'a': list(range(3))}).map(lambda r: r)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in BAR_ENV}
+    runs = {
+        mode: subprocess.run([sys.executable, "-c", code, mode], capture_output=True, env=env, timeout=300)
+        for mode in ("quiet", "loud")
+    }  # bytes: text mode would turn each \\r into a newline
+    assert runs["quiet"].returncode == 0, runs["quiet"].stderr.decode()
+    assert b"\r" in runs["loud"].stderr and b"examples/s" in runs["loud"].stderr  # the control: bars without it
+    assert b"\r" not in runs["quiet"].stderr and b"it/s" not in runs["quiet"].stderr
+    assert not quiet_third_party_bars(terminal=True)  # a terminal keeps them
+
+
+def test_the_cli_turns_the_bars_off_in_a_log(monkeypatch):
+    from typer.testing import CliRunner
+
+    from phr.cli import app
+
+    for name in BAR_ENV:
+        monkeypatch.delenv(name, raising=False)
+    assert CliRunner().invoke(app, ["cache", "stats"]).exit_code == 0
+    assert {name: os.environ.get(name) for name in BAR_ENV} == BAR_ENV
+
+
+def test_no_estimate_before_a_share_of_the_work_is_done():
+    now = [0.0]
+    out = io.StringIO()
+    with LineProgress(out, every=10, clock=lambda: now[0]) as bar:
+        t = bar.add_task("generating", total=1000)
+        bar.update(t, completed=1)  # the first move
+        now[0] = 20.0
+        bar.update(t, completed=31)  # 20 s of work but 3% done: too little to say how long the rest takes
+        now[0] = 40.0
+        bar.update(t, completed=61)  # 6%: 60 done in 40 s -> 939 left in 626 s
+    assert out.getvalue().splitlines() == [
+        "[progress] generating: 31/1000 (3%), 20s elapsed",
+        "[progress] generating: 61/1000 (6%), 40s elapsed, about 10m26s left",
+    ]
+
+
+def test_a_step_whose_count_does_not_move_still_says_it_runs():
+    """A slow first batch: nothing moves for a minute; ``beat()`` (called every 10 s by progress_bar's thread)
+    repeats the line with the elapsed time, at most once per interval, and stops once the step ended."""
+    now = [0.0]
+    out = io.StringIO()
+    with LineProgress(out, every=10, clock=lambda: now[0]) as bar:
+        t = bar.add_task("local:smollm2 on 10 prompts x 2", total=20)
+        now[0] = 5.0
+        bar.beat()  # too soon
+        now[0] = 10.0
+        bar.beat()
+        now[0] = 15.0
+        bar.beat()  # 5 s after the last line
+        now[0] = 21.0
+        bar.beat()
+        now[0] = 23.0
+        bar.update(t, completed=20)  # done
+        now[0] = 40.0
+        bar.beat()  # an ended step says nothing more but its final line
+    assert out.getvalue().splitlines() == [
+        "[progress] local:smollm2 on 10 prompts x 2: 0/20 (0%), 10s elapsed",
+        "[progress] local:smollm2 on 10 prompts x 2: 0/20 (0%), 21s elapsed",
+        "[progress] local:smollm2 on 10 prompts x 2: 20/20 (100%), 23s elapsed",
+    ]
+    assert progress_bar(True)._beat  # the log form of progress_bar beats from a thread

@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 import platform
 import subprocess
+import warnings
 from collections.abc import Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from transformers import TrainerCallback
@@ -264,3 +266,46 @@ class ArtifactsCallback(TrainerCallback):
                     folder, state.log_history, state.global_step, name=f"{Path(args.output_dir).name}-{folder.name}"
                 )
         return control
+
+
+class StepProgress(TrainerCallback):
+    """In a log, where tqdm's bars are off (``phr.core.progress.quiet_third_party_bars``): a ``[progress]``
+    line for the training steps (``bar``: where the lines go; default ``progress_bar()``)."""
+
+    def __init__(self, bar=None) -> None:
+        self.bar = bar
+        self.task: int | None = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            from phr.core.progress import progress_bar
+
+            self.bar = (self.bar or progress_bar()).__enter__()  # in a log: a line every 10 s, within a step too
+            self.task = self.bar.add_task("training steps", total=state.max_steps, completed=state.global_step)
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.task is not None:
+            self.bar.update(self.task, completed=state.global_step)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if self.task is not None:
+            self.bar.__exit__(None, None, None)
+            self.task = None
+
+
+def progress_callbacks() -> list:
+    """``[StepProgress()]`` where stderr is not a terminal (there tqdm's bar is off); none on a terminal."""
+    from phr.core.progress import is_terminal
+
+    return [] if is_terminal() else [StepProgress()]
+
+
+@contextmanager
+def known_warnings_filtered():
+    """Training with TRL 1.16 on transformers 5: TRL reads ``model.is_gradient_checkpointing``, which transformers
+    deprecated (``is_activation_checkpointing``), at every generation step and saving, so each run printed the
+    FutureWarning about TRL's own code, which neither we nor the user can act on. Filtered here, for the training
+    only; remove once TRL reads the new name."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
+        yield

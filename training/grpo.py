@@ -31,7 +31,7 @@ from phr.core.errors import PHRError
 from phr.core.registry import Registry
 from phr.hr1.diversity import DiversitySettings
 from phr.hr1.parse import parse_paraphrase
-from phr.training.checkpoint import ArtifactsCallback
+from phr.training.checkpoint import ArtifactsCallback, known_warnings_filtered, progress_callbacks
 from phr.training.config import MissingRewardsSection, Recipe, RecipeError
 from phr.training.rewards import HR1Reward, RewardConfig, completion_text, settings_problems
 from phr.training.run import (
@@ -255,7 +255,7 @@ def train_grpo(
     output_dir, last = prepare_output(recipe, resume)
     funcs = list(reward_funcs) if reward_funcs is not None else make_rewards(recipe)
     guard = MissingRewardsGuard(recipe.missing_rewards, funcs)
-    with run_folder(output_dir):
+    with run_folder(output_dir), known_warnings_filtered():
         ds, data = load_corpus(recipe)
         start, base = start_model(recipe, ds, output_dir)
         args = recipe.trl_config(output_dir=str(output_dir), model_init_kwargs=model_init_kwargs(recipe, start))
@@ -268,7 +268,7 @@ def train_grpo(
             args=args,
             train_dataset=ds,
             peft_config=peft_config(recipe),
-            callbacks=[ArtifactsCallback(arts), guard, *callbacks],
+            callbacks=[ArtifactsCallback(arts), guard, *progress_callbacks(), *callbacks],
         )
         trainer.guard = guard
         repair_artifacts(arts, last, output_dir)

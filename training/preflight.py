@@ -21,7 +21,10 @@ from phr.llm.preflight import Preflight
 def _vllm_problem() -> str | None:
     """None when vLLM is installed in a version the installed TRL supports, else why not (TRL's own words)."""
     if importlib.util.find_spec("vllm") is None:
-        return "trainer.use_vllm: the vllm extra is not installed (pip install -e '.[vllm]')"
+        return (
+            "trainer.use_vllm: the vllm extra is not installed (on a GPU machine: pip install -c constraints.txt "
+            "-e '.[vllm]'), or generate with transformers: --set trainer.use_vllm=false"
+        )
     from trl.import_utils import is_vllm_available
 
     with warnings.catch_warnings(record=True) as seen:

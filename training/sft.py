@@ -18,7 +18,7 @@ from pathlib import Path
 
 from phr.core.errors import UsageError
 from phr.core.fs import atomic_dir
-from phr.training.checkpoint import ArtifactsCallback
+from phr.training.checkpoint import ArtifactsCallback, known_warnings_filtered, progress_callbacks
 from phr.training.config import Recipe
 from phr.training.run import (
     MERGED,
@@ -74,7 +74,7 @@ def build_sft_trainer(recipe: Recipe, *, resume: bool = False, callbacks: Sequen
             args=args,
             train_dataset=to_prompt_completion(ds, recipe.chat_template_kwargs),
             peft_config=peft_config(recipe),
-            callbacks=[ArtifactsCallback(arts), *callbacks],
+            callbacks=[ArtifactsCallback(arts), *progress_callbacks(), *callbacks],
         )
         repair_artifacts(arts, last, output_dir)
     return trainer, arts, output_dir, last
@@ -86,7 +86,7 @@ def train_sft(
     """Run SFT; with LoRA and ``merge`` (default: the recipe's ``lora.merge``) also write ``merged/``."""
     if merge and recipe.lora is None:
         raise UsageError("--merge: this recipe has no lora section (the checkpoint is already a full model)")
-    with run_folder(Path(recipe.trainer["output_dir"]).expanduser().resolve()):
+    with run_folder(Path(recipe.trainer["output_dir"]).expanduser().resolve()), known_warnings_filtered():
         trainer, arts, output_dir, last = build_sft_trainer(recipe, resume=resume, callbacks=callbacks)
         trainer.train(resume_from_checkpoint=last)
     final = save_final(trainer, arts, output_dir)

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from phr.core.fs import atomic_dir
+from phr.core.progress import progress_bar
 
 BOS, EOS, PAD = "<|begin_of_text|>", "<|im_end|>", "<|pad|>"
 SPECIAL = (PAD, BOS, EOS, "<|im_start|>")
@@ -138,11 +139,14 @@ def format_warmup(model, tok, pairs: list[tuple[str, str]], steps: int, lr: floa
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
     model.train()
     losses = []
-    for _ in range(steps):
-        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-        losses.append(loss.item())
+    with progress_bar() as bar:  # about a second a step on a CPU: a [progress] line every 10 s in a log
+        task = bar.add_task(f"format warm-up of the tiny model ({len(rows)} pairs)", total=steps)
+        for _ in range(steps):
+            loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            losses.append(loss.item())
+            bar.advance(task)
     model.eval()
     return losses

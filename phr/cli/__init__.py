@@ -16,6 +16,7 @@ import typer
 from phr.cli import analyze, build, eval, hub, llm, report, review, train
 from phr.cli.common import Root
 from phr.core.log import setup_logging
+from phr.core.progress import quiet_third_party_bars
 
 app = typer.Typer(
     name="phr-publish",
@@ -52,6 +53,7 @@ def _global(
     if log_level.upper() not in LOG_LEVELS:
         raise typer.BadParameter(f"unknown log level {log_level!r}", param_hint="--log-level")
     setup_logging(log_level)
+    quiet_third_party_bars()  # in a log: our [progress] lines, no \r-joined tqdm bars
     if cache is not None:
         os.environ["PHR_CACHE"] = str(cache.expanduser())
 

@@ -17,6 +17,8 @@ from phr.core.report import Rejection, ValidationReport
 from phr.hr1.names import SOURCES
 from phr.llm.preflight import Preflight, writable
 
+UNDECIDED = "manual review: undecided"  # a QC row of a build (phr.validation.review.ReviewStatus.qc_rows)
+
 build_app = new_app("Build datasets (PHRBench; the Hallucination-R1 corpora: hr1-paraphrases, hr1-sft, hr1-grpo).")
 validate_app = new_app("Re-check a built folder.")
 hr1.register(build_app)
@@ -57,6 +59,12 @@ def build_phrbench(cfg: BuildPhrbenchConfig, dry_run: DryRun = False) -> None:
     typer.echo(f"built PHRBench ({cfg.recipe}) in {res.out}: {counts} = {total} instances")
     for k, v in res.qc.items():
         typer.echo(f"  {k}: {v}")
+    if rec is not None and rec.curated and res.qc.get(UNDECIDED):
+        typer.echo(
+            "  (undecided: premises no one has decided on with `phr-publish review` yet; the "
+            "maintainers wrote and checked these curated premises, so this recipe needs no review to load, "
+            "validate or push; a review is optional: docs/review.md)"
+        )
     typer.echo(f'load it with: load_dataset("{cfg.out}", "all")')
     for line in res.next_steps:
         typer.echo(line)

@@ -23,7 +23,22 @@ def error(message: str) -> None:
     typer.echo(f"error: {redact(message)}", err=True)
 
 
-class Root(TyperGroup):
+class Group(TyperGroup):
+    """A command group whose command list shows each command's whole first sentence, wrapped (click cuts it to
+    the width left on one line and appends "...", mid-sentence)."""
+
+    def format_commands(self, ctx, formatter):
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit=10_000)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+class Root(Group):
     """The root command group: the one error boundary of the CLI. A ``PHRError`` from any command is printed as
     one line (no traceback) and exits with its code: 2 for a usage error, 1 for failed work. A fault of the
     environment (a full disk, a denied path, a damaged cache, a truncated JSON file, a failed git run:
@@ -84,6 +99,7 @@ class App(typer.Typer):
 def new_app(help: str, **kw) -> App:
     """A command group (or, added without a name, a set of top-level commands) in the CLI's one style: plain help
     (no type placeholders on flags), no pretty tracebacks."""
+    kw.setdefault("cls", Group)
     return App(help=help, no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False, **kw)
 
 

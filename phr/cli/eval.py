@@ -21,6 +21,7 @@ from phr.config.ops import (
     SubmitConfig,
 )
 from phr.core.errors import UsageError
+from phr.core.progress import start_heartbeat
 from phr.llm.preflight import Preflight, max_output_of, writable
 
 if TYPE_CHECKING:  # imported where used: `--help` stays fast
@@ -99,14 +100,14 @@ def _print_settings(result) -> None:
 
 
 def _print_summary(result, out: Path) -> None:
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     from phr.bench.metrics import INSIGHTFUL, LEADERBOARD, REQUIRED, RESOLUTIONS, TRAJECTORY, metric, rate_of
+    from phr.core.console import console
     from phr.eval.results import estimate_text
 
-    con = Console()
+    con = console()
     t = result["tables"]
     errs = (t.get("cell_errors") or {}).get("by_condition", {})
     table = Table(title=f"PHRBench: {escape(result['model'])} @ {escape(result['revision'])}")  # never markup
@@ -161,6 +162,8 @@ def eval_phrbench(cfg: EvalPhrbenchConfig, hub: Hub = None, dry_run: DryRun = Fa
     typer.echo(f"preset: {cfg.preset or 'none (the defaults)'}")
     if cfg.score and cfg.shard is None:
         _announce_sandbox()
+    # 20 s on a busy CPU; stopped before the report (pf.check turns every expected error into a problem)
+    checking = start_heartbeat("checking the run (models, dataset, selection)")
     pf = Preflight()
     trajectory = _trajectory(cfg.kl_direction, cfg.step_rule, cfg.bc_counting)
     shard = pf.check("--shard", lambda: parse_shard(cfg.shard))
@@ -197,6 +200,7 @@ def eval_phrbench(cfg: EvalPhrbenchConfig, hub: Hub = None, dry_run: DryRun = Fa
             pf.check("selection", lambda: _plan_run(pf, run_cfg, ds, llm))
     if cfg.out is not None:
         pf.check("--out", lambda: writable(cfg.out))
+    checking()
     pf.finish(dry_run, echo=typer.echo)
     if dry_run:
         return

@@ -106,7 +106,20 @@ def _done(res: HR1BuildResult, cfg) -> None:
     typer.echo(f"settings: preset {cfg.preset or 'none'}; rerun: {_rerun(cfg)}")
     counts = ", ".join(f"{k} {v}" for k, v in res.counts.items())
     typer.echo(f"built {res.kind} in {res.out}: {counts}")
-    typer.echo(f'load it with: load_dataset("{res.out}")')
+    typer.echo(load_hint(res.out))
+
+
+def load_hint(out: Path) -> str:
+    """How to load the built folder with ``datasets``: with one config, the folder; with several (one per source),
+    each config by name, since ``load_dataset(PATH)`` alone loads only the default one."""
+    from phr.hub.card import card_configs
+
+    configs = card_configs(out)
+    if len(configs) <= 1:
+        return f'load it with: load_dataset("{out}")'
+    default = next((c.name for c in configs.values() if c.default), next(iter(configs)))
+    each = " and ".join(f'load_dataset("{out}", "{name}")' for name in configs)
+    return f'load it with: {each} (one config per source; load_dataset("{out}") alone loads only {default})'
 
 
 def _with_preset(cfg, given: bool, default: str = "mini"):
@@ -374,10 +387,9 @@ def register_eval(eval_app: typer.Typer) -> None:
         extra = [j.strip() for j in (cfg.judges or "").split(",") if j.strip()]
         paraphraser, judge, curated, mini = cfg.paraphraser, cfg.judge, None, None
         if cfg.preset == "mini":
-            from phr.builders.hr1_mini import MINI_PARAPHRASER, describe, load_mini
+            from phr.builders.hr1_mini import MINI_K, MINI_PARAPHRASER, describe_eval, load_mini
 
             mini = load_mini()
-            typer.echo(describe(mini))
             if not _given(cfg, "paraphraser"):  # the maintainers' paraphrases and labels: no paraphraser, no judge
                 paraphraser, curated = MINI_PARAPHRASER, mini.paraphrases
                 judge = cfg.judge if _given(cfg, "judge") else "none"
@@ -386,6 +398,16 @@ def register_eval(eval_app: typer.Typer) -> None:
                     f"--paraphraser {cfg.paraphraser} on Hallucination-R1-mini: its paraphrases need a consistency "
                     f"judge; add --judge SPEC (offline: --judge {cfg.qa_model})"
                 )
+            typer.echo(
+                describe_eval(
+                    mini,
+                    paraphraser=None if curated is not None else paraphraser,
+                    judge=model_or_none(judge),
+                    qa=cfg.qa_model,
+                    k=cfg.k or MINI_K,
+                    limit=cfg.limit,
+                )
+            )
         roles = {
             "paraphraser": None if curated is not None else paraphraser,
             "qa model": cfg.qa_model,

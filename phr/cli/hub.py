@@ -27,17 +27,20 @@ hub_app = new_app("Publish to the Hub or a local hub.")
 @bind(PushConfig)
 def push_cmd(cfg: PushConfig) -> None:
     """Validate FOLDER, then push it to the Hub or a local hub as one commit (none if nothing changed)."""
-    from phr.hub import push
-    from phr.hub.kinds import register_kind, unregister_kind
-    from phr.validation.folder import PHRBENCH_UNREVIEWED
+    from phr.core.progress import still_working
 
-    if cfg.allow_unreviewed:  # the phrbench kind without its review requirement, for this push only
-        register_kind(PHRBENCH_UNREVIEWED)
-    try:
-        res = push(cfg.folder, cfg.repo, **cfg.model_dump(exclude={"folder", "repo", "allow_unreviewed"}))
-    finally:
-        if cfg.allow_unreviewed:
-            unregister_kind(PHRBENCH_UNREVIEWED.name)
+    with still_working(f"validating and pushing {cfg.folder}"):  # the checks take 15-30 s: a line every 10 s
+        from phr.hub import push
+        from phr.hub.kinds import register_kind, unregister_kind
+        from phr.validation.folder import PHRBENCH_UNREVIEWED
+
+        if cfg.allow_unreviewed:  # the phrbench kind without its review requirement, for this push only
+            register_kind(PHRBENCH_UNREVIEWED)
+        try:
+            res = push(cfg.folder, cfg.repo, **cfg.model_dump(exclude={"folder", "repo", "allow_unreviewed"}))
+        finally:
+            if cfg.allow_unreviewed:
+                unregister_kind(PHRBENCH_UNREVIEWED.name)
     for line in res.lines():
         typer.echo(line)
 

@@ -31,8 +31,6 @@ def llm_ping(
     max_retry_after: MaxRetryAfter = MAX_RETRY_AFTER_S,
 ) -> None:
     """Send one prompt and print the reply and the usage."""
-    from rich.console import Console
-
     from phr.llm import LLM
 
     llm = LLM(
@@ -56,7 +54,7 @@ def llm_ping(
         f"completion_tokens={s.completion_tokens} latency={s.latency_s:.2f}s{batch} cached={s.cached}",
         err=True,
     )
-    llm.last_summary.print(Console(stderr=True))
+    llm.last_summary.print()
 
 
 @cache_app.command("stats")

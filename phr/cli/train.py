@@ -11,6 +11,7 @@ from phr.cli.options import DryRun, bind
 from phr.config.base import command_line
 from phr.config.ops import TrainGrpoConfig, TrainSftConfig
 from phr.core.errors import UsageError
+from phr.core.progress import still_working
 
 train_app = new_app("Train the Hallucination-R1 paraphraser (GRPO, two stages) or a LoRA SFT model, with TRL.")
 
@@ -86,10 +87,11 @@ def _resume_hint(cfg) -> str:
 @bind(TrainGrpoConfig, config_option=False)
 def grpo_cmd(cfg: TrainGrpoConfig, dry_run: DryRun = False) -> None:
     """One GRPO stage of a recipe; prints where it writes, progress, and a summary."""
-    recipe = _checked_recipe(cfg, "grpo", dry_run, cfg.init_from)
-    if dry_run:
-        return
-    from phr.training.grpo import MissingRewardsStop, train_grpo
+    with still_working(f"checking {cfg.recipe} and importing TRL"):  # 10-30 s on a busy CPU
+        recipe = _checked_recipe(cfg, "grpo", dry_run, cfg.init_from)
+        if dry_run:
+            return
+        from phr.training.grpo import MissingRewardsStop, train_grpo
 
     typer.echo(f"GRPO stage {recipe.stage}: writing to {Path(recipe.trainer['output_dir']).resolve()}", err=True)
     try:
@@ -103,10 +105,11 @@ def grpo_cmd(cfg: TrainGrpoConfig, dry_run: DryRun = False) -> None:
 @bind(TrainSftConfig, config_option=False)
 def sft_cmd(cfg: TrainSftConfig, dry_run: DryRun = False) -> None:
     """(LoRA) SFT on an hr1-sft corpus, loss on the answer tokens only."""
-    recipe = _checked_recipe(cfg, "sft", dry_run)
-    if dry_run:
-        return
-    from phr.training.sft import train_sft
+    with still_working(f"checking {cfg.recipe} and importing TRL"):
+        recipe = _checked_recipe(cfg, "sft", dry_run)
+        if dry_run:
+            return
+        from phr.training.sft import train_sft
 
     typer.echo(f"SFT: writing to {Path(recipe.trainer['output_dir']).resolve()}", err=True)
     _finish(train_sft(recipe, resume=cfg.resume, merge=cfg.merge))

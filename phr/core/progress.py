@@ -6,20 +6,35 @@ a pipe, CI) it prints no bar but one plain line per task at most every ``PHR_PRO
 
     [progress] generating: 37/120 (31%), 1m02s elapsed, about 2m07s left
 
+"elapsed" counts from the step's start (its ``add_task``). The estimate of the time left comes from the step's own
+rate after a warm-up: measured from the first time the count moved (a model load, a cache lookup or a first batch
+before it does not count), and only once the count has moved for ``every`` seconds and by ``WARMUP_SHARE`` of the
+work left at that first move; before that a line has no estimate. ``progress_bar()``'s log form also says a step
+is still running when its count has not moved for ``every`` seconds (a slow first batch): the same line again, with
+the elapsed time.
+
 Both answer the same calls (``add_task``, ``advance``, ``update``, used as a context manager), so a step writes
 its progress once. ``loading(what, why)`` prints ``loading local:smollm2 (SmolLM2-135M-Instruct) as the
 reference scorer ...`` to stderr before a model loads (a terminal and a log alike: it is one line).
+``still_working(what)`` covers a step with no count (a model conversion, a load): a line every ``every`` seconds
+in a log while it runs. ``quiet_third_party_bars()`` turns tqdm's bars (transformers, datasets, huggingface_hub,
+the trainers) off where stderr is not a terminal: in a log they are ``\r``-joined lines; the ``[progress]``
+lines say the same.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 EVERY_ENV = "PHR_PROGRESS_EVERY"
 DEFAULT_EVERY_S = 10.0
+WARMUP_SHARE = 0.05  # of a step's work done (after its first move) before its rate gives an estimate
 
 
 def _every() -> float:
@@ -52,23 +67,49 @@ class _Task:
     printed: float = -1.0  # the count last printed
     start_count: float = 0.0  # cached/skipped work at the start does not count towards the rate
     ended: float | None = None  # when the count reached the total
+    moved_at: float | None = None  # when the count first moved: the rate is measured from here (the warm-up)
+    moved_from: float = 0.0  # the count just after that first move
 
 
 class LineProgress:
     """The log form of a progress bar: one line per task at most every ``every`` seconds, and one at the end."""
 
-    def __init__(self, stream=None, every: float | None = None, clock=time.monotonic):
+    def __init__(self, stream=None, every: float | None = None, clock=time.monotonic, beat: bool = False):
         self.stream = stream
         self.every = _every() if every is None else every
         self.clock = clock
         self.tasks: dict[int, _Task] = {}
+        self._lock = threading.RLock()  # updates come from worker threads, beats from the heartbeat thread
+        self._beat = beat
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
 
     def __enter__(self) -> LineProgress:
+        if self._beat:  # ``beat()`` every ``every`` seconds while the display is open
+            self._thread = threading.Thread(target=self._beats, daemon=True, name="phr-progress")
+            self._thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
         for tid in list(self.tasks):
             self._emit(tid, final=True)
+
+    def _beats(self) -> None:
+        while not self._stop.wait(max(self.every, 0.1)):
+            self.beat()
+
+    def beat(self) -> None:
+        """A line for each running task whose last line (or start) is ``every`` seconds old, moved or not: a step
+        waiting on a slow first batch still says it runs."""
+        with self._lock:
+            now = self.clock()
+            for tid, t in list(self.tasks.items()):
+                if t.ended is None and now - t.printed_at >= self.every:
+                    self._emit(tid, force=True)
 
     def add_task(self, description: str, total: float | None = None, completed: float = 0, **_) -> int:
         tid = len(self.tasks)
@@ -89,7 +130,10 @@ class LineProgress:
         description: str | None = None,
         **_,
     ) -> None:
-        t = self.tasks[task_id]
+        with self._lock:
+            self._update(self.tasks[task_id], task_id, total, completed, advance, description)
+
+    def _update(self, t: _Task, task_id: int, total, completed, advance, description) -> None:
         if total is not None:
             t.total = total
         if completed is not None:
@@ -98,6 +142,8 @@ class LineProgress:
             t.completed += advance
         if description is not None:
             t.description = description
+        if t.moved_at is None and t.completed != t.start_count:
+            t.moved_at, t.moved_from = self.clock(), t.completed
         if t.ended is None and t.total and t.completed >= t.total:
             t.ended = self.clock()
         if self.clock() - t.printed_at >= self.every:
@@ -111,15 +157,26 @@ class LineProgress:
         if t.total:
             parts[0] += f"/{_count(t.total)} ({t.completed / t.total:.0%})"
         parts.append(f"{_clock(elapsed)} elapsed")
-        done_here = t.completed - t.start_count
-        if t.total and 0 < done_here and t.completed < t.total:
-            parts.append(f"about {_clock(elapsed / done_here * (t.total - t.completed))} left")
+        left = self.time_left(t)
+        if left is not None:
+            parts.append(f"about {_clock(left)} left")
         return "[progress] " + ", ".join(parts)
 
-    def _emit(self, task_id: int, final: bool = False) -> None:
+    def time_left(self, t: _Task) -> float | None:
+        """Seconds left at the rate since the count first moved, once it has moved for ``every`` seconds (the
+        warm-up); None before that, when nothing moved since, and when the task has no total or is done."""
+        if not t.total or t.moved_at is None or t.completed >= t.total:
+            return None
+        working = self.clock() - t.moved_at
+        done = t.completed - t.moved_from
+        if working < max(self.every, 1e-9) or done <= 0 or done < WARMUP_SHARE * (t.total - t.moved_from):
+            return None
+        return working / done * (t.total - t.completed)
+
+    def _emit(self, task_id: int, final: bool = False, force: bool = False) -> None:
         t = self.tasks[task_id]
-        if t.completed == t.printed and not final:
-            return  # nothing moved: no line
+        if t.completed == t.printed and not final and not force:
+            return  # nothing moved: no line (``beat`` forces one)
         took = (t.ended if t.ended is not None else self.clock()) - t.start
         if final and (t.printed == t.completed or (t.printed < 0 and took < self.every)):
             return  # a short step says nothing in a log
@@ -179,7 +236,7 @@ def progress_bar(enabled: bool = True, *, stream=None):
             console=Console(stderr=True),
             transient=False,
         )
-    return LineProgress(stream)
+    return LineProgress(stream, beat=True)
 
 
 def loading(what: str, why: str | None = None, *, stream=None) -> str:
@@ -187,3 +244,87 @@ def loading(what: str, why: str | None = None, *, stream=None) -> str:
     line = f"loading {what}{' ' + why if why else ''} ..."
     print(line, file=stream or sys.stderr, flush=True)
     return line
+
+
+class Heartbeat:
+    """The log form of a step with no count: ``tick()`` prints ``[progress] WHAT: 20s elapsed`` once ``every``
+    seconds have passed since the step started or since the last line; ``run(wait)`` ticks until ``wait(every)``
+    returns True (the step's end). The clock and the wait are injectable, so a test drives it without sleeping."""
+
+    def __init__(self, description: str, stream=None, every: float | None = None, clock=time.monotonic):
+        self.description = description
+        self.stream = stream
+        self.every = _every() if every is None else every
+        self.clock = clock
+        self.start = self.printed_at = clock()
+
+    def tick(self) -> str | None:
+        now = self.clock()
+        if now - self.printed_at < self.every:
+            return None
+        self.printed_at = now
+        line = f"[progress] {self.description}: {_clock(now - self.start)} elapsed"
+        print(line, file=self.stream or sys.stderr, flush=True)
+        return line
+
+    def run(self, wait: Callable[[float], bool]) -> None:
+        while not wait(max(self.every, 0.1)):
+            self.tick()
+
+
+@contextlib.contextmanager
+def still_working(description: str, *, stream=None) -> Iterator[None]:
+    """Around a step with no count (converting a model, loading one): a spinner on a terminal; in a log a line
+    every ``PHR_PROGRESS_EVERY`` seconds (from a daemon thread) while the step runs, none for a short one."""
+    stop = start_heartbeat(description, stream=stream)
+    try:
+        yield
+    finally:
+        stop()
+
+
+def start_heartbeat(description: str, *, stream=None) -> Callable[[], None]:
+    """``still_working`` for code that cannot wrap the step in a ``with``: starts it and returns its stop
+    (idempotent; a CLI command also registers it with ``ctx.call_on_close`` for the error paths)."""
+    if stream is None and is_terminal():
+        from rich.console import Console
+
+        status = Console(stderr=True).status(description)
+        status.start()
+        return status.stop
+    beat, done = Heartbeat(description, stream), threading.Event()
+    thread = threading.Thread(target=beat.run, args=(done.wait,), daemon=True, name="phr-heartbeat")
+    thread.start()
+
+    def stop() -> None:
+        done.set()
+        if thread is not threading.current_thread():
+            thread.join()
+
+    return stop
+
+
+BAR_ENV = {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1"}
+
+
+def quiet_third_party_bars(terminal: bool | None = None) -> bool:
+    """Where stderr is not a terminal (``terminal``: the answer, for tests), turn off tqdm's bars, the ones of
+    transformers, datasets, huggingface_hub and the trainers included: in a log each redraw is a ``\\r``-joined
+    line. The variables are read when those libraries are imported (tqdm's defaults when tqdm is), so this runs
+    before (the CLI calls it first); a user's own setting of them wins. Returns whether it turned them off."""
+    if is_terminal() if terminal is None else terminal:
+        return False
+    for name, value in BAR_ENV.items():
+        os.environ.setdefault(name, value)
+    # already imported (a library user's process; None: made unimportable): tell them directly
+    if sys.modules.get("datasets") is not None:
+        sys.modules["datasets"].disable_progress_bars()
+    if sys.modules.get("huggingface_hub") is not None:
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+    if sys.modules.get("transformers") is not None:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    return True

@@ -157,6 +157,8 @@ class LLM:
                 redact(self.spec),
             )
         total = sum(r.n for r in requests)
+        if missing and self.provider.in_process:
+            await self._load_before_the_bar(desc)
         with self._progress() as bar:
             task = bar.add_task(desc, total=total, completed=total - len(missing))
             finished, running = [total - len(missing)], [0.0]  # stored samples; a running batch's share
@@ -174,8 +176,6 @@ class LLM:
 
             if missing:
                 if self.provider.in_process:
-                    if self.provider.purpose is None:
-                        self.provider.purpose = f"for {desc}"
                     await self._run_in_process(requests, missing, done, summary, partial)
                 else:
                     await self._run_api(requests, missing, done, summary)
@@ -189,6 +189,20 @@ class LLM:
         return results
 
     # ---- execution --------------------------------------------------------------------------------
+
+    async def _load_before_the_bar(self, desc: str) -> None:
+        """Load an in-process model (converting it on first use) before the step's bar starts, so the bar's
+        elapsed time and rate count the step's own work. A load that fails is left to the batches, which meet the
+        same error and record it per sample."""
+        if self.provider.purpose is None:
+            self.provider.purpose = f"for {desc}"
+        load = getattr(self.provider, "load", None)
+        if load is None:
+            return
+        try:
+            await asyncio.to_thread(load)
+        except Exception:  # noqa: BLE001 - recorded by the batches (one failure per sample)
+            log.debug("loading %s before the bar failed", redact(self.spec), exc_info=True)
 
     def _progress(self):
         """A live bar on a terminal, periodic one-line progress in logs (phr.core.progress)."""

