@@ -129,6 +129,8 @@ EXAMPLES = {
     "build hr1-grpo": {"source": ["simplequestions=s"], "qa_model": "hf:q", "preset": "smoke", "drop_leaking": True},
     "score": {"submission": "s.jsonl", "preset": "paper", "judge": "openai:x", "samples": 2, "plots": False},
     "submit": {"submission": "s.jsonl", "repo": "org/results", "model": "org/m", "create_pr": True, "grader": "none"},
+    "push-results": {"results": ["r.json"], "repo": "org/results", "allow_partial": True, "message": "m"},
+    "leaderboard": {"sources": ["runs"], "out": "lb", "allow_partial": True},
     "push": {"folder": "phrbench", "repo": "org/bench", "repo_type": "dataset", "tag": "v1", "message": "m"},
     "train grpo": {"recipe": "tiny-stage1", "max_steps": 2, "set": ["trainer.seed=3"], "eval_set": ["popqa=p"]},
     "train sft": {"recipe": "tiny-sft", "merge": False},
