@@ -129,3 +129,59 @@ def test_partial_result_refused_by_push_results_submit_and_leaderboard(limited_r
     assert r.exit_code == 0 and "(1 partial, unranked" in r.output, r.output
     shown = json.loads(next((tmp_path / "lb2" / "results").rglob("*.json")).read_text())
     assert shown["coverage"]["allow_partial"] is True
+
+
+# ---- leaderboard DIR reads PHRBench results only (issue 25, item 4) ---------------------------------------------
+
+
+def test_leaderboard_runs_skips_an_eval_hr1_result_with_a_note(fake_openai, mini_folder, tmp_path, monkeypatch):
+    """The README's eval (a --limit run, shown with --allow-partial) and `eval hr1`, also written into the PHRBench
+    runs folder (its default before runs-hr1/): `leaderboard runs` renders the PHRBench result, exit 0, and names
+    the skipped hr1 result."""
+    from tests.support.hr1_fixtures import hr1_responder
+
+    fake_openai()  # echoes: PHRBench's responses
+    monkeypatch.chdir(tmp_path)
+    r = cli("eval", "phrbench", "--model", "openai:gpt-4o", "--dataset", mini_folder, "--samples", 1, "--limit", 2,
+            "--scorer", "none", "--no-plots")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    hr1 = ["eval", "hr1", "--paraphraser", "openai:gpt-4o", "--qa-model", "openai:gpt-4o", "--judge",
+           "openai:gpt-4o", "--limit", 1, "--k", 2, "--no-diversity"]  # fmt: skip
+    fake_openai(hr1_responder({}))  # the paraphraser, QA model and judges of eval hr1
+    r = cli(*hr1)
+    assert r.exit_code == 0, r.output
+    assert json.loads((tmp_path / "runs-hr1" / "results.json").read_text())["benchmark"] == "hallucination-r1"
+    assert not (tmp_path / "runs" / "hr1").exists()  # the default no longer lands in the PHRBench runs folder
+    r = cli(*hr1, "--out", "runs/hr1")  # where eval hr1 wrote before: recognised
+    assert r.exit_code == 0, r.output
+
+    r = cli("leaderboard", "runs", "--allow-partial")
+    assert r.exit_code == 0, r.output
+    assert "note: skipped runs/hr1/results.json: a result of benchmark 'hallucination-r1'" in r.output
+    assert "leaderboard of 1 results (1 partial, unranked" in r.output
+    md = (tmp_path / "leaderboard" / "leaderboard.md").read_text()
+    assert "| — | openai:gpt-4o |" in md and "| partial: 10/170 instances, 2/34 questions |" in md
+
+    r = cli("leaderboard", "runs")  # without --allow-partial: the --limit run is refused, naming its coverage
+    assert r.exit_code == 2 and "partial: 10/170 instances, 2/34 questions" in r.output, r.output
+
+
+def test_leaderboard_bad_input_exits_2(tmp_path):
+    """A named file that is not a PHRBench result, a broken JSON in a runs folder, a missing path: exit 2."""
+    hr1 = tmp_path / "hr1.json"
+    hr1.write_text(json.dumps({"benchmark": "hallucination-r1", "settings": {}, "tables": {}}))
+    r = cli("leaderboard", hr1, "--out", tmp_path / "lb")
+    assert (
+        r.exit_code == 2 and "hr1.json is not a PHRBench result: a result of benchmark 'hallucination-r1'" in r.output
+    )
+    broken = tmp_path / "runs" / "m" / "r1" / "scores" / "results.json"
+    broken.parent.mkdir(parents=True)
+    broken.write_text("{not json")
+    r = cli("leaderboard", tmp_path / "runs", "--out", tmp_path / "lb")
+    assert r.exit_code == 2 and "cannot read result JSON" in r.output and str(broken) in r.output
+    broken.write_text(json.dumps({"benchmark": "phrbench", "metrics": {}}))
+    r = cli("leaderboard", tmp_path / "runs", "--out", tmp_path / "lb")
+    assert r.exit_code == 2 and "is not a valid result JSON" in r.output and "model: Field required" in r.output
+    r = cli("leaderboard", tmp_path / "nothing", "--out", tmp_path / "lb")
+    assert r.exit_code == 2 and "no such result JSON file or folder" in r.output
+    assert not (tmp_path / "lb").exists()

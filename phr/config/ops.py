@@ -286,7 +286,9 @@ class EvalHr1Config(HR1Decoding, Calls):
     limit: int | None = setting(None, "At most N questions per source.", ge=1)
     fuzzy: Fuzzy = setting("wrong", "B.3 score 1 (fuzzy match) counts as: wrong or correct.", paper="Eq. 10")
     diversity: bool = setting(True, "Compute Table 1's diversity (MiniLM).", paper="Table 1")
-    out: Path = setting(Path("runs/hr1"), "Run folder.")
+    out: Path = setting(
+        Path("runs-hr1"), "Run folder (outside the PHRBench runs folder `runs/`, which `leaderboard runs` reads)."
+    )
     overwrite: bool = setting(False, "Replace an existing output folder.")
     partial: bool = setting(
         False,
