@@ -23,6 +23,8 @@ from phr.config.defaults import is_no_model
 from phr.core.errors import PHRError, UsageError
 
 T = TypeVar("T")
+#: provider kinds that load a model's weights from a folder, the Hugging Face cache or the Hub
+WEIGHTS_LOADED = ("hf", "vllm")
 
 
 class PreflightError(UsageError):
@@ -79,7 +81,9 @@ class Preflight:
 
     def model(self, role: str, spec: str | None) -> bool:
         """Check ``spec`` for ``role``: it resolves, its key is set (a hosted endpoint; a local server may have
-        none), and the package it needs is installed. True when usable (``none`` is fine and False)."""
+        none), the package it needs is installed and, for a model loaded in process (``hf:``, ``vllm:``), its
+        weights are installed or the Hub can serve them now (``weights_problem``). True when usable (``none`` is
+        fine and False)."""
         if is_no_model(spec):
             return False
         from phr.llm.spec import PROVIDERS, parse_spec
@@ -98,6 +102,14 @@ class Preflight:
         if entry.requires and importlib.util.find_spec(entry.requires.split(".")[0]) is None:
             self.problem(f"{role} {spec}: the package {entry.requires!r} is not installed")
             ok = False
+        if ok and kind in WEIGHTS_LOADED:  # the weights: installed, or downloadable now
+            from phr.llm.providers.hf_local import weights_problem
+
+            model, _, revision = rest.partition("@") if kind == "hf" else (rest, "", "")
+            missing = weights_problem(model, revision or None)
+            if missing:
+                self.problem(f"{role} {spec}: {missing}")
+                ok = False
         if kind == "openai-compatible":
             from phr.llm.spec import split_compatible
 
