@@ -63,6 +63,8 @@ class Preflight:
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     usage: dict[str, Usage] = field(default_factory=dict)
+    #: what the user allowed that is not the usual run (e.g. a smaller corpus): printed by a run and a dry run
+    warnings: list[str] = field(default_factory=list)
 
     def problem(self, text: str) -> None:
         if text not in self.problems:
@@ -70,6 +72,10 @@ class Preflight:
 
     def note(self, text: str) -> None:
         self.notes.append(text)
+
+    def warn(self, text: str) -> None:
+        if text not in self.warnings:
+            self.warnings.append(text)
 
     def check(self, what: str, fn: Callable[[], T]) -> T | None:
         """Run ``fn``; a PHRError or OSError is a problem named by ``what``."""
@@ -163,12 +169,14 @@ class Preflight:
         return out
 
     def finish(self, dry_run: bool, echo: Callable[[str], None] = print) -> None:
-        """Raise a PreflightError listing every problem; else, with ``dry_run``, print the plan."""
+        """Raise a PreflightError listing every problem; else print the warnings and, with ``dry_run``, the plan."""
         if self.problems:
             raise PreflightError(
                 f"preflight found {len(self.problems)} problem(s); nothing was called:\n"
                 + "\n".join(f"  - {p}" for p in self.problems)
             )
+        for text in self.warnings:
+            echo(f"warning: {text}")
         if dry_run:
             for line in self.lines():
                 echo(line)
