@@ -10,7 +10,9 @@ from their JSON form, for code written against the plain dicts of toolkit 0.1.0.
 2. adds ``standard_errors`` (metric -> standard error), ``bootstrap`` (how they were computed: resamples, seed,
    resampling unit) and ``tables.cell_errors`` (the standard error of every table figure, keyed like the
    tables). ``read_result`` reads both; a version-1 result reads as a version-2 result without standard errors
-   (and keeps the run id 0.1.0 gave it).
+   (and keeps the run id 0.1.0 gave it). Optional keys added since, without a version change: ``settings``,
+   ``coverage`` (``Coverage``: instances and questions scored against the dataset's, per condition; absent:
+   "not recorded").
 
 ``run.json`` is at ``RUN_SCHEMA_VERSION`` 1 (unchanged since 0.1.0). See docs/evaluation.md.
 """
