@@ -208,7 +208,7 @@ class PushResultsConfig(PartialResults):
     command = ("push-results",)
     arguments = ("results",)
 
-    results: list[Path] = setting(..., "Result JSON files (docs/publishing.md).", metavar="RESULT.json...")
+    results: list[Path] = setting(..., "Result JSON files (docs/publishing.md).", metavar="RESULT.json")
     repo: str = setting(..., "The results dataset repo, ORG/NAME.")
     eval_yaml: Path | None = setting(None, "The benchmark's eval.yaml (default: the repo's, else PHRBench's).")
     replace: bool = setting(False, "Overwrite a stored result with the same run id.")
@@ -228,7 +228,7 @@ class LeaderboardConfig(PartialResults):
         [],
         "Result JSON files or folders (a runs folder, a pulled results repo); results of other benchmarks in a "
         "folder are skipped with a note.",
-        metavar="SOURCES...",
+        metavar="SOURCE",
     )
     repo: str | None = setting(None, "Read the results repo ORG/NAME instead (local hub or the Hub).")
     out: Path = setting(Path("leaderboard"), "Where leaderboard.parquet/.md/.html go.")
