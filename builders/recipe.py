@@ -13,7 +13,7 @@ import yaml
 from phr.bench.conditions import CONDITIONS
 from phr.bench.records import BaseQuestion, Domain, MutationType
 from phr.builders.sources import bbbp, load_source
-from phr.builders.sources._common import collect_rejected
+from phr.builders.sources._common import SourceNotFoundError, collect_rejected
 from phr.core.errors import UsageError
 from phr.validation.judge import JudgeConfig
 
@@ -22,6 +22,21 @@ BUILTIN = ("paper", "mini")
 
 class RecipeError(UsageError):
     pass
+
+
+class StandInError(RecipeError):
+    """A recipe source whose only copy is a stand-in (a different dataset) not allowed."""
+
+
+class SourcesMissingError(RecipeError, SourceNotFoundError):
+    """The sources of a recipe with no usable copy, all of them (``problems``: one line each, source named)."""
+
+    def __init__(self, recipe: str, missing: dict[str, str]):
+        self.problems = [f"source {name}: {why}" for name, why in missing.items()]
+        super().__init__(
+            f"recipe {recipe}: {len(missing)} source(s) cannot be loaded ({', '.join(missing)}):\n"
+            + "\n".join(self.problems)
+        )
 
 
 @dataclass(frozen=True)
@@ -182,15 +197,22 @@ def select_questions(
     seen: set[str] = set()
     short: list[str] = []
     cache: dict[tuple, tuple[list[BaseQuestion], list[str]]] = {}
+    missing: dict[str, str] = {}  # source -> why it cannot be loaded: all of them reported at once
     for quota in recipe.quotas:
         sub = Path(source_dir) / quota.source if source_dir else None
         key = (quota.source, tuple(sorted((k, str(v)) for k, v in quota.filters.items())))
+        if quota.source in missing:
+            continue
         if key not in cache:
-            with collect_rejected() as rejected:
-                loaded = load_source(
-                    quota.source, sub if sub and sub.exists() else None, online=online, **quota.filters
-                )
-            _check_stand_in(recipe, quota.source, loaded, allow_stand_in)
+            try:
+                with collect_rejected() as rejected:
+                    loaded = load_source(
+                        quota.source, sub if sub and sub.exists() else None, online=online, **quota.filters
+                    )
+                _check_stand_in(recipe, quota.source, loaded, allow_stand_in)
+            except (SourceNotFoundError, StandInError) as e:  # missing: every such source named at once
+                missing[quota.source] = str(e)
+                continue
             cache[key] = (loaded, rejected)
         loaded, rejected = cache[key]
         pool = [q for q in loaded if q.domain is quota.domain and q.id not in seen]
@@ -203,6 +225,8 @@ def select_questions(
             )
         chosen += take
         seen.update(q.id for q in take)
+    if missing:
+        raise SourcesMissingError(recipe.name, missing)
     if short and not allow_short:
         raise RecipeError(
             "not enough source questions for recipe "
@@ -221,7 +245,7 @@ def stand_ins(recipe: Recipe, questions: list[BaseQuestion]) -> dict[str, str]:
 def _check_stand_in(recipe: Recipe, source: str, loaded: list[BaseQuestion], allow: bool) -> None:
     if allow or source != bbbp.NAME or not any(q.source == bbbp.STANDIN_SOURCE for q in loaded):
         return
-    raise RecipeError(
+    raise StandInError(
         f"recipe {recipe.name} asks for {bbbp.TITLE}, but no copy was found (no <source-dir>/bbbp/"
         f"{bbbp.FILES['bbbp']}, no --online), and the only offline copy is the B3DB stand-in, a different "
         "dataset (other compounds, counts and class balance). Supply BBBP.csv under <source-dir>/bbbp, or "

@@ -2,7 +2,7 @@
 App. C.4 Algorithm 1, App. F), with the paper's tables as JSON and Markdown (docs/hr1.md).
 
 Every model call goes through the LLM layer's cache, so an interrupted run resumes where it stopped and a
-rerun makes no calls. The run folder holds ``results.json`` (settings, models, prompt hashes, every table
+rerun makes no calls. The run folder (default ``runs-hr1/``) holds ``results.json`` (``benchmark: hallucination-r1``, settings, models, prompt hashes, every table
 with standard errors, whether the run is partial and its failed calls), ``report.md`` (the tables shaped like
 the paper's), ``records/<dataset>.jsonl`` (one ``QuestionResult`` per question: every paraphrase, verdict,
 answer and grade) and ``calls.json`` (the call summary: it differs between a fresh run and a cached rerun, so
@@ -48,6 +48,8 @@ from phr.hr1.records import HQuestion, ParaphraseResult, QuestionResult
 from phr.llm.summary import RunSummary
 
 Table = Literal["robustness", "sft"]
+#: ``results.json``'s ``benchmark``: tells it from a PHRBench result (which `leaderboard` reads)
+BENCHMARK = "hallucination-r1"
 
 
 @dataclass
@@ -200,6 +202,7 @@ def evaluate(
         **({"config": config} if config else {}),
     }
     payload = {
+        "benchmark": BENCHMARK,  # not a PHRBench result: `leaderboard` skips it with a note
         "settings": settings,
         "partial": bool(failures),
         "failed_calls": [{"where": where, "reason": why} for where, why in failures],

@@ -17,7 +17,7 @@ from phr.eval.aggregate import aggregate
 from phr.eval.dataset import EvalDataset, load_eval_dataset
 from phr.eval.report import result_json, write_results
 from phr.eval.resolution import PROMPT_VERSION, prompt_hash
-from phr.eval.results import Bootstrap, EvaluationSettings, Result, RunManifest, Truncation
+from phr.eval.results import Bootstrap, EvaluationSettings, Result, RunManifest, Truncation, coverage_of
 from phr.eval.runner import GENERATIONS_FILE, PAPER_SCORER, load_eval_dataset_from_meta, load_run
 from phr.eval.sandbox import isolation_report
 from phr.eval.scorers import EquivalenceGrader
@@ -196,7 +196,7 @@ def score_run(
         max_tokens_source=max_tokens_source,
         truncation=truncation_of(run.path),
     )
-    result = result.model_copy(update={"settings": settings})
+    result = result.model_copy(update={"settings": settings, "coverage": coverage_of(instances, ds.instances)})
     out = Path(out) if out is not None else run.path / SCORES_DIR
     write_results(out, result, scores, plots=plots)
     return result, out
@@ -213,12 +213,15 @@ def score_submission(
     plots: bool = True,
     bootstrap: Bootstrap = Bootstrap(),
     validated: Submission | None = None,
+    allow_partial: bool = False,
 ) -> tuple[Result, Path]:
     """Validate a submission (phr.eval.submission) against ``dataset``, then score it like a run.
-    ``validated``: the submission ``validate_submission`` already returned for these arguments (not read again)."""
+    ``validated``: the submission ``validate_submission`` already returned for these arguments (not read again);
+    ``allow_partial``: instances the submission leaves out are not scored (the result's coverage is partial)."""
 
-    sub = validated if validated is not None else validate_submission(path, dataset, meta)
-    instances = dataset.select(meta.conditions)
+    sub = validated if validated is not None else validate_submission(path, dataset, meta, allow_partial=allow_partial)
+    answered = {i for i, _ in sub.responses}
+    instances = [i for i in dataset.select(meta.conditions) if i.id in answered]  # all unless allow_partial
     scores = score_responses(instances, sub.responses, samples=meta.samples, options=options, progress=progress)
     report = aggregate(scores, bootstrap)
     config = {
@@ -241,6 +244,7 @@ def score_submission(
         notes=meta.notes,
         model_access=meta.model_access,
     )
-    result = result.model_copy(update={"settings": evaluation_settings(options, samples=meta.samples)})
+    settings = evaluation_settings(options, samples=meta.samples)
+    result = result.model_copy(update={"settings": settings, "coverage": coverage_of(instances, dataset.instances)})
     write_results(out, result, scores, plots=plots)
     return result, Path(out)

@@ -10,7 +10,9 @@ from their JSON form, for code written against the plain dicts of toolkit 0.1.0.
 2. adds ``standard_errors`` (metric -> standard error), ``bootstrap`` (how they were computed: resamples, seed,
    resampling unit) and ``tables.cell_errors`` (the standard error of every table figure, keyed like the
    tables). ``read_result`` reads both; a version-1 result reads as a version-2 result without standard errors
-   (and keeps the run id 0.1.0 gave it).
+   (and keeps the run id 0.1.0 gave it). Optional keys added since, without a version change: ``settings``,
+   ``coverage`` (``Coverage``: instances and questions scored against the dataset's, per condition; absent:
+   "not recorded").
 
 ``run.json`` is at ``RUN_SCHEMA_VERSION`` 1 (unchanged since 0.1.0). See docs/evaluation.md.
 """
@@ -22,14 +24,14 @@ import json
 import math
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_serializer
 
 from phr.bench.metrics import ACCURACY, FIGURES, INSIGHTFUL, OL_WORDS, REQUIRED, rate_of
-from phr.core.errors import PHRError, UsageError
+from phr.core.errors import UsageError
 from phr.core.text import clip
 
 SCHEMA_VERSION = 2
@@ -44,11 +46,11 @@ MODEL_ACCESS: tuple[str, ...] = ("proprietary", "open")
 T_SAME_QUESTIONS = "B+T_same_questions"
 
 
-class ResultsError(PHRError):
-    pass
+class ResultsError(UsageError):
+    """A result file that cannot be used as given: unreadable, invalid, partial, conflicting (exit 2)."""
 
 
-class UnsafeResultError(ResultsError, UsageError):
+class UnsafeResultError(ResultsError):
     """A result whose submitter text is refused on entry (``entry_problems``): bad input, exit 2."""
 
 
@@ -246,6 +248,71 @@ class EvaluationSettings(_Strict):
     truncation: Truncation | None = None
 
 
+class ConditionCoverage(_Strict):
+    """What a result scored of one condition, against the dataset's own counts."""
+
+    instances: int = Field(ge=0)
+    dataset_instances: int = Field(ge=0)
+    questions: int = Field(ge=0)
+    dataset_questions: int = Field(ge=0)
+
+
+class Coverage(_Strict):
+    """How much of its dataset a result scored (docs/evaluation.md, "Coverage"): ``complete`` when every instance
+    of every condition of the dataset was scored. A partial result (a ``--limit`` run, some conditions only, a
+    submission with instances left out) is refused by push-results, submit and leaderboard unless they are given
+    ``--allow-partial``; then ``allow_partial`` is recorded and it is shown marked partial and unranked."""
+
+    complete: bool
+    by_condition: dict[str, ConditionCoverage]
+    allow_partial: bool = False
+
+    def totals(self) -> tuple[int, int, int, int]:
+        """(instances, dataset instances, questions, dataset questions): instances summed over the conditions;
+        questions counted under the condition that covers most of them."""
+        cells = list(self.by_condition.values())
+        best = max(cells, key=lambda c: (c.questions, c.dataset_questions), default=None)
+        return (
+            sum(c.instances for c in cells),
+            sum(c.dataset_instances for c in cells),
+            best.questions if best else 0,
+            best.dataset_questions if best else 0,
+        )
+
+    def text(self) -> str:
+        """``complete`` or ``partial: 10/330 instances, 2/34 questions``."""
+        if self.complete:
+            return "complete"
+        inst, ds_inst, q, ds_q = self.totals()
+        return f"partial: {inst}/{ds_inst} instances, {q}/{ds_q} questions"
+
+
+def coverage_of(scored: Iterable[Any], dataset: Iterable[Any]) -> Coverage:
+    """The coverage of the instances ``scored`` (each with ``id``, ``condition``, ``question_id``) against all
+    instances of the ``dataset``, per condition of the dataset."""
+    want: dict[str, list[Any]] = {}
+    for inst in dataset:
+        want.setdefault(str(inst.condition), []).append(inst)
+    done: dict[str, set[str]] = {}
+    for inst in scored:
+        done.setdefault(str(inst.condition), set()).add(inst.id)
+    by_condition = {}
+    for cond, rows in want.items():
+        got = [i for i in rows if i.id in done.get(cond, set())]
+        by_condition[cond] = ConditionCoverage(
+            instances=len(got),
+            dataset_instances=len(rows),
+            questions=len({i.question_id for i in got}),
+            dataset_questions=len({i.question_id for i in rows}),
+        )
+    complete = all(c.instances == c.dataset_instances for c in by_condition.values())
+    return Coverage(complete=complete and bool(by_condition), by_condition=by_condition)
+
+
+class PartialResultError(ResultsError):
+    """A partial result given where complete results are required (exit 2)."""
+
+
 class Result(Artifact):
     """One scored run or submission (``results.json``, schema_version 2). Further top-level keys are kept."""
 
@@ -272,6 +339,31 @@ class Result(Artifact):
     tables: Tables | None = None
     samples_file: SamplesFile | None = None
     settings: EvaluationSettings | None = None
+    #: how much of the dataset was scored; None in results written before coverage was recorded
+    coverage: Coverage | None = None
+
+    @property
+    def partial(self) -> bool:
+        """Scored only part of its dataset (a result without a recorded coverage is not known to be partial)."""
+        return self.coverage is not None and not self.coverage.complete
+
+    def coverage_text(self) -> str:
+        """``complete``, ``partial: ...`` or ``not recorded`` (results written before coverage was recorded)."""
+        return self.coverage.text() if self.coverage is not None else "not recorded"
+
+    def check_complete(self, *, allow_partial: bool, source: str = "result") -> Result:
+        """This result, refused (``PartialResultError``) if it is partial and neither ``allow_partial`` nor its
+        recorded coverage allows it; a partial result allowed here comes back with ``allow_partial`` recorded."""
+        if not self.partial or self.coverage is None:
+            return self
+        if allow_partial:
+            return self.model_copy(update={"coverage": self.coverage.model_copy(update={"allow_partial": True})})
+        if self.coverage.allow_partial:
+            return self
+        raise PartialResultError(
+            f"{source} is a partial result ({self.coverage.text()} of {self.dataset.id}): only complete results "
+            "are ranked; pass --allow-partial to show it marked partial and unranked"
+        )
 
     @field_validator("schema_version")
     @classmethod
@@ -370,7 +462,8 @@ def normalize(data: Result | Mapping[str, Any], *, source: str = "result") -> di
     return leaderboard_result(data, source=source).as_json()
 
 
-def _read_json(path: Path) -> Any:
+def read_json(path: Path) -> Any:
+    """The parsed content of a result JSON file (``ResultsError`` naming it when it cannot be read)."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -379,12 +472,12 @@ def _read_json(path: Path) -> Any:
 
 def read_result_file(path: str | Path) -> Result:
     """A ``results.json`` of any readable version (no leaderboard requirement)."""
-    return read_result(_read_json(Path(path)), source=str(path))
+    return read_result(read_json(Path(path)), source=str(path))
 
 
 def load_result(path: str | Path) -> Result:
     """A result JSON file that is a leaderboard entry."""
-    return leaderboard_result(_read_json(Path(path)), source=str(path))
+    return leaderboard_result(read_json(Path(path)), source=str(path))
 
 
 # ---- submitter text, checked on entry (submit, push-results) -------------------------------------------------

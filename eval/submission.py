@@ -255,9 +255,15 @@ def _open_regular(path: Path, limits: Limits):
 
 
 def validate_submission(
-    path: str | os.PathLike, dataset: EvalDataset, meta: SubmissionMeta, limits: Limits = Limits()
+    path: str | os.PathLike,
+    dataset: EvalDataset,
+    meta: SubmissionMeta,
+    limits: Limits = Limits(),
+    *,
+    allow_partial: bool = False,
 ) -> Submission:
-    """Check ``path`` against ``dataset`` and ``meta`` in one pass; raise ``SubmissionError`` listing every problem."""
+    """Check ``path`` against ``dataset`` and ``meta`` in one pass; raise ``SubmissionError`` listing every problem.
+    ``allow_partial``: instances with no response at all are left out (the result is partial) instead of missing."""
     path = Path(path)
     wanted = meta.conditions
     by_id = dataset.by_id()
@@ -310,13 +316,17 @@ def validate_submission(
     if n_lines == 0:
         problems.add("file is empty: no responses")
     else:
-        missing = [(i.id, s) for i in dataset.select(wanted) for s in range(meta.samples) if (i.id, s) not in responses]
+        selected = dataset.select(wanted)
+        answered = {i for i, _ in responses}
+        covered = [i for i in selected if i.id in answered]
+        expected = covered if allow_partial else selected
+        missing = [(i.id, s) for i in expected for s in range(meta.samples) if (i.id, s) not in responses]
         if missing:
             shown = ", ".join(f"{i} sample {s}" for i, s in missing[:MISSING_SHOWN])
             more = ", ..." if len(missing) > MISSING_SHOWN else ""
             problems.add(
                 f"missing {len(missing)} responses (conditions {', '.join(wanted)}, samples={meta.samples}): "
-                f"{shown}{more}"
+                f"{shown}{more}" + _coverage_hint(len(covered), len(selected), allow_partial)
             )
     if problems.total:
         listed = list(problems.listed)
@@ -326,6 +336,16 @@ def validate_submission(
             lines.append(f"  ... and {problems.total - len(listed)} more")
         raise SubmissionError("\n".join(lines), listed, problems.total)
     return Submission(meta, responses, path, digest.hexdigest(), n_lines)
+
+
+def _coverage_hint(covered: int, selected: int, allow_partial: bool) -> str:
+    """What a submission with instances left out covers, and how to score it anyway."""
+    if allow_partial or covered == selected:
+        return ""
+    return (
+        f"; coverage: partial, {covered} of {selected} instances answered (--allow-partial scores the answered "
+        "instances as a partial result, shown unranked)"
+    )
 
 
 def _check_line(

@@ -71,14 +71,19 @@ def _mini_grpo(tmp_path):
 
 
 def test_train_dry_run_plans_the_reward_calls(fake_openai, monkeypatch, tmp_path):
-    """The paper's stage-1 recipe on the 14-prompt mini corpus: 14 x 8 generations = 112 completions, in
-    batches of 32 (4 steps); one DeepSeek B.2 verdict per completion."""
+    """The paper's stage-1 recipe on the 14-prompt mini corpus (allowed with data.allow_smaller; the base model in
+    the Hugging Face cache): 14 x 8 generations = 112 completions, in batches of 32 (4 steps); one DeepSeek B.2
+    verdict per completion."""
+    from tests.support.hf_cache import install_snapshot, use_cache
+
+    install_snapshot(use_cache(monkeypatch, tmp_path / "hf"), "Qwen/Qwen2.5-3B-Instruct")
     srv = fake_openai()
     monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "sk-test-0123456789")
     corpus = _mini_grpo(tmp_path)
     args = ["train", "grpo", "--config", "paper-qwen2.5-3b-stage1", "--data", corpus, "--set", "trainer.use_vllm=false"]
-    r = cli(*args, "--output-dir", tmp_path / "run", "--dry-run")
+    r = cli(*args, "--set", "data.allow_smaller=true", "--output-dir", tmp_path / "run", "--dry-run")
     assert r.exit_code == 0, r.output
+    assert "warning: data.path" in r.output and "(data.allow_smaller: true; recorded" in r.output
     assert (
         "completions: at most 112 (8 generations per prompt, 1 epoch(s)), 4 optimizer step(s) of 32 completions"
         in r.output

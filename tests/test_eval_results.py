@@ -75,7 +75,7 @@ def test_a_v1_result_loads_and_renders_on_the_leaderboard(tmp_path):
     row = next(ln for ln in md.splitlines() if "local:smollm2" in ln)
     assert (
         row == "| 1 | local:smollm2 | 30fc7cc64f0d | 0.000 | 0.167 | +0.167 |  | 0.167 | -0.167 | +0.000 | 21.667 "
-        "| 1.841 | 0.611 | 0.000 |  |  |  |  | 2026-11-30 | [json](results/local--smollm2/4576569d6e87.json) |"
+        "| 1.841 | 0.611 | 0.000 |  |  |  |  | 2026-11-30 | not recorded | [json](results/local--smollm2/4576569d6e87.json) |"
     )  # T, H, H - T, retention (none: T is 0), B, T - B, H - B, OL..BC, no resolution judged
     assert "±" not in md  # no standard errors in a 0.1.0 result
     assert 'data-value="0.166667">0.167</td>' in render_html([rec])

@@ -70,16 +70,16 @@ def test_markdown_order_deltas_and_escaping(records):
     table = [ln for ln in lines if ln.startswith("| ")]
     # readable column names: the paper's T and H first, H - T and retention beside them
     assert table[0].startswith("| # | Model | Revision | Acc (T) | Acc (H) | Acc H − T | Retention H / T | Acc (B) |")
-    assert table[0].endswith("| Insightful rate | Date | Result |")
+    assert table[0].endswith("| Insightful rate | Date | Coverage | Result |")
     body = table[1:]
     # best accuracy_bh first: Beta .50, gamma .40, alpha .30, hostile .10
     assert [row.split(" | ")[0] for row in body] == ["| 1", "| 2", "| 3", "| 4"]
     assert "Org/Beta" in body[0] and "gamma" in body[1] and "alpha" in body[2]
     # Beta: T .85, H .50 -> H - T -0.350, retention .50/.85; then B, T - B, H - B
     assert "| 0.850 | 0.500 | -0.350 | 0.588 | 0.800 | +0.050 | -0.300 |" in body[0]
-    # '|' inside cells is escaped: every row still has 20 columns
+    # '|' inside cells is escaped: every row still has 21 columns (Coverage added)
     for row in body:
-        assert len([c for c in row.replace("\\|", "").split("|")[1:-1]]) == 20, row
+        assert len([c for c in row.replace("\\|", "").split("|")[1:-1]]) == 21, row
     assert "org/gamma\\|pipe" in body[1] and "rev\\|1" in body[1]
     assert "[org/alpha](https://example.org/alpha?a=1&b=2)" in body[2]
     assert body[2].endswith(f"| [json](results/org--alpha/{records[0]['run_id']}.json) |")
@@ -149,7 +149,7 @@ def test_collect_results_folder_file_and_duplicates(tmp_path, records):
         collect_results([repo, other])
     msg = str(e.value)
     assert str(repo / result_path(records[0])) in msg and str(other) in msg and records[0]["run_id"] in msg
-    with pytest.raises(ResultsError, match="not a valid result JSON"):
+    with pytest.raises(ResultsError, match="manifest.json is not a PHRBench result: no 'benchmark' and no 'metrics'"):
         collect_results([tmp_path / "repo" / "manifest.json"])
     with pytest.raises(ResultsError, match="no such"):
         collect_results([tmp_path / "missing"])

@@ -90,6 +90,7 @@ def test_run_summary_counts_responses_and_batches_apart():
 def test_default_outputs_are_ignored_by_git():
     ignored = (ROOT / ".gitignore").read_text().splitlines()
     assert "/runs/" in ignored and "/leaderboard/" in ignored  # anchored: phr/leaderboard/ is code
+    assert "/runs-hr1/" in ignored  # eval hr1's default output
 
 
 def test_setup_script_says_what_it_installs():

@@ -129,6 +129,8 @@ EXAMPLES = {
     "build hr1-grpo": {"source": ["simplequestions=s"], "qa_model": "hf:q", "preset": "smoke", "drop_leaking": True},
     "score": {"submission": "s.jsonl", "preset": "paper", "judge": "openai:x", "samples": 2, "plots": False},
     "submit": {"submission": "s.jsonl", "repo": "org/results", "model": "org/m", "create_pr": True, "grader": "none"},
+    "push-results": {"results": ["r.json"], "repo": "org/results", "allow_partial": True, "message": "m"},
+    "leaderboard": {"sources": ["runs"], "out": "lb", "allow_partial": True},
     "push": {"folder": "phrbench", "repo": "org/bench", "repo_type": "dataset", "tag": "v1", "message": "m"},
     "repair": {"repo": "org/bench", "repo_type": "model", "hub": "hub"},
     "train grpo": {"recipe": "tiny-stage1", "max_steps": 2, "set": ["trainer.seed=3"], "eval_set": ["popqa=p"]},
@@ -236,7 +238,10 @@ def test_train_grpo_dry_run_without_the_deepseek_key_stops_before_any_call(fake_
     assert srv.server.count == 0 and not (tmp_path / "runs").exists()
 
 
-def test_eval_dry_run_prints_calls_tokens_and_cost(fake_openai, mini_folder, tmp_path):
+def test_eval_dry_run_prints_calls_tokens_and_cost(fake_openai, mini_folder, tmp_path, monkeypatch):
+    from tests.support.hf_cache import install_snapshot, use_cache
+
+    install_snapshot(use_cache(monkeypatch, tmp_path / "hf"), "Qwen/Qwen2.5-7B-Instruct")  # the paper's scorer
     srv = fake_openai()
     r = cli("eval", "phrbench", "--preset", "paper", "--model", "openai:gpt-4o", "--dataset", mini_folder, "--dry-run")
     assert r.exit_code == 0, r.output
@@ -265,7 +270,12 @@ def test_preflight_lists_every_problem(monkeypatch, mini_folder, tmp_path):
     assert "set the environment variable ANTHROPIC_API_KEY" in r.output
     assert "GEMINI_API_KEY or GOOGLE_API_KEY" in r.output
     assert "maximum output length of openai-compatible:https://api.example.org/v1#big is not known" in r.output
-    # a local server may have no key; its limit comes from $PHR_MODEL_LIMITS
+    assert "scorer hf:Qwen/Qwen2.5-7B-Instruct: model 'Qwen/Qwen2.5-7B-Instruct' is not installed" in r.output
+    assert "preflight found 5 problem(s)" in r.output
+    # a local server may have no key; its limit comes from $PHR_MODEL_LIMITS; the paper's scorer installed
+    from tests.support.hf_cache import install_snapshot, use_cache
+
+    install_snapshot(use_cache(monkeypatch, tmp_path / "hf"), "Qwen/Qwen2.5-7B-Instruct")
     limits = tmp_path / "limits.toml"
     limits.write_text('[limits]\n"openai-compatible:*#small" = { max_output_tokens = 777, source = "test" }\n')
     monkeypatch.setenv("PHR_MODEL_LIMITS", str(limits))

@@ -5,7 +5,7 @@ A recipe has these top-level keys (unknown keys are refused, naming the key and 
     method: grpo | sft
     stage: 1 | 2                      # GRPO only
     model:   {name_or_path, revision, init_from, init_without_manifest, dtype, tiny}
-    data:    {path | repo_id, revision, split, limit}
+    data:    {path | repo_id, revision, split, limit, allow_smaller}
     reward:  {name, settings}         # GRPO only; name: "hr1", "paraphrase_tag" or "module:factory"
     reference_policy: initial         # GRPO only: the KL reference (docs/training.md)
     lora:    {r, lora_alpha, lora_dropout, target_modules, merge}   # SFT (or GRPO) with peft
@@ -68,6 +68,9 @@ class DataSection:
     revision: str | None = None
     split: str = "train"
     limit: Annotated[int, Field(ge=1)] | None = None  # the first N rows (paper stage 1: 1,536 prompts)
+    # train on a corpus smaller than the recipe asks for (a mini / smoke corpus under a full-model recipe, fewer
+    # rows than limit): without it the preflight refuses; recorded in training_manifest.json (smaller_corpus)
+    allow_smaller: bool = False
 
 
 @dataclass(frozen=True)

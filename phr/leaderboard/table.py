@@ -3,7 +3,9 @@ as an Arrow table (the ``leaderboard`` parquet of a results repo and of a render
 
 Columns: the entry's identity, each leaderboard metric of the catalogue (``phr.bench.metrics.LEADERBOARD``) followed
 by its standard error ``<metric>_se`` (null for results without standard errors, e.g. those of 0.1.0), then date,
-source URL and the model's access (proprietary / open, where the result says). Best ``accuracy_bh`` first (ties: model, run id).
+source URL, the model's access (proprietary / open, where the result says) and the coverage (``complete``,
+``partial: 10/330 instances, 2/34 questions`` or ``not recorded``). Best ``accuracy_bh`` first (ties: model, run id);
+partial results, shown only with ``--allow-partial``, follow all others, unranked.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ TITLE = "PHRBench leaderboard"
 #: the statement under a table whose entries carry standard errors
 SE_NOTE = "± one standard error (bootstrap over base questions; B, B+T and B+H paired)."
 IDENTITY = ("model", "revision", "run_id", "dataset", "dataset_revision")
-TRAILING = ("date", "source_url", "model_access")
+TRAILING = ("date", "source_url", "model_access", "coverage")
 COLUMNS: tuple[tuple[str, str], ...] = (
     *((c, "string") for c in IDENTITY),
     *((c, "float64") for m in LEADERBOARD for c in (m, se_name(m))),
@@ -41,6 +43,9 @@ class LeaderboardEntry(BaseModel):
     date: str | None = None
     source_url: str | None = None
     model_access: str | None = None
+    coverage: str = "not recorded"
+    #: False for a partial result: listed after the ranked ones, without a rank
+    ranked: bool = True
 
     @classmethod
     def of(cls, result: Result) -> LeaderboardEntry:
@@ -66,6 +71,8 @@ class LeaderboardEntry(BaseModel):
             date=result.date,
             source_url=result.source_url,
             model_access=result.model_access,
+            coverage=result.coverage_text(),
+            ranked=not result.partial,
         )
 
     def row(self) -> dict[str, Any]:
@@ -86,10 +93,15 @@ def as_result(record: Result | Mapping[str, Any]) -> Result:
 
 
 def entries(records: Iterable[Result | Mapping[str, Any]]) -> list[LeaderboardEntry]:
-    """One entry per record, best ``accuracy_bh`` first (ties: model, run id)."""
+    """One entry per record, best ``accuracy_bh`` first (ties: model, run id), the unranked (partial) ones last."""
     out = [LeaderboardEntry.of(as_result(r)) for r in records]
-    out.sort(key=lambda e: (-(e.values[RANK_BY] or 0.0), e.model, e.run_id))
+    out.sort(key=lambda e: (not e.ranked, -(e.values[RANK_BY] or 0.0), e.model, e.run_id))
     return out
+
+
+def ranks(rows: Sequence[LeaderboardEntry]) -> list[int | None]:
+    """The rank of each row of ``entries`` (1, 2, ...), None for an unranked (partial) one."""
+    return [i if e.ranked else None for i, e in enumerate(rows, 1)]
 
 
 def has_errors(rows: Sequence[LeaderboardEntry]) -> bool:

@@ -23,6 +23,8 @@ from phr.config.defaults import is_no_model
 from phr.core.errors import PHRError, UsageError
 
 T = TypeVar("T")
+#: provider kinds that load a model's weights from a folder, the Hugging Face cache or the Hub
+WEIGHTS_LOADED = ("hf", "vllm")
 
 
 class PreflightError(UsageError):
@@ -61,6 +63,8 @@ class Preflight:
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     usage: dict[str, Usage] = field(default_factory=dict)
+    #: what the user allowed that is not the usual run (e.g. a smaller corpus): printed by a run and a dry run
+    warnings: list[str] = field(default_factory=list)
 
     def problem(self, text: str) -> None:
         if text not in self.problems:
@@ -68,6 +72,10 @@ class Preflight:
 
     def note(self, text: str) -> None:
         self.notes.append(text)
+
+    def warn(self, text: str) -> None:
+        if text not in self.warnings:
+            self.warnings.append(text)
 
     def check(self, what: str, fn: Callable[[], T]) -> T | None:
         """Run ``fn``; a PHRError or OSError is a problem named by ``what`` (once: a message that starts with it,
@@ -82,7 +90,9 @@ class Preflight:
 
     def model(self, role: str, spec: str | None) -> bool:
         """Check ``spec`` for ``role``: it resolves, its key is set (a hosted endpoint; a local server may have
-        none), and the package it needs is installed. True when usable (``none`` is fine and False)."""
+        none), the package it needs is installed and, for a model loaded in process (``hf:``, ``vllm:``), its
+        weights are installed or the Hub can serve them now (``weights_problem``). True when usable (``none`` is
+        fine and False)."""
         if is_no_model(spec):
             return False
         from phr.llm.spec import PROVIDERS, parse_spec
@@ -101,6 +111,14 @@ class Preflight:
         if entry.requires and importlib.util.find_spec(entry.requires.split(".")[0]) is None:
             self.problem(f"{role} {spec}: the package {entry.requires!r} is not installed")
             ok = False
+        if ok and kind in WEIGHTS_LOADED:  # the weights: installed, or downloadable now
+            from phr.llm.providers.hf_local import weights_problem
+
+            model, _, revision = rest.partition("@") if kind == "hf" else (rest, "", "")
+            missing = weights_problem(model, revision or None)
+            if missing:
+                self.problem(f"{role} {spec}: {missing}")
+                ok = False
         if kind == "openai-compatible":
             from phr.llm.spec import split_compatible
 
@@ -154,12 +172,14 @@ class Preflight:
         return out
 
     def finish(self, dry_run: bool, echo: Callable[[str], None] = print) -> None:
-        """Raise a PreflightError listing every problem; else, with ``dry_run``, print the plan."""
+        """Raise a PreflightError listing every problem; else print the warnings and, with ``dry_run``, the plan."""
         if self.problems:
             raise PreflightError(
                 f"preflight found {len(self.problems)} problem(s); nothing was called:\n"
                 + "\n".join(f"  - {p}" for p in self.problems)
             )
+        for text in self.warnings:
+            echo(f"warning: {text}")
         if dry_run:
             for line in self.lines():
                 echo(line)

@@ -99,6 +99,42 @@ def _not_installed(model: str, revision: str | None, why: str) -> ModelNotInstal
     )
 
 
+#: how long the preflight waits for the Hub to answer whether it has a model that is not installed
+HUB_PROBE_TIMEOUT_S = 10.0
+
+
+def weights_problem(model: str, revision: str | None = None) -> str | None:
+    """Why ``hf:model`` could not be loaded for want of weights, checked without loading or downloading anything
+    (the preflight's check), or None when it can: a local model folder, a snapshot in the Hugging Face cache, or,
+    downloads on, a model the Hub (``$HF_ENDPOINT``) says it has (downloaded on first use)."""
+    if _looks_like_path(model):
+        path = Path(model).expanduser()
+        if not path.is_dir():
+            return f"there is no model folder at {path}"
+        if not (path / "config.json").is_file():
+            return f"{path} has no config.json (not a transformers model folder)"
+        return None
+    from huggingface_hub import HfApi, snapshot_download
+
+    try:
+        snapshot_download(model, revision=revision, local_files_only=True)
+        return None
+    except Exception:  # noqa: BLE001 - not in the cache, whatever the client's reason
+        pass
+    if _offline():
+        why = "it is not a local folder and not in the Hugging Face cache, and downloads are off (HF_HUB_OFFLINE)"
+        return str(_not_installed(model, revision, why))
+    try:
+        HfApi(endpoint=os.environ.get("HF_ENDPOINT") or None).model_info(
+            model, revision=revision, timeout=HUB_PROBE_TIMEOUT_S
+        )
+    except Exception as e:  # noqa: BLE001 - unreachable, unknown repo or revision, no access
+        reason = " ".join(str(e).split())[:200]
+        why = f"it is not in the Hugging Face cache and the Hub cannot serve it ({type(e).__name__}: {reason})"
+        return str(_not_installed(model, revision, why))
+    return None
+
+
 def _resolve_dtype(dtype: Any, device: str):
     import torch
 
