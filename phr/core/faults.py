@@ -139,8 +139,8 @@ def _file_in_traceback(tb: TracebackType | None) -> str | None:
             name = getattr(value, "name", None) if isinstance(value, io.IOBase) else None
             if isinstance(name, str):
                 return name
-        named = [values.get(key) for key in _PATH_LOCALS if isinstance(values.get(key), str)]
-        paths = [v for v in values.values() if isinstance(v, Path)]
+        named = [v for key in _PATH_LOCALS if isinstance(v := values.get(key), str)]
+        paths = [str(v) for v in values.values() if isinstance(v, Path)]
         for value in (*named, *paths):
             if str(value) and Path(value).is_file():
                 return str(value)
