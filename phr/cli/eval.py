@@ -170,43 +170,47 @@ def eval_phrbench(cfg: EvalPhrbenchConfig, hub: Hub = None, dry_run: DryRun = Fa
         _announce_sandbox()
     # 20 s on a busy CPU; stopped before the report (pf.check turns every expected error into a problem)
     checking = start_heartbeat("checking the run (models, dataset, selection)")
-    pf = Preflight()
-    trajectory = _trajectory(cfg.kl_direction, cfg.step_rule, cfg.bc_counting)
-    shard = pf.check("--shard", lambda: parse_shard(cfg.shard))
-    usable = pf.model("model", cfg.model)
-    for role in ("scorer", "judge", "grader"):
-        pf.model(role, getattr(cfg, role))
-    llm = (
-        pf.check(cfg.model, lambda: LLM(cfg.model, concurrency=cfg.concurrency, **cfg.llm_kwargs())) if usable else None
-    )
-    if llm is not None:
-        llm.provider.purpose = "as the model under evaluation"
-    max_tokens, source = _max_tokens(cfg, llm, pf)
-    run_cfg = pf.check(
-        "settings",
-        lambda: RunConfig(
-            model=cfg.model,
-            dataset=cfg.dataset,
-            dataset_revision=cfg.revision,
-            conditions=cfg.conditions,
-            samples=cfg.samples,
-            temperature=cfg.temperature,
-            max_tokens=max_tokens or 1,
-            limit=cfg.limit,
-            shard=shard,
-        ),
-    )
-    if run_cfg is not None:
-        from phr.eval.dataset import load_eval_dataset
-
-        ds = pf.check(
-            f"--dataset {cfg.dataset}", lambda: load_eval_dataset(cfg.dataset, revision=cfg.revision, hub=hub)
+    try:  # stopped on every path, an unexpected error included
+        pf = Preflight()
+        trajectory = _trajectory(cfg.kl_direction, cfg.step_rule, cfg.bc_counting)
+        shard = pf.check("--shard", lambda: parse_shard(cfg.shard))
+        usable = pf.model("model", cfg.model)
+        for role in ("scorer", "judge", "grader"):
+            pf.model(role, getattr(cfg, role))
+        llm = (
+            pf.check(cfg.model, lambda: LLM(cfg.model, concurrency=cfg.concurrency, **cfg.llm_kwargs()))
+            if usable
+            else None
         )
-        if ds is not None:
-            pf.check("selection", lambda: _plan_run(pf, run_cfg, ds, llm))
-    if cfg.out is not None:
-        pf.check("--out", lambda: writable(cfg.out))
-    checking()
+        if llm is not None:
+            llm.provider.purpose = "as the model under evaluation"
+        max_tokens, source = _max_tokens(cfg, llm, pf)
+        run_cfg = pf.check(
+            "settings",
+            lambda: RunConfig(
+                model=cfg.model,
+                dataset=cfg.dataset,
+                dataset_revision=cfg.revision,
+                conditions=cfg.conditions,
+                samples=cfg.samples,
+                temperature=cfg.temperature,
+                max_tokens=max_tokens or 1,
+                limit=cfg.limit,
+                shard=shard,
+            ),
+        )
+        if run_cfg is not None:
+            from phr.eval.dataset import load_eval_dataset
+
+            ds = pf.check(
+                f"--dataset {cfg.dataset}", lambda: load_eval_dataset(cfg.dataset, revision=cfg.revision, hub=hub)
+            )
+            if ds is not None:
+                pf.check("selection", lambda: _plan_run(pf, run_cfg, ds, llm))
+        if cfg.out is not None:
+            pf.check("--out", lambda: writable(cfg.out))
+    finally:
+        checking()
     pf.finish(dry_run, echo=typer.echo)
     if dry_run:
         return
