@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.guard import phr_test_guard
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tests never download models
 
 # ---- isolation from the user's files --------------------------------------------------------------------------
@@ -42,6 +44,7 @@ def _own_phr_home(tmp_path, monkeypatch):
 
 def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(_SESSION_HOME, ignore_errors=True)
+    _GUARD_FILE.unlink(missing_ok=True)
     after = _snapshot(REAL_HOME)
     if after != _REAL_BEFORE:
         changed = sorted(k for k in set(after) | set(_REAL_BEFORE) if after.get(k) != _REAL_BEFORE.get(k))
@@ -121,6 +124,48 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "smollm2" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
+
+
+# ...and a test not marked slow that builds a language model or a trainer, in the pytest process or in a Python
+# subprocess it starts (tests/support/guard), fails: the fast tier loads no model and trains nothing.
+
+_GUARD_DIR = Path(__file__).parent / "support" / "guard"
+_GUARD_FILE = _SESSION_HOME.parent / f"{_SESSION_HOME.name}-model-guard.txt"
+_PYTHONPATH = os.environ.get("PYTHONPATH")
+phr_test_guard.install()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Before the test's fixtures: arm the guard for a fast test, disarm it for a slow one."""
+    _GUARD_FILE.write_text("")
+    if item.get_closest_marker("slow"):
+        os.environ.pop(phr_test_guard.ENV, None)
+        _set_pythonpath(_PYTHONPATH)
+    else:
+        os.environ[phr_test_guard.ENV] = str(_GUARD_FILE)
+        _set_pythonpath(os.pathsep.join(filter(None, (str(_GUARD_DIR), _PYTHONPATH))))
+
+
+def _set_pythonpath(value: str | None) -> None:
+    if value:
+        os.environ["PYTHONPATH"] = value
+    else:
+        os.environ.pop("PYTHONPATH", None)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = (yield).get_result()
+    if call.when == "teardown" and not item.get_closest_marker("slow") and _GUARD_FILE.exists():
+        loaded = _GUARD_FILE.read_text().splitlines()
+        if loaded and report.passed:
+            report.outcome = "failed"
+            report.longrepr = (
+                f"{item.nodeid} is not marked slow but it (or a fixture it set up) "
+                + "; ".join(list(dict.fromkeys(loaded))[:3])
+                + ": mark it @pytest.mark.slow (the fast tier loads no model and trains nothing)"
+            )
 
 
 @pytest.fixture
