@@ -45,6 +45,10 @@ def _own_phr_home(tmp_path, monkeypatch):
 def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(_SESSION_HOME, ignore_errors=True)
     _GUARD_FILE.unlink(missing_ok=True)
+    for folder, before in _SHARED.items():
+        if _digests(folder) != before:
+            print(f"\nERROR: a test changed the shared read-only folder {folder}: copy it before changing it")
+            session.exitstatus = 1
     after = _snapshot(REAL_HOME)
     if after != _REAL_BEFORE:
         changed = sorted(k for k in set(after) | set(_REAL_BEFORE) if after.get(k) != _REAL_BEFORE.get(k))
@@ -70,14 +74,35 @@ def smollm2():
 
 # ---- PHRBench-mini, built once per session (read-only: copy it before changing it) -------------------------------
 
+_SHARED: dict[Path, dict[str, str]] = {}  # shared read-only folders -> their files' SHA-256 when made
+
+
+def _digests(folder: Path) -> dict[str, str]:
+    from phr.core.fs import sha256_file
+
+    return {str(p.relative_to(folder)): sha256_file(p) for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def shared(folder: Path) -> Path:
+    """Register ``folder`` as shared by the session's tests: the run fails if one of them changed it."""
+    _SHARED[folder] = _digests(folder)
+    return folder
+
 
 @pytest.fixture(scope="session")
-def mini_folder(tmp_path_factory):
+def mini_build(tmp_path_factory):
+    """``build_mini``'s result for PHRBench-mini, built once per session; its folder is read-only."""
     from phr.builders.phrbench import build_mini
 
-    out = tmp_path_factory.mktemp("mini") / "phrbench"
-    build_mini(out)
-    return out
+    res = build_mini(tmp_path_factory.mktemp("mini") / "phrbench")
+    shared(res.out)
+    return res
+
+
+@pytest.fixture(scope="session")
+def mini_folder(mini_build):
+    """The shared PHRBench-mini folder (read-only: copy it before changing it)."""
+    return mini_build.out
 
 
 # ---- a fake LLM: the local OpenAI-protocol server, the real openai client pointed at it ------------------------

@@ -13,10 +13,8 @@ from tests.support.cli import EXE
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    out = tmp_path_factory.mktemp("b") / "phrbench"
-    res = build_mini(out)
-    return out, res
+def built(mini_build):
+    return mini_build.out, mini_build
 
 
 def test_counts_and_layout(built):
