@@ -18,7 +18,7 @@ from phr.training.checkpoint import EMA_WEIGHT, MANIFEST, folder_hash
 from phr.training.config import RecipeError, load_recipe, parse_recipe, recipe_names
 from phr.training.grpo import train_grpo
 from phr.training.sft import build_sft_trainer, train_sft
-from tests.support.cli import run
+from tests.support.cli import invoke, run
 from tests.support.hr1_fixtures import hr1_responder
 from tests.support.training import LengthReward, grpo_corpus, sft_corpus
 
@@ -260,11 +260,13 @@ def test_recipe_errors_name_the_key(tmp_path):
         parse_recipe({**base, "model": {"path": "x"}}, "r.yaml")
     with pytest.raises(RecipeError, match="set model.init_from"):
         parse_recipe({**base, "stage": 2}, "r.yaml")
-    bad = run("train", "grpo", "--stage", "2", "--config", "tiny-stage1")
+    bad = invoke("train", "grpo", "--stage", "2", "--config", "tiny-stage1")
     assert bad.returncode == 2 and "stage-1 recipe" in bad.stderr
-    bad_set = run("train", "sft", "--config", "tiny-sft", "--data", str(tmp_path), "--set", "trainer.max_seq_length=8")
+    bad_set = invoke(
+        "train", "sft", "--config", "tiny-sft", "--data", str(tmp_path), "--set", "trainer.max_seq_length=8"
+    )
     assert bad_set.returncode == 2 and "trainer.max_seq_length is not a field of trl.SFTConfig" in bad_set.stderr
-    missing = run("train", "sft", "--config", "no-such-recipe")
+    missing = invoke("train", "sft", "--config", "no-such-recipe")
     assert missing.returncode == 2 and "no packaged recipe" in missing.stderr
 
 
