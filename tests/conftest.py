@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.guard import phr_test_guard
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tests never download models
 
 # ---- isolation from the user's files --------------------------------------------------------------------------
@@ -42,6 +44,11 @@ def _own_phr_home(tmp_path, monkeypatch):
 
 def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(_SESSION_HOME, ignore_errors=True)
+    _GUARD_FILE.unlink(missing_ok=True)
+    for folder, before in _SHARED.items():
+        if _digests(folder) != before:
+            print(f"\nERROR: a test changed the shared read-only folder {folder}: copy it before changing it")
+            session.exitstatus = 1
     after = _snapshot(REAL_HOME)
     if after != _REAL_BEFORE:
         changed = sorted(k for k in set(after) | set(_REAL_BEFORE) if after.get(k) != _REAL_BEFORE.get(k))
@@ -67,14 +74,35 @@ def smollm2():
 
 # ---- PHRBench-mini, built once per session (read-only: copy it before changing it) -------------------------------
 
+_SHARED: dict[Path, dict[str, str]] = {}  # shared read-only folders -> their files' SHA-256 when made
+
+
+def _digests(folder: Path) -> dict[str, str]:
+    from phr.core.fs import sha256_file
+
+    return {str(p.relative_to(folder)): sha256_file(p) for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def shared(folder: Path) -> Path:
+    """Register ``folder`` as shared by the session's tests: the run fails if one of them changed it."""
+    _SHARED[folder] = _digests(folder)
+    return folder
+
 
 @pytest.fixture(scope="session")
-def mini_folder(tmp_path_factory):
+def mini_build(tmp_path_factory):
+    """``build_mini``'s result for PHRBench-mini, built once per session; its folder is read-only."""
     from phr.builders.phrbench import build_mini
 
-    out = tmp_path_factory.mktemp("mini") / "phrbench"
-    build_mini(out)
-    return out
+    res = build_mini(tmp_path_factory.mktemp("mini") / "phrbench")
+    shared(res.out)
+    return res
+
+
+@pytest.fixture(scope="session")
+def mini_folder(mini_build):
+    """The shared PHRBench-mini folder (read-only: copy it before changing it)."""
+    return mini_build.out
 
 
 # ---- a fake LLM: the local OpenAI-protocol server, the real openai client pointed at it ------------------------
@@ -121,6 +149,48 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "smollm2" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
+
+
+# ...and a test not marked slow that builds a language model or a trainer, in the pytest process or in a Python
+# subprocess it starts (tests/support/guard), fails: the fast tier loads no model and trains nothing.
+
+_GUARD_DIR = Path(__file__).parent / "support" / "guard"
+_GUARD_FILE = _SESSION_HOME.parent / f"{_SESSION_HOME.name}-model-guard.txt"
+_PYTHONPATH = os.environ.get("PYTHONPATH")
+phr_test_guard.install()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Before the test's fixtures: arm the guard for a fast test, disarm it for a slow one."""
+    _GUARD_FILE.write_text("")
+    if item.get_closest_marker("slow"):
+        os.environ.pop(phr_test_guard.ENV, None)
+        _set_pythonpath(_PYTHONPATH)
+    else:
+        os.environ[phr_test_guard.ENV] = str(_GUARD_FILE)
+        _set_pythonpath(os.pathsep.join(filter(None, (str(_GUARD_DIR), _PYTHONPATH))))
+
+
+def _set_pythonpath(value: str | None) -> None:
+    if value:
+        os.environ["PYTHONPATH"] = value
+    else:
+        os.environ.pop("PYTHONPATH", None)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = (yield).get_result()
+    if call.when == "teardown" and not item.get_closest_marker("slow") and _GUARD_FILE.exists():
+        loaded = _GUARD_FILE.read_text().splitlines()
+        if loaded and report.passed:
+            report.outcome = "failed"
+            report.longrepr = (
+                f"{item.nodeid} is not marked slow but it (or a fixture it set up) "
+                + "; ".join(list(dict.fromkeys(loaded))[:3])
+                + ": mark it @pytest.mark.slow (the fast tier loads no model and trains nothing)"
+            )
 
 
 @pytest.fixture

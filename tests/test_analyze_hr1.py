@@ -127,6 +127,7 @@ def reference(tiny):
     return model, run
 
 
+@pytest.mark.slow
 def test_final_token_states_and_distances_match_transformers(tiny, reference):
     import torch
 
@@ -144,6 +145,7 @@ def test_final_token_states_and_distances_match_transformers(tiny, reference):
     assert distance(a, b, "none") == pytest.approx(float((a - b).norm()), abs=1e-5)
 
 
+@pytest.mark.slow
 def test_logit_lens_one_value_per_layer_matches_direct_computation(tiny, reference):
     import torch
 
@@ -198,6 +200,7 @@ def _corpus_rows():
     return rows
 
 
+@pytest.mark.slow
 def test_analyze_paraphrases_cli_writes_plots_json_and_summary(tiny, tmp_path):
     provider, folder = tiny
     corpus = make_folder(tmp_path, "hr1-paraphrases", _corpus_rows())

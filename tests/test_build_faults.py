@@ -156,6 +156,7 @@ def real_paper(tmp_path_factory):
     return res
 
 
+@pytest.mark.slow  # paper scale: 4,820 premises through the client and the QC model
 def test_paper_build_from_real_files_validates(real_paper):
     out = real_paper.out
     assert real_paper.counts == {"baseline": 460, "truthful": 460, "hallucinated": 3900}
@@ -174,6 +175,7 @@ def test_paper_build_from_real_files_validates(real_paper):
     assert report.ok, report.render()  # ... and `validate` agrees with the build that it leaks nothing
 
 
+@pytest.mark.slow  # paper scale: 4,820 premises through the client and the QC model
 def test_paper_build_from_real_files_pushes_to_a_local_hub(real_paper, tmp_path):
     from datasets import load_dataset
 

@@ -14,7 +14,6 @@ import yaml
 
 from phr.bench.folder import data_file
 from phr.bench.folder import read_rows as load_rows
-from phr.builders.phrbench import build_mini
 from phr.cards.eval_yaml import METRICS, eval_results_yaml, eval_yaml, write_eval_yaml
 from phr.cards.figures import CAPTIONS, markdown, write_figures
 from phr.core.parquet import write_parquet
@@ -32,8 +31,8 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    out = build_mini(tmp_path_factory.mktemp("gx") / "phrbench").out
+def built(mini_folder, tmp_path_factory):
+    out = shutil.copytree(mini_folder, tmp_path_factory.mktemp("gx") / "phrbench")  # write_suite writes into it
     rows = load_rows(out)
     if (out / SUITE_FILE).exists():  # the build ships the suite: derived from its rows = derived from the parquet
         assert (out / SUITE_FILE).read_text(encoding="utf-8") == suite_json(rows)

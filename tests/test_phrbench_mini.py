@@ -1,22 +1,16 @@
 """PHRBench-mini: the offline main job, end to end."""
 
-import os
-import subprocess
-import sys
-
 import pyarrow.parquet as pq
 import pytest
 
 from phr.builders.phrbench import OutputExistsError, build_mini
 from phr.core.parquet import write_parquet
-from tests.support.cli import EXE
+from tests.support.cli import invoke
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    out = tmp_path_factory.mktemp("b") / "phrbench"
-    res = build_mini(out)
-    return out, res
+def built(mini_build):
+    return mini_build.out, mini_build
 
 
 def test_counts_and_layout(built):
@@ -76,15 +70,18 @@ def test_rebuild_is_byte_identical_and_refuses_existing(built, tmp_path):
     build_mini(tmp_path / "phrbench", overwrite=True)
 
 
-def test_cli_build_validate_then_leak_is_caught(tmp_path):
-    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
-    r = subprocess.run([EXE, "build", "phrbench"], cwd=tmp_path, env=env, capture_output=True, text=True)
+def test_cli_build_validate_then_leak_is_caught(tmp_path, monkeypatch):
+    """The commands in this process (tests/support/cli.invoke); the entry point's own process is tested in
+    test_cli.py and test_publish_acceptance.py."""
+    from datasets import load_dataset
+
+    env = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    r = invoke("build", "phrbench", cwd=tmp_path, env=env)
     assert r.returncode == 0, r.stderr
     assert "170 instances" in r.stdout
-    code = "from datasets import load_dataset; print(load_dataset('phrbench', 'all')['test'].num_rows)"
-    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
-    assert r.stdout.strip() == "170", r.stderr
-    r = subprocess.run([EXE, "validate", "phrbench"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    monkeypatch.chdir(tmp_path)
+    assert load_dataset("phrbench", "all")["test"].num_rows == 170
+    r = invoke("validate", "phrbench", cwd=tmp_path, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     # edit one hallucinated premise to leak its gold answer
     from phr.bench.folder import data_file
@@ -95,7 +92,7 @@ def test_cli_build_validate_then_leak_is_caught(tmp_path):
     victim = next(r for r in rows if r["task_type"] == "multiple_choice" and len(r["answer"]) > 8)
     victim["premise"] = f"{victim['premise']} The correct answer is {victim['answer']}."
     write_parquet(table.from_pylist(rows, schema=table.schema), path)
-    r = subprocess.run([EXE, "validate", "phrbench"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    r = invoke("validate", "phrbench", cwd=tmp_path, env=env)
     assert r.returncode == 1
     assert victim["id"] in r.stdout and "leak" in r.stdout.lower()
 

@@ -19,6 +19,8 @@ from phr.validation.folder import validate_folder
 from tests.support.paper_fixtures import PAPER_STRATEGIES, build_on_server, paper_responder, write_sources
 from tests.support.protocol_server import ProtocolServer
 
+pytestmark = pytest.mark.slow  # paper scale: 4,820 premises through the client and the QC model
+
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):

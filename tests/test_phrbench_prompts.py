@@ -62,6 +62,7 @@ def _hall(out) -> list[dict]:
     return pq.read_table(data_file(out, "hallucinated")).to_pylist()
 
 
+@pytest.mark.slow  # paper scale: 4,820 premises through the client and the QC model
 def test_v0_reproduces_the_previous_paper_build_byte_for_byte(tmp_path, sources, fake_openai):
     fake_openai(v0_responder())
     res = build_on_server("paper", tmp_path / "out", sources, prompts="v0", skip_review=True)

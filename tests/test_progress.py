@@ -51,6 +51,7 @@ def tiny_model(tmp_path_factory):
     return folder
 
 
+@pytest.mark.slow
 def test_local_batch_reports_progress_per_token_before_it_finishes(tiny_model, capsys):
     from phr.llm.providers.hf_local import HFProvider
 
@@ -75,6 +76,7 @@ def test_local_batch_reports_progress_per_token_before_it_finishes(tiny_model, c
     assert any(4 < x < 6 for x in seen)
 
 
+@pytest.mark.slow
 def test_llm_client_moves_its_bar_within_a_batch(tiny_model):
     """Through the LLM layer: the log form of the bar gets the partial counts from the provider's thread."""
     from phr.llm import LLM

@@ -18,11 +18,9 @@ LOAD = (
 )
 
 
-@pytest.fixture(scope="module")
-def folder(tmp_path_factory):
-    from phr.builders.phrbench import build_mini
-
-    return build_mini(tmp_path_factory.mktemp("b") / "phrbench").out
+@pytest.fixture
+def folder(mini_folder):
+    return mini_folder
 
 
 def _ids(folder: Path) -> list[str]:

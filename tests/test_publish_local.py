@@ -17,7 +17,6 @@ import pytest
 import yaml
 
 from phr.bench.folder import data_file
-from phr.builders.phrbench import build_mini
 from phr.core.parquet import write_parquet
 from phr.hub import (
     DestinationExistsError,
@@ -95,8 +94,8 @@ def result_json(path: Path, model: str, *, bh: float, run_id: str | None = None,
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    return build_mini(tmp_path_factory.mktemp("build") / "phrbench").out
+def built(mini_folder) -> Path:
+    return mini_folder
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ import pytest
 from typer.testing import CliRunner
 
 from phr.bench.folder import data_file
-from phr.builders.phrbench import build_mini
 from phr.core.errors import PHRError
 from phr.core.parquet import write_parquet
 from phr.validation.folder import validate_folder
@@ -26,8 +25,8 @@ from phr.validation.review import (
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    return build_mini(tmp_path_factory.mktemp("rev") / "phrbench").out
+def built(mini_folder):
+    return mini_folder
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ import re
 
 import pytest
 
-from phr.builders.phrbench import build_mini
 from phr.core.errors import PHRError
 from phr.eval.dataset import load_eval_dataset
 from phr.eval.submission import (
@@ -17,13 +16,6 @@ from phr.eval.submission import (
     validate_submission,
     write_submission,
 )
-
-
-@pytest.fixture(scope="session")
-def mini_folder(tmp_path_factory):
-    out = tmp_path_factory.mktemp("phrbench") / "phrbench"
-    build_mini(out)
-    return out
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ from phr.training.checkpoint import EMA_WEIGHT, MANIFEST, folder_hash
 from phr.training.config import RecipeError, load_recipe, parse_recipe, recipe_names
 from phr.training.grpo import train_grpo
 from phr.training.sft import build_sft_trainer, train_sft
-from tests.support.cli import run
+from tests.support.cli import invoke, run
 from tests.support.hr1_fixtures import hr1_responder
 from tests.support.training import LengthReward, grpo_corpus, sft_corpus
 
@@ -54,6 +54,7 @@ def _check_checkpoint(folder, method):
     return json.loads((folder / MANIFEST).read_text()), json.loads((folder / "curves.json").read_text())
 
 
+@pytest.mark.slow
 def test_grpo_two_stages(grpo_runs):
     corpus, s1, s2, injected = grpo_runs
     assert (s1.global_step, s2.global_step) == (2, 2)
@@ -102,6 +103,7 @@ def _run_usage_snippet(folder, capsys) -> str:
     return capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_grpo_card_usage_snippet_runs(grpo_runs, capsys):
     _, s1, _, _ = grpo_runs
     card = (s1.final_dir / "README.md").read_text()
@@ -110,12 +112,14 @@ def test_grpo_card_usage_snippet_runs(grpo_runs, capsys):
     assert printed.strip() == "None"  # the random model writes no <paraphrase> tag: parsed as a failure
 
 
+@pytest.mark.slow
 def test_push_checkpoint_to_local_hub(grpo_runs, tmp_path):
     _, s1, _, _ = grpo_runs
     res = push(s1.final_dir, "org/tiny-hr1", repo_type="model", to=tmp_path / "hub")
     assert res.revision and "model.safetensors" in res.files and MANIFEST in res.files
 
 
+@pytest.mark.slow
 def test_eval_hr1_on_trained_paraphraser(grpo_runs, fake_openai, tmp_path):
     _, _, s2, _ = grpo_runs
     qs = [q for ld in load_mini().loads for q in ld.questions[:2]]  # no --dataset: the mini preset, 2 per source
@@ -139,6 +143,7 @@ def _sft(tmp, corpus, name):
     return load_recipe("tiny-sft", data={"path": str(corpus)}, trainer={"output_dir": str(tmp / name)})
 
 
+@pytest.mark.slow
 def test_sft_labels_mask_covers_the_answer_only(tmp_path):
     corpus = sft_corpus(tmp_path)
     trainer, _, _, _ = build_sft_trainer(_sft(tmp_path, corpus, "mask"))
@@ -164,6 +169,7 @@ class _StopAfterFirstSave(TrainerCallback):
         raise _Interrupt(f"interrupted after checkpoint-{state.global_step}")
 
 
+@pytest.mark.slow
 def test_sft_lora_merge_and_resume(tmp_path, capsys):
     corpus = sft_corpus(tmp_path)
     full = train_sft(_sft(tmp_path, corpus, "full"))
@@ -254,14 +260,17 @@ def test_recipe_errors_name_the_key(tmp_path):
         parse_recipe({**base, "model": {"path": "x"}}, "r.yaml")
     with pytest.raises(RecipeError, match="set model.init_from"):
         parse_recipe({**base, "stage": 2}, "r.yaml")
-    bad = run("train", "grpo", "--stage", "2", "--config", "tiny-stage1")
+    bad = invoke("train", "grpo", "--stage", "2", "--config", "tiny-stage1")
     assert bad.returncode == 2 and "stage-1 recipe" in bad.stderr
-    bad_set = run("train", "sft", "--config", "tiny-sft", "--data", str(tmp_path), "--set", "trainer.max_seq_length=8")
+    bad_set = invoke(
+        "train", "sft", "--config", "tiny-sft", "--data", str(tmp_path), "--set", "trainer.max_seq_length=8"
+    )
     assert bad_set.returncode == 2 and "trainer.max_seq_length is not a field of trl.SFTConfig" in bad_set.stderr
-    missing = run("train", "sft", "--config", "no-such-recipe")
+    missing = invoke("train", "sft", "--config", "no-such-recipe")
     assert missing.returncode == 2 and "no packaged recipe" in missing.stderr
 
 
+@pytest.mark.slow
 def test_grpo_interrupted_after_its_first_checkpoint_resumes_to_the_same_end(grpo_runs, tmp_path):
     corpus, s1, _, _ = grpo_runs
     recipe = _grpo(tmp_path, 1, corpus)

@@ -73,16 +73,17 @@ def uninterrupted(tmp_path_factory):
 # ---- a run killed while it saves a checkpoint resumes to the same weights ---------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "method,moment,resumes_from",
     [
         ("sft", "weights", 1),  # weights written, optimizer / trainer state not: checkpoint-2 is incomplete
         ("sft", "card", 2),  # TRL's save complete, our manifest / curves / card not: resumed from it, repaired
         ("grpo", "state", 1),  # trainer_state.json half written
-        # the other moments of each method: the same rules, in the slow tier
-        pytest.param("sft", "state", 1, marks=pytest.mark.slow),
-        pytest.param("grpo", "weights", 1, marks=pytest.mark.slow),
-        pytest.param("grpo", "card", 2, marks=pytest.mark.slow),
+        # the other moments of each method: the same rules
+        ("sft", "state", 1),
+        ("grpo", "weights", 1),
+        ("grpo", "card", 2),
     ],
 )
 def test_a_run_killed_while_saving_resumes_to_the_weights_of_an_uninterrupted_run(
@@ -236,6 +237,7 @@ def test_the_cli_lists_every_problem_and_creates_nothing(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_a_machine_dependent_refusal_by_trl_is_named_and_nothing_is_created(tmp_path):
     corpus = grpo_corpus(tmp_path)
     out = tmp_path / "run"
@@ -298,6 +300,7 @@ def test_each_missing_prerequisite_names_the_command_that_makes_it(tmp_path):
 # ---- training never trains on nothing ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_grpo_run_whose_judge_answers_401_stops_with_the_reason(fake_openai, tmp_path):
     fo = fake_openai()
     fo.server.script(None, [("status", 401)] * 1000)

@@ -300,6 +300,7 @@ def _hub_recipe(name, tmp_path, corpus, **extra):
     )
 
 
+@pytest.mark.slow
 def test_kl_reference_loads_the_policys_revision(two_revisions, tmp_path):
     """The policy pinned to branch v1 of a Hub repo whose main branch holds other weights: the KL at the first
     step (policy == reference before any update) is 0 only if the reference is v1 too (TRL 1.16, given a loaded
@@ -325,6 +326,7 @@ def test_kl_reference_loads_the_policys_revision(two_revisions, tmp_path):
     assert curves["kl"]["raw"] == [pytest.approx(0.0, abs=1e-6)]
 
 
+@pytest.mark.slow
 def test_sft_tokenizer_loads_the_models_revision(two_revisions, tmp_path):
     from transformers import AutoTokenizer
 
