@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import re
 
+import pytest
 from typer.testing import CliRunner
 
 from phr.cli import app
@@ -169,6 +170,7 @@ def test_training_steps_get_progress_lines_in_a_log():
     ]
 
 
+@pytest.mark.slow  # it builds a (tiny) language model
 def test_the_known_trl_deprecation_warning_is_filtered_for_training_only():
     """TRL reads transformers' deprecated ``is_gradient_checkpointing``: the real warning, dropped while training."""
     import warnings

@@ -106,7 +106,8 @@ def test_card_of_hostile_results_is_inert_markdown():
     assert_inert(dom, columns=len(dom.rows[0]))
     assert len(dom.rows) == 3  # header + two results: no row split by a line break or a '|'
     hostile_row = next(r for r in dom.rows if "script" in r[1])
-    assert hostile_row[1] == SCRIPT and hostile_row[2] == " ".join(HEADING.splitlines()) and hostile_row[-1] == IMG
+    date = dom.rows[0].index("Date")
+    assert hostile_row[1] == SCRIPT and hostile_row[2] == " ".join(HEADING.splitlines()) and hostile_row[date] == IMG
     assert "[evil/x)" not in card and "evil/x)&lt;b&gt;bold&lt;/b&gt;" in card  # no link made of a non-repo id
     assert "[org/phrbench](https://huggingface.co/datasets/org/phrbench)" in card
 
