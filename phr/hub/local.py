@@ -25,12 +25,14 @@ recorded push is damage too) and refuses a damaged repo naming the repair (``phr
 3. writes the commit (``git commit-tree``, a fixed author/committer identity so no git config is needed);
 4. builds the next version beside the current one (``v/.build-<pid>-*``: the new refs, main's files checked out),
    renames it to ``v/N+1``, and swaps the link ``NAME`` to it with one ``rename``: refs and files change together;
-5. records the new refs in the store.
+5. records the new refs in the store (a push killed before that is recorded by the next one), and removes old
+   versions, each first renamed to ``v/.gone-<pid>-N`` (never a half-removed version).
 
 A kill at any point leaves ``NAME`` on the previous version or on the new one, complete. Whatever a killed push
-left (a build folder, a numbered version never linked, a temporary index, a temporary link) is invisible and is
-removed by the next push; the lock is released by the kernel when its holder dies. A live holder is waited for
-(``PHR_HUB_LOCK_TIMEOUT`` seconds, default 600), then refused with an error naming its pid. A repo created by an
+left (a build folder, a numbered version never linked, a version being removed, a temporary index, a temporary
+link, git's ref locks in the store) is invisible and is removed by the next push; the lock is released by the
+kernel when its holder dies. A live holder is waited for (``PHR_HUB_LOCK_TIMEOUT`` seconds, default 600), then
+refused with an error naming its pid. A repo created by an
 older version (``NAME`` a plain git repository) is converted on its next push.
 """
 
