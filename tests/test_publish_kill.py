@@ -1,7 +1,7 @@
 """Kills (SIGKILL and SIGTERM to the process group) at every step of a push to a local hub, in a loop.
 
-A push runs in a subprocess that stops before its N-th git command, or at a named step of the local hub
-(``local_hub._step``), or after a random delay; the test kills its process group there and checks what readers
+A push runs in a subprocess that stops before its N-th git command, before its N-th file removal (inside the
+removal of an old version), or at a named step of the local hub (``local_hub._step``), or after a random delay; the test kills its process group there and checks what readers
 see: ``main`` and the tag name the old commit or the new one, the working tree (what ``load_dataset`` reads) holds
 exactly main's files, git sees no edits; then the same push again succeeds and leaves no temporary behind.
 """
@@ -47,10 +47,17 @@ def git(*a, **k):
         hold()
     return real(*a, **k)
 local_hub._git = git
+unlinks, real_unlink = [], os.unlink
+def unlink(*a, **k):  # every file removal (shutil.rmtree's too): a kill while a version is being removed
+    unlinks.append(1)
+    if pause == f"unlink:{len(unlinks)}":
+        hold()
+    return real_unlink(*a, **k)
+os.unlink = unlink
 local_hub._step = lambda name: hold() if pause == f"step:{name}" else None
 local_hub.gate = lambda folder, repo_type: None  # validation is not what is killed here
 push(folder, repo, repo_type="model", tag=tag or None, to=hub)
-print(json.dumps({"calls": calls, "first_git": first[0], "end": time.time()}))
+print(json.dumps({"calls": calls, "unlinks": len(unlinks), "first_git": first[0], "end": time.time()}))
 """
 
 
@@ -152,7 +159,8 @@ def check_after_kill(hub: Path, old: dict | None, new_files: dict, tag: str) -> 
 
 
 def check_clean_hub(hub: Path) -> None:
-    """After a push: no temporary of a killed push is left."""
+    """After a push: no temporary of a killed push is left, at most two versions, and the store records every
+    ref readers see (what ``repair`` restores)."""
     path = LocalHub(hub).repo_path(REPO, KIND)
     assert sorted(p.name for p in path.parent.iterdir()) == sorted(
         [path.name, f".{path.name}.hub", f".{path.name}.lock"]
@@ -163,6 +171,15 @@ def check_clean_hub(hub: Path) -> None:
     assert len(versions) <= 2 and all(v.isdigit() for v in versions), versions
     assert (hubdir / "v" / max(versions, key=int)).resolve() == path.resolve()
     assert not list((hubdir / "store.git").glob("phr-index-*"))
+    recorded, seen = recorded_refs(hub), LocalHub(hub).refs(REPO, KIND)
+    assert {r: recorded.get(r) for r in seen} == seen, "the store does not record what readers see"
+
+
+def recorded_refs(hub: Path) -> dict[str, str]:
+    store = LocalHub(hub).repo_path(REPO, KIND).parent / ".tiny.hub" / "store.git"
+    return dict(
+        line.split(" ") for line in git(store, "for-each-ref", "--format=%(refname) %(objectname)").splitlines()
+    )
 
 
 def push_again(hub: Path, folder: Path, tag: str) -> None:
@@ -217,6 +234,33 @@ def swap_index(calls: list[str]) -> int:
     return n
 
 
+def check_tags_kept(hub: Path, published: dict[str, str]) -> None:
+    """Every tag published so far names its commit, in what readers see and in the refs the store records (what
+    ``repair`` restores)."""
+    recorded, seen = recorded_refs(hub), visible(hub)["refs"]
+    for name, sha in published.items():
+        assert seen.get(name) == sha, f"{name} lost"
+        assert recorded.get(name) == sha, f"{name} not recorded in the store"
+
+
+def test_kill_at_every_file_removal_of_a_push(variants, tmp_path):
+    """Killed while the push removes its oldest version (after the link swap): that version is removed whole or
+    not at all, so the next push removes it (at most two versions); no published tag is lost."""
+    hub = tmp_path / "hub"
+    for n, tag in enumerate(("t0", "t1")):
+        push(variants[n], REPO, repo_type=KIND, tag=tag, to=hub)  # two versions: the next push removes one
+    published = {r: sha for r, sha in visible(hub)["refs"].items() if r.startswith("refs/tags/")}
+    unlinks = calibrate(hub, variants[0], tmp_path)["unlinks"]
+    assert unlinks > 20  # a version's files and .git, and the push's temporaries
+    for n in range(1, unlinks + 1):
+        target, tag, old = variants[n % 2], f"u{n}", visible(hub)
+        kill_at(hub, target, tag, f"unlink:{n}", signal.SIGKILL, tmp_path)
+        check_after_kill(hub, old, files_of(target), tag)
+        push_again(hub, target, tag)
+        published[f"refs/tags/{tag}"] = visible(hub)["refs"]["refs/heads/main"]
+        check_tags_kept(hub, published)
+
+
 def test_kill_at_every_step_of_the_push_that_creates_the_repo(variants, tmp_path):
     calls = calibrate(tmp_path / "none", variants[0], tmp_path)["calls"]
     after_swap = {f"git:{n}" for n in range(swap_index(calls) + 1, len(calls) + 1)} | {"step:swapped"}
@@ -266,6 +310,8 @@ def test_leftovers_of_dead_processes_are_removed_and_a_stale_git_lock_does_not_b
     (repo / ".git" / "index.lock").write_text("")  # a git command killed in the working tree
     (hubdir / "store.git" / f"phr-index-{pid}-x1").write_text("")
     (hubdir / "store.git" / f"phr-index-{pid}-x1.lock").write_text("")
+    for ref in ("refs/heads/main", "refs/tags/t1"):  # what a kill inside the store's update-ref leaves
+        (hubdir / "store.git" / f"{ref}.lock").write_text("")
     (hubdir / "v" / f".build-{pid}-x2").mkdir()
     (hubdir / "v" / "99").mkdir()  # a version built but never linked
     os.symlink("nowhere", hubdir / f".link-{pid}")

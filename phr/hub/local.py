@@ -25,12 +25,14 @@ recorded push is damage too) and refuses a damaged repo naming the repair (``phr
 3. writes the commit (``git commit-tree``, a fixed author/committer identity so no git config is needed);
 4. builds the next version beside the current one (``v/.build-<pid>-*``: the new refs, main's files checked out),
    renames it to ``v/N+1``, and swaps the link ``NAME`` to it with one ``rename``: refs and files change together;
-5. records the new refs in the store.
+5. records the new refs in the store (a push killed before that is recorded by the next one), and removes old
+   versions, each first renamed to ``v/.gone-<pid>-N`` (never a half-removed version).
 
 A kill at any point leaves ``NAME`` on the previous version or on the new one, complete. Whatever a killed push
-left (a build folder, a numbered version never linked, a temporary index, a temporary link) is invisible and is
-removed by the next push; the lock is released by the kernel when its holder dies. A live holder is waited for
-(``PHR_HUB_LOCK_TIMEOUT`` seconds, default 600), then refused with an error naming its pid. A repo created by an
+left (a build folder, a numbered version never linked, a version being removed, a temporary index, a temporary
+link, git's ref locks in the store) is invisible and is removed by the next push; the lock is released by the
+kernel when its holder dies. A live holder is waited for (``PHR_HUB_LOCK_TIMEOUT`` seconds, default 600), then
+refused with an error naming its pid. A repo created by an
 older version (``NAME`` a plain git repository) is converted on its next push.
 """
 
@@ -92,7 +94,7 @@ _GIT_ENV_DROP = (
     "GIT_PREFIX",
     "GIT_ALTERNATE_OBJECT_DIRECTORIES",
 )
-_PID_NAME = re.compile(r"^(?:phr-index-|\.build-|\.link-)(\d+)(?:-|$)")
+_PID_NAME = re.compile(r"^(?:phr-index-|\.build-|\.link-|\.gone-)(\d+)(?:-|$)")
 
 
 class LocalHubError(PublishError):
@@ -179,6 +181,16 @@ def _remove(p: Path) -> None:
         p.unlink(missing_ok=True)
     else:
         shutil.rmtree(p, ignore_errors=True)
+
+
+def _remove_version(version: Path) -> None:
+    """Remove a numbered version in one rename (to ``v/.gone-<pid>-N``), then its files: a kill while they are
+    removed leaves a stale temporary the next push removes, never a half-removed version whose tags cannot be
+    read (which the prune guard would keep forever)."""
+    gone = version.with_name(f".gone-{os.getpid()}-{version.name}")
+    _remove(gone)
+    os.rename(version, gone)
+    _remove(gone)
 
 
 class LocalHub:
@@ -361,13 +373,23 @@ def _tidy(path: Path) -> None:
         shutil.rmtree(aside, ignore_errors=True)
     for p in path.parent.glob(f".{path.name}.new-*"):  # temporary repos of older versions (under the lock: stale)
         shutil.rmtree(p, ignore_errors=True)
-    if path.is_symlink():
-        _prune(path)
     store = _store(path)
     if store.is_dir():
         for p in store.glob("phr-index-*"):
             if _stale(p.name):
                 p.unlink(missing_ok=True)
+        _unlock_refs(store)
+    if path.is_symlink():
+        if _damage(path) is None:  # a push killed between its link swap and its record: record now
+            _record(path, _refs_of(path))
+        _prune(path)
+
+
+def _unlock_refs(store: Path) -> None:
+    """Remove the ref locks a git command killed inside the store's ``update-ref`` left (under the repo lock no
+    other git command writes the store); left there, they would make every later push fail to record its refs."""
+    for p in [*(store / "refs").rglob("*.lock"), store / "packed-refs.lock", store / "HEAD.lock"]:
+        p.unlink(missing_ok=True)
 
 
 def _prune(path: Path) -> None:
@@ -380,10 +402,10 @@ def _prune(path: Path) -> None:
     previous = max((n for n in numbered if n < int(current.name)), default=None)
     for p in versions.iterdir():
         if p.name.isdigit() and p.name != current.name and int(p.name) != previous:
-            if _holds_published_tags(path, p, current):
-                log.warning("local hub: kept %s: it holds tags the current version lacks", p)
+            if (held := _holds_published_tags(path, p, current)) is not None:
+                log.warning("local hub: kept %s: %s", p, held)
                 continue
-            _remove(p)
+            _remove_version(p)
         elif not p.name.isdigit() and _stale(p.name):
             _remove(p)
     for p in _hub_dir(path).glob(".link-*"):
@@ -391,21 +413,22 @@ def _prune(path: Path) -> None:
             p.unlink(missing_ok=True)
 
 
-def _holds_published_tags(path: Path, version: Path, current: Path) -> bool:
-    """Whether ``version`` holds a published tag that ``current`` lacks: a tag of a version older than the current
-    one, or one the store recorded (a version above the current one that no push recorded was never linked: a
-    killed push built it). A version whose tags cannot be read is kept."""
+def _holds_published_tags(path: Path, version: Path, current: Path) -> str | None:
+    """Why ``version`` must be kept, or None: it holds a published tag that ``current`` lacks (a tag of a version
+    older than the current one, or one the store recorded: a version above the current one that no push recorded
+    was never linked, a killed push built it), or its tags cannot be read."""
     tags = _read_refs(version, "refs/tags/") if (version / ".git").is_dir() else {}
     if tags is None:
-        return True
+        return "its tags cannot be read"
     have = _read_refs(current, "refs/tags/") or {}
     lost = {t: sha for t, sha in tags.items() if have.get(t) != sha}
     if not lost:
-        return False
-    if int(version.name) < int(current.name):
-        return True
-    recorded = _read_refs(_store(path), "refs/tags/") or {}
-    return any(recorded.get(t) == sha for t, sha in lost.items())
+        return None
+    if int(version.name) > int(current.name):
+        recorded = _read_refs(_store(path), "refs/tags/") or {}
+        if not any(recorded.get(t) == sha for t, sha in lost.items()):
+            return None
+    return f"it holds tags the current version lacks ({', '.join(sorted(t.removeprefix('refs/tags/') for t in lost))})"
 
 
 # ---- building a commit -----------------------------------------------------------------------------------------
