@@ -22,7 +22,7 @@ LIST=0
 
 # regex (extended, matched against the whole command) | reason
 SKIPS=(
-  'scripts/setup\.sh .*pytest$|the whole test suite (about 20 min): run it on its own'
+  'scripts/setup\.sh .*pytest( -n auto)?$|the whole test suite (about 11 min on 2 cores): run it on its own'
   '^(python3 -m venv|pip install)|"Install by hand": the alternative to the quick start'"'"'s scripts/setup.sh'
   '^sudo |changes the system (root): scripts/setup.sh does it when run as root'
   '(^| )(HF_TOKEN=|hf download)|the Hugging Face Hub: network and a token'
