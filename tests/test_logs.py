@@ -73,8 +73,9 @@ def test_top_level_help_keeps_each_commands_first_sentence_whole():
     assert "..." not in build and "questions the QA model answers correctly (appendix C.1)." in build
 
 
-def test_eval_hr1_banner_describes_the_run_that_happens():
+def test_eval_hr1_banner_describes_the_run_that_happens(tmp_path, monkeypatch):
     """A paraphraser and a judge on the mini's questions: not the mini banner's "curated ... no judge model"."""
+    monkeypatch.chdir(tmp_path)  # the default --out (runs-hr1) of a checkout where the docs' commands ran exists
     args = ["eval", "hr1", "--paraphraser", "local:smollm2", "--judge", "local:smollm2", "--k", "2", "--limit", "1"]
     r = CliRunner().invoke(app, [*args, "--dry-run"])
     assert r.exit_code == 0, r.output
