@@ -12,16 +12,9 @@ from typer.testing import CliRunner
 
 from phr.cli import app
 from phr.training.config import RecipeError, parse_recipe
-from tests.support.training import grpo_corpus, sft_corpus
+from tests.support.training import TINY_GRPO_RECIPE, grpo_corpus, sft_corpus
 
-GRPO = {
-    "method": "grpo",
-    "stage": 1,
-    "model": {"tiny": {}, "dtype": "float32"},
-    "data": {"path": "corpus"},
-    "reward": {"name": "paraphrase_tag"},
-    "trainer": {"output_dir": "out", "num_generations": 4, "per_device_train_batch_size": 4, "use_cpu": True},
-}
+GRPO = TINY_GRPO_RECIPE
 SFT = {"method": "sft", "model": {"tiny": {}}, "data": {"path": "corpus"}, "trainer": {"output_dir": "out"}}
 
 

@@ -25,7 +25,7 @@ from phr.training.config import MissingRewardsSection, RecipeError, load_recipe,
 from phr.training.grpo import MissingRewardsGuard, train_grpo
 from phr.training.run import ARTIFACT_FILES, checkpoint_problem, resume_point
 from phr.training.sft import train_sft
-from tests.support.training import grpo_corpus, sft_corpus
+from tests.support.training import TINY_GRPO_RECIPE, grpo_corpus, sft_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 REWARD = "tests.support.training:length_reward"
@@ -156,14 +156,7 @@ def test_incomplete_checkpoints_are_named_and_removed_only_on_resume(tmp_path, c
 
 # ---- recipes checked by type, every problem named, nothing created ----------------------------------------------
 
-BASE = {
-    "method": "grpo",
-    "stage": 1,
-    "model": {"tiny": {}, "dtype": "float32"},
-    "data": {"path": "corpus"},
-    "reward": {"name": "paraphrase_tag"},
-    "trainer": {"output_dir": "out", "num_generations": 4, "per_device_train_batch_size": 4, "use_cpu": True},
-}
+BASE = TINY_GRPO_RECIPE
 
 
 def _with(section: str, **values) -> dict:

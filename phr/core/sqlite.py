@@ -34,26 +34,21 @@ class NamedConnection(sqlite3.Connection):
 
     path = ""
 
-    def execute(self, *args):
+    def _named(self, method, *args):
         try:
-            return super().execute(*args)
+            return method(*args)
         except sqlite3.Error as e:
             note_path(e, self.path)
             raise
+
+    def execute(self, *args):
+        return self._named(super().execute, *args)
 
     def executemany(self, *args):
-        try:
-            return super().executemany(*args)
-        except sqlite3.Error as e:
-            note_path(e, self.path)
-            raise
+        return self._named(super().executemany, *args)
 
     def executescript(self, *args):
-        try:
-            return super().executescript(*args)
-        except sqlite3.Error as e:
-            note_path(e, self.path)
-            raise
+        return self._named(super().executescript, *args)
 
 
 def connect(path: str | Path, *, busy_timeout_s: float = 60.0) -> NamedConnection:

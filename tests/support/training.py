@@ -15,6 +15,17 @@ QUESTIONS = [
 ]
 
 
+#: the smallest GRPO recipe the preflight accepts (a tiny random model, the tag reward, CPU): tests vary one key
+TINY_GRPO_RECIPE = {
+    "method": "grpo",
+    "stage": 1,
+    "model": {"tiny": {}, "dtype": "float32"},
+    "data": {"path": "corpus"},
+    "reward": {"name": "paraphrase_tag"},
+    "trainer": {"output_dir": "out", "num_generations": 4, "per_device_train_batch_size": 4, "use_cpu": True},
+}
+
+
 def grpo_rows(n: int = 4) -> list[dict]:
     rows = []
     for i in range(n):
