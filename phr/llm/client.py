@@ -281,7 +281,16 @@ class LLM:
         sem = asyncio.Semaphore(self.concurrency)
         rpm = AsyncLimiter(self.requests_per_minute, 60) if self.requests_per_minute else None
         tpm = AsyncLimiter(self.tokens_per_minute, 60) if self.tokens_per_minute else None
-        await asyncio.gather(*(self._run_unit(requests[u[0].req], u, sem, rpm, tpm, done, summary) for u in units))
+        tasks = [
+            asyncio.ensure_future(self._run_unit(requests[u[0].req], u, sem, rpm, tpm, done, summary)) for u in units
+        ]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:  # a fault that stops the run (a full disk): no further calls, one error
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)  # every outcome read: none logged at shutdown
+            raise
 
     async def _run_unit(self, req: ChatRequest, slots: list[_Slot], sem, rpm, tpm, done, summary) -> None:
         stats = summary.model(self.spec)
