@@ -123,3 +123,19 @@ MaxRetryAfter = Annotated[
         help="Longest Retry-After (seconds) a rate-limited call waits; a server asking for more fails the call at once.",
     ),
 ]
+
+
+def execute(cfg, *, dry_run: bool = False):
+    """The one path of a command: ``plan(cfg)``; stop on its problems (exit 2, every problem listed); print the
+    plan (a run prints it too, first); on a dry run stop there, else ``run`` exactly that plan and return its
+    result (None on a dry run)."""
+    from phr import api
+
+    p = api.plan(cfg)
+    p.preflight.raise_problems()
+    for line in p.lines():
+        typer.echo(line)
+    if dry_run:
+        typer.echo("dry run: all checks passed; nothing was called")
+        return None
+    return api.run(p)

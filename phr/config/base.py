@@ -49,12 +49,15 @@ RUN_CONTROL = ("out", "overwrite", "partial", "timeout", "max_retry_after")
 
 
 class OpConfig(BaseModel):
-    """Base of every operation's config. ``command``: the CLI words after ``phr-publish``; ``arguments``: the
-    fields given positionally; ``presets``: named sets of field values."""
+    """Base of every operation's config. ``command``: the CLI words after ``phr-publish``; ``operation``: the
+    module with its ``plan`` and ``run``; ``arguments``: the fields given positionally; ``presets``: named sets of
+    field values."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
     command: ClassVar[tuple[str, ...]] = ()
+    #: the module that owns the operation: its ``plan(cfg) -> Plan`` and ``run(plan) -> result`` (``phr.api``)
+    operation: ClassVar[str] = ""
     arguments: ClassVar[tuple[str, ...]] = ()
     presets: ClassVar[dict[str, dict[str, Any]]] = {}
 

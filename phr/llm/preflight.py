@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from phr.config.defaults import is_no_model
 from phr.core.errors import PHRError, UsageError
@@ -171,19 +171,41 @@ class Preflight:
             out += [u.line(prices) for u in self.usage.values()]
         return out
 
-    def finish(self, dry_run: bool, echo: Callable[[str], None] = print) -> None:
-        """Raise a PreflightError listing every problem; else print the warnings and, with ``dry_run``, the plan."""
+    def raise_problems(self) -> None:
+        """Raise a PreflightError listing every problem (nothing when there is none)."""
         if self.problems:
             raise PreflightError(
                 f"preflight found {len(self.problems)} problem(s); nothing was called:\n"
                 + "\n".join(f"  - {p}" for p in self.problems)
             )
+
+    def finish(self, dry_run: bool, echo: Callable[[str], None] = print) -> None:
+        """Raise a PreflightError listing every problem; else print the warnings and, with ``dry_run``, the plan."""
+        self.raise_problems()
         for text in self.warnings:
             echo(f"warning: {text}")
         if dry_run:
             for line in self.lines():
                 echo(line)
             echo("dry run: all checks passed; nothing was called")
+
+
+@dataclass
+class Plan:
+    """An operation resolved without calling a model (``phr.api.plan``): its config and its preflight (problems,
+    notes, warnings, the calls with their cached share, tokens and cost). An operation's plan subclasses this with
+    what its ``run`` needs; ``run`` executes exactly that."""
+
+    config: Any
+    preflight: Preflight = field(default_factory=Preflight)
+
+    @property
+    def problems(self) -> list[str]:
+        return self.preflight.problems
+
+    def lines(self) -> list[str]:
+        """What ``--dry-run`` prints (and a run prints first): the warnings, then the plan."""
+        return [f"warning: {w}" for w in self.preflight.warnings] + self.preflight.lines()
 
 
 def writable(path: str | Path) -> None:
