@@ -31,6 +31,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from phr.config.ops import HR1_K, HR1_TABLE4_K
 from phr.core.errors import PHRError
 from phr.eval.bootstrap import QuestionResampler, standard_error
 from phr.hr1.records import Correctness, ParaphraseResult, QuestionResult
@@ -49,8 +50,8 @@ class MetricSettings:
     out of Robust / Any Acc (``exclude``) or counted as wrong (``wrong``); ``human_tie``: an even split of the
     human votes on a pair is ``inconsistent`` (no majority for consistent) or the pair is dropped (``drop``)."""
 
-    k: int = 5
-    table4_k: int = 8
+    k: int = HR1_K
+    table4_k: int = HR1_TABLE4_K
     div_threshold: float = 0.9
     div_set: Literal["consistent", "all"] = "consistent"
     no_retained: Literal["exclude", "wrong"] = "exclude"

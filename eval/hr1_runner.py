@@ -19,8 +19,8 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Literal
 
+from phr.config.ops import HR1Decoding, HR1Table
 from phr.core.errors import UsageError
 from phr.core.fs import atomic_dir, atomic_write, json_text
 from phr.eval.hr1_metrics import (
@@ -42,12 +42,12 @@ from phr.eval.hr1_metrics import (
 )
 from phr.hr1.diversity import score_groups
 from phr.hr1.failures import FailedCallsError, failed_calls, rerun_hint
-from phr.hr1.pipeline import Models, RunPlan, failure_text, judge_consistency, run_questions
+from phr.hr1.pipeline import Models, QAScope, RunPlan, failure_text, judge_consistency, run_questions
 from phr.hr1.prompts import versions
 from phr.hr1.records import HQuestion, ParaphraseResult, QuestionResult
+from phr.hr1.settings import Grading
 from phr.llm.summary import RunSummary
 
-Table = Literal["robustness", "sft"]
 #: ``results.json``'s ``benchmark``: tells it from a PHRBench result (which `leaderboard` reads)
 BENCHMARK = "hallucination-r1"
 
@@ -60,21 +60,36 @@ class HR1EvalResult:
     counts: dict = field(default_factory=dict)
     failures: list[tuple[str, str]] = field(default_factory=list)  # (where, "<step>: <reason>"): partial if any
     rerun: str = ""  # how to finish a partial run
+    settings: str = ""  # the run's preset and the command that repeats it (set by ``phr.builders.hr1_ops.run``)
 
     @property
     def partial(self) -> bool:
         return bool(self.failures)
 
 
+def table_settings(
+    table: HR1Table = "2", k: int | None = None, grading: Grading | None = None, decoding: HR1Decoding | None = None
+) -> tuple[RunPlan, MetricSettings]:
+    """The run plan and metric settings of ``table`` (the one place K is resolved for ``eval hr1``): ``"2"``
+    (Tables 1–3: K paraphrases, default ``HR1_K``; only originally-correct questions' paraphrases are answered) or
+    ``"4"`` (Table 4: default ``HR1_TABLE4_K`` paraphrases, every consistent one answered)."""
+    grading = grading or Grading()
+    base = MetricSettings(grading=grading)
+    k = k or (base.table4_k if table == "4" else base.k)
+    metrics = replace(base, k=min(base.k, k), table4_k=k if table == "4" else base.table4_k)
+    scope: QAScope = "all" if table == "4" else "originally_correct"
+    plan = RunPlan(k=k, decoding=decoding or HR1Decoding(), grading=grading, qa_scope=scope)
+    return plan, metrics
+
+
 def evaluate(
-    datasets: dict[str, Sequence[HQuestion]],
+    datasets: Mapping[str, Sequence[HQuestion]],
     *,
     paraphraser: str,
     qa: str,
     judge: str,
     out: str | Path,
-    table: Table = "robustness",
-    k: int | None = None,
+    table: HR1Table = "2",
     plan: RunPlan | None = None,
     metrics: MetricSettings | None = None,
     judges: Sequence[str] = (),
@@ -89,23 +104,21 @@ def evaluate(
 ) -> HR1EvalResult:
     """Run Algorithm 1 on every dataset and compute the tables.
 
-    ``table``: ``robustness`` (Tables 1–3: K paraphrases, default 5; only originally-correct questions'
-    paraphrases are answered) or ``sft`` (Table 4: 8 paraphrases, every consistent one answered). ``judges``:
-    more consistency judges for Table 7 (the run's ``judge`` is the first row), ``human``: a CSV of human labels
-    (``question_id,k,annotator,label``). ``partial``: write the tables even when calls failed (see the module
-    docstring); ``rerun``: the command that finishes the run, quoted in the failure message. ``paraphrases``:
-    given paraphrases with their consistency labels per question id (H-R1-mini's curated ones, ``paraphraser``
-    names them): no paraphraser or B.2 judge is called."""
+    ``table``, ``plan`` and ``metrics``: what ``table_settings`` resolves (``plan``'s K and QA scope, the
+    tables' settings; default: ``table_settings(table)``). ``judges``: more consistency judges for Table 7 (the
+    run's ``judge`` is the first row), ``human``: a CSV of human labels (``question_id,k,annotator,label``).
+    ``partial``: write the tables even when calls failed (see the module docstring); ``rerun``: the command that
+    finishes the run, quoted in the failure message. ``paraphrases``: given paraphrases with their consistency
+    labels per question id (H-R1-mini's curated ones, ``paraphraser`` names them): no paraphraser or B.2 judge is
+    called."""
     out = Path(out)
     if out.exists() and not overwrite:
         raise UsageError(f"{out.resolve()} already exists: pass --overwrite to replace it")
     if not datasets or not any(datasets.values()):
         raise UsageError("no questions to evaluate (give --dataset NAME=PATH)")
-    base = metrics or MetricSettings()
-    k = k or (base.table4_k if table == "sft" else base.k)
-    metrics = replace(base, k=min(base.k, k), table4_k=k if table == "sft" else base.table4_k)
-    plan = plan or RunPlan()
-    plan = replace(plan, k=k, qa_scope="all" if table == "sft" else "originally_correct", grading=metrics.grading)
+    if plan is None or metrics is None:
+        plan, metrics = table_settings(table)
+    k = plan.k
     models = Models(**(llm_options or {}))
     para_llm = None if paraphrases is not None else models.get(paraphraser)
     qa_llm, judge_llm = models.get(qa), models.get(judge)
@@ -129,7 +142,7 @@ def evaluate(
         failures += [(f"{name}: {where}", why) for where, why in failed_calls(results)]
         if diversity:
             tables["table1"][name] = table1(results, metrics)
-        if table == "robustness":
+        if table == "2":
             tables["table2"][name] = table2(results, metrics)
         else:
             tables["table4"][name] = table4(results, metrics)

@@ -10,9 +10,11 @@ import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import Literal
 
 from phr.config.defaults import JUDGE_MAX_TOKENS, is_no_model
+from phr.config.ops import HR1_K, HR1Decoding
 from phr.core.aio import run_sync
 from phr.core.secrets import redact
 from phr.llm.client import LLM
@@ -276,26 +278,39 @@ DiversityFn = Callable[[list[tuple[str, list[tuple[str | None, bool]]]]], list[l
 
 @dataclass(frozen=True)
 class RunPlan:
-    """What one run does. ``qa_scope``: whose consistent paraphrases the QA model answers: ``originally_correct``
-    (Algorithm 1: only True samples can fail) or ``all`` (Table 4, the SFT corpus)."""
+    """What one run does, resolved by the operation's ``plan`` (``phr.builders.hr1_ops``): ``k`` paraphrases per
+    question; ``decoding``: the config's decoding group (``HR1Decoding``: every role's max_tokens, read from the
+    config itself, never copied); ``grading``; ``qa_scope``: whose consistent paraphrases the QA model answers:
+    ``originally_correct`` (Algorithm 1: only True samples can fail) or ``all`` (Table 4, the SFT corpus)."""
 
-    k: int = 5
-    decoding: Decoding = field(default_factory=Decoding)
-    qa_decoding: QADecoding = field(default_factory=QADecoding)
+    k: int = HR1_K
+    decoding: HR1Decoding = field(default_factory=HR1Decoding)
     grading: Grading = field(default_factory=Grading)
-    judges: Judges = field(default_factory=Judges)
     qa_scope: QAScope = "originally_correct"
     answer_originals: bool = True
     seed: int | None = 0
+
+    @property
+    def paraphrase_decoding(self) -> Decoding:
+        """The paraphraser's sampling (Listing A.1) at the config's ``max_tokens``."""
+        return Decoding(max_tokens=self.decoding.max_tokens)
+
+    @property
+    def qa_decoding(self) -> QADecoding:
+        return QADecoding(max_tokens=self.decoding.qa_max_tokens)
+
+    @cached_property
+    def judges(self) -> Judges:
+        return Judges(max_tokens=self.decoding.judge_max_tokens)
 
     def as_dict(self) -> dict:
         """The plan as recorded in manifests and results."""
         return {
             "k": self.k,
-            "decoding": asdict(self.decoding),
+            "decoding": asdict(self.paraphrase_decoding),
             "qa_decoding": asdict(self.qa_decoding),
             "grading": self.grading.as_dict(),
-            "judge_max_tokens": self.judges.max_tokens,
+            "judge_max_tokens": self.decoding.judge_max_tokens,
             "qa_scope": self.qa_scope,
             "seed": self.seed,
         }
@@ -379,7 +394,7 @@ def run_questions(
     elif paraphraser is None:
         return list(results.values())
     else:  # 2. paraphrases and 3. their consistency
-        paras = generate_paraphrases(paraphraser, questions, plan.k, plan.decoding, seed=plan.seed)
+        paras = generate_paraphrases(paraphraser, questions, plan.k, plan.paraphrase_decoding, seed=plan.seed)
         tally(paraphraser)
         for q in questions:
             results[q.id].paraphrases = [
