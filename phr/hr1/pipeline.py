@@ -435,7 +435,7 @@ def run_questions(
             tally(qa)
             grades = grade(
                 judge,
-                [(f"{q.id}/p{p.k}", q, a) for (q, _p), a in zip(asked, answers, strict=True)],
+                [(f"{q.id}/p{p.k}", q, a) for (q, p), a in zip(asked, answers, strict=True)],
                 plan.grading,
                 plan.judges,
             )
