@@ -24,9 +24,13 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 @pytest.fixture
 def qa(fake_openai, monkeypatch):
-    """A QA model that answers every question with the same short answer; ``cache(name)`` points the call cache
-    at a fresh file (each run starts from an empty cache)."""
-    srv = fake_openai(lambda model, messages, k: "<answer>Paris</answer>")
+    """A QA model that answers the mini's original questions with their gold answer and every paraphrase with
+    another (so Algorithm 1 asks and grades the paraphrases); ``cache(name)`` points the call cache at a fresh
+    file (each run starts from an empty cache)."""
+    from phr.builders.hr1_mini import load_mini
+
+    gold = {q.question: q.answer for q in load_mini().questions}
+    srv = fake_openai(lambda model, messages, k: f"<answer>{gold.get(messages[-1][1], 'Paris')}</answer>")
 
     def cache(tmp: Path, name: str) -> dict[str, str]:
         env = {"PHR_CACHE": str(tmp / f"{name}.sqlite"), "OPENAI_API_KEY": "sk-test-0123456789"}
