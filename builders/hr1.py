@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -211,7 +211,7 @@ def build_paraphrase_corpus(
 # ---- training corpora -----------------------------------------------------------------------------------
 
 
-def _leaks(rows: list[TrainRow], eval_sets: dict[str, Sequence[HQuestion]], config: LeakageConfig | None) -> list:
+def _leaks(rows: list[TrainRow], eval_sets: Mapping[str, Sequence[HQuestion]], config: LeakageConfig | None) -> list:
     """The split-leakage violations of ``rows`` against the evaluation sets (at least one is required)."""
     if not eval_sets:
         raise HR1BuildError(
@@ -284,7 +284,7 @@ def build_sft_corpus(
     *,
     paraphraser: str,
     judge: str,
-    eval_sets: dict[str, Sequence[HQuestion]] | None,
+    eval_sets: Mapping[str, Sequence[HQuestion]] | None,
     plan: RunPlan | None = None,
     limit: int | None = None,
     overwrite: bool = False,
@@ -346,7 +346,7 @@ def build_grpo_corpus(
     *,
     qa: str,
     judge: str,
-    eval_sets: dict[str, Sequence[HQuestion]] | None,
+    eval_sets: Mapping[str, Sequence[HQuestion]] | None,
     plan: RunPlan | None = None,
     limit: int | None = None,
     overwrite: bool = False,

@@ -21,14 +21,13 @@ from functools import singledispatch
 from pathlib import Path
 from typing import Any, TypeVar
 
-from phr.config.base import command_line, resolve
+from phr.config.base import OpConfig, command_line, resolve
 from phr.config.defaults import is_no_model, model_or_none
 from phr.config.ops import (
     BuildHr1GrpoConfig,
     BuildHr1ParaphrasesConfig,
     BuildHr1SftConfig,
     EvalHr1Config,
-    HR1Build,
     HR1TrainingBuild,
 )
 from phr.core.errors import PHRError, UsageError
@@ -57,7 +56,7 @@ from .hr1_mini import (
 )
 from .hr1_sources import LoadResult, load_hr1_source, stand_in_split
 
-C = TypeVar("C", bound=HR1Build | EvalHr1Config)
+C = TypeVar("C", bound=OpConfig)
 
 
 # ---- the plans ------------------------------------------------------------------------------------------------------
@@ -133,15 +132,16 @@ def with_preset(cfg: C, given: bool, default: str = "mini") -> tuple[C, str]:
     with no input ``given`` and no preset, the ``default`` preset (the no-argument offline default: ``mini``;
     ``smoke`` when models are given without a source); and the line saying which preset runs. ``--preset mini``
     with sources is refused (it runs the packaged questions)."""
-    chosen = cfg.preset is None and not given
+    chosen = getattr(cfg, "preset", None) is None and not given
     values = {"preset": default} if chosen else {}
     resolved = resolve(type(cfg), values=values, flags=cfg.model_dump(include=cfg.model_fields_set))
     assert isinstance(resolved, type(cfg))
-    if resolved.preset == "mini" and given:
+    preset = getattr(resolved, "preset", None)
+    if preset == "mini" and given:
         raise UsageError("--preset mini runs Hallucination-R1-mini's packaged questions: drop --source/--dataset")
     if chosen:
         return resolved, f"preset: {default} (the no-argument offline default, see --help)"
-    return resolved, f"preset: {resolved.preset or 'none (the defaults)'}"
+    return resolved, f"preset: {preset or 'none (the defaults)'}"
 
 
 def given(cfg: Any, *names: str) -> bool:
@@ -251,7 +251,7 @@ _MINI_TRAINING = {
 
 @plan.register(BuildHr1SftConfig)
 @plan.register(BuildHr1GrpoConfig)
-def _(cfg: HR1TrainingBuild) -> TrainingPlan:
+def _(cfg: BuildHr1SftConfig | BuildHr1GrpoConfig) -> TrainingPlan:
     cfg, line = with_preset(cfg, bool(cfg.source))
     kind = "sft" if isinstance(cfg, BuildHr1SftConfig) else "grpo"
     out = cfg.out or Path(f"hr1-{kind}")
@@ -268,7 +268,6 @@ def _(cfg: HR1TrainingBuild) -> TrainingPlan:
         models, unit = {"paraphraser": cfg.paraphraser}, f" x K {cfg.k} paraphrases"
         steps = RunPlan(k=cfg.k, decoding=cfg, qa_scope="all")
     else:
-        assert isinstance(cfg, BuildHr1GrpoConfig)
         models, unit, steps = {"qa": cfg.qa_model}, ", each asked once", RunPlan(decoding=cfg)
     labels = {"paraphraser": "paraphraser", "qa": "qa model"}
     pf = preflight({**{labels[r]: m for r, m in models.items()}, "judge": cfg.judge}, out, cfg.overwrite)
@@ -278,7 +277,8 @@ def _(cfg: HR1TrainingBuild) -> TrainingPlan:
     if loaded is not None and not pf.problems:
         questions = _limited(loaded[0].questions, cfg.limit)
         pf.note(f"{len(questions)} training questions{unit}")
-        add_calls(pf, questions, steps, judge=cfg.judge, llm_options=cfg.llm_kwargs(), **models)
+        add_calls(pf, questions, steps, paraphraser=models.get("paraphraser"), qa=models.get("qa"), judge=cfg.judge,
+                  llm_options=cfg.llm_kwargs())  # fmt: skip
     train, evals = loaded or (None, {})
     return TrainingPlan(**common, preflight=pf, header=[line], train=train, eval_sets=evals, steps=steps)
 

@@ -150,6 +150,11 @@ def _sq_row(row: list[str] | dict, split: str, i: int, labels: dict[str, list[st
     )
 
 
+def _sq_parser(split: str, labels: dict[str, list[str]] | None) -> Callable[[c.Row, int], HQuestion]:
+    """The row parser of one SimpleQuestions split file."""
+    return lambda row, i: _sq_row(row, split, i, labels)
+
+
 @LOADERS.register("simplequestions")
 def load_simplequestions(
     source_dir: str | Path | None = None, *, online: bool = False, splits: str | Sequence[str] | None = None
@@ -169,10 +174,7 @@ def load_simplequestions(
             labels = _sq_labels(files[0][1].parent)
             for split, path in files:
                 out += c.parse_rows(
-                    str(path),
-                    c.csv_rows(path, delimiter="\t", header=False),
-                    lambda row, i, s=split: _sq_row(row, s, i, labels),
-                    ids,
+                    str(path), c.csv_rows(path, delimiter="\t", header=False), _sq_parser(split, labels), ids
                 )
             origin = str(Path(source_dir))
         elif online:

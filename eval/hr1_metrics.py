@@ -214,7 +214,8 @@ def table1(results: Sequence[QuestionResult], settings: MetricSettings = DEFAULT
         if p.mean_div is None:
             raise PHRError(f"question {q!r} paraphrase k={p.k} has no mean_div: score the run's diversity first")
     c_val, c_draws = _mean(rs, con)
-    d_val, d_draws = _mean(rs, [(q, p.mean_div) for q, p in in_set])
+    divs = [(q, p.mean_div) for q, p in in_set if p.mean_div is not None]  # every one (checked above)
+    d_val, d_draws = _mean(rs, divs)
     product = c_val * d_val if c_val is not None and d_val is not None else None
     return Table1(
         paraphrases=len(paras),
@@ -225,7 +226,7 @@ def table1(results: Sequence[QuestionResult], settings: MetricSettings = DEFAULT
         div_threshold=settings.div_threshold,
         consis=_fig(c_val, c_draws),
         mean_div=_fig(d_val, d_draws),
-        ratio_div=_rate(rs, [(q, float(p.mean_div > settings.div_threshold)) for q, p in in_set]),
+        ratio_div=_rate(rs, [(q, float(d > settings.div_threshold)) for q, d in divs]),
         consis_x_mean_div=_fig(product, c_draws * d_draws),
         failed=sum(label_failed(p) for _, p in paras),
     )
@@ -492,6 +493,8 @@ def _num(f: Figure, digits: int = 6) -> str:
 
 
 def _int(f: Figure) -> str:
+    if f.value is None:
+        return "n/a"
     return f"{int(f.value)}" + (f" ± {f.se:.1f}" if f.se is not None else "")
 
 
@@ -546,7 +549,7 @@ def table3_markdown(rows: dict[str, Table2]) -> str:
     header = ["Paraphraser", "Consis@1", *CONSIS_COUNTS, "RF@1", f"RF@{k}", "ER@1", f"WER@{k}"]
     body = [[n, _pct(r.consis_at_1), str(r.unjudged_paraphrases), str(r.failed_paraphrases), _int(r.rf_at_1),
              _int(r.rf_at_k), _pct(r.er_at_1), _pct(r.wer_at_k)] for n, r in rows.items()]  # fmt: skip
-    n_true = {int(r.true_count.value) for r in rows.values()}
+    n_true = {int(r.true_count.value) for r in rows.values() if r.true_count.value is not None}
     return f"N_true = {', '.join(map(str, sorted(n_true)))}\n\n" + _table(header, body)
 
 

@@ -159,6 +159,8 @@ def evaluate(
                 if spec == judge:
                     continue
                 llm = models.get(spec)
+                if llm is None:  # a Table 7 judge given as none
+                    continue
                 verdicts = judge_consistency(llm, pairs, plan.judges)
                 summary.merge(llm.last_summary)
                 got = {

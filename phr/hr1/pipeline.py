@@ -11,7 +11,7 @@ import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
-from typing import Literal
+from typing import Any, Literal
 
 from phr.config.defaults import JUDGE_MAX_TOKENS, is_no_model
 from phr.config.ops import HR1_K, HR1Decoding
@@ -323,7 +323,7 @@ class Models:
     """One LLM per distinct spec, made on first use with the same options (a local model serving several roles
     is loaded once; its generations are batched ``LOCAL_BATCH`` at a time). ``none`` / None is no model."""
 
-    def __init__(self, **options):
+    def __init__(self, **options: Any) -> None:
         self.options = options
         self._made: dict[str, LLM] = {}
 
@@ -332,7 +332,7 @@ class Models:
         return list(dict.fromkeys(llm.cache.path for llm in self._made.values()))
 
     def get(self, spec: str | None) -> LLM | None:
-        if is_no_model(spec):
+        if spec is None or is_no_model(spec):
             return None
         if spec not in self._made:
             local = {"batch_size": LOCAL_BATCH} if spec.startswith("local:") and "provider" not in self.options else {}
@@ -405,7 +405,8 @@ def run_questions(
             ]
         todo = [(q, p) for q in questions for p in results[q.id].paraphrases if p.text is not None]
     if judge is not None and todo:
-        verdicts = judge_consistency(judge, [(f"{q.id}/p{p.k}", q.question, p.text) for q, p in todo], plan.judges)
+        pairs = [(f"{q.id}/p{p.k}", q.question, p.text or "") for q, p in todo]  # each with a text (above)
+        verdicts = judge_consistency(judge, pairs, plan.judges)
         tally(judge)
         for (_q, p), v in zip(todo, verdicts, strict=True):
             if v.failure is not None:
