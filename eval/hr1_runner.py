@@ -25,6 +25,7 @@ from phr.core.errors import UsageError
 from phr.core.fs import atomic_dir, atomic_write, json_text
 from phr.eval.hr1_metrics import (
     FAILED,
+    Labels,
     MetricSettings,
     human_majority,
     labels_from_results,
@@ -125,7 +126,6 @@ def evaluate(
     summary = RunSummary()
     records: dict[str, list[QuestionResult]] = {}
     tables: dict = {"table1": {}, "table2": {}, "table4": {}, "table7": {}}
-    markdown: list[str] = []
     failures: list[tuple[str, str]] = []
     for name, questions in datasets.items():
         results = run_questions(
@@ -147,39 +147,80 @@ def evaluate(
         else:
             tables["table4"][name] = table4(results, metrics)
         if judges or human:
-            labels = {judge: labels_from_results(results)}
-            pairs = [
-                (f"{r.question.id}/p{p.k}", r.question.question, p.text)
-                for r in results
-                for p in r.paraphrases
-                if p.text
-            ]
-            keys = [(r.question.id, p.k) for r in results for p in r.paraphrases if p.text]
-            for spec in judges:
-                if spec == judge:
-                    continue
-                llm = models.get(spec)
-                if llm is None:  # a Table 7 judge given as none
-                    continue
-                verdicts = judge_consistency(llm, pairs, plan.judges)
-                summary.merge(llm.last_summary)
-                got = {
-                    key: FAILED if v.failure else (None if v.verdict is None else v.verdict.result == 1)
-                    for key, v in zip(keys, verdicts, strict=True)
-                }
-                failures += [
-                    (f"{name}: {q}/p{k_} ({spec})", f"consistency judge: {failure_text(v.failure)}")
-                    for (q, k_), v in zip(keys, verdicts, strict=True)
-                    if v.failure
-                ]
-                labels[spec] = {key: got.get(key, False) for key in labels[judge]}
+            labels, lost = _judge_labels(name, results, judge, judges, models, plan, summary)
+            failures += lost
             human_labels = human_majority(read_human_labels(human), metrics) if human else None
             tables["table7"][name] = table7(labels, human_labels, metrics)
     caches = models.caches()
     if failures and not partial:
         raise FailedCallsError("eval hr1", failures, rerun, caches, summary)
     hint = rerun_hint(rerun, caches) if failures else ""
-    # markdown, shaped like the paper's tables
+    markdown = _markdown(tables, paraphraser, qa, k)
+    settings = {
+        "paraphraser": paraphraser,
+        "qa_model": qa,
+        "judge": judge,
+        "judges": list(judges),
+        "human_labels": str(human) if human else None,
+        "table": table,
+        "k": k,
+        "plan": plan.as_dict(),
+        "metrics": {k_: v for k_, v in asdict(metrics).items() if k_ != "grading"},
+        "prompts": versions(),
+        "datasets": {name: len(qs) for name, qs in datasets.items()},
+        **({"config": config} if config else {}),
+    }
+    payload = {
+        "benchmark": BENCHMARK,  # not a PHRBench result: `leaderboard` skips it with a note
+        "settings": settings,
+        "partial": bool(failures),
+        "failed_calls": [{"where": where, "reason": why} for where, why in failures],
+        "tables": json.loads(_tables_json(tables)),
+    }
+    header = _report_header(f"Paraphraser `{paraphraser}`, QA model `{qa}`, judge `{judge}`; K = {k}; "
+                            f"fuzzy B.3 answers count as {plan.grading.fuzzy}.", failures, hint)  # fmt: skip
+    _write_run(out, payload, summary, "\n".join(header + markdown), records)
+    counts = {name: len(rs) for name, rs in records.items()}
+    return HR1EvalResult(out, tables, summary, counts, failures, hint)
+
+
+def _judge_labels(
+    name: str,
+    results: list[QuestionResult],
+    judge: str,
+    judges: Sequence[str],
+    models: Models,
+    plan: RunPlan,
+    summary: RunSummary,
+) -> tuple[dict[str, Labels], list[tuple[str, str]]]:
+    """Table 7's consistency labels of one set: the run's ``judge`` (from the results) and each of ``judges``
+    (asked here, B.2), with the failed calls of those."""
+    labels = {judge: labels_from_results(results)}
+    pairs = [(f"{r.question.id}/p{p.k}", r.question.question, p.text) for r in results for p in r.paraphrases if p.text]
+    keys = [(r.question.id, p.k) for r in results for p in r.paraphrases if p.text]
+    failures: list[tuple[str, str]] = []
+    for spec in judges:
+        llm = None if spec == judge else models.get(spec)
+        if llm is None:  # the run's judge (labelled above), or a judge given as none
+            continue
+        verdicts = judge_consistency(llm, pairs, plan.judges)
+        summary.merge(llm.last_summary)
+        got = {
+            key: FAILED if v.failure else (None if v.verdict is None else v.verdict.result == 1)
+            for key, v in zip(keys, verdicts, strict=True)
+        }
+        failures += [
+            (f"{name}: {q}/p{k_} ({spec})", f"consistency judge: {failure_text(v.failure)}")
+            for (q, k_), v in zip(keys, verdicts, strict=True)
+            if v.failure
+        ]
+        labels[spec] = {key: got.get(key, False) for key in labels[judge]}
+    return labels, failures
+
+
+def _markdown(tables: dict, paraphraser: str, qa: str, k: int) -> list[str]:
+    """The tables as Markdown, shaped like the paper's."""
+    markdown: list[str] = []
     if tables["table1"]:
         markdown += ["## Table 1: consistency and diversity", ""]
         for name, t in tables["table1"].items():
@@ -202,54 +243,40 @@ def evaluate(
         ]
     for name, t in tables["table7"].items():
         markdown += [f"## Table 7: judge validation ({name})", "", table7_markdown(t), ""]
-    settings = {
-        "paraphraser": paraphraser,
-        "qa_model": qa,
-        "judge": judge,
-        "judges": list(judges),
-        "human_labels": str(human) if human else None,
-        "table": table,
-        "k": k,
-        "plan": plan.as_dict(),
-        "metrics": {k_: v for k_, v in asdict(metrics).items() if k_ != "grading"},
-        "prompts": versions(),
-        "datasets": {name: len(qs) for name, qs in datasets.items()},
-        **({"config": config} if config else {}),
-    }
-    payload = {
-        "benchmark": BENCHMARK,  # not a PHRBench result: `leaderboard` skips it with a note
-        "settings": settings,
-        "partial": bool(failures),
-        "failed_calls": [{"where": where, "reason": why} for where, why in failures],
-        "tables": json.loads(_tables_json(tables)),
-    }
+    return markdown
+
+
+def _report_header(run: str, failures: list[tuple[str, str]], hint: str) -> list[str]:
+    """report.md's title, the ``run`` line (models, K, the fuzzy rule) and, for a partial run, what is missing."""
+    partial_note = (
+        [
+            f"**Partial**: {len(failures)} value(s) are missing (a model call failed after all retries); they are "
+            "left out of the tables' denominators and listed in results.json (`failed_calls`). " + hint,
+            "",
+        ]
+        if failures
+        else []
+    )
+    return [
+        "# Hallucination-R1 evaluation",
+        "",
+        f"{run} Every figure ± its bootstrap standard error over questions. Settings: results.json.",
+        "",
+        *partial_note,
+    ]
+
+
+def _write_run(
+    out: Path, payload: dict, summary: RunSummary, report: str, records: dict[str, list[QuestionResult]]
+) -> None:
+    """The run folder, atomically: results.json, calls.json, report.md and records/<set>.jsonl."""
     with atomic_dir(out) as tmp:
         atomic_write(tmp / "results.json", json_text(payload))
         atomic_write(tmp / "calls.json", json_text(summary.as_dict()))
-        partial_note = (
-            [
-                f"**Partial**: {len(failures)} value(s) are missing (a model call failed after all retries); they are "
-                "left out of the tables' denominators and listed in results.json (`failed_calls`). " + hint,
-                "",
-            ]
-            if failures
-            else []
-        )
-        header = [
-            "# Hallucination-R1 evaluation",
-            "",
-            f"Paraphraser `{paraphraser}`, QA model `{qa}`, judge `{judge}`; K = {k}; "
-            f"fuzzy B.3 answers count as {plan.grading.fuzzy}. Every figure ± its bootstrap standard error over "
-            "questions. Settings: results.json.",
-            "",
-            *partial_note,
-        ]
-        atomic_write(tmp / "report.md", "\n".join(header + markdown))
+        atomic_write(tmp / "report.md", report)
         (tmp / "records").mkdir()
         for name, results in records.items():
             atomic_write(tmp / "records" / f"{name}.jsonl", "".join(r.model_dump_json() + "\n" for r in results))
-    counts = {name: len(rs) for name, rs in records.items()}
-    return HR1EvalResult(out, tables, summary, counts, failures, hint)
 
 
 def _tables_json(tables: dict) -> str:
