@@ -110,3 +110,18 @@ def test_an_out_of_bounds_value_is_one_line_naming_the_key(tmp_path, args, key):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {key} ") and "Traceback" not in r.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_sources_and_prompts_are_registries():
+    """The loaders and the prompt files are ``phr.core.registry.Registry`` entries: one per source the paper uses,
+    one per listing; an unknown name is an error naming the known ones."""
+    from phr.builders.hr1_sources import LOADERS, load_hr1_source
+    from phr.core.errors import UsageError
+    from phr.hr1.names import SOURCES
+    from phr.hr1.prompts import FILES, template, versions
+
+    assert tuple(LOADERS) == SOURCES and list(versions()) == list(FILES)
+    with pytest.raises(UsageError, match="unknown Hallucination-R1 source 'nq'; known: simplequestions, popqa"):
+        load_hr1_source("nq", "x")
+    with pytest.raises(KeyError, match="no Hallucination-R1 prompt 'x' \\(known: paraphrase, consistency_judge"):
+        template("x")
