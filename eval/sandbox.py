@@ -421,7 +421,7 @@ _UIDS = _UidPool()
 @cache
 def _kernel_at_least(major: int, minor: int) -> bool:
     m = re.match(r"(\d+)\.(\d+)", os.uname().release)
-    return bool(m) and (int(m[1]), int(m[2])) >= (major, minor)
+    return m is not None and (int(m[1]), int(m[2])) >= (major, minor)
 
 
 def _count_user_tasks(uid: int) -> int:
@@ -662,9 +662,11 @@ def _communicate(proc: subprocess.Popen, deadline: float, cap: int, ready_r: int
     """
     out, err = _Capped(cap), _Capped(cap)
     ready = bytearray()
-    sinks = {proc.stdout.fileno(): out, proc.stderr.fileno(): err, ready_r: None}
+    assert proc.stdout is not None and proc.stderr is not None  # the caller opens both as pipes
+    sinks = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
+    fds = [*sinks, ready_r]
     sel = selectors.DefaultSelector()
-    for fd in sinks:
+    for fd in fds:
         os.set_blocking(fd, False)
         sel.register(fd, selectors.EVENT_READ)
     try:
@@ -692,7 +694,7 @@ def _communicate(proc: subprocess.Popen, deadline: float, cap: int, ready_r: int
 
     timed_out = False
     try:
-        open_fds = set(sinks)
+        open_fds = set(fds)
         while open_fds:
             if proc.poll() is not None:
                 break

@@ -485,7 +485,7 @@ def _single_mutation(ctx: _Context, cfg: SingleMutationConfig) -> list[Rejection
                     f"hallucinated premise chains {k + 1} statements with '; ' (max {cfg.max_semicolons} separator{plural})",
                 )
             )
-        markers = enumeration_markers(text) if _LIST_PREFILTER_PY.search(text) else ()
+        markers = enumeration_markers(text) if _LIST_PREFILTER_PY.search(text) else []
         if len(markers) > cfg.max_list_markers:
             found.append(
                 (
@@ -627,6 +627,7 @@ class _Gold:
 
     def __init__(self, ctx: _Context, cfg: LeakageConfig):
         Q = ctx.Q
+        assert Q is not None  # _leakage builds the gold facts only for rows with questions
         m = self.m = len(Q)
 
         def col(name: str) -> pd.Series:
@@ -797,7 +798,7 @@ def _leakage(ctx: _Context, cfg: LeakageConfig) -> list[Rejection]:
         for i in np.flatnonzero(hit_rows & per_row([p is not None for p in pats])).tolist():
             p = int(qpos[i])
             g = pats[p]
-            if find(g, starts_l[i], ends[i]) < 0:
+            if g is None or find(g, starts_l[i], ends[i]) < 0:
                 continue
             covers = gold.covers(p)
             rest = corpus.norm_row(i)
@@ -840,6 +841,8 @@ def _leakage(ctx: _Context, cfg: LeakageConfig) -> list[Rejection]:
             for i in np.flatnonzero(need).tolist():
                 p = int(qpos[i])
                 v = gv[p]
+                if v is None:
+                    continue
                 if not any(ch in texts[i] for ch in leads[p]) and "/" not in texts[i] and "frac" not in texts[i]:
                     continue  # no number close to v can be written without one of these digits (or as a fraction)
                 for x in parse_numbers(texts[i]):
@@ -870,14 +873,14 @@ def _leakage(ctx: _Context, cfg: LeakageConfig) -> list[Rejection]:
                 if not grams:
                     continue
                 toks = _CODE_TOKEN.findall(flat)
-                g = next(
+                run = next(
                     (tuple(toks[s : s + k]) for s in range(len(toks) - k + 1) if tuple(toks[s : s + k]) in grams), None
                 )
-                if g is not None:
+                if run is not None:
                     found.append(
                         (
                             i,
-                            f"premise quotes {k} consecutive tokens of the reference solution {_short(' '.join(g), 60)!r}",
+                            f"premise quotes {k} consecutive tokens of the reference solution {_short(' '.join(run), 60)!r}",
                         )
                     )
 
@@ -1018,7 +1021,7 @@ def _blocks(
         idx = np.arange(start, end) if order is None else order[start:end]
         block = augs.iloc[start:end] if order is None else augs.iloc[idx]
         qblock, local = questions, None
-        if qpos is not None:
+        if qpos is not None and questions is not None:  # (qpos is set only with questions)
             block_qpos = qpos[idx]
             wanted = np.unique(block_qpos[block_qpos >= 0])
             qblock = questions.iloc[wanted]

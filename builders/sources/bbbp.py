@@ -105,11 +105,11 @@ def load(source_dir: str | Path | None = None, *, online: bool = False) -> list[
         try:
             from huggingface_hub import hf_hub_download
 
-            path = hf_hub_download(HUB_ID, HUB_FILE, repo_type="dataset")
+            downloaded = hf_hub_download(HUB_ID, HUB_FILE, repo_type="dataset")
         except Exception as e:  # noqa: BLE001 - network, offline mode...
             raise c.SourceNotFoundError(f"could not download {HUB_FILE} from {HUB_ID}: {type(e).__name__}: {e}") from e
-        rows = c.csv_rows(Path(path), required=COLUMNS)
-        parsed = c.parse_rows(path, rows, lambda row, _i: parse_row(row), c.RowIndex(TITLE))
+        rows = c.csv_rows(Path(downloaded), required=COLUMNS)
+        parsed = c.parse_rows(downloaded, rows, lambda row, _i: parse_row(row), c.RowIndex(TITLE))
         return c.check_unique(parsed, TITLE)
     if c.package_file(*STANDIN_FILE) is not None:
         return load_b3db()

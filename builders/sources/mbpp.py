@@ -105,7 +105,7 @@ def load(
             jsonl = ".jsonl" in path.suffixes
             part = part if part in FILES else "full" if jsonl else "sanitized"
             rows = c.jsonl_rows(path) if jsonl else c.json_array_rows(path)
-            out += c.parse_rows(str(path), rows, lambda row, _i, v=part: parse_row(row, v), ids)
+            out += c.parse_rows(str(path), rows, lambda row, _i: parse_row(row, part), ids)
     elif online:
         variant = variant or "full"
         data = c.hub_load(HUB_ID, TITLE, name=variant)
