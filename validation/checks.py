@@ -246,7 +246,6 @@ _LABEL_WORDS = (
 
 # ---- code -------------------------------------------------------------------------------------------------
 
-_HAS_DIGIT = re.compile(r"\d")
 _CODE_TOKEN = re.compile(r"[A-Za-z_]\w*|\d+(?:\.\d+)?|[^\s\w]")
 _CODE_LIKE = r"[=\[\]{}_`<>%:]|[\pL\pN]\("  # code punctuation, or a call: "(" right after a letter or digit
 

@@ -27,7 +27,6 @@ STANDIN_SOURCE = "b3db"
 STANDIN_TITLE = "B3DB (Meng et al. 2021, classification set)"
 STANDIN_LICENSE_FALLBACK = "CC0-1.0"
 STANDIN_FILE = ("B3DB", "B3DB_classification.tsv")
-STANDIN_FORMAT = "B3DB_classification.tsv: TSV with NO., compound_name, SMILES, BBB+/BBB-, ..."
 STANDIN_NOTE = (
     "MoleculeNet BBBP was not available offline, so its questions were built from B3DB "
     "(B3DB_classification.tsv of the qc-b3db package; Meng et al., Sci. Data 8:289, 2021; CC0-1.0), "

@@ -21,7 +21,6 @@ FORMAT = (
     "mbpp.jsonl (JSON Lines: text, code, task_id, test_setup_code, test_list, challenge_test_list) or "
     "sanitized-mbpp.json (one JSON array: prompt, code, task_id, test_imports, test_list)"
 )
-VARIANTS = tuple(FILES)
 
 
 def _escape_doc(s: str) -> str:
