@@ -1,4 +1,5 @@
-"""Rule-based (non-LLM) checks of augmentations: single mutation, distinctness, no leakage.
+"""Rule-based (non-LLM) checks of augmentations: single mutation, distinctness, no leakage, and that each names a
+question (references).
 
 Every check takes DataFrames (or records), returns a list of Rejection and costs time linear in the number
 of rows: texts are processed a column at a time (phr.validation.textops), the per-row Python that remains

@@ -1,4 +1,5 @@
-"""Files and folders written so that a reader never sees them half-written, and file hashes.
+"""Files and folders written so that a reader never sees them half-written, file hashes, and the links that lead
+out of a folder (``folder_links``).
 
 ``atomic_dir(dest)`` yields a temporary sibling ``.<name>.tmp-<pid>-<random>``; when the block ends without an
 error the sibling replaces ``dest`` (one rename; an existing ``dest`` is first renamed aside and then removed),
