@@ -888,12 +888,12 @@ def _label_leaks(ctx: _Context, cfg: LeakageConfig, gold: _Gold) -> list[tuple[i
 
 def _numeric_leaks(ctx: _Context, cfg: LeakageConfig, gold: _Gold) -> list[tuple[int, str]]:
     """Numeric answers: rows of questions with a numeric gold answer (after a leading-digit pre-test)."""
-    found: list[tuple[int, str]] = []
-    qpos, texts = ctx.qpos, ctx.corpus.texts
-    gv = gold.gold_value
+    gv, qpos = gold.gold_value, ctx.qpos
     need = _per_row([v is not None for v in gv], qpos)
     if not need.any():
-        return found
+        return []
+    texts = ctx.corpus.texts
+    found: list[tuple[int, str]] = []
     leads = {p: _lead_digits(gv[p], cfg.numeric_rel_tol) for p in set(qpos[need].tolist())}
     for i in np.flatnonzero(need).tolist():
         p = int(qpos[i])
@@ -911,9 +911,9 @@ def _numeric_leaks(ctx: _Context, cfg: LeakageConfig, gold: _Gold) -> list[tuple
 
 def _code_leaks(ctx: _Context, cfg: LeakageConfig, gold: _Gold) -> list[tuple[int, str]]:
     """Code: reference-solution lines and token runs."""
+    k, qpos = cfg.code_ngram_tokens, ctx.qpos
     found: list[tuple[int, str]] = []
-    qpos, texts = ctx.qpos, ctx.corpus.texts
-    k = cfg.code_ngram_tokens
+    texts = ctx.corpus.texts
     code_rows = np.flatnonzero(_per_row(gold.is_code, qpos))
     codeish = np.zeros(ctx.n, bool)  # _looks_like_code of every code row, in one RE2 pass
     if k > 0 and len(code_rows):
