@@ -359,71 +359,26 @@ def run_questions(
     paraphrases with their consistency labels per question id (H-R1-mini's curated ones): steps 2-3 (the
     paraphraser and the B.2 judge) are not run."""
     plan = plan or RunPlan()
-    summary = summary if summary is not None else RunSummary()
-
-    merged: set[int] = set()
-
-    def tally(*llms: LLM | None) -> None:  # each call's summary once (one LLM may serve several roles)
-        for llm in llms:
-            if llm is not None and id(llm.last_summary) not in merged:
-                merged.add(id(llm.last_summary))
-                summary.merge(llm.last_summary)
-
+    tally = _Tally(summary if summary is not None else RunSummary())
     results = {q.id: QuestionResult(question=q) for q in questions}
-    # 1. the original questions
-    if qa is not None and plan.answer_originals:
-        answers = answer(qa, [(q.id, q.question) for q in questions], plan.qa_decoding)
-        tally(qa)
-        grades = grade(
-            judge, [(q.id, q, a) for q, a in zip(questions, answers, strict=True)], plan.grading, plan.judges
-        )
-        tally(judge)
-        for q, a, g in zip(questions, answers, grades, strict=True):
-            r = results[q.id]
-            r.qa_answer, r.qa_extraction, r.correctness, r.factual_score, r.failed = (
-                a.text,
-                a.extraction,
-                g.correctness,
-                g.factual_score,
-                g.failed,
-            )
+    if qa is not None and plan.answer_originals:  # 1. the original questions
+        items = [(q.id, q, q.question) for q in questions]
+        for q, (a, g) in zip(questions, _answer_and_grade(qa, judge, items, plan, tally), strict=True):
+            _record(results[q.id], a, g)
     if paraphrases is not None:  # given with their labels: no paraphraser, no B.2 judge
         for q in questions:
             results[q.id].paraphrases = [p.model_copy() for p in paraphrases[q.id]]
-        todo = []
     elif paraphraser is None:
         return list(results.values())
     else:  # 2. paraphrases and 3. their consistency
-        paras = generate_paraphrases(paraphraser, questions, plan.k, plan.paraphrase_decoding, seed=plan.seed)
-        tally(paraphraser)
-        for q in questions:
-            results[q.id].paraphrases = [
-                ParaphraseResult(
-                    k=p.k, text=p.text, parse_error=p.parse_error, failed=p.failed and f"paraphrase: {p.failed}"
-                )
-                for p in sorted(paras[q.id], key=lambda p: p.k)
-            ]
-        todo = [(q, p) for q in questions for p in results[q.id].paraphrases if p.text is not None]
-    if judge is not None and todo:
-        pairs = [(f"{q.id}/p{p.k}", q.question, p.text or "") for q, p in todo]  # each with a text (above)
-        verdicts = judge_consistency(judge, pairs, plan.judges)
-        tally(judge)
-        for (_q, p), v in zip(todo, verdicts, strict=True):
-            if v.failure is not None:
-                p.consistent, p.failed = None, f"consistency judge: {failure_text(v.failure)}"
-            elif v.verdict is None:
-                p.consistent, p.consistency_think = None, "unjudged: " + "; ".join(v.errors[-1:])
-            else:
-                p.consistent, p.consistency_think = v.verdict.result == 1, v.verdict.think
-    # diversity (App. A.1): groups of (original, [(paraphrase, consistent)])
-    if diversity is not None:
-        groups = [(q.question, [(p.text, bool(p.consistent)) for p in results[q.id].paraphrases]) for q in questions]
-        for q, scores in zip(questions, diversity(groups), strict=True):
-            for p, sc in zip(results[q.id].paraphrases, scores, strict=True):
-                for key in ("s_selfbleu", "s_embed", "r_div", "mean_div"):
-                    setattr(p, key, getattr(sc, key))
-    # 4. QA on consistent paraphrases, graded
-    if qa is not None:
+        for qid, rows in _generated(paraphraser, questions, plan, tally).items():
+            results[qid].paraphrases = rows
+        if judge is not None:
+            todo = [(q, p) for q in questions for p in results[q.id].paraphrases if p.text is not None]
+            _judge(judge, todo, plan, tally)
+    if diversity is not None:  # App. A.1: groups of (original, [(paraphrase, consistent)])
+        _score_diversity(diversity, [(q.question, results[q.id].paraphrases) for q in questions])
+    if qa is not None:  # 4. QA on consistent paraphrases, graded
         asked = [
             (q, p)
             for q in questions
@@ -432,21 +387,86 @@ def run_questions(
             if p.consistent
         ]
         if asked:
-            answers = answer(qa, [(f"{q.id}/p{p.k}", p.text or "") for q, p in asked], plan.qa_decoding)
-            tally(qa)
-            grades = grade(
-                judge,
-                [(f"{q.id}/p{p.k}", q, a) for (q, p), a in zip(asked, answers, strict=True)],
-                plan.grading,
-                plan.judges,
-            )
-            tally(judge)
-            for (_q, p), a, g in zip(asked, answers, grades, strict=True):
-                p.qa_answer, p.qa_extraction, p.correctness, p.factual_score, p.failed = (
-                    a.text,
-                    a.extraction,
-                    g.correctness,
-                    g.factual_score,
-                    g.failed,
-                )
+            items = [(f"{q.id}/p{p.k}", q, p.text or "") for q, p in asked]
+            for (_q, p), (a, g) in zip(asked, _answer_and_grade(qa, judge, items, plan, tally), strict=True):
+                _record(p, a, g)
     return list(results.values())
+
+
+class _Tally:
+    """Adds each call's summary to ``summary`` once (one LLM may serve several roles)."""
+
+    def __init__(self, summary: RunSummary) -> None:
+        self.summary = summary
+        self.merged: set[int] = set()
+
+    def __call__(self, *llms: LLM | None) -> None:
+        for llm in llms:
+            if llm is not None and id(llm.last_summary) not in self.merged:
+                self.merged.add(id(llm.last_summary))
+                self.summary.merge(llm.last_summary)
+
+
+def _answer_and_grade(
+    qa: LLM, judge: LLM | None, items: list[tuple[str, HQuestion, str]], plan: RunPlan, tally: _Tally
+) -> list[tuple[QAAnswer, Grade]]:
+    """The QA model's answers to (tag, question, text asked) triples, and their grades."""
+    answers = answer(qa, [(tag, text) for tag, _q, text in items], plan.qa_decoding)
+    tally(qa)
+    graded = [(tag, q, a) for (tag, q, _t), a in zip(items, answers, strict=True)]
+    grades = grade(judge, graded, plan.grading, plan.judges)
+    tally(judge)
+    return list(zip(answers, grades, strict=True))
+
+
+def _record(row: QuestionResult | ParaphraseResult, a: QAAnswer, g: Grade) -> None:
+    """Set a question's or paraphrase's answer and grade."""
+    row.qa_answer, row.qa_extraction, row.correctness, row.factual_score, row.failed = (
+        a.text,
+        a.extraction,
+        g.correctness,
+        g.factual_score,
+        g.failed,
+    )
+
+
+def _generated(
+    paraphraser: LLM, questions: Sequence[HQuestion], plan: RunPlan, tally: _Tally
+) -> dict[str, list[ParaphraseResult]]:
+    """The K paraphrases of each question (Listing B.1), in order of k, by question id."""
+    paras = generate_paraphrases(paraphraser, questions, plan.k, plan.paraphrase_decoding, seed=plan.seed)
+    tally(paraphraser)
+    return {
+        q.id: [
+            ParaphraseResult(
+                k=p.k, text=p.text, parse_error=p.parse_error, failed=p.failed and f"paraphrase: {p.failed}"
+            )
+            for p in sorted(paras[q.id], key=lambda p: p.k)
+        ]
+        for q in questions
+    }
+
+
+def _judge(judge: LLM, todo: list[tuple[HQuestion, ParaphraseResult]], plan: RunPlan, tally: _Tally) -> None:
+    """The B.2 verdicts of (question, paraphrase with text) pairs, set on the paraphrases."""
+    if not todo:
+        return
+    pairs = [(f"{q.id}/p{p.k}", q.question, p.text or "") for q, p in todo]  # each with a text
+    verdicts = judge_consistency(judge, pairs, plan.judges)
+    tally(judge)
+    for (_q, p), v in zip(todo, verdicts, strict=True):
+        if v.failure is not None:
+            p.consistent, p.failed = None, f"consistency judge: {failure_text(v.failure)}"
+        elif v.verdict is None:
+            p.consistent, p.consistency_think = None, "unjudged: " + "; ".join(v.errors[-1:])
+        else:
+            p.consistent, p.consistency_think = v.verdict.result == 1, v.verdict.think
+
+
+def _score_diversity(diversity: DiversityFn, groups: list[tuple[str, list[ParaphraseResult]]]) -> None:
+    """App. A.1's scores of each question's paraphrases, set on them."""
+    scored = diversity([(original, [(p.text, bool(p.consistent)) for p in ps]) for original, ps in groups])
+    for (_original, ps), scores in zip(groups, scored, strict=True):
+        for p, sc in zip(ps, scores, strict=True):
+            for key in ("s_selfbleu", "s_embed", "r_div", "mean_div"):
+                setattr(p, key, getattr(sc, key))
