@@ -11,6 +11,7 @@ from typing import Literal
 
 from phr.config.base import OpConfig, setting
 from phr.config.defaults import (
+    BATCH_POLL_S,
     CALL_TIMEOUT_S,
     JUDGE_MAX_TOKENS,
     MAX_RETRY_AFTER_S,
@@ -35,7 +36,18 @@ StandIn = Literal["even-train-odd-test"]
 # ---- shared groups ------------------------------------------------------------------------------------------------
 
 
-class Calls(OpConfig):
+class Batch(OpConfig):
+    """Whether hosted calls go through the providers' batch APIs (docs/scaling.md, "Batch mode")."""
+
+    batch: bool = setting(
+        False,
+        "Send the calls not in the cache through the providers' batch APIs (openai:, anthropic:, google:) at "
+        "about half the token price; answers can take up to 24 h (the command waits, polling every "
+        f"{BATCH_POLL_S:g} s or $PHR_BATCH_POLL_S); a command stopped while waiting resumes the same batches.",
+    )
+
+
+class Calls(Batch):
     """The call policy of commands that call API models."""
 
     timeout: float = setting(CALL_TIMEOUT_S, "Per-call timeout in seconds (API models).", gt=0)
@@ -46,8 +58,9 @@ class Calls(OpConfig):
     )
 
     def llm_kwargs(self) -> dict:
-        """Keyword arguments of ``LLM(...)``."""
-        return {"timeout": self.timeout, "max_retry_after": self.max_retry_after}
+        """Keyword arguments of ``LLM(...)`` (``batch`` only when on)."""
+        batch = {"batch": True} if self.batch else {}
+        return {"timeout": self.timeout, "max_retry_after": self.max_retry_after, **batch}
 
 
 class Scoring(OpConfig):
@@ -163,7 +176,7 @@ class PartialResults(OpConfig):
     )
 
 
-class ScoreSubmissionConfig(Scoring, PartialResults):
+class ScoreSubmissionConfig(Scoring, PartialResults, Batch):
     """`score`: validate and score a leaderboard submission (the runner's scoring code, docs/submissions.md)."""
 
     command = ("score",)
@@ -505,7 +518,7 @@ class TrainSftConfig(TrainConfig):
 # ---- analyses ---------------------------------------------------------------------------------------------------
 
 
-class AnalyzePredictorConfig(OpConfig):
+class AnalyzePredictorConfig(Batch):
     """`analyze predictor`: which prompt features predict insightful resolution (PHRBench §5.3)."""
 
     command = ("analyze", "predictor")

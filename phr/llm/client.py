@@ -87,6 +87,7 @@ class LLM:
         progress: bool = True,
         show_summary: bool | None = None,
         provider: Provider | None = None,
+        batch: bool | None = None,
         **provider_options,
     ):
         if concurrency < 1:
@@ -111,6 +112,15 @@ class LLM:
         self.progress = progress
         self.show_summary = progress if show_summary is None else show_summary
         self.last_summary = RunSummary()
+        #: True: misses go through the provider's batch API (phr.llm.batch); None: so when a batch session is
+        #: open (``phr.api.run`` of a config with ``batch: true``) and the provider has one; False: never
+        self.batch = batch
+        if batch:
+            from phr.llm.batch import BatchUnsupported, require_batch
+
+            require_batch(self.provider)
+            if self.cache.mode is CacheMode.OFF:
+                raise BatchUnsupported(f"{spec}: --batch needs the call cache (its answers are stored there)")
 
     # ---- public API -------------------------------------------------------------------------------
 
@@ -157,6 +167,9 @@ class LLM:
                 redact(self.spec),
             )
         total = sum(r.n for r in requests)
+        if missing and self._batching():
+            await self._batch(requests, results, missing)
+            missing = []
         if missing and self.provider.in_process:
             await self._load_before_the_bar(desc)
         with self._progress() as bar:
@@ -187,6 +200,37 @@ class LLM:
         if fails:
             log.warning("%s: %d sample(s) failed: %s", redact(self.spec), sum(fails.values()), dict(fails))
         return results
+
+    # ---- batch mode (phr.llm.batch) ---------------------------------------------------------------------------
+
+    def _batching(self) -> bool:
+        from phr.llm.batch import active_session
+
+        if self.batch is None:
+            return active_session() is not None and self.provider.batch_api
+        return self.batch
+
+    async def _batch(self, requests: Sequence[ChatRequest], results: list[RequestResult], missing: list[_Slot]) -> None:
+        """The missing samples through the batch API: queued in the open session (each a ``batch_pending``
+        missing value until the session's batches end), or, without one, submitted and waited for here."""
+        from phr.llm.batch import BatchSession, Pending, active_session, pending_failure
+
+        session = active_session()
+        own = session is None
+        if session is None:
+            session = BatchSession()
+        items = [Pending(s.key, s.request_json, s.index, requests[s.req].messages, requests[s.req].params) for s in missing]
+        session.add(self, items)
+        if own:
+            await session.aprocess()
+        queued = 0
+        for slot, item in zip(missing, items):
+            outcome = session.outcome(slot.key)
+            if outcome is None:
+                outcome, queued = pending_failure(self, item), queued + 1
+            results[slot.req].samples[slot.index - requests[slot.req].first_index] = outcome
+        if queued:
+            log.info("%s: %d sample(s) queued for the batch API", redact(self.spec), queued)
 
     # ---- execution --------------------------------------------------------------------------------
 

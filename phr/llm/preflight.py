@@ -42,14 +42,17 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0  # an upper bound: every sample at its max_tokens
     estimated: int = 0  # samples whose prompt is written during the run (estimated; their cache state unknown)
+    batch: bool = False  # sent through the provider's batch API (--batch): priced at the batch rate
 
     def line(self, prices) -> str:
-        cost = prices.cost(self.spec, self.prompt_tokens, self.completion_tokens)
+        cost = prices.cost(self.spec, self.prompt_tokens, self.completion_tokens, batch=self.batch)
         known = self.samples - self.estimated
         cached = "unknown" if self.cached is None or not known else f"{self.cached}/{known}"
         if self.estimated:
             cached += f"; {self.estimated} estimated, their prompts are written during the run"
         usd = "no price in prices.toml" if cost is None else f"<= ${cost:,.2f}"
+        if self.batch and cost is not None:
+            usd += f" at the batch rate ({prices.batch_share(self.spec):.0%} of the price)"
         return (
             f"  {self.spec}: {self.requests} requests, {self.samples} samples (cached {cached}), ~{self.prompt_tokens:,} prompt tokens, "
             f"<= {self.completion_tokens:,} completion tokens, {usd}"
