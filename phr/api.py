@@ -40,7 +40,7 @@ def plan(cfg: OpConfig) -> Plan:
     if getattr(cfg, "batch", False):
         from phr.llm.batch import plan_batch
 
-        plan_batch(p.preflight)
+        plan_batch(p.preflight, cfg)
     return p
 
 

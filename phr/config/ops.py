@@ -87,7 +87,7 @@ class Scoring(OpConfig):
 SCORING_FIELDS = tuple(Scoring.model_fields)
 
 
-class RescoreScoring(OpConfig):
+class RescoreScoring(Batch):
     """Scoring settings of a later step on a run folder: unset = the settings the run was started with."""
 
     preset: Literal["paper"] | None = setting(None, "Score as this preset (default: the run's preset).")

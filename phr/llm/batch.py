@@ -42,19 +42,27 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from phr.config.defaults import BATCH_POLL_S
 from phr.core.aio import run_sync
 from phr.core.errors import PHRError
-from phr.llm.cache import LedgerRow
+from phr.llm.cache import CallCache, LedgerRow
 from phr.llm.errors import CallError
 from phr.llm.providers.base import BatchLine, BatchStatus, Provider, RawCompletion
 from phr.llm.types import CallFailure, GenerationParams, Message, Sample
 
 if TYPE_CHECKING:
-    from phr.llm.client import LLM
     from phr.llm.preflight import Preflight
+
+
+class LLM(Protocol):
+    """What a batch needs of the ``phr.llm.LLM`` that queued it (its provider, call cache and spec)."""
+
+    spec: str
+    provider: Provider
+    cache: CallCache
+
 
 log = logging.getLogger("phr.llm")
 
@@ -92,13 +100,32 @@ def poll_seconds() -> float:
         return BATCH_POLL_S
 
 
-def plan_batch(pf: Preflight) -> None:
-    """A batch run's plan: every model with calls must have a batch API (else a problem naming it); their calls
-    are priced at the batch rate, and a note says so."""
+#: the config fields that name models a command sends prompts to (a comma-separated list for ``judges``); the
+#: reference scorer of PHRBench is not one (it scores text in process, it is never called)
+CALLED_ROLES = ("model", "generator", "judge", "judges", "grader", "paraphraser", "qa_model")
+
+
+def _called_specs(cfg: Any) -> list[str]:
+    from phr.config.defaults import is_no_model
+
+    specs: list[str] = []
+    for role in CALLED_ROLES:
+        value = getattr(cfg, role, None)
+        if isinstance(value, str):
+            specs += [s.strip() for s in value.split(",") if ":" in s and not is_no_model(s.strip())]
+    return specs
+
+
+def plan_batch(pf: Preflight, cfg: Any = None) -> None:
+    """A batch run's plan: every model the plan has calls for, and every model ``cfg`` names in a calling role,
+    must have a batch API (else a problem naming it); the calls are priced at the batch rate, and a note says so."""
     for spec, usage in pf.usage.items():
         if spec.partition(":")[0] in BATCH_KINDS:
             usage.batch = True
         else:
+            pf.problem(no_batch_api(spec))
+    for spec in _called_specs(cfg):
+        if spec.partition(":")[0] not in BATCH_KINDS and spec not in pf.usage:
             pf.problem(no_batch_api(spec))
     pf.note(
         "batch mode: calls not in the cache go through the providers' batch APIs, priced at the batch rate "
@@ -200,7 +227,9 @@ class BatchSession:
                 new.append(item)
             elif bid not in waiting:
                 waiting[bid] = None
-                self.echo(f"[batch] {spec}: batch {bid} was submitted by an earlier run: polling it (not submitted again)")
+                self.echo(
+                    f"[batch] {spec}: batch {bid} was submitted by an earlier run: polling it (not submitted again)"
+                )
         for lines, rows in _chunks(provider, _lines(provider, new)):
             bid = await provider.submit_batch(lines)
             cache.ledger_add(bid, spec, endpoint, rows)  # before any wait: a killed command resumes this batch
@@ -261,7 +290,9 @@ class BatchSession:
                 self.resolved[row.key] = self._store(llm, row, res[row.position], len(res))
                 stored["stored"] += 1
             else:
-                r, message = (res.reason, f"{llm.spec}: batch {bid}: {res}") if isinstance(res, CallError) else (reason, why)
+                r, message = (
+                    (res.reason, f"{llm.spec}: batch {bid}: {res}") if isinstance(res, CallError) else (reason, why)
+                )
                 self.failed[row.key] = self._fail(llm, row, r, message)
                 stored[r] += 1
         llm.cache.ledger_clear([r.key for r in rows])
@@ -317,7 +348,9 @@ def _lines(provider: Provider, items: list[Pending]) -> list[tuple[BatchLine, li
             if params.seed is not None:
                 params = replace(params, seed=params.seed + unit[0].index)
             cid = unit[0].key[:64]
-            rows = [LedgerRow(p.key, cid, pos, p.index, p.request_json, provider.revision) for pos, p in enumerate(unit)]
+            rows = [
+                LedgerRow(p.key, cid, pos, p.index, p.request_json, provider.revision) for pos, p in enumerate(unit)
+            ]
             out.append((BatchLine(cid, unit[0].messages, params, len(unit)), rows))
     return out
 

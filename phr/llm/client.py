@@ -219,7 +219,9 @@ class LLM:
         own = session is None
         if session is None:
             session = BatchSession()
-        items = [Pending(s.key, s.request_json, s.index, requests[s.req].messages, requests[s.req].params) for s in missing]
+        items = [
+            Pending(s.key, s.request_json, s.index, requests[s.req].messages, requests[s.req].params) for s in missing
+        ]
         session.add(self, items)
         if own:
             await session.aprocess()

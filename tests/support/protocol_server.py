@@ -461,13 +461,22 @@ def _batch_post(server: ProtocolServer, h: Any, path: str, body: Any, raw: bytes
         h._send(200, _openai_batch(server, f"batch_{new_id}", b))
         return True
     if path == "/v1/messages/batches":
-        b = server.batches[f"msgbatch_{new_id}"] = {"protocol": "anthropic", "lines": body["requests"], "status": "in_progress"}
+        b = server.batches[f"msgbatch_{new_id}"] = {
+            "protocol": "anthropic",
+            "lines": body["requests"],
+            "status": "in_progress",
+        }
         h._send(200, _anthropic_batch(server, f"msgbatch_{new_id}", b))
         return True
     m = _GEMINI_BATCH.match(path)
     if m:
         lines = body["batch"]["inputConfig"]["requests"]["requests"]
-        b = server.batches[new_id] = {"protocol": "gemini", "model": m.group(1), "lines": lines, "status": "in_progress"}
+        b = server.batches[new_id] = {
+            "protocol": "gemini",
+            "model": m.group(1),
+            "lines": lines,
+            "status": "in_progress",
+        }
         h._send(200, _gemini_batch(new_id, b))
         return True
     return False

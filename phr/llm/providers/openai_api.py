@@ -139,9 +139,7 @@ class OpenAIProvider(APIProvider):
         client = self._client
         upload = await self._call(client.files.create(file=("phr-batch.jsonl", data), purpose="batch"), self.timeout)
         batch = await self._call(
-            client.batches.create(
-                input_file_id=upload.id, endpoint="/v1/chat/completions", completion_window="24h"
-            ),
+            client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions", completion_window="24h"),
             self.timeout,
         )
         return batch.id
