@@ -222,3 +222,29 @@ def test_the_batch_setting_reaches_llm_only_when_on():
     assert "batch" not in EvalHr1Config().llm_kwargs()
     assert EvalPhrbenchConfig(model="openai:gpt-4o", batch=True).llm_kwargs()["batch"] is True
     assert "batch" not in EvalPhrbenchConfig(model="openai:gpt-4o", batch=True).result_record()
+
+
+def test_eval_phrbench_with_batch_plans_at_the_batch_rate_answers_through_a_batch_and_caches(
+    api_server, mini_folder, tmp_path
+):
+    """The real command: its dry run prices the calls at the batch rate; the run sends them in one batch (no
+    direct call); the same run without --batch then makes 0 calls."""
+    from typer.testing import CliRunner
+
+    from phr.cli import app
+
+    def cli(*args):
+        return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+    common = ["eval", "phrbench", "--model", "openai:gpt-4o", "--dataset", mini_folder, "--limit", 2, "--samples", 2]
+    common += ["--max-tokens", 32, "--scorer", "none", "--no-plots"]
+    plan = cli(*common, "--batch", "--out", tmp_path / "a", "--dry-run")
+    assert plan.exit_code == 0, plan.output
+    assert "at the batch rate (50% of the price)" in plan.output and api_server.count == 0
+    run = cli(*common, "--batch", "--out", tmp_path / "a")
+    assert run.exit_code == 0, run.output
+    assert creates(api_server, "openai:x") == 1 and direct(api_server, "openai:x") == 0
+    api_server.reset()
+    again = cli(*common, "--out", tmp_path / "b")
+    assert again.exit_code == 0 and api_server.count == 0
+    assert (tmp_path / "a" / "responses.jsonl").read_bytes() == (tmp_path / "b" / "responses.jsonl").read_bytes()

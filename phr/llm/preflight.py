@@ -139,6 +139,7 @@ class Preflight:
         from phr.llm.cache import CallCache, call_key
 
         u = self.usage.setdefault(spec, Usage(spec))
+        u.batch = u.batch or bool(getattr(provider, "batched", False))
         cache = CallCache() if provider is not None and not estimated else None
         for req in requests:
             u.requests += 1

@@ -92,6 +92,8 @@ class Provider(ABC):
     #: The most requests and bytes (of the request lines) one batch may hold: the provider's documented limits.
     batch_max_requests: int = 0
     batch_max_bytes: int = 0
+    #: set on the provider of an ``LLM(..., batch=True)``: a plan prices its calls at the batch rate
+    batched: bool = False
 
     def __init__(self, model: str, revision: str | None = None):
         self.model = model
