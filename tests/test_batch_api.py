@@ -248,3 +248,25 @@ def test_eval_phrbench_with_batch_plans_at_the_batch_rate_answers_through_a_batc
     again = cli(*common, "--out", tmp_path / "b")
     assert again.exit_code == 0 and api_server.count == 0
     assert (tmp_path / "a" / "responses.jsonl").read_bytes() == (tmp_path / "b" / "responses.jsonl").read_bytes()
+
+
+def test_a_rescore_with_batch_sends_its_judge_through_the_batch_api(api_server, mini_folder, tmp_path):
+    """`eval score --batch`: the resolution judge (made deep in the scorer, with no call settings passed) goes
+    through the batch API of its provider; a judge without one is refused, naming it."""
+    from typer.testing import CliRunner
+
+    from phr.cli import app
+
+    def cli(*args):
+        return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+    run = tmp_path / "run"
+    args = ["eval", "phrbench", "--model", "openai:gpt-4o", "--dataset", mini_folder, "--limit", 2, "--samples", 1]
+    assert cli(*args, "--max-tokens", 32, "--scorer", "none", "--no-plots", "--out", run).exit_code == 0
+    scored = cli("eval", "score", run, "--judge", "anthropic:claude-test", "--batch", "--no-plots")
+    assert scored.exit_code == 0, scored.output
+    # not yet on the operation path, the scorer's judge batches each of its generate calls (re-asks included)
+    assert creates(api_server, "anthropic:x") >= 1 and direct(api_server, "anthropic:x") == 0
+    local = CliRunner().invoke(app, ["eval", "score", str(run), "--judge", "local:smollm2", "--batch", "--no-plots"])
+    assert local.exit_code != 0 and "local:smollm2" in str(local.output) + str(local.exception)
+    assert "no batch API" in str(local.output) + str(local.exception)

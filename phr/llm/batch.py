@@ -19,7 +19,8 @@ Two ways to use it:
 
 - ``LLM(spec, batch=True).generate(requests)`` alone: each ``generate`` submits its missing samples as batches
   and waits for them.
-- ``phr.api.run(plan)`` of a config with ``batch: true`` opens a :class:`BatchSession` around the operation: a
+- A command with ``--batch`` runs in a session that does the same for every ``LLM`` it makes (``phr.cli``).
+- ``phr.api.run(plan)`` of a config with ``batch: true`` opens a deferring :class:`BatchSession`: a
   missing sample ends the call as a missing value of reason ``batch_pending``; when the operation returns, the
   session submits everything it collected, waits, and runs the operation again (its next step's calls, e.g. the
   judge of answers that just arrived, are collected the same way) until a pass leaves nothing pending. The last
@@ -170,7 +171,10 @@ class BatchSession:
     #: called with every poll's status after its line is printed (tests stop a command there)
     on_poll: Callable[[BatchStatus], None] | None = None
 
-    def __init__(self, poll_s: float | None = None, echo: Callable[[str], None] | None = None):
+    def __init__(self, poll_s: float | None = None, echo: Callable[[str], None] | None = None, *, defer: bool = True):
+        #: True: misses wait in the session for ``process`` (``phr.api.run``'s passes); False: each ``generate``
+        #: of an LLM in it submits its misses and waits for them (a command not on the operation path)
+        self.defer = defer
         self.poll_s = poll_seconds() if poll_s is None else poll_s
         self.echo = echo or _stderr
         self._lock = threading.Lock()
@@ -385,7 +389,8 @@ def active_session() -> BatchSession | None:
 
 @contextlib.contextmanager
 def batch_session(**kw: Any) -> Iterator[BatchSession]:
-    """Open a session: every ``LLM`` made with ``batch`` unset and a batch API queues its misses in it."""
+    """Open a session: every ``LLM`` made in it with ``batch`` unset sends its misses through the batch API (one
+    without a batch API is refused: BatchUnsupported); ``defer`` (default): they wait in the session."""
     global _ACTIVE
     previous, _ACTIVE = _ACTIVE, BatchSession(**kw)
     try:

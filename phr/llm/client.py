@@ -112,9 +112,13 @@ class LLM:
         self.progress = progress
         self.show_summary = progress if show_summary is None else show_summary
         self.last_summary = RunSummary()
-        #: True: misses go through the provider's batch API (phr.llm.batch); None: so when a batch session is
-        #: open (``phr.api.run`` of a config with ``batch: true``) and the provider has one; False: never
+        #: True: misses go through the provider's batch API (phr.llm.batch); None: so when made in a batch session
+        #: (a command with --batch; ``phr.api.run`` of a config with ``batch: true``); False: never
         self.batch = batch
+        if batch is None:
+            from phr.llm.batch import active_session
+
+            batch = self.batch = True if active_session() is not None else None
         if batch:
             from phr.llm.batch import BatchUnsupported, require_batch
 
@@ -205,11 +209,7 @@ class LLM:
     # ---- batch mode (phr.llm.batch) ---------------------------------------------------------------------------
 
     def _batching(self) -> bool:
-        from phr.llm.batch import active_session
-
-        if self.batch is None:
-            return active_session() is not None and self.provider.batch_api
-        return self.batch
+        return bool(self.batch)
 
     async def _batch(
         self, requests: Sequence[ChatRequest], results: list[RequestResult], missing: list[_Slot], summary: RunSummary
@@ -218,10 +218,9 @@ class LLM:
         missing value until the session's batches end), or, without one, submitted and waited for here."""
         from phr.llm.batch import BatchSession, Pending, active_session, pending_failure
 
-        session = active_session()
-        own = session is None
-        if session is None:
-            session = BatchSession()
+        active = active_session()
+        own = active is None or not active.defer
+        session = BatchSession() if own or active is None else active
         items = [
             Pending(s.key, s.request_json, s.index, requests[s.req].messages, requests[s.req].params) for s in missing
         ]
