@@ -270,3 +270,25 @@ def test_a_rescore_with_batch_sends_its_judge_through_the_batch_api(api_server, 
     local = CliRunner().invoke(app, ["eval", "score", str(run), "--judge", "local:smollm2", "--batch", "--no-plots"])
     assert local.exit_code != 0 and "local:smollm2" in str(local.output) + str(local.exception)
     assert "no batch API" in str(local.output) + str(local.exception)
+
+
+def test_a_command_with_batch_and_a_local_model_is_refused_in_its_plan(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from phr.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(app, ["eval", "hr1", "--batch", "--dry-run"])
+    assert r.exit_code == 2, r.output
+    assert "local:smollm2: no batch API: --batch works for openai:, anthropic: and google: models only" in r.output
+
+
+def test_the_batch_share_of_a_price_can_be_overridden(tmp_path, monkeypatch):
+    from phr.llm.pricing import PriceTable
+
+    table = PriceTable.load()
+    assert table.batch_share("anthropic:claude-sonnet-4") == 0.5 and table.batch_share("hf:x") == 1.0
+    assert table.cost("openai:gpt-4o", 1_000_000, 0, batch=True) == table.cost("openai:gpt-4o", 1_000_000, 0) / 2
+    (tmp_path / "p.toml").write_text('[batch]\n"openai:gpt-4o" = 0.25\n')
+    monkeypatch.setenv("PHR_PRICES", str(tmp_path / "p.toml"))
+    assert PriceTable.load().batch_share("openai:gpt-4o") == 0.25

@@ -43,7 +43,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from phr.config.defaults import BATCH_POLL_S
 from phr.core.aio import run_sync
@@ -52,9 +52,6 @@ from phr.llm.cache import CallCache, LedgerRow
 from phr.llm.errors import CallError
 from phr.llm.providers.base import BatchLine, BatchStatus, Provider, RawCompletion
 from phr.llm.types import CallFailure, GenerationParams, Message, Sample
-
-if TYPE_CHECKING:
-    from phr.llm.preflight import Preflight
 
 
 class LLM(Protocol):
@@ -117,8 +114,8 @@ def _called_specs(cfg: Any) -> list[str]:
     return specs
 
 
-def plan_batch(pf: Preflight, cfg: Any = None) -> None:
-    """A batch run's plan: every model the plan has calls for, and every model ``cfg`` names in a calling role,
+def plan_batch(pf: Any, cfg: Any = None) -> None:
+    """A batch run's plan (``pf``: its ``phr.llm.preflight.Preflight``): every model the plan has calls for, and every model ``cfg`` names in a calling role,
     must have a batch API (else a problem naming it); the calls are priced at the batch rate, and a note says so."""
     for spec, usage in pf.usage.items():
         if spec.partition(":")[0] in BATCH_KINDS:

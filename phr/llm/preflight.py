@@ -136,10 +136,14 @@ class Preflight:
         """Add ``requests`` (ChatRequests) of ``spec`` to the plan; with ``provider``, count the cached samples.
         ``estimated``: stand-ins for requests whose prompt the run writes (a judge of paraphrases not yet made):
         their tokens count, their cache state is unknown."""
+        from phr.llm.batch import BATCH_KINDS, active_session, no_batch_api
         from phr.llm.cache import CallCache, call_key
 
         u = self.usage.setdefault(spec, Usage(spec))
-        u.batch = u.batch or bool(getattr(provider, "batched", False))
+        batch = bool(getattr(provider, "batched", False)) or active_session() is not None  # --batch
+        if batch and spec.partition(":")[0] not in BATCH_KINDS:
+            self.problem(no_batch_api(spec))
+        u.batch = u.batch or batch
         cache = CallCache() if provider is not None and not estimated else None
         for req in requests:
             u.requests += 1
