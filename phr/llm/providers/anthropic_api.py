@@ -103,7 +103,7 @@ class AnthropicProvider(APIProvider):
 
     async def submit_batch(self, lines: list[BatchLine]) -> str:
         requests = [self.batch_line(x) for x in lines]
-        batch = await self._call(self._client.messages.batches.create(requests=requests), self.timeout)  # type: ignore[arg-type]
+        batch = await self._call(self._client.messages.batches.create(requests=requests), self.timeout)
         return batch.id
 
     async def poll_batch(self, batch_id: str) -> BatchStatus:
