@@ -154,10 +154,10 @@ api.run(api.plan(BatchOpConfig(model=sys.argv[1], out=sys.argv[2], batch=True)))
 """
 
 
-def test_a_command_killed_after_submitting_resumes_without_resubmitting(api_server, tmp_path):
+@pytest.mark.parametrize("model", MODELS)
+def test_a_command_killed_after_submitting_resumes_without_resubmitting(api_server, tmp_path, model):
     """A real kill (SIGKILL of a child process) after it printed its "submitted" line: the rerun polls the same
     batch (0 batches submitted again, counted on the server)."""
-    model = "openai:gpt-test"
     api_server.batch_hold = True
     env = {**os.environ, "PHR_BATCH_POLL_S": "0.05", "PYTHONPATH": str(Path(__file__).parent.parent)}
     child = subprocess.Popen(
