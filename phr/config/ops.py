@@ -493,7 +493,9 @@ class TrainGrpoConfig(TrainConfig):
     """`train grpo`: one GRPO stage of a recipe (R_stab, then R_train; §3.2)."""
 
     command = ("train", "grpo")
-    stage: int | None = setting(None, "1 (R_stab) or 2 (R_train); default: the recipe's stage.", paper="§3.2", ge=1, le=2)
+    stage: int | None = setting(
+        None, "1 (R_stab) or 2 (R_train); default: the recipe's stage.", paper="§3.2", ge=1, le=2
+    )
     init_from: Path | None = setting(None, "Stage 2: the stage-1 checkpoint (model.init_from).", paper="§3.2")
 
 
@@ -580,9 +582,7 @@ class LlmPingConfig(OpConfig):
     operation = "phr.llm.ops"
     arguments = ("spec",)
 
-    spec: str = setting(
-        ..., "Model spec, e.g. local:smollm2, openai:gpt-4o, anthropic:<model>.", metavar="SPEC"
-    )
+    spec: str = setting(..., "Model spec, e.g. local:smollm2, openai:gpt-4o, anthropic:<model>.", metavar="SPEC")
     prompt: str = setting("What is the capital of France? Answer in one sentence.", "The prompt to send.")
     max_tokens: int = setting(64, "Maximum new tokens.", ge=1)
     temperature: float = setting(0.0, "Sampling temperature (0 = greedy).", ge=0)
