@@ -152,6 +152,12 @@ class FeatureSummary(BaseModel):
     mean_delta_rp: float | None
 
 
+def _filled(x: float | None) -> float:
+    """A distance the step before has filled in."""
+    assert x is not None
+    return x
+
+
 def _mean(xs: Sequence[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
@@ -353,7 +359,9 @@ def select_samples(results: Sequence[QuestionResult], grading: Grading = Grading
         for p in r.paraphrases:
             if not consistent(p) or not p.text:
                 continue
-            label = "RF" if is_wrong(p.correctness, grading) else "RP" if is_correct(p.correctness, grading) else None
+            label: Label | None = (
+                "RF" if is_wrong(p.correctness, grading) else "RP" if is_correct(p.correctness, grading) else None
+            )
             if label is None:
                 skipped += 1
                 continue
@@ -438,11 +446,11 @@ def embedding_drift(
     advance = progress("embedding drift (texts)", len(set(texts))) if progress else None
     emb = final_token_states(provider, texts, layer, cfg.batch_size, on_batch=advance)
     for s in samples:
-        s.d_q = distance(emb[qt.format(question=s.question)], emb[qt.format(question=s.paraphrase)], cfg.normalize)
+        d_q = distance(emb[qt.format(question=s.question)], emb[qt.format(question=s.paraphrase)], cfg.normalize)
         a = emb[qat.format(question=s.question, answer=s.answer_orig)]
         b = emb[qat.format(question=s.paraphrase, answer=s.answer_para)]
-        s.d_qa = distance(a, b, cfg.normalize)
-        s.drift = s.d_qa - s.d_q
+        d_qa = distance(a, b, cfg.normalize)
+        s.d_q, s.d_qa, s.drift = d_q, d_qa, d_qa - d_q
     out = []
     for label in ("RF", "RP"):
         group = [s for s in samples if s.label == label]
@@ -450,10 +458,10 @@ def embedding_drift(
             EmbeddingSummary(
                 label=label,
                 n=len(group),
-                mean_d_q=_mean([s.d_q for s in group]),
-                mean_d_qa=_mean([s.d_qa for s in group]),
-                mean_drift=_mean([s.drift for s in group]),
-                share_drift_positive=_mean([float(s.drift > 0) for s in group]),
+                mean_d_q=_mean([_filled(s.d_q) for s in group]),
+                mean_d_qa=_mean([_filled(s.d_qa) for s in group]),
+                mean_drift=_mean([_filled(s.drift) for s in group]),
+                share_drift_positive=_mean([float(_filled(s.drift) > 0) for s in group]),
             )
         )
     return out

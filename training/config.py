@@ -374,8 +374,9 @@ def parse_recipe(raw: Any, source: str = "<recipe>") -> Recipe:
     if problems:
         raise RecipeError("\n".join(f"{source}: {p}" for p in problems))
     assert model is not None and data is not None and trainer is not None and guard is not None  # no problems
+    assert method in METHODS
     return Recipe(
-        method=method,
+        method=typing.cast(Literal["grpo", "sft"], method),
         stage=stage,
         model=model,
         data=data,
@@ -397,7 +398,7 @@ def prerequisite_problems(raw: dict, source: str) -> list[str]:
     data, model = raw.get("data"), raw.get("model")
     path = data.get("path") if isinstance(data, dict) else None
     if isinstance(path, str) and path and not Path(path).expanduser().is_dir():
-        kind = CORPUS_OF.get(method, "hr1-grpo")
+        kind = CORPUS_OF.get(str(method), "hr1-grpo")
         out.append(
             f"{source}: no corpus folder {path} (data.path): build it with `phr-publish build {kind} --out {path}` "
             f'(docs/hr1.md, "Corpora"), or pass --data DIR'

@@ -20,6 +20,7 @@ raises ``MissingRewardsStop`` with the reasons counted (the reward objects' ``mi
 from __future__ import annotations
 
 import importlib
+import typing
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -63,7 +64,9 @@ def _hr1_reward(settings: dict, stage: int, num_generations: int) -> HR1Reward:
     problems = settings_problems(settings)
     if problems:
         raise RecipeError("; ".join(problems))
-    kw = {k: _NESTED[k](**v) if k in _NESTED and isinstance(v, dict) else v for k, v in settings.items()}
+    kw: dict[str, Any] = {
+        k: _NESTED[k](**v) if k in _NESTED and isinstance(v, dict) else v for k, v in settings.items()
+    }
     kw.setdefault("group_size", num_generations)
     try:
         return HR1Reward(RewardConfig(**{**kw, "stage": stage}))
@@ -76,7 +79,7 @@ def _num_generations(recipe: Recipe) -> int:
         return int(recipe.trainer["num_generations"])
     from trl import GRPOConfig  # heavy: imported when a GRPO recipe is used
 
-    return int(GRPOConfig.__dataclass_fields__["num_generations"].default)
+    return int(typing.cast(int, GRPOConfig.__dataclass_fields__["num_generations"].default))
 
 
 #: reward factories by ``reward.name``: ``factory(settings, stage, num_generations) -> reward function(s)``; a new

@@ -38,8 +38,10 @@ def cache_stats(cfg: CacheStatsConfig) -> None:
 def cache_clear(cfg: CacheClearConfig) -> None:
     """Delete cached calls (all, or one model's)."""
     from phr import api
+    from phr.llm.ops import CachePlan
 
     p = api.plan(cfg)
+    assert isinstance(p, CachePlan)
     if not cfg.yes and sys.stdin.isatty():
         typer.confirm(f"Delete {cfg.model or 'all'} entries in {p.path}?", abort=True)
     n = api.run(p)

@@ -113,6 +113,6 @@ def _ping(cfg: LlmPingConfig) -> PingResult:
     )
     result = llm.chat(cfg.prompt, max_tokens=cfg.max_tokens, temperature=cfg.temperature)
     s = result.samples[0]
-    if result.failures:
+    if not isinstance(s, Sample):  # a CallFailure: the call failed after its attempts
         raise PingFailed(s.message)
     return PingResult(s, llm.last_summary)
