@@ -160,3 +160,20 @@ def test_cache_stats_api_and_cli_agree(tmp_path, monkeypatch):
     assert api == cli and cli["entries"] == 0
     assert run(plan(CacheClearConfig(yes=True))) == 0
     assert invoke("cache", "clear", "-y").stdout == f"deleted 0 entries from {tmp_path / 'calls.sqlite'}\n"
+
+
+def test_hr1_reward_settings_out_of_range_stop_the_plan(tmp_path):
+    """A reward setting the run would refuse (lambda_div < 0) is a problem of the plan: exit 2, nothing created."""
+    import yaml
+
+    from tests.support.training import TINY_GRPO_RECIPE
+
+    corpus = grpo_corpus(tmp_path)
+    recipe = {**TINY_GRPO_RECIPE, "data": {"path": str(corpus)}, "trainer": {**TINY_GRPO_RECIPE["trainer"]}}
+    recipe["reward"] = {"name": "hr1", "settings": {"judge": "none", "lambda_div": -1}}
+    recipe["trainer"]["output_dir"] = str(tmp_path / "run")
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(recipe))
+    cfg = TrainGrpoConfig(recipe=str(tmp_path / "r.yaml"))
+    assert plan(cfg).problems == [f"{tmp_path / 'r.yaml'}: reward.settings: lambda_div must be >= 0, got -1"]
+    res = invoke("train", "grpo", "--config", tmp_path / "r.yaml")
+    assert res.returncode == 2 and "lambda_div must be >= 0" in res.stderr and not (tmp_path / "run").exists()

@@ -96,7 +96,19 @@ def _plan(cfg: TrainConfig) -> TrainPlan:
         if p.problems:
             return p
     p.recipe = parse_recipe(raw, source)
+    _check_reward(p, source)
     return p
+
+
+def _check_reward(p: TrainPlan, source: str) -> None:
+    """The hr1 reward's settings, checked as the run will build them (their ranges, stage 2's QA model)."""
+    recipe = p.recipe
+    if recipe is None or recipe.reward is None or recipe.reward.name != "hr1" or recipe.stage is None:
+        return
+    from phr.training.grpo import hr1_reward_config, recipe_num_generations
+
+    settings, stage = recipe.reward.settings, recipe.stage
+    p.preflight.check(source, lambda: hr1_reward_config(settings, stage, recipe_num_generations(recipe)))
 
 
 def _resume_hint(cfg: TrainConfig) -> str:
