@@ -119,6 +119,37 @@ def test_analyze_predictor_api_and_cli_write_the_same_files(mini_folder, tmp_pat
     assert len(names) == 5
 
 
+@pytest.mark.slow
+def test_analyze_paraphrases_api_and_cli_write_the_same_files(tmp_path):
+    """The diagnostics of a two-question corpus on a tiny random Llama: the four PNGs, diagnostics.json and
+    summary.md byte for byte; nothing excluded."""
+    from tests.support.hr1_corpora import make_folder
+    from tests.test_analyze_hr1 import ORIG, PARAS, _corpus_rows
+    from training.tiny import TinySettings, build_tiny_model
+
+    texts = [ORIG, *(t for t, _, _ in PARAS), "Question: Answer: Shakespeare Marlowe <answer>"] * 4
+    model = build_tiny_model(texts, tmp_path / "model", TinySettings(num_hidden_layers=3))
+    corpus = make_folder(tmp_path, "hr1-paraphrases", _corpus_rows())
+    cfg = AnalyzeParaphrasesConfig(corpus=corpus, model=f"hf:{model}", layer=2, out=tmp_path / "api")
+    diag = run(plan(cfg))
+    assert diag.counts == {"RF": 2, "RP": 4} and diag.settings["lens_cases"] == 4
+    res = invoke(
+        "analyze",
+        "paraphrases",
+        "--corpus",
+        corpus,
+        "--model",
+        f"hf:{model}",
+        "--layer",
+        "2",
+        "--out",
+        tmp_path / "cli",
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("plan:\n  2 questions, 8 paraphrases") and "2 RF and 4 RP" in res.stdout
+    assert len(_same_files(tmp_path / "api", tmp_path / "cli")) == 6
+
+
 #: wall-clock values TRL logs into trainer_state.json (seconds and rates of this run on this machine): the only
 #: bytes two runs of the smoke differ by, so they are left out of the comparison
 WALL_CLOCK = {"step_time", "train_runtime", "train_samples_per_second", "train_steps_per_second"}
