@@ -93,10 +93,11 @@ def run(p: QuietPlan) -> PingResult | StatsResult | int:
     cfg = p.config
     if isinstance(cfg, LlmPingConfig):
         return _ping(cfg)
+    assert isinstance(p, CachePlan)
     if isinstance(cfg, CacheStatsConfig):
-        return StatsResult(CallCache().stats(), cfg.as_json)
+        return StatsResult(CallCache(p.path).stats(), cfg.as_json)
     assert isinstance(cfg, CacheClearConfig)
-    return CallCache().clear(cfg.model)
+    return CallCache(p.path).clear(cfg.model)
 
 
 def _ping(cfg: LlmPingConfig) -> PingResult:
