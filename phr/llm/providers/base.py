@@ -315,7 +315,7 @@ def require_scoring(provider: Any, purpose: str = "scoring") -> ScoringProvider:
     CannotScoreError naming its spec."""
     if isinstance(provider, ScoringProvider):
         if getattr(provider, "purpose", "") is None:
-            provider.purpose = f"as {purpose}"  # type: ignore[attr-defined]
+            setattr(provider, "purpose", f"as {purpose}")  # an attribute of the local providers only
         return provider
     spec = getattr(provider, "spec", None) or repr(provider)
     raise CannotScoreError(

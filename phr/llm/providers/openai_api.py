@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import openai
@@ -102,11 +103,11 @@ class OpenAIProvider(APIProvider):
         resp = await self._call(self._client.chat.completions.create(**kw, timeout=timeout), timeout)
         return self._parse(resp, n)
 
-    def _parse(self, resp: object, n: int) -> list[RawCompletion]:
+    def _parse(self, resp: Any, n: int) -> list[RawCompletion]:  # the SDK's ChatCompletion, read defensively
         try:
-            choices = sorted(resp.choices, key=lambda c: c.index if c.index is not None else 0)  # type: ignore[attr-defined]
+            choices = sorted(resp.choices, key=lambda c: c.index if c.index is not None else 0)
             texts = [(c.message.content or "", c.finish_reason) for c in choices]
-            usage = resp.usage  # type: ignore[attr-defined]
+            usage = resp.usage
             prompt = int(usage.prompt_tokens or 0) if usage is not None else 0
             completion = int(usage.completion_tokens or 0) if usage is not None else 0
         except (AttributeError, TypeError, ValueError) as e:
