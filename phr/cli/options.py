@@ -59,7 +59,7 @@ def parameters(cls: type[OpConfig], config_option: bool = True) -> list[inspect.
             info: Any = typer.Argument(help=_help(cls, name), show_default=False, metavar=_metavar(cls, name, t))
             ann, default = Annotated[t | None, info], None  # may come from --config; the config requires it
         else:
-            decls = [f"{flag}/--no-{flag.removeprefix('--')}"] if t is bool else [flag, *_alias(cls, name)]
+            decls = [f"{flag}/--no-{flag.removeprefix('--')}" if t is bool else flag, *_alias(cls, name)]
             metavar = None if t is bool else _metavar(cls, name, t)
             info = typer.Option(*decls, help=_help(cls, name), show_default=False, metavar=metavar)
             ann, default = Annotated[t | None, info], None
