@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import os
-
 import anthropic
 
 from phr.config.defaults import CALL_TIMEOUT_S
-from phr.core.secrets import require_env
 from phr.llm.errors import AuthFailed, BadRequest, CallError, RateLimited, ServerError
 from phr.llm.providers.base import (
     APIProvider,
@@ -48,9 +45,7 @@ class AnthropicProvider(APIProvider):
         self, model: str, api_key: str | None = None, base_url: str | None = None, timeout: float = CALL_TIMEOUT_S
     ):
         super().__init__(model)
-        self._api_key = api_key or require_env("ANTHROPIC_API_KEY", purpose=f"anthropic:{model}")
-        self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
-        self.timeout = timeout
+        self._credentials(api_key, base_url, timeout, ("ANTHROPIC_API_KEY",), "ANTHROPIC_BASE_URL")
 
     def _new_client(self) -> anthropic.AsyncAnthropic:
         return anthropic.AsyncAnthropic(

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from phr.core.errors import PHRError
-from phr.core.secrets import redact
+from phr.core.secrets import redact, require_env
 from phr.core.text import clip
 from phr.llm.errors import (
     CallError,
@@ -176,6 +177,15 @@ class APIProvider(Provider, ABC):
     _sdk_client = None
     _sdk_loop = None
     _sdk_keeper: asyncio.Task | None = None
+
+    def _credentials(
+        self, api_key: str | None, base_url: str | None, timeout: float, keys: Sequence[str], url_env: str
+    ):
+        """The key (``api_key``, else the first set of the environment variables ``keys``; none set is an error),
+        the endpoint (``base_url``, else ``$url_env``, else the SDK's default) and the call timeout."""
+        self._api_key = api_key or require_env(*keys, purpose=f"{self.kind}:{self.model}")
+        self.base_url = base_url or os.environ.get(url_env) or None
+        self.timeout = timeout
 
     def _new_client(self):
         raise NotImplementedError

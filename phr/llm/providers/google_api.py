@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 
 import httpx2
 import pydantic
@@ -12,7 +11,6 @@ from google.genai import errors as genai_errors
 from google.genai import types as gt
 
 from phr.config.defaults import CALL_TIMEOUT_S
-from phr.core.secrets import require_env
 from phr.llm.errors import CallError, MalformedResponse, from_http_status
 from phr.llm.providers.base import (
     APIProvider,
@@ -53,9 +51,7 @@ class GoogleProvider(APIProvider):
         self, model: str, api_key: str | None = None, base_url: str | None = None, timeout: float = CALL_TIMEOUT_S
     ):
         super().__init__(model)
-        self._api_key = api_key or require_env("GEMINI_API_KEY", "GOOGLE_API_KEY", purpose=f"google:{model}")
-        self.base_url = base_url or os.environ.get("GOOGLE_GEMINI_BASE_URL") or None
-        self.timeout = timeout
+        self._credentials(api_key, base_url, timeout, ("GEMINI_API_KEY", "GOOGLE_API_KEY"), "GOOGLE_GEMINI_BASE_URL")
 
     def _new_client(self) -> genai.Client:
         return genai.Client(
