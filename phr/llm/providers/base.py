@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
+from phr.config.defaults import CALL_TIMEOUT_S
 from phr.core.errors import PHRError
 from phr.core.secrets import redact, require_env
 from phr.core.text import clip
@@ -177,15 +178,6 @@ class APIProvider(Provider, ABC):
     _sdk_client = None
     _sdk_loop = None
     _sdk_keeper: asyncio.Task | None = None
-
-    def _credentials(
-        self, api_key: str | None, base_url: str | None, timeout: float, keys: Sequence[str], url_env: str
-    ):
-        """The key (``api_key``, else the first set of the environment variables ``keys``; none set is an error),
-        the endpoint (``base_url``, else ``$url_env``, else the SDK's default) and the call timeout."""
-        self._api_key = api_key or require_env(*keys, purpose=f"{self.kind}:{self.model}")
-        self.base_url = base_url or os.environ.get(url_env) or None
-        self.timeout = timeout
 
     def _new_client(self):
         raise NotImplementedError
@@ -369,6 +361,22 @@ class ScoringProvider(Protocol):
         """The head when ``logits == head(final hidden state)`` exactly (checked once), else None (e.g. a logit
         soft-cap): then only ``forward(logits=True)`` gives the logits."""
         ...
+
+
+class KeyedAPIProvider(APIProvider):
+    """An HTTP API reached with a key (given, else from the first set of the environment variables ``key_env``;
+    none set is an error) at an endpoint (given, else ``$url_env``, else the SDK's default)."""
+
+    key_env: tuple[str, ...] = ()
+    url_env: str = ""
+
+    def __init__(
+        self, model: str, api_key: str | None = None, base_url: str | None = None, timeout: float = CALL_TIMEOUT_S
+    ):
+        super().__init__(model)
+        self._api_key = api_key or require_env(*self.key_env, purpose=f"{self.kind}:{model}")
+        self.base_url = base_url or os.environ.get(self.url_env) or None
+        self.timeout = timeout
 
 
 class CannotScoreError(PHRError, TypeError):
