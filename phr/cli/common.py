@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import errno
 import re
-import shlex
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -54,14 +53,15 @@ class Root(Group):
 
     def invoke(self, ctx):
         from phr.core.faults import ENVIRONMENT_ERRORS, describe
-        from phr.core.interrupt import exit_code_of
+        from phr.core.interrupt import announces, exit_code_of, rerun_line
 
         try:
             return super().invoke(ctx)
         except PHRError as e:
             _fail(str(e), e.exit_code)
         except KeyboardInterrupt as e:  # Ctrl-C, or phr.core.interrupt.Interrupted (SIGINT / SIGTERM)
-            typer.echo(f"interrupted; rerun to resume: {redact(shlex.join(['phr-publish', *self.argv]))}", err=True)
+            if announces():  # under a launcher every rank gets the signal: rank 0 says it once
+                typer.echo(f"interrupted; rerun to resume: {rerun_line(self.argv)}", err=True)
             raise typer.Exit(exit_code_of(e)) from None
         except ENVIRONMENT_ERRORS as e:
             if isinstance(e, OSError) and e.errno == errno.EPIPE:
@@ -70,10 +70,12 @@ class Root(Group):
 
 
 def _fail(message: str, code: int):
-    """Print the one ``error:`` line (the traceback only at --log-level DEBUG) and exit with ``code``."""
+    """Print the one ``error:`` line (the traceback only at --log-level DEBUG) and exit with ``code``; an empty
+    message (``phr.core.ranks.ReplicaStop``: rank 0 prints it) prints nothing."""
     import logging
 
-    error(message)
+    if message:
+        error(message)
     logging.getLogger("phr").debug("details", exc_info=True)
     raise typer.Exit(code) from None
 

@@ -12,6 +12,7 @@ from phr.config.base import command_line
 from phr.config.ops import TrainGrpoConfig, TrainSftConfig
 from phr.core.errors import UsageError
 from phr.core.progress import still_working
+from phr.core.ranks import current, decided_alike, is_main
 
 train_app = new_app("Train the Hallucination-R1 paraphraser (GRPO, two stages) or a LoRA SFT model, with TRL.")
 
@@ -48,8 +49,9 @@ def _overrides(
 
 
 def _finish(res) -> None:
-    for line in res.lines():
-        typer.echo(line)
+    if is_main():  # under a launcher: rank 0 reports for every rank
+        for line in res.lines():
+            typer.echo(line)
 
 
 def _checked_recipe(cfg, method: str, dry_run: bool, init_from: Path | None = None):
@@ -80,7 +82,11 @@ def _checked_recipe(cfg, method: str, dry_run: bool, init_from: Path | None = No
 
 def _resume_hint(cfg) -> str:
     """The command that continues a stopped run: its settings plus ``--resume``."""
-    return "resume with: " + command_line(cfg.model_copy(update={"resume": False})) + " --resume"
+    line = command_line(cfg.model_copy(update={"resume": False})) + " --resume"
+    world = current().world
+    if world > 1:  # under a launcher: the same launch again
+        line = f"accelerate launch --num_processes {world} -m phr.cli" + line.removeprefix("phr-publish")
+    return "resume with: " + line
 
 
 @train_app.command("grpo")
@@ -88,12 +94,14 @@ def _resume_hint(cfg) -> str:
 def grpo_cmd(cfg: TrainGrpoConfig, dry_run: DryRun = False) -> None:
     """One GRPO stage of a recipe; prints where it writes, progress, and a summary."""
     with still_working(f"checking {cfg.recipe} and importing TRL"):  # 10-30 s on a busy CPU
-        recipe = _checked_recipe(cfg, "grpo", dry_run, cfg.init_from)
+        with decided_alike():  # under a launcher: the same verdict on every rank, printed by rank 0
+            recipe = _checked_recipe(cfg, "grpo", dry_run, cfg.init_from)
         if dry_run:
             return
         from phr.training.grpo import MissingRewardsStop, train_grpo
 
-    typer.echo(f"GRPO stage {recipe.stage}: writing to {Path(recipe.trainer['output_dir']).resolve()}", err=True)
+    if is_main():
+        typer.echo(f"GRPO stage {recipe.stage}: writing to {Path(recipe.trainer['output_dir']).resolve()}", err=True)
     try:
         res = train_grpo(recipe, resume=cfg.resume)
     except MissingRewardsStop as e:
@@ -106,10 +114,12 @@ def grpo_cmd(cfg: TrainGrpoConfig, dry_run: DryRun = False) -> None:
 def sft_cmd(cfg: TrainSftConfig, dry_run: DryRun = False) -> None:
     """(LoRA) SFT on an hr1-sft corpus, loss on the answer tokens only."""
     with still_working(f"checking {cfg.recipe} and importing TRL"):
-        recipe = _checked_recipe(cfg, "sft", dry_run)
+        with decided_alike():
+            recipe = _checked_recipe(cfg, "sft", dry_run)
         if dry_run:
             return
         from phr.training.sft import train_sft
 
-    typer.echo(f"SFT: writing to {Path(recipe.trainer['output_dir']).resolve()}", err=True)
+    if is_main():
+        typer.echo(f"SFT: writing to {Path(recipe.trainer['output_dir']).resolve()}", err=True)
     _finish(train_sft(recipe, resume=cfg.resume, merge=cfg.merge))
