@@ -129,4 +129,4 @@ def over_ranks(
     final = final_run(stage, ranks.world, out, runs, model)
     code = cli(merge_args(argv, stage, ranks.world, final, score=score, plots=plots, hub=hub))
     if code:
-        raise ReplicaStop(code)  # the merge printed why
+        raise ReplicaStop(code, wait=False)  # the merge printed why; the other ranks have ended

@@ -172,7 +172,10 @@ def reward_stats(funcs: Sequence[Callable]) -> dict | None:
 
 
 class MissingRewardsStop(PHRError):
-    """A GRPO run stopped because its rewards were missing (exit 1: the work failed; resume once fixed)."""
+    """A GRPO run stopped because its rewards were missing (exit 1: the work failed; resume once fixed). Every
+    rank of a launch stops at the same step (``all_ranks``: rank 0 prints it, phr.core.ranks.settle)."""
+
+    all_ranks = True
 
     def __init__(self, message: str, checkpoint: Path | None):
         super().__init__(message)
@@ -280,6 +283,10 @@ def _rewards_on_rank0(trainer, calculate, inputs, prompts, completions, completi
     broadcast_object_list(payload, from_process=0)
     if payload[1] is not None:
         if error is not None:
+            try:
+                error.all_ranks = True  # type: ignore[attr-defined]  # the others stop with it (settle)
+            except AttributeError:
+                pass
             raise error
         raise ReplicaStop(payload[1])
     rewards: torch.Tensor = payload[0]

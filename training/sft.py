@@ -18,9 +18,9 @@ from pathlib import Path
 
 from phr.core.errors import UsageError
 from phr.core.fs import atomic_dir
+from phr.core.ranks import is_main, quiet_replicas
 from phr.training.checkpoint import ArtifactsCallback, known_warnings_filtered, progress_callbacks
 from phr.training.config import Recipe
-from phr.core.ranks import is_main, quiet_replicas
 from phr.training.run import (
     MERGED,
     RanksSave,

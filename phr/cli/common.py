@@ -58,7 +58,7 @@ class Root(Group):
         try:
             return super().invoke(ctx)
         except PHRError as e:
-            _fail(str(e), e.exit_code)
+            _fail(str(e), e.exit_code, e)
         except KeyboardInterrupt as e:  # Ctrl-C, or phr.core.interrupt.Interrupted (SIGINT / SIGTERM)
             if announces():  # under a launcher every rank gets the signal: rank 0 says it once
                 typer.echo(f"interrupted; rerun to resume: {rerun_line(self.argv)}", err=True)
@@ -69,14 +69,19 @@ class Root(Group):
             _fail(*describe(e))
 
 
-def _fail(message: str, code: int):
+def _fail(message: str, code: int, exc: BaseException | None = None):
     """Print the one ``error:`` line (the traceback only at --log-level DEBUG) and exit with ``code``; an empty
-    message (``phr.core.ranks.ReplicaStop``: rank 0 prints it) prints nothing."""
+    message (``phr.core.ranks.ReplicaStop``: rank 0 prints it) prints nothing. Under a launcher, a stop that
+    every rank takes waits for the other ranks after the message (``phr.core.ranks.settle``)."""
     import logging
+
+    from phr.core.ranks import settle
 
     if message:
         error(message)
     logging.getLogger("phr").debug("details", exc_info=True)
+    if exc is not None:
+        settle(exc)
     raise typer.Exit(code) from None
 
 

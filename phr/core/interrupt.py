@@ -86,7 +86,8 @@ def rerun_line(argv: list[str]) -> str:
 
     ranks = current()
     if ranks.several:
-        return redact(
-            shlex.join(["accelerate", "launch", "--num_processes", str(ranks.world), "-m", "phr.cli", *argv])
-        ) + "  (or the launcher and config you started it with)"
+        return (
+            redact(shlex.join(["accelerate", "launch", "--num_processes", str(ranks.world), "-m", "phr.cli", *argv]))
+            + "  (or the launcher and config you started it with)"
+        )
     return redact(shlex.join(["phr-publish", *argv]))

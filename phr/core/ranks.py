@@ -60,11 +60,27 @@ def is_main() -> bool:
 
 
 class ReplicaStop(PHRError):
-    """A stop every rank takes and rank 0 reports: the other ranks exit with the same code, printing nothing."""
+    """A stop every rank takes and rank 0 reports: the other ranks exit with the same code, printing nothing.
+    ``wait``: rank 0 stops too and meets the others in ``settle`` (False: rank 0 alone stops, the others ended)."""
 
-    def __init__(self, exit_code: int = 1):
+    def __init__(self, exit_code: int = 1, *, wait: bool = True):
         super().__init__("")
         self.exit_code = exit_code
+        self.wait = wait
+
+
+def settle(error: BaseException) -> None:
+    """The CLI boundary's last step for a stop that every rank takes (a :class:`ReplicaStop`, or an error with
+    ``all_ranks`` true: rank 0's side of it): the ranks wait for each other, rank 0 after printing its message,
+    the others before exiting silently. The launcher ends every rank once one exits with an error, so without
+    this it could end rank 0 before it said why."""
+    if isinstance(error, ReplicaStop) and not error.wait:
+        return
+    if isinstance(error, ReplicaStop) or getattr(error, "all_ranks", False):
+        try:
+            barrier()
+        except Exception:  # noqa: BLE001  a rank that crashed instead: nothing left to wait for
+            pass
 
 
 @contextmanager
@@ -134,5 +150,9 @@ def agree(error: BaseException | None) -> None:
     if not failed:
         return
     if error is not None and current().rank == failed[0]:
+        try:
+            error.all_ranks = True  # type: ignore[attr-defined]  # every rank stops: settle() meets the others
+        except AttributeError:
+            pass
         raise error
     raise ReplicaStop(codes[failed[0]]) from None
