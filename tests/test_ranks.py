@@ -21,7 +21,6 @@ from tests.support.training import grpo_corpus, sft_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 CPU2 = ROOT / "training" / "recipes" / "accelerate_configs" / "cpu2.yaml"
-pytestmark = pytest.mark.slow
 
 
 def _port() -> str:
@@ -82,6 +81,7 @@ def _one_run(out: Path, resumed: subprocess.CompletedProcess, what: str, steps: 
     return manifest
 
 
+@pytest.mark.slow
 def test_grpo_on_two_ranks_resumes_after_a_kill_and_judges_each_paraphrase_once(fake_openai, tmp_path):
     fo = fake_openai(judge_ok)
     corpus, out = grpo_corpus(tmp_path, 8), tmp_path / "run"
@@ -95,6 +95,7 @@ def test_grpo_on_two_ranks_resumes_after_a_kill_and_judges_each_paraphrase_once(
     assert "judge_calls 16, judge_cache_hits 0" in resumed.stdout  # the resumed run's 2 steps (rank 0's stats)
 
 
+@pytest.mark.slow
 def test_sft_on_two_ranks_resumes_after_a_kill(tmp_path):
     corpus, out = sft_corpus(tmp_path, 8), tmp_path / "run"
     _killed, resumed = _killed_then_resumed(["train", "sft", "--config", "tiny-sft", "--data", str(corpus)], out)
@@ -102,6 +103,7 @@ def test_sft_on_two_ranks_resumes_after_a_kill(tmp_path):
     assert (out / "final" / "adapter_config.json").is_file() and manifest["method"] == "sft"
 
 
+@pytest.mark.slow
 def test_a_missing_rewards_stop_ends_both_ranks_with_one_message(fake_openai, tmp_path):
     fo = fake_openai()
     fo.server.script(None, [("status", 401)] * 1000)
@@ -118,6 +120,7 @@ def test_a_missing_rewards_stop_ends_both_ranks_with_one_message(fake_openai, tm
                                                                                           "checkpoint-2"]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_eval_phrbench_on_two_ranks_writes_the_one_process_results(smollm2, mini_folder, tmp_path):
     from tests.support.cli import run
 
@@ -134,3 +137,54 @@ def test_eval_phrbench_on_two_ranks_writes_the_one_process_results(smollm2, mini
         assert (tmp_path / "two" / "scores" / name).read_bytes() == (tmp_path / "one" / "scores" / name).read_bytes()
     shards = json.loads((tmp_path / "two" / "run.json").read_text())["merged_from"]
     assert shards == [str(tmp_path / f"two.shards/shard-{i}-of-2") for i in (1, 2)]
+
+
+# ---- what a rank says (no launch: the launcher's environment set by hand) --------------------------------------
+
+
+@pytest.mark.parametrize("rank", ["0", "1"])
+def test_an_interrupted_launch_prints_the_rerun_line_on_rank_0_only(monkeypatch, rank):
+    from click.testing import CliRunner
+
+    from phr.cli.common import Root
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", rank)
+
+    @click_command
+    def stop():
+        raise KeyboardInterrupt
+
+    res = CliRunner().invoke(Root(commands={"stop": stop}), ["stop"])
+    assert res.exit_code == 130
+    said = "interrupted; rerun to resume: accelerate launch --num_processes 2 -m phr.cli stop"
+    assert (said in res.stderr) == (rank == "0")
+
+
+def click_command(f):
+    import click
+
+    return click.command(name=f.__name__)(f)
+
+
+@pytest.mark.parametrize("rank", ["0", "1"])
+def test_a_refusal_every_rank_reaches_is_printed_by_rank_0(monkeypatch, tmp_path, rank):
+    from typer.testing import CliRunner
+
+    from phr.cli import app
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", rank)
+    res = CliRunner().invoke(app, ["train", "sft", "--config", "tiny-sft", "--data", str(tmp_path / "none"),
+                                   "--output-dir", str(tmp_path / "run")])  # fmt: skip
+    assert res.exit_code == 2
+    assert ("no corpus folder" in res.stderr) == (rank == "0") and (res.stderr.strip() == "") == (rank == "1")
+
+
+def test_agree_without_a_process_group_is_this_process_alone():
+    from phr.core.errors import UsageError
+    from phr.core.ranks import agree
+
+    agree(None)
+    with pytest.raises(UsageError, match="mine"):
+        agree(UsageError("mine"))
