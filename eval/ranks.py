@@ -122,6 +122,8 @@ def over_ranks(
         code = cli(shard_args(argv, ranks, stage))
     if ranks.main:
         sys.stdout.write("".join(ln for ln in shown.getvalue().splitlines(True) if not ln.startswith("shard ")))
+    if code >= 128:  # interrupted (SIGINT / SIGTERM reach every rank): rank 0 printed the rerun line
+        raise ReplicaStop(code, wait=False)
     agree(ReplicaStop(code) if code else None)  # a failed shard stops every rank; its rank printed why
     barrier()
     if not ranks.main:

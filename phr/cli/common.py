@@ -46,6 +46,7 @@ class Root(Group):
     usage errors exit 2."""
 
     argv: list[str] = []
+    rerun_argv: list[str] | None = None  # the command to rerun when interrupted, when not argv (phr.cli.invoke)
 
     def main(self, args=None, *a, **kw):
         self.argv = list(sys.argv[1:] if args is None else args)
@@ -61,7 +62,8 @@ class Root(Group):
             _fail(str(e), e.exit_code, e)
         except KeyboardInterrupt as e:  # Ctrl-C, or phr.core.interrupt.Interrupted (SIGINT / SIGTERM)
             if announces():  # under a launcher every rank gets the signal: rank 0 says it once
-                typer.echo(f"interrupted; rerun to resume: {rerun_line(self.argv)}", err=True)
+                argv = self.argv if self.rerun_argv is None else self.rerun_argv
+                typer.echo(f"interrupted; rerun to resume: {rerun_line(argv)}", err=True)
             raise typer.Exit(exit_code_of(e)) from None
         except ENVIRONMENT_ERRORS as e:
             if isinstance(e, OSError) and e.errno == errno.EPIPE:
