@@ -260,7 +260,14 @@ def launch_record(args) -> dict:
 
 
 def artifacts(
-    recipe: Recipe, *, base_model: str, start_from: str, data: dict, reward: dict | None, args, launch: dict
+    recipe: Recipe,
+    *,
+    base_model: str,
+    start_from: str,
+    data: dict,
+    reward: dict | None,
+    args,
+    launch: dict | None = None,
 ) -> Artifacts:
     from phr.training.objective import unpinned
     from phr.training.preflight import corpus_mismatch
@@ -305,7 +312,7 @@ def artifacts(
         "trainer": trainer_settings(args),
         "objective_defaults": defaults,  # objective settings left to TRL (docs/training.md, "Objective settings")
         "seeds": {"seed": args.seed, "data_seed": args.data_seed},
-        "launch": launch,  # world size and accelerate config (launch_record)
+        "launch": launch if launch is not None else launch_record(args),  # world size, accelerate config
         "versions": versions(),
         "git_commit": git["commit"],
         "git": git,
