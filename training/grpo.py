@@ -294,7 +294,7 @@ def _rewards_on_rank0(trainer, calculate, inputs, prompts, completions, completi
     if payload[1] is not None:
         if error is not None:
             try:
-                error.all_ranks = True  # type: ignore[attr-defined]  # the others stop with it (settle)
+                error.all_ranks = True  # the others stop with it (settle)
             except AttributeError:
                 pass
             raise error

@@ -416,8 +416,8 @@ class RanksSave:
     complete but lacks another rank's RNG state."""
 
     def _save_rng_state(self, output_dir):
-        super()._save_rng_state(output_dir)  # type: ignore[misc]
-        self.accelerator.wait_for_everyone()  # type: ignore[attr-defined]
+        super()._save_rng_state(output_dir)
+        self.accelerator.wait_for_everyone()
 
 
 def summary_metrics(log_history: list[dict]) -> dict:
