@@ -161,6 +161,13 @@ def _print_summary(result, out: Path) -> None:
 @bind(EvalPhrbenchConfig)
 def eval_phrbench(cfg: EvalPhrbenchConfig, hub: Hub = None, dry_run: DryRun = False) -> None:
     """Generate (cached, resumable) and score a model's responses to PHRBench."""
+    from phr.eval.ranks import launched, over_ranks
+
+    if launched(cfg.shard, dry_run):  # under a launcher: a shard per rank, rank 0 merges and scores (eval/ranks.py)
+        from phr.cli import invoke
+
+        return over_ranks(invoke, out=cfg.out, runs=cfg.runs, model=cfg.model, score=cfg.score, plots=cfg.plots,
+                          hub=hub, dry_run=dry_run)  # fmt: skip
     from phr.eval.pipeline import score_run
     from phr.eval.runner import RunConfig, generate_run, parse_shard
     from phr.llm import LLM
