@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from phr.config.base import command_line
 from phr.config.ops import TrainConfig, TrainGrpoConfig, TrainSftConfig
@@ -29,7 +29,9 @@ from phr.core.ranks import ReplicaStop, current, decided_alike, is_main
 from phr.llm.preflight import Plan, PreflightError
 from phr.training.config import METHODS, Recipe, parse_recipe, read_recipe
 from phr.training.preflight import check_raw
-from phr.training.run import RunResult
+
+if TYPE_CHECKING:  # training.run imports transformers: the plan's first checks run without it
+    from phr.training.run import RunResult
 
 
 def _sets(items: list[str]) -> dict[str, dict[str, Any]]:
