@@ -33,6 +33,7 @@ import re
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import singledispatch
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -40,8 +41,10 @@ import pyarrow.parquet as pq
 from phr.bench.conditions import CONDITIONS, condition_spec
 from phr.bench.folder import data_file, read_rows
 from phr.bench.records import Condition
+from phr.config.ops import ReviewExportConfig, ReviewImportConfig
 from phr.core.errors import UsageError
 from phr.core.report import Rejection
+from phr.llm.preflight import StepPlan
 
 from .config import ValidationConfig
 from .premises import folder_premises
@@ -755,3 +758,59 @@ def review_rejections(folder: str | Path, rows: dict[str, list[dict]] | None = N
                 )
             )
     return out
+
+
+# ---- the operations: `review export` / `review import` (``plan(cfg)`` then ``run(plan)``, ``phr.api``) ---------
+
+
+@dataclass
+class ReviewExportPlan(StepPlan):
+    """A review sheet export (``ReviewExportConfig``)."""
+
+
+@dataclass
+class ReviewImportPlan(StepPlan):
+    """A review sheet import (``ReviewImportConfig``)."""
+
+
+@dataclass
+class Exported:
+    """What ``review export`` wrote: the sheet, the page and the number of premises listed."""
+
+    sheet: Path
+    page: Path
+    premises: int
+
+
+@singledispatch
+def plan(cfg) -> StepPlan:
+    raise TypeError(f"{type(cfg).__name__} is not a review operation's config")
+
+
+@plan.register
+def _(cfg: ReviewExportConfig) -> ReviewExportPlan:
+    return ReviewExportPlan(cfg)
+
+
+@plan.register
+def _(cfg: ReviewImportConfig) -> ReviewImportPlan:
+    return ReviewImportPlan(cfg)
+
+
+@singledispatch
+def run(p: StepPlan) -> object:
+    raise TypeError(f"{type(p).__name__} is not a review operation's plan")
+
+
+@run.register
+def _(p: ReviewExportPlan) -> Exported:
+    cfg: ReviewExportConfig = p.config
+    sheet, page = export_review(cfg.folder, cfg.out, include_baseline=cfg.include_baseline)
+    n = sum(1 for r in sheet_rows(cfg.folder, include_baseline=cfg.include_baseline) if r["augmentation_id"])
+    return Exported(sheet, page, n)
+
+
+@run.register
+def _(p: ReviewImportPlan) -> ReviewDecisions:
+    cfg: ReviewImportConfig = p.config
+    return import_review(cfg.sheet, cfg.folder, reviewer=cfg.reviewer)  # a ReviewSheetError lists every problem

@@ -53,6 +53,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
+from phr.config.ops import PushConfig
 from phr.core.errors import EnvironmentFault
 from phr.core.fs import pid_alive
 from phr.hub.card import files_for_repo
@@ -72,7 +73,6 @@ from phr.hub.repo import (
     folder_files,
     install_into,
     other_type,
-    rerun_command,
 )
 
 log = logging.getLogger(__name__)
@@ -859,24 +859,21 @@ def repair(hub: LocalHub, repo_id: str, repo_type: str) -> str:
         )
 
 
-def push_local(
-    folder: Path, repo_id: str, *, repo_type: str, tag: str | None, create_pr: bool, message: str | None, hub: Path
-) -> PushResult:
-    """``phr.hub.push`` to the local hub ``hub``."""
-    folder = Path(folder)
+def push_local(cfg: PushConfig, folder: Path, hub: Path, rerun: str) -> PushResult:
+    """``phr.hub.push`` of ``folder`` (``cfg.folder`` resolved) to the local hub ``hub``; ``rerun``: the command
+    that repeats it."""
     refuse_links(folder)  # first, before the folder is read
-    rerun = rerun_command(folder, repo_id, repo_type=repo_type, tag=tag, create_pr=create_pr, message=message, to=hub)
     return commit_files(
         LocalHub(hub),
-        repo_id,
-        repo_type,
-        lambda: files_for_repo(folder_files(folder), repo_id, repo_type),
-        message=message or default_message(folder, repo_type, tag),
+        cfg.repo,
+        cfg.repo_type,
+        lambda: files_for_repo(folder_files(folder), cfg.repo, cfg.repo_type),
+        message=cfg.message or default_message(folder, cfg.repo_type, cfg.tag),
         replace=True,
-        tag=tag,
-        create_pr=create_pr,
+        tag=cfg.tag,
+        create_pr=cfg.create_pr,
         rerun=rerun,
-        validate=lambda: gate(folder, repo_type),
+        validate=lambda: gate(folder, cfg.repo_type, allow_unreviewed=cfg.allow_unreviewed),
     )
 
 
