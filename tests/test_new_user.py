@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from phr.bench.instance import COLUMN_NAMES
 from phr.cards.phrbench_card import LICENSE_FILE, PAPER_TITLE
 from phr.cli import app
+from phr.config.ops import PushResultsConfig
 from phr.llm.summary import RunSummary
 from tests.support.cli import run
 
@@ -48,7 +49,7 @@ def test_leaderboard_from_a_repo_leaves_no_temporary_folder(tmp_path, monkeypatc
 
     result = ROOT / "tests" / "fixtures" / "results_v1" / "results.json"
     hub = tmp_path / "hub"
-    push_results([result], "org/results", to=hub)
+    push_results(PushResultsConfig(results=[result], repo="org/results", hub=hub))
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     monkeypatch.setenv("TMPDIR", str(scratch))
