@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from string import Template
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -316,7 +317,7 @@ async def agenerate_premises(
                             Rejection(slot.aug_id, "generator_output", f"invalid generator output: {res.errors[-1]}")
                         )
                         continue
-                    v = res.value
+                    v: Any = res.value  # the parsed output model (truthful or hallucinated)
                     mtype = slot.mutation_type
                     if slot.kind == "hallucinated" and mtype is None:
                         mtype, why = _chosen_type(v.mutation_strategy, recipe.slots(slot.question), slot.question)

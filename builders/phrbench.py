@@ -32,7 +32,7 @@ from phr.cards.phrbench_card import LICENSE_FILE, license_text, render
 from phr.config.base import command_line
 from phr.config.defaults import is_no_model
 from phr.config.ops import DEFAULT_GENERATOR, BuildPhrbenchConfig
-from phr.core.errors import PHRError, UsageError
+from phr.core.errors import UsageError
 from phr.core.fs import atomic_dir, write_json
 from phr.core.report import Rejection
 from phr.llm import LLM, ChatRequest, as_messages
@@ -91,7 +91,7 @@ def _curated_rows(path: Path | None = None) -> tuple[list[dict], str]:
 
 def _ref(row: dict) -> tuple[str, str]:
     """(source, source_row_id) of a curated row; MMLU subjects are snake_case ("college physics" ok too)."""
-    source, row_id = row.get("source"), str(row.get("source_row_id"))
+    source, row_id = str(row.get("source")), str(row.get("source_row_id"))
     if source == "mmlu":
         subject, _, rest = row_id.rpartition("/")
         row_id = f"{subject.strip().replace(' ', '_')}/{rest}"
@@ -342,8 +342,6 @@ def plan(cfg: BuildPhrbenchConfig) -> BuildPhrbenchPlan:
         except SourcesMissingError as e:  # every missing source, each its own problem
             for problem in e.problems:
                 pf.problem(problem)
-        except (PHRError, OSError, ValueError) as e:
-            pf.problem(f"sources: {e}")
     return p
 
 
@@ -414,7 +412,7 @@ def run(p: BuildPhrbenchPlan) -> BuildResult:
     assert rec is not None and prompt_set is not None  # plan made them (a plan with problems is not run)
     out = cfg.out
     opts = {"progress": p.progress, "show_summary": False, **p.llm_options}
-    judge_llm = LLM(p.judge, **opts) if not is_no_model(p.judge) else None
+    judge_llm = LLM(str(p.judge), **opts) if not is_no_model(p.judge) else None
     if rec.curated:
         return build_mini(out, overwrite=cfg.overwrite, judge=judge_llm, config=cfg)
     gen_llm = LLM(str(p.generator), **opts)
@@ -478,10 +476,10 @@ class _Gen:
     """One build's generation settings: ``generate`` runs the generation rounds (rule checks, the given judge,
     ``extra_check``) and turns failed calls and unfilled slots into a BuildError."""
 
-    out: object
+    out: Path
     questions: list[BaseQuestion]
-    rec: object
-    gen_llm: object
+    rec: Recipe
+    gen_llm: LLM
     templates: Templates
     prompts: Prompts
     rerun: str
@@ -565,7 +563,7 @@ def _judge_config(rec) -> JudgeConfig:
 def _reviewed(decision: dict | None, text: str) -> bool:
     """Did a reviewer accept or revise the premise ``text`` (the generated text of its slot)?"""
     d = decision_on(decision, text)
-    return bool(d) and d["decision"] in ("accept", "revise")
+    return d is not None and d["decision"] in ("accept", "revise")
 
 
 def _qc_rows(result, out, augs: list[Augmentation]) -> dict[str, int]:

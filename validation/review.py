@@ -475,7 +475,7 @@ def import_review(
                     "premise": r.get("premise") or "",
                 }
 
-    header, records, problems = _read_sheet(sheet)
+    header, sheet_records, problems = _read_sheet(sheet)
     if header is None:
         raise ReviewSheetError(sheet, problems or [SheetProblem(1, None, "the sheet is empty (no header row)")])
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
@@ -491,8 +491,8 @@ def import_review(
 
     decided: dict[str, dict] = {}
     seen: dict[str, int] = {}
-    counts = Counter()
-    for row, line, cells in records:
+    counts: Counter[str] = Counter()
+    for row, line, cells in sheet_records:
         if not any(c.strip() for c in cells):
             continue  # blank rows (spreadsheets add them at the end)
 
@@ -507,7 +507,7 @@ def import_review(
         get.setdefault("revised_premise", "")
         iid, aid = get["instance_id"], get["augmentation_id"]
         raw_decision = get["decision"]
-        decision = raw_decision.lower()
+        decision: str | None = raw_decision.lower()
         key = aid or iid
         if key:
             if key in seen:
@@ -696,8 +696,10 @@ def apply_revisions(decisions: dict[str, dict], texts: dict[str, str]) -> dict[s
     out = {}
     for aid, text in texts.items():
         d = decisions.get(aid)
+        if d is None:
+            continue
         current = text
-        for _ in range(1 + len(d.get("history", [])) if d else 0):
+        for _ in range(1 + len(d.get("history", []))):
             on, _rev = _on_text(d, premise_sha(current))
             if on is None or on["decision"] != "revise":
                 break

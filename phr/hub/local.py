@@ -173,7 +173,7 @@ def _stale(name: str) -> bool:
     """Whether a temporary entry named with its creator's pid belongs to a process that is gone (or to this one:
     under the repo lock, nothing of this process is in progress)."""
     m = _PID_NAME.match(name)
-    return bool(m) and (not pid_alive(pid := int(m.group(1))) or pid == os.getpid())
+    return m is not None and (not pid_alive(pid := int(m.group(1))) or pid == os.getpid())
 
 
 def _remove(p: Path) -> None:
@@ -503,7 +503,8 @@ def _commit(repo: Path, tree: str, parent: str | None, message: str) -> str:
 def _diff(repo: Path, old_tree: str, new_tree: str) -> tuple[list[str], list[str]]:
     out = _git(repo, "diff-tree", "-r", "-z", "--no-renames", "--name-status", old_tree, new_tree)
     parts = out.split("\0")
-    changed, deleted = [], []
+    changed: list[str] = []
+    deleted: list[str] = []
     for status, path in zip(parts[0::2], parts[1::2]):
         (deleted if status == "D" else changed).append(path)
     return sorted(changed), sorted(deleted)
@@ -772,6 +773,7 @@ def _commit_files(
                 created=not exists,
             )
             if new_tree == old_tree and exists:
+                assert head is not None  # an existing repo has a main
                 if tag and existing_tag is None:
                     _release(path, {**refs, f"refs/tags/{tag}": head})
                     result.tag_created = True
@@ -909,11 +911,12 @@ def read_tree(hub: LocalHub, repo_id: str, repo_type: str, revision: str | None 
         raise RepoNotFoundError(f"no {repo_type} repo {repo_id} in the local hub {hub.root}")
     sha = resolve_revision(path, revision)
     data = _git(path, "archive", "--format=tar", sha, text=False)
-    out = {}
+    out: dict[str, bytes] = {}
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         for m in tar.getmembers():
-            if m.isfile():
-                out[m.name] = tar.extractfile(m).read()
+            member = tar.extractfile(m) if m.isfile() else None
+            if member is not None:
+                out[m.name] = member.read()
     return out
 
 
@@ -937,6 +940,7 @@ def pull_local(repo_id: str, *, repo_type: str, revision: str | None, dest: Path
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
+        assert proc.stdout is not None and proc.stderr is not None  # both piped
         try:
             with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
                 tar.extractall(tmp, filter="data")

@@ -57,7 +57,7 @@ from phr.hub.repo import (
 log = logging.getLogger(__name__)
 
 
-def _safe(text: str, token: str | None) -> str:
+def _safe(text: object, token: str | None) -> str:
     text = redact(str(text))
     if token:
         text = text.replace(token, "***")
@@ -181,7 +181,7 @@ def plan_operations(files: dict[str, Path | bytes], remote: dict) -> tuple[list,
 
     changed = [rel for rel, p in files.items() if rel not in remote or differs(p, remote[rel])]
     deleted = sorted(rel for rel in remote if rel not in files and rel != GITATTRIBUTES)
-    ops = [
+    ops: list[CommitOperationAdd | CommitOperationDelete] = [
         CommitOperationAdd(path_in_repo=rel, path_or_fileobj=f if isinstance(f := files[rel], bytes) else str(f))
         for rel in changed
     ]

@@ -340,7 +340,7 @@ def push_results(cfg: PushResultsConfig, *, token: str | None = None) -> PushRes
     if not cfg.results:
         raise ResultsError("no result JSON files given")
     local = hub_dir(cfg.hub)
-    new = {}
+    new: dict[str, bytes] = {}
     for p in cfg.results:
         loaded = load_result(p)
         if problems := entry_problems(loaded):
