@@ -33,6 +33,7 @@ DRIVER = r"""
 import json, os, sys, time
 from pathlib import Path
 from phr.hub import local as local_hub
+from phr.config.ops import PushConfig
 from phr.hub import push
 
 folder, repo, tag, hub, pause, notice = sys.argv[1:7]
@@ -56,7 +57,7 @@ def unlink(*a, **k):  # every file removal (shutil.rmtree's too): a kill while a
     return real_unlink(*a, **k)
 os.unlink = unlink
 local_hub._step = lambda name: hold() if pause == f"step:{name}" else None
-local_hub.gate = lambda folder, repo_type: None  # validation is not what is killed here
+local_hub.gate = lambda folder, repo_type, **policy: None  # validation is not what is killed here
 push(PushConfig(folder=folder, repo=repo, repo_type="model", tag=tag or None, hub=hub))
 print(json.dumps({"calls": calls, "unlinks": len(unlinks), "first_git": first[0], "end": time.time()}))
 """
@@ -451,9 +452,10 @@ def test_failure_after_nothing_visible_changed_keeps_the_old_version(variants, t
 ONLINE_DRIVER = r"""
 import sys
 import phr.hub.online as online
+from phr.config.ops import PushConfig
 from phr.hub import push
 
-online.gate = lambda folder, repo_type: None
+online.gate = lambda folder, repo_type, **policy: None
 folder, repo, tag, endpoint = sys.argv[1:5]
 push(PushConfig(folder=folder, repo=repo, repo_type="model", tag=tag, endpoint=endpoint))
 """
