@@ -23,7 +23,7 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -412,7 +412,3 @@ def load_eval_dataset_from_meta(meta: RunManifest) -> EvalDataset | None:
     except (PHRError, OSError):
         return None
     return ds if ds.files == meta.dataset.files else None
-
-
-def with_shard(cfg: RunConfig, shard: tuple[int, int] | None) -> RunConfig:
-    return replace(cfg, shard=shard)
