@@ -180,7 +180,7 @@ def _comparison(t_cell, h_cell, diff, errs: Mapping[str, Any]) -> Comparison:
             for f in FIGURES
             if f in t and f in h and (tv := t[f].value) is not None and (hv := h[f].value) is not None
         }
-    return Comparison(T=t, H=h, h_minus_t=d, retention=_ratio(h.get(ACCURACY), t.get(ACCURACY)))  # type: ignore[call-arg]
+    return Comparison(T=t, H=h, h_minus_t=d, retention=_ratio(h.get(ACCURACY), t.get(ACCURACY)))
 
 
 def _overall(res: Result) -> Comparison:
@@ -246,7 +246,7 @@ def _average(rows: Sequence[Comparison]) -> Comparison:
     def side(get) -> dict[str, Estimate]:
         return {f: Estimate(value=_mean((get(r).get(f) or Estimate()).value for r in rows)) for f in FIGURES}
 
-    return Comparison(  # type: ignore[call-arg]
+    return Comparison(
         T=side(lambda r: r.T),
         H=side(lambda r: r.H),
         h_minus_t=side(lambda r: r.h_minus_t),
