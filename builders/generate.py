@@ -31,6 +31,7 @@ from pydantic import BaseModel, Field
 from phr.bench.prompts import Templates
 from phr.bench.records import Augmentation, BaseQuestion, Domain, MutationType
 from phr.builders.recipe import Recipe, SlotSpec
+from phr.config.ops import BuildPhrbenchConfig
 from phr.core.aio import run_sync
 from phr.core.errors import UsageError
 from phr.core.report import Rejection
@@ -52,7 +53,8 @@ V0_MUTATION_DEFINITIONS = {
     ),
 }
 PROMPT_SETS = ("paper", "v0")
-DEFAULT_PROMPTS = "paper"
+#: the prompt set when none is named: the config's default (one definition, ``BuildPhrbenchConfig.prompts``)
+DEFAULT_PROMPTS: str = BuildPhrbenchConfig.model_fields["prompts"].default
 MUTATION_TYPE_CHECK = "mutation_type"
 QUOTA_CHECK = "quota"
 
