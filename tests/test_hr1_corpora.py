@@ -97,7 +97,7 @@ def test_sft_corpus_pairs_consistent_paraphrases_with_the_gold_answer(fake_opena
         paraphraser="openai:gpt-4o",
         judge="openai:gpt-4o",
         eval_sets={"sq-test": test.questions},
-        k=3,
+        plan=RunPlan(k=3),
     )
     assert res.counts == {"questions": 4, "pairs": 8, "dropped_for_leakage": 0}  # k=0, k=1 consistent; k=2 not
     rows = load_dataset(str(tmp_path / "sft"))["train"]

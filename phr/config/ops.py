@@ -40,6 +40,14 @@ HUB_DOC = "Local hub folder (default: $PHR_HUB_DIR; unset: the Hub)."
 ENDPOINT_DOC = "Hub endpoint (default: HF_ENDPOINT or huggingface.co)."
 #: how one released split is split into a stand-in train and evaluation pair (phr.builders.hr1_sources)
 StandIn = Literal["even-train-odd-test"]
+#: the tables `eval hr1` computes, by the paper's table number: "2" = Tables 1-3 (robustness), "4" = Table 4 (SFT)
+HR1Table = Literal["2", "4"]
+#: Hallucination-R1's K: paraphrases per question (§5.1), the @K of Tables 2, 3 and 7
+HR1_K = 5
+#: paraphrases per question of Table 4 (App. E.3)
+HR1_TABLE4_K = 8
+#: the module that owns the Hallucination-R1 operations (``plan`` / ``run``)
+HR1_OPERATIONS = "phr.builders.hr1_ops"
 
 
 # ---- shared groups ------------------------------------------------------------------------------------------------
@@ -307,6 +315,7 @@ class EvalHr1Config(HR1Decoding, Calls):
     """`eval hr1`: evaluate a paraphraser against a QA model (Tables 1-3, or 4; 7 with more judges)."""
 
     command = ("eval", "hr1")
+    operation = HR1_OPERATIONS
     presets = {"paper": {}, "smoke": {**SMOKE_DECODING, "k": 4}, "mini": {**MINI_DECODING, "k": 4}}
 
     preset: Literal["paper", "smoke", "mini"] | None = setting(
@@ -325,8 +334,10 @@ class EvalHr1Config(HR1Decoding, Calls):
     paraphraser: str = setting(OFFLINE_MODEL, "The paraphraser under test.", paper="§3")
     qa_model: str = setting(OFFLINE_MODEL, "The target QA model.", paper="§5.1")
     judge: str = setting(OFFLINE_MODEL, "Judge of Listings B.2 and B.3 (paper: DeepSeek-V3).", paper="§5.1, App. C.3")
-    k: int | None = setting(None, "Paraphrases per question (default 5; --table 4: 8).", paper="§5.1, App. E.3", ge=1)
-    table: Literal["2", "4"] = setting("2", "2 (Tables 1-3: robustness) or 4 (SFT metrics).")
+    k: int | None = setting(
+        None, f"Paraphrases per question (default {HR1_K}; --table 4: {HR1_TABLE4_K}).", paper="§5.1, App. E.3", ge=1
+    )
+    table: HR1Table = setting("2", "2 (Tables 1-3: robustness) or 4 (Table 4: SFT metrics).")
     judges: str | None = setting(None, "More consistency judges for Table 7 (comma-separated specs).", paper="Table 7")
     human: Path | None = setting(None, "Human consistency labels for Table 7 (question_id,k,annotator,label).")
     limit: int | None = setting(None, "At most N questions per source.", ge=1)
@@ -375,7 +386,12 @@ class BuildHr1ParaphrasesConfig(HR1Build):
     """`build hr1-paraphrases`: a paraphrase corpus (no arguments: Hallucination-R1-mini, preset mini)."""
 
     command = ("build", "hr1-paraphrases")
-    presets = {"paper": {}, "smoke": {**SMOKE_DECODING, "k": 4, "limit": 24}, "mini": {"k": 4}}
+    operation = HR1_OPERATIONS
+    presets = {
+        "paper": {},
+        "smoke": {**SMOKE_DECODING, "k": 4, "limit": 24},
+        "mini": {"k": 4, "qa_max_tokens": MINI_DECODING["qa_max_tokens"]},
+    }
 
     preset: Literal["paper", "smoke", "mini"] | None = setting(
         None,
@@ -385,7 +401,7 @@ class BuildHr1ParaphrasesConfig(HR1Build):
     )
     paraphraser: str = setting(OFFLINE_MODEL, "Paraphrase model (Listing B.1).", paper="App. B.1")
     qa_model: str = setting(OFFLINE_MODEL, "QA model (Listing B.4); 'none' skips QA.", paper="App. B.4")
-    k: int = setting(5, "Paraphrases per question.", paper="§5.1", ge=1)
+    k: int = setting(HR1_K, "Paraphrases per question.", paper="§5.1", ge=1)
     fuzzy: Fuzzy = setting("wrong", "B.3 score 1 (fuzzy match) counts as: wrong or correct.", paper="Eq. 10")
     diversity: bool = setting(True, "Compute the diversity scores (MiniLM).")
 
@@ -394,6 +410,7 @@ class BuildHr1SftConfig(HR1TrainingBuild):
     """`build hr1-sft`: consistent paraphrases of SimpleQuestions train with the gold answer (App. E.1)."""
 
     command = ("build", "hr1-sft")
+    operation = HR1_OPERATIONS
     presets = {"paper": {}, "smoke": {**SMOKE_DECODING}, "mini": {}}
 
     preset: Literal["paper", "smoke", "mini"] | None = setting(
@@ -409,6 +426,7 @@ class BuildHr1GrpoConfig(HR1TrainingBuild):
     """`build hr1-grpo`: SimpleQuestions train questions the QA model answers correctly (App. C.1)."""
 
     command = ("build", "hr1-grpo")
+    operation = HR1_OPERATIONS
     presets = {"paper": {}, "smoke": {**SMOKE_DECODING}, "mini": {}}
 
     preset: Literal["paper", "smoke", "mini"] | None = setting(
