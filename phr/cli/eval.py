@@ -16,7 +16,6 @@ from phr.config.ops import (
     EvalMergeConfig,
     EvalPhrbenchConfig,
     EvalScoreConfig,
-    LeaderboardConfig,
     ScoreSubmissionConfig,
     Scoring,
     SubmitConfig,
@@ -161,6 +160,13 @@ def _print_summary(result, out: Path) -> None:
 @bind(EvalPhrbenchConfig)
 def eval_phrbench(cfg: EvalPhrbenchConfig, hub: Hub = None, dry_run: DryRun = False) -> None:
     """Generate (cached, resumable) and score a model's responses to PHRBench."""
+    from phr.eval.ranks import launched, over_ranks
+
+    if launched(cfg.shard, dry_run):  # under a launcher: a shard per rank, rank 0 merges and scores (eval/ranks.py)
+        from phr.cli import invoke
+
+        return over_ranks(invoke, out=cfg.out, runs=cfg.runs, model=cfg.model, score=cfg.score, plots=cfg.plots,
+                          hub=hub, dry_run=dry_run)  # fmt: skip
     from phr.eval.pipeline import score_run
     from phr.eval.runner import RunConfig, generate_run, parse_shard
     from phr.llm import LLM
@@ -435,6 +441,7 @@ def score_cmd(cfg: ScoreSubmissionConfig, hub: Hub = None, dry_run: DryRun = Fal
 def submit_cmd(cfg: SubmitConfig, hub: Hub = None, dry_run: DryRun = False) -> None:
     """Validate, score and publish a submission to the leaderboard results repo."""
     from phr.cards.eval_yaml import model_eval_results_yaml
+    from phr.config.ops import PushResultsConfig
     from phr.eval.results import normalize
     from phr.leaderboard.repo import open_model_pr, push_results
 
@@ -443,14 +450,15 @@ def submit_cmd(cfg: SubmitConfig, hub: Hub = None, dry_run: DryRun = False) -> N
         return
     result, where = scored
     _print_summary(result, where)
-    res = push_results(
-        [where / "results.json"],
-        cfg.repo,
-        to=cfg.to,
+    pushed = PushResultsConfig(
+        results=[where / "results.json"],
+        repo=cfg.repo,
+        hub=cfg.to,
         replace=cfg.replace,
         create_pr=cfg.create_pr,
         allow_partial=cfg.allow_partial,
     )
+    res = push_results(pushed)
     for line in res.lines():
         typer.echo(line)
     if cfg.model_pr:
@@ -459,35 +467,6 @@ def submit_cmd(cfg: SubmitConfig, hub: Hub = None, dry_run: DryRun = False) -> N
             f"model repo {result['model']}: "
             + (f"pull request {pr.pr_url or pr.pr_ref}" if pr.changed else "already holds these results")
         )
-
-
-@submit_app.command("leaderboard")
-@bind(LeaderboardConfig)
-def leaderboard_cmd(cfg: LeaderboardConfig, hub: Hub = None) -> None:
-    """Render the leaderboard (parquet, Markdown, static sortable HTML) from all PHRBench results; other results
-    in a folder are skipped with a note, a partial result is refused unless --allow-partial."""
-    import tempfile
-
-    from phr.hub import pull
-    from phr.leaderboard.page import write_leaderboard
-    from phr.leaderboard.repo import collect_results
-
-    srcs = list(cfg.sources)
-    if not srcs and not cfg.repo:
-        raise UsageError("give result JSON files / folders, or --repo ORG/NAME")
-    notes: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="phr-results-") as tmp:  # the pulled repo goes when we are done
-        if cfg.repo:
-            srcs.append(pull(cfg.repo, to=Path(tmp) / "repo", hub=hub))
-        records = collect_results(srcs, allow_partial=cfg.allow_partial, notes=notes)
-        paths = write_leaderboard(records, cfg.out, title=cfg.title)
-    for note in notes:
-        typer.echo(f"note: {note}")
-    partial = sum(r.partial for r in records)
-    shown = f" ({partial} partial, unranked: --allow-partial)" if partial else ""
-    typer.echo(f"leaderboard of {len(records)} results{shown}:")
-    for p in paths.values():
-        typer.echo(f"  {p}")
 
 
 hr1.register_eval(eval_app)  # after phrbench, merge and score: listed last in --help

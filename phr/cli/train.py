@@ -8,14 +8,15 @@ import typer
 from phr.cli.common import execute, new_app
 from phr.cli.options import DryRun, bind
 from phr.config.ops import TrainGrpoConfig, TrainSftConfig
+from phr.core.ranks import is_main
 
 train_app = new_app("Train the Hallucination-R1 paraphraser (GRPO, two stages) or a LoRA SFT model, with TRL.")
 
 
 def _train(cfg: TrainGrpoConfig | TrainSftConfig, dry_run: bool) -> None:
-    """Run (or with ``dry_run`` only check) the training operation and print its summary lines."""
+    """Run (or with ``dry_run`` only check) the training operation; rank 0 prints its summary lines."""
     result = execute(cfg, dry_run=dry_run)
-    for line in result.lines() if result is not None else []:
+    for line in result.lines() if result is not None and is_main() else []:  # under a launcher: rank 0 reports
         typer.echo(line)
 
 
