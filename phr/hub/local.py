@@ -662,56 +662,8 @@ def commit_files(
     A damaged repo (``check_state``) is refused before anything is written. A failure of the environment (a full
     disk, a read-only hub: an ``OSError`` or a failed git command) is a ``PushFailedError`` (exit 1) saying the repo
     keeps its previous version, with the rerun."""
-    try:
-        return _commit_files(
-            hub,
-            repo_id,
-            repo_type,
-            files,
-            message=message,
-            replace=replace,
-            tag=tag,
-            create_pr=create_pr,
-            rerun=rerun,
-            create=create,
-            validate=validate,
-        )
-    except (OSError, GitFailedError) as e:
-        raise _push_failed(hub.repo_path(repo_id, repo_type), e, rerun) from e
-
-
-def _push_failed(path: Path, e: BaseException, rerun: str) -> PushFailedError:
-    text = str(e)
-    if (isinstance(e, OSError) and e.errno == errno.ENOSPC) or "No space left on device" in text:
-        remedy = " The disk is full: free space on it first."
-    elif (isinstance(e, OSError) and e.errno in (errno.EROFS, errno.EACCES)) or any(
-        m in text for m in ("Read-only file system", "Permission denied")
-    ):
-        remedy = f" The hub is not writable: make {path.parent} writable first."
-    else:
-        remedy = ""
-    return PushFailedError(
-        f"push to the local hub repo {path} failed ({type(e).__name__}: {text}); the repo keeps its previous "
-        f"version.{remedy}" + (f" Rerun: {rerun}" if rerun else "")
-    )
-
-
-def _commit_files(
-    hub: LocalHub,
-    repo_id: str,
-    repo_type: str,
-    files: dict[str, Path | bytes] | Callable[[], dict[str, Path | bytes]],
-    *,
-    message: str,
-    replace: bool,
-    tag: str | None,
-    create_pr: bool,
-    rerun: str,
-    create: bool,
-    validate,
-) -> PushResult:
     path = hub.repo_path(repo_id, repo_type)
-    with hub.lock(repo_id, repo_type):
+    with _push_failures(path, rerun), hub.lock(repo_id, repo_type):
         _tidy(path)
         check_state(hub, repo_id, repo_type)
         exists = hub.exists(repo_id, repo_type)
@@ -810,6 +762,32 @@ def _commit_files(
         finally:
             if not exists and not published and not os.path.lexists(path):
                 shutil.rmtree(_hub_dir(path), ignore_errors=True)
+
+
+@contextmanager
+def _push_failures(path: Path, rerun: str):
+    """An environment failure inside (an ``OSError``, a failed git command) is the ``PushFailedError`` of
+    ``_push_failed``."""
+    try:
+        yield
+    except (OSError, GitFailedError) as e:
+        raise _push_failed(path, e, rerun) from e
+
+
+def _push_failed(path: Path, e: BaseException, rerun: str) -> PushFailedError:
+    text = str(e)
+    if (isinstance(e, OSError) and e.errno == errno.ENOSPC) or "No space left on device" in text:
+        remedy = " The disk is full: free space on it first."
+    elif (isinstance(e, OSError) and e.errno in (errno.EROFS, errno.EACCES)) or any(
+        m in text for m in ("Read-only file system", "Permission denied")
+    ):
+        remedy = f" The hub is not writable: make {path.parent} writable first."
+    else:
+        remedy = ""
+    return PushFailedError(
+        f"push to the local hub repo {path} failed ({type(e).__name__}: {text}); the repo keeps its previous "
+        f"version.{remedy}" + (f" Rerun: {rerun}" if rerun else "")
+    )
 
 
 def _last_refs(path: Path) -> tuple[dict[str, str], str]:

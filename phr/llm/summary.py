@@ -25,6 +25,11 @@ class ModelStats:
     retries: int = 0
 
 
+def _total(stat: str) -> property:
+    """A read-only property of ``RunSummary``: the sum of the ``ModelStats`` field ``stat`` over its models."""
+    return property(lambda self: sum(getattr(m, stat) for m in self.models.values()))
+
+
 @dataclass
 class RunSummary:
     models: dict[str, ModelStats] = field(default_factory=dict)
@@ -48,21 +53,10 @@ class RunSummary:
             t.failures.update(m.failures)
         return self
 
-    @property
-    def calls(self) -> int:
-        return sum(m.calls for m in self.models.values())
-
-    @property
-    def batches(self) -> int:
-        return sum(m.batches for m in self.models.values())
-
-    @property
-    def responses(self) -> int:
-        return sum(m.samples for m in self.models.values())
-
-    @property
-    def cache_hits(self) -> int:
-        return sum(m.cache_hits for m in self.models.values())
+    calls = _total("calls")
+    batches = _total("batches")
+    responses = _total("samples")
+    cache_hits = _total("cache_hits")
 
     @property
     def failures(self) -> Counter:

@@ -951,18 +951,13 @@ class HubServer(LocalServer):
             return self._list_commits(repo_type, repo_id, rev, q, user)
         if rest == ["refs"] and method == "GET":
             return self._refs(repo_type, repo_id, q, user)
-        if route == "tag" and len(rest) >= 2:
+        if route in ("tag", "branch") and len(rest) >= 2:
             name, _ = _take_rev(rest[1:])
             if method == "POST":
-                return self._create_tag(repo_type, repo_id, name, _json(body), user)
+                create = self._create_tag if route == "tag" else self._create_branch
+                return create(repo_type, repo_id, name, _json(body), user)
             if method == "DELETE":
-                return self._delete_ref(repo_type, repo_id, "tag", name, user)
-        if route == "branch" and len(rest) >= 2:
-            name, _ = _take_rev(rest[1:])
-            if method == "POST":
-                return self._create_branch(repo_type, repo_id, name, _json(body), user)
-            if method == "DELETE":
-                return self._delete_ref(repo_type, repo_id, "branch", name, user)
+                return self._delete_ref(repo_type, repo_id, route, name, user)
         if route == "discussions":
             if len(rest) == 1 and method == "GET":
                 return self._list_discussions(repo_type, repo_id, q, user)
