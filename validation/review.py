@@ -33,7 +33,6 @@ import re
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import singledispatch
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -44,7 +43,7 @@ from phr.bench.records import Condition
 from phr.config.ops import ReviewExportConfig, ReviewImportConfig
 from phr.core.errors import UsageError
 from phr.core.report import Rejection
-from phr.llm.preflight import StepPlan
+from phr.llm.preflight import StepPlan, step_dispatch
 
 from .config import ValidationConfig
 from .premises import folder_premises
@@ -784,9 +783,7 @@ class Exported:
     premises: int
 
 
-@singledispatch
-def plan(cfg) -> StepPlan:
-    raise TypeError(f"{type(cfg).__name__} is not a review operation's config")
+plan, run = step_dispatch("a review operation")
 
 
 @plan.register
@@ -797,11 +794,6 @@ def _(cfg: ReviewExportConfig) -> ReviewExportPlan:
 @plan.register
 def _(cfg: ReviewImportConfig) -> ReviewImportPlan:
     return ReviewImportPlan(cfg)
-
-
-@singledispatch
-def run(p: StepPlan) -> object:
-    raise TypeError(f"{type(p).__name__} is not a review operation's plan")
 
 
 @run.register

@@ -15,13 +15,12 @@ rendered from the same config).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import singledispatch
 from pathlib import Path
 
 from phr.config.ops import PullConfig, PushConfig, PushResultsConfig, RepairConfig
 from phr.core.errors import UsageError
 from phr.hub import PushResult
-from phr.llm.preflight import StepPlan
+from phr.llm.preflight import StepPlan, step_dispatch
 
 
 @dataclass
@@ -46,9 +45,7 @@ class PushResultsPlan(StepPlan):
     """A push of result JSONs to a leaderboard results repo (``PushResultsConfig``)."""
 
 
-@singledispatch
-def plan(cfg) -> StepPlan:
-    raise TypeError(f"{type(cfg).__name__} is not a hub operation's config")
+plan, run = step_dispatch("a hub operation")
 
 
 @plan.register
@@ -75,11 +72,6 @@ def _(cfg: RepairConfig) -> RepairPlan:
     if p.hub is None:
         raise UsageError("repair works on a local hub: pass --hub HUBDIR or set PHR_HUB_DIR")
     return p
-
-
-@singledispatch
-def run(p: StepPlan) -> object:
-    raise TypeError(f"{type(p).__name__} is not a hub operation's plan")
 
 
 @run.register

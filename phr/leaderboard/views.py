@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import tempfile
 from dataclasses import dataclass, field
-from functools import singledispatch
 from pathlib import Path
 
 from phr.config.ops import LeaderboardConfig, ReportConfig
 from phr.core.errors import UsageError
 from phr.eval.results import MODEL_ACCESS, Result
-from phr.llm.preflight import StepPlan
+from phr.llm.preflight import StepPlan, step_dispatch
 
 
 @dataclass
@@ -58,9 +57,7 @@ def access_of(pairs: list[str]) -> dict[str, str]:
     return out
 
 
-@singledispatch
-def plan(cfg) -> StepPlan:
-    raise TypeError(f"{type(cfg).__name__} is not a rendering operation's config")
+plan, run = step_dispatch("a rendering operation")
 
 
 @plan.register
@@ -73,11 +70,6 @@ def _(cfg: LeaderboardConfig) -> LeaderboardPlan:
 @plan.register
 def _(cfg: ReportConfig) -> ReportPlan:
     return ReportPlan(cfg, access=access_of(cfg.access))
-
-
-@singledispatch
-def run(p: StepPlan) -> Rendered:
-    raise TypeError(f"{type(p).__name__} is not a rendering operation's plan")
 
 
 @run.register

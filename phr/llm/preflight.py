@@ -15,6 +15,7 @@ import os
 import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import singledispatch
 from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
@@ -226,6 +227,21 @@ class StepPlan(Plan):
         if self.preflight.notes or self.preflight.usage:
             return super().lines()
         return [f"warning: {w}" for w in self.preflight.warnings]
+
+
+def step_dispatch(operations: str) -> tuple[Any, Any]:
+    """A module of step operations' ``plan(cfg)`` and ``run(p)``: single-dispatch functions its configs and plans
+    register with; an unregistered type is a ``TypeError`` naming ``operations`` (e.g. "a hub operation")."""
+
+    @singledispatch
+    def plan(cfg) -> StepPlan:
+        raise TypeError(f"{type(cfg).__name__} is not {operations}'s config")
+
+    @singledispatch
+    def run(p: StepPlan) -> object:
+        raise TypeError(f"{type(p).__name__} is not {operations}'s plan")
+
+    return plan, run
 
 
 def writable(path: str | Path) -> None:
