@@ -15,6 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from importlib import metadata, resources
 from pathlib import Path
+from typing import Any
 
 from phr.bench.folder import MANIFEST, card_configs, write_data
 from phr.bench.prompts import NAMES as TEMPLATE_NAMES
@@ -112,6 +113,11 @@ def _mini_sources(refs: list[dict]) -> dict[tuple[str, str], BaseQuestion]:
     return {(q.source, q.source_row_id): q for q in pool}
 
 
+def _curated(q: BaseQuestion, suffix: str, **fields: Any) -> Augmentation:
+    """A curated premise of ``q`` (id ``<question id>-aug-<suffix>``; ``fields``: kind, statement and the rest)."""
+    return Augmentation(id=f"{q.id}-aug-{suffix}", question_id=q.id, generator=CURATED, **fields)
+
+
 def curated_augmentations(
     rows: list[dict], pool: dict[tuple[str, str], BaseQuestion]
 ) -> tuple[list[BaseQuestion], list[Augmentation]]:
@@ -127,14 +133,7 @@ def curated_augmentations(
         questions.append(q)
         t = row["truthful"]
         augs.append(
-            Augmentation(
-                id=f"{q.id}-aug-T",
-                question_id=q.id,
-                kind="truthful",
-                statement=t["statement"],
-                truth_verification=t.get("truth_verification"),
-                generator=CURATED,
-            )
+            _curated(q, "T", kind="truthful", statement=t["statement"], truth_verification=t.get("truth_verification"))
         )
         for k, h in enumerate(row["hallucinated"], 1):
             try:
@@ -144,15 +143,14 @@ def curated_augmentations(
                     f"{where}: hallucinated premise {k} has unknown mutation_type {h.get('mutation_type')!r}"
                 ) from None
             augs.append(
-                Augmentation(
-                    id=f"{q.id}-aug-H{k}",
-                    question_id=q.id,
+                _curated(
+                    q,
+                    f"H{k}",
                     kind="hallucinated",
                     statement=h["statement"],
                     mutation_type=mt,
                     mutation_strategy=h.get("mutation_strategy"),
                     mutation_logic=h.get("mutation_logic"),
-                    generator=CURATED,
                 )
             )
     return questions, augs

@@ -101,27 +101,10 @@ def eval_config(
     return {"name": name, "description": description, "evaluation_framework": evaluation_framework, "tasks": tasks}
 
 
-def eval_yaml(
-    *,
-    name: str = DEFAULT_NAME,
-    description: str = DEFAULT_DESCRIPTION,
-    evaluation_framework: str = FRAMEWORK,
-    split: str = SPLIT,
-    configs: tuple[str, ...] | list[str] | None = None,
-    metrics: bool = True,
-    grader_model: str | None = None,
-) -> str:
-    """``eval.yaml`` text (arguments as for ``eval_config``): a header comment naming each task's metric, then
+def eval_yaml(**options: Any) -> str:
+    """``eval.yaml`` text (``options`` as for ``eval_config``): a header comment naming each task's metric, then
     the YAML (keys in the documented order; deterministic)."""
-    cfg = eval_config(
-        name=name,
-        description=description,
-        evaluation_framework=evaluation_framework,
-        split=split,
-        configs=configs,
-        metrics=metrics,
-        grader_model=grader_model,
-    )
+    cfg = eval_config(**options)
     ids = {t["id"] for t in cfg["tasks"]}
     header = [
         "# PHRBench benchmark definition for the Hugging Face Hub (https://huggingface.co/docs/hub/eval-results).",
