@@ -282,11 +282,8 @@ TOKEN = "hf_hub_state_token_0123456789"
 @pytest.fixture
 def hf(monkeypatch):
     hub_server = pytest.importorskip("tests.support.hub_server")
-    monkeypatch.delenv("PHR_HUB_DIR", raising=False)
-    monkeypatch.setenv("HF_TOKEN", TOKEN)
-    with hub_server.HubServer(tokens={TOKEN: "alice"}) as server, server.patch_clients():
+    with hub_server.online_hub(monkeypatch, TOKEN) as server:
         yield server
-        assert server.errors == [], server.errors[0]
 
 
 def test_lost_commit_reply_says_main_moved_and_the_tag_did_not(hf, tmp_path):

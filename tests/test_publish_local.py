@@ -587,12 +587,8 @@ HF_TOKEN_VALUE = "hf_publish_test_token_0123456789"
 @pytest.fixture
 def hf(monkeypatch):
     hub_server = pytest.importorskip("tests.support.hub_server")
-    monkeypatch.delenv("PHR_HUB_DIR", raising=False)
-    monkeypatch.setenv("HF_TOKEN", HF_TOKEN_VALUE)  # from the environment, as a user would set it
-    monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    with hub_server.HubServer(tokens={HF_TOKEN_VALUE: "alice"}) as server, server.patch_clients():
+    with hub_server.online_hub(monkeypatch, HF_TOKEN_VALUE) as server:
         yield server
-        assert server.errors == [], server.errors[0]
 
 
 def test_hub_push_idempotent_tags_pr_and_pull(built, hf, tmp_path):

@@ -1832,6 +1832,19 @@ def _make_handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+@contextlib.contextmanager
+def online_hub(monkeypatch: Any, token: str) -> Iterator[HubServer]:
+    """The fixture of the online push tests: a server that knows ``token`` as alice, the in-process clients
+    patched to it (``patch_clients``), ``HF_TOKEN`` set to ``token`` as a user would, no ``PHR_HUB_DIR``, no
+    progress bars; on the way out, the server logged no protocol error."""
+    monkeypatch.delenv("PHR_HUB_DIR", raising=False)
+    monkeypatch.setenv("HF_TOKEN", token)
+    monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    with HubServer(tokens={token: "alice"}) as server, server.patch_clients():
+        yield server
+        assert server.errors == [], server.errors[0]
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="Run the fake Hugging Face Hub (tests / local dry runs).")
     ap.add_argument("--port", type=int, default=0)

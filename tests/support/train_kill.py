@@ -18,6 +18,7 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Callable
 
 from transformers import Trainer, TrainerState
 
@@ -29,17 +30,23 @@ def _die() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
+def _die_in(owner: object, name: str, when: Callable[..., bool]) -> None:
+    """Patch ``owner.name`` (a method or a module's function) to kill the process, before it does anything, on
+    a call whose arguments ``when`` accepts."""
+    original = getattr(owner, name)
+
+    def patched(*args):
+        if when(*args):
+            _die()
+        return original(*args)
+
+    setattr(owner, name, patched)
+
+
 def arm(moment: str, step: int) -> None:
     """Patch the save so that it kills the process at ``moment`` of saving ``checkpoint-{step}``."""
     if moment == "weights":
-        original = Trainer._save_optimizer_and_scheduler
-
-        def save_optimizer(self, output_dir):
-            if self.state.global_step == step:
-                _die()
-            return original(self, output_dir)
-
-        Trainer._save_optimizer_and_scheduler = save_optimizer
+        _die_in(Trainer, "_save_optimizer_and_scheduler", lambda self, output_dir: self.state.global_step == step)
     elif moment == "state":
         original_json = TrainerState.save_to_json
 
@@ -53,14 +60,7 @@ def arm(moment: str, step: int) -> None:
 
         TrainerState.save_to_json = save_to_json
     elif moment == "card":
-        original_curves = checkpoint_module.write_curves
-
-        def write_curves(folder, log_history):
-            if folder.name == f"checkpoint-{step}":
-                _die()
-            return original_curves(folder, log_history)
-
-        checkpoint_module.write_curves = write_curves
+        _die_in(checkpoint_module, "write_curves", lambda folder, log_history: folder.name == f"checkpoint-{step}")
     else:
         raise SystemExit(f"unknown moment {moment!r}")
 
