@@ -194,6 +194,20 @@ def pytest_runtest_makereport(item, call):
 
 
 @pytest.fixture
+def hf_token() -> str:
+    """The token the ``hf`` server knows as alice (``HF_TOKEN`` while it runs)."""
+    return "hf_publish_test_token_0123456789"
+
+
+@pytest.fixture
+def hf(monkeypatch, hf_token):
+    """The fake Hub of the online push tests (``tests.support.hub_server.online_hub``); yields the server."""
+    hub_server = pytest.importorskip("tests.support.hub_server")
+    with hub_server.online_hub(monkeypatch, hf_token) as server:
+        yield server
+
+
+@pytest.fixture
 def api_server(monkeypatch, tmp_path):
     """One local server speaking the OpenAI, Anthropic and Gemini protocols, with every provider's key and base
     URL pointed at it and ``PHR_CACHE`` in the test's folder; yields the server."""

@@ -208,16 +208,6 @@ def test_a_change_that_fails_validation_is_refused(folder, tmp_path):
         push(PushConfig(folder=folder, repo="org/phrbench", hub=hub))
 
 
-HF_TOKEN_VALUE = "hf_card_test_token_0123456789"
-
-
-@pytest.fixture
-def hf(monkeypatch):
-    hub_server = pytest.importorskip("tests.support.hub_server")
-    with hub_server.online_hub(monkeypatch, HF_TOKEN_VALUE) as server:
-        yield server
-
-
 def test_online_push_names_the_repo_and_a_noop_repush_skips_validation(folder, hf, gate_calls):
     res = push(PushConfig(folder=folder, repo="alice/phrbench", endpoint=hf.url))
     assert res.changed and len(gate_calls) == 1

@@ -276,17 +276,8 @@ def test_a_real_full_disk_exits_1_and_leaves_no_repo(tmp_path):
 
 # ---- online: a reply lost after the Hub applied the request ----------------------------------------------------
 
-TOKEN = "hf_hub_state_token_0123456789"
 
-
-@pytest.fixture
-def hf(monkeypatch):
-    hub_server = pytest.importorskip("tests.support.hub_server")
-    with hub_server.online_hub(monkeypatch, TOKEN) as server:
-        yield server
-
-
-def test_lost_commit_reply_says_main_moved_and_the_tag_did_not(hf, tmp_path):
+def test_lost_commit_reply_says_main_moved_and_the_tag_did_not(hf, hf_token, tmp_path):
     first = push(
         PushConfig(
             folder=model_folder(tmp_path / "f1", 1), repo="alice/x", repo_type="model", tag="v1", endpoint=hf.url
@@ -301,7 +292,7 @@ def test_lost_commit_reply_says_main_moved_and_the_tag_did_not(hf, tmp_path):
     main = hf.head("model", "alice/x")
     assert main != first.revision and hf.files("model", "alice/x")["config.json"] == b'{"n": 2}'
     assert f"main moved to the new commit {main} (this folder), but tag v2 was not created" in r.output
-    assert "keeps its previous version" not in r.output and TOKEN not in r.output
+    assert "keeps its previous version" not in r.output and hf_token not in r.output
     assert f"Rerun: phr-publish push {folder} --repo alice/x --repo-type model --tag v2 --endpoint {hf.url}" in r.output
     commits = len(hf.commits("model", "alice/x"))
     again = push(
@@ -340,7 +331,7 @@ def test_lost_tag_reply_and_a_refused_commit_are_told_apart(hf, tmp_path):
     assert hf.head("model", "alice/x") == main
 
 
-def test_lost_pull_request_reply_does_not_claim_the_repo_is_unchanged(hf, tmp_path):
+def test_lost_pull_request_reply_does_not_claim_the_repo_is_unchanged(hf, hf_token, tmp_path):
     from phr.hub.online import add_file_pr_online
 
     push(PushConfig(folder=model_folder(tmp_path / "f1", 1), repo="alice/x", repo_type="model", endpoint=hf.url))
@@ -359,6 +350,6 @@ def test_lost_pull_request_reply_does_not_claim_the_repo_is_unchanged(hf, tmp_pa
     assert "the pull request may have been opened before its reply was lost" in str(e.value)
     hf.drop_reply_next("/commit/")
     with pytest.raises(PushFailedError) as e:
-        add_file_pr_online("alice/x", "model", "NOTES.md", b"n\n", message="m", token=TOKEN, endpoint=hf.url)
+        add_file_pr_online("alice/x", "model", "NOTES.md", b"n\n", message="m", token=hf_token, endpoint=hf.url)
     assert "the repo is unchanged" not in str(e.value) and "may have been opened" in str(e.value)
     assert hf.head("model", "alice/x") == main

@@ -581,15 +581,6 @@ def test_cli_push_pull(built, tmp_path, monkeypatch):
 
 # ---- the online path against the Hub-protocol test server (real huggingface_hub client) ------------------------
 
-HF_TOKEN_VALUE = "hf_publish_test_token_0123456789"
-
-
-@pytest.fixture
-def hf(monkeypatch):
-    hub_server = pytest.importorskip("tests.support.hub_server")
-    with hub_server.online_hub(monkeypatch, HF_TOKEN_VALUE) as server:
-        yield server
-
 
 def test_hub_push_idempotent_tags_pr_and_pull(built, hf, tmp_path):
     res = push(PushConfig(folder=built, repo="alice/phrbench", tag="v0.1.0", endpoint=hf.url))
@@ -633,14 +624,14 @@ def test_hub_push_refuses_names_the_hub_refuses_before_any_request(built, hf, re
     assert hf.requests == []
 
 
-def test_hub_failure_mid_push_keeps_the_previous_version_and_hides_the_token(built, hf, tmp_path):
+def test_hub_failure_mid_push_keeps_the_previous_version_and_hides_the_token(built, hf, hf_token, tmp_path):
     first = push(PushConfig(folder=built, repo="alice/phrbench", endpoint=hf.url))
-    hf.fail_next("/commit/", 500, body={"error": f"boom (token {HF_TOKEN_VALUE})"})
+    hf.fail_next("/commit/", 500, body={"error": f"boom (token {hf_token})"})
     changed = variant(built, tmp_path / "c", **{"NOTES.md": "n\n"})
     with pytest.raises(PushFailedError) as e:
         push(PushConfig(folder=changed, repo="alice/phrbench", tag="v0.2.0", endpoint=hf.url))
     msg = str(e.value)
-    assert HF_TOKEN_VALUE not in msg and "previous version" in msg
+    assert hf_token not in msg and "previous version" in msg
     assert f"Rerun: phr-publish push {changed} --repo alice/phrbench --tag v0.2.0" in msg
     assert hf.head("dataset", "alice/phrbench") == first.revision
     ok = push(PushConfig(folder=changed, repo="alice/phrbench", tag="v0.2.0", endpoint=hf.url))  # the rerun
