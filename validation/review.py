@@ -786,14 +786,8 @@ class Exported:
 plan, run = step_dispatch("a review operation")
 
 
-@plan.register
-def _(cfg: ReviewExportConfig) -> ReviewExportPlan:
-    return ReviewExportPlan(cfg)
-
-
-@plan.register
-def _(cfg: ReviewImportConfig) -> ReviewImportPlan:
-    return ReviewImportPlan(cfg)
+plan.register(ReviewExportConfig, ReviewExportPlan)  # the plan is the config alone
+plan.register(ReviewImportConfig, ReviewImportPlan)
 
 
 @run.register

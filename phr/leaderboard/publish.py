@@ -48,19 +48,9 @@ class PushResultsPlan(StepPlan):
 plan, run = step_dispatch("a hub operation")
 
 
-@plan.register
-def _(cfg: PushConfig) -> PushPlan:
-    return PushPlan(cfg)
-
-
-@plan.register
-def _(cfg: PullConfig) -> PullPlan:
-    return PullPlan(cfg)
-
-
-@plan.register
-def _(cfg: PushResultsConfig) -> PushResultsPlan:
-    return PushResultsPlan(cfg)
+plan.register(PushConfig, PushPlan)  # the plan is the config alone
+plan.register(PullConfig, PullPlan)
+plan.register(PushResultsConfig, PushResultsPlan)
 
 
 @plan.register
