@@ -134,14 +134,15 @@ class Preflight:
         ``estimated``: stand-ins for requests whose prompt the run writes (a judge of paraphrases not yet made):
         their tokens count, their cache state is unknown."""
         from phr.llm.cache import CallCache, call_key
+        from phr.llm.client import estimate_completion_tokens, estimate_prompt_tokens
 
         u = self.usage.setdefault(spec, Usage(spec))
         cache = CallCache() if provider is not None and not estimated else None
         for req in requests:
             u.requests += 1
             u.samples += req.n
-            u.prompt_tokens += req.n * (sum(len(m.content) for m in req.messages) // 4 + 4 * len(req.messages))
-            u.completion_tokens += req.n * (req.params.max_tokens or 512)
+            u.prompt_tokens += req.n * estimate_prompt_tokens(req.messages)
+            u.completion_tokens += req.n * estimate_completion_tokens(req.params)
             if estimated:
                 u.estimated += req.n
                 continue
