@@ -352,11 +352,14 @@ def test_provider_message_clipped_at_word_boundary():
 
 
 def test_eval_phrbench_judge_gets_the_call_options(server, mini_folder, tmp_path):
-    from phr.cli.eval import _options
+    from phr.config.ops import Scoring
+    from phr.eval.scorers import ScoringRun, build_scorers
 
-    opts = _options("none", "openai:judge-model", llm_options={"timeout": 7.0, "max_retry_after": 9.0})
-    assert (opts.judge.spec, opts.judge.timeout, opts.judge.max_retry_after) == ("openai:judge-model", 7.0, 9.0)
-    assert _options("none", "openai:judge-model").judge == "openai:judge-model"
+    asked = Scoring(scorer="none", judge="openai:judge-model")
+    made = build_scorers(ScoringRun(asked, llm_options={"timeout": 7.0, "max_retry_after": 9.0}), progress=False)
+    judge = made[-1].judge
+    assert (judge.spec, judge.timeout, judge.max_retry_after) == ("openai:judge-model", 7.0, 9.0)
+    assert build_scorers(asked, progress=False)[-1].judge == "openai:judge-model"
     options = ("--scorer", "none", "--judge", "openai:judge-model", "--no-plots", "--timeout", "7")
     r = eval_one(mini_folder, tmp_path / "run", "B+H", *options)
     assert r.exit_code == 0, r.output
