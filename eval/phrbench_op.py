@@ -112,8 +112,9 @@ def _resolve(p: EvalPhrbenchPlan, cfg: EvalPhrbenchConfig) -> None:
         )
         if p.dataset is not None:
             pf.check("selection", lambda: _select(p))
-    if cfg.out is not None:
-        pf.check("--out", lambda: writable(cfg.out))
+    out = cfg.out
+    if out is not None:
+        pf.check("--out", lambda: writable(out))
 
 
 def _client(cfg: EvalPhrbenchConfig):

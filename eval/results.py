@@ -37,7 +37,7 @@ from phr.core.text import clip
 
 SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)
-RUN_SCHEMA_VERSION = 1
+RUN_SCHEMA_VERSION: Literal[1] = 1
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 #: table keys beside the conditions: the B+H - B+T difference, B+T over the questions of a mutation type
 H_MINUS_T = "H-T"
@@ -180,7 +180,7 @@ class Counts(_Strict):
 class Bootstrap(_Strict):
     """How standard errors are computed: ``resamples`` draws of the base questions with replacement, ``seed``."""
 
-    resamples: int = Field(1000, ge=2)
+    resamples: int = Field(default=1000, ge=2)
     seed: int = 0
     unit: Literal["question_id"] = "question_id"
 

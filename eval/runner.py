@@ -34,7 +34,15 @@ from typing import Any
 from phr.core.errors import PHRError, UsageError
 from phr.core.fs import atomic_dir, atomic_write
 from phr.eval.dataset import EvalDataset, Instance, check_conditions, load_eval_dataset
-from phr.eval.results import RUN_SCHEMA_VERSION, RunManifest, RunSettings, model_slug, read_run_manifest
+from phr.eval.results import (
+    RUN_SCHEMA_VERSION,
+    Generation,
+    RunDataset,
+    RunManifest,
+    RunSettings,
+    model_slug,
+    read_run_manifest,
+)
 from phr.eval.submission import write_submission
 from phr.llm.types import ChatRequest, GenerationParams, Sample, as_messages
 
@@ -188,15 +196,15 @@ def generate_run(
         run_id=run_id,
         model=settings.model,
         model_revision=revision,
-        dataset={**dataset.ref(), "path": str(dataset.path), "files": dataset.files},
+        dataset=RunDataset.model_validate({**dataset.ref(), "path": str(dataset.path), "files": dataset.files}),
         config=settings,
-        generation={
-            "temperature": settings.temperature,
-            "top_p": settings.top_p,
-            "max_tokens": settings.max_tokens,
-            "seed": settings.seed,
-            "system_prompt": settings.system_prompt,
-        },
+        generation=Generation(
+            temperature=settings.temperature,
+            top_p=settings.top_p,
+            max_tokens=settings.max_tokens,
+            seed=settings.seed,
+            system_prompt=settings.system_prompt,
+        ),
         samples=settings.samples,
         conditions=list(settings.conditions),
         shard=settings.shard,
@@ -322,10 +330,10 @@ def join_shards(shards: Sequence[str | Path]) -> tuple[Run, list[dict]]:
         for k in _SHARD_FREE:
             if getattr(r.meta, k) != getattr(first, k):
                 raise RunError(f"{r.path} differs from {runs[0].path} in {k!r}: not shards of one run")
-    shard_ids = [tuple(r.meta.shard) if r.meta.shard else None for r in runs]
-    if None in shard_ids:
-        bad = runs[shard_ids.index(None)].path
-        raise RunError(f"{bad} is not a shard (it was run without --shard)")
+    unsharded = [r.path for r in runs if not r.meta.shard]
+    if unsharded:
+        raise RunError(f"{unsharded[0]} is not a shard (it was run without --shard)")
+    shard_ids = [(r.meta.shard[0], r.meta.shard[1]) for r in runs if r.meta.shard]
     n = shard_ids[0][1]
     if any(s[1] != n for s in shard_ids):
         raise RunError(f"shards of different splits: {sorted(set(shard_ids))}")
@@ -339,7 +347,7 @@ def join_shards(shards: Sequence[str | Path]) -> tuple[Run, list[dict]]:
     for r in runs[1:]:
         if _unsharded_settings(r.meta.settings) != mine:
             raise RunError(f"{r.path} was started with other settings than {runs[0].path}: not shards of one run")
-    runs.sort(key=lambda r: r.meta.shard[0])
+    runs.sort(key=lambda r: r.meta.shard[0] if r.meta.shard else 0)
     # the dataset order, as the unsharded run would have it
     ds = load_eval_dataset_from_meta(first)
     wanted = {iid for r in runs for iid in r.instance_ids}

@@ -390,10 +390,12 @@ class TrajectoryMetricsScorer:
                 if cache:
                     cache.put_many(self.engine.provider.spec, [(keys[i], m) for i, m in zip(part, got)])
                 bar.update(task, advance=len(part))
-        return [
-            {"ol": m.ol, "ol_words": m.ol_words, "ui": m.ui, "buf": m.buf, "bc": m.bc, "steps": m.steps}
-            for m in metrics
-        ]
+        out: list[dict[str, Any]] = []
+        for found_or_scored in metrics:
+            assert found_or_scored is not None  # every response was found in the cache or scored above
+            x = found_or_scored
+            out.append({"ol": x.ol, "ol_words": x.ol_words, "ui": x.ui, "buf": x.buf, "bc": x.bc, "steps": x.steps})
+        return out
 
 
 # ---- behavioural resolution -------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ class SampleScore:
     domain: str
     subtype: str
     task_type: str
-    source: str
+    source: str | None
     mutation_type: str | None
     missing: bool
     correct: bool

@@ -163,7 +163,8 @@ def split_steps(text: str, rule: str = PAPER_CHOICES.step_rule) -> list[tuple[in
             punct = tok.rstrip(_CLOSERS)
             if rule != "paper" and punct == "." and m.end() == m.start() + 1:  # a bare "." (no closers)
                 before = text[start : m.start()]
-                word = (re.search(r"\S*$", before).group() + ".").lstrip(_OPENERS).lower()
+                tail = re.search(r"\S*$", before)  # always matches (possibly empty)
+                word = ((tail.group() if tail else "") + ".").lstrip(_OPENERS).lower()
                 if word in ABBREVIATIONS or before.strip().isdigit():
                     continue
             end = nxt = m.end()
@@ -243,7 +244,7 @@ def count_cues(
         return 0 if rx is None else len(rx.findall(text))
     if counting != "every_occurrence":
         raise ValueError(f"BC counting {counting!r}: expected one of {', '.join(BC_COUNTINGS)}")
-    return sum(len(_cue_regex((c,)).findall(text)) for c in listed)
+    return sum(len(rx.findall(text)) for c in listed if (rx := _cue_regex((c,))) is not None)
 
 
 def branching_cues(
@@ -268,7 +269,9 @@ def _stream_entropy(chunk: ChunkFn, vocab: int, vocab_chunk: int):
     into float64 running (m, S, T) with T = sum e^(z-m)(z-m); then logZ = m + log S, H = log S - T/S."""
     import torch
 
-    m = S = T = None
+    m: Any = None  # running max, sum and weighted sum (float64 tensors after the first chunk)
+    S: Any = None
+    T: Any = None
     for c0 in range(0, vocab, vocab_chunk):
         z = chunk(c0, min(vocab, c0 + vocab_chunk))
         if z.dtype not in (torch.float32, torch.float64):
@@ -298,7 +301,8 @@ def _stream_kl(chunk: ChunkFn, logz, first, second, vocab: int, vocab_chunk: int
     import torch
 
     log_clip = math.log(clip)
-    Z = A = None
+    Z: Any = None
+    A: Any = None
     for c0 in range(0, vocab, vocab_chunk):
         z = chunk(c0, min(vocab, c0 + vocab_chunk)).double()
         lp = (z - logz.unsqueeze(-1)).clamp_min(log_clip)  # -inf logits -> log clip
@@ -531,13 +535,13 @@ class TrajectoryScorer:
         per: list[list[float]] = [[] for _ in batch]
         for r, v in zip(owner, kls.tolist()):
             per[r].append(v)
-        out = []
+        metrics: list[TrajectoryMetrics] = []
         for r, b in enumerate(batch):
             L = len(b.response)
             ui = float(ent[base[r] : base[r] + L].mean()) if L else 0.0
             buf, above = buf_from_kls(per[r], self.tau)
-            out.append(TrajectoryMetrics(L, ui, buf, b.bc, len(b.steps), above, tuple(per[r]), b.words))
-        return out
+            metrics.append(TrajectoryMetrics(L, ui, buf, b.bc, len(b.steps), above, tuple(per[r]), b.words))
+        return metrics
 
 
 # ---- the naive reference (tests, benchmark) ---------------------------------------------------------
@@ -578,7 +582,7 @@ def reference_metrics(
     full_ids = provider.encode(response).ids
     steps = split_steps(response, settings.step_rule)
     ents: list[float] = []
-    ps = []
+    ps: list[Any] = []  # P_k: the logits after step k
     done = 0
     for cut in [e for _, e in steps] + ([len(response)] if response else []):
         prefix = response[:cut]

@@ -61,7 +61,9 @@ def print_table(result) -> None:
     console().print(table)
     m, se = result["metrics"], result.get("standard_errors") or {}
     deltas = []
-    for d in (metric(n) for n in LEADERBOARD if metric(n).difference):
+    for d in (metric(n) for n in LEADERBOARD):
+        if d.difference is None:
+            continue
         a, b = d.difference
         if a in m and b in m:
             value = estimate_text(round(m[a] - m[b], 6), se.get(d.name), signed=True)

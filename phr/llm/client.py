@@ -257,7 +257,7 @@ class LLM:
         msg = f"{self.spec}{where}: {e.reason} after {attempts} attempt(s): {detail}"
         if self._too_long(e):
             msg += (
-                f"; the server asked to wait {_secs(e.retry_after)} s (Retry-After), more than the cap of "
+                f"; the server asked to wait {_secs(e.retry_after or 0.0)} s (Retry-After), more than the cap of "
                 f"{_secs(self.max_retry_after)} s, so the call was not retried (raise the cap with "
                 "LLM(max_retry_after=...) or --max-retry-after, or rerun later: successes are cached)"
             )
@@ -315,7 +315,7 @@ class LLM:
                         if rpm:
                             await rpm.acquire()
                         if tpm:
-                            await tpm.acquire(min(tokens, self.tokens_per_minute))
+                            await tpm.acquire(min(tokens, self.tokens_per_minute or tokens))
                         stats.calls += 1
                         t0 = time.monotonic()
                         try:
