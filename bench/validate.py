@@ -88,6 +88,127 @@ def _words(rng: np.random.Generator, k: int) -> list[str]:
     return sorted(out)
 
 
+FAULTS = ["gold", "sentences", "list", "numeric", "label", "paraphrase", "code_type", "logic", "carry", "code_line"]
+
+
+def _question(q: int, qid: str, kind: str, rng: np.random.Generator, pick) -> tuple[dict, str]:
+    """Question row ``qid`` of ``kind`` (a row has BaseQuestion's fields, in order; each kind sets its own values,
+    the rest stay None) and, for code, the name of its function's argument."""
+    base = dict.fromkeys(BaseQuestion.model_fields) | dict(
+        id=qid, source="synth", source_row_id=str(q), license="CC0-1.0", subtype="Synthetic", options=[]
+    )
+    if kind == "mc":
+        options = [" ".join(pick(2)) for _ in range(4)]
+        gi = int(rng.integers(0, 4))
+        dom = ["Chemistry", "Biomedicine", "Physics"][q % 3]
+        return base | dict(
+            domain=dom,
+            task_type="multiple_choice",
+            question=f"Which {' '.join(pick(6))} {VERBS[q % 12]} the {NOUNS_E[q % 12]}?",
+            options=options,
+            answer=options[gi],
+            answer_index=gi,
+        ), ""
+    if kind == "numeric":
+        value = f"{rng.integers(1, 500)}.{rng.integers(1, 99)}"
+        return base | dict(
+            domain="Physics",
+            task_type="open_ended",
+            question=f"What is the {NOUNS_E[q % 12]} of {' '.join(pick(5))} at {rng.integers(2, 99)} K?",
+            answer=f"{value} {UNITS[q % 10]}",
+        ), ""
+    fn, var = pick(2)
+    sol = (
+        f"    total = 0\n    for item in {var}:\n        if item % 2 == 0:\n            total += item * {q % 7 + 2}\n"
+        f"    return sorted({var}, key=lambda x: x % {q % 5 + 3})[:total]\n"
+    )
+    return base | dict(
+        license="MIT",
+        domain="Code",
+        subtype="Python",
+        task_type="code",
+        question=f'def {fn}({var}):\n    """{" ".join(pick(8))}"""\n',
+        answer=sol,
+        code_signature=f"def {fn}({var}):\n",
+        code_tests="assert True\n",
+        entry_point=fn,
+        reference_solution=sol,
+    ), var
+
+
+def _premises(kind: str, rng: np.random.Generator, pick, statement) -> tuple[list[str], list[str], list[str]]:
+    """A question's five statements (T, then four H), the H's mutation types and their mutation logic."""
+    templates = rng.permutation(len(TEMPLATES))[:5].tolist()
+    texts = [statement(t) for t in templates]
+    types = (
+        ["State Distortion"] * 4
+        if kind == "code"
+        else [
+            ["Rule Contradiction", "State Distortion", "Pseudoscientific Entanglement"][int(rng.integers(0, 3))]
+            for _ in range(4)
+        ]
+    )
+    logic = [
+        f"Changed the {NOUNS_E[int(rng.integers(0, 12))]} of {pick(1)[0]}, contradicting the {NOUNS_D[int(rng.integers(0, 10))]} rule."
+        for _ in range(4)
+    ]
+    return texts, types, logic
+
+
+def _inject(
+    fault: str | None,
+    kind: str,
+    q: int,
+    question: dict,
+    var: str,
+    texts: list[str],
+    types: list[str],
+    logic: list[str],
+    statement,
+) -> None:
+    """Put ``fault`` (one of ``FAULTS``, where it fits the question's kind) into the premises, in place."""
+    if fault == "gold" and kind == "mc":
+        texts[0] = texts[0][:-1] + f" near {question['answer']}."
+    elif fault == "sentences":
+        texts[1] = texts[1] + " " + statement() + " " + statement()
+    elif fault == "list":
+        texts[2] = f"Two facts hold: (1) {texts[2][:-1]}; (2) {statement()}"
+    elif fault == "numeric" and kind == "numeric":
+        texts[3] = texts[3][:-1] + f" of {question['answer'].split()[0]}0 units."
+    elif fault == "label" and kind == "mc":
+        texts[1] = texts[1][:-1] + f", so the answer is ({question['answer_index'] + 1})."
+    elif fault == "paraphrase":
+        texts[4] = texts[3].replace(" as seen in ", " as observed in ")
+    elif fault == "code_type" and kind == "code":
+        types[0] = "Rule Contradiction"
+    elif fault == "logic":
+        logic[1] = "Introduced two errors: swapped the unit and negated the rule."
+    elif fault == "carry":
+        texts[0] = texts[0][:-1] + ". " + texts[2]
+    elif fault == "code_line" and kind == "code":
+        texts[2] = texts[2][:-1] + f" via `return sorted({var}, key=lambda x: x % {q % 5 + 3})[:total]`."
+
+
+def _augmentation_rows(qid: str, texts: list[str], types: list[str], logic: list[str]) -> list[dict]:
+    rows = []
+    for k, text in enumerate(texts):
+        h = k > 0
+        rows.append(
+            dict(
+                id=f"{qid}-{'H' + str(k) if h else 'T'}",
+                question_id=qid,
+                kind="hallucinated" if h else "truthful",
+                statement=text,
+                truth_verification=None if h else "Checked against the source.",
+                mutation_type=types[k - 1] if h else None,
+                mutation_strategy="substitution" if h else None,
+                mutation_logic=logic[k - 1] if h else None,
+                generator="synthetic",
+            )
+        )
+    return rows
+
+
 def synthesize(n_rows: int = 100_000, seed: int = 0, fault_rate: float = 0.01) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(questions, augmentations): n_rows augmentation rows, 5 per question, deterministic for a seed."""
     rng = np.random.default_rng(seed)
@@ -116,103 +237,15 @@ def synthesize(n_rows: int = 100_000, seed: int = 0, fault_rate: float = 0.01) -
         extra = " ".join(pick(int(rng.integers(3, 9))))
         return f"{text[0].upper()}{text[1:]}, as seen in {extra} (e.g. {pick(1)[0]})."
 
-    faults = ["gold", "sentences", "list", "numeric", "label", "paraphrase", "code_type", "logic", "carry", "code_line"]
     for q in range(n_q):
         kind = "code" if q % 10 == 9 else "numeric" if q % 10 == 8 else "mc"
         qid = f"synth-{q}"
-        fault = faults[int(rng.integers(0, len(faults)))] if rng.random() < fault_rate * len(faults) else None
-        # a question row has BaseQuestion's fields, in order; each kind sets its own values, the rest stay None
-        base = dict.fromkeys(BaseQuestion.model_fields) | dict(
-            id=qid, source="synth", source_row_id=str(q), license="CC0-1.0", subtype="Synthetic", options=[]
-        )
-        if kind == "mc":
-            options = [" ".join(pick(2)) for _ in range(4)]
-            gi = int(rng.integers(0, 4))
-            dom = ["Chemistry", "Biomedicine", "Physics"][q % 3]
-            question = base | dict(
-                domain=dom,
-                task_type="multiple_choice",
-                question=f"Which {' '.join(pick(6))} {VERBS[q % 12]} the {NOUNS_E[q % 12]}?",
-                options=options,
-                answer=options[gi],
-                answer_index=gi,
-            )
-        elif kind == "numeric":
-            value = f"{rng.integers(1, 500)}.{rng.integers(1, 99)}"
-            question = base | dict(
-                domain="Physics",
-                task_type="open_ended",
-                question=f"What is the {NOUNS_E[q % 12]} of {' '.join(pick(5))} at {rng.integers(2, 99)} K?",
-                answer=f"{value} {UNITS[q % 10]}",
-            )
-        else:
-            fn, var = pick(2)
-            sol = (
-                f"    total = 0\n    for item in {var}:\n        if item % 2 == 0:\n            total += item * {q % 7 + 2}\n"
-                f"    return sorted({var}, key=lambda x: x % {q % 5 + 3})[:total]\n"
-            )
-            question = base | dict(
-                license="MIT",
-                domain="Code",
-                subtype="Python",
-                task_type="code",
-                question=f'def {fn}({var}):\n    """{" ".join(pick(8))}"""\n',
-                answer=sol,
-                code_signature=f"def {fn}({var}):\n",
-                code_tests="assert True\n",
-                entry_point=fn,
-                reference_solution=sol,
-            )
+        fault = FAULTS[int(rng.integers(0, len(FAULTS)))] if rng.random() < fault_rate * len(FAULTS) else None
+        question, var = _question(q, qid, kind, rng, pick)
         questions.append(question)
-        templates = rng.permutation(len(TEMPLATES))[:5].tolist()
-        texts = [statement(t) for t in templates]
-        types = (
-            ["State Distortion"] * 4
-            if kind == "code"
-            else [
-                ["Rule Contradiction", "State Distortion", "Pseudoscientific Entanglement"][int(rng.integers(0, 3))]
-                for _ in range(4)
-            ]
-        )
-        logic = [
-            f"Changed the {NOUNS_E[int(rng.integers(0, 12))]} of {pick(1)[0]}, contradicting the {NOUNS_D[int(rng.integers(0, 10))]} rule."
-            for _ in range(4)
-        ]
-        if fault == "gold" and kind == "mc":
-            texts[0] = texts[0][:-1] + f" near {question['answer']}."
-        elif fault == "sentences":
-            texts[1] = texts[1] + " " + statement() + " " + statement()
-        elif fault == "list":
-            texts[2] = f"Two facts hold: (1) {texts[2][:-1]}; (2) {statement()}"
-        elif fault == "numeric" and kind == "numeric":
-            texts[3] = texts[3][:-1] + f" of {question['answer'].split()[0]}0 units."
-        elif fault == "label" and kind == "mc":
-            texts[1] = texts[1][:-1] + f", so the answer is ({question['answer_index'] + 1})."
-        elif fault == "paraphrase":
-            texts[4] = texts[3].replace(" as seen in ", " as observed in ")
-        elif fault == "code_type" and kind == "code":
-            types[0] = "Rule Contradiction"
-        elif fault == "logic":
-            logic[1] = "Introduced two errors: swapped the unit and negated the rule."
-        elif fault == "carry":
-            texts[0] = texts[0][:-1] + ". " + texts[2]
-        elif fault == "code_line" and kind == "code":
-            texts[2] = texts[2][:-1] + f" via `return sorted({var}, key=lambda x: x % {q % 5 + 3})[:total]`."
-        for k, text in enumerate(texts):
-            h = k > 0
-            augs.append(
-                dict(
-                    id=f"{qid}-{'H' + str(k) if h else 'T'}",
-                    question_id=qid,
-                    kind="hallucinated" if h else "truthful",
-                    statement=text,
-                    truth_verification=None if h else "Checked against the source.",
-                    mutation_type=types[k - 1] if h else None,
-                    mutation_strategy="substitution" if h else None,
-                    mutation_logic=logic[k - 1] if h else None,
-                    generator="synthetic",
-                )
-            )
+        texts, types, logic = _premises(kind, rng, pick, statement)
+        _inject(fault, kind, q, question, var, texts, types, logic, statement)
+        augs += _augmentation_rows(qid, texts, types, logic)
     return pd.DataFrame(questions), pd.DataFrame(augs[:n_rows])
 
 

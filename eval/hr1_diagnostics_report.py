@@ -134,8 +134,8 @@ def markdown(diag: Diagnostics) -> str:
         "# Hallucination-R1 diagnostics",
         "",
         f"Model `{diag.model}`, layer {diag.layer} of {diag.num_layers} (hidden_states index, 0 = embeddings), "
-        f"embeddings {'L2-normalised' if s.normalize == 'l2' else 'raw'}, final norm in the logit lens: "
-        f"{'on' if s.final_norm else 'off'}.",
+        f"embeddings {'L2-normalised' if s['normalize'] == 'l2' else 'raw'}, final norm in the logit lens: "
+        f"{'on' if s['final_norm'] else 'off'}.",
         "",
         f"{diag.questions} questions, {diag.originally_correct} originally correct; consistent paraphrases: "
         f"{diag.counts.get('RF', 0)} RF (answered wrong), {diag.counts.get('RP', 0)} RP (answered correctly), "

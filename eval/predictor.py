@@ -2,7 +2,7 @@
 docs/analyses.md).
 
     target = propensity(samples_by_model, mode="pooled")          # (model, instance_id) -> share insightful
-    report = fit_predictor(X, y, groups, FEATURES, PredictorSettings())
+    report = fit_predictor(X, y, groups, FEATURES, PredictorFit())  # phr.config.ops: the fitting choices
 
 Target: a prompt's insightful propensity, the share of its judged B+H responses that are insightful
 (Heuristic Correction and correct), pooled over the models (one row per prompt) or per model (one row per
@@ -20,9 +20,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
 from phr.bench.conditions import Condition
+from phr.config.ops import PredictorFit
 from phr.eval.bootstrap import QuestionResampler
 from phr.eval.scoring import SampleScore
 
@@ -35,36 +36,6 @@ PAPER_REFERENCE = {
     "shap_share": {"total_prompt_length": 0.207, "domain_rule_violation": 0.074, "error_locality": 0.072},
     "largest_interaction": {"pair": ["total_prompt_length", "question_length"], "value": 0.020},
 }
-
-
-class PredictorSettings(BaseModel):
-    """Every choice Appendix E would have fixed (docs/analyses.md)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    target: TargetMode = "pooled"
-    threshold: float = Field(0.5, ge=0.0, lt=1.0)
-    folds: int = Field(5, ge=2)
-    seed: int = 0
-    resamples: int = Field(1000, ge=2)
-    confidence: float = Field(0.95, gt=0.0, lt=1.0)
-    n_estimators: int = Field(200, ge=1)
-    max_depth: int = Field(3, ge=1)
-    learning_rate: float = Field(0.05, gt=0.0)
-    subsample: float = Field(0.8, gt=0.0, le=1.0)
-    colsample_bytree: float = Field(0.8, gt=0.0, le=1.0)
-
-    def xgb_params(self) -> dict:
-        return {
-            "n_estimators": self.n_estimators,
-            "max_depth": self.max_depth,
-            "learning_rate": self.learning_rate,
-            "subsample": self.subsample,
-            "colsample_bytree": self.colsample_bytree,
-            "random_state": self.seed,
-            "n_jobs": 1,
-            "tree_method": "hist",
-        }
 
 
 class Estimate(BaseModel):
@@ -86,7 +57,7 @@ class Interaction(BaseModel):
 
 
 class PredictorReport(BaseModel):
-    settings: PredictorSettings
+    settings: PredictorFit  # the fitting choices only (an AnalyzePredictorConfig's other fields are not kept)
     rows: int
     questions: int
     positives: int
@@ -136,7 +107,7 @@ def grouped_folds(groups: Sequence[str], folds: int, seed: int = 0) -> list[tupl
     return [(tr, te) for tr, te in splitter.split(idx, groups=np.asarray(groups))]
 
 
-def _regressor(settings: PredictorSettings):
+def _regressor(settings: PredictorFit):
     from xgboost import XGBRegressor
 
     return XGBRegressor(**settings.xgb_params())
@@ -165,7 +136,7 @@ def _interval(draws: list[float | None], confidence: float) -> tuple[float | Non
 
 
 def bootstrap_metrics(
-    labels: np.ndarray, scores: np.ndarray, groups: Sequence[str], settings: PredictorSettings
+    labels: np.ndarray, scores: np.ndarray, groups: Sequence[str], settings: PredictorFit
 ) -> tuple[Estimate, Estimate]:
     """AUROC and accuracy with percentile intervals from ``resamples`` draws of the base questions (a drawn
     question brings all its rows, weighted by how often it was drawn)."""
@@ -220,13 +191,13 @@ def fit_predictor(
     y: np.ndarray,
     groups: Sequence[str],
     features: Sequence[str],
-    settings: PredictorSettings | None = None,
+    settings: PredictorFit | None = None,
     *,
     progress=None,
 ) -> PredictorReport:
     """Grouped K-fold out-of-fold predictions, their AUROC/accuracy with bootstrap intervals, and SHAP on a model
     refitted on every row. ``progress(message)`` is told each step."""
-    settings = settings or PredictorSettings()
+    settings = settings or PredictorFit()
     say = progress or (lambda _m: None)
     X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if X.shape != (len(y), len(features)) or len(groups) != len(y):

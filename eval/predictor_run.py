@@ -1,8 +1,12 @@
 """`phr-publish analyze predictor`: results + dataset -> features, predictor, plots, JSON and Markdown.
 
-    paths = analyze_predictor([Path("runs/a/results.json")], "phrbench", judge="openai:gpt-4o", out=Path("pred"))
+    from phr.api import plan, run
+    cfg = AnalyzePredictorConfig(results=[Path("runs/a/results.json")], dataset="phrbench", out=Path("pred"))
+    result = run(plan(cfg))              # result.report, result.paths
 
-Reads each result's ``samples.jsonl`` (named by ``samples_file``, checked against its SHA-256), the dataset's
+``plan(cfg)`` reads and checks the inputs and lists the feature judge's calls (nothing is called); ``run(plan)``
+
+reads each result's ``samples.jsonl`` (named by ``samples_file``, checked against its SHA-256), the dataset's
 B+H rows, extracts the 24 features (``phr.eval.features``), fits the predictor (``phr.eval.predictor``) and
 writes, atomically, ``predictor.json``, ``predictor.md``, ``features.csv``, ``shap_importance.png`` and
 ``shap_interactions.png`` into ``out``.
@@ -15,19 +19,25 @@ import hashlib
 import io
 import json
 import math
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from phr.core.errors import UsageError
+from phr.bench.instance import Instance
+from phr.config.defaults import model_or_none
+from phr.config.ops import AnalyzePredictorConfig, PredictorFit
+from phr.core.errors import MissingAPIKeyError, UsageError
 from phr.core.figures import figure, save_png
 from phr.core.fs import atomic_dir
-from phr.eval.dataset import load_eval_dataset
-from phr.eval.features import FEATURES, LABELS, FeatureTable, extract_features
-from phr.eval.predictor import PredictorReport, PredictorSettings, fit_predictor, propensity
+from phr.eval.dataset import EvalDataset, load_eval_dataset
+from phr.eval.features import FEATURES, LABELS, SEMANTIC_JUDGE, FeatureTable, extract_features, judge_item
+from phr.eval.predictor import PredictorReport, fit_predictor, propensity
 from phr.eval.results import ResultsError, read_result_file
 from phr.eval.scoring import SampleScore
+from phr.llm.preflight import Plan, writable
 
 REPORT_JSON, REPORT_MD, FEATURES_CSV = "predictor.json", "predictor.md", "features.csv"
 IMPORTANCE_PNG, INTERACTIONS_PNG = "shap_importance.png", "shap_interactions.png"
@@ -140,56 +150,128 @@ def markdown(report: PredictorReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def predictor_inputs(results: Sequence[Path], dataset: str | Path, settings: PredictorSettings | None = None):
-    """The analysis's inputs, read and checked (nothing is called): the samples per model, the propensity target
-    and its counts, the dataset, and the B+H prompts whose features are extracted."""
-    settings = settings or PredictorSettings()
+@dataclass
+class PredictorInputs:
+    """The analysis's inputs, read and checked: the samples per model, the propensity target and its counts, the
+    dataset, and the B+H prompts whose features are extracted."""
+
+    by_model: dict[str, list[SampleScore]]
+    target: dict[tuple[str | None, str], float]
+    counts: dict[str, int]
+    dataset: EvalDataset
+    instances: list[Instance]
+
+
+def predictor_inputs(results: Sequence[Path], dataset: str | Path, fit: PredictorFit | None = None) -> PredictorInputs:
+    """Read and check the analysis's inputs (nothing is called)."""
+    fit = fit or PredictorFit()
     by_model: dict[str, list[SampleScore]] = {}
     for p in results:
         model, samples = read_samples(Path(p))
         if model in by_model:
             raise UsageError(f"{p}: a second result for model {model!r}")
         by_model[model] = samples
-    target, counts = propensity(by_model, settings.target)
+    target, counts = propensity(by_model, fit.target)
     if not target:
         raise UsageError("no judged B+H samples in the results: evaluate with a resolution judge (--judge)")
     ds = load_eval_dataset(dataset)
     wanted = {iid for _, iid in target}
     instances = [i for i in ds.instances if i.id in wanted]
-    return by_model, target, counts, ds, instances
+    return PredictorInputs(by_model, target, counts, ds, instances)
 
 
-def analyze_predictor(
-    results: Sequence[Path],
-    dataset: str | Path,
-    *,
-    judge: str | None,
-    out: Path,
-    settings: PredictorSettings | None = None,
-    progress: Callable[[str], None] | None = None,
-) -> tuple[PredictorReport, dict[str, Path]]:
-    """Run the whole analysis and write its files into ``out`` (replaced atomically)."""
-    settings = settings or PredictorSettings()
-    say = progress or (lambda _m: None)
-    by_model, target, counts, ds, instances = predictor_inputs(results, dataset, settings)
-    say(f"features of {len(instances)} B+H prompts" + (f" (judge {judge})" if judge else " (no judge)"))
-    table = extract_features(instances, judge)
-    X, y, groups, _ = training_rows(table, target)
-    report = fit_predictor(X, y, groups, FEATURES, settings, progress=say)
-    report = report.model_copy(
-        update={
-            "notes": {
-                "models": sorted(by_model),
-                "dataset": f"{ds.id}@{ds.revision}",
-                "judged_samples": counts["judged"],
-                "unjudged_samples": counts["unjudged"],
-                "feature_judge": table.judge,
-                "feature_prompt_sha256": table.judge_prompt_sha256,
-                "prompts_without_semantic_features": len(table.unjudged),
-            }
-        }
-    )
-    out = Path(out)
+@dataclass
+class PredictorPlan(Plan):
+    """``analyze predictor`` resolved: the inputs read (None only in a plan with problems) and the feature judge
+    (None: the 12 semantic features are left missing)."""
+
+    inputs: PredictorInputs | None = None
+    judge: str | None = None
+
+
+@dataclass
+class PredictorResult:
+    report: PredictorReport
+    paths: dict[str, Path] = field(default_factory=dict)
+
+    def lines(self) -> list[str]:
+        """The summary a command prints: rows, questions, AUROC, accuracy, the top features and the files."""
+        r = self.report
+        top = ", ".join(f"{i.feature} {100 * i.share:.1f}%" for i in r.importance[:3])
+        auc = "undefined" if r.auroc.value is None else f"{r.auroc.value:.3f}"
+        acc = "undefined" if r.accuracy.value is None else f"{r.accuracy.value:.3f}"
+        head = f"predictor: {r.rows} rows, {r.questions} questions, AUROC {auc}, accuracy {acc}; top: {top}"
+        return [head, *(f"  {p}" for p in self.paths.values())]
+
+
+def _check_judge(judge: str) -> None:
+    """Fail at once when the feature judge cannot run here (no API key), naming the flags that work offline."""
+    if model_or_none(judge) is None:
+        return
+    from phr.llm.spec import make_provider
+
+    try:
+        make_provider(judge)
+    except MissingAPIKeyError as e:
+        raise MissingAPIKeyError(
+            f"--judge {judge}: {e} Offline: --judge none (the 12 semantic features are left missing) or "
+            "--judge local:smollm2."
+        ) from None
+
+
+def plan(cfg: AnalyzePredictorConfig) -> PredictorPlan:
+    """The inputs read and checked, the feature judge's calls (one per B+H prompt, with the share already cached)
+    and the output folder checked; nothing is called."""
+    _check_judge(cfg.judge)
+    p = PredictorPlan(config=cfg, judge=model_or_none(cfg.judge))
+    pf = p.preflight
+    pf.model("judge", cfg.judge)
+    if not pf.problems:
+        p.inputs = pf.check("inputs", lambda: predictor_inputs(cfg.results, cfg.dataset, cfg))
+        if p.inputs is not None:
+            _plan_features(p)
+    pf.check("--out", lambda: writable(cfg.out))
+    return p
+
+
+def _plan_features(p: PredictorPlan) -> None:
+    from phr.llm import LLM
+
+    assert p.inputs is not None
+    instances = p.inputs.instances
+    p.preflight.note(f"features of {len(instances)} B+H prompts (12 structural, 12 semantic)")
+    if p.judge is None:
+        p.preflight.note("no feature judge: the 12 semantic features are left missing")
+        return
+    provider = LLM(p.judge, progress=False, show_summary=False).provider
+    p.preflight.calls(p.judge, SEMANTIC_JUDGE.requests([judge_item(i) for i in instances]), provider=provider)
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stdout, flush=True)
+
+
+def run(p: PredictorPlan) -> PredictorResult:
+    """Extract the features, fit the predictor and write its files into ``out`` (replaced atomically); each step
+    is told on stdout."""
+    cfg, inputs, judge = p.config, p.inputs, p.judge
+    assert isinstance(cfg, AnalyzePredictorConfig) and inputs is not None
+    _say(f"features of {len(inputs.instances)} B+H prompts" + (f" (judge {judge})" if judge else " (no judge)"))
+    table = extract_features(inputs.instances, judge)
+    X, y, groups, _ = training_rows(table, inputs.target)
+    report = fit_predictor(X, y, groups, FEATURES, cfg, progress=_say)
+    ds = inputs.dataset
+    notes = {
+        "models": sorted(inputs.by_model),
+        "dataset": f"{ds.id}@{ds.revision}",
+        "judged_samples": inputs.counts["judged"],
+        "unjudged_samples": inputs.counts["unjudged"],
+        "feature_judge": table.judge,
+        "feature_prompt_sha256": table.judge_prompt_sha256,
+        "prompts_without_semantic_features": len(table.unjudged),
+    }
+    report = report.model_copy(update={"notes": notes})
+    out = Path(cfg.out)
     with atomic_dir(out) as tmp:
         (tmp / REPORT_JSON).write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
         (tmp / REPORT_MD).write_text(markdown(report), encoding="utf-8")
@@ -197,4 +279,4 @@ def analyze_predictor(
         plot_importance(report, tmp / IMPORTANCE_PNG)
         plot_interactions(report, tmp / INTERACTIONS_PNG)
     names = (REPORT_JSON, REPORT_MD, FEATURES_CSV, IMPORTANCE_PNG, INTERACTIONS_PNG)
-    return report, {n: out / n for n in names}
+    return PredictorResult(report, {n: out / n for n in names})

@@ -39,7 +39,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
@@ -421,7 +421,7 @@ _UIDS = _UidPool()
 @cache
 def _kernel_at_least(major: int, minor: int) -> bool:
     m = re.match(r"(\d+)\.(\d+)", os.uname().release)
-    return bool(m) and (int(m[1]), int(m[2])) >= (major, minor)
+    return m is not None and (int(m[1]), int(m[2])) >= (major, minor)
 
 
 def _count_user_tasks(uid: int) -> int:
@@ -652,6 +652,21 @@ class _Capped:
         return s
 
 
+def _read_some(fd: int, sink: Callable[[bytes], object], max_chunks: int = 64) -> bool:
+    """Read what is there into ``sink`` (bounded: a leftover may keep writing); False at EOF."""
+    for _ in range(max_chunks):
+        try:
+            data = os.read(fd, 65536)
+        except BlockingIOError:
+            return True
+        if not data:
+            return False
+        sink(data)
+        if len(data) < 65536:
+            return True
+    return True
+
+
 def _communicate(proc: subprocess.Popen, deadline: float, cap: int, ready_r: int) -> tuple[bytes, str, str, bool]:
     """Read stdout/stderr (capped) and the ready pipe until the process exits or the deadline passes.
 
@@ -662,9 +677,15 @@ def _communicate(proc: subprocess.Popen, deadline: float, cap: int, ready_r: int
     """
     out, err = _Capped(cap), _Capped(cap)
     ready = bytearray()
-    sinks = {proc.stdout.fileno(): out, proc.stderr.fileno(): err, ready_r: None}
+    assert proc.stdout is not None and proc.stderr is not None  # the caller opens both as pipes
+    sinks: dict[int, Callable[[bytes], object]] = {
+        proc.stdout.fileno(): out.add,
+        proc.stderr.fileno(): err.add,
+        ready_r: ready.extend,
+    }
+    fds = list(sinks)
     sel = selectors.DefaultSelector()
-    for fd in sinks:
+    for fd in fds:
         os.set_blocking(fd, False)
         sel.register(fd, selectors.EVENT_READ)
     try:
@@ -673,26 +694,12 @@ def _communicate(proc: subprocess.Popen, deadline: float, cap: int, ready_r: int
     except (AttributeError, OSError):
         pidfd = None
 
-    def read(fd: int, max_chunks: int = 64) -> bool:
-        """Read what is there (bounded: a leftover may keep writing); False at EOF."""
-        for _ in range(max_chunks):
-            try:
-                data = os.read(fd, 65536)
-            except BlockingIOError:
-                return True
-            if not data:
-                return False
-            if fd == ready_r:
-                ready.extend(data)
-            else:
-                sinks[fd].add(data)
-            if len(data) < 65536:
-                return True
-        return True
+    def read(fd: int) -> bool:
+        return _read_some(fd, sinks[fd])
 
     timed_out = False
     try:
-        open_fds = set(sinks)
+        open_fds = set(fds)
         while open_fds:
             if proc.poll() is not None:
                 break
@@ -823,113 +830,24 @@ def run_program(
     ready_r = ready_w = -1
     proc: subprocess.Popen | None = None
     try:
-        prog_host = os.path.join(workdir, "prog.py")
-        with open(prog_host, "w", encoding="utf-8") as f:
-            f.write(code)
-        os.chmod(prog_host, 0o644)
-
-        program_python = python
-        if root:
-            if mode != "rlimits":
-                uid = _UIDS.acquire()
-            else:  # no mount namespace: the dropped uid must reach an interpreter on the host itself
-                alt = _python_for_uid_drop(python)
-                if alt is not None:
-                    program_python, uid = alt, _UIDS.acquire()
-
-        if mode == "rlimits":
-            cwd = tmp = workdir
-            prog_path = prog_host
-            if uid is not None:
-                os.chown(workdir, uid, uid)
-                os.chown(prog_host, uid, uid)
-        else:
-            cwd, tmp = SANDBOX_DIR, "/tmp"
-            prog_path = SANDBOX_DIR + "/prog.py"
-
-        if root or (mode == "bwrap" and _kernel_at_least(5, 14)):
-            nproc = max_procs  # a uid of its own, or a user namespace of its own (counted per userns)
-        else:  # the count includes every task of the caller's uid: allow max_procs more than now
-            nproc = max_procs + _count_user_tasks(os.getuid())
-        limits = ",".join(
-            f"{name}:{soft}:{hard}"
-            for name, soft, hard in (
-                ("CPU", cpu, cpu + 1),
-                ("AS", memory_mb * MB, memory_mb * MB),
-                ("NPROC", nproc, nproc),
-                ("FSIZE", max_file_mb * MB, max_file_mb * MB),
-                ("CORE", 0, 0),
-                ("NOFILE", 1024, 1024),
-            )
-        )
+        prog_host = _write_program(workdir, code)
+        program_python, uid = _program_user(python, mode, root)
+        cwd, tmp, prog_path = _program_paths(mode, workdir, prog_host, uid)
+        limits = _rlimits(cpu, memory_mb, _nproc(max_procs, mode, root), max_file_mb)
         ready_r, ready_w = os.pipe()
-        program = [
-            program_python,
-            "-I",
-            *([] if site_packages else ["-S"]),
-            "-c",
-            RUNNER,
-            str(ready_w),
-            "-" if uid is None else str(uid),
-            limits,
-            "0" if mode == "bwrap" else "1",  # bwrap sets no_new_privs + parent-death signal itself
-            _confinement(program_python, workdir) if mode == "rlimits" else "-",  # else the namespaces do it
-            prog_path,
-        ]
+        program = _runner_argv(program_python, site_packages, ready_w, uid, limits, mode, workdir, prog_path)
         if mode == "bwrap":
             argv = _bwrap_argv(_fs_plan(python, disk_mb * MB), prog_host) + ["--", *program]
         elif mode == "unshare":
-            newroot = os.path.join(workdir, "root")
-            os.mkdir(newroot, 0o700)
-            plan = [*_fs_plan(python, disk_mb * MB), ("ro-bind", prog_host, SANDBOX_DIR + "/prog.py")]
-            spec = {"root": newroot, "plan": plan, "cwd": cwd, "argv": program, "ready_fd": ready_w}
-            argv = [
-                "unshare",
-                "--pid",
-                "--fork",
-                "--kill-child",
-                "--mount",
-                "--net",
-                "--ipc",
-                "--uts",
-                "--propagation",
-                "private",
-                "--",
-                python,
-                "-I",
-                "-S",
-                "-c",
-                BOOTSTRAP,
-                json.dumps(spec),
-            ]
+            argv = _unshare_argv(python, program, workdir, prog_host, cwd, disk_mb, ready_w)
         else:
             argv = program
-        env_ = _clean_env(cwd, tmp, env)
-
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env_,
-            cwd=cwd if mode == "rlimits" else workdir,
-            pass_fds=(ready_w,),
-            start_new_session=True,
-            close_fds=True,
-        )
+        proc = _start(argv, _clean_env(cwd, tmp, env), cwd if mode == "rlimits" else workdir, ready_w)
         os.close(ready_w)
         ready_w = -1
-        deadline = t0 + timeout_s
-        ready, out, err, timed_out = _communicate(proc, deadline, max_output_bytes, ready_r)
-        # Timed out, or the main process is done: either way nothing of the job may outlive this.
-        _kill_tree(proc, uid, sweep=False)
-        rc = proc.wait()
-        if mode == "rlimits" and uid is not None:
-            _sweep_uid(uid)  # leftovers that left the process group (setsid) -- the uid is the job's own
-            _remove_files_of(uid)
+        ready, out, err, timed_out = _communicate(proc, t0 + timeout_s, max_output_bytes, ready_r)
+        rc = _end(proc, uid, mode)
         wall = time.monotonic() - t0
-        if mode != "rlimits" and 128 < rc < 128 + 65:
-            rc = -(rc - 128)  # bwrap and the unshare bootstrap report death by signal N as 128 + N
         status, reason = _classify(
             rc,
             timed_out,
@@ -940,29 +858,168 @@ def run_program(
             memory_mb=memory_mb,
             max_file_mb=max_file_mb,
         )
-        rc_report = rc if ready else None
-        return Verdict(status, rc_report, out, err, round(wall, 4), mode, reason, uid)
+        return Verdict(status, rc if ready else None, out, err, round(wall, 4), mode, reason, uid)
     except OSError as e:
         return Verdict(
             "error", None, "", "", round(time.monotonic() - t0, 4), mode, f"sandbox error: {type(e).__name__}: {e}", uid
         )
     finally:
-        for fd in (ready_r, ready_w):
-            if fd >= 0:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-        if proc is not None:
-            for s in (proc.stdout, proc.stderr):
-                if s:
-                    s.close()
-            if proc.poll() is None:
-                _kill_tree(proc, uid, sweep=mode == "rlimits")
-                proc.wait()
-        shutil.rmtree(workdir, ignore_errors=True)
-        if uid is not None:
-            _UIDS.release(uid)
+        _release(proc, uid, mode, workdir, (ready_r, ready_w))
+
+
+def _start(argv: list[str], env: dict[str, str], cwd: str, ready_w: int) -> subprocess.Popen:
+    """The sandbox's process: stdin from /dev/null, stdout and stderr piped, a session of its own."""
+    return subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+        pass_fds=(ready_w,),
+        start_new_session=True,
+        close_fds=True,
+    )
+
+
+def _write_program(workdir: str, code: str) -> str:
+    """``code`` as ``workdir/prog.py``, readable by the program's uid; returns its path."""
+    prog_host = os.path.join(workdir, "prog.py")
+    with open(prog_host, "w", encoding="utf-8") as f:
+        f.write(code)
+    os.chmod(prog_host, 0o644)
+    return prog_host
+
+
+def _end(proc: subprocess.Popen, uid: int | None, mode: str) -> int:
+    """After the program's run (timed out, or its main process done): nothing of the job outlives it. Returns
+    the exit status, a death by signal N as -N whatever the isolation."""
+    _kill_tree(proc, uid, sweep=False)
+    rc = proc.wait()
+    if mode == "rlimits" and uid is not None:
+        _sweep_uid(uid)  # leftovers that left the process group (setsid) -- the uid is the job's own
+        _remove_files_of(uid)
+    if mode != "rlimits" and 128 < rc < 128 + 65:
+        rc = -(rc - 128)  # bwrap and the unshare bootstrap report death by signal N as 128 + N
+    return rc
+
+
+def _program_user(python: str, mode: str, root: bool) -> tuple[str, int | None]:
+    """The interpreter the program runs with and the uid it runs as (None: the caller's own)."""
+    if not root:
+        return python, None
+    if mode != "rlimits":
+        return python, _UIDS.acquire()
+    alt = _python_for_uid_drop(python)  # no mount namespace: the dropped uid must reach a host interpreter
+    return (python, None) if alt is None else (alt, _UIDS.acquire())
+
+
+def _program_paths(mode: str, workdir: str, prog_host: str, uid: int | None) -> tuple[str, str, str]:
+    """(cwd, TMPDIR, program path) as the program sees them: the host's work dir (given to the program's uid)
+    under rlimits, else the sandbox's own."""
+    if mode != "rlimits":
+        return SANDBOX_DIR, "/tmp", SANDBOX_DIR + "/prog.py"
+    if uid is not None:
+        os.chown(workdir, uid, uid)
+        os.chown(prog_host, uid, uid)
+    return workdir, workdir, prog_host
+
+
+def _nproc(max_procs: int, mode: str, root: bool) -> int:
+    if root or (mode == "bwrap" and _kernel_at_least(5, 14)):
+        return max_procs  # a uid of its own, or a user namespace of its own (counted per userns)
+    # the count includes every task of the caller's uid: allow max_procs more than now
+    return max_procs + _count_user_tasks(os.getuid())
+
+
+def _rlimits(cpu: int, memory_mb: int, nproc: int, max_file_mb: int) -> str:
+    """The runner's limits argument: ``NAME:soft:hard`` pairs, comma-separated."""
+    return ",".join(
+        f"{name}:{soft}:{hard}"
+        for name, soft, hard in (
+            ("CPU", cpu, cpu + 1),
+            ("AS", memory_mb * MB, memory_mb * MB),
+            ("NPROC", nproc, nproc),
+            ("FSIZE", max_file_mb * MB, max_file_mb * MB),
+            ("CORE", 0, 0),
+            ("NOFILE", 1024, 1024),
+        )
+    )
+
+
+def _runner_argv(
+    python: str,
+    site_packages: bool,
+    ready_w: int,
+    uid: int | None,
+    limits: str,
+    mode: str,
+    workdir: str,
+    prog_path: str,
+) -> list[str]:
+    """The command that runs the program: our RUNNER applies the limits (and drops to ``uid``), then runs it."""
+    return [
+        python,
+        "-I",
+        *([] if site_packages else ["-S"]),
+        "-c",
+        RUNNER,
+        str(ready_w),
+        "-" if uid is None else str(uid),
+        limits,
+        "0" if mode == "bwrap" else "1",  # bwrap sets no_new_privs + parent-death signal itself
+        _confinement(python, workdir) if mode == "rlimits" else "-",  # else the namespaces do it
+        prog_path,
+    ]
+
+
+def _unshare_argv(
+    python: str, program: list[str], workdir: str, prog_host: str, cwd: str, disk_mb: int, ready_w: int
+) -> list[str]:
+    """util-linux unshare running our bootstrap, which builds the new root in ``workdir/root`` and execs ``program``."""
+    newroot = os.path.join(workdir, "root")
+    os.mkdir(newroot, 0o700)
+    plan = [*_fs_plan(python, disk_mb * MB), ("ro-bind", prog_host, SANDBOX_DIR + "/prog.py")]
+    spec = {"root": newroot, "plan": plan, "cwd": cwd, "argv": program, "ready_fd": ready_w}
+    return [
+        "unshare",
+        "--pid",
+        "--fork",
+        "--kill-child",
+        "--mount",
+        "--net",
+        "--ipc",
+        "--uts",
+        "--propagation",
+        "private",
+        "--",
+        python,
+        "-I",
+        "-S",
+        "-c",
+        BOOTSTRAP,
+        json.dumps(spec),
+    ]
+
+
+def _release(proc: subprocess.Popen | None, uid: int | None, mode: str, workdir: str, fds: tuple[int, ...]) -> None:
+    """Whatever way a run ended: its pipes closed, its process tree gone, its folder removed, its uid free."""
+    for fd in fds:
+        if fd >= 0:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    if proc is not None:
+        for s in (proc.stdout, proc.stderr):
+            if s:
+                s.close()
+        if proc.poll() is None:
+            _kill_tree(proc, uid, sweep=mode == "rlimits")
+            proc.wait()
+    shutil.rmtree(workdir, ignore_errors=True)
+    if uid is not None:
+        _UIDS.release(uid)
 
 
 # ---------------------------------------------------------------------------------------------------

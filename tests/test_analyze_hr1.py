@@ -6,8 +6,9 @@ import math
 
 import pytest
 
+from phr.config.ops import AnalyzeParaphrasesConfig
 from phr.eval.hr1_diagnostics import (
-    DiagnosticSettings,
+    SPACY_MODEL,
     analyze,
     distance,
     final_token_states,
@@ -52,7 +53,7 @@ def _result(correctness="correct", paras=PARAS, qid="truthfulqa-validation-0"):
 def test_surface_formulas_by_hand():
     sel = select_samples([_result()])
     assert [s.label for s in sel.samples] == ["RF", "RP", "RP"]
-    summaries = {f.feature: f for f in surface(sel.samples, DiagnosticSettings().spacy_model)}
+    summaries = {f.feature: f for f in surface(sel.samples, SPACY_MODEL)}
     # Eq. 11: ΔWC = |W_para| - |W_orig|
     assert [s.delta["word_count"] for s in sel.samples] == [3, 2, 5]
     # Eq. 12: ΔAWL = |C_para|/|W_para| - |C_orig|/|W_orig| (characters of the words only)
@@ -87,7 +88,7 @@ def test_selection_rules():
 
 
 def test_dependency_depth_and_profile_on_parsed_sentences():
-    nlp = load_spacy(DiagnosticSettings().spacy_model)
+    nlp = load_spacy(SPACY_MODEL)
     doc = nlp("Where did Roger Marquis die?")
     # die (root, 0) <- Marquis (nsubj, 1) <- Roger (compound, 2); Where, did, ? hang off the root (1)
     assert [t.head.text for t in doc] == ["die", "die", "Marquis", "die", "die", "die"]
@@ -239,7 +240,7 @@ def test_analyze_paraphrases_cli_writes_plots_json_and_summary(tiny, tmp_path):
         assert s["drift"] == pytest.approx(s["d_qa"] - s["d_q"])
     assert "| word_count |" in (out / "summary.md").read_text()
     # the library call gives the same numbers as the command
-    diag = analyze(results, provider, DiagnosticSettings(layer=2))
+    diag = analyze(results, provider, AnalyzeParaphrasesConfig(corpus=corpus, model=f"hf:{folder}", layer=2))
     assert [s.d_qa for s in diag.samples] == pytest.approx([s["d_qa"] for s in report["samples"]], abs=1e-6)
     # an existing folder is not replaced without --overwrite
     again = run(*args)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 
@@ -12,7 +11,7 @@ from typer.testing import CliRunner
 
 from phr.bench.instance import Instance
 from phr.cli import app
-from phr.eval.dataset import load_eval_dataset
+from phr.config.ops import PredictorFit
 from phr.eval.features import (
     FEATURES,
     SEMANTIC,
@@ -23,8 +22,9 @@ from phr.eval.features import (
     jaccard,
     structural_features,
 )
-from phr.eval.predictor import PredictorSettings, fit_predictor, grouped_folds, propensity
+from phr.eval.predictor import fit_predictor, grouped_folds, propensity
 from phr.eval.scoring import SampleScore
+from tests.support.predictor import mini_results
 
 QUESTION = "What is the boiling point of water at 1 atm?"
 PREMISE = "Water boils at 50 degrees Celsius at sea level. This is a well-known fact."
@@ -156,7 +156,7 @@ def test_grouped_folds_never_share_a_question():
         grouped_folds(["a", "a", "b"], 5)
 
 
-SETTINGS = PredictorSettings(resamples=200, n_estimators=100, seed=0)
+SETTINGS = PredictorFit(resamples=200, n_estimators=100, seed=0)
 
 
 def test_predictor_recovers_a_planted_signal():
@@ -178,48 +178,9 @@ def test_predictor_on_noise_stays_near_chance():
     assert 0.35 < report.auroc.value < 0.65
 
 
-def write_result(folder, model, dataset, samples):
-    folder.mkdir(parents=True)
-    body = "".join(json.dumps(s.as_dict()) + "\n" for s in samples).encode()
-    (folder / "samples.jsonl").write_bytes(body)
-    result = {
-        "schema_version": 2,
-        "model": model,
-        "revision": "r1",
-        "dataset": dataset.ref(),
-        "metrics": {"accuracy_b": 0.5},
-        "samples_file": {"path": "samples.jsonl", "sha256": hashlib.sha256(body).hexdigest()},
-    }
-    (folder / "results.json").write_text(json.dumps(result))
-    return folder / "results.json"
-
-
 def test_cli_writes_report_plots_and_json(fake_openai, mini_folder, tmp_path):
     srv = fake_openai(feature_responder)
-    ds = load_eval_dataset(mini_folder)
-    bh = [i for i in ds.instances if i.condition == "B+H"]
-    paths = []
-    for m, model in enumerate(("m1", "m2")):
-        samples = [
-            SampleScore(
-                i.id,
-                k,
-                i.question_id,
-                "B+H",
-                i.domain,
-                i.subtype,
-                i.task_type,
-                "x",
-                None,
-                False,
-                True,
-                resolution="Heuristic Correction",
-                insightful=len(i.prompt) % 3 != (k + m) % 3,
-            )  # fmt: skip
-            for i in bh
-            for k in range(2)
-        ]
-        paths.append(write_result(tmp_path / model, model, ds, samples))
+    paths = mini_results(tmp_path, mini_folder)
     out = tmp_path / "pred"
     args = ["analyze", "predictor", "--results", *map(str, paths), "--dataset", str(mini_folder), "--out", str(out)]
     plan = CliRunner().invoke(app, [*args, "--dry-run"])  # one feature verdict per B+H prompt; nothing called

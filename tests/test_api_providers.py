@@ -25,7 +25,7 @@ from phr.llm.errors import (
 from phr.llm.providers.anthropic_api import AnthropicProvider
 from phr.llm.providers.google_api import GoogleProvider
 from phr.llm.providers.openai_api import OpenAIProvider, UnsupportedParam
-from phr.llm.spec import KNOWN, make_provider
+from phr.llm.spec import known_forms, make_provider
 from phr.llm.types import GenerationParams, Message
 from tests.support.protocol_server import ProtocolServer
 
@@ -292,7 +292,7 @@ def test_unknown_spec_lists_known_forms():
     for bad in ("nope:model", "gpt-4", "openai-compatible:http://host/v1"):
         with pytest.raises(UnknownProviderError) as ei:
             make_provider(bad)
-        for form in KNOWN.values():
+        for form in known_forms().values():
             assert form in str(ei.value)
 
 

@@ -10,44 +10,40 @@ from phr.validation.judge import JudgeVerdict, judge_augmentations, judge_prompt
 
 REASK = "Your previous reply could not be used"
 
-MC = BaseQuestion(
-    id="sciq-1",
-    source="sciq",
-    source_row_id="1",
-    license="CC-BY",
-    domain="Chemistry",
-    subtype="acids",
-    task_type="multiple_choice",
-    question="Which gas is released when zinc reacts with HCl?",
+
+def question(qid: str, task_type: str, domain: str, subtype: str, text: str, answer: str, **fields) -> BaseQuestion:
+    """Question ``qid`` (``<source>-<row id>``) with what the judge prompt does not read filled in."""
+    source, row_id = qid.split("-", 1)
+    return BaseQuestion(
+        **dict(id=qid, source=source, source_row_id=row_id, license="CC-BY", domain=domain, subtype=subtype)
+        | dict(task_type=task_type, question=text, answer=answer)
+        | fields
+    )
+
+
+MC = question(
+    "sciq-1",
+    "multiple_choice",
+    "Chemistry",
+    "acids",
+    "Which gas is released when zinc reacts with HCl?",
+    "Hydrogen",
     options=["Oxygen", "Hydrogen", "Chlorine"],
-    answer="Hydrogen",
     answer_index=1,
 )
-OPEN = BaseQuestion(
-    id="gpqa-2",
-    source="gpqa",
-    source_row_id="2",
-    license="CC-BY",
-    domain="Physics",
-    subtype="mechanics",
-    task_type="open_ended",
-    question="What is g at Earth's surface in m/s^2?",
-    answer="9.8",
-)
-CODE = BaseQuestion(
-    id="humaneval-3",
-    source="humaneval",
-    source_row_id="3",
+OPEN = question("gpqa-2", "open_ended", "Physics", "mechanics", "What is g at Earth's surface in m/s^2?", "9.8")
+CODE = question(
+    "humaneval-3",
+    "code",
+    "Code",
+    "lists",
+    "Add two numbers.",
+    "def add(a, b): return a + b",
     license="MIT",
-    domain="Code",
-    subtype="lists",
-    task_type="code",
-    question="Add two numbers.",
     code_signature='def add(a, b):\n    """Return a + b."""',
     code_tests="assert add(1, 2) == 3  # SECRET_TEST",
     entry_point="add",
     reference_solution="def add(a, b):\n    return a + b",
-    answer="def add(a, b): return a + b",
 )
 
 

@@ -137,6 +137,9 @@ EXAMPLES = {
     "train sft": {"recipe": "tiny-sft", "merge": False},
     "analyze predictor": {"results": ["r.json"], "dataset": "d", "folds": 3, "judge": "none"},
     "analyze paraphrases": {"corpus": "c", "model": "hf:m", "final_norm": False, "layer": 0},
+    "llm ping": {"spec": "openai:gpt-4o", "max_tokens": 8, "cache_mode": "off"},
+    "cache stats": {"as_json": True},
+    "cache clear": {"model": "gpt-4o", "yes": True},
 }
 
 
@@ -154,11 +157,11 @@ def test_round_trip_yaml_config_flags(cls, tmp_path):
         assert _parse([*cls.command, "--config", str(f)]) == cfg
         return
     # training: --config is the recipe; its overrides reach the recipe as they would from the flags
-    from phr.cli.train import _overrides
     from phr.training.config import read_recipe
+    from phr.training.operation import recipe_overrides
 
     again = _parse(_argv(cfg))
-    raw, source = read_recipe(again.recipe, **_overrides(again.data, again.output_dir, again.max_steps, sets=again.set))
+    raw, source = read_recipe(again.recipe, **recipe_overrides(again))
     assert source.endswith(f"config_{values['recipe']}.yaml")
     if "max_steps" in values:
         assert raw["trainer"]["max_steps"] == 2 and raw["trainer"]["seed"] == 3

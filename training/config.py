@@ -20,7 +20,7 @@ value; GRPO's divisibility rule (the generation batch holds whole groups of ``nu
 
 Recipes ship as package data under ``phr/training/recipes/<model>/{grpo,sft}/config_*.yaml``; ``--config``
 takes a path or a packaged name: ``<model>/<method>/<variant>`` or the file stem without ``config_``
-(``paper-qwen2.5-3b-stage1``), see ``recipe_names()``.
+(``paper-qwen2.5-3b-stage1``): the registry ``RECIPES``.
 """
 
 from __future__ import annotations
@@ -38,8 +38,9 @@ from annotated_types import Ge, Gt, Interval
 from pydantic import Field, TypeAdapter, ValidationError
 
 from phr.core.errors import UsageError
+from phr.core.registry import Registry
 
-RECIPES = Path(__file__).resolve().parent / "recipes"
+RECIPE_DIR = Path(__file__).resolve().parent / "recipes"
 METHODS = ("grpo", "sft")
 REFERENCE_POLICIES = ("initial",)
 
@@ -373,8 +374,9 @@ def parse_recipe(raw: Any, source: str = "<recipe>") -> Recipe:
     if problems:
         raise RecipeError("\n".join(f"{source}: {p}" for p in problems))
     assert model is not None and data is not None and trainer is not None and guard is not None  # no problems
+    assert method in METHODS
     return Recipe(
-        method=method,
+        method=typing.cast(Literal["grpo", "sft"], method),
         stage=stage,
         model=model,
         data=data,
@@ -396,7 +398,7 @@ def prerequisite_problems(raw: dict, source: str) -> list[str]:
     data, model = raw.get("data"), raw.get("model")
     path = data.get("path") if isinstance(data, dict) else None
     if isinstance(path, str) and path and not Path(path).expanduser().is_dir():
-        kind = CORPUS_OF.get(method, "hr1-grpo")
+        kind = CORPUS_OF.get(str(method), "hr1-grpo")
         out.append(
             f"{source}: no corpus folder {path} (data.path): build it with `phr-publish build {kind} --out {path}` "
             f'(docs/hr1.md, "Corpora"), or pass --data DIR'
@@ -410,28 +412,39 @@ def prerequisite_problems(raw: dict, source: str) -> list[str]:
     return out
 
 
-def recipe_names() -> dict[str, Path]:
-    """Packaged recipes by name: ``<model>/<method>/<variant>`` and the bare ``<variant>`` (file stem less
-    ``config_``) when unique."""
-    out: dict[str, Path] = {}
+#: the packaged recipes by name (``--config NAME``): ``<model>/<method>/<variant>`` and the bare ``<variant>``
+#: (file stem less ``config_``) when unique; another package adds its own with ``RECIPES.add(name, path)``
+RECIPES: Registry[Path] = Registry("packaged recipe")
+
+
+def _register_packaged() -> None:
     stems: dict[str, list[Path]] = {}
-    for p in sorted(RECIPES.glob("*/*/config_*.yaml")):
+    for p in sorted(RECIPE_DIR.glob("*/*/config_*.yaml")):
         variant = p.stem.removeprefix("config_")
-        out[f"{p.parent.parent.name}/{p.parent.name}/{variant}"] = p
+        RECIPES.add(f"{p.parent.parent.name}/{p.parent.name}/{variant}", p)
         stems.setdefault(variant, []).append(p)
-    out.update({v: ps[0] for v, ps in stems.items() if len(ps) == 1})
-    return out
+    for variant, paths in stems.items():
+        if len(paths) == 1:
+            RECIPES.add(variant, paths[0])
+
+
+_register_packaged()
+
+
+def recipe_names() -> dict[str, Path]:
+    """Packaged recipes by name (``RECIPES``)."""
+    return dict(RECIPES)
 
 
 def resolve_recipe_path(name_or_path: str | Path) -> Path:
     p = Path(name_or_path).expanduser()
     if p.is_file():
         return p
-    found = recipe_names().get(str(name_or_path))
+    found = RECIPES.get(str(name_or_path))
     if found is None:
         raise RecipeError(
             f"--config {name_or_path}: no such file and no packaged recipe of that name "
-            f"(packaged: {', '.join(sorted(recipe_names()))})"
+            f"(packaged: {', '.join(sorted(RECIPES))})"
         )
     return found
 

@@ -20,6 +20,7 @@ raises ``MissingRewardsStop`` with the reasons counted (the reward objects' ``mi
 from __future__ import annotations
 
 import importlib
+import typing
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -57,26 +58,35 @@ def paraphrase_tag(prompts, completions, completion_ids=None, **kwargs) -> list[
 _NESTED = {"diversity": DiversitySettings}
 
 
-def _hr1_reward(settings: dict, stage: int, num_generations: int) -> HR1Reward:
-    """``HR1Reward`` from a recipe's ``reward.settings`` (``RewardConfig`` fields; nested ones as mappings).
-    ``group_size`` defaults to the trainer's ``num_generations`` (a diversity group is complete at that size)."""
+def hr1_reward_config(settings: dict, stage: int, num_generations: int) -> RewardConfig:
+    """The hr1 reward's ``RewardConfig`` from a recipe's ``reward.settings`` (nested ones as mappings), checked
+    (``RecipeError`` naming the key). ``group_size`` defaults to the trainer's ``num_generations`` (a diversity
+    group is complete at that size). The training plan calls it, so a bad value stops the run before anything is
+    created."""
     problems = settings_problems(settings)
     if problems:
         raise RecipeError("; ".join(problems))
-    kw = {k: _NESTED[k](**v) if k in _NESTED and isinstance(v, dict) else v for k, v in settings.items()}
+    kw: dict[str, Any] = {
+        k: _NESTED[k](**v) if k in _NESTED and isinstance(v, dict) else v for k, v in settings.items()
+    }
     kw.setdefault("group_size", num_generations)
     try:
-        return HR1Reward(RewardConfig(**{**kw, "stage": stage}))
+        return RewardConfig(**{**kw, "stage": stage})
     except (TypeError, ValueError) as e:
         raise RecipeError(f"reward.settings: {e}") from None
 
 
-def _num_generations(recipe: Recipe) -> int:
+def _hr1_reward(settings: dict, stage: int, num_generations: int) -> HR1Reward:
+    """``HR1Reward`` from a recipe's ``reward.settings`` (``hr1_reward_config``)."""
+    return HR1Reward(hr1_reward_config(settings, stage, num_generations))
+
+
+def recipe_num_generations(recipe: Recipe) -> int:
     if "num_generations" in recipe.trainer:
         return int(recipe.trainer["num_generations"])
     from trl import GRPOConfig  # heavy: imported when a GRPO recipe is used
 
-    return int(GRPOConfig.__dataclass_fields__["num_generations"].default)
+    return int(typing.cast(int, GRPOConfig.__dataclass_fields__["num_generations"].default))
 
 
 #: reward factories by ``reward.name``: ``factory(settings, stage, num_generations) -> reward function(s)``; a new
@@ -102,7 +112,7 @@ def make_rewards(recipe: Recipe) -> list[Callable]:
     r = recipe.reward
     assert r is not None and recipe.stage is not None
     if r.name in REWARDS:
-        made = REWARDS[r.name](r.settings, recipe.stage, _num_generations(recipe))
+        made = REWARDS[r.name](r.settings, recipe.stage, recipe_num_generations(recipe))
         return list(made) if isinstance(made, (list, tuple)) else [made]
     module, sep, attr = r.name.partition(":")
     if not sep:

@@ -210,7 +210,8 @@ class HR1Reward:
         items = []
         for i, c in enumerate(completions):
             text, _why = parse_paraphrase(completion_text(c))
-            gold = (answers[i],) if isinstance(answers[i], str) else tuple(answers[i])
+            answer = answers[i]
+            gold: tuple[str, ...] = (answer,) if isinstance(answer, str) else tuple(answer)
             items.append(_Item(str(prompt_id[i]), question[i], gold, source[i] if source else "", text))
         await self._judge_consistency(items)
         self._diversity(items, getattr(trainer_state, "global_step", None))

@@ -1,4 +1,5 @@
-"""Rule-based (non-LLM) checks of augmentations: single mutation, distinctness, no leakage.
+"""Rule-based (non-LLM) checks of augmentations: single mutation, distinctness, no leakage, and that each names a
+question (references).
 
 Every check takes DataFrames (or records), returns a list of Rejection and costs time linear in the number
 of rows: texts are processed a column at a time (phr.validation.textops), the per-row Python that remains
@@ -16,7 +17,7 @@ import os
 import re
 import time
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import cached_property, lru_cache
 from typing import Any
@@ -246,7 +247,6 @@ _LABEL_WORDS = (
 
 # ---- code -------------------------------------------------------------------------------------------------
 
-_HAS_DIGIT = re.compile(r"\d")
 _CODE_TOKEN = re.compile(r"[A-Za-z_]\w*|\d+(?:\.\d+)?|[^\s\w]")
 _CODE_LIKE = r"[=\[\]{}_`<>%:]|[\pL\pN]\("  # code punctuation, or a call: "(" right after a letter or digit
 
@@ -395,6 +395,13 @@ def single_mutation(
 
 
 def _single_mutation(ctx: _Context, cfg: SingleMutationConfig) -> list[Rejection]:
+    found = _mutation_fields(ctx, cfg) + _multi_error_logic(ctx, cfg)
+    found += _statement_form(ctx, cfg) + _additive_connectives(ctx, cfg)
+    return _finish(found, ctx, "single_mutation")
+
+
+def _mutation_fields(ctx: _Context, cfg: SingleMutationConfig) -> list[tuple[int, str]]:
+    """Mutation fields (vectorised masks; Python only for the rows that fail)."""
     A, n = ctx.A, ctx.n
     found: list[tuple[int, str]] = []
     is_h, is_t = ctx.is_h, ctx.is_t
@@ -402,8 +409,6 @@ def _single_mutation(ctx: _Context, cfg: SingleMutationConfig) -> list[Rejection
     has_logic = _present(A.get("mutation_logic"), n)
     has_strategy = _present(A.get("mutation_strategy"), n)
     mt = A["mutation_type"] if "mutation_type" in A.columns else pd.Series([None] * n)
-
-    # -- mutation fields (vectorised masks; Python only for the rows that fail)
     allowed = mt.isin(list(cfg.allowed_mutation_types)).to_numpy(bool)
     code_ok = mt.isin(list(cfg.code_mutation_types)).to_numpy(bool)
     in_code = ctx.in_domains(cfg.code_domains)
@@ -433,42 +438,53 @@ def _single_mutation(ctx: _Context, cfg: SingleMutationConfig) -> list[Rejection
             if has[i]
         ]
         found.append((i, f"truthful premise has mutation fields set ({', '.join(fields)})"))
+    return found
 
-    # -- mutation_logic naming more than one error: a vectorised keyword pre-filter (RE2 over the Arrow
-    # column), then the patterns (Python re, on lower-cased text) on the few rows it keeps
-    h_rows = np.flatnonzero(is_h & has_logic)
-    if len(h_rows):
-        logic_col = T.arrow_strings(A["mutation_logic"]).take(pa.array(h_rows))
-        if cfg.multi_error_keywords:
-            cand = T.regex_mask(logic_col, f"{_keyword_re(cfg.multi_error_keywords)}|{_LIST_PREFILTER}")
-        else:
-            cand = np.ones(len(h_rows), bool)
-        pats = _multi_error_res(cfg.multi_error_patterns)
-        logic_values = A["mutation_logic"]
-        for r in np.flatnonzero(cand).tolist():
-            i = int(h_rows[r])
-            text = str(logic_values.iat[i])
-            low = text.lower()
-            what = None
-            for pat in pats:
-                m = next((m for m in pat.finditer(low) if not (m.start() and low[m.start() - 1].isalnum())), None)
-                if m is not None:
-                    what = m.group(0)
-                    break
-            if what is None:
-                markers = enumeration_markers(text)
-                if len(markers) >= 2:
-                    what = "an enumeration " + " / ".join(markers[:4])
-            if what is not None:
-                found.append((i, f"mutation_logic names more than one error ({_short(what, 40)!r})"))
 
-    # -- statement form: sentences, lists, "; " chains, additive connectives. One RE2 pass over the Arrow
-    # column (vectorised) keeps the rows that may break a rule; Python applies the rules to those only.
-    corpus = ctx.corpus
-    texts = corpus.texts
-    cand = np.flatnonzero(is_h & ctx.statement_prefilter)
+def _multi_error_logic(ctx: _Context, cfg: SingleMutationConfig) -> list[tuple[int, str]]:
+    """mutation_logic naming more than one error: a vectorised keyword pre-filter (RE2 over the Arrow column),
+    then the patterns (Python re, on lower-cased text) on the few rows it keeps."""
+    A = ctx.A
+    found: list[tuple[int, str]] = []
+    h_rows = np.flatnonzero(ctx.is_h & _present(A.get("mutation_logic"), ctx.n))
+    if not len(h_rows):
+        return found
+    logic_col = T.arrow_strings(A["mutation_logic"]).take(pa.array(h_rows))
+    if cfg.multi_error_keywords:
+        cand = T.regex_mask(logic_col, f"{_keyword_re(cfg.multi_error_keywords)}|{_LIST_PREFILTER}")
+    else:
+        cand = np.ones(len(h_rows), bool)
+    pats = _multi_error_res(cfg.multi_error_patterns)
+    logic_values = A["mutation_logic"]
+    for r in np.flatnonzero(cand).tolist():
+        i = int(h_rows[r])
+        text = str(logic_values.iat[i])
+        what = _second_error(text, pats)
+        if what is not None:
+            found.append((i, f"mutation_logic names more than one error ({_short(what, 40)!r})"))
+    return found
+
+
+def _second_error(text: str, pats: Sequence[re.Pattern]) -> str | None:
+    """What in a mutation_logic names more than one error (a pattern's match, or an enumeration), else None."""
+    low = text.lower()
+    for pat in pats:
+        m = next((m for m in pat.finditer(low) if not (m.start() and low[m.start() - 1].isalnum())), None)
+        if m is not None:
+            return m.group(0)
+    markers = enumeration_markers(text)
+    if len(markers) >= 2:
+        return "an enumeration " + " / ".join(markers[:4])
+    return None
+
+
+def _statement_form(ctx: _Context, cfg: SingleMutationConfig) -> list[tuple[int, str]]:
+    """Statement form: sentences, lists, "; " chains. One RE2 pass over the Arrow column (vectorised) keeps the
+    rows that may break a rule; Python applies the rules to those only."""
+    found: list[tuple[int, str]] = []
+    texts = ctx.corpus.texts
     semi = re.compile(r";\s")
-    for i in cand.tolist():
+    for i in np.flatnonzero(ctx.is_h & ctx.statement_prefilter).tolist():
         text = texts[i]
         # each sentence break takes one of these characters: with fewer than max_sentences, no need to split
         ends = text.count(".") + text.count("!") + text.count("?") + text.count("\u2026")
@@ -485,7 +501,7 @@ def _single_mutation(ctx: _Context, cfg: SingleMutationConfig) -> list[Rejection
                     f"hallucinated premise chains {k + 1} statements with '; ' (max {cfg.max_semicolons} separator{plural})",
                 )
             )
-        markers = enumeration_markers(text) if _LIST_PREFILTER_PY.search(text) else ()
+        markers = enumeration_markers(text) if _LIST_PREFILTER_PY.search(text) else []
         if len(markers) > cfg.max_list_markers:
             found.append(
                 (
@@ -493,21 +509,28 @@ def _single_mutation(ctx: _Context, cfg: SingleMutationConfig) -> list[Rejection
                     f"hallucinated premise is a list ({len(markers)} enumeration markers: {', '.join(repr(x) for x in markers[:5])})",
                 )
             )
+    return found
+
+
+def _additive_connectives(ctx: _Context, cfg: SingleMutationConfig) -> list[tuple[int, str]]:
+    """Hallucinated premises that join independent claims with more additive connectives than allowed."""
+    found: list[tuple[int, str]] = []
     phrases = _phrases(cfg.additive_connectives)
-    if phrases:
-        for r in cand.tolist():
-            row = corpus.norm_row(r)
-            labels = []
-            for phrase, label in phrases.items():
-                start = row.find(phrase)
-                while start >= 0:
-                    if not (phrase == " in addition " and row.startswith("to ", start + len(phrase))):
-                        labels.append(label)
-                    start = row.find(phrase, start + 1)
-            if len(labels) > cfg.max_additive_connectives:
-                shown = ", ".join(repr(x) for x in dict.fromkeys(labels))
-                found.append((r, f"hallucinated premise joins independent claims with {shown}"))
-    return _finish(found, ctx, "single_mutation")
+    if not phrases:
+        return found
+    for r in np.flatnonzero(ctx.is_h & ctx.statement_prefilter).tolist():
+        row = ctx.corpus.norm_row(r)
+        labels = []
+        for phrase, label in phrases.items():
+            start = row.find(phrase)
+            while start >= 0:
+                if not (phrase == " in addition " and row.startswith("to ", start + len(phrase))):
+                    labels.append(label)
+                start = row.find(phrase, start + 1)
+        if len(labels) > cfg.max_additive_connectives:
+            shown = ", ".join(repr(x) for x in dict.fromkeys(labels))
+            found.append((r, f"hallucinated premise joins independent claims with {shown}"))
+    return found
 
 
 # RE2 (Arrow) pre-filters: each matches a superset of what the Python rules then look for
@@ -627,6 +650,7 @@ class _Gold:
 
     def __init__(self, ctx: _Context, cfg: LeakageConfig):
         Q = ctx.Q
+        assert Q is not None  # _leakage builds the gold facts only for rows with questions
         m = self.m = len(Q)
 
         def col(name: str) -> pd.Series:
@@ -651,11 +675,17 @@ class _Gold:
         used = np.zeros(m, bool)
         used[ctx.qpos[ctx.has_q]] = True
         qtext = ctx.q_corpus.texts
-        # numeric answers
+        numeric = self._numeric_golds(cfg, used & ~self.is_code, answers, qtext)
+        self._text_golds(ctx, cfg, used & ~self.is_code & ~numeric)
+        self._code_golds(cfg, used & self.is_code, col, qtext)
+
+    def _numeric_golds(self, cfg: LeakageConfig, rows: np.ndarray, answers: pd.Series, qtext: list[str]) -> np.ndarray:
+        """``gold_value``: the numeric answers of ``rows`` that single out the answer. Returns the numeric rows."""
+        m, gold_text = self.m, self.gold_raw
         self.gold_value: list[Number | None] = [None] * m
         numeric = np.zeros(m, bool)
         with_digit = T.regex_mask(T.arrow_strings(answers), r"\d")
-        for j in np.flatnonzero(used & with_digit & ~self.is_code).tolist():
+        for j in np.flatnonzero(rows & with_digit).tolist():
             v = _numeric_answer(gold_text[j], cfg.max_unit_chars)
             if v is None:
                 continue
@@ -671,14 +701,19 @@ class _Gold:
             if any(o is not None and _close(v, o, cfg.numeric_rel_tol, cfg.numeric_abs_tol) for o in others):
                 continue  # another candidate has the same number (other unit): the number does not single out the answer
             self.gold_value[j] = v
-        # gold text (normalised, word-bounded); numeric golds are checked as numbers instead
-        gold_norm = Corpus(gold_text).norm
+        return numeric
+
+    def _text_golds(self, ctx: _Context, cfg: LeakageConfig, rows: np.ndarray) -> None:
+        """``gold_pat``: the normalised gold text of ``rows`` (word-bounded) where the question does not show it;
+        ``anchor_hash``: its longest word's hash. Numeric golds are checked as numbers instead."""
+        m = self.m
+        gold_norm = Corpus(self.gold_raw).norm
         q_joined, q_starts = ctx.q_corpus.norm_joined
         q_ends = np.append(q_starts[1:] - 1, len(q_joined)).tolist()
         q_starts = q_starts.tolist()
         ignore = {" " + " ".join(re.sub(r"[^\w]+", " ", t.lower()).split()) + " " for t in cfg.ignore_gold_texts}
         self.gold_pat: list[str | None] = [None] * m
-        for j in np.flatnonzero(used & ~self.is_code & ~numeric).tolist():
+        for j in np.flatnonzero(rows).tolist():
             g = gold_norm[j]
             if len(g) - 2 < cfg.min_gold_chars or g in ignore or q_joined.find(g, q_starts[j], q_ends[j]) >= 0:
                 continue
@@ -688,12 +723,17 @@ class _Gold:
         ah, arows = Corpus(anchors).words
         self.anchor_hash = np.zeros(m, _U64)
         self.anchor_hash[arows] = ah  # one word per anchor
-        # code: reference-solution lines and token n-grams not already shown in the question
+
+    def _code_golds(
+        self, cfg: LeakageConfig, rows: np.ndarray, col: Callable[[str], pd.Series], qtext: list[str]
+    ) -> None:
+        """Code: reference-solution lines and token n-grams not already shown in the question."""
+        gold_text = self.gold_raw
         self.sol_lines: dict[int, list[str]] = {}
         self._sol: dict[int, tuple[str, str]] = {}
         self._ngrams: dict[int, set[tuple[str, ...]]] = {}
         self.n_tok = cfg.code_ngram_tokens
-        code_rows = np.flatnonzero(used & self.is_code)
+        code_rows = np.flatnonzero(rows)
         if len(code_rows):
             sols = _strs(col("reference_solution").iloc[code_rows], len(code_rows))
             sigs = _strs(col("code_signature").iloc[code_rows], len(code_rows))
@@ -772,117 +812,139 @@ def _names_as_answer(row: str, g: str) -> bool:
 
 def _leakage(ctx: _Context, cfg: LeakageConfig) -> list[Rejection]:
     found: list[tuple[int, str]] = []
-    corpus = ctx.corpus
-    n = ctx.n
     if ctx.Q is not None and len(ctx.Q):
         gold = _Gold(ctx, cfg)
-        qpos = ctx.qpos
-        texts = corpus.texts
-
-        def per_row(flags: Any) -> np.ndarray:
-            f = np.append(np.asarray(flags, bool), False)  # index -1 (no question) -> False
-            return f[qpos]
-
-        # gold option / answer text, word-bounded on normalised text. Vectorised pre-filter: the rows
-        # containing the gold text's longest word (word hashes compared to the row's anchor hash)
-        joined, starts = corpus.norm_joined
-        ends = np.append(starts[1:] - 1, len(joined)).tolist()
-        starts_l = starts.tolist()
-        pats = gold.gold_pat
-        find = joined.find
-        wh, wrows = corpus.words
-        anchor = np.append(gold.anchor_hash, _U64(0))[qpos]  # index -1 -> 0 (no anchor)
-        hit_rows = np.zeros(n, bool)
-        hit_rows[wrows[wh == anchor[wrows]]] = True
-        for i in np.flatnonzero(hit_rows & per_row([p is not None for p in pats])).tolist():
-            p = int(qpos[i])
-            g = pats[p]
-            if find(g, starts_l[i], ends[i]) < 0:
-                continue
-            covers = gold.covers(p)
-            rest = corpus.norm_row(i)
-            if covers:
-                for c in covers:
-                    rest = rest.replace(c, " ")
-                if g not in rest:
-                    continue
-            if (
-                ctx.is_h[i]
-                and gold.is_mc[p]
-                and cfg.gold_text_in_hallucinated == "answer_phrase"
-                and not _names_as_answer(rest, g)
-            ):
-                continue  # a (false) claim about a gold option the question shows anyway, not the answer given away
-            found.append(
-                (i, f"{ctx.kind(i) or 'the'} premise reveals the gold answer text {_short(gold.gold_raw[p], 50)!r}")
-            )
-
-        # answer labels (multiple choice): rows the statement pre-filter kept (it includes the label words)
+        found += _gold_text_leaks(ctx, cfg, gold)
         if cfg.check_labels:
-            is_mc = per_row(gold.is_mc)
-            for i in np.flatnonzero(is_mc & ctx.statement_prefilter).tolist():
-                gi = int(gold.gold_index[int(qpos[i])])
-                gold_labels = {str(gi + 1), LETTERS[gi], LETTERS[gi].lower()} if 0 <= gi < len(LETTERS) else set()
-                for m in _LABEL.finditer(texts[i]):
-                    label = m.group("p") or m.group("b") or m.group("q")
-                    if label in gold_labels:
-                        found.append((i, f"premise reveals the gold label {label!r} ({_short(m.group(0), 40)!r})"))
-                        break
-                    if cfg.reject_any_label_reference:
-                        found.append((i, f"premise refers to answer candidate {label!r} ({_short(m.group(0), 40)!r})"))
-                        break
-
-        # numeric answers: rows of questions with a numeric gold answer (after a leading-digit pre-test)
-        gv = gold.gold_value
-        need = per_row([v is not None for v in gv])
-        if need.any():
-            leads = {p: _lead_digits(gv[p], cfg.numeric_rel_tol) for p in set(qpos[need].tolist())}
-            for i in np.flatnonzero(need).tolist():
-                p = int(qpos[i])
-                v = gv[p]
-                if not any(ch in texts[i] for ch in leads[p]) and "/" not in texts[i] and "frac" not in texts[i]:
-                    continue  # no number close to v can be written without one of these digits (or as a fraction)
-                for x in parse_numbers(texts[i]):
-                    if _close(x, v, cfg.numeric_rel_tol, cfg.numeric_abs_tol):
-                        found.append(
-                            (i, f"premise states the numeric answer {_short(gold.gold_raw[p], 30)!r} as {x.text!r}")
-                        )
-                        break
-
-        # code: reference-solution lines and token runs
-        k = cfg.code_ngram_tokens
-        code_rows = np.flatnonzero(per_row(gold.is_code))
-        codeish = np.zeros(n, bool)  # _looks_like_code of every code row, in one RE2 pass
-        if k > 0 and len(code_rows):
-            codeish[code_rows] = T.regex_mask(corpus.arrow.take(pa.array(code_rows)), _CODE_LIKE)
-        for i in code_rows.tolist():
-            p = int(qpos[i])
-            if p not in gold._sol:
-                continue
-            text = texts[i]
-            flat = _ws(text) if ("  " in text or "\n" in text or "\t" in text) else text.strip()
-            hit = next((ln for ln in gold.sol_lines.get(p, ()) if ln in flat), None)
-            if hit is not None:
-                found.append((i, f"premise quotes the reference solution line {_short(hit, 60)!r}"))
-                continue
-            if codeish[i]:
-                grams = gold.sol_ngrams(p)
-                if not grams:
-                    continue
-                toks = _CODE_TOKEN.findall(flat)
-                g = next(
-                    (tuple(toks[s : s + k]) for s in range(len(toks) - k + 1) if tuple(toks[s : s + k]) in grams), None
-                )
-                if g is not None:
-                    found.append(
-                        (
-                            i,
-                            f"premise quotes {k} consecutive tokens of the reference solution {_short(' '.join(g), 60)!r}",
-                        )
-                    )
-
+            found += _label_leaks(ctx, cfg, gold)
+        found += _numeric_leaks(ctx, cfg, gold)
+        found += _code_leaks(ctx, cfg, gold)
     found += _truthful_carries_error(ctx, cfg)
     return _finish(found, ctx, "leakage")
+
+
+def _per_row(flags: Any, qpos: np.ndarray) -> np.ndarray:
+    """A per-question flag read for every row (a row without a question: False)."""
+    f = np.append(np.asarray(flags, bool), False)  # index -1 (no question) -> False
+    return f[qpos]
+
+
+def _gold_text_leaks(ctx: _Context, cfg: LeakageConfig, gold: _Gold) -> list[tuple[int, str]]:
+    """Gold option / answer text, word-bounded on normalised text. Vectorised pre-filter: the rows containing
+    the gold text's longest word (word hashes compared to the row's anchor hash)."""
+    found: list[tuple[int, str]] = []
+    corpus, qpos = ctx.corpus, ctx.qpos
+    joined, starts = corpus.norm_joined
+    ends = np.append(starts[1:] - 1, len(joined)).tolist()
+    starts_l = starts.tolist()
+    pats = gold.gold_pat
+    find = joined.find
+    wh, wrows = corpus.words
+    anchor = np.append(gold.anchor_hash, _U64(0))[qpos]  # index -1 -> 0 (no anchor)
+    hit_rows = np.zeros(ctx.n, bool)
+    hit_rows[wrows[wh == anchor[wrows]]] = True
+    for i in np.flatnonzero(hit_rows & _per_row([p is not None for p in pats], qpos)).tolist():
+        p = int(qpos[i])
+        g = pats[p]
+        if g is None or find(g, starts_l[i], ends[i]) < 0:
+            continue
+        covers = gold.covers(p)
+        rest = corpus.norm_row(i)
+        if covers:
+            for c in covers:
+                rest = rest.replace(c, " ")
+            if g not in rest:
+                continue
+        if (
+            ctx.is_h[i]
+            and gold.is_mc[p]
+            and cfg.gold_text_in_hallucinated == "answer_phrase"
+            and not _names_as_answer(rest, g)
+        ):
+            continue  # a (false) claim about a gold option the question shows anyway, not the answer given away
+        found.append(
+            (i, f"{ctx.kind(i) or 'the'} premise reveals the gold answer text {_short(gold.gold_raw[p], 50)!r}")
+        )
+    return found
+
+
+def _label_leaks(ctx: _Context, cfg: LeakageConfig, gold: _Gold) -> list[tuple[int, str]]:
+    """Answer labels (multiple choice): rows the statement pre-filter kept (it includes the label words)."""
+    found: list[tuple[int, str]] = []
+    qpos, texts = ctx.qpos, ctx.corpus.texts
+    for i in np.flatnonzero(_per_row(gold.is_mc, qpos) & ctx.statement_prefilter).tolist():
+        gi = int(gold.gold_index[int(qpos[i])])
+        gold_labels = {str(gi + 1), LETTERS[gi], LETTERS[gi].lower()} if 0 <= gi < len(LETTERS) else set()
+        for m in _LABEL.finditer(texts[i]):
+            label = m.group("p") or m.group("b") or m.group("q")
+            if label in gold_labels:
+                found.append((i, f"premise reveals the gold label {label!r} ({_short(m.group(0), 40)!r})"))
+                break
+            if cfg.reject_any_label_reference:
+                found.append((i, f"premise refers to answer candidate {label!r} ({_short(m.group(0), 40)!r})"))
+                break
+    return found
+
+
+def _numeric_leaks(ctx: _Context, cfg: LeakageConfig, gold: _Gold) -> list[tuple[int, str]]:
+    """Numeric answers: rows of questions with a numeric gold answer (after a leading-digit pre-test)."""
+    gv, qpos = gold.gold_value, ctx.qpos
+    need = _per_row([v is not None for v in gv], qpos)
+    if not need.any():
+        return []
+    texts = ctx.corpus.texts
+    found: list[tuple[int, str]] = []
+    leads = {p: _lead_digits(gv[p], cfg.numeric_rel_tol) for p in set(qpos[need].tolist())}
+    for i in np.flatnonzero(need).tolist():
+        p = int(qpos[i])
+        v = gv[p]
+        if v is None:
+            continue
+        if not any(ch in texts[i] for ch in leads[p]) and "/" not in texts[i] and "frac" not in texts[i]:
+            continue  # no number close to v can be written without one of these digits (or as a fraction)
+        for x in parse_numbers(texts[i]):
+            if _close(x, v, cfg.numeric_rel_tol, cfg.numeric_abs_tol):
+                found.append((i, f"premise states the numeric answer {_short(gold.gold_raw[p], 30)!r} as {x.text!r}"))
+                break
+    return found
+
+
+def _code_leaks(ctx: _Context, cfg: LeakageConfig, gold: _Gold) -> list[tuple[int, str]]:
+    """Code: reference-solution lines and token runs."""
+    k, qpos = cfg.code_ngram_tokens, ctx.qpos
+    found: list[tuple[int, str]] = []
+    texts = ctx.corpus.texts
+    code_rows = np.flatnonzero(_per_row(gold.is_code, qpos))
+    codeish = np.zeros(ctx.n, bool)  # _looks_like_code of every code row, in one RE2 pass
+    if k > 0 and len(code_rows):
+        codeish[code_rows] = T.regex_mask(ctx.corpus.arrow.take(pa.array(code_rows)), _CODE_LIKE)
+    for i in code_rows.tolist():
+        p = int(qpos[i])
+        if p not in gold._sol:
+            continue
+        text = texts[i]
+        flat = _ws(text) if ("  " in text or "\n" in text or "\t" in text) else text.strip()
+        hit = next((ln for ln in gold.sol_lines.get(p, ()) if ln in flat), None)
+        if hit is not None:
+            found.append((i, f"premise quotes the reference solution line {_short(hit, 60)!r}"))
+            continue
+        if codeish[i]:
+            run = _token_run(_CODE_TOKEN.findall(flat), gold.sol_ngrams(p), k)
+            if run is not None:
+                found.append(
+                    (
+                        i,
+                        f"premise quotes {k} consecutive tokens of the reference solution {_short(' '.join(run), 60)!r}",
+                    )
+                )
+    return found
+
+
+def _token_run(toks: list[str], grams: set[tuple[str, ...]], k: int) -> tuple[str, ...] | None:
+    """The first run of ``k`` tokens that is one of ``grams``, else None."""
+    if not grams:
+        return None
+    return next((tuple(toks[s : s + k]) for s in range(len(toks) - k + 1) if tuple(toks[s : s + k]) in grams), None)
 
 
 def _truthful_carries_error(ctx: _Context, cfg: LeakageConfig, num_perm: int = 32) -> list[tuple[int, str]]:
@@ -1018,7 +1080,7 @@ def _blocks(
         idx = np.arange(start, end) if order is None else order[start:end]
         block = augs.iloc[start:end] if order is None else augs.iloc[idx]
         qblock, local = questions, None
-        if qpos is not None:
+        if qpos is not None and questions is not None:  # (qpos is set only with questions)
             block_qpos = qpos[idx]
             wanted = np.unique(block_qpos[block_qpos >= 0])
             qblock = questions.iloc[wanted]

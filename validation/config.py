@@ -247,7 +247,9 @@ class ValidationConfig:
         sections: dict[str, Any] = {}
         for f in dataclasses.fields(cls):
             value = data.pop(f.name, None) or {}
-            sub = f.default_factory()  # type: ignore[misc]
+            factory = f.default_factory
+            assert callable(factory)  # every section is a field(default_factory=...)
+            sub = factory()
             known = {g.name for g in dataclasses.fields(sub)}
             unknown = set(value) - known
             if unknown:

@@ -32,6 +32,7 @@ import warnings
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from phr.bench.conditions import CONDITIONS, condition_spec
 from phr.bench.folder import data_file
@@ -354,7 +355,7 @@ def run_suite(folder: str | Path) -> list[Rejection]:
                 .get_batch(batch_parameters={"dataframe": frame})
             )
             index_col = GROUP_COL if by else "id"
-            fmt = {"result_format": "COMPLETE"}
+            fmt: dict[str, Any] = {"result_format": "COMPLETE"}
             if index_col in frame.columns:
                 fmt["unexpected_index_column_names"] = [index_col]
             result = batch.validate(suite, result_format=fmt)

@@ -167,5 +167,3 @@ def _kind(name: str) -> ArtifactKind:
 
 
 HR1_PARAPHRASES, HR1_SFT, HR1_GRPO = (_kind(k) for k in KINDS)
-#: the three kinds by name (entry points ``phr.hub.kinds``: hr1-paraphrases, hr1-sft, hr1-grpo)
-HR1_KINDS = {k.name: k for k in (HR1_PARAPHRASES, HR1_SFT, HR1_GRPO)}

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -228,18 +229,8 @@ def _exact(train: Sequence[TrainRow], norm_train: list[str], ev: _Eval, norm_eva
 
 
 def _near_duplicates(train: Sequence[TrainRow], norm_train, ev: _Eval, norm_eval, cfg: LeakageConfig) -> list[Leak]:
-    from datasketch import MinHashLSH
-
     ev_sh = _Shingled(ev.texts, cfg)
-    lsh = MinHashLSH(threshold=cfg.lsh_threshold, num_perm=cfg.num_perm)
-    ev_sigs = []
-    with lsh.insertion_session() as session:
-        for lo, sig in ev_sh.batches():
-            ev_sigs.append(sig)
-            for k in range(len(sig)):
-                if ev_sh.bounds[lo + k + 1] > ev_sh.bounds[lo + k]:
-                    session.insert(lo + k, _lean(sig[k], cfg.seed))
-    ev_sig = np.concatenate(ev_sigs) if ev_sigs else np.zeros((0, cfg.num_perm), np.uint64)
+    lsh, ev_sig = _eval_index(ev_sh, cfg)
     tr_sh = _Shingled([r.text for r in train], cfg)
     eval_sets: dict[int, frozenset[int]] = {}
     floor = cfg.near_duplicate_threshold - cfg.verify_margin
@@ -269,6 +260,21 @@ def _near_duplicates(train: Sequence[TrainRow], norm_train, ev: _Eval, norm_eval
                 if jac >= cfg.near_duplicate_threshold:
                     out.append(ev.leak(train[i], "near_duplicate", j, jac))
     return out
+
+
+def _eval_index(ev_sh: _Shingled, cfg: LeakageConfig) -> tuple[Any, np.ndarray]:
+    """The LSH index of the evaluation texts' signatures (texts with shingles only) and all their signatures."""
+    from datasketch import MinHashLSH
+
+    lsh = MinHashLSH(threshold=cfg.lsh_threshold, num_perm=cfg.num_perm)
+    ev_sigs = []
+    with lsh.insertion_session() as session:
+        for lo, sig in ev_sh.batches():
+            ev_sigs.append(sig)
+            for k in range(len(sig)):
+                if ev_sh.bounds[lo + k + 1] > ev_sh.bounds[lo + k]:
+                    session.insert(lo + k, _lean(sig[k], cfg.seed))
+    return lsh, np.concatenate(ev_sigs) if ev_sigs else np.zeros((0, cfg.num_perm), np.uint64)
 
 
 def _edit_distance_at_most_1(a: str, b: str) -> bool:
@@ -326,25 +332,39 @@ def _one_word_edits(train: Sequence[TrainRow], norm_train, ev: _Eval, norm_eval,
     out = []
     for i, n in enumerate(norm_train):
         w = n.split()
-        found: dict[int, tuple[str, str]] = {}
-        for p, mask, drop in _variants(w):
-            for j, _ in masked.get(mask, ()):
-                e = ev_words[j]
-                if e[p] != w[p] and e[:p] == w[:p] and e[p + 1 :] == w[p + 1 :]:
-                    found.setdefault(j, (w[p], e[p]))  # substituted
-            for j in full.get(drop, ()):
-                if ev_words[j] == w[:p] + w[p + 1 :]:
-                    found.setdefault(j, (w[p], ""))  # the training text has one more word
-        for j, q in deleted.get(hash(n), ()) if w else ():
-            e = ev_words[j]
-            if e[:q] + e[q + 1 :] == w:
-                found.setdefault(j, ("", e[q]))  # the evaluation text has one more word
+        found = _word_edits(n, w, ev_words, masked, deleted, full)
         for j, (old, new) in sorted(found.items()):
             if keeps_the_question(old, new, min(len(w), len(ev_words[j])), cfg):
                 shared = len(set(w) & set(ev_words[j])) / len(set(w) | set(ev_words[j]))
                 leak = ev.leak(train[i], "one_word_edit", j, shared)
                 out.append(Leak(**{**leak.__dict__, "detail": f"{old or '(none)'!r} -> {new or '(none)'!r}"}))
     return out
+
+
+def _word_edits(
+    n: str,
+    w: list[str],
+    ev_words: list[list[str]],
+    masked: dict[int, list[tuple[int, int]]],
+    deleted: dict[int, list[tuple[int, int]]],
+    full: dict[int, list[int]],
+) -> dict[int, tuple[str, str]]:
+    """The evaluation rows one word away from the training text ``n`` (words ``w``): row -> (old word, new word),
+    "" on the side without the word."""
+    found: dict[int, tuple[str, str]] = {}
+    for p, mask, drop in _variants(w):
+        for j, _ in masked.get(mask, ()):
+            e = ev_words[j]
+            if e[p] != w[p] and e[:p] == w[:p] and e[p + 1 :] == w[p + 1 :]:
+                found.setdefault(j, (w[p], e[p]))  # substituted
+        for j in full.get(drop, ()):
+            if ev_words[j] == w[:p] + w[p + 1 :]:
+                found.setdefault(j, (w[p], ""))  # the training text has one more word
+    for j, q in deleted.get(hash(n), ()) if w else ():
+        e = ev_words[j]
+        if e[:q] + e[q + 1 :] == w:
+            found.setdefault(j, ("", e[q]))  # the evaluation text has one more word
+    return found
 
 
 def _provenance(train: Sequence[TrainRow], ev: _Eval) -> list[Leak]:

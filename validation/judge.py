@@ -26,7 +26,6 @@ from phr.bench.records import Augmentation, BaseQuestion, Judgement, TaskType
 from phr.core.aio import blocking
 from phr.core.report import Rejection, ValidationReport
 from phr.llm.judge import JudgeItem, JudgeTemplate, LLMJudge
-from phr.llm.types import GenerationParams
 
 __all__ = [
     "JudgeVerdict",
@@ -46,8 +45,6 @@ __all__ = [
 #: Rejection check of an augmentation whose judge call failed after all retries (it was not judged).
 CALL_FAILED = "call_failed"
 
-#: Sampling for the judge: deterministic, one sample.
-PARAMS = GenerationParams(temperature=0.0, max_tokens=512)
 MAX_REFERENCE_CHARS = 2000
 
 #: Criteria that must be true, per premise kind (leaks_answer must be false for both): the paper's (§A.2, Quality
@@ -133,8 +130,11 @@ class JudgeOutcome:
 TEMPLATES = {
     kind: JudgeTemplate(_PROMPTS / f"judge_{kind}.txt", syntax="dollar") for kind in ("truthful", "hallucinated")
 }
-#: The judge: the ``JudgeVerdict`` model, ``PARAMS``; each item carries its rendered prompt (two templates).
-JUDGE = LLMJudge(JudgeVerdict, max_tokens=PARAMS.max_tokens, desc="judging")
+#: The judge: the ``JudgeVerdict`` model at the helper's default sampling; each item carries its rendered prompt
+#: (two templates).
+JUDGE = LLMJudge(JudgeVerdict, desc="judging")
+#: Sampling for the judge: deterministic, one sample, 512 tokens (the judge helper's defaults).
+PARAMS = JUDGE.params
 
 
 def _question_block(q: BaseQuestion) -> str:

@@ -40,8 +40,10 @@ def folder_premises(rows: dict[str, list[dict]]) -> FolderPremises:
             out.questions[r["question_id"]] = question_from_row(r)
         except (ValidationError, KeyError) as e:
             out.rejections.append(Rejection(r.get("id") or "?", "schema:baseline", first_error(e)))
-    for kind, cfg in ((c.premise, c.config) for c in map(condition_spec, PREMISE_CONDITIONS)):
-        for r in rows.get(cfg, []):
+    for spec in map(condition_spec, PREMISE_CONDITIONS):
+        kind = spec.premise
+        assert kind is not None  # B+T and B+H insert a premise
+        for r in rows.get(spec.config, []):
             if r["question_id"] not in out.questions:
                 out.rejections.append(Rejection(r["id"], "ids", f"question {r['question_id']} has no baseline row"))
                 continue
@@ -60,7 +62,7 @@ def folder_premises(rows: dict[str, list[dict]]) -> FolderPremises:
                     )
                 )
             except (ValidationError, KeyError) as e:
-                out.rejections.append(Rejection(r.get("id") or "?", f"schema:{cfg}", first_error(e)))
+                out.rejections.append(Rejection(r.get("id") or "?", f"schema:{spec.config}", first_error(e)))
                 continue
             out.instance_of[r["augmentation_id"]] = r["id"]
     return out

@@ -8,7 +8,7 @@ missing column or a wrong dtype).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -283,13 +283,4 @@ def validate_frame(df: pd.DataFrame, which: Which, config: SchemaConfig | None =
             continue
         seen.add(key)
         out.append(Rejection(rid, f"schema:{which}", text))
-    return out
-
-
-def validate_frames(
-    frames: Iterable[tuple[pd.DataFrame, Which]], config: SchemaConfig | None = None
-) -> list[Rejection]:
-    out: list[Rejection] = []
-    for df, which in frames:
-        out += validate_frame(df, which, config)
     return out

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from functools import cached_property
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -62,11 +63,11 @@ def _mix(x: np.ndarray) -> np.ndarray:
 
 
 def _clean(texts: Iterable[object]) -> list[str]:
-    texts = texts if isinstance(texts, list) else list(texts)
-    if all(type(t) is str for t in texts):
-        return texts
-    out = []
-    for t in texts:
+    items = texts if isinstance(texts, list) else list(texts)
+    if all(type(t) is str for t in items):
+        return cast("list[str]", items)  # every item was just checked to be a str
+    out: list[str] = []
+    for t in items:
         if not isinstance(t, str):
             t = "" if t is None or (isinstance(t, float) and t != t) else str(t)
         out.append(t)
@@ -87,7 +88,7 @@ class Corpus:
     def __init__(self, texts: Sequence[object], arrow: pa.Array | pa.ChunkedArray | None = None, *, clean: bool = True):
         """`texts`: the column (None/NaN/non-strings are read as ""; pass clean=False when every item is
         already a str). `arrow`: the same column as an Arrow string array, if the caller has one."""
-        self.texts: list[str] = _clean(texts) if clean else texts  # type: ignore[assignment]
+        self.texts: list[str] = _clean(texts) if clean else cast("list[str]", texts)  # clean=False: all str
         self.n = len(self.texts)
         if arrow is not None:
             self.__dict__["arrow"] = arrow
@@ -239,7 +240,7 @@ class Corpus:
         return _mix(v + _U64(0x2545F4914F6CDD1D)), np.searchsorted(seps, pos)
 
 
-def arrow_strings(values: object) -> pa.Array | pa.ChunkedArray:
+def arrow_strings(values: Iterable[object]) -> pa.Array | pa.ChunkedArray:
     """A column as an Arrow string array: zero-copy for Arrow-backed pandas columns, else converted
     (non-strings become null)."""
     try:

@@ -499,7 +499,11 @@ def package_license(distribution: str, fallback: str) -> str:
         meta = metadata(distribution)
     except PackageNotFoundError:
         return fallback
-    return meta.get("License-Expression") or meta.get("License") or fallback
+    for key in ("License-Expression", "License"):
+        values = meta.get_all(key)
+        if values and values[0]:
+            return values[0]
+    return fallback
 
 
 def hub_load(hub_id: str, title: str, name: str | None = None, split: str | None = None) -> Any:

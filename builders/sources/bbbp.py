@@ -27,7 +27,6 @@ STANDIN_SOURCE = "b3db"
 STANDIN_TITLE = "B3DB (Meng et al. 2021, classification set)"
 STANDIN_LICENSE_FALLBACK = "CC0-1.0"
 STANDIN_FILE = ("B3DB", "B3DB_classification.tsv")
-STANDIN_FORMAT = "B3DB_classification.tsv: TSV with NO., compound_name, SMILES, BBB+/BBB-, ..."
 STANDIN_NOTE = (
     "MoleculeNet BBBP was not available offline, so its questions were built from B3DB "
     "(B3DB_classification.tsv of the qc-b3db package; Meng et al., Sci. Data 8:289, 2021; CC0-1.0), "
@@ -105,11 +104,11 @@ def load(source_dir: str | Path | None = None, *, online: bool = False) -> list[
         try:
             from huggingface_hub import hf_hub_download
 
-            path = hf_hub_download(HUB_ID, HUB_FILE, repo_type="dataset")
+            downloaded = hf_hub_download(HUB_ID, HUB_FILE, repo_type="dataset")
         except Exception as e:  # noqa: BLE001 - network, offline mode...
             raise c.SourceNotFoundError(f"could not download {HUB_FILE} from {HUB_ID}: {type(e).__name__}: {e}") from e
-        rows = c.csv_rows(Path(path), required=COLUMNS)
-        parsed = c.parse_rows(path, rows, lambda row, _i: parse_row(row), c.RowIndex(TITLE))
+        rows = c.csv_rows(Path(downloaded), required=COLUMNS)
+        parsed = c.parse_rows(downloaded, rows, lambda row, _i: parse_row(row), c.RowIndex(TITLE))
         return c.check_unique(parsed, TITLE)
     if c.package_file(*STANDIN_FILE) is not None:
         return load_b3db()

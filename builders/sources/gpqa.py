@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from phr.bench.records import BaseQuestion, Domain, TaskType
 
@@ -30,7 +31,7 @@ FORMAT = (
 def parse_row(row: dict, multiple_choice: bool = False) -> BaseQuestion:
     """One GPQA row (released CSV or Hub) -> open-ended (default) or multiple-choice question."""
     row_id = c.text(row, "Record ID")
-    common = dict(
+    common: dict[str, Any] = dict(  # make()'s keyword arguments
         source=NAME,
         source_row_id=row_id,
         license=LICENSE,

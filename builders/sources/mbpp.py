@@ -21,7 +21,6 @@ FORMAT = (
     "mbpp.jsonl (JSON Lines: text, code, task_id, test_setup_code, test_list, challenge_test_list) or "
     "sanitized-mbpp.json (one JSON array: prompt, code, task_id, test_imports, test_list)"
 )
-VARIANTS = tuple(FILES)
 
 
 def _escape_doc(s: str) -> str:
@@ -105,7 +104,7 @@ def load(
             jsonl = ".jsonl" in path.suffixes
             part = part if part in FILES else "full" if jsonl else "sanitized"
             rows = c.jsonl_rows(path) if jsonl else c.json_array_rows(path)
-            out += c.parse_rows(str(path), rows, lambda row, _i, v=part: parse_row(row, v), ids)
+            out += c.parse_rows(str(path), rows, lambda row, _i: parse_row(row, part), ids)
     elif online:
         variant = variant or "full"
         data = c.hub_load(HUB_ID, TITLE, name=variant)

@@ -130,7 +130,7 @@ def load(
     if source_dir is not None:
         for subject, part, path in _csv_files(Path(source_dir).expanduser(), wanted, split, subjects is not None):
             rows = c.csv_rows(path, header=False)
-            out += c.parse_rows(str(path), rows, lambda row, i, s=subject, p=part: _csv_row(row, i, s, p), ids)
+            out += c.parse_rows(str(path), rows, lambda row, i: _csv_row(row, i, subject, part), ids)
     elif split == "test" and (packaged := c.package_file(*PACKAGE_FILE)) is not None:
         keep = set(wanted)
         rows = c.jsonl_rows(packaged)  # no blank lines in the file: row index == 0-based line number
@@ -140,7 +140,7 @@ def load(
         for subject in wanted:
             data = c.hub_load(HUB_ID, TITLE, name=subject, split=hub_split)
             origin = f"hf://datasets/{HUB_ID} ({subject}/{hub_split})"
-            out += c.parse_rows(origin, c.hub_rows(data), lambda row, i, s=subject: _hub_row(row, i, s, split), ids)
+            out += c.parse_rows(origin, c.hub_rows(data), lambda row, i: _hub_row(row, i, subject, split), ids)
     else:
         raise _missing()
     return c.check_unique(out, TITLE)

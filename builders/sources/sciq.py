@@ -51,12 +51,12 @@ def load(
     ids = c.RowIndex(TITLE)
     if source_dir is not None:
         for split, path in c.source_files(source_dir, FILES, wanted, key=NAME, on_missing=_missing):
-            out += c.parse_rows(str(path), c.json_array_rows(path), lambda row, i, s=split: parse_row(row, s, i), ids)
+            out += c.parse_rows(str(path), c.json_array_rows(path), lambda row, i: parse_row(row, split, i), ids)
     elif online:
         for split in wanted or SPLITS:
             data = c.hub_load(HUB_ID, TITLE, split=_HUB_SPLITS[split])
             origin = f"hf://datasets/{HUB_ID} ({_HUB_SPLITS[split]})"
-            out += c.parse_rows(origin, c.hub_rows(data), lambda row, i, s=split: parse_row(row, s, i), ids)
+            out += c.parse_rows(origin, c.hub_rows(data), lambda row, i: parse_row(row, split, i), ids)
     else:
         raise _missing()
     return c.check_unique(out, TITLE)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from phr.bench.records import Condition
+from phr.bench.records import Condition, PremiseKind
 from phr.core.errors import UsageError
 
 
@@ -16,7 +16,7 @@ class ConditionSpec:
     config: str  # the dataset config (and parquet file stem) holding its rows
     id_suffix: str  # instance id = question id + suffix ("{k}": the premise's number under B+H)
     metric_suffix: str  # accuracy_<suffix>
-    premise: str | None  # the augmentation kind inserted as premise, None for B
+    premise: PremiseKind | None  # the augmentation kind inserted as premise, None for B
     description: str
     mutation: bool = False  # rows carry a mutation type (and a question has several of them)
 

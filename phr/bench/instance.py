@@ -14,7 +14,7 @@ from __future__ import annotations
 import types
 import typing
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,10 +22,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from phr.bench.conditions import CONDITION_VALUES
 from phr.bench.records import Domain, MutationType, TaskType
 
-ConditionValue = Literal[CONDITION_VALUES]  # type: ignore[valid-type]
-DomainValue = Literal[tuple(d.value for d in Domain)]  # type: ignore[valid-type]
-TaskTypeValue = Literal[tuple(t.value for t in TaskType)]  # type: ignore[valid-type]
-MutationTypeValue = Literal[tuple(m.value for m in MutationType)]  # type: ignore[valid-type]
+if TYPE_CHECKING:  # the Literals are built from the enums at run time (for pydantic), which mypy cannot follow
+    ConditionValue = str
+    DomainValue = str
+    TaskTypeValue = str
+    MutationTypeValue = str
+else:
+    ConditionValue = Literal[CONDITION_VALUES]
+    DomainValue = Literal[tuple(d.value for d in Domain)]
+    TaskTypeValue = Literal[tuple(t.value for t in TaskType)]
+    MutationTypeValue = Literal[tuple(m.value for m in MutationType)]
 
 
 def _dataset(default: Any = None) -> Any:

@@ -32,12 +32,6 @@ HEURISTIC_CORRECTION = "Heuristic Correction"
 HALLUCINATION_COMPLIANCE = "Hallucination Compliance"
 HALLUCINATION_AVOIDANCE = "Hallucination Avoidance"
 RESOLUTIONS = (HEURISTIC_CORRECTION, HALLUCINATION_COMPLIANCE, HALLUCINATION_AVOIDANCE)
-#: the labels of results schema <= 2 (toolkit 0.1), and the paper's name of each
-LEGACY_RESOLUTIONS = {
-    "Correction": HEURISTIC_CORRECTION,
-    "Compliance": HALLUCINATION_COMPLIANCE,
-    "Avoidance": HALLUCINATION_AVOIDANCE,
-}
 INSIGHTFUL = "insightful"
 #: the trajectory groups of Figure 5 (judged B+H responses): insightful = Heuristic Correction and correct
 NON_INSIGHTFUL = "non-insightful"

@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+PremiseKind = Literal["truthful", "hallucinated"]  # what an augmentation inserts as premise
+
 
 class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -88,7 +90,7 @@ class Augmentation(_Record):
 
     id: str
     question_id: str
-    kind: Literal["truthful", "hallucinated"]
+    kind: PremiseKind
     statement: str
     truth_verification: str | None = None
     mutation_type: MutationType | None = None

@@ -60,7 +60,8 @@ def build_phrbench(cfg: BuildPhrbenchConfig, dry_run: DryRun = False) -> None:
     pf.finish(dry_run, echo=typer.echo)
     if dry_run:
         return
-    options = cfg.model_dump(exclude={"recipe", "out", "timeout", "max_retry_after"})  # build()'s keyword names
+    # build()'s keyword names
+    options = cfg.model_dump(exclude={"recipe", "out", "timeout", "max_retry_after", "batch"})
     res = build(cfg.recipe, cfg.out, **options, llm_options=cfg.llm_kwargs(), config=cfg)
     total = sum(res.counts.values())
     counts = ", ".join(f"{k} {v}" for k, v in res.counts.items())

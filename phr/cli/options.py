@@ -59,7 +59,7 @@ def parameters(cls: type[OpConfig], config_option: bool = True) -> list[inspect.
             info: Any = typer.Argument(help=_help(cls, name), show_default=False, metavar=_metavar(cls, name, t))
             ann, default = Annotated[t | None, info], None  # may come from --config; the config requires it
         else:
-            decls = [f"{flag}/--no-{flag.removeprefix('--')}"] if t is bool else [flag, *_alias(cls, name)]
+            decls = [f"{flag}/--no-{flag.removeprefix('--')}" if t is bool else flag, *_alias(cls, name)]
             metavar = None if t is bool else _metavar(cls, name, t)
             info = typer.Option(*decls, help=_help(cls, name), show_default=False, metavar=metavar)
             ann, default = Annotated[t | None, info], None
@@ -122,7 +122,13 @@ def bind(cls: type[OpConfig], *, config_option: bool = True) -> Callable:
 
         def command(**kw):
             params = {k: kw.pop(k) for k in [*cls.model_fields, CONFIG_PARAM] if k in kw}
-            return fn(config_from_params(cls, params), **kw)
+            cfg = config_from_params(cls, params)
+            if not getattr(cfg, "batch", False):
+                return fn(cfg, **kw)
+            from phr.llm.batch import batch_session
+
+            with batch_session(defer=False):  # every model the command makes calls through its batch API
+                return fn(cfg, **kw)
 
         command.__name__, command.__doc__ = fn.__name__, fn.__doc__
         own = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]

@@ -45,7 +45,7 @@ def setting(
 
 
 #: fields that steer a run but never change its results (left out of ``OpConfig.result_record``)
-RUN_CONTROL = ("out", "overwrite", "partial", "timeout", "max_retry_after")
+RUN_CONTROL = ("out", "overwrite", "partial", "timeout", "max_retry_after", "batch")
 
 
 class OpConfig(BaseModel):

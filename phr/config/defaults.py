@@ -7,6 +7,8 @@ from __future__ import annotations
 CALL_TIMEOUT_S = 120.0
 #: the longest Retry-After (seconds) a rate-limited call waits; a server asking for more fails the call at once
 MAX_RETRY_AFTER_S = 600.0
+#: seconds between two polls of a submitted provider batch (--batch; $PHR_BATCH_POLL_S overrides it)
+BATCH_POLL_S = 30.0
 #: Hallucination-R1 decoding (App. A.3, Listing A.1): the paraphraser's max_tokens
 PARAPHRASE_MAX_TOKENS = 1024
 #: the QA model's max_tokens (greedy; the paper gives none: 64 holds a short answer in tags)

@@ -11,6 +11,7 @@ from typing import Literal
 
 from phr.config.base import OpConfig, field_order, setting
 from phr.config.defaults import (
+    BATCH_POLL_S,
     CALL_TIMEOUT_S,
     CONCURRENCY,
     JUDGE_MAX_TOKENS,
@@ -42,7 +43,18 @@ StandIn = Literal["even-train-odd-test"]
 # ---- shared groups ------------------------------------------------------------------------------------------------
 
 
-class Calls(OpConfig):
+class Batch(OpConfig):
+    """Whether hosted calls go through the providers' batch APIs (docs/scaling.md, "Batch mode")."""
+
+    batch: bool = setting(
+        False,
+        "Send the calls not in the cache through the providers' batch APIs (openai:, anthropic:, google:) at "
+        "about half the token price; answers can take up to 24 h (the command waits, polling every "
+        f"{BATCH_POLL_S:g} s or $PHR_BATCH_POLL_S); a command stopped while waiting resumes the same batches.",
+    )
+
+
+class Calls(Batch):
     """The call policy of commands that call API models."""
 
     timeout: float = setting(CALL_TIMEOUT_S, "Per-call timeout in seconds (API models).", gt=0)
@@ -53,8 +65,9 @@ class Calls(OpConfig):
     )
 
     def llm_kwargs(self) -> dict:
-        """Keyword arguments of ``LLM(...)``."""
-        return {"timeout": self.timeout, "max_retry_after": self.max_retry_after}
+        """Keyword arguments of ``LLM(...)`` (``batch`` only when on)."""
+        batch = {"batch": True} if self.batch else {}
+        return {"timeout": self.timeout, "max_retry_after": self.max_retry_after, **batch}
 
 
 class Trajectory(OpConfig):
@@ -94,7 +107,7 @@ class LocalHub(OpConfig):
 SCORING_FIELDS = tuple(field_order(Scoring))
 
 
-class RescoreScoring(LocalHub):
+class RescoreScoring(LocalHub, Batch):
     """Scoring settings of a later step on a run folder: unset = the settings the run was started with."""
 
     preset: Literal["paper"] | None = setting(None, "Score as this preset (default: the run's preset).")
@@ -193,7 +206,7 @@ class PartialResults(OpConfig):
     )
 
 
-class ScoreSubmissionConfig(Scoring, PartialResults, LocalHub):
+class ScoreSubmissionConfig(Scoring, PartialResults, LocalHub, Batch):
     """`score`: validate and score a leaderboard submission (the runner's scoring code, docs/submissions.md)."""
 
     command = ("score",)
@@ -498,6 +511,8 @@ class RepairConfig(OpConfig):
 class TrainConfig(OpConfig):
     """What `train grpo` / `train sft` take besides the recipe's sections (docs/training.md)."""
 
+    operation = "phr.training.operation"
+
     recipe: str = setting(
         ...,
         "A recipe YAML, or a packaged recipe name (e.g. paper-qwen2.5-3b-stage1, tiny-stage1, tiny-sft).",
@@ -524,7 +539,9 @@ class TrainGrpoConfig(TrainConfig):
     """`train grpo`: one GRPO stage of a recipe (R_stab, then R_train; §3.2)."""
 
     command = ("train", "grpo")
-    stage: int | None = setting(None, "1 (R_stab) or 2 (R_train); default: the recipe's stage.", paper="§3.2")
+    stage: int | None = setting(
+        None, "1 (R_stab) or 2 (R_train); default: the recipe's stage.", paper="§3.2", ge=1, le=2
+    )
     init_from: Path | None = setting(None, "Stage 2: the stage-1 checkpoint (model.init_from).", paper="§3.2")
 
 
@@ -538,27 +555,56 @@ class TrainSftConfig(TrainConfig):
 # ---- analyses ---------------------------------------------------------------------------------------------------
 
 
-class AnalyzePredictorConfig(OpConfig):
+class PredictorFit(OpConfig):
+    """How the insightful-trajectory predictor is fitted and validated: every choice PHRBench's Appendix E would
+    have fixed (docs/analyses.md). Recorded in predictor.json (``settings``)."""
+
+    target: Literal["pooled", "per_model"] = setting("pooled", "pooled (one row per prompt) or per_model.")
+    threshold: float = setting(0.5, "Positive: insightful propensity > this.", paper="§5.3", ge=0.0, lt=1.0)
+    folds: int = setting(5, "Cross-validation folds, grouped by base question.", ge=2)
+    seed: int = setting(0, "Seed of the folds, the bootstrap and XGBoost.")
+    resamples: int = setting(1000, "Bootstrap draws of the base questions.", ge=2)
+    confidence: float = setting(0.95, "Confidence of the bootstrap's percentile intervals.", gt=0.0, lt=1.0)
+    n_estimators: int = setting(200, "XGBoost: boosting rounds.", ge=1)
+    max_depth: int = setting(3, "XGBoost: maximum tree depth.", ge=1)
+    learning_rate: float = setting(0.05, "XGBoost: learning rate.", gt=0.0)
+    subsample: float = setting(0.8, "XGBoost: share of the rows each tree sees.", gt=0.0, le=1.0)
+    colsample_bytree: float = setting(0.8, "XGBoost: share of the features each tree sees.", gt=0.0, le=1.0)
+
+    def xgb_params(self) -> dict:
+        """Keyword arguments of ``xgboost.XGBRegressor``."""
+        return {
+            "n_estimators": self.n_estimators,
+            "max_depth": self.max_depth,
+            "learning_rate": self.learning_rate,
+            "subsample": self.subsample,
+            "colsample_bytree": self.colsample_bytree,
+            "random_state": self.seed,
+            "n_jobs": 1,
+            "tree_method": "hist",
+        }
+
+
+class AnalyzePredictorConfig(PredictorFit, Batch):
     """`analyze predictor`: which prompt features predict insightful resolution (PHRBench §5.3)."""
 
     command = ("analyze", "predictor")
+    operation = "phr.eval.predictor_run"
+
     results: list[Path] = setting(
         [], "results.json files (with their samples.jsonl); more may follow as arguments.", metavar="FILE"
     )
     dataset: str = setting(..., "The PHRBench dataset the results were scored on.")
     judge: str = setting("openai:gpt-4o", "LLM for the 12 semantic features; 'none' leaves them missing.", paper="§5.3")
     out: Path = setting(Path("analysis/predictor"), "Output folder (replaced).")
-    target: Literal["pooled", "per_model"] = setting("pooled", "pooled (one row per prompt) or per_model.")
-    threshold: float = setting(0.5, "Positive: insightful propensity > this.", paper="§5.3")
-    folds: int = setting(5, "Cross-validation folds, grouped by base question.", ge=2)
-    resamples: int = setting(1000, "Bootstrap draws of the base questions.", ge=1)
-    seed: int = setting(0, "Seed of the folds, the bootstrap and XGBoost.")
 
 
 class AnalyzeParaphrasesConfig(OpConfig):
     """`analyze paraphrases`: why paraphrases fail (Hallucination-R1 §6, Eq. 11-18, RF vs RP)."""
 
     command = ("analyze", "paraphrases")
+    operation = "phr.eval.hr1_diagnostics_run"
+
     corpus: Path = setting(..., "An hr1-paraphrases corpus folder.", metavar="DIR")
     model: str = setting(..., "The in-process model for hidden states (hf:..., local:...).")
     layer: int | None = setting(
@@ -570,6 +616,49 @@ class AnalyzeParaphrasesConfig(OpConfig):
     cases: int = setting(4, "RF cases in the logit-lens heat map.", ge=1)
     batch_size: int = setting(8, "Batch size of the forward passes.", ge=1)
     overwrite: bool = setting(False, "Replace an existing output folder.")
+
+
+# ---- the LLM layer ------------------------------------------------------------------------------------------------
+
+
+class LlmPingConfig(OpConfig):
+    """`llm ping`: send one prompt to a model and print the reply and the usage."""
+
+    command = ("llm", "ping")
+    operation = "phr.llm.ops"
+    arguments = ("spec",)
+
+    spec: str = setting(..., "Model spec, e.g. local:smollm2, openai:gpt-4o, anthropic:<model>.", metavar="SPEC")
+    prompt: str = setting("What is the capital of France? Answer in one sentence.", "The prompt to send.")
+    max_tokens: int = setting(64, "Maximum new tokens.", ge=1)
+    temperature: float = setting(0.0, "Sampling temperature (0 = greedy).", ge=0)
+    cache_mode: Literal["use", "refresh", "off"] = setting("use", "use | refresh | off")
+    timeout: float = setting(60.0, "Per-call timeout in seconds (API models).", gt=0)
+    attempts: int = setting(3, "Attempts before giving up (retries back off exponentially).", ge=1)
+    max_retry_after: float = setting(
+        MAX_RETRY_AFTER_S,
+        "Longest Retry-After (seconds) a rate-limited call waits; a server asking for more fails the call at once.",
+        ge=0,
+    )
+
+
+class CacheStatsConfig(OpConfig):
+    """`cache stats`: entries, failures, size and tokens per model in the call cache."""
+
+    command = ("cache", "stats")
+    operation = "phr.llm.ops"
+
+    as_json: bool = setting(False, "Print JSON.", flag="--json")
+
+
+class CacheClearConfig(OpConfig):
+    """`cache clear`: delete cached calls (all, or one model's)."""
+
+    command = ("cache", "clear")
+    operation = "phr.llm.ops"
+
+    model: str | None = setting(None, "Only this model's entries.")
+    yes: bool = setting(False, "Do not ask.", alias_flag="-y")
 
 
 #: every operation's config, in the order of the reference docs
@@ -590,6 +679,9 @@ OPERATIONS: tuple[type[OpConfig], ...] = (
     TrainSftConfig,
     AnalyzePredictorConfig,
     AnalyzeParaphrasesConfig,
+    LlmPingConfig,
+    CacheStatsConfig,
+    CacheClearConfig,
     PushConfig,
     RepairConfig,
 )

@@ -30,10 +30,6 @@ class ModelNotInstalledError(UsageError):
     pass
 
 
-class EndpointUnreachableError(PHRError):
-    pass
-
-
 class EnvironmentFault(PHRError):
     """The machine failed the work: a full disk, a path that cannot be read or written, a damaged cache or
     store (``phr.core.faults`` words the ones Python raises)."""

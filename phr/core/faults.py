@@ -47,7 +47,7 @@ def note_path(exc: BaseException, path: str | Path, *, replace: bool = False) ->
     unless ``replace``)."""
     if replace or getattr(exc, "phr_path", None) is None:
         try:
-            exc.phr_path = str(path)  # type: ignore[attr-defined]
+            setattr(exc, "phr_path", str(path))  # an attribute of our own on any exception
         except AttributeError:  # an exception type without a __dict__
             pass
 
@@ -88,7 +88,7 @@ def _os_error(exc: OSError) -> tuple[str, int]:
         head += f" ({name})"
     if code in _NOT_THERE:
         return f"{head}: check the path", 2
-    return f"{head}: {_REMEDY.get(code, 'fix the cause, then rerun')}", 1  # type: ignore[arg-type]
+    return f"{head}: {_REMEDY.get(code or 0, 'fix the cause, then rerun')}", 1
 
 
 def _sqlite(exc: sqlite3.Error) -> str:

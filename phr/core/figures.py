@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal
+
+Layout = Literal["constrained", "compressed", "tight"]
 
 PNG_METADATA = {"Software": None}  # matplotlib writes its version here unless told not to
 DPI = 100
@@ -41,13 +43,13 @@ def style(rc: dict[str, Any] | None = None) -> AbstractContextManager:
     """A context with matplotlib's default rcParams plus ``RC`` (and ``rc``), whatever the user configured."""
     import matplotlib
 
-    params = dict(matplotlib.rcParamsDefault)
+    params: dict[Any, Any] = dict(matplotlib.rcParamsDefault)  # rcParams keys (matplotlib checks them)
     params.pop("backend", None)
     params.update(RC if rc is None else {**RC, **rc})
     return matplotlib.rc_context(params)
 
 
-def figure(width: float, height: float, *, dpi: float | None = None, layout: str | None = None) -> Any:
+def figure(width: float, height: float, *, dpi: float | None = None, layout: Layout | None = None) -> Any:
     """A ``Figure`` of ``width`` x ``height`` inches on its own Agg canvas (no pyplot)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure

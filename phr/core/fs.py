@@ -1,4 +1,5 @@
-"""Files and folders written so that a reader never sees them half-written, and file hashes.
+"""Files and folders written so that a reader never sees them half-written, file hashes, and the links that lead
+out of a folder (``folder_links``).
 
 ``atomic_dir(dest)`` yields a temporary sibling ``.<name>.tmp-<pid>-<random>``; when the block ends without an
 error the sibling replaces ``dest`` (one rename; an existing ``dest`` is first renamed aside and then removed),
@@ -60,11 +61,11 @@ def folder_links(folder: str | Path, skip: tuple[str, ...] = (".git", ".cache/hu
                 found.append((rel, f"symbolic link to {os.readlink(path)!r}"))
             elif st.st_nlink > 1:
                 files.setdefault((st.st_dev, st.st_ino), []).append((rel, st.st_nlink))
-    for names in files.values():
-        nlink = names[0][1]
-        if nlink > len(names):
-            for rel, _ in names:
-                found.append((rel, f"hard link: the file has {nlink} names, {nlink - len(names)} of them outside"))
+    for linked in files.values():
+        nlink = linked[0][1]
+        if nlink > len(linked):
+            for rel, _ in linked:
+                found.append((rel, f"hard link: the file has {nlink} names, {nlink - len(linked)} of them outside"))
     return sorted(found)
 
 
@@ -110,7 +111,7 @@ def clean_stale(parent: str | Path, name: str | None = None) -> list[Path]:
     """Remove temporary siblings (``.<name>.tmp-<pid>-*`` / ``.<name>.old-<pid>-*``) left in ``parent`` by
     processes that no longer run; only those of ``name`` when given. Returns what was removed."""
     parent = Path(parent)
-    removed = []
+    removed: list[Path] = []
     if not parent.is_dir():
         return removed
     for p in parent.iterdir():

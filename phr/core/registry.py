@@ -1,8 +1,8 @@
 """The one registry idiom: a plugin registers itself under a name with a decorator (as inspect's ``@modelapi``),
 so a new backend is one module. Model providers (``phr.llm.spec.PROVIDERS``, via ``@provider``), hub artifact kinds
 (``phr.hub.kinds``, via ``register_kind``; installed packages add theirs by entry point), PHRBench scorers
-(``phr.eval.scorers.SCORERS``) and GRPO rewards (``phr.training.grpo.REWARDS``, via ``@REWARDS.register``) are
-registries of this kind.
+(``phr.eval.scorers.SCORERS``), GRPO rewards (``phr.training.grpo.REWARDS``, via ``@REWARDS.register``) and the
+packaged training recipes (``phr.training.config.RECIPES``) are registries of this kind.
 
     REWARDS: Registry[RewardFactory] = Registry("reward")
 

@@ -86,8 +86,8 @@ class ValidationReport:
         by_row: dict[str, list[Rejection]] = {}
         for r in self.rejections:
             by_row.setdefault(r.row_id, []).append(r)
-        rows = list(by_row.items()) if limit is None else list(by_row.items())[:limit]
-        for row_id, found in rows:
+        shown = list(by_row.items()) if limit is None else list(by_row.items())[:limit]
+        for row_id, found in shown:
             lines.append(row_id)
             lines += [f"    [{r.check}] {r.reason}" for r in found]
         if limit is not None and len(by_row) > limit:

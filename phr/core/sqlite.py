@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import threading
 from pathlib import Path
 
 from phr.core.faults import note_path
@@ -68,17 +67,3 @@ def connect(path: str | Path, *, busy_timeout_s: float = 60.0) -> NamedConnectio
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
     return conn
-
-
-class PerThreadConnection:
-    """One connection per thread on a shared file: ``conn = self._db()``."""
-
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
-        self._local = threading.local()
-
-    def __call__(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self._local.conn = connect(self.path)
-        return conn

@@ -101,11 +101,6 @@ def repo_url(api, repo_id: str, repo_type: str) -> str:
     return f"{api.endpoint.rstrip('/')}/{'datasets/' if repo_type == 'dataset' else ''}{repo_id}"
 
 
-def _status(e: Exception) -> int | None:
-    resp = getattr(e, "response", None)
-    return getattr(resp, "status_code", None)
-
-
 def validate_card_remote(api, folder: Path, repo_type: str, token: str | None) -> None:
     """POST the README to the server's ``/api/validate-yaml`` (the check ``HfApi.create_commit`` runs through its
     private ``_validate_yaml``), before any upload; refuse on errors. A server without the endpoint (404) is

@@ -14,15 +14,7 @@ if TYPE_CHECKING:
     from phr.llm.client import LLM
     from phr.llm.spec import make_provider, parse_spec
     from phr.llm.structured import agenerate_structured, extract_json, generate_structured, parse_as
-    from phr.llm.types import (
-        CallFailure,
-        ChatRequest,
-        GenerationParams,
-        Message,
-        RequestResult,
-        Sample,
-        as_messages,
-    )
+    from phr.llm.types import CallFailure, ChatRequest, GenerationParams, Message, RequestResult, Sample, as_messages
 
 _WHERE = {
     "LLM": "client",

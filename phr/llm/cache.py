@@ -5,6 +5,11 @@ model revision, every generation parameter, the messages and the sample index. E
 committed on its own, so a process killed with SIGKILL loses at most the calls still in flight; WAL plus
 a busy timeout lets many processes write at once. API keys are never part of a key or a row.
 
+The batch ledger (``batch_requests``, docs/scaling.md "Batch mode") lives in the same file: one row per sample
+submitted through a provider's batch API and not yet answered, with its batch id, written before the command waits
+for the batch. A command killed while waiting finds its samples there on the rerun and polls the same batches
+instead of submitting (paying for) them again; a row goes when its answer is stored or its failure recorded.
+
 Each row stores a checksum of its answer (``answer_checksum``: key, text, finish reason, token counts). A row
 whose answer no longer matches it (bytes edited or damaged inside the file) is a miss: ``lookup`` says it is
 corrupt, the client asks again (counted as ``corrupt`` in the run summary) and ``put`` replaces the row. A cache
@@ -55,6 +60,19 @@ CREATE TABLE IF NOT EXISTS failures (
     created_at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS calls_model ON calls(provider, model);
+CREATE TABLE IF NOT EXISTS batch_requests (
+    key TEXT PRIMARY KEY,
+    batch_id TEXT NOT NULL,
+    spec TEXT NOT NULL,
+    endpoint TEXT,
+    custom_id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    sample_index INTEGER NOT NULL,
+    request TEXT NOT NULL,
+    revision TEXT,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS batch_requests_batch ON batch_requests(batch_id);
 """
 
 
@@ -132,6 +150,21 @@ class Lookup:
 
     sample: Sample | None
     corrupt: bool = False
+
+
+@dataclass(frozen=True)
+class LedgerRow:
+    """One sample of a submitted batch: its cache key, the batch line (``custom_id``) that asks for it and its place
+    among that line's samples (``position``), its sample index and canonical request JSON."""
+
+    key: str
+    custom_id: str
+    position: int
+    index: int
+    request: str
+    revision: str | None = None
+    #: when its batch was submitted (read back from the ledger)
+    created_at: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -221,6 +254,59 @@ class CallCache:
             " VALUES (?,?,?,?,?,?,?,?)",
             (key, provider, model, index, reason, message, attempts, time.time()),
         )
+
+    # ---- the batch ledger ------------------------------------------------------------------------------------
+
+    def ledger_add(self, batch_id: str, spec: str, endpoint: str | None, rows: list[LedgerRow]) -> None:
+        """Record the samples of a submitted batch (one transaction: all of them or none)."""
+        if self.mode is CacheMode.OFF:
+            return
+        now = time.time()
+        c = self._conn()
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            c.executemany(
+                "INSERT OR REPLACE INTO batch_requests (key, batch_id, spec, endpoint, custom_id, position,"
+                " sample_index, request, revision, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                [
+                    (r.key, batch_id, spec, endpoint, r.custom_id, r.position, r.index, r.request, r.revision, now)
+                    for r in rows
+                ],
+            )
+            c.execute("COMMIT")
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
+
+    def ledger_batch(self, key: str, spec: str, endpoint: str | None) -> str | None:
+        """The id of the batch that holds ``key`` for this model and endpoint, or None."""
+        if self.mode is CacheMode.OFF:
+            return None
+        row = (
+            self._conn()
+            .execute(
+                "SELECT batch_id FROM batch_requests WHERE key = ? AND spec = ? AND endpoint IS ?",
+                (key, spec, endpoint),
+            )
+            .fetchone()
+        )
+        return row[0] if row else None
+
+    def ledger_rows(self, batch_id: str) -> list[LedgerRow]:
+        """Every sample still waiting on ``batch_id``."""
+        rows = self._conn().execute(
+            "SELECT key, custom_id, position, sample_index, request, revision, created_at FROM batch_requests"
+            " WHERE batch_id = ?"
+            " ORDER BY custom_id, position",
+            (batch_id,),
+        )
+        return [LedgerRow(*r) for r in rows]
+
+    def ledger_clear(self, keys: list[str]) -> None:
+        """Forget ``keys`` (answered, or failed: a rerun submits a failed one again)."""
+        if self.mode is CacheMode.OFF or not keys:
+            return
+        self._conn().executemany("DELETE FROM batch_requests WHERE key = ?", [(k,) for k in keys])
 
     def stats(self) -> CacheStats:
         if not self.path.exists():

@@ -87,6 +87,7 @@ class LLM:
         progress: bool = True,
         show_summary: bool | None = None,
         provider: Provider | None = None,
+        batch: bool | None = None,
         **provider_options,
     ):
         if concurrency < 1:
@@ -111,6 +112,20 @@ class LLM:
         self.progress = progress
         self.show_summary = progress if show_summary is None else show_summary
         self.last_summary = RunSummary()
+        #: True: misses go through the provider's batch API (phr.llm.batch); None: so when made in a batch session
+        #: (a command with --batch; ``phr.api.run`` of a config with ``batch: true``); False: never
+        self.batch = batch
+        if batch is None:
+            from phr.llm.batch import active_session
+
+            batch = self.batch = True if active_session() is not None else None
+        if batch:
+            from phr.llm.batch import BatchUnsupported, require_batch
+
+            require_batch(self.provider)
+            if self.cache.mode is CacheMode.OFF:
+                raise BatchUnsupported(f"{spec}: --batch needs the call cache (its answers are stored there)")
+            self.provider.batched = True  # a plan's calls of this provider are priced at the batch rate
 
     # ---- public API -------------------------------------------------------------------------------
 
@@ -157,6 +172,9 @@ class LLM:
                 redact(self.spec),
             )
         total = sum(r.n for r in requests)
+        if missing and self._batching():
+            await self._batch(requests, results, missing, summary)
+            missing = []
         if missing and self.provider.in_process:
             await self._load_before_the_bar(desc)
         with self._progress() as bar:
@@ -187,6 +205,42 @@ class LLM:
         if fails:
             log.warning("%s: %d sample(s) failed: %s", redact(self.spec), sum(fails.values()), dict(fails))
         return results
+
+    # ---- batch mode (phr.llm.batch) ---------------------------------------------------------------------------
+
+    def _batching(self) -> bool:
+        return bool(self.batch)
+
+    async def _batch(
+        self, requests: Sequence[ChatRequest], results: list[RequestResult], missing: list[_Slot], summary: RunSummary
+    ) -> None:
+        """The missing samples through the batch API: queued in the open session (each a ``batch_pending``
+        missing value until the session's batches end), or, without one, submitted and waited for here."""
+        from phr.llm.batch import BatchSession, Pending, active_session, pending_failure
+
+        active = active_session()
+        own = active is None or not active.defer
+        session = BatchSession() if own or active is None else active
+        items = [
+            Pending(s.key, s.request_json, s.index, requests[s.req].messages, requests[s.req].params) for s in missing
+        ]
+        session.add(self, items)
+        if own:
+            await session.aprocess()
+        stats = summary.model(self.spec)
+        stats.batches += len(session.submitted) if own else 0
+        queued = 0
+        for slot, item in zip(missing, items):
+            outcome = session.outcome(slot.key)
+            if outcome is None:
+                outcome, queued = pending_failure(self, item), queued + 1
+            elif isinstance(outcome, CallFailure):
+                stats.failures[outcome.reason] += 1
+            else:
+                self._count(outcome, stats, batch=True)
+            results[slot.req].samples[slot.index - requests[slot.req].first_index] = outcome
+        if queued:
+            log.info("%s: %d sample(s) queued for the batch API", redact(self.spec), queued)
 
     # ---- execution --------------------------------------------------------------------------------
 
@@ -222,13 +276,17 @@ class LLM:
             batch_size=batch_size,
         )
         self.cache.put(slot.key, slot.request_json, self.provider.kind, self.provider.revision, sample)
-        stats = summary.model(self.spec)
-        stats.samples += 1
-        stats.prompt_tokens += raw.prompt_tokens
-        stats.completion_tokens += raw.completion_tokens
-        cost = self.prices.cost(f"{self.provider.kind}:{self.provider.model}", raw.prompt_tokens, raw.completion_tokens)
-        stats.cost_usd = None if cost is None or stats.cost_usd is None else stats.cost_usd + cost
+        self._count(sample, summary.model(self.spec))
         return sample
+
+    def _count(self, sample: Sample, stats, batch: bool = False) -> None:
+        """A fresh sample's tokens and estimated cost (``batch``: at the batch rate) in the run's accounting."""
+        stats.samples += 1
+        stats.prompt_tokens += sample.prompt_tokens
+        stats.completion_tokens += sample.completion_tokens
+        spec = f"{self.provider.kind}:{self.provider.model}"
+        cost = self.prices.cost(spec, sample.prompt_tokens, sample.completion_tokens, batch=batch)
+        stats.cost_usd = None if cost is None or stats.cost_usd is None else stats.cost_usd + cost
 
     def _fail(self, slot: _Slot, reason: str, message: str, attempts: int, summary: RunSummary) -> CallFailure:
         message = redact(message)

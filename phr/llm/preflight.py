@@ -42,14 +42,17 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0  # an upper bound: every sample at its max_tokens
     estimated: int = 0  # samples whose prompt is written during the run (estimated; their cache state unknown)
+    batch: bool = False  # sent through the provider's batch API (--batch): priced at the batch rate
 
     def line(self, prices) -> str:
-        cost = prices.cost(self.spec, self.prompt_tokens, self.completion_tokens)
+        cost = prices.cost(self.spec, self.prompt_tokens, self.completion_tokens, batch=self.batch)
         known = self.samples - self.estimated
         cached = "unknown" if self.cached is None or not known else f"{self.cached}/{known}"
         if self.estimated:
             cached += f"; {self.estimated} estimated, their prompts are written during the run"
         usd = "no price in prices.toml" if cost is None else f"<= ${cost:,.2f}"
+        if self.batch and cost is not None:
+            usd += f" at the batch rate ({prices.batch_share(self.spec):.0%} of the price)"
         return (
             f"  {self.spec}: {self.requests} requests, {self.samples} samples (cached {cached}), ~{self.prompt_tokens:,} prompt tokens, "
             f"<= {self.completion_tokens:,} completion tokens, {usd}"
@@ -133,10 +136,15 @@ class Preflight:
         """Add ``requests`` (ChatRequests) of ``spec`` to the plan; with ``provider``, count the cached samples.
         ``estimated``: stand-ins for requests whose prompt the run writes (a judge of paraphrases not yet made):
         their tokens count, their cache state is unknown."""
+        from phr.llm.batch import BATCH_KINDS, active_session, no_batch_api
         from phr.llm.cache import CallCache, call_key
         from phr.llm.client import estimate_completion_tokens, estimate_prompt_tokens
 
         u = self.usage.setdefault(spec, Usage(spec))
+        batch = bool(getattr(provider, "batched", False)) or active_session() is not None  # --batch
+        if batch and spec.partition(":")[0] not in BATCH_KINDS:
+            self.problem(no_batch_api(spec))
+        u.batch = u.batch or batch
         cache = CallCache() if provider is not None and not estimated else None
         for req in requests:
             u.requests += 1

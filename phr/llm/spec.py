@@ -180,7 +180,3 @@ def _local(rest: str, **options) -> Provider:
     from phr.llm.providers.hf_local import local_provider
 
     return local_provider(rest, **options)
-
-
-#: the known spec forms by provider kind (kept for callers of the former constant)
-KNOWN = known_forms()

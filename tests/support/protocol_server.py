@@ -9,6 +9,18 @@ Endpoints (bound to 127.0.0.1 only, HTTP/1.1 keep-alive):
                                                  /v1/ too (google-genai 3.x defaults to API version v1)
     GET  /health                                 200 "ok"
 
+Batch APIs (``srv.batches``: every batch created, by id, in order; docs/scaling.md "Batch mode"):
+
+    POST /v1/files  GET /v1/files/{id}/content   OpenAI files (multipart upload; a batch's output/error JSONL)
+    POST /v1/batches  GET /v1/batches/{id}       OpenAI Batch API over /v1/chat/completions lines
+    POST /v1/messages/batches                    Anthropic Message Batches; GET .../{id} and .../{id}/results
+    POST /v1beta/models/{model}:batchGenerateContent   Gemini Batch API, inlined requests; GET /v1beta/batches/{id}
+
+A batch is answered on its first poll (each line as the endpoint above answers it) unless ``srv.batch_hold`` is
+set (it stays in progress, polled again and again); ``srv.batch_end = "expired"`` (or "cancelled") ends the next
+polled batches that way with no answers; ``srv.batch_fail(body)``, when set, picks the lines (by their request
+body) that fail inside the batch with a 400 error. Nothing depends on time.
+
 Replies are deterministic: choice ``i`` of a request is ``f"echo[{model}] {last user message} #{k}"`` with
 ``" seed={seed}"`` appended when the request has a seed, where ``k = i + (choices already generated for the same
 protocol, model, messages and seed)``. On a fresh server, n choices of one request are ``#0 .. #n-1``, and n
@@ -40,7 +52,7 @@ import socket
 import threading
 import time
 import uuid
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
@@ -69,6 +81,12 @@ class ProtocolServer(LocalServer):
         self._requests: list[dict[str, Any]] = []
         self._generated: dict[str, int] = defaultdict(int)
         self._last_model = "echo"
+        #: the batch APIs' state: created batches by id (dicts: protocol, lines, status, answers), uploaded files
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.files: dict[str, bytes] = {}
+        self.batch_hold = False
+        self.batch_end: str | None = None
+        self.batch_fail: Any = None
         super().__init__(_make_handler(self), port)
 
     def stop(self) -> None:
@@ -91,6 +109,10 @@ class ProtocolServer(LocalServer):
             self._scripts.clear()
             self._requests.clear()
             self._generated.clear()
+
+    def posts(self, path_part: str) -> int:
+        """How many POST requests had ``path_part`` in their path (e.g. ``/batches``, ``chat/completions``)."""
+        return sum(1 for r in self.requests if r["method"] == "POST" and path_part in r["path"])
 
     @property
     def requests(self) -> list[dict[str, Any]]:
@@ -239,6 +261,8 @@ def _make_handler(server: ProtocolServer) -> type[BaseHTTPRequestHandler]:
                 return self._drop()
             if self.path.startswith("/health"):
                 return self._send(200, "ok", content_type="text/plain")
+            if _batch_get(server, self, self.path.split("?", 1)[0]):
+                return None
             if self.path.startswith("/v1/models"):
                 return self._send(
                     200,
@@ -279,6 +303,8 @@ def _make_handler(server: ProtocolServer) -> type[BaseHTTPRequestHandler]:
                         else _error_body(protocol or "openai", code, f"scripted fault: HTTP {code}")
                     )
                     return self._send(code, payload, headers)
+            if _batch_post(server, self, path, body, raw):
+                return None
             if protocol is None:
                 return self._send(404, {"error": {"message": f"no route {path}"}})
             if not isinstance(body, dict):
@@ -399,6 +425,169 @@ def _make_handler(server: ProtocolServer) -> type[BaseHTTPRequestHandler]:
             }
 
     return Handler
+
+
+# -- batch APIs ----------------------------------------------------------------------------------------------------
+
+_GEMINI_BATCH = re.compile(r"^/v1(?:beta|alpha)?/models/([^/:]+):batchGenerateContent$")
+_GEMINI_GET = re.compile(r"^/v1(?:beta|alpha)?/batches/([^/:]+)$")
+_ISO = "2026-01-01T00:00:00Z"
+
+
+def _multipart_file(handler: BaseHTTPRequestHandler, raw: bytes) -> bytes:
+    from email import policy
+    from email.parser import BytesParser
+
+    head = f"Content-Type: {handler.headers.get('Content-Type')}\r\n\r\n".encode()
+    msg = BytesParser(policy=policy.HTTP).parsebytes(head + raw)
+    for part in msg.iter_parts():  # type: ignore[attr-defined]
+        if part.get_param("name", header="content-disposition") == "file":
+            return part.get_payload(decode=True) or b""
+    raise ValueError("no file part")
+
+
+def _batch_post(server: ProtocolServer, h: Any, path: str, body: Any, raw: bytes) -> bool:
+    """Answer a batch API POST (True), or leave the request to the chat endpoints (False)."""
+    new_id = uuid.uuid4().hex[:12]
+    if path == "/v1/files":
+        fid = f"file-{new_id}"
+        server.files[fid] = _multipart_file(h, raw)
+        h._send(200, {"id": fid, "object": "file", "bytes": len(server.files[fid]), "created_at": 0,
+                      "filename": "batch.jsonl", "purpose": "batch", "status": "processed"})  # fmt: skip
+        return True
+    if path == "/v1/batches":
+        lines = [json.loads(x) for x in server.files[body["input_file_id"]].decode().splitlines() if x.strip()]
+        b = server.batches[f"batch_{new_id}"] = {"protocol": "openai", "lines": lines, "status": "in_progress"}
+        h._send(200, _openai_batch(server, f"batch_{new_id}", b))
+        return True
+    if path == "/v1/messages/batches":
+        b = server.batches[f"msgbatch_{new_id}"] = {
+            "protocol": "anthropic",
+            "lines": body["requests"],
+            "status": "in_progress",
+        }
+        h._send(200, _anthropic_batch(server, f"msgbatch_{new_id}", b))
+        return True
+    m = _GEMINI_BATCH.match(path)
+    if m:
+        lines = body["batch"]["inputConfig"]["requests"]["requests"]
+        b = server.batches[new_id] = {
+            "protocol": "gemini",
+            "model": m.group(1),
+            "lines": lines,
+            "status": "in_progress",
+        }
+        h._send(200, _gemini_batch(new_id, b))
+        return True
+    return False
+
+
+def _batch_get(server: ProtocolServer, h: Any, path: str) -> bool:
+    """Answer a batch API GET (True), or leave another path alone (False)."""
+    parts = path.strip("/").split("/")
+    if path.startswith("/v1/files/") and path.endswith("/content"):
+        h._send(200, server.files[parts[2]], content_type="application/octet-stream")
+        return True
+    if path.startswith("/v1/batches/") and server.batches.get(parts[2], {}).get("protocol") == "openai":
+        bid = parts[2]
+        _advance(server, h, bid)
+        h._send(200, _openai_batch(server, bid, server.batches[bid]))
+        return True
+    if path.startswith("/v1/messages/batches/"):
+        bid = parts[3]
+        if path.endswith("/results"):
+            data = "".join(json.dumps(r) + "\n" for r in server.batches[bid]["answers"])
+            h._send(200, data, content_type="application/binary")
+            return True
+        _advance(server, h, bid)
+        h._send(200, _anthropic_batch(server, bid, server.batches[bid]))
+        return True
+    m = _GEMINI_GET.match(path)
+    if m:
+        _advance(server, h, m.group(1))
+        h._send(200, _gemini_batch(m.group(1), server.batches[m.group(1)]))
+        return True
+    return False
+
+
+def _advance(server: ProtocolServer, h: Any, bid: str) -> None:
+    """A poll: answer a batch still in progress (unless held), or end it as ``batch_end`` says."""
+    b = server.batches[bid]
+    if b["status"] != "in_progress" or server.batch_hold:
+        return
+    if server.batch_end:
+        b["status"], b["answers"] = server.batch_end, [_no_answer(b, line, server.batch_end) for line in b["lines"]]
+        return
+    b["answers"] = [_answer(server, h, b, line) for line in b["lines"]]
+    b["status"] = "ended"
+
+
+def _failing(server: ProtocolServer, body: dict) -> bool:
+    return server.batch_fail is not None and bool(server.batch_fail(body))
+
+
+def _answer(server: ProtocolServer, h: Any, b: dict, line: dict) -> dict:
+    """One line's answer, in its protocol's result form."""
+    if b["protocol"] == "openai":
+        if _failing(server, line["body"]):
+            error = {"error": {"message": "scripted batch failure", "type": "invalid_request_error", "code": "bad"}}
+            return {"custom_id": line["custom_id"], "response": {"status_code": 400, "body": error}, "error": None}
+        resp = {"status_code": 200, "request_id": "req", "body": h._openai(line["url"], line["body"])}
+        return {"id": "r", "custom_id": line["custom_id"], "response": resp, "error": None}
+    if b["protocol"] == "anthropic":
+        if _failing(server, line["params"]):
+            error = {"type": "error", "error": {"type": "invalid_request_error", "message": "scripted batch failure"}}
+            return {"custom_id": line["custom_id"], "result": {"type": "errored", "error": error}}
+        message = h._anthropic("/v1/messages", line["params"])
+        return {"custom_id": line["custom_id"], "result": {"type": "succeeded", "message": message}}
+    request = line["request"]
+    if _failing(server, request):
+        return {"error": {"code": 400, "message": "scripted batch failure"}, "metadata": line.get("metadata")}
+    model = str(request.get("model") or b["model"]).removeprefix("models/")
+    return {"response": h._gemini(f"/v1beta/models/{model}:generateContent", request), "metadata": line.get("metadata")}
+
+
+def _no_answer(b: dict, line: dict, end: str) -> dict:
+    if b["protocol"] == "anthropic":
+        return {"custom_id": line["custom_id"], "result": {"type": "expired" if end == "expired" else "canceled"}}
+    return {}
+
+
+def _openai_batch(server: ProtocolServer, bid: str, b: dict) -> dict:
+    answers = b.get("answers") or []
+    ok = [a for a in answers if a.get("response", {}).get("status_code") == 200]
+    bad = [a for a in answers if a.get("response") and a["response"].get("status_code") != 200]
+    status = {"in_progress": "in_progress", "ended": "completed"}.get(b["status"], b["status"])
+    out = {"id": bid, "object": "batch", "endpoint": "/v1/chat/completions", "input_file_id": "file", "status": status,
+           "completion_window": "24h", "created_at": 0, "output_file_id": None, "error_file_id": None,
+           "request_counts": {"total": len(b["lines"]), "completed": len(ok), "failed": len(bad)}}  # fmt: skip
+    for name, rows in (("output_file_id", ok), ("error_file_id", bad)):
+        if rows:
+            fid = f"file-{bid}-{name}"
+            server.files[fid] = "".join(json.dumps(r) + "\n" for r in rows).encode()
+            out[name] = fid
+    return out
+
+
+def _anthropic_batch(server: ProtocolServer, bid: str, b: dict) -> dict:
+    answers = b.get("answers") or []
+    kinds = Counter(a["result"]["type"] for a in answers)
+    running = b["status"] == "in_progress"
+    return {"id": bid, "type": "message_batch", "processing_status": "in_progress" if running else "ended",
+            "request_counts": {"processing": len(b["lines"]) if running else 0, "succeeded": kinds["succeeded"],
+                               "errored": kinds["errored"], "canceled": kinds["canceled"], "expired": kinds["expired"]},
+            "created_at": _ISO, "expires_at": _ISO, "ended_at": None if running else _ISO, "archived_at": None,
+            "cancel_initiated_at": None,
+            "results_url": None if running else f"{server.url}/v1/messages/batches/{bid}/results"}  # fmt: skip
+
+
+def _gemini_batch(bid: str, b: dict) -> dict:
+    state = {"in_progress": "BATCH_STATE_RUNNING", "ended": "BATCH_STATE_SUCCEEDED", "expired": "BATCH_STATE_EXPIRED",
+             "cancelled": "BATCH_STATE_CANCELLED"}[b["status"]]  # fmt: skip
+    meta: dict[str, Any] = {"model": f"models/{b['model']}", "displayName": "phr", "state": state, "createTime": _ISO}
+    if b["status"] == "ended":
+        meta["output"] = {"inlinedResponses": {"inlinedResponses": b["answers"]}}
+    return {"name": f"batches/{bid}", "metadata": meta}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -8,7 +8,16 @@ import anthropic
 
 from phr.config.defaults import CALL_TIMEOUT_S
 from phr.core.secrets import require_env
-from phr.llm.providers.base import APIProvider, RawCompletion, split_system, stainless_errors
+from phr.llm.errors import AuthFailed, BadRequest, CallError, RateLimited, ServerError
+from phr.llm.providers.base import (
+    APIProvider,
+    BatchLine,
+    BatchResult,
+    BatchStatus,
+    RawCompletion,
+    split_system,
+    stainless_errors,
+)
 from phr.llm.types import GenerationParams, Message
 
 DEFAULT_MAX_TOKENS = 1024
@@ -30,6 +39,10 @@ class AnthropicProvider(APIProvider):
     max_n = 1
     response_kind = "a message"
     errors = stainless_errors(anthropic)
+    batch_api = True
+    #: the Message Batches API's limits: 100,000 requests or 256 MB per batch
+    batch_max_requests = 100_000
+    batch_max_bytes = 250_000_000
 
     def __init__(
         self, model: str, api_key: str | None = None, base_url: str | None = None, timeout: float = CALL_TIMEOUT_S
@@ -70,6 +83,9 @@ class AnthropicProvider(APIProvider):
 
     async def _one(self, kw: dict, timeout: float) -> RawCompletion:
         msg = await self._call(self._client.messages.create(**kw, timeout=timeout), timeout)
+        return self._raw(msg)
+
+    def _raw(self, msg) -> RawCompletion:
         try:
             text = "".join(b.text for b in msg.content if getattr(b, "type", None) == "text")
             return RawCompletion(
@@ -77,6 +93,47 @@ class AnthropicProvider(APIProvider):
             )
         except (AttributeError, TypeError, ValueError) as e:
             raise self._malformed(e) from e
+
+    # ---- the Message Batches API: messages.batches.create / retrieve / results ----
+
+    def batch_line(self, line: BatchLine) -> dict:
+        kw = self._request(line.messages, line.params)
+        kw.update(kw.pop("extra_body", {}))  # a batch line's params are the request body itself
+        return {"custom_id": line.custom_id, "params": kw}
+
+    async def submit_batch(self, lines: list[BatchLine]) -> str:
+        requests = [self.batch_line(x) for x in lines]
+        batch = await self._call(self._client.messages.batches.create(requests=requests), self.timeout)
+        return batch.id
+
+    async def poll_batch(self, batch_id: str) -> BatchStatus:
+        b = await self._call(self._client.messages.batches.retrieve(batch_id), self.timeout)
+        c = b.request_counts
+        failed = c.errored + c.canceled + c.expired
+        total = c.processing + c.succeeded + failed
+        done = b.processing_status == "ended"
+        outcome = None
+        if done:
+            outcome = "expired" if c.expired else "cancelled" if c.canceled else "ended"
+        return BatchStatus(batch_id, b.processing_status, done, total, c.succeeded, failed, outcome)
+
+    async def batch_results(self, batch_id: str, expected: dict[str, int]) -> dict[str, BatchResult]:
+        out: dict[str, BatchResult] = {}
+        decoder = await self._call(self._client.messages.batches.results(batch_id), self.timeout)
+        async for row in decoder:
+            result = row.result
+            if result.type == "succeeded":
+                try:
+                    out[row.custom_id] = [self._raw(result.message)]
+                except CallError as e:
+                    out[row.custom_id] = e
+            elif result.type == "errored":
+                err = getattr(result.error, "error", None)
+                kind = getattr(err, "type", "api_error")
+                message = self._msg(f"in batch: {kind}: {getattr(err, 'message', err)}")
+                out[row.custom_id] = _ERRORS.get(kind, ServerError)(message)
+            # canceled / expired lines: no answer (the batch's outcome says why)
+        return out
 
     def _http_error(self, e: Exception) -> tuple[int, str, str | None] | None:
         if not isinstance(e, anthropic.APIStatusError):
@@ -89,3 +146,14 @@ class AnthropicProvider(APIProvider):
 
     async def _close_client(self, client: anthropic.AsyncAnthropic) -> None:
         await client.close()
+
+
+#: the error classes of a batch line's error types (invalid_request_error, ...); others are server errors
+_ERRORS: dict[str, type[CallError]] = {
+    "invalid_request_error": BadRequest,
+    "authentication_error": AuthFailed,
+    "permission_error": AuthFailed,
+    "not_found_error": BadRequest,
+    "request_too_large": BadRequest,
+    "rate_limit_error": RateLimited,
+}

@@ -44,6 +44,36 @@ class BatchItem:
     index: int
 
 
+@dataclass(frozen=True)
+class BatchLine:
+    """One request of a provider batch: the line's id (``custom_id``), the prompt, its parameters (the seed already
+    offset to the first sample index) and the samples it asks for."""
+
+    custom_id: str
+    messages: tuple[Message, ...]
+    params: GenerationParams
+    n: int = 1
+
+
+@dataclass(frozen=True)
+class BatchStatus:
+    """A submitted batch as its provider reports it: its own status word, whether it is over, and the counts it
+    gives (None where the API gives none while it runs). ``outcome``: ``ended``, ``expired``, ``cancelled`` or
+    ``failed`` once it is over."""
+
+    batch_id: str
+    status: str
+    done: bool
+    total: int | None = None
+    completed: int | None = None
+    failed: int | None = None
+    outcome: str | None = None
+
+
+#: what one batch line gave: its samples, or the error the provider reported for it
+BatchResult = list[RawCompletion] | CallError
+
+
 class Provider(ABC):
     """An LLM backend. API providers implement ``complete``; in-process ones implement ``complete_batch``."""
 
@@ -57,6 +87,13 @@ class Provider(ABC):
     batch_size: int = 8
     #: Why this model is loaded ("as the reference scorer", "for generating"): the loading line says it.
     purpose: str | None = None
+    #: True when the provider has a batch API (``submit_batch`` / ``poll_batch`` / ``batch_results``; --batch).
+    batch_api: bool = False
+    #: The most requests and bytes (of the request lines) one batch may hold: the provider's documented limits.
+    batch_max_requests: int = 0
+    batch_max_bytes: int = 0
+    #: set on the provider of an ``LLM(..., batch=True)``: a plan prices its calls at the batch rate
+    batched: bool = False
 
     def __init__(self, model: str, revision: str | None = None):
         self.model = model
@@ -85,6 +122,24 @@ class Provider(ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         pass
+
+    # ---- batch APIs (phr.llm.batch) ----
+
+    def batch_line(self, line: BatchLine) -> dict:
+        """The JSON of one batch line as submitted (its size counts against ``batch_max_bytes``)."""
+        raise NotImplementedError
+
+    async def submit_batch(self, lines: list[BatchLine]) -> str:
+        """Submit ``lines`` as one batch; return the batch id."""
+        raise NotImplementedError
+
+    async def poll_batch(self, batch_id: str) -> BatchStatus:
+        raise NotImplementedError
+
+    async def batch_results(self, batch_id: str, expected: dict[str, int]) -> dict[str, BatchResult]:
+        """The answers of a finished batch by ``custom_id`` (``expected``: each line's number of samples); a line
+        with no answer (an expired batch) is absent."""
+        raise NotImplementedError
 
 
 @dataclass(frozen=True)
@@ -315,7 +370,7 @@ def require_scoring(provider: Any, purpose: str = "scoring") -> ScoringProvider:
     CannotScoreError naming its spec."""
     if isinstance(provider, ScoringProvider):
         if getattr(provider, "purpose", "") is None:
-            provider.purpose = f"as {purpose}"  # type: ignore[attr-defined]
+            setattr(provider, "purpose", f"as {purpose}")  # an attribute of the local providers only
         return provider
     spec = getattr(provider, "spec", None) or repr(provider)
     raise CannotScoreError(

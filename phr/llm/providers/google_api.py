@@ -13,8 +13,16 @@ from google.genai import types as gt
 
 from phr.config.defaults import CALL_TIMEOUT_S
 from phr.core.secrets import require_env
-from phr.llm.errors import CallError, MalformedResponse
-from phr.llm.providers.base import APIProvider, RawCompletion, SDKErrors, split_system
+from phr.llm.errors import CallError, MalformedResponse, from_http_status
+from phr.llm.providers.base import (
+    APIProvider,
+    BatchLine,
+    BatchResult,
+    BatchStatus,
+    RawCompletion,
+    SDKErrors,
+    split_system,
+)
 from phr.llm.types import GenerationParams, Message
 
 
@@ -36,6 +44,10 @@ class GoogleProvider(APIProvider):
         connection=(httpx2.TransportError, OSError),
         malformed=(json.JSONDecodeError, pydantic.ValidationError),
     )
+    batch_api = True
+    #: the Batch API with inlined requests: one request body of at most 20 MB
+    batch_max_requests = 10_000
+    batch_max_bytes = 19_000_000
 
     def __init__(
         self, model: str, api_key: str | None = None, base_url: str | None = None, timeout: float = CALL_TIMEOUT_S
@@ -102,6 +114,55 @@ class GoogleProvider(APIProvider):
                 raise CallError(self._msg(f"prompt blocked: {getattr(block, 'value', block)}"))
             raise MalformedResponse(self._msg("response has no candidates"))
         return self._samples(out, prompt, completion, n, f"{n} candidates")
+
+    # ---- the Batch API with inlined requests: batches.create / get; the answers come inlined in the job ----
+
+    def _inlined(self, line: BatchLine) -> gt.InlinedRequest:
+        contents, config = self._config(line.messages, line.params, line.n, self.timeout)
+        config.http_options = None
+        return gt.InlinedRequest(contents=contents, config=config, metadata={"key": line.custom_id})
+
+    def batch_line(self, line: BatchLine) -> dict:
+        return self._inlined(line).model_dump(mode="json", exclude_none=True)
+
+    async def submit_batch(self, lines: list[BatchLine]) -> str:
+        src = [self._inlined(x) for x in lines]
+        job = await self._call(
+            self._client.aio.batches.create(model=self.model, src=src, config={"display_name": "phr"}), self.timeout
+        )
+        return str(job.name)
+
+    async def poll_batch(self, batch_id: str) -> BatchStatus:
+        job = await self._call(self._client.aio.batches.get(name=batch_id), self.timeout)
+        state = getattr(job.state, "value", str(job.state))
+        over = {
+            "JOB_STATE_SUCCEEDED": "ended",
+            "JOB_STATE_EXPIRED": "expired",
+            "JOB_STATE_CANCELLED": "cancelled",
+            "JOB_STATE_FAILED": "failed",
+        }
+        stats = job.completion_stats
+        done_n = failed_n = None
+        if stats is not None:
+            done_n, failed_n = stats.successful_count, stats.failed_count
+        return BatchStatus(batch_id, state, state in over, None, done_n, failed_n, over.get(state))
+
+    async def batch_results(self, batch_id: str, expected: dict[str, int]) -> dict[str, BatchResult]:
+        job = await self._call(self._client.aio.batches.get(name=batch_id), self.timeout)
+        answers = (job.dest.inlined_responses if job.dest else None) or []
+        order = list(expected)
+        out: dict[str, BatchResult] = {}
+        for i, answer in enumerate(answers):
+            cid = (answer.metadata or {}).get("key") or (order[i] if i < len(order) else str(i))
+            if answer.error is not None:
+                code = int(answer.error.code or 500)
+                out[cid] = from_http_status(code, self._msg(f"in batch: {code}: {answer.error.message}"))
+            elif answer.response is not None:
+                try:
+                    out[cid] = self._parse(answer.response, expected.get(cid, 1))
+                except CallError as e:
+                    out[cid] = e
+        return out
 
     def _http_error(self, e: Exception) -> tuple[int, str, str | None] | None:
         if not isinstance(e, genai_errors.APIError):

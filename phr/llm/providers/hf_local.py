@@ -162,6 +162,8 @@ class _Sampler:
     def __init__(self, params: GenerationParams, seeds: Sequence[int], device):
         import torch
 
+        if not params.temperature:
+            raise ValueError("the sampler needs a temperature > 0 (greedy decoding runs without one)")
         self.temperature = float(params.temperature)
         self.top_p = params.top_p
         self.top_k = params.top_k
@@ -256,6 +258,11 @@ class HFProvider(Provider):
 
     kind = "hf"
     in_process = True
+    _model: Any  # the loaded model and tokenizer (None until _ensure_loaded)
+    _tokenizer: Any
+    _source: str | None  # what from_pretrained loads: a local folder
+    _local_dir: Path | None
+    _fingerprint: str | None  # short hash of a local folder's files
 
     def __init__(
         self,
@@ -287,9 +294,9 @@ class HFProvider(Provider):
         self._run_lock = threading.Lock()  # one forward/generate at a time
         self._model = None
         self._tokenizer = None
-        self._source: str | None = None  # what from_pretrained loads: a local folder
-        self._local_dir: Path | None = None
-        self._fingerprint: str | None = None  # short hash of a local folder's files
+        self._source = None
+        self._local_dir = None
+        self._fingerprint = None
         self._head: OutputHead | None = None
         self._head_checked = False
 
@@ -466,7 +473,9 @@ class HFProvider(Provider):
                 finished += len(chunk)
                 if progress is not None:
                     progress(float(finished))
-        return out  # type: ignore[return-value]
+        done = [raw for raw in out if raw is not None]
+        assert len(done) == len(items)  # every item's slot was filled above
+        return done
 
     def _generate(
         self, items: list[BatchItem], params: GenerationParams, progress: Callable[[float], None] | None = None

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import json
 import os
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import openai
+import pydantic
+from openai.types.chat import ChatCompletion
 
 from phr.config.defaults import CALL_TIMEOUT_S
 from phr.core.secrets import require_env
-from phr.llm.errors import BadRequest
-from phr.llm.providers.base import APIProvider, RawCompletion, stainless_errors
+from phr.llm.errors import BadRequest, CallError, from_http_status
+from phr.llm.providers.base import (
+    APIProvider,
+    BatchLine,
+    BatchResult,
+    BatchStatus,
+    RawCompletion,
+    stainless_errors,
+)
 from phr.llm.types import GenerationParams, Message
 
 
@@ -42,6 +53,10 @@ class OpenAIProvider(APIProvider):
     max_n = 128
     response_kind = "a chat completion"
     errors = stainless_errors(openai)
+    batch_api = True
+    #: the Batch API's limits: 50,000 requests and a 200 MB input file per batch
+    batch_max_requests = 50_000
+    batch_max_bytes = 190_000_000
 
     def __init__(
         self,
@@ -54,6 +69,7 @@ class OpenAIProvider(APIProvider):
         super().__init__(model)
         self.compatible = compatible
         if compatible:
+            self.batch_api = False  # a server copying the chat protocol has no /v1/batches
             self.kind = "openai-compatible"
             if not base_url:
                 raise ValueError("openai-compatible needs a base_url")
@@ -102,16 +118,74 @@ class OpenAIProvider(APIProvider):
         resp = await self._call(self._client.chat.completions.create(**kw, timeout=timeout), timeout)
         return self._parse(resp, n)
 
-    def _parse(self, resp: object, n: int) -> list[RawCompletion]:
+    def _parse(self, resp: Any, n: int) -> list[RawCompletion]:  # the SDK's ChatCompletion, read defensively
         try:
-            choices = sorted(resp.choices, key=lambda c: c.index if c.index is not None else 0)  # type: ignore[attr-defined]
+            choices = sorted(resp.choices, key=lambda c: c.index if c.index is not None else 0)
             texts = [(c.message.content or "", c.finish_reason) for c in choices]
-            usage = resp.usage  # type: ignore[attr-defined]
+            usage = resp.usage
             prompt = int(usage.prompt_tokens or 0) if usage is not None else 0
             completion = int(usage.completion_tokens or 0) if usage is not None else 0
         except (AttributeError, TypeError, ValueError) as e:
             raise self._malformed(e) from e
         return self._samples(texts, prompt, completion, n, f"n={n} choices (does the endpoint support n?)")
+
+    # ---- the Batch API: a JSONL file of /v1/chat/completions requests, files.create + batches.create ----
+
+    def batch_line(self, line: BatchLine) -> dict:
+        body = self._request(line.messages, line.params, line.n)
+        return {"custom_id": line.custom_id, "method": "POST", "url": "/v1/chat/completions", "body": body}
+
+    async def submit_batch(self, lines: list[BatchLine]) -> str:
+        data = "".join(json.dumps(self.batch_line(x), ensure_ascii=False) + "\n" for x in lines).encode()
+        client = self._client
+        upload = await self._call(client.files.create(file=("phr-batch.jsonl", data), purpose="batch"), self.timeout)
+        batch = await self._call(
+            client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions", completion_window="24h"),
+            self.timeout,
+        )
+        return batch.id
+
+    async def poll_batch(self, batch_id: str) -> BatchStatus:
+        b = await self._call(self._client.batches.retrieve(batch_id), self.timeout)
+        counts = b.request_counts
+        over = {"completed": "ended", "expired": "expired", "cancelled": "cancelled", "failed": "failed"}
+        return BatchStatus(
+            batch_id,
+            b.status,
+            b.status in over,
+            counts.total if counts else None,
+            counts.completed if counts else None,
+            counts.failed if counts else None,
+            over.get(b.status),
+        )
+
+    async def batch_results(self, batch_id: str, expected: dict[str, int]) -> dict[str, BatchResult]:
+        b = await self._call(self._client.batches.retrieve(batch_id), self.timeout)
+        out: dict[str, BatchResult] = {}
+        for file_id in (b.output_file_id, b.error_file_id):
+            if not file_id:
+                continue
+            content = await self._call(self._client.files.content(file_id), self.timeout)
+            for text in content.text.splitlines():
+                if text.strip():
+                    row = json.loads(text)
+                    cid = str(row.get("custom_id"))
+                    out[cid] = self._batch_row(row, expected.get(cid, 1))
+        return out
+
+    def _batch_row(self, row: dict, n: int) -> BatchResult:
+        """One line of an output or error file: the samples, or the error it reports."""
+        resp, err = row.get("response") or {}, row.get("error")
+        status = int(resp.get("status_code") or 0)
+        if err or status != 200:
+            detail = (resp.get("body") or {}).get("error") or err or {}
+            message = self._msg(f"in batch: {detail.get('code') or status}: {detail.get('message') or detail}")
+            return from_http_status(status, message) if status >= 400 else CallError(message)
+        try:
+            parsed = ChatCompletion.model_validate(resp["body"])
+            return self._parse(parsed, n)
+        except (CallError, pydantic.ValidationError, KeyError, TypeError) as e:
+            return e if isinstance(e, CallError) else self._malformed(e)
 
     def _http_error(self, e: Exception) -> tuple[int, str, str | None] | None:
         if not isinstance(e, openai.APIStatusError):
