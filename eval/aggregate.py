@@ -220,6 +220,19 @@ def aggregate(scores: Sequence[SampleScore], bootstrap: Bootstrap | None = Boots
     )
 
 
+def _accuracy_headline(by_cond: dict[str, _Group], metrics: dict[str, float], draws: dict) -> None:
+    """The paper's headline (§5.1): H - T, and retention H / T of the unrounded accuracies (Figure 3)."""
+    bh, bt = name_of(ACCURACY, _HALL), name_of(ACCURACY, _TRUTH)
+    if bh not in metrics or bt not in metrics:
+        return
+    metrics[ACCURACY_H_MINUS_T] = round(metrics[bh] - metrics[bt], 6)
+    draws[ACCURACY_H_MINUS_T] = _minus(draws[bh], draws[bt])
+    hall, truthful = by_cond[_HALL].accuracy, by_cond[_TRUTH].accuracy
+    if metrics[bt] > 0 and hall is not None and truthful:
+        metrics[RETENTION] = round(hall / truthful, 6)
+        draws[RETENTION] = _ratio(draws[bh], draws[bt])
+
+
 def _flat_metrics(by_cond: dict[str, _Group], shares, share_draws, judged: bool):
     """The result's flat ``metrics`` (catalogue names) and the bootstrap draws of each."""
     metrics: dict[str, float] = {}
@@ -230,14 +243,7 @@ def _flat_metrics(by_cond: dict[str, _Group], shares, share_draws, judged: bool)
             if value is not None:
                 name = name_of(f, c)
                 metrics[name], draws[name] = value, g.draws[f]
-    bh, bt = name_of(ACCURACY, _HALL), name_of(ACCURACY, _TRUTH)
-    if bh in metrics and bt in metrics:  # the paper's headline (§5.1): H - T, and retention H / T (Figure 3)
-        metrics[ACCURACY_H_MINUS_T] = round(metrics[bh] - metrics[bt], 6)
-        draws[ACCURACY_H_MINUS_T] = _minus(draws[bh], draws[bt])
-        h_acc, t_acc = by_cond[_HALL].accuracy, by_cond[_TRUTH].accuracy  # unrounded
-        if metrics[bt] > 0 and h_acc is not None and t_acc:
-            metrics[RETENTION] = round(h_acc / t_acc, 6)
-            draws[RETENTION] = _ratio(draws[bh], draws[bt])
+    _accuracy_headline(by_cond, metrics, draws)
     for f in TRAJECTORY:  # the leaderboard's OL/UI/BUF/BC: under B+H
         bh, bt = name_of(f, _HALL), name_of(f, _TRUTH)
         if bh in metrics:

@@ -330,19 +330,7 @@ def join_shards(shards: Sequence[str | Path]) -> tuple[Run, list[dict]]:
         for k in _SHARD_FREE:
             if getattr(r.meta, k) != getattr(first, k):
                 raise RunError(f"{r.path} differs from {runs[0].path} in {k!r}: not shards of one run")
-    unsharded = [r.path for r in runs if not r.meta.shard]
-    if unsharded:
-        raise RunError(f"{unsharded[0]} is not a shard (it was run without --shard)")
-    shard_ids = [(r.meta.shard[0], r.meta.shard[1]) for r in runs if r.meta.shard]
-    n = shard_ids[0][1]
-    if any(s[1] != n for s in shard_ids):
-        raise RunError(f"shards of different splits: {sorted(set(shard_ids))}")
-    dupes = sorted({s for s in shard_ids if shard_ids.count(s) > 1})
-    if dupes:
-        raise RunError(f"shard(s) {', '.join(f'{i}/{n}' for i, _ in dupes)} given twice")
-    missing = sorted(set(range(1, n + 1)) - {s[0] for s in shard_ids})
-    if missing:
-        raise RunError(f"missing shard(s) {', '.join(f'{i}/{n}' for i in missing)}")
+    _check_shards(runs)
     mine = _unsharded_settings(first.settings)
     for r in runs[1:]:
         if _unsharded_settings(r.meta.settings) != mine:
@@ -371,6 +359,23 @@ def join_shards(shards: Sequence[str | Path]) -> tuple[Run, list[dict]]:
         }
     )
     return Run(runs[0].path, meta, responses, [f for r in runs for f in r.failures]), log_rows
+
+
+def _check_shards(runs: Sequence[Run]) -> None:
+    """Every run a shard, of one split, each shard once, none missing (a ``RunError`` naming what is wrong)."""
+    unsharded = [r.path for r in runs if not r.meta.shard]
+    if unsharded:
+        raise RunError(f"{unsharded[0]} is not a shard (it was run without --shard)")
+    shard_ids = [(r.meta.shard[0], r.meta.shard[1]) for r in runs if r.meta.shard]
+    n = shard_ids[0][1]
+    if any(s[1] != n for s in shard_ids):
+        raise RunError(f"shards of different splits: {sorted(set(shard_ids))}")
+    dupes = sorted({s for s in shard_ids if shard_ids.count(s) > 1})
+    if dupes:
+        raise RunError(f"shard(s) {', '.join(f'{i}/{n}' for i, _ in dupes)} given twice")
+    missing = sorted(set(range(1, n + 1)) - {s[0] for s in shard_ids})
+    if missing:
+        raise RunError(f"missing shard(s) {', '.join(f'{i}/{n}' for i in missing)}")
 
 
 #: the settings that differ between the shards of one run (where each shard went, which shard it is)
