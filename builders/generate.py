@@ -24,12 +24,14 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from string import Template
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from phr.bench.prompts import Templates
 from phr.bench.records import Augmentation, BaseQuestion, Domain, MutationType
 from phr.builders.recipe import Recipe, SlotSpec
+from phr.config.ops import BuildPhrbenchConfig
 from phr.core.aio import run_sync
 from phr.core.errors import UsageError
 from phr.core.report import Rejection
@@ -51,7 +53,8 @@ V0_MUTATION_DEFINITIONS = {
     ),
 }
 PROMPT_SETS = ("paper", "v0")
-DEFAULT_PROMPTS = "paper"
+#: the prompt set when none is named: the config's default (one definition, ``BuildPhrbenchConfig.prompts``)
+DEFAULT_PROMPTS: str = BuildPhrbenchConfig.model_fields["prompts"].default
 MUTATION_TYPE_CHECK = "mutation_type"
 QUOTA_CHECK = "quota"
 
@@ -316,7 +319,7 @@ async def agenerate_premises(
                             Rejection(slot.aug_id, "generator_output", f"invalid generator output: {res.errors[-1]}")
                         )
                         continue
-                    v = res.value
+                    v: Any = res.value  # the parsed output model (truthful or hallucinated)
                     mtype = slot.mutation_type
                     if slot.kind == "hallucinated" and mtype is None:
                         mtype, why = _chosen_type(v.mutation_strategy, recipe.slots(slot.question), slot.question)

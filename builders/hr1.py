@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -27,28 +27,13 @@ from phr.core.report import Rejection
 from phr.hr1.corpora import DATA_DIR, MANIFEST, SCHEMAS, sft_target
 from phr.hr1.diversity import score_groups
 from phr.hr1.failures import FailedCallsError, failed_calls
-from phr.hr1.names import SMOKE_MODEL  # noqa: F401 (re-exported)
-from phr.hr1.pipeline import Judges, Models, RunPlan, counts_as_correct, paraphrase_prompt, qa_messages, run_questions
+from phr.hr1.pipeline import Models, RunPlan, counts_as_correct, paraphrase_prompt, qa_messages, run_questions
 from phr.hr1.prompts import versions
 from phr.hr1.records import HQuestion, QuestionResult
-from phr.hr1.settings import Decoding, QADecoding
 from phr.llm.summary import RunSummary
 from phr.validation.hr1_leakage import LeakageConfig, TrainRow, check_split_leakage
 
 from .hr1_sources import LoadResult, load_truthfulqa
-
-SMOKE_QUESTIONS = 24
-SMOKE_K = 4
-# SmolLM2-135M rambles: the smoke run caps every reply (docs/hr1.md, "Offline smoke corpus")
-SMOKE_JUDGE_TOKENS = 48
-SMOKE_PLAN = RunPlan(
-    k=SMOKE_K,
-    decoding=Decoding(max_tokens=96),
-    qa_decoding=QADecoding(max_tokens=24),
-    judges=Judges(max_tokens=SMOKE_JUDGE_TOKENS),
-    qa_scope="all",
-)
-
 
 T = TypeVar("T")
 
@@ -77,6 +62,7 @@ class HR1BuildResult:
     counts: dict[str, int]
     summary: RunSummary = field(default_factory=RunSummary)
     manifest: dict = field(default_factory=dict)
+    settings: str = ""  # the run's preset and the command that repeats it (set by ``phr.builders.hr1_ops.run``)
 
 
 def smoke_questions() -> LoadResult:
@@ -225,7 +211,7 @@ def build_paraphrase_corpus(
 # ---- training corpora -----------------------------------------------------------------------------------
 
 
-def _leaks(rows: list[TrainRow], eval_sets: dict[str, Sequence[HQuestion]], config: LeakageConfig | None) -> list:
+def _leaks(rows: list[TrainRow], eval_sets: Mapping[str, Sequence[HQuestion]], config: LeakageConfig | None) -> list:
     """The split-leakage violations of ``rows`` against the evaluation sets (at least one is required)."""
     if not eval_sets:
         raise HR1BuildError(
@@ -246,7 +232,7 @@ def _screen(items: list[T], rows: list[TrainRow], eval_sets, config, drop: bool)
     return kept, [{"row": v.row_id, "check": v.check, "reason": v.reason} for v in found]
 
 
-def _screen_questions(questions: list[HQuestion], eval_sets, config, drop: bool) -> tuple[list[HQuestion], list[dict]]:
+def screen_questions(questions: list[HQuestion], eval_sets, config, drop: bool) -> tuple[list[HQuestion], list[dict]]:
     """The training questions, screened before any model call (nothing is spent on a leaking one)."""
     return _screen(questions, [TrainRow(q.id, q.question, q.id) for q in questions], eval_sets, config, drop)
 
@@ -298,8 +284,7 @@ def build_sft_corpus(
     *,
     paraphraser: str,
     judge: str,
-    eval_sets: dict[str, Sequence[HQuestion]] | None,
-    k: int = 4,
+    eval_sets: Mapping[str, Sequence[HQuestion]] | None,
     plan: RunPlan | None = None,
     limit: int | None = None,
     overwrite: bool = False,
@@ -310,17 +295,17 @@ def build_sft_corpus(
     rerun: str | None = None,
     config: dict | None = None,
 ) -> HR1BuildResult:
-    """App. E.1: K paraphrases per training question (no QA filter), the consistent ones paired with the gold
+    """App. E.1: K (``plan.k``) paraphrases per training question (no QA filter), the consistent ones paired with the gold
     answer as chat ``messages``: system Listing B.4, user the paraphrase, assistant ``<answer>gold</answer>``
     (the target format the QA prompt asks for; the paper does not print it).
 
     Split leakage is checked against ``eval_sets`` twice: the questions before any call, the paraphrases
     after; a violation fails the build, or with ``drop_leaking`` the row is left out and listed."""
-    plan = plan or RunPlan(k=k)
+    plan = plan or RunPlan()
     questions = train.questions[:limit] if limit else train.questions
     dropped: list[dict] = []
     if check_leakage:
-        questions, dropped = _screen_questions(questions, eval_sets or {}, leakage, drop_leaking)
+        questions, dropped = screen_questions(questions, eval_sets or {}, leakage, drop_leaking)
     models = Models(**(llm_options or {}))
     summary = RunSummary()
     results = run_questions(
@@ -361,7 +346,7 @@ def build_grpo_corpus(
     *,
     qa: str,
     judge: str,
-    eval_sets: dict[str, Sequence[HQuestion]] | None,
+    eval_sets: Mapping[str, Sequence[HQuestion]] | None,
     plan: RunPlan | None = None,
     limit: int | None = None,
     overwrite: bool = False,
@@ -379,7 +364,7 @@ def build_grpo_corpus(
     questions = train.questions[:limit] if limit else train.questions
     dropped: list[dict] = []
     if check_leakage:
-        questions, dropped = _screen_questions(questions, eval_sets or {}, leakage, drop_leaking)
+        questions, dropped = screen_questions(questions, eval_sets or {}, leakage, drop_leaking)
     models = Models(**(llm_options or {}))
     summary = RunSummary()
     results = run_questions(

@@ -24,28 +24,24 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from phr.config.defaults import OFFLINE_MODEL
+from phr.config.ops import HR1Decoding
 from phr.core.errors import UsageError
 from phr.hr1.diversity import score_groups
 from phr.hr1.pipeline import Models, RunPlan, counts_as_correct, paraphrase_prompt, run_questions
 from phr.hr1.records import SOURCES, HQuestion, ParaphraseResult
-from phr.hr1.settings import Grading, QADecoding
+from phr.hr1.settings import Grading
 from phr.llm.summary import RunSummary
 
-from .hr1 import HR1BuildResult, _manifest, _paraphrase_row, _screen_questions, _write, grpo_row, sft_rows
+from .hr1 import HR1BuildResult, _manifest, _paraphrase_row, _write, grpo_row, screen_questions, sft_rows
 from .hr1_sources import LoadResult, _q, stand_in_split
 
 MINI_FILE = "curated/hr1-mini.jsonl"
 MINI_QA = OFFLINE_MODEL
-MINI_K = 4
+MINI_K = 4  # the curated paraphrases per question (the file's K; the presets mini say K 4)
 MINI_PARAPHRASER = "curated"  # the paraphraser name recorded for the maintainers' paraphrases
 MINI_LABELS = "curated (maintainers' labels, Listing B.2 sense)"
-# Every source graded by alias match (the PopQA rule): no judge model offline. 16 tokens hold a tagged short answer.
-MINI_PLAN = RunPlan(
-    k=MINI_K,
-    qa_decoding=QADecoding(max_tokens=16),
-    grading=Grading(exact_match_sources=SOURCES),
-    qa_scope="originally_correct",  # Algorithm 1: only a question answered correctly can fail on a paraphrase
-)
+#: every source graded by alias match (the PopQA rule): no judge model offline
+MINI_GRADING = Grading(exact_match_sources=SOURCES)
 MINI_NOTICE = (
     "**Hallucination-R1-mini.** {n} packaged questions (TruthfulQA and SimpleQuestions rows), each with K = 4 "
     "paraphrases written by the toolkit's maintainers and labelled by them for consistency (Listing B.2's sense; "
@@ -171,7 +167,14 @@ def load_mini(path: str | Path | None = None) -> Mini:
     return Mini(loads, paras, hashlib.sha256(text.encode("utf-8")).hexdigest())
 
 
-def describe(mini: Mini) -> str:
+def mini_plan(decoding: HR1Decoding, k: int = MINI_K) -> RunPlan:
+    """The run plan on the mini's questions: ``k`` paraphrases, the config's decoding (its preset mini: 16-token
+    answers hold a tagged short answer), alias-match grading, Algorithm 1's QA scope (only a question answered
+    correctly can fail on a paraphrase)."""
+    return RunPlan(k=k, decoding=decoding, grading=MINI_GRADING, qa_scope="originally_correct")
+
+
+def describe(mini: Mini, plan: RunPlan) -> str:
     """One line naming the preset and what it holds (the CLI prints it)."""
     n = Counter(q.source for q in mini.questions)
     bad = sum(not p.consistent for ps in mini.paraphrases.values() for p in ps)
@@ -179,7 +182,7 @@ def describe(mini: Mini) -> str:
     return (
         f"preset mini: Hallucination-R1-mini ({len(mini.questions)} packaged questions: {parts}; K = {MINI_K} "
         f"curated paraphrases with the maintainers' consistency labels, {bad} deliberately inconsistent); "
-        f"QA {MINI_QA} ({MINI_PLAN.qa_decoding.max_tokens}-token answers), alias-match grading, no judge model"
+        f"QA {MINI_QA} ({plan.decoding.qa_max_tokens}-token answers), alias-match grading, no judge model"
     )
 
 
@@ -220,6 +223,7 @@ def _mini_manifest(
 
 def build_mini(
     out: str | Path,
+    plan: RunPlan,
     *,
     qa: str = MINI_QA,
     overwrite: bool = False,
@@ -242,7 +246,7 @@ def build_mini(
         paraphraser=None,
         qa=models.get(qa),
         judge=None,
-        plan=MINI_PLAN,
+        plan=plan,
         diversity=score_groups if diversity else None,
         summary=summary,
         paraphrases=mini.paraphrases,
@@ -255,15 +259,15 @@ def build_mini(
         "questions": len(results),
         "paraphrases": len(paras),
         "consistent": sum(bool(p.consistent) for p in paras),
-        "originally_correct": sum(counts_as_correct(r.correctness, MINI_PLAN.grading) for r in results),
-        "paraphrases_correct": sum(counts_as_correct(p.correctness, MINI_PLAN.grading) for p in paras),
+        "originally_correct": sum(counts_as_correct(r.correctness, plan.grading) for r in results),
+        "paraphrases_correct": sum(counts_as_correct(p.correctness, plan.grading) for p in paras),
     }
     manifest = _mini_manifest(
         mini,
         "hr1-paraphrases",
         mini.loads,
         {"paraphraser": MINI_PARAPHRASER, "qa": qa, "judge": MINI_LABELS},
-        MINI_PLAN,
+        plan,
         config,
         smoke=False,
         counts=counts,
@@ -301,7 +305,7 @@ def build_mini_sft(
     stand-in train questions with their gold answer; leakage-checked against the rest of the mini."""
     mini = mini or load_mini()
     train, evals = mini_train_and_eval(mini)
-    questions, _ = _screen_questions(train.questions, evals, None, drop=False)
+    questions, _ = screen_questions(train.questions, evals, None, drop=False)
     rows = [row for q in questions for row in sft_rows(q, _train_paraphrases(mini, q))]
     counts = {"questions": len(questions), "pairs": len(rows), "dropped_for_leakage": 0}
     manifest = _mini_manifest(
@@ -327,7 +331,7 @@ def build_mini_grpo(
     mini (no QA filter, the card says so); leakage-checked against the rest of the mini."""
     mini = mini or load_mini()
     train, evals = mini_train_and_eval(mini)
-    questions, _ = _screen_questions(train.questions, evals, None, drop=False)
+    questions, _ = screen_questions(train.questions, evals, None, drop=False)
     rows = [grpo_row(q) for q in questions]
     counts = {"asked": 0, "prompts": len(rows), "unjudged": 0, "dropped_for_leakage": 0}
     manifest = _mini_manifest(

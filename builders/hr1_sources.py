@@ -13,10 +13,12 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Protocol
 
 from phr.config.ops import StandIn
+from phr.core.registry import Registry
 from phr.hr1.ids import content_id
-from phr.hr1.records import SOURCES, HQuestion
+from phr.hr1.records import HQuestion
 
 from .sources import _common as c
 
@@ -42,6 +44,16 @@ TQA_FILES = {"validation": "TruthfulQA.csv"}
 # the columns each loader reads (released name first, then the Hub's): missing ones are named at header level
 POPQA_COLUMNS = ("question", "possible_answers")
 TQA_COLUMNS = (("Question", "question"), ("Best Answer", "best_answer"), ("Correct Answers", "correct_answers"))
+
+
+class Loader(Protocol):
+    """A source loader: the released files at ``source_dir`` (a folder or one file), or the Hub copy."""
+
+    def __call__(self, source_dir: str | Path | None = None, *, online: bool = False) -> LoadResult: ...
+
+
+#: the loaders by source name (``@LOADERS.register(NAME)``); ``load_hr1_source`` reads them
+LOADERS: Registry[Loader] = Registry("Hallucination-R1 source")
 
 
 @dataclass
@@ -138,6 +150,12 @@ def _sq_row(row: list[str] | dict, split: str, i: int, labels: dict[str, list[st
     )
 
 
+def _sq_parser(split: str, labels: dict[str, list[str]] | None) -> Callable[[c.Row, int], HQuestion]:
+    """The row parser of one SimpleQuestions split file."""
+    return lambda row, i: _sq_row(row, split, i, labels)
+
+
+@LOADERS.register("simplequestions")
 def load_simplequestions(
     source_dir: str | Path | None = None, *, online: bool = False, splits: str | Sequence[str] | None = None
 ) -> LoadResult:
@@ -156,10 +174,7 @@ def load_simplequestions(
             labels = _sq_labels(files[0][1].parent)
             for split, path in files:
                 out += c.parse_rows(
-                    str(path),
-                    c.csv_rows(path, delimiter="\t", header=False),
-                    lambda row, i, s=split: _sq_row(row, s, i, labels),
-                    ids,
+                    str(path), c.csv_rows(path, delimiter="\t", header=False), _sq_parser(split, labels), ids
                 )
             origin = str(Path(source_dir))
         elif online:
@@ -190,6 +205,7 @@ def _popqa_row(row: dict, split: str, i: int) -> HQuestion:
     return _q("popqa", split, own or str(i), c.text(row, "question"), answers, own, **meta)
 
 
+@LOADERS.register("popqa")
 def load_popqa(source_dir: str | Path | None = None, *, online: bool = False) -> LoadResult:
     """PopQA (Mallen et al. 2023): ``popQA.tsv`` (or a parquet export with the same columns): ``question``,
     ``possible_answers`` (a JSON list of aliases), ``subj``, ``prop``, ``obj``, popularity ``s_pop``/``o_pop``.
@@ -258,6 +274,7 @@ def _tqa_row(row: dict, split: str, i: int) -> HQuestion:
     )
 
 
+@LOADERS.register("truthfulqa")
 def load_truthfulqa(source_dir: str | Path | None = None, *, online: bool = False) -> LoadResult:
     """TruthfulQA (Lin et al. 2022), generation task: ``TruthfulQA.csv`` (``Type, Category, Question, Best
     Answer, Correct Answers, Incorrect Answers, Source``; answer lists ``; ``-separated). Reference answer:
@@ -326,14 +343,11 @@ def _result(source: str, questions: list[HQuestion], rejected: list[str], origin
     return LoadResult(source, questions, skipped, rejected[:5], origin)
 
 
-LOADERS = {"simplequestions": load_simplequestions, "popqa": load_popqa, "truthfulqa": load_truthfulqa}
-
-
-def load_hr1_source(name: str, source_dir: str | Path | None = None, *, online: bool = False, **kw) -> LoadResult:
-    """``LOADERS[name](source_dir, online=online, **kw)``; an unknown name is a usage error naming the known."""
+def load_hr1_source(name: str, source_dir: str | Path | None = None, *, online: bool = False) -> LoadResult:
+    """``LOADERS[name](source_dir, online=online)``; an unknown name is a usage error naming the known."""
     if name not in LOADERS:
-        raise c.SourceOptionError(f"unknown Hallucination-R1 source {name!r}; known: {', '.join(SOURCES)}")
-    return LOADERS[name](source_dir, online=online, **kw)
+        raise c.SourceOptionError(f"unknown Hallucination-R1 source {name!r}; known: {', '.join(LOADERS)}")
+    return LOADERS[name](source_dir, online=online)
 
 
 def stand_in_split(result: LoadResult, rule: StandIn = "even-train-odd-test") -> tuple[LoadResult, LoadResult]:

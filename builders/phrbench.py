@@ -21,8 +21,8 @@ from phr.bench.prompts import NAMES as TEMPLATE_NAMES
 from phr.bench.prompts import Templates
 from phr.bench.records import Augmentation, BaseQuestion, MutationType
 from phr.builders.assembly import assemble
-from phr.builders.generate import Prompts, generate_premises
-from phr.builders.recipe import load_recipe, select_questions, stand_ins
+from phr.builders.generate import Prompts, first_round_requests, generate_premises
+from phr.builders.recipe import Recipe, SourcesMissingError, load_recipe, select_questions, stand_ins
 from phr.builders.sources import bbbp, humaneval, mmlu
 from phr.builders.sources._common import collect_rejected
 from phr.builders.taxonomy import REASONING, SOURCE_DEFAULT, SOURCE_LABEL, subtype_origins
@@ -31,20 +31,21 @@ from phr.cards.figures import markdown, write_figures
 from phr.cards.phrbench_card import LICENSE_FILE, license_text, render
 from phr.config.base import command_line
 from phr.config.defaults import is_no_model
-from phr.config.ops import BuildPhrbenchConfig
+from phr.config.ops import DEFAULT_GENERATOR, BuildPhrbenchConfig
 from phr.core.errors import UsageError
 from phr.core.fs import atomic_dir, write_json
 from phr.core.report import Rejection
-from phr.llm import LLM
+from phr.llm import LLM, ChatRequest, as_messages
+from phr.llm.preflight import Plan, writable
 from phr.validation.config import ValidationConfig, rules_for_prompts
 from phr.validation.expectations import write_suite
-from phr.validation.judge import CALL_FAILED, JudgeConfig, judge_augmentations
+from phr.validation.judge import CALL_FAILED, JudgeConfig, judge_augmentations, judge_prompt
+from phr.validation.judge import PARAMS as JUDGE_PARAMS
 from phr.validation.review import apply_revisions, decision_on, load_decisions, review_status
 from phr.validation.schemas import to_frame, validate_frame
 from phr.validation.semantic import run_all_checks, semantic_distinctness
 
 CURATED = "curated"
-DEFAULT_GENERATOR = "openai:gpt-4o"  # the paper's generator
 #: QC orders of a generated build (manifest ``qc_order``): ``paper`` (the default, §A.2): rule checks during
 #: generation, then the manual review of the rule-passing premises, then the LLM judge over the reviewed premises
 #: (a judge-rejected premise is regenerated and goes back to review); such a build records ``review_required``
@@ -72,6 +73,7 @@ class BuildResult:
     qc: dict[str, int] = field(default_factory=dict)
     stage: str = COMPLETE  # AWAITING_REVIEW: premises wait for the manual review (paper QC order)
     next_steps: list[str] = field(default_factory=list)  # what waits for whom, as commands to run
+    curated: bool = False  # the premises are the maintainers' curated ones (no review required)
 
 
 def _curated_rows(path: Path | None = None) -> tuple[list[dict], str]:
@@ -89,7 +91,7 @@ def _curated_rows(path: Path | None = None) -> tuple[list[dict], str]:
 
 def _ref(row: dict) -> tuple[str, str]:
     """(source, source_row_id) of a curated row; MMLU subjects are snake_case ("college physics" ok too)."""
-    source, row_id = row.get("source"), str(row.get("source_row_id"))
+    source, row_id = str(row.get("source")), str(row.get("source_row_id"))
     if source == "mmlu":
         subject, _, rest = row_id.rpartition("/")
         row_id = f"{subject.strip().replace(' ', '_')}/{rest}"
@@ -241,11 +243,11 @@ def _write(
     with atomic_dir(out) as tmp:
         fill(tmp)
     path = Path(out).resolve()
-    return BuildResult(path, counts, qc)
+    return BuildResult(path, counts, qc, curated=generator == CURATED)
 
 
 def build_mini(
-    out: str | Path = "phrbench",
+    out: str | Path,
     *,
     overwrite: bool = False,
     curated: Path | None = None,
@@ -292,29 +294,108 @@ def build_mini(
     )
 
 
-def build(
-    recipe: str | Path = "mini",
-    out: str | Path = "phrbench",
-    *,
-    generator: str | None = None,
-    judge: str | None = None,
-    source_dir: str | Path | None = None,
-    online: bool = False,
-    overwrite: bool = False,
-    allow_short: bool = False,
-    templates_dir: Path | None = None,
-    prompts: str | Path | None = None,
-    allow_stand_in: bool = False,
-    progress: bool = True,
-    llm_options: dict | None = None,
-    skip_review: bool = False,
-    config: BuildPhrbenchConfig | None = None,
-) -> BuildResult:
-    """Build PHRBench by recipe. ``mini``: curated premises, offline. Others: premises from ``generator``.
+@dataclass
+class BuildPhrbenchPlan(Plan):
+    """A PHRBench build resolved (``plan``): the recipe, the generator and judge specs (the option, else the
+    recipe's, else ``DEFAULT_GENERATOR``), the prompt set and, for a generated build, the base questions selected
+    (with the sources that fell short and the rows the sources rejected). ``progress`` and ``llm_options`` (extra
+    ``LLM`` keyword arguments: retries, concurrency) are the library's knobs beside the config."""
 
-    ``prompts``: the generation prompt set, ``paper`` (default, §A.2 verbatim), ``v0`` (the toolkit's earlier
-    prompts; reproduces earlier builds) or a folder. ``allow_stand_in``: build with B3DB when no BBBP copy
-    is found (refused otherwise); the manifest and card then say so.
+    recipe: Recipe | None = None
+    generator: str | None = None
+    judge: str | None = None
+    prompts: Prompts | None = None
+    questions: list[BaseQuestion] = field(default_factory=list)
+    short_sources: list[str] = field(default_factory=list)
+    source_rejections: list = field(default_factory=list)
+    progress: bool = True
+    llm_options: dict = field(default_factory=dict)
+
+
+def plan(cfg: BuildPhrbenchConfig) -> BuildPhrbenchPlan:
+    """Resolve a build without calling a model: the recipe, the models and their keys, the output folder, and for a
+    generated build the base questions and the first round's generator calls (exact, with their cached share) and
+    one judge verdict per premise slot (estimated: the premises are written during the run)."""
+    p = BuildPhrbenchPlan(cfg, llm_options=cfg.llm_kwargs())
+    pf = p.preflight
+    rec = p.recipe = pf.check(f"--recipe {cfg.recipe}", lambda: load_recipe(cfg.recipe))
+    p.prompts = pf.check(f"--prompts {cfg.prompts}", lambda: Prompts.load(cfg.prompts))
+    if rec is not None:
+        p.judge = rec.judge if cfg.judge is None else cfg.judge
+        pf.model("judge", p.judge)
+        if rec.curated and cfg.generator:
+            raise BuildError(f"recipe {rec.name} uses curated premises: --generator does not apply")
+        if not rec.curated:
+            p.generator = cfg.generator or rec.generator or DEFAULT_GENERATOR
+            pf.model("generator", p.generator)
+        pf.note(
+            f"recipe {rec.name}: {'curated premises (no generator calls)' if rec.curated else 'generated premises'}"
+        )
+    if cfg.source_dir is not None and not cfg.source_dir.is_dir():
+        pf.problem(f"--source-dir {cfg.source_dir}: not a folder")
+    if cfg.out.exists() and not cfg.overwrite:
+        pf.problem(f"--out {cfg.out}: already exists (pass --overwrite to replace it)")
+    pf.check("--out", lambda: writable(cfg.out))
+    if rec is not None and not rec.curated and not pf.problems:
+        try:
+            _plan_premises(p)
+        except SourcesMissingError as e:  # every missing source, each its own problem
+            for problem in e.problems:
+                pf.problem(problem)
+    return p
+
+
+def _plan_premises(p: BuildPhrbenchPlan) -> None:
+    """The questions of a generated build and its calls: the first round's generator requests (exact, with their
+    cached share; a regeneration round adds calls for the slots rejected), and one judge verdict per premise slot
+    (estimated: each stood in by its question)."""
+    cfg, rec, pf = p.config, p.recipe, p.preflight
+    assert rec is not None and p.generator is not None
+    with collect_rejected() as source_rejections:
+        p.questions, p.short_sources = select_questions(
+            rec, cfg.source_dir, online=cfg.online, allow_short=cfg.allow_short, allow_stand_in=cfg.allow_stand_in
+        )
+    p.source_rejections = source_rejections
+    requests = first_round_requests(p.questions, rec, prompts=p.prompts)
+    slots = sum(r.n for r in requests)
+    pf.note(
+        f"{len(p.questions)} base questions, {slots} premise slots; up to {rec.regeneration_rounds} regeneration "
+        "round(s)"
+    )
+    provider = LLM(p.generator, progress=False, show_summary=False, **p.llm_options).provider
+    pf.calls(p.generator, requests, provider=provider)
+    if not is_no_model(p.judge):
+        by_id = {q.id: q for q in p.questions}
+        stand_ins = [
+            ChatRequest(as_messages(judge_prompt(q, _stand_in(q, i, p.generator))), JUDGE_PARAMS)
+            for r in requests
+            for q in [by_id[str(r.tag)]]
+            for i in range(r.n)
+        ]
+        pf.calls(str(p.judge), stand_ins, estimated=True)
+
+
+def _stand_in(q: BaseQuestion, i: int, generator: str) -> Augmentation:
+    """A premise slot's stand-in for the judge's token estimate: the question itself."""
+    return Augmentation(id=f"{q.id}-{i}", question_id=q.id, kind="truthful", statement=q.question, generator=generator)
+
+
+def build(cfg: BuildPhrbenchConfig, *, progress: bool = True, llm_options: dict | None = None) -> BuildResult:
+    """``run(plan(cfg))`` with the library's knobs: ``progress`` (bars and the call summary) and ``llm_options``
+    (extra ``LLM`` keyword arguments, e.g. retries); a plan with problems raises ``PreflightError``."""
+    p = plan(cfg)
+    p.preflight.raise_problems()
+    p.progress = progress
+    p.llm_options = {**p.llm_options, **(llm_options or {})}
+    return run(p)
+
+
+def run(p: BuildPhrbenchPlan) -> BuildResult:
+    """Build PHRBench as planned. ``mini`` (curated premises): offline. Others: premises from the generator.
+
+    The prompt set (``cfg.prompts``): ``paper`` (default, §A.2 verbatim), ``v0`` (the toolkit's earlier prompts;
+    reproduces earlier builds) or a folder. ``allow_stand_in``: build with B3DB when no BBBP copy is found (refused
+    otherwise); the manifest and card then say so.
 
     QC order (docs/review.md): by default the paper's (§A.2): the rule checks run during generation, the
     rule-passing premises wait for the manual review (``BuildResult.stage`` "awaiting review", with the commands
@@ -323,46 +404,23 @@ def build(
     and judge during generation, no review required), recorded as ``qc_order: skip-review`` in the manifest and
     on the card.
 
-    Model specs are resolved (and API keys checked) before any work; the output folder is written only when
-    the whole build succeeded. A model call that fails after all retries fails the build (nothing written);
-    the same command then makes only the failed calls again and ends as a build without the failure would.
-    ``config``: the command's resolved config, which its rerun command is rendered from (default: one made of
-    these arguments).
+    The output folder is written only when the whole build succeeded. A model call that fails after all retries
+    fails the build (nothing written); the same command (its rerun is rendered from the config) then makes only
+    the failed calls again and ends as a build without the failure would.
     """
-
-    if Path(out).exists() and not overwrite:
-        raise OutputExistsError(f"{Path(out).resolve()} already exists: pass --overwrite to replace it")
-    rec = load_recipe(recipe)
-    prompt_set = Prompts.load(prompts)
-    opts = {"progress": progress, "show_summary": False, **(llm_options or {})}
-    judge = rec.judge if judge is None else judge
-    judge_llm = LLM(judge, **opts) if not is_no_model(judge) else None
+    cfg, rec, prompt_set = p.config, p.recipe, p.prompts
+    assert rec is not None and prompt_set is not None  # plan made them (a plan with problems is not run)
+    out = cfg.out
+    opts = {"progress": p.progress, "show_summary": False, **p.llm_options}
+    judge_llm = LLM(str(p.judge), **opts) if not is_no_model(p.judge) else None
     if rec.curated:
-        if generator:
-            raise BuildError(f"recipe {rec.name} uses curated premises: --generator does not apply")
-        return build_mini(out, overwrite=overwrite, templates_dir=templates_dir, judge=judge_llm, config=config)
-    gen_llm = LLM(generator or rec.generator or DEFAULT_GENERATOR, **opts)
-    with collect_rejected() as source_rejections:
-        questions, short_sources = select_questions(
-            rec, source_dir, online=online, allow_short=allow_short, allow_stand_in=allow_stand_in
-        )
+        return build_mini(out, overwrite=cfg.overwrite, judge=judge_llm, config=cfg)
+    gen_llm = LLM(str(p.generator), **opts)
+    questions = p.questions
     _check_questions(questions)
-    qc_order = SKIP_REVIEW if skip_review else PAPER_ORDER
-    config = config or _config(
-        recipe,
-        out,
-        generator=generator,
-        judge=judge,
-        source_dir=source_dir,
-        online=online,
-        overwrite=overwrite,
-        allow_short=allow_short,
-        prompts=prompts,
-        allow_stand_in=allow_stand_in,
-        skip_review=skip_review,
-    )
-    rerun = command_line(config, global_args=("--cache", str(gen_llm.cache.path)))
-    ctx = _Gen(out, questions, rec, gen_llm, Templates.load(templates_dir), prompt_set, rerun, allow_short, progress)
+    qc_order = SKIP_REVIEW if cfg.skip_review else PAPER_ORDER
+    rerun = cfg.rerun(global_args=("--cache", str(gen_llm.cache.path)))
+    ctx = _Gen(out, questions, rec, gen_llm, Templates.load(None), prompt_set, rerun, cfg.allow_short, p.progress)
     if qc_order == SKIP_REVIEW:
         result = ctx.generate(judge_llm, _after_rules(out, _rules_of(prompt_set) or ValidationConfig()))
         augs = _revise(out, result.augmentations)
@@ -377,7 +435,7 @@ def build(
     used_stand_ins = stand_ins(rec, questions)
     if used_stand_ins:
         notes.append(f"Stand-in (--allow-stand-in): {bbbp.STANDIN_NOTE}")
-    notes += [f"Short: {s}" for s in short_sources]
+    notes += [f"Short: {s}" for s in p.short_sources]
     notes += [
         f"Short: {qid} has {len(ids)} unfilled premise slot(s)" + _quota_note(result.quota_short.get(qid))
         for qid, ids in sorted(result.missing.items())
@@ -392,9 +450,9 @@ def build(
         qc=qc,
         notes=notes,
         inputs={"questions": hashlib.sha256("\n".join(q.id for q in questions).encode()).hexdigest()},
-        templates_dir=templates_dir,
+        templates_dir=None,
         prompts=prompt_set,
-        overwrite=overwrite,
+        overwrite=cfg.overwrite,
         extra_manifest={
             "stand_ins": used_stand_ins,
             "quota_shortfalls": result.quota_short,
@@ -404,8 +462,8 @@ def build(
             "qc_stage": stage,
             "awaiting_review": sorted(awaiting),
             "rejections": [{"row_id": r.row_id, "check": r.check, "reason": r.reason} for r in result.rejections],
-            "source_rejections": source_rejections,
-            "config": config.result_record(),
+            "source_rejections": p.source_rejections,
+            "config": cfg.result_record(),
         },
     )
     res.stage = stage
@@ -418,10 +476,10 @@ class _Gen:
     """One build's generation settings: ``generate`` runs the generation rounds (rule checks, the given judge,
     ``extra_check``) and turns failed calls and unfilled slots into a BuildError."""
 
-    out: object
+    out: Path
     questions: list[BaseQuestion]
-    rec: object
-    gen_llm: object
+    rec: Recipe
+    gen_llm: LLM
     templates: Templates
     prompts: Prompts
     rerun: str
@@ -505,7 +563,7 @@ def _judge_config(rec) -> JudgeConfig:
 def _reviewed(decision: dict | None, text: str) -> bool:
     """Did a reviewer accept or revise the premise ``text`` (the generated text of its slot)?"""
     d = decision_on(decision, text)
-    return bool(d) and d["decision"] in ("accept", "revise")
+    return d is not None and d["decision"] in ("accept", "revise")
 
 
 def _qc_rows(result, out, augs: list[Augmentation]) -> dict[str, int]:
@@ -548,7 +606,7 @@ def _next_steps(qc_order: str, stage: str, awaiting: int, out, rebuild: str, jud
             f"  1. {command_line(command=('review', 'export'), arguments=(out,), options={'--out': sheet})}",
             "  2. fill decision (accept / reject / revise; revise: the edited text in revised_premise), reviewer "
             "and note (required for reject) in the sheet",
-            f"  3. {command_line(command=('review', 'import'), arguments=(sheet,), options={'--to': out})}",
+            f"  3. {command_line(command=('review', 'import'), arguments=(sheet,), options={'--folder': out})}",
             f"  4. {rebuild}   ({after}; new premises come back to review)",
         ]
     done = "passed the rule checks" + (
@@ -567,25 +625,6 @@ def _check_questions(questions: list[BaseQuestion]) -> None:
             "selected questions fail validation (nothing was written):\n  "
             + "\n  ".join(f"{r.row_id}: [{r.check}] {r.reason}" for r in bad[:20])
         )
-
-
-def _config(
-    recipe, out, *, generator, judge, source_dir, online, overwrite, allow_short, prompts, allow_stand_in, skip_review
-) -> BuildPhrbenchConfig:
-    """The config of a library call (what the command line with these options resolves to)."""
-    return BuildPhrbenchConfig(
-        recipe=str(recipe),
-        out=out,
-        generator=generator,
-        judge=judge,
-        source_dir=source_dir,
-        online=online,
-        overwrite=overwrite,
-        allow_short=allow_short,
-        allow_stand_in=allow_stand_in,
-        skip_review=skip_review,
-        **({} if prompts is None else {"prompts": str(prompts)}),
-    )
 
 
 def _rerun_command_overwrite(rerun: str) -> str:

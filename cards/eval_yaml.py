@@ -162,7 +162,7 @@ def eval_results_yaml(
     try:
         from huggingface_hub import EvalResultEntry, eval_result_entries_to_yaml
     except ImportError:  # an older huggingface_hub: the same entries, written by hand
-        entries = []
+        written: list[dict] = []
         for m, v in scores.items():
             dataset = {"id": dataset_id, "task_id": task_of[m]} | ({"revision": revision} if revision else {})
             entry: dict = {"dataset": dataset, "value": float(v)}
@@ -170,8 +170,8 @@ def eval_results_yaml(
             if source_url:
                 entry["source"] = {"url": source_url} | ({"name": source_name} if source_name else {})
             entry |= {"notes": notes} if notes else {}
-            entries.append(entry)
-        return yaml.safe_dump(entries, sort_keys=False, allow_unicode=True)
+            written.append(entry)
+        return yaml.safe_dump(written, sort_keys=False, allow_unicode=True)
     entries = [
         EvalResultEntry(
             dataset_id=dataset_id,

@@ -73,7 +73,8 @@ def _eval_results(results: list[dict], model_name: str):
     from huggingface_hub import EvalResult
 
     config_of = {m: (c, what) for m, _, c, what in METRICS}
-    entries, files = [], {}
+    entries: list = []
+    files: dict[str, list] = {}
     for raw in results:
         rec = normalize(raw, source="eval result")
         ds, rev = rec["dataset"]["id"], rec["dataset"]["revision"]

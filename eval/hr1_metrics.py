@@ -31,6 +31,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from phr.config.ops import HR1_K, HR1_TABLE4_K
 from phr.core.errors import PHRError
 from phr.eval.bootstrap import QuestionResampler, standard_error
 from phr.hr1.records import Correctness, ParaphraseResult, QuestionResult
@@ -49,8 +50,8 @@ class MetricSettings:
     out of Robust / Any Acc (``exclude``) or counted as wrong (``wrong``); ``human_tie``: an even split of the
     human votes on a pair is ``inconsistent`` (no majority for consistent) or the pair is dropped (``drop``)."""
 
-    k: int = 5
-    table4_k: int = 8
+    k: int = HR1_K
+    table4_k: int = HR1_TABLE4_K
     div_threshold: float = 0.9
     div_set: Literal["consistent", "all"] = "consistent"
     no_retained: Literal["exclude", "wrong"] = "exclude"
@@ -213,7 +214,8 @@ def table1(results: Sequence[QuestionResult], settings: MetricSettings = DEFAULT
         if p.mean_div is None:
             raise PHRError(f"question {q!r} paraphrase k={p.k} has no mean_div: score the run's diversity first")
     c_val, c_draws = _mean(rs, con)
-    d_val, d_draws = _mean(rs, [(q, p.mean_div) for q, p in in_set])
+    divs = [(q, p.mean_div) for q, p in in_set if p.mean_div is not None]  # every one (checked above)
+    d_val, d_draws = _mean(rs, divs)
     product = c_val * d_val if c_val is not None and d_val is not None else None
     return Table1(
         paraphrases=len(paras),
@@ -224,7 +226,7 @@ def table1(results: Sequence[QuestionResult], settings: MetricSettings = DEFAULT
         div_threshold=settings.div_threshold,
         consis=_fig(c_val, c_draws),
         mean_div=_fig(d_val, d_draws),
-        ratio_div=_rate(rs, [(q, float(p.mean_div > settings.div_threshold)) for q, p in in_set]),
+        ratio_div=_rate(rs, [(q, float(d > settings.div_threshold)) for q, d in divs]),
         consis_x_mean_div=_fig(product, c_draws * d_draws),
         failed=sum(label_failed(p) for _, p in paras),
     )
@@ -491,6 +493,8 @@ def _num(f: Figure, digits: int = 6) -> str:
 
 
 def _int(f: Figure) -> str:
+    if f.value is None:
+        return "n/a"
     return f"{int(f.value)}" + (f" ± {f.se:.1f}" if f.se is not None else "")
 
 
@@ -545,7 +549,7 @@ def table3_markdown(rows: dict[str, Table2]) -> str:
     header = ["Paraphraser", "Consis@1", *CONSIS_COUNTS, "RF@1", f"RF@{k}", "ER@1", f"WER@{k}"]
     body = [[n, _pct(r.consis_at_1), str(r.unjudged_paraphrases), str(r.failed_paraphrases), _int(r.rf_at_1),
              _int(r.rf_at_k), _pct(r.er_at_1), _pct(r.wer_at_k)] for n, r in rows.items()]  # fmt: skip
-    n_true = {int(r.true_count.value) for r in rows.values()}
+    n_true = {int(r.true_count.value) for r in rows.values() if r.true_count.value is not None}
     return f"N_true = {', '.join(map(str, sorted(n_true)))}\n\n" + _table(header, body)
 
 

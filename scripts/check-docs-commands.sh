@@ -31,7 +31,7 @@ SKIPS=(
   '(ORG/|HUBDIR|<[a-z]|SPEC|TEST_PATH|=PATH|=DIR|\.\.\.|runs/a/)|a placeholder to fill in (names, paths, models)'
   '\[--|a usage line with optional parts, not a command'
   'scored/\*|needs scored submissions in scored/ (docs/submissions.md)'
-  'push [^ ]+ --repo [^ ]+( +#.*)?$|a push to the Hugging Face Hub (no --to HUBDIR): network and a token'
+  'push [^ ]+ --repo [^ ]+( +#.*)?$|a push to the Hugging Face Hub (no --hub HUBDIR): network and a token'
 )
 # whole blocks that are one walk-through of something skipped above: FILE:FIRST-LAST | reason
 SKIP_LINES=(

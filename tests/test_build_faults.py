@@ -27,6 +27,7 @@ from phr.bench.records import question_from_row, question_row
 from phr.builders.phrbench import BuildError, build
 from phr.builders.recipe import _rank
 from phr.builders.sources import load_source, question_id
+from phr.config.ops import BuildPhrbenchConfig, PullConfig, PushConfig
 from phr.validation.folder import validate_folder
 from tests.support.paper_fixtures import WORDS, build_on_server, judge_reply, write_sources
 from tests.support.protocol_server import ProtocolServer
@@ -142,15 +143,11 @@ def real_paper(tmp_path_factory):
         mp.setenv("OPENAI_BASE_URL", srv.url + "/v1")
         mp.setenv("PHR_CACHE", str(src.parent / "calls.sqlite"))
         try:
-            res = build(
-                "paper",
-                src.parent / "out",
-                generator="openai:gpt-4o",
-                judge="none",
-                source_dir=src,
+            cfg = BuildPhrbenchConfig(
+                recipe="paper", out=src.parent / "out", generator="openai:gpt-4o", judge="none", source_dir=src,
                 prompts="v0",
-                progress=False,
-            )
+            )  # fmt: skip
+            res = build(cfg, progress=False)
         finally:
             mp.undo()
     return res
@@ -182,20 +179,16 @@ def test_paper_build_from_real_files_pushes_to_a_local_hub(real_paper, tmp_path)
     from phr.hub import pull, push
     from phr.hub.card import usage_for_repo
     from phr.hub.errors import ValidationFailedError
-    from phr.hub.kinds import register_kind, unregister_kind
-    from phr.validation.folder import PHRBENCH_UNREVIEWED
 
     hub = tmp_path / "hub"
     # a paper build needs every premise reviewed before a push (paper §A.2) ...
     with pytest.raises(ValidationFailedError, match="4360 of 4360 premises have no manual review decision"):
-        push(real_paper.out, "org/phrbench-real", tag="v1.0.0", to=hub)
-    register_kind(PHRBENCH_UNREVIEWED)  # ... unless allowed (`phr-publish push --allow-unreviewed`)
-    try:
-        res = push(real_paper.out, "org/phrbench-real", tag="v1.0.0", to=hub)
-    finally:
-        unregister_kind(PHRBENCH_UNREVIEWED.name)
+        push(PushConfig(folder=real_paper.out, repo="org/phrbench-real", tag="v1.0.0", hub=hub))
+    # ... unless allowed (`phr-publish push --allow-unreviewed`)
+    cfg = PushConfig(folder=real_paper.out, repo="org/phrbench-real", tag="v1.0.0", hub=hub, allow_unreviewed=True)
+    res = push(cfg)
     assert res.changed and res.created and res.tag_created
-    got = pull("org/phrbench-real", revision="v1.0.0", hub=hub, to=tmp_path / "pulled")
+    got = pull(PullConfig(repo="org/phrbench-real", revision="v1.0.0", hub=hub, out=tmp_path / "pulled"))
     # byte for byte, but for the card's usage block, which the push rewrites to name the repo
     pushed, built = folder_bytes(got), folder_bytes(real_paper.out)
     card = built.pop("README.md").decode()
@@ -228,16 +221,15 @@ def test_build_skips_one_option_sciq_rows_and_validates(tmp_path, llm_env):
     recipe.write_text(TINY)
     with ProtocolServer(responder=make_responder(TINY_SEED)) as srv:
         llm_env(srv, tmp_path / "calls.sqlite")
-        res = build(
-            recipe,
-            tmp_path / "out",
+        cfg = BuildPhrbenchConfig(
+            recipe=str(recipe),
+            out=tmp_path / "out",
             generator="openai:gpt-4o",
             judge="none",
             source_dir=src,
             prompts="v0",  # make_responder answers the v0 prompts (gold answer shown, type per slot)
-            progress=False,
-            llm_options=FAST,
         )
+        res = build(cfg, progress=False, llm_options=FAST)
     base = pq.read_table(data_file(res.out, "baseline")).to_pylist()
     assert sorted(r["source_row_id"] for r in base if r["source"] == "sciq") == sorted(
         f"train/{i}" for i in range(4) if i != first

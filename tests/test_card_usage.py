@@ -14,6 +14,7 @@ import pytest
 
 from phr.bench.instance import COLUMNS
 from phr.cards.fields import fields_table
+from phr.config.ops import PullConfig, PushConfig
 from phr.hr1.corpora import SCHEMAS
 from phr.hub import PushFailedError, ValidationFailedError, folder_files, pull, push
 from phr.hub import local as local_hub
@@ -44,9 +45,9 @@ def gate_calls(monkeypatch) -> list[str]:
     calls: list[str] = []
     real = local_hub.gate
 
-    def counted(folder, repo_type):
+    def counted(folder, repo_type, **policy):
         calls.append(str(folder))
-        return real(folder, repo_type)
+        return real(folder, repo_type, **policy)
 
     monkeypatch.setattr(local_hub, "gate", counted)
     monkeypatch.setattr(online_hub, "gate", counted)
@@ -64,7 +65,7 @@ def test_built_card_shows_the_local_form_and_the_pushed_card_the_repo_id(folder,
         f"```\n{USAGE_END}"
     )
     hub = tmp_path / "hub"
-    first = push(folder, "org/phrbench", to=hub)
+    first = push(PushConfig(folder=folder, repo="org/phrbench", hub=hub))
     repo = hub / "datasets" / "org" / "phrbench"
     pushed = (repo / "README.md").read_text()
     assert _usage(pushed) == (
@@ -78,13 +79,13 @@ def test_built_card_shows_the_local_form_and_the_pushed_card_the_repo_id(folder,
         if rel != "README.md":
             assert (repo / rel).read_bytes() == p.read_bytes(), rel
     # idempotent: the same folder again, and the pulled folder, make no commit
-    assert not push(folder, "org/phrbench", to=hub).changed
-    pulled = pull("org/phrbench", to=tmp_path / "pulled", hub=hub)
+    assert not push(PushConfig(folder=folder, repo="org/phrbench", hub=hub)).changed
+    pulled = pull(PullConfig(repo="org/phrbench", out=tmp_path / "pulled", hub=hub))
     assert (pulled / "README.md").read_text() == pushed
-    assert not push(pulled, "org/phrbench", to=hub).changed
+    assert not push(PushConfig(folder=pulled, repo="org/phrbench", hub=hub)).changed
     assert _head(repo).strip() == first.revision
     # the pulled folder pushed elsewhere names its new repo
-    push(pulled, "team/copy", to=hub)
+    push(PushConfig(folder=pulled, repo="team/copy", hub=hub))
     copied = (hub / "datasets" / "team" / "copy" / "README.md").read_text()
     assert 'load_dataset("team/copy", "all")' in copied and hub_label("team/copy") in copied
     assert "org/phrbench" not in copied
@@ -176,33 +177,35 @@ def test_readme_quick_start_names_phr_home():
 
 def test_noop_repush_skips_validation_and_a_change_is_validated(folder, tmp_path, gate_calls):
     hub = tmp_path / "hub"
-    push(folder, "org/phrbench", to=hub)
+    push(PushConfig(folder=folder, repo="org/phrbench", hub=hub))
     assert len(gate_calls) == 1
-    again = push(folder, "org/phrbench", to=hub)
+    again = push(PushConfig(folder=folder, repo="org/phrbench", hub=hub))
     assert not again.changed and len(gate_calls) == 1  # same content as main: no validation
-    tagged = push(folder, "org/phrbench", tag="v1", to=hub)  # a new tag on the same content is validated
+    tagged = push(
+        PushConfig(folder=folder, repo="org/phrbench", tag="v1", hub=hub)
+    )  # a new tag on the same content is validated
     assert tagged.tag_created and not tagged.changed and len(gate_calls) == 2
     (folder / "NOTES.md").write_text("notes\n")
-    changed = push(folder, "org/phrbench", to=hub)
+    changed = push(PushConfig(folder=folder, repo="org/phrbench", hub=hub))
     assert changed.changed and changed.files == ["NOTES.md"] and len(gate_calls) == 3
 
 
 def test_noop_repush_of_a_folder_with_a_link_is_still_refused(folder, tmp_path, gate_calls):
     hub = tmp_path / "hub"
-    first = push(folder, "org/phrbench", to=hub)
+    first = push(PushConfig(folder=folder, repo="org/phrbench", hub=hub))
     os.symlink("/etc/hostname", folder / "extra.txt")
     with pytest.raises(ValidationFailedError, match="extra.txt"):
-        push(folder, "org/phrbench", to=hub)
+        push(PushConfig(folder=folder, repo="org/phrbench", hub=hub))
     assert _head(hub / "datasets" / "org" / "phrbench").strip() == first.revision
 
 
 def test_a_change_that_fails_validation_is_refused(folder, tmp_path):
     """What is on main passed the gate when it was pushed; a folder that differs from it is validated again."""
     hub = tmp_path / "hub"
-    push(folder, "org/phrbench", to=hub)
+    push(PushConfig(folder=folder, repo="org/phrbench", hub=hub))
     next((folder / "data").glob("hallucinated-*.parquet")).unlink()  # the card's config now names no file
     with pytest.raises(ValidationFailedError, match="hallucinated"):
-        push(folder, "org/phrbench", to=hub)
+        push(PushConfig(folder=folder, repo="org/phrbench", hub=hub))
 
 
 HF_TOKEN_VALUE = "hf_card_test_token_0123456789"
@@ -220,12 +223,12 @@ def hf(monkeypatch):
 
 
 def test_online_push_names_the_repo_and_a_noop_repush_skips_validation(folder, hf, gate_calls):
-    res = push(folder, "alice/phrbench", endpoint=hf.url)
+    res = push(PushConfig(folder=folder, repo="alice/phrbench", endpoint=hf.url))
     assert res.changed and len(gate_calls) == 1
     card = hf.files("dataset", "alice/phrbench")["README.md"].decode()
     assert 'ds = load_dataset("alice/phrbench", "all")' in card and hub_label("alice/phrbench") in card
     n = len(hf.commits("dataset", "alice/phrbench"))
-    again = push(folder, "alice/phrbench", endpoint=hf.url)
+    again = push(PushConfig(folder=folder, repo="alice/phrbench", endpoint=hf.url))
     assert not again.changed and len(gate_calls) == 1
     assert len(hf.commits("dataset", "alice/phrbench")) == n
 
@@ -236,5 +239,5 @@ def test_push_to_an_unreachable_hub_names_the_local_hub_flag(mini_folder, monkey
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.delenv("PHR_HUB_DIR", raising=False)
     monkeypatch.setenv("HF_TOKEN", "hf_unreachable_test_token_0123")
-    with pytest.raises(PushFailedError, match="no answer from the Hub: offline, publish to a local hub with --to"):
-        push(mini_folder, "org/phrbench", endpoint="http://127.0.0.1:9")
+    with pytest.raises(PushFailedError, match="no answer from the Hub: offline, publish to a local hub with --hub"):
+        push(PushConfig(folder=mini_folder, repo="org/phrbench", endpoint="http://127.0.0.1:9"))

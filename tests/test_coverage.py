@@ -71,7 +71,7 @@ def test_partial_result_refused_by_push_results_submit_and_leaderboard(limited_r
     hub, results = tmp_path / "hub", limited_run / "scores" / "results.json"
     repo = hub / "datasets" / "org" / "results"
 
-    r = cli("push-results", results, "--repo", "org/results", "--to", hub)
+    r = cli("push-results", results, "--repo", "org/results", "--hub", hub)
     assert r.exit_code == 2 and f"is a partial result ({PARTIAL} of local/phrbench)" in r.output, r.output
     assert "--allow-partial" in r.output and not repo.exists()
 
@@ -93,7 +93,7 @@ def test_partial_result_refused_by_push_results_submit_and_leaderboard(limited_r
     stored = json.loads(next((repo / "results" / "org--part").glob("*.json")).read_text())
     assert stored["coverage"]["allow_partial"] is True and stored["counts"]["instances"] == 10
     assert stored["metrics"]["accuracy_bh"] == 1.0  # gold answers: the partial result would rank first
-    r = cli("push-results", results, "--repo", "org/results", "--to", hub, "--allow-partial")
+    r = cli("push-results", results, "--repo", "org/results", "--hub", hub, "--allow-partial")
     assert r.exit_code == 0, r.output
     pushed = json.loads(next((repo / "results" / "openai--gpt-4o").glob("*.json")).read_text())
     assert pushed["coverage"]["allow_partial"] is True

@@ -45,4 +45,4 @@ def test_review_export_hint_names_revise(mini_folder, tmp_path):
     assert r.exit_code == 0, r.output
     out = " ".join(r.output.split())
     assert "fill decision (accept / reject / revise; revise: the edited premise in revised_premise)" in out
-    assert f"phr-publish review import {tmp_path / 'review.csv'} --to {folder}" in out
+    assert f"phr-publish review import {tmp_path / 'review.csv'} --folder {folder}" in out

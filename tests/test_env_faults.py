@@ -118,8 +118,8 @@ def test_full_disk_during_pull(tmp_path):
     folder.mkdir()
     (folder / "README.md").write_text("---\nlicense: mit\n---\n# m\n")
     (folder / "config.json").write_text(json.dumps({"words": ["x" * 64] * 64}))
-    assert run("push", folder, "--repo", "org/m", "--repo-type", "model", "--to", tmp_path / "hub").returncode == 0
-    args = ("pull", "org/m", "--repo-type", "model", "--hub", tmp_path / "hub", "--to", "{disk}/m")
+    assert run("push", folder, "--repo", "org/m", "--repo-type", "model", "--hub", tmp_path / "hub").returncode == 0
+    args = ("pull", "org/m", "--repo-type", "model", "--hub", tmp_path / "hub", "--out", "{disk}/m")
     r, left = on_small_disk(tmp_path, *args, size_kb=64, free_kb=4)
     line = one_error_line(r.stderr)
     assert r.returncode == 1 and line.startswith(f"error: {tmp_path}/disk/m: No space left on device (ENOSPC)")
@@ -222,7 +222,7 @@ def test_missing_git_object_on_pull(tmp_path):
     (folder / "README.md").write_text("---\nlicense: mit\n---\n# m\n")
     (folder / "config.json").write_text('{"a": 1}\n')
     hub = tmp_path / "hub"
-    assert run("push", folder, "--repo", "org/m", "--repo-type", "model", "--to", hub).returncode == 0
+    assert run("push", folder, "--repo", "org/m", "--repo-type", "model", "--hub", hub).returncode == 0
     store = hub / "models" / "org" / ".m.hub" / "store.git"
 
     def git(*args):
@@ -232,14 +232,14 @@ def test_missing_git_object_on_pull(tmp_path):
 
     blob = git("rev-parse", "main:config.json").strip()
     (store / "objects" / blob[:2] / blob[2:]).unlink()
-    r = run("pull", "org/m", "--repo-type", "model", "--hub", hub, "--to", tmp_path / "out")
+    r = run("pull", "org/m", "--repo-type", "model", "--hub", hub, "--out", tmp_path / "out")
     line = one_error_line(r.stderr)
     assert r.returncode == 1 and not (tmp_path / "out").exists()
     assert blob in line and f"the local hub's object store ({store}) is missing objects or damaged" in line
 
     commit = git("rev-parse", "main").strip()
     (store / "objects" / commit[:2] / commit[2:]).unlink()
-    r = run("pull", "org/m", "--repo-type", "model", "--hub", hub, "--to", tmp_path / "out")
+    r = run("pull", "org/m", "--repo-type", "model", "--hub", hub, "--out", tmp_path / "out")
     line = one_error_line(r.stderr)
     assert r.returncode == 1 and not (tmp_path / "out").exists()
     # the hub's own state check (phr.hub.local) sees it first: the damage and the repair, never a new repo

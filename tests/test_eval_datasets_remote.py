@@ -5,6 +5,7 @@ import subprocess
 
 import pytest
 
+from phr.config.ops import PushConfig
 from phr.eval.dataset import DatasetError, load_eval_dataset
 from phr.hub import push
 from tests.support.cli import EXE
@@ -21,7 +22,7 @@ TOKEN = "hf_evalTESTtoken0123456789"
 
 def test_local_hub_repo_at_a_tag(mini_folder, tmp_path):
     hub = tmp_path / "hub"
-    push(mini_folder, "org/phrbench", to=hub, tag="v0.1.0")
+    push(PushConfig(folder=mini_folder, repo="org/phrbench", hub=hub, tag="v0.1.0"))
     local = load_eval_dataset(mini_folder)
     ds = load_eval_dataset("org/phrbench", revision="v0.1.0", hub=hub)
     assert ds.id == "org/phrbench" and len(ds.revision) == 40 and ds.files == local.files

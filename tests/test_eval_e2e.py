@@ -6,6 +6,7 @@ import json
 import pytest
 from datasets import load_dataset
 
+from phr.config.ops import PushConfig
 from tests.support.answers import gold
 from tests.support.browser import chromium, dump_dom
 from tests.support.cli import run
@@ -87,7 +88,7 @@ def test_smollm2_run_results_leaderboard(smollm2, mini_folder, rows, tmp_path):
 
     # publish: the run's result, then a gold submission through `submit`
     # the --limit run is partial: refused by default (tests/test_coverage.py), published unranked when allowed
-    r = run("push-results", str(results), "--repo", "org/phrbench-results", "--to", str(hub), "--allow-partial")
+    r = run("push-results", str(results), "--repo", "org/phrbench-results", "--hub", str(hub), "--allow-partial")
     assert r.returncode == 0, r.stderr
     sub = tmp_path / "gold.jsonl"
     sub.write_text(
@@ -103,7 +104,7 @@ def test_smollm2_run_results_leaderboard(smollm2, mini_folder, rows, tmp_path):
     ckpt.mkdir()
     (ckpt / "config.json").write_text("{}")
     write_model_card(ckpt, base_model="x/base", datasets=[], hyperparameters={}, eval_results=[])
-    push(ckpt, "org/gold", repo_type="model", to=hub)
+    push(PushConfig(folder=ckpt, repo="org/gold", repo_type="model", hub=hub))
     r = run(
         "submit",
         str(sub),

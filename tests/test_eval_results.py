@@ -26,6 +26,7 @@ from phr.bench.metrics import (
     rate_of,
     section,
 )
+from phr.config.ops import PushResultsConfig
 from phr.eval.report import render_report
 from phr.eval.results import (
     SCHEMA_VERSION,
@@ -87,11 +88,13 @@ def test_a_v1_result_loads_and_renders_on_the_leaderboard(tmp_path):
 
 def test_a_v1_result_publishes_under_its_0_1_0_path(tmp_path):
     hub = tmp_path / "hub"
-    res = push_results([V1 / "results.json"], "org/results", to=hub)
+    res = push_results(PushResultsConfig(results=[V1 / "results.json"], repo="org/results", hub=hub))
     repo = hub / "datasets" / "org" / "results"
     assert res.changed and (repo / "results" / "local--smollm2" / "4576569d6e87.json").is_file()
     assert not check_results_folder(repo).rejections
-    assert not push_results([V1 / "results.json"], "org/results", to=hub).changed  # idempotent
+    assert not push_results(
+        PushResultsConfig(results=[V1 / "results.json"], repo="org/results", hub=hub)
+    ).changed  # idempotent
 
 
 def test_v1_run_ids_are_those_0_1_0_gave():

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from phr.builders.phrbench import build
+from phr.config.ops import BuildPhrbenchConfig
 
 RECIPE = """
 name: tiny-local
@@ -24,7 +25,10 @@ def test_smollm2_as_generator(tmp_path, monkeypatch, smollm2):
     monkeypatch.setenv("PHR_CACHE", str(tmp_path / "calls.sqlite"))
     recipe = tmp_path / "tiny.yaml"
     recipe.write_text(RECIPE)
-    res = build(recipe, tmp_path / "out", generator="local:smollm2", allow_short=True, progress=False)
+    res = build(
+        BuildPhrbenchConfig(recipe=str(recipe), out=tmp_path / "out", generator="local:smollm2", allow_short=True),
+        progress=False,
+    )
     manifest = json.loads((res.out / "manifest.json").read_text())
     generated = res.qc["premises generated"]
     assert generated >= 4  # 2 questions x (1 truthful + 1 hallucinated), plus regenerations
@@ -34,5 +38,8 @@ def test_smollm2_as_generator(tmp_path, monkeypatch, smollm2):
     for r in manifest["rejections"]:
         assert r["row_id"].endswith(("-aug-T", "-aug-H1")) and r["check"] and r["reason"]
     # the rerun is served from the cache: byte-identical data
-    again = build(recipe, tmp_path / "again", generator="local:smollm2", allow_short=True, progress=False)
+    again = build(
+        BuildPhrbenchConfig(recipe=str(recipe), out=tmp_path / "again", generator="local:smollm2", allow_short=True),
+        progress=False,
+    )
     assert again.counts == res.counts and again.qc == res.qc

@@ -17,6 +17,7 @@ from phr.builders.hr1 import (
     prompt_id,
 )
 from phr.builders.hr1_sources import LoadResult, load_simplequestions, load_truthfulqa, stand_in_split
+from phr.config.ops import PushConfig
 from phr.hr1.pipeline import RunPlan, paraphrase_prompt
 from phr.validation.hr1_folder import validate_corpus
 from tests.support.data import SHARED as DATA
@@ -96,7 +97,7 @@ def test_sft_corpus_pairs_consistent_paraphrases_with_the_gold_answer(fake_opena
         paraphraser="openai:gpt-4o",
         judge="openai:gpt-4o",
         eval_sets={"sq-test": test.questions},
-        k=3,
+        plan=RunPlan(k=3),
     )
     assert res.counts == {"questions": 4, "pairs": 8, "dropped_for_leakage": 0}  # k=0, k=1 consistent; k=2 not
     rows = load_dataset(str(tmp_path / "sft"))["train"]
@@ -161,7 +162,7 @@ def test_corpus_publishes_through_the_hub_gate_and_validate_checks_leakage(fake_
     folder = tmp_path / "grpo"
     build_grpo_corpus(folder, train, qa="openai:gpt-4o", judge="openai:gpt-4o", eval_sets={"sq-test": test.questions})
     hub = tmp_path / "hub"
-    res = push(folder, "org/hr1-grpo", tag="v0.1.0", to=hub)
+    res = push(PushConfig(folder=folder, repo="org/hr1-grpo", tag="v0.1.0", hub=hub))
     assert res.created and res.tag_created
     pulled = load_dataset(str(hub / "datasets" / "org" / "hr1-grpo"))["train"]
     assert pulled["prompt_id"] == load_dataset(str(folder))["train"]["prompt_id"]
@@ -176,7 +177,7 @@ def test_corpus_publishes_through_the_hub_gate_and_validate_checks_leakage(fake_
     rows[1]["prompt_id"] = rows[0]["prompt_id"]
     write_parquet(table.from_pylist(rows, schema=table.schema), path)
     with pytest.raises(ValidationFailedError, match="prompt_id"):
-        push(bad, "org/hr1-bad", to=hub)
+        push(PushConfig(folder=bad, repo="org/hr1-bad", hub=hub))
     assert not (hub / "datasets" / "org" / "hr1-bad").exists()
     # `phr-publish validate` on the corpus: clean, then with the training half itself as an evaluation set
     ok = run("validate", str(folder))

@@ -76,7 +76,7 @@ def test_table4_answers_every_consistent_paraphrase(fake_openai, tmp_path, tqa):
     gold = {q.question: q.answer for q in tqa}
     fake_openai(hr1_responder(gold))
     res = evaluate({"truthfulqa": tqa[:3]}, paraphraser="openai:gpt-4o", qa="openai:gpt-4o", judge="openai:gpt-4o",
-                   out=tmp_path / "run", table="sft", diversity=False)  # fmt: skip
+                   out=tmp_path / "run", table="4", diversity=False)  # fmt: skip
     t4 = res.tables["table4"]["truthfulqa"]
     # 8 paraphrases: consistent k = 0, 1, 4, 5, 6, 7; all correct except k = 1 ("asked differently")
     assert (t4.k, t4.retained) == (8, 18)

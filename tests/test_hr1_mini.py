@@ -13,18 +13,19 @@ from datasets import load_dataset
 from sacrebleu.metrics import BLEU
 
 from phr.builders.hr1_mini import (
-    MINI_PLAN,
     build_mini,
     build_mini_grpo,
     build_mini_sft,
     format_pairs,
     load_mini,
+    mini_plan,
     read_mini,
 )
 from phr.builders.hr1_sources import load_simplequestions, load_truthfulqa
+from phr.config.base import resolve
+from phr.config.ops import BuildHr1ParaphrasesConfig, EvalHr1Config
 from phr.core.errors import UsageError
-from phr.eval.hr1_metrics import MetricSettings
-from phr.eval.hr1_runner import evaluate
+from phr.eval.hr1_runner import evaluate, table_settings
 from phr.llm.embed import embed
 from phr.validation.hr1_folder import validate_corpus
 from tests.support.cli import run
@@ -164,15 +165,16 @@ def test_tables_1_to_3_of_two_questions_against_hand_computed_values(mini, fake_
     answers |= {p.text: "Super Mario" for p in pm} | {p.text: "Delaware River" for p in pr}
     answers[pm[1].text], answers[pr[0].text] = "Nintendo", "Atlantic Ocean"
     srv = fake_openai(_qa_responder(answers))
+    cfg = resolve(EvalHr1Config, values={"preset": "mini"})
+    plan, metrics = table_settings("2", 4, mini_plan(cfg).grading, cfg)
     res = evaluate(
         {"simplequestions": [mario, river]},
         paraphraser="curated",
         qa="openai:gpt-4o",
         judge="none",
         out=tmp_path / "run",
-        k=4,
-        plan=MINI_PLAN,
-        metrics=MetricSettings(grading=MINI_PLAN.grading),
+        plan=plan,
+        metrics=metrics,
         paraphrases=mini.paraphrases,
     )
     # QA: 2 originals + the 7 consistent paraphrases (the inconsistent one is never asked)
@@ -205,7 +207,9 @@ def test_build_mini_validates_loads_and_says_what_it_is(mini, fake_openai, tmp_p
     gold = {q.question: q.answer for q in mini.questions}
     fake_openai(_qa_responder(gold))  # originals right, paraphrases unknown: every one a robustness failure
     out = tmp_path / "hr1-mini"
-    res = build_mini(out, qa="openai:gpt-4o", mini=mini)
+    res = build_mini(
+        out, mini_plan(resolve(BuildHr1ParaphrasesConfig, values={"preset": "mini"})), qa="openai:gpt-4o", mini=mini
+    )
     assert res.counts == {
         "questions": 52,
         "paraphrases": 208,

@@ -3,12 +3,13 @@ SmolLM2 as paraphraser, QA model and judge (slow: loads the model): every malfor
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from datasets import load_dataset
 
-from phr.builders.hr1 import SMOKE_PLAN, build_paraphrase_corpus
+from phr.builders.hr1 import build_paraphrase_corpus
 from phr.builders.hr1_sources import load_simplequestions, load_truthfulqa
+from phr.config.base import resolve
+from phr.config.ops import BuildHr1ParaphrasesConfig
+from phr.hr1.pipeline import RunPlan
 from tests.support.data import SHARED as DATA
 from tests.support.data import needs
 
@@ -17,7 +18,7 @@ pytestmark = needs("truthfulqa")
 
 def test_smoke_models_end_to_end_record_every_malformed_output(smollm2, tmp_path):
     loads = [load_truthfulqa(DATA / "truthfulqa").head(2), load_simplequestions(DATA / "simplequestions").head(2)]
-    plan = replace(SMOKE_PLAN, k=2)
+    plan = RunPlan(k=2, decoding=resolve(BuildHr1ParaphrasesConfig, values={"preset": "smoke"}), qa_scope="all")
     out = tmp_path / "smoke"
     res = build_paraphrase_corpus(
         out,

@@ -2,6 +2,7 @@
 
 import pytest
 
+from phr.config.ops import PushConfig
 from phr.core.report import Rejection, ValidationReport
 from phr.hub import (
     ArtifactKind,
@@ -44,7 +45,7 @@ def test_installed_kinds_come_from_entry_points():
 def test_unknown_kind_is_refused_with_how_to_register(tmp_path, clean_registry):
     folder = toy_folder(tmp_path)
     with pytest.raises(UnknownKindError) as e:
-        push(folder, "org/toy", to=tmp_path / "hub")
+        push(PushConfig(folder=folder, repo="org/toy", hub=tmp_path / "hub"))
     msg = str(e.value)
     assert (
         "no artifact kind recognises" in msg and "hr1-grpo, hr1-paraphrases, hr1-sft, phrbench, phrbench-results" in msg
@@ -63,8 +64,8 @@ def test_a_registered_kind_validates_and_publishes(tmp_path, clean_registry):
         return report
 
     register_kind(ArtifactKind("toy", "dataset", lambda folder, configs: "default" in configs, validate))
-    res = push(toy_folder(tmp_path), "org/toy", to=tmp_path / "hub")
+    res = push(PushConfig(folder=toy_folder(tmp_path), repo="org/toy", hub=tmp_path / "hub"))
     assert res.changed and res.created
     bad = toy_folder(tmp_path / "bad", rows="a,b\n1,2,3\n")
     with pytest.raises(ValidationFailedError, match="line 2"):
-        push(bad, "org/toy", to=tmp_path / "hub")
+        push(PushConfig(folder=bad, repo="org/toy", hub=tmp_path / "hub"))

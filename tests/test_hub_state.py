@@ -18,6 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from phr.cli import app
+from phr.config.ops import PushConfig
 from phr.hub import PushFailedError, push
 from phr.hub import local as local_hub
 from phr.hub.local import LocalHub
@@ -55,7 +56,7 @@ def pushed(tmp_path) -> tuple[Path, Path, Path]:
     """(hub, repo link, next folder): two pushes tagged v1 and v2, and a third folder to push."""
     hub = tmp_path / "hub"
     for n in (1, 2):
-        push(model_folder(tmp_path / f"f{n}", n), REPO, repo_type="model", tag=f"v{n}", to=hub)
+        push(PushConfig(folder=model_folder(tmp_path / f"f{n}", n), repo=REPO, repo_type="model", tag=f"v{n}", hub=hub))
     return hub, hub / "models" / REPO, model_folder(tmp_path / "f3", 3)
 
 
@@ -97,7 +98,7 @@ def test_a_damaged_repo_is_refused_with_the_repair_never_started_over(pushed, da
     before = snapshot(hub)
     runner = CliRunner()
     r = runner.invoke(
-        app, ["push", str(folder), "--repo", REPO, "--repo-type", "model", "--tag", "v3", "--to", str(hub)]
+        app, ["push", str(folder), "--repo", REPO, "--repo-type", "model", "--tag", "v3", "--hub", str(hub)]
     )
     assert r.exit_code == 1, r.output
     line = r.output.strip()
@@ -107,7 +108,7 @@ def test_a_damaged_repo_is_refused_with_the_repair_never_started_over(pushed, da
     assert "created" not in line and "reset --hard" not in line  # not a new repo; not a hand edit
     assert snapshot(hub) == before  # nothing written, nothing pruned
     with pytest.raises(local_hub.LocalHubDamagedError, match="is damaged"):
-        push(folder, REPO, repo_type="model", tag="v3", to=hub)
+        push(PushConfig(folder=folder, repo=REPO, repo_type="model", tag="v3", hub=hub))
     assert snapshot(hub) == before
 
     r = runner.invoke(app, ["repair", REPO, "--repo-type", "model", "--hub", str(hub)])
@@ -116,7 +117,7 @@ def test_a_damaged_repo_is_refused_with_the_repair_never_started_over(pushed, da
     assert tags(repo) == ["v1", "v2"] and git(repo, "rev-list", "--count", "main") == "2"
     assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
     assert (repo / "config.json").read_text() == '{"n": 2}'
-    res = push(folder, REPO, repo_type="model", tag="v3", to=hub)
+    res = push(PushConfig(folder=folder, repo=REPO, repo_type="model", tag="v3", hub=hub))
     assert res.changed and not res.created
     assert tags(repo) == ["v1", "v2", "v3"] and git(repo, "rev-list", "--count", "main") == "3"
     r = runner.invoke(app, ["repair", REPO, "--repo-type", "model", "--hub", str(hub)])
@@ -142,7 +143,7 @@ def test_a_plain_repo_of_the_older_layout_with_a_broken_main_names_the_cause(tmp
             REPO,
             "--repo-type",
             "model",
-            "--to",
+            "--hub",
             str(tmp_path / "hub"),
         ],
     )
@@ -154,7 +155,7 @@ def test_a_plain_repo_of_the_older_layout_with_a_broken_main_names_the_cause(tmp
 def test_pull_from_a_damaged_repo_names_the_damage(pushed, tmp_path):
     hub, repo, _ = pushed
     delete_current(repo)
-    r = CliRunner().invoke(app, ["pull", REPO, "--repo-type", "model", "--hub", str(hub), "--to", str(tmp_path / "d")])
+    r = CliRunner().invoke(app, ["pull", REPO, "--repo-type", "model", "--hub", str(hub), "--out", str(tmp_path / "d")])
     assert r.exit_code == 1 and "is damaged" in r.output and "phr-publish repair org/x" in r.output
     assert not (tmp_path / "d").exists()
 
@@ -167,8 +168,8 @@ def test_a_version_holding_a_tag_is_never_pruned(pushed, tmp_path):
     v2_commit = git(repo, "rev-parse", "v2")
     os.unlink(repo)
     os.symlink(".x.hub/v/1", repo)
-    push(folder, REPO, repo_type="model", tag="v3", to=hub)
-    push(model_folder(tmp_path / "f4", 4), REPO, repo_type="model", tag="v4", to=hub)
+    push(PushConfig(folder=folder, repo=REPO, repo_type="model", tag="v3", hub=hub))
+    push(PushConfig(folder=model_folder(tmp_path / "f4", 4), repo=REPO, repo_type="model", tag="v4", hub=hub))
     assert tags(repo) == ["v1", "v3", "v4"]
     assert v2.is_dir() and git(v2, "rev-parse", "v2") == v2_commit
     store = hub / "models" / "org" / ".x.hub" / "store.git"
@@ -192,12 +193,12 @@ def test_a_killed_first_push_is_still_cleaned_up(tmp_path):
     """A first push killed after building version 1 but before linking it left nothing published: the next push
     removes it and creates the repo (this is no damage)."""
     hub = tmp_path / "hub"
-    push(model_folder(tmp_path / "f1", 1), REPO, repo_type="model", to=hub)
+    push(PushConfig(folder=model_folder(tmp_path / "f1", 1), repo=REPO, repo_type="model", hub=hub))
     repo = hub / "models" / REPO
     os.unlink(repo)  # what a kill before the link leaves: a version, no link, no refs recorded
     store = repo.parent / ".x.hub" / "store.git"
     git(store, "update-ref", "-d", "refs/heads/main")
-    res = push(model_folder(tmp_path / "f2", 2), REPO, repo_type="model", to=hub)
+    res = push(PushConfig(folder=model_folder(tmp_path / "f2", 2), repo=REPO, repo_type="model", hub=hub))
     assert res.created and git(repo, "rev-list", "--count", "main") == "1"
 
 
@@ -219,11 +220,11 @@ def test_git_failing_on_a_full_disk_exits_1_and_keeps_the_repo(pushed, monkeypat
         return real(cmd, *a, **k)
 
     monkeypatch.setattr(local_hub.subprocess, "run", run)
-    r = CliRunner().invoke(app, ["push", str(folder), "--repo", REPO, "--repo-type", "model", "--to", str(hub)])
+    r = CliRunner().invoke(app, ["push", str(folder), "--repo", REPO, "--repo-type", "model", "--hub", str(hub)])
     assert r.exit_code == 1, r.output
     assert "No space left on device" in r.output and "the repo keeps its previous version" in r.output
     assert "The disk is full: free space on it first." in r.output
-    assert f"Rerun: phr-publish push {folder} --repo org/x --repo-type model --to {hub}" in r.output
+    assert f"Rerun: phr-publish push {folder} --repo org/x --repo-type model --hub {hub}" in r.output
     monkeypatch.undo()
     assert snapshot(hub) == before and tags(repo) == ["v1", "v2"]
 
@@ -236,7 +237,7 @@ def test_an_oserror_enospc_anywhere_in_the_push_exits_1(pushed, monkeypatch, whe
         monkeypatch.setattr(local_hub.LocalHub, "lock", lambda *a, **k: (_ for _ in ()).throw(full))
     else:  # the next version's HEAD cannot be written
         monkeypatch.setattr(local_hub, "_build_version", lambda *a, **k: (_ for _ in ()).throw(full))
-    r = CliRunner().invoke(app, ["push", str(folder), "--repo", REPO, "--repo-type", "model", "--to", str(hub)])
+    r = CliRunner().invoke(app, ["push", str(folder), "--repo", REPO, "--repo-type", "model", "--hub", str(hub)])
     assert r.exit_code == 1 and "No space left on device" in r.output and "Rerun: phr-publish push" in r.output
     assert tags(repo) == ["v1", "v2"]
 
@@ -261,7 +262,7 @@ def test_a_real_full_disk_exits_1_and_leaves_no_repo(tmp_path):
     exe = shutil.which("phr-publish", path=str(Path(os.sys.executable).parent))
     script = (
         f'mount -t tmpfs -o size=200k tmpfs "{hub}" && "{exe}" push "{folder}" --repo org/x --repo-type model '
-        f'--to "{hub}"; echo "exit=$?"; ls -A "{hub}/models/org"'
+        f'--hub "{hub}"; echo "exit=$?"; ls -A "{hub}/models/org"'
     )
     r = subprocess.run(["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True, timeout=120)
     assert "exit=1" in r.stdout, r.stdout + r.stderr
@@ -289,7 +290,11 @@ def hf(monkeypatch):
 
 
 def test_lost_commit_reply_says_main_moved_and_the_tag_did_not(hf, tmp_path):
-    first = push(model_folder(tmp_path / "f1", 1), "alice/x", repo_type="model", tag="v1", endpoint=hf.url)
+    first = push(
+        PushConfig(
+            folder=model_folder(tmp_path / "f1", 1), repo="alice/x", repo_type="model", tag="v1", endpoint=hf.url
+        )
+    )
     folder = model_folder(tmp_path / "f2", 2)
     hf.drop_reply_next("/commit/")
     r = CliRunner().invoke(
@@ -302,16 +307,26 @@ def test_lost_commit_reply_says_main_moved_and_the_tag_did_not(hf, tmp_path):
     assert "keeps its previous version" not in r.output and TOKEN not in r.output
     assert f"Rerun: phr-publish push {folder} --repo alice/x --repo-type model --tag v2 --endpoint {hf.url}" in r.output
     commits = len(hf.commits("model", "alice/x"))
-    again = push(folder, "alice/x", repo_type="model", tag="v2", endpoint=hf.url)  # the rerun repairs it
+    again = push(
+        PushConfig(folder=folder, repo="alice/x", repo_type="model", tag="v2", endpoint=hf.url)
+    )  # the rerun repairs it
     assert not again.changed and again.tag_created and hf.head("model", "alice/x", "v2") == main
     assert len(hf.commits("model", "alice/x")) == commits
 
 
 def test_lost_tag_reply_and_a_refused_commit_are_told_apart(hf, tmp_path):
-    push(model_folder(tmp_path / "f1", 1), "alice/x", repo_type="model", tag="v1", endpoint=hf.url)
+    push(
+        PushConfig(
+            folder=model_folder(tmp_path / "f1", 1), repo="alice/x", repo_type="model", tag="v1", endpoint=hf.url
+        )
+    )
     hf.drop_reply_next("/tag/")
     with pytest.raises(PushFailedError) as e:
-        push(model_folder(tmp_path / "f2", 2), "alice/x", repo_type="model", tag="v2", endpoint=hf.url)
+        push(
+            PushConfig(
+                folder=model_folder(tmp_path / "f2", 2), repo="alice/x", repo_type="model", tag="v2", endpoint=hf.url
+            )
+        )
     main = hf.head("model", "alice/x")
     assert hf.head("model", "alice/x", "v2") == main
     assert f"main moved to the new commit {main} (this folder) and tag v2 names it; nothing is left to do" in str(
@@ -319,7 +334,11 @@ def test_lost_tag_reply_and_a_refused_commit_are_told_apart(hf, tmp_path):
     )
     hf.fail_next("/commit/", 500)
     with pytest.raises(PushFailedError) as e:
-        push(model_folder(tmp_path / "f3", 3), "alice/x", repo_type="model", tag="v3", endpoint=hf.url)
+        push(
+            PushConfig(
+                folder=model_folder(tmp_path / "f3", 3), repo="alice/x", repo_type="model", tag="v3", endpoint=hf.url
+            )
+        )
     assert f"The repo keeps its previous version (main is still {main};" in str(e.value)
     assert hf.head("model", "alice/x") == main
 
@@ -327,11 +346,19 @@ def test_lost_tag_reply_and_a_refused_commit_are_told_apart(hf, tmp_path):
 def test_lost_pull_request_reply_does_not_claim_the_repo_is_unchanged(hf, tmp_path):
     from phr.hub.online import add_file_pr_online
 
-    push(model_folder(tmp_path / "f1", 1), "alice/x", repo_type="model", endpoint=hf.url)
+    push(PushConfig(folder=model_folder(tmp_path / "f1", 1), repo="alice/x", repo_type="model", endpoint=hf.url))
     main = hf.head("model", "alice/x")
     hf.drop_reply_next("/commit/")
     with pytest.raises(PushFailedError) as e:
-        push(model_folder(tmp_path / "f2", 2), "alice/x", repo_type="model", create_pr=True, endpoint=hf.url)
+        push(
+            PushConfig(
+                folder=model_folder(tmp_path / "f2", 2),
+                repo="alice/x",
+                repo_type="model",
+                create_pr=True,
+                endpoint=hf.url,
+            )
+        )
     assert "the pull request may have been opened before its reply was lost" in str(e.value)
     hf.drop_reply_next("/commit/")
     with pytest.raises(PushFailedError) as e:

@@ -30,7 +30,7 @@ def test_push_to_an_upper_case_git_name_writes_nothing(tmp_path):
     folder.mkdir()
     (folder / "README.md").write_text("# x\n")
     hub = tmp_path / "hub"
-    r = CliRunner().invoke(app, ["push", str(folder), "--repo", "org/x.GIT", "--to", str(hub)])
+    r = CliRunner().invoke(app, ["push", str(folder), "--repo", "org/x.GIT", "--hub", str(hub)])
     assert r.exit_code == 2, r.output
     assert "error: invalid repo id 'org/x.GIT': 'x.GIT' cannot end with '.git' in any case" in r.output
     assert not hub.exists() or not list(hub.rglob("x.GIT"))

@@ -1,6 +1,6 @@
 """Links never leave an artifact folder: `validate`, the push gate (local hub and the Hub protocol) and the file
 walk refuse symbolic links (to a file, a folder, a parent, a loop) and files hard-linked from outside, naming each;
-`pull --to LINK` refuses instead of emptying the folder the link points to."""
+`pull --out LINK` refuses instead of emptying the folder the link points to."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from phr.cli import app
+from phr.config.ops import PullConfig, PushConfig
 from phr.core.fs import folder_links
 from phr.hub import DestinationExistsError, PublishError, ValidationFailedError, folder_files, pull, push
 
@@ -54,11 +55,11 @@ def test_every_link_kind_is_named_by_validate_push_and_the_walk(mini_folder, tmp
     assert rel in r.output and "link" in r.output
     hub = tmp_path / "hub"
     with pytest.raises(ValidationFailedError) as e:
-        push(folder, "org/hostile", to=hub)
+        push(PushConfig(folder=folder, repo="org/hostile", hub=hub))
     assert rel in str(e.value) and "nothing was uploaded" in str(e.value)
     assert [(x.row_id, x.check) for x in e.value.report.rejections] == [(rel, "link")]
     assert not (hub / "datasets" / "org" / "hostile").exists()
-    r = runner.invoke(app, ["push", str(folder), "--repo", "org/hostile", "--to", str(hub)])
+    r = runner.invoke(app, ["push", str(folder), "--repo", "org/hostile", "--hub", str(hub)])
     assert r.exit_code != 0 and rel in r.output and "Traceback" not in r.output
 
 
@@ -69,7 +70,7 @@ def test_hard_link_from_outside_is_refused_and_inside_pairs_are_not(mini_folder,
     links = folder_links(folder)
     assert [r for r, _ in links] == ["secret.txt"] and "hard link" in links[0][1]
     with pytest.raises(ValidationFailedError, match="secret.txt"):
-        push(folder, "org/hard", to=tmp_path / "hub")
+        push(PushConfig(folder=folder, repo="org/hard", hub=tmp_path / "hub"))
     # two names of one file, both inside the folder, point nowhere else
     (folder / "secret.txt").unlink()
     os.link(folder / "manifest.json", folder / "manifest-copy.json")
@@ -84,22 +85,22 @@ def test_online_push_refuses_links_before_any_request(mini_folder, tmp_path, mon
     folder, rel = hostile(mini_folder, tmp_path, "folder")
     with hub_server.HubServer(tokens={token: "alice"}) as server, server.patch_clients():
         with pytest.raises(ValidationFailedError, match=rel):
-            push(folder, "alice/hostile", endpoint=server.url)
+            push(PushConfig(folder=folder, repo="alice/hostile", endpoint=server.url))
         assert not server.repo_exists("dataset", "alice/hostile")
         assert not [r for r in server.requests if r["method"] != "GET"]
 
 
 def test_pull_refuses_a_symlinked_destination_and_keeps_its_target(mini_folder, tmp_path):
     hub = tmp_path / "hub"
-    push(mini_folder, "org/phrbench", to=hub)
+    push(PushConfig(folder=mini_folder, repo="org/phrbench", hub=hub))
     mine = tmp_path / "my-unrelated-folder"
     mine.mkdir()
     (mine / "thesis.tex").write_text("years of work\n")
     link = tmp_path / "dl"
     os.symlink(mine, link)
     with pytest.raises(DestinationExistsError, match="symbolic link"):
-        pull("org/phrbench", to=link, hub=hub, overwrite=True)
-    r = runner.invoke(app, ["pull", "org/phrbench", "--to", str(link), "--hub", str(hub), "--overwrite"])
+        pull(PullConfig(repo="org/phrbench", out=link, hub=hub, overwrite=True))
+    r = runner.invoke(app, ["pull", "org/phrbench", "--out", str(link), "--hub", str(hub), "--overwrite"])
     assert r.exit_code != 0 and "symbolic link" in r.output
     assert (mine / "thesis.tex").read_text() == "years of work\n" and sorted(os.listdir(mine)) == ["thesis.tex"]
     assert link.is_symlink()

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from phr.bench.instance import COLUMN_NAMES
 from phr.cards.phrbench_card import LICENSE_FILE, PAPER_TITLE
 from phr.cli import app
+from phr.config.ops import PushResultsConfig
 from phr.llm.summary import RunSummary
 from tests.support.cli import run
 
@@ -23,8 +24,8 @@ def test_help_shows_no_type_placeholders_on_flags_and_plain_argument_names():
         assert r.exit_code == 0, r.output
         assert "<bool>" not in r.output and "{" not in r.output.splitlines()[0], r.output
     usage = CliRunner().invoke(app, ["validate", "--help"]).output.splitlines()[0]
-    assert usage.endswith("validate [OPTIONS] FOLDER")
-    for args, tail in ((["report", "--help"], "report [OPTIONS] RESULTS..."), (["score", "--help"], "[SUBMISSION]")):
+    assert usage.endswith("validate [OPTIONS] [FOLDER]")  # a bound argument may come from --config instead
+    for args, tail in ((["report", "--help"], "report [OPTIONS] [RESULTS]..."), (["score", "--help"], "[SUBMISSION]")):
         usage = CliRunner().invoke(app, args).output.splitlines()[0]
         assert usage.endswith(tail) and "{" not in usage, usage
 
@@ -48,7 +49,7 @@ def test_leaderboard_from_a_repo_leaves_no_temporary_folder(tmp_path, monkeypatc
 
     result = ROOT / "tests" / "fixtures" / "results_v1" / "results.json"
     hub = tmp_path / "hub"
-    push_results([result], "org/results", to=hub)
+    push_results(PushResultsConfig(results=[result], repo="org/results", hub=hub))
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     monkeypatch.setenv("TMPDIR", str(scratch))

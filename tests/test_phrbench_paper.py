@@ -15,6 +15,7 @@ from phr.bench.folder import data_file
 from phr.builders.generate import Prompts
 from phr.builders.phrbench import build
 from phr.builders.recipe import RecipeError
+from phr.config.ops import BuildPhrbenchConfig
 from phr.validation.folder import validate_folder
 from tests.support.paper_fixtures import PAPER_STRATEGIES, build_on_server, paper_responder, write_sources
 from tests.support.protocol_server import ProtocolServer
@@ -132,7 +133,12 @@ def test_short_sources_fail_clearly_and_write_nothing(env, tmp_path):
     shutil.copytree(root / "sources", src)
     (src / "sciq" / "train.json").write_text(json.dumps(json.loads((src / "sciq" / "train.json").read_text())[:10]))
     with pytest.raises(RecipeError, match=r"sciq .*10 of 50"):
-        build("paper", tmp_path / "out", generator="openai:gpt-4o", judge="none", source_dir=src, progress=False)
+        build(
+            BuildPhrbenchConfig(
+                recipe="paper", out=tmp_path / "out", generator="openai:gpt-4o", judge="none", source_dir=src
+            ),
+            progress=False,
+        )
     assert not (tmp_path / "out").exists()
 
 

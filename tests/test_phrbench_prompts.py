@@ -16,6 +16,7 @@ from phr.bench.records import MutationType
 from phr.builders.generate import Prompts, parse_mutation_type
 from phr.builders.phrbench import BuildError
 from phr.builders.recipe import RecipeError, load_recipe, select_questions, stand_ins
+from phr.llm.preflight import PreflightError
 from tests.support import cli
 from tests.support.paper_fixtures import build_on_server, paper_responder, v0_responder, write_sources
 
@@ -206,7 +207,7 @@ def test_bbbp_stand_in_needs_allow_stand_in(tmp_path, sources, fake_openai):
     assert {q.source for q in from_dir} == {"bbbp"} and stand_ins(rec, from_dir) == {}
     fake_openai(paper_responder())
     rec_path = _recipe(tmp_path, "    hallucinated: 2", sources="  - {source: bbbp, domain: Chemistry, count: 3}")
-    with pytest.raises(RecipeError, match="allow-stand-in"):
+    with pytest.raises(PreflightError, match="allow-stand-in"):  # the plan's problem: every missing source
         build_on_server(rec_path, tmp_path / "refused", None, judge="none")
     res = build_on_server(rec_path, tmp_path / "out", None, judge="none", allow_stand_in=True)
     assert not (tmp_path / "refused").exists()

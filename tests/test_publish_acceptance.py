@@ -32,7 +32,7 @@ def _ids(folder: Path) -> list[str]:
 def test_push_to_local_hub_then_load_and_idempotent(folder, tmp_path):
     hubdir = tmp_path / "hub"
     env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "PHR_HUB_DIR")}
-    args = [EXE, "push", str(folder), "--repo", "org/phrbench", "--to", str(hubdir), "--tag", "v0.1.0"]
+    args = [EXE, "push", str(folder), "--repo", "org/phrbench", "--hub", str(hubdir), "--tag", "v0.1.0"]
     first = subprocess.run(args, env=env, capture_output=True, text=True)
     assert first.returncode == 0, first.stderr
     repo = hubdir / "datasets" / "org" / "phrbench"

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from phr.config.ops import PushConfig
 from phr.hub import PushFailedError, folder_files, push
 from phr.hub import local as local_hub
 from phr.hub.local import LocalHub, RepoLockedError, read_tree
@@ -32,6 +33,7 @@ DRIVER = r"""
 import json, os, sys, time
 from pathlib import Path
 from phr.hub import local as local_hub
+from phr.config.ops import PushConfig
 from phr.hub import push
 
 folder, repo, tag, hub, pause, notice = sys.argv[1:7]
@@ -55,8 +57,8 @@ def unlink(*a, **k):  # every file removal (shutil.rmtree's too): a kill while a
     return real_unlink(*a, **k)
 os.unlink = unlink
 local_hub._step = lambda name: hold() if pause == f"step:{name}" else None
-local_hub.gate = lambda folder, repo_type: None  # validation is not what is killed here
-push(folder, repo, repo_type="model", tag=tag or None, to=hub)
+local_hub.gate = lambda folder, repo_type, **policy: None  # validation is not what is killed here
+push(PushConfig(folder=folder, repo=repo, repo_type="model", tag=tag or None, hub=hub))
 print(json.dumps({"calls": calls, "unlinks": len(unlinks), "first_git": first[0], "end": time.time()}))
 """
 
@@ -183,7 +185,7 @@ def recorded_refs(hub: Path) -> dict[str, str]:
 
 
 def push_again(hub: Path, folder: Path, tag: str) -> None:
-    res = push(folder, REPO, repo_type=KIND, tag=tag, to=hub)
+    res = push(PushConfig(folder=folder, repo=REPO, repo_type=KIND, tag=tag, hub=hub))
     now = visible(hub)
     assert now["files"] == files_of(folder)
     assert now["refs"][f"refs/tags/{tag}"] == now["refs"]["refs/heads/main"] == res.head
@@ -201,7 +203,7 @@ def variants(tmp_path_factory):
 
 def test_kill_at_every_step_of_a_push_to_an_existing_repo(variants, tmp_path):
     hub = tmp_path / "hub"
-    push(variants[0], REPO, repo_type=KIND, tag="t0", to=hub)
+    push(PushConfig(folder=variants[0], repo=REPO, repo_type=KIND, tag="t0", hub=hub))
     calls = calibrate(hub, variants[1], tmp_path)["calls"]
     plan = [(f"git:{n}", (signal.SIGKILL, signal.SIGTERM)[n % 2]) for n in range(1, len(calls) + 1)]
     plan += [
@@ -248,7 +250,9 @@ def test_kill_at_every_file_removal_of_a_push(variants, tmp_path):
     not at all, so the next push removes it (at most two versions); no published tag is lost."""
     hub = tmp_path / "hub"
     for n, tag in enumerate(("t0", "t1")):
-        push(variants[n], REPO, repo_type=KIND, tag=tag, to=hub)  # two versions: the next push removes one
+        push(
+            PushConfig(folder=variants[n], repo=REPO, repo_type=KIND, tag=tag, hub=hub)
+        )  # two versions: the next push removes one
     published = {r: sha for r, sha in visible(hub)["refs"].items() if r.startswith("refs/tags/")}
     unlinks = calibrate(hub, variants[0], tmp_path)["unlinks"]
     assert unlinks > 20  # a version's files and .git, and the push's temporaries
@@ -275,7 +279,7 @@ def test_kill_at_every_step_of_the_push_that_creates_the_repo(variants, tmp_path
 def test_kill_after_random_delays(variants, tmp_path):
     """Kills at arbitrary instants, also inside a git command (the checkout of the next version)."""
     hub = tmp_path / "hub"
-    push(variants[0], REPO, repo_type=KIND, tag="t0", to=hub)
+    push(PushConfig(folder=variants[0], repo=REPO, repo_type=KIND, tag="t0", hub=hub))
     timing = calibrate(hub, variants[1], tmp_path)
     lo, hi = timing["first_git"] - timing["start"], timing["end"] - timing["start"]
     rng = random.Random(14)
@@ -303,7 +307,7 @@ def dead_pid() -> int:
 
 def test_leftovers_of_dead_processes_are_removed_and_a_stale_git_lock_does_not_block(variants, tmp_path):
     hub = tmp_path / "hub"
-    push(variants[0], REPO, repo_type=KIND, tag="t0", to=hub)
+    push(PushConfig(folder=variants[0], repo=REPO, repo_type=KIND, tag="t0", hub=hub))
     repo = LocalHub(hub).repo_path(REPO, KIND)
     hubdir = repo.parent / f".{repo.name}.hub"
     pid = dead_pid()
@@ -318,7 +322,7 @@ def test_leftovers_of_dead_processes_are_removed_and_a_stale_git_lock_does_not_b
     (repo.parent / f".{repo.name}.new-abc123").mkdir()  # a new repo of an older version, killed
     live = hubdir / "store.git" / f"phr-index-{os.getppid()}-live"  # a live process's index is kept
     live.write_text("")
-    push(variants[1], REPO, repo_type=KIND, tag="t1", to=hub)
+    push(PushConfig(folder=variants[1], repo=REPO, repo_type=KIND, tag="t1", hub=hub))
     assert live.exists()
     live.unlink()
     check_clean_hub(hub)
@@ -344,7 +348,7 @@ def test_a_live_lock_holder_is_named_and_a_dead_one_is_ignored(variants, tmp_pat
 
     def attempt():
         try:
-            outcome.append(push(variants[0], REPO, repo_type=KIND, to=hub))
+            outcome.append(push(PushConfig(folder=variants[0], repo=REPO, repo_type=KIND, hub=hub)))
         except Exception as e:  # noqa: BLE001 -- the test inspects it
             outcome.append(e)
 
@@ -356,7 +360,9 @@ def test_a_live_lock_holder_is_named_and_a_dead_one_is_ignored(variants, tmp_pat
     assert not LocalHub(hub).exists(REPO, KIND)
     os.killpg(holder.pid, signal.SIGKILL)
     holder.wait()
-    assert push(variants[0], REPO, repo_type=KIND, tag="t0", to=hub).changed  # the dead holder's lock is free
+    assert push(
+        PushConfig(folder=variants[0], repo=REPO, repo_type=KIND, tag="t0", hub=hub)
+    ).changed  # the dead holder's lock is free
     assert visible(hub)["files"] == files_of(variants[0])
 
 
@@ -390,7 +396,7 @@ def test_killed_push_of_the_previous_layout_is_repaired(variants, tmp_path):
     (repo / ".git" / "phr-push-in-progress").write_text(f"{old_main} {new}\n")
     (repo / ".git" / "index.lock").write_text("")
     (repo / "model.safetensors").write_bytes((repo / "model.safetensors").read_bytes()[:1000])
-    res = push(variants[1], REPO, repo_type=KIND, tag="t1", to=hub)
+    res = push(PushConfig(folder=variants[1], repo=REPO, repo_type=KIND, tag="t1", hub=hub))
     assert not res.changed and res.head == new
     assert visible(hub)["files"] == files_of(variants[1])
     assert git(repo, "rev-parse", "t0") == old_main and repo.is_symlink()
@@ -431,11 +437,11 @@ def test_kill_while_converting_the_previous_layout(variants, tmp_path):
 
 def test_failure_after_nothing_visible_changed_keeps_the_old_version(variants, tmp_path, monkeypatch):
     hub = tmp_path / "hub"
-    push(variants[0], REPO, repo_type=KIND, tag="t0", to=hub)
+    push(PushConfig(folder=variants[0], repo=REPO, repo_type=KIND, tag="t0", hub=hub))
     old = visible(hub)
     monkeypatch.setattr(local_hub, "_swap", lambda *a: (_ for _ in ()).throw(OSError("disk full")))
     with pytest.raises(PushFailedError, match="disk full"):
-        push(variants[1], REPO, repo_type=KIND, tag="t1", to=hub)
+        push(PushConfig(folder=variants[1], repo=REPO, repo_type=KIND, tag="t1", hub=hub))
     assert visible(hub) == old
     monkeypatch.undo()
     push_again(hub, variants[1], "t1")
@@ -446,11 +452,12 @@ def test_failure_after_nothing_visible_changed_keeps_the_old_version(variants, t
 ONLINE_DRIVER = r"""
 import sys
 import phr.hub.online as online
+from phr.config.ops import PushConfig
 from phr.hub import push
 
-online.gate = lambda folder, repo_type: None
+online.gate = lambda folder, repo_type, **policy: None
 folder, repo, tag, endpoint = sys.argv[1:5]
-push(folder, repo, repo_type="model", tag=tag, endpoint=endpoint)
+push(PushConfig(folder=folder, repo=repo, repo_type="model", tag=tag, endpoint=endpoint))
 """
 TOKEN = "hf_kill_test_token_0123456789"
 
@@ -528,7 +535,9 @@ def test_online_kill_after_each_request(tmp_path, monkeypatch):
                 assert len(server.commits("model", "alice/tiny")) == commits + 1
                 assert not tagged or server.head("model", "alice/tiny", tag) == main
             seen[paths[k - 1]] = "old" if main == old_main else "new, tagged" if tagged else "new, no tag"
-            push(target, "alice/tiny", repo_type="model", tag=tag, endpoint=server.url)  # the same push again
+            push(
+                PushConfig(folder=target, repo="alice/tiny", repo_type="model", tag=tag, endpoint=server.url)
+            )  # the same push again
             assert server.head("model", "alice/tiny", tag) == server.head("model", "alice/tiny")
             assert len(server.commits("model", "alice/tiny")) == commits + 1
         assert seen[paths[-2]] == "new, no tag" and seen[paths[-1]] == "new, tagged"
@@ -537,7 +546,9 @@ def test_online_kill_after_each_request(tmp_path, monkeypatch):
         create = next(i for i, r in enumerate(server.requests, 1) if r["path"] == "/api/repos/create")
         online_push(server, first, "t0", env, kill_after=create, repo="alice/fresh")
         assert set(server.files("model", "alice/fresh")) <= {".gitattributes"}
-        assert push(first, "alice/fresh", repo_type="model", tag="t0", endpoint=server.url).changed
+        assert push(
+            PushConfig(folder=first, repo="alice/fresh", repo_type="model", tag="t0", endpoint=server.url)
+        ).changed
         assert {p: b for p, b in server.files("model", "alice/fresh").items() if p != ".gitattributes"} == files_of(
             first
         )

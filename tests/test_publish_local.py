@@ -15,8 +15,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from pydantic import ValidationError
 
 from phr.bench.folder import data_file
+from phr.config.ops import PullConfig, PushConfig, PushResultsConfig
 from phr.core.parquet import write_parquet
 from phr.hub import (
     DestinationExistsError,
@@ -102,7 +104,7 @@ def built(mini_folder) -> Path:
 def pristine(built, tmp_path_factory):
     """A local hub after the first push of PHRBench-mini with tag v0.1.0 (never modified: copy it)."""
     hub = tmp_path_factory.mktemp("pristine") / "hub"
-    res = push(built, REPO, tag="v0.1.0", to=hub)
+    res = push(PushConfig(folder=built, repo=REPO, tag="v0.1.0", hub=hub))
     return hub, res
 
 
@@ -138,14 +140,14 @@ def test_first_push_commits_tags_and_loads_with_datasets(built, pristine):
 def test_identical_push_creates_no_commit_and_same_tag_is_a_noop(built, hub):
     repo = repo_dir(hub)
     before = state(repo)
-    again = push(built, REPO, tag="v0.1.0", to=hub)
+    again = push(PushConfig(folder=built, repo=REPO, tag="v0.1.0", hub=hub))
     assert not again.changed and again.revision is None and not again.tag_created
     assert again.head == git(repo, "rev-parse", "main")
-    plain = push(built, REPO, to=hub)
+    plain = push(PushConfig(folder=built, repo=REPO, hub=hub))
     assert not plain.changed and plain.revision is None
     assert state(repo) == before
     # a new tag on an unchanged push names the current head, without a commit
-    tagged = push(built, REPO, tag="v0.1.1", to=hub)
+    tagged = push(PushConfig(folder=built, repo=REPO, tag="v0.1.1", hub=hub))
     assert not tagged.changed and tagged.tag_created
     assert git(repo, "rev-parse", "v0.1.1^{commit}") == git(repo, "rev-parse", "main")
     assert git(repo, "rev-list", "--all", "--count") == before["commits"]
@@ -155,7 +157,7 @@ def test_changed_folder_makes_one_commit_deletions_and_immutable_tags(built, hub
     repo = repo_dir(hub)
     v1 = git(repo, "rev-parse", "main")
     changed = variant(built, tmp_path / "v2", **{"NOTES.md": "release notes\n", "extra__a.txt": "a\n"})
-    res = push(changed, REPO, tag="v0.2.0", to=hub, message="v0.2.0: notes")
+    res = push(PushConfig(folder=changed, repo=REPO, tag="v0.2.0", hub=hub, message="v0.2.0: notes"))
     assert res.changed and res.files == ["NOTES.md", "extra/a.txt"] and res.deleted == []
     assert git(repo, "rev-list", "--count", "main") == "2"
     assert git(repo, "rev-parse", "main^") == v1
@@ -165,10 +167,10 @@ def test_changed_folder_makes_one_commit_deletions_and_immutable_tags(built, hub
     # v0.1.0 names an older commit: a push that reuses it is refused before anything changes
     before = state(repo)
     with pytest.raises(TagExistsError, match="v0.1.0"):
-        push(built, REPO, tag="v0.1.0", to=hub)
+        push(PushConfig(folder=built, repo=REPO, tag="v0.1.0", hub=hub))
     assert state(repo) == before
     # the original folder again: one commit that deletes the extra files
-    back = push(built, REPO, to=hub)
+    back = push(PushConfig(folder=built, repo=REPO, hub=hub))
     assert back.changed and back.files == [] and back.deleted == ["NOTES.md", "extra/a.txt"]
     assert not (repo / "NOTES.md").exists() and not (repo / "extra").exists()
     assert git(repo, "rev-list", "--count", "main") == "3"
@@ -179,7 +181,7 @@ def test_tag_at_head_with_a_changed_folder_is_refused(built, hub, tmp_path):
     repo = repo_dir(hub)
     before = state(repo)
     with pytest.raises(TagExistsError, match="immutable"):
-        push(variant(built, tmp_path / "c", **{"NOTES.md": "x\n"}), REPO, tag="v0.1.0", to=hub)
+        push(PushConfig(folder=variant(built, tmp_path / "c", **{"NOTES.md": "x\n"}), repo=REPO, tag="v0.1.0", hub=hub))
     assert state(repo) == before
 
 
@@ -194,14 +196,14 @@ def test_folder_failing_validation_is_refused_with_the_report(built, hub, tmp_pa
     victim["premise"] = f"{victim['premise']} The correct answer is {victim['answer']}."
     write_parquet(table.from_pylist(rows, schema=table.schema), path)
     with pytest.raises(ValidationFailedError) as e:
-        push(bad, REPO, tag="v0.3.0", to=hub)
+        push(PushConfig(folder=bad, repo=REPO, tag="v0.3.0", hub=hub))
     msg = str(e.value)
     assert "validation FAILED" in msg and victim["id"] in msg and "leak" in msg.lower()
     assert "nothing was uploaded" in msg
     assert state(repo) == before
     # a new repo is not even created
     with pytest.raises(ValidationFailedError):
-        push(bad, "org/other", to=hub)
+        push(PushConfig(folder=bad, repo="org/other", hub=hub))
     assert not repo_dir(hub, "org/other").exists()
 
 
@@ -223,7 +225,7 @@ def test_data_file_edited_under_its_hashed_name_is_refused(built, hub, tmp_path)
     assert f"name says content hash {named}" in report.rejections[0].reason
     assert f"content hashes to {actual}" in report.rejections[0].reason
     with pytest.raises(ValidationFailedError) as e:
-        push(edited, REPO, tag="v0.3.0", to=hub)
+        push(PushConfig(folder=edited, repo=REPO, tag="v0.3.0", hub=hub))
     assert f"data/{path.name}" in str(e.value) and actual in str(e.value)
     assert state(repo) == before
     assert validate_folder(built).ok  # the built folder itself passes
@@ -233,40 +235,44 @@ def test_create_pr_makes_a_branch_and_leaves_main(built, hub, tmp_path):
     repo = repo_dir(hub)
     before = state(repo)
     changed = variant(built, tmp_path / "pr", **{"NOTES.md": "proposed\n"})
-    res = push(changed, REPO, create_pr=True, to=hub)
+    res = push(PushConfig(folder=changed, repo=REPO, create_pr=True, hub=hub))
     assert res.changed and res.pr_ref == "pr/1" and res.pr_url.endswith("#pr/1")
     assert git(repo, "rev-parse", "pr/1") == res.revision
     assert git(repo, "rev-parse", "pr/1^") == git(repo, "rev-parse", "main")
     after = state(repo)
     assert after["files"] == before["files"] and after["status"] == ""
     assert git(repo, "rev-parse", "main") in before["refs"]
-    second = push(variant(built, tmp_path / "pr2", **{"NOTES.md": "other\n"}), REPO, create_pr=True, to=hub)
+    second = push(
+        PushConfig(
+            folder=variant(built, tmp_path / "pr2", **{"NOTES.md": "other\n"}), repo=REPO, create_pr=True, hub=hub
+        )
+    )
     assert second.pr_ref == "pr/2"
-    got = pull(REPO, revision="pr/1", to=tmp_path / "got", hub=hub)
+    got = pull(PullConfig(repo=REPO, revision="pr/1", out=tmp_path / "got", hub=hub))
     assert (got / "NOTES.md").read_text() == "proposed\n"
     with pytest.raises(PublishError, match="--tag and --create-pr"):
-        push(changed, REPO, create_pr=True, tag="v9", to=hub)
+        push(PushConfig(folder=changed, repo=REPO, create_pr=True, tag="v9", hub=hub))
 
 
 def test_pull_by_tag_and_destination_rules(built, hub, tmp_path):
-    push(variant(built, tmp_path / "v2", **{"NOTES.md": "n\n"}), REPO, tag="v0.2.0", to=hub)
-    dest = pull(REPO, revision="v0.1.0", to=tmp_path / "old", hub=hub)
+    push(PushConfig(folder=variant(built, tmp_path / "v2", **{"NOTES.md": "n\n"}), repo=REPO, tag="v0.2.0", hub=hub))
+    dest = pull(PullConfig(repo=REPO, revision="v0.1.0", out=tmp_path / "old", hub=hub))
     assert {r: p.read_bytes() for r, p in folder_files(dest).items()} == {
         r: pushed_bytes(p, r, REPO) for r, p in folder_files(built).items()
     }
     assert not (dest / ".git").exists()
-    latest = pull(REPO, to=tmp_path / "new", hub=hub)
+    latest = pull(PullConfig(repo=REPO, out=tmp_path / "new", hub=hub))
     assert (latest / "NOTES.md").exists()
     with pytest.raises(DestinationExistsError, match="overwrite"):
-        pull(REPO, revision="v0.2.0", to=tmp_path / "old", hub=hub)
-    again = pull(REPO, revision="v0.2.0", to=tmp_path / "old", hub=hub, overwrite=True)
+        pull(PullConfig(repo=REPO, revision="v0.2.0", out=tmp_path / "old", hub=hub))
+    again = pull(PullConfig(repo=REPO, revision="v0.2.0", out=tmp_path / "old", hub=hub, overwrite=True))
     assert (again / "NOTES.md").exists()
     sha = git(repo_dir(hub), "rev-parse", "v0.1.0")
-    assert not (pull(REPO, revision=sha[:10], to=tmp_path / "bysha", hub=hub) / "NOTES.md").exists()
+    assert not (pull(PullConfig(repo=REPO, revision=sha[:10], out=tmp_path / "bysha", hub=hub)) / "NOTES.md").exists()
     with pytest.raises(PublishError, match="not found"):
-        pull(REPO, revision="v9.9.9", to=tmp_path / "none", hub=hub)
+        pull(PullConfig(repo=REPO, revision="v9.9.9", out=tmp_path / "none", hub=hub))
     with pytest.raises(PublishError, match="no dataset repo"):
-        pull("org/missing", to=tmp_path / "none", hub=hub)
+        pull(PullConfig(repo="org/missing", out=tmp_path / "none", hub=hub))
 
 
 # ---- atomicity -------------------------------------------------------------------------------------------------
@@ -275,7 +281,7 @@ def test_pull_by_tag_and_destination_rules(built, hub, tmp_path):
 @pytest.mark.parametrize("step", ["_stage", "_commit", "_checkout"])
 def test_failure_mid_push_leaves_main_and_working_tree_unchanged(built, hub, tmp_path, monkeypatch, step):
     repo = repo_dir(hub)
-    monkeypatch.setattr(local_hub, "gate", lambda folder, repo_type: None)  # atomicity, not validation
+    monkeypatch.setattr(local_hub, "gate", lambda folder, repo_type, **policy: None)  # atomicity, not validation
     changed = variant(built, tmp_path / "c", **{"NOTES.md": "n\n"})
     (changed / "manifest.json").unlink()
     before = state(repo)
@@ -294,7 +300,7 @@ def test_failure_mid_push_leaves_main_and_working_tree_unchanged(built, hub, tmp
 
     monkeypatch.setattr(local_hub, step, boom)
     with pytest.raises(PushFailedError) as e:
-        push(changed, REPO, tag="v0.2.0", to=hub)
+        push(PushConfig(folder=changed, repo=REPO, tag="v0.2.0", hub=hub))
     assert "previous version" in str(e.value) and "Rerun: phr-publish push" in str(e.value)
     assert "--tag v0.2.0" in str(e.value)
     assert {k: v for k, v in state(repo).items() if k != "commits"} == {
@@ -302,16 +308,16 @@ def test_failure_mid_push_leaves_main_and_working_tree_unchanged(built, hub, tmp
     }
     assert [p.name for p in (repo.parent / f".{repo.name}.hub" / "v").iterdir()] == [repo.resolve().name]
     monkeypatch.undo()
-    ok = push(changed, REPO, tag="v0.2.0", to=hub)  # the rerun works
+    ok = push(PushConfig(folder=changed, repo=REPO, tag="v0.2.0", hub=hub))  # the rerun works
     assert ok.changed and git(repo, "rev-parse", "v0.2.0^{commit}") == ok.revision
 
 
 def test_failure_in_a_new_repo_leaves_no_repo(built, tmp_path, monkeypatch):
     hub = tmp_path / "hub"
-    monkeypatch.setattr(local_hub, "gate", lambda folder, repo_type: None)
+    monkeypatch.setattr(local_hub, "gate", lambda folder, repo_type, **policy: None)
     monkeypatch.setattr(local_hub, "_commit", lambda *a, **k: (_ for _ in ()).throw(OSError("disk full")))
     with pytest.raises(PushFailedError, match="disk full"):
-        push(built, REPO, to=hub)
+        push(PushConfig(folder=built, repo=REPO, hub=hub))
     assert not repo_dir(hub).exists()
     assert not [p for p in repo_dir(hub).parent.iterdir() if not p.name.endswith(".lock")]
 
@@ -320,7 +326,7 @@ def test_hand_edited_working_tree_is_refused(built, hub):
     repo = repo_dir(hub)
     (repo / "README.md").write_text("edited\n")
     with pytest.raises(PublishError, match="reset --hard"):
-        push(built, REPO, to=hub)
+        push(PushConfig(folder=built, repo=REPO, hub=hub))
 
 
 def test_repo_type_mismatch_and_bad_arguments(built, hub, tmp_path):
@@ -328,15 +334,15 @@ def test_repo_type_mismatch_and_bad_arguments(built, hub, tmp_path):
     model.mkdir()
     (model / "README.md").write_text("---\nlicense: mit\n---\n# m\n")
     with pytest.raises(RepoTypeMismatchError, match="--repo-type dataset"):
-        push(model, REPO, repo_type="model", to=hub)
+        push(PushConfig(folder=model, repo=REPO, repo_type="model", hub=hub))
     with pytest.raises(PublishError, match="invalid repo id"):
-        push(built, "no-slash", to=hub)
+        push(PushConfig(folder=built, repo="no-slash", hub=hub))
     with pytest.raises(PublishError, match="invalid repo id"):
-        push(built, "../escape", to=hub)
+        push(PushConfig(folder=built, repo="../escape", hub=hub))
     with pytest.raises(PublishError, match="invalid tag"):
-        push(built, REPO, tag="bad tag", to=hub)
-    with pytest.raises(PublishError, match="invalid repo type"):
-        push(built, REPO, repo_type="space", to=hub)
+        push(PushConfig(folder=built, repo=REPO, tag="bad tag", hub=hub))
+    with pytest.raises(ValidationError, match="repo_type"):  # the config refuses it before any push
+        PushConfig(folder=built, repo=REPO, repo_type="space", hub=hub)
 
 
 # names the Hub refuses (huggingface_hub's validator, and the Hub's rules it leaves out), with the words said
@@ -362,9 +368,9 @@ def test_repo_ids_follow_the_hub_rules_on_the_local_hub(built, tmp_path, repo_id
 
     hub = tmp_path / "hub"
     with pytest.raises(PublishError, match=f"invalid repo id .*{re.escape(reason)}"):
-        push(built, repo_id, to=hub)
+        push(PushConfig(folder=built, repo=repo_id, hub=hub))
     with pytest.raises(PublishError, match="invalid repo id"):
-        pull(repo_id, hub=hub, to=tmp_path / "dl")
+        pull(PullConfig(repo=repo_id, hub=hub, out=tmp_path / "dl"))
     assert not hub.exists() and not (tmp_path / "dl").exists()  # refused before anything was created
     if repo_id.count("/") == 1 and repo_id not in ("org.git/x",):  # the library's own validator agrees
         with pytest.raises(HFValidationError):
@@ -377,12 +383,12 @@ def test_repo_ids_the_hub_accepts_are_accepted(built, tmp_path):
     for repo_id in ("org/x", "Org-1/Foo_Bar.v1", "o/" + "x" * 96, "org/x.gitx"):
         validate_repo_id(repo_id)
         assert check_repo_id(repo_id) == repo_id
-    assert push(built, "Org-1/Foo_Bar.v1", to=tmp_path / "hub").changed
+    assert push(PushConfig(folder=built, repo="Org-1/Foo_Bar.v1", hub=tmp_path / "hub")).changed
 
 
 def test_phr_hub_dir_env_selects_the_local_hub(built, hub, monkeypatch):
     monkeypatch.setenv("PHR_HUB_DIR", str(hub))
-    res = push(built, REPO)
+    res = push(PushConfig(folder=built, repo=REPO))
     assert res.local and not res.changed
 
 
@@ -395,15 +401,15 @@ def test_online_push_refused_offline_and_without_token(built, tmp_path, monkeypa
     monkeypatch.delenv("PHR_HUB_DIR", raising=False)
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     with pytest.raises(PublishError, match="HF_HUB_OFFLINE"):
-        push(built, REPO)
+        push(PushConfig(folder=built, repo=REPO))
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     for var in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_OIDC_RESOURCE"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no-token"))
     monkeypatch.setattr(constants, "HF_STORED_TOKENS_PATH", str(tmp_path / "no-tokens"))
     # an unreachable endpoint proves the token check comes before any request
-    with pytest.raises(MissingTokenError, match="HF_TOKEN.*hf auth login.*--to HUBDIR"):
-        push(built, REPO, endpoint="http://127.0.0.1:9")
+    with pytest.raises(MissingTokenError, match="HF_TOKEN.*hf auth login.*--hub HUBDIR"):
+        push(PushConfig(folder=built, repo=REPO, endpoint="http://127.0.0.1:9"))
 
 
 # ---- models ----------------------------------------------------------------------------------------------------
@@ -451,10 +457,10 @@ def test_model_card_eval_results_push_and_pr(tmp_path):
     assert meta["trainer_extra"] == {"kept": True} and meta["hyperparameters"]["num_generations"] == 8
     assert "v0.1.0" in readme.read_text() and "num_generations" in readme.read_text()
 
-    pushed = push(ckpt, "org/tiny", repo_type="model", to=hub)
+    pushed = push(PushConfig(folder=ckpt, repo="org/tiny", repo_type="model", hub=hub))
     repo = repo_dir(hub, "org/tiny", "models")
     assert pushed.changed and (repo / ".eval_results" / "phrbench.yaml").exists()
-    assert not push(ckpt, "org/tiny", repo_type="model", to=hub).changed
+    assert not push(PushConfig(folder=ckpt, repo="org/tiny", repo_type="model", hub=hub)).changed
     # the leaderboard's PR on the submitting model's repo
     other = load_result(result_json(tmp_path / "r2.json", "org/tiny", bh=0.55, run_id="second"))
     pr = open_model_pr("org/tiny", model_eval_results_yaml(other), to=hub)
@@ -467,7 +473,7 @@ def test_model_card_eval_results_push_and_pr(tmp_path):
     # a model card whose metadata does not parse is refused
     (ckpt / "README.md").write_text("---\nmodel-index: [{name: x, results: [{task: 3}]}]\n---\n# x\n")
     with pytest.raises(ValidationFailedError, match="card"):
-        push(ckpt, "org/tiny", repo_type="model", to=hub)
+        push(PushConfig(folder=ckpt, repo="org/tiny", repo_type="model", hub=hub))
     # base_model is required
     bare = tmp_path / "bare"
     bare.mkdir()
@@ -489,7 +495,7 @@ def test_results_repo_leaderboard(tmp_path, built):
     hub = tmp_path / "hub"
     r1 = result_json(tmp_path / "r1.json", "org/model-a", bh=0.40, OL=0.2)
     r2 = result_json(tmp_path / "r2.json", "org/model-b", bh=0.55, run_id="greedy")
-    res = push_results([r1, r2], "org/results", benchmark_eval_yaml=built / "eval.yaml", to=hub)
+    res = push_results(PushResultsConfig(results=[r1, r2], repo="org/results", eval_yaml=built / "eval.yaml", hub=hub))
     repo = repo_dir(hub, "org/results")
     assert res.changed and res.created
     assert (repo / "results" / "org--model-b" / "greedy.json").exists()
@@ -503,10 +509,10 @@ def test_results_repo_leaderboard(tmp_path, built):
     lb = load_dataset(str(repo), "leaderboard")
     assert lb["train"].num_rows == 2
     # idempotent: the same submissions again change nothing
-    assert not push_results([r1, r2], "org/results", to=hub).changed
+    assert not push_results(PushResultsConfig(results=[r1, r2], repo="org/results", hub=hub)).changed
     # a third submission: one commit, the leaderboard rebuilt from all three
     r3 = result_json(tmp_path / "r3.json", "org/model-c", bh=0.1)
-    third = push_results([r3], "org/results", to=hub)
+    third = push_results(PushResultsConfig(results=[r3], repo="org/results", hub=hub))
     assert third.changed and third.files == sorted(
         ["README.md", "data/leaderboard.parquet", result_path(load_result(r3))]
     )
@@ -515,8 +521,8 @@ def test_results_repo_leaderboard(tmp_path, built):
     # same run id, other content: refused unless replace
     changed = result_json(tmp_path / "r2b.json", "org/model-b", bh=0.6, run_id="greedy")
     with pytest.raises(ResultsError, match="replace"):
-        push_results([changed], "org/results", to=hub)
-    assert push_results([changed], "org/results", to=hub, replace=True).changed
+        push_results(PushResultsConfig(results=[changed], repo="org/results", hub=hub))
+    assert push_results(PushResultsConfig(results=[changed], repo="org/results", hub=hub, replace=True)).changed
     # an invalid submission
     bad = tmp_path / "bad.json"
     bad.write_text(
@@ -530,12 +536,12 @@ def test_results_repo_leaderboard(tmp_path, built):
         )
     )
     with pytest.raises(ResultsError, match="accuracy_bh"):
-        push_results([bad], "org/results", to=hub)
+        push_results(PushResultsConfig(results=[bad], repo="org/results", hub=hub))
     # a hand-edited results folder whose leaderboard no longer matches is refused by the gate
-    folder = pull("org/results", to=tmp_path / "res", hub=hub)
+    folder = pull(PullConfig(repo="org/results", out=tmp_path / "res", hub=hub))
     (folder / "results" / "org--model-c").rename(folder / "results" / "zz")
     with pytest.raises(ValidationFailedError, match="belongs at"):
-        push(folder, "org/results", to=hub)
+        push(PushConfig(folder=folder, repo="org/results", hub=hub))
 
 
 # ---- CLI -------------------------------------------------------------------------------------------------------
@@ -548,17 +554,17 @@ def test_cli_push_pull(built, tmp_path, monkeypatch):
 
     runner = CliRunner()
     hub = tmp_path / "hub"
-    r = runner.invoke(app, ["push", str(built), "--repo", "org/cli", "--tag", "v1.0.0", "--to", str(hub)])
+    r = runner.invoke(app, ["push", str(built), "--repo", "org/cli", "--tag", "v1.0.0", "--hub", str(hub)])
     assert r.exit_code == 0, r.output
     assert "committed" in r.output and "tag v1.0.0 created" in r.output and str(hub) in r.output
     monkeypatch.setenv("PHR_HUB_DIR", str(hub))
     r = runner.invoke(app, ["push", str(built), "--repo", "org/cli", "--tag", "v1.0.0"])
     assert r.exit_code == 0, r.output
     assert "no changes" in r.output
-    r = runner.invoke(app, ["pull", "org/cli", "--revision", "v1.0.0", "--to", str(tmp_path / "dl")])
+    r = runner.invoke(app, ["pull", "org/cli", "--revision", "v1.0.0", "--out", str(tmp_path / "dl")])
     assert r.exit_code == 0, r.output
     assert (tmp_path / "dl" / "README.md").exists() and "pulled dataset org/cli@v1.0.0" in r.output
-    r = runner.invoke(app, ["pull", "org/cli", "--to", str(tmp_path / "dl"), "--hub", str(hub)])
+    r = runner.invoke(app, ["pull", "org/cli", "--out", str(tmp_path / "dl"), "--hub", str(hub)])
     assert r.exit_code == 2 and "error:" in r.output and "--overwrite" in r.output
     r = runner.invoke(app, ["push", str(built), "--repo", "no-slash"])
     assert r.exit_code == 2 and "invalid repo id" in r.output
@@ -590,7 +596,7 @@ def hf(monkeypatch):
 
 
 def test_hub_push_idempotent_tags_pr_and_pull(built, hf, tmp_path):
-    res = push(built, "alice/phrbench", tag="v0.1.0", endpoint=hf.url)
+    res = push(PushConfig(folder=built, repo="alice/phrbench", tag="v0.1.0", endpoint=hf.url))
     assert res.changed and res.created and res.tag_created and not res.local
     assert res.url == f"{hf.url}/datasets/alice/phrbench"
     n = len(hf.commits("dataset", "alice/phrbench"))
@@ -600,48 +606,48 @@ def test_hub_push_idempotent_tags_pr_and_pull(built, hf, tmp_path):
     pushed = {r: pushed_bytes(p, r, "alice/phrbench") for r, p in folder_files(built).items()}
     assert pushed.items() <= files.items()
     # identical push: no commit, the same tag is a no-op
-    again = push(built, "alice/phrbench", tag="v0.1.0", endpoint=hf.url)
+    again = push(PushConfig(folder=built, repo="alice/phrbench", tag="v0.1.0", endpoint=hf.url))
     assert not again.changed and again.revision is None and again.head == head
     assert len(hf.commits("dataset", "alice/phrbench")) == n
     # changed folder: exactly one commit with the additions and deletions
     v2 = variant(built, tmp_path / "v2", **{"NOTES.md": "n\n"})
     (v2 / "manifest.json").unlink()
-    two = push(v2, "alice/phrbench", tag="v0.2.0", endpoint=hf.url)
+    two = push(PushConfig(folder=v2, repo="alice/phrbench", tag="v0.2.0", endpoint=hf.url))
     assert two.changed and two.files == ["NOTES.md"] and two.deleted == ["manifest.json"]
     assert len(hf.commits("dataset", "alice/phrbench")) == n + 1
     assert ".gitattributes" in hf.files("dataset", "alice/phrbench")  # kept
     # an existing tag is never moved
     with pytest.raises(TagExistsError):
-        push(built, "alice/phrbench", tag="v0.1.0", endpoint=hf.url)
+        push(PushConfig(folder=built, repo="alice/phrbench", tag="v0.1.0", endpoint=hf.url))
     assert hf.head("dataset", "alice/phrbench") == two.revision
     # pull request instead of main
-    pr = push(built, "alice/phrbench", create_pr=True, endpoint=hf.url)
+    pr = push(PushConfig(folder=built, repo="alice/phrbench", create_pr=True, endpoint=hf.url))
     assert pr.changed and pr.pr_url and hf.head("dataset", "alice/phrbench") == two.revision
     # pull by tag
-    old = pull("alice/phrbench", revision="v0.1.0", to=tmp_path / "old", endpoint=hf.url)
+    old = pull(PullConfig(repo="alice/phrbench", revision="v0.1.0", out=tmp_path / "old", endpoint=hf.url))
     assert {r: p.read_bytes() for r, p in folder_files(old).items() if r != ".gitattributes"} == pushed
     with pytest.raises(PublishError, match="not found"):
-        pull("alice/phrbench", revision="v9", to=tmp_path / "none", endpoint=hf.url)
+        pull(PullConfig(repo="alice/phrbench", revision="v9", out=tmp_path / "none", endpoint=hf.url))
 
 
 @pytest.mark.parametrize("repo_id", ["alice/x.git", "alice/x--y", "alice.git/x"])
 def test_hub_push_refuses_names_the_hub_refuses_before_any_request(built, hf, repo_id):
     with pytest.raises(PublishError, match="invalid repo id"):
-        push(built, repo_id, endpoint=hf.url)
+        push(PushConfig(folder=built, repo=repo_id, endpoint=hf.url))
     assert hf.requests == []
 
 
 def test_hub_failure_mid_push_keeps_the_previous_version_and_hides_the_token(built, hf, tmp_path):
-    first = push(built, "alice/phrbench", endpoint=hf.url)
+    first = push(PushConfig(folder=built, repo="alice/phrbench", endpoint=hf.url))
     hf.fail_next("/commit/", 500, body={"error": f"boom (token {HF_TOKEN_VALUE})"})
     changed = variant(built, tmp_path / "c", **{"NOTES.md": "n\n"})
     with pytest.raises(PushFailedError) as e:
-        push(changed, "alice/phrbench", tag="v0.2.0", endpoint=hf.url)
+        push(PushConfig(folder=changed, repo="alice/phrbench", tag="v0.2.0", endpoint=hf.url))
     msg = str(e.value)
     assert HF_TOKEN_VALUE not in msg and "previous version" in msg
     assert f"Rerun: phr-publish push {changed} --repo alice/phrbench --tag v0.2.0" in msg
     assert hf.head("dataset", "alice/phrbench") == first.revision
-    ok = push(changed, "alice/phrbench", tag="v0.2.0", endpoint=hf.url)  # the rerun
+    ok = push(PushConfig(folder=changed, repo="alice/phrbench", tag="v0.2.0", endpoint=hf.url))  # the rerun
     assert ok.changed and ok.tag_created
 
 
@@ -651,7 +657,7 @@ def test_hub_repo_type_clash_and_models_and_results(built, hf, tmp_path):
     from phr.eval.results import load_result
     from phr.leaderboard.repo import open_model_pr, push_results
 
-    push(built, "alice/thing", endpoint=hf.url)
+    push(PushConfig(folder=built, repo="alice/thing", endpoint=hf.url))
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
     (ckpt / "config.json").write_text("{}")
@@ -660,16 +666,22 @@ def test_hub_repo_type_clash_and_models_and_results(built, hf, tmp_path):
         ckpt, base_model="x/base", datasets=[("alice/phrbench", "v0.1.0")], hyperparameters={}, eval_results=[r1]
     )
     with pytest.raises(RepoTypeMismatchError):
-        push(ckpt, "alice/thing", repo_type="model", endpoint=hf.url)
-    m = push(ckpt, "alice/m", repo_type="model", endpoint=hf.url)
+        push(PushConfig(folder=ckpt, repo="alice/thing", repo_type="model", endpoint=hf.url))
+    m = push(PushConfig(folder=ckpt, repo="alice/m", repo_type="model", endpoint=hf.url))
     assert m.changed and ".eval_results/phrbench.yaml" in hf.files("model", "alice/m")
     res = push_results(
-        [tmp_path / "r1.json", result_json(tmp_path / "r2.json", "alice/n", bh=0.5)], "alice/results", endpoint=hf.url
+        PushResultsConfig(
+            results=[tmp_path / "r1.json", result_json(tmp_path / "r2.json", "alice/n", bh=0.5)],
+            repo="alice/results",
+            endpoint=hf.url,
+        )
     )
     assert res.changed
     table = pq.read_table(__import__("io").BytesIO(hf.files("dataset", "alice/results")["data/leaderboard.parquet"]))
     assert table.num_rows == 2
-    assert not push_results([tmp_path / "r1.json"], "alice/results", endpoint=hf.url).changed
+    assert not push_results(
+        PushResultsConfig(results=[tmp_path / "r1.json"], repo="alice/results", endpoint=hf.url)
+    ).changed
     pr = open_model_pr(
         "alice/m",
         model_eval_results_yaml(load_result(result_json(tmp_path / "r3.json", "alice/m", bh=0.45, run_id="b"))),

@@ -269,13 +269,13 @@ def test_cli_round_trip(folder, tmp_path):
     assert "136" in r.stdout and str(out) in r.stdout and str(out.with_suffix(".html")) in r.stdout
     rows, rej, _ = fill(read_sheet(out))
     filled = write_sheet(tmp_path / "filled.csv", rows)
-    r = runner.invoke(app, ["review", "import", str(filled), "--to", str(folder)])
+    r = runner.invoke(app, ["review", "import", str(filled), "--folder", str(folder)])
     assert r.exit_code == 0, r.output
     assert "3 accepted, 2 rejected, 131 undecided" in r.stdout
     bad = [dict(x) for x in rows]
     bad[0]["decision"] = "perhaps"
     bad[1].update(decision="reject", note="")
-    r = runner.invoke(app, ["review", "import", str(write_sheet(tmp_path / "bad.csv", bad)), "--to", str(folder)])
+    r = runner.invoke(app, ["review", "import", str(write_sheet(tmp_path / "bad.csv", bad)), "--folder", str(folder)])
     assert r.exit_code == 2
     assert "2 problem(s)" in r.stderr and "row 2" in r.stderr and "column decision" in r.stderr
     assert "row 3" in r.stderr and "column note" in r.stderr

@@ -205,10 +205,10 @@ def test_push_refuses_undecided_premises_of_a_review_required_build(folder, tmp_
 
     hub = tmp_path / "hub"
     runner = CliRunner()
-    r = runner.invoke(app, ["push", str(folder), "--repo", "org/bench", "--to", str(hub)])
+    r = runner.invoke(app, ["push", str(folder), "--repo", "org/bench", "--hub", str(hub)])
     assert r.exit_code != 0
     assert "refusing to push" in r.output and "--allow-unreviewed" in r.output
     assert not (hub / "datasets" / "org" / "bench").exists() or not any((hub / "datasets" / "org" / "bench").iterdir())
 
-    r = runner.invoke(app, ["push", str(folder), "--repo", "org/bench", "--to", str(hub), "--allow-unreviewed"])
+    r = runner.invoke(app, ["push", str(folder), "--repo", "org/bench", "--hub", str(hub), "--allow-unreviewed"])
     assert r.exit_code == 0, r.output

@@ -133,6 +133,11 @@ EXAMPLES = {
     "leaderboard": {"sources": ["runs"], "out": "lb", "allow_partial": True},
     "push": {"folder": "phrbench", "repo": "org/bench", "repo_type": "dataset", "tag": "v1", "message": "m"},
     "repair": {"repo": "org/bench", "repo_type": "model", "hub": "hub"},
+    "validate": {"folder": "corpus", "eval_set": ["popqa=p"], "as_json": True},
+    "review export": {"folder": "phrbench", "out": "sheet.csv", "include_baseline": True},
+    "review import": {"sheet": "sheet.csv", "folder": "phrbench", "reviewer": "ana"},
+    "pull": {"repo": "org/bench", "revision": "v1", "out": "dl", "hub": "hub", "overwrite": True},
+    "report": {"results": ["runs"], "out": "rep", "access": ["org/m=open"], "title": "T"},
     "train grpo": {"recipe": "tiny-stage1", "max_steps": 2, "set": ["trainer.seed=3"], "eval_set": ["popqa=p"]},
     "train sft": {"recipe": "tiny-sft", "merge": False},
     "analyze predictor": {"results": ["r.json"], "dataset": "d", "folds": 3, "judge": "none"},
@@ -173,7 +178,7 @@ def test_round_trip_yaml_config_flags(cls, tmp_path):
 @pytest.fixture
 def captured(monkeypatch):
     """``eval hr1`` up to the library call: the plan and K it would run with (no model is loaded)."""
-    import phr.eval.hr1_runner as runner_module
+    import phr.builders.hr1_ops as runner_module
 
     seen = {}
 
@@ -193,7 +198,7 @@ def test_a_non_smoke_run_judged_by_the_offline_model_keeps_full_lengths(captured
     assert "preset: paper" in r.output
     plan = captured["plan"]
     assert (plan.decoding.max_tokens, plan.qa_decoding.max_tokens, plan.judges.max_tokens) == (1024, 64, 512)
-    assert captured["k"] is None  # the table's K (5), not the smoke run's 4
+    assert plan.k == 5  # the table's K, not the smoke run's 4
 
 
 def test_the_no_argument_default_runs_the_named_mini_preset(captured, tmp_path):
@@ -202,7 +207,7 @@ def test_the_no_argument_default_runs_the_named_mini_preset(captured, tmp_path):
     assert "preset: mini (the no-argument offline default" in r.output
     plan = captured["plan"]
     assert (plan.decoding.max_tokens, plan.qa_decoding.max_tokens, plan.judges.max_tokens) == (120, 16, 48)
-    assert captured["k"] == 4 and captured["paraphraser"] == "curated" and captured["judge"] == "none"
+    assert plan.k == 4 and captured["paraphraser"] == "curated" and captured["judge"] == "none"
     assert {k: len(v) for k, v in captured["sets"].items()} == {"simplequestions": 28, "truthfulqa": 24}
 
 
@@ -393,22 +398,6 @@ def test_reference_pages_are_generated_and_up_to_date():
     page = render(EvalPhrbenchConfig)
     assert "| `--samples` | `samples` | `10` | Samples per prompt. | App. B.1 |" in page
     assert "- `paper`: `samples` = `10`, `temperature` = `0.7`, `max_tokens` = `model`" in page
-
-
-def test_hr1_decoding_fields_are_the_library_defaults():
-    from phr.builders.hr1 import SMOKE_PLAN
-    from phr.config.ops import SMOKE_DECODING, HR1Decoding
-    from phr.hr1.pipeline import Judges
-    from phr.hr1.settings import Decoding, QADecoding
-
-    f = HR1Decoding.model_fields
-    assert (f["max_tokens"].default, f["qa_max_tokens"].default, f["judge_max_tokens"].default) == (
-        Decoding().max_tokens,
-        QADecoding().max_tokens,
-        Judges.max_tokens,
-    )
-    smoke = (SMOKE_PLAN.decoding.max_tokens, SMOKE_PLAN.qa_decoding.max_tokens, SMOKE_PLAN.judges.max_tokens)
-    assert smoke == tuple(SMOKE_DECODING.values()) == (96, 24, 48)
 
 
 def _sq(tmp_path, rows: int = 8):

@@ -130,14 +130,14 @@ def test_a_hand_edited_hostile_result_in_the_results_repo_is_escaped_by_the_next
     hub = tmp_path / "hub"
     good = tmp_path / "good.json"
     good.write_text(json.dumps(result()))
-    r = CliRunner().invoke(app, ["push-results", str(good), "--repo", "org/results", "--to", str(hub)])
+    r = CliRunner().invoke(app, ["push-results", str(good), "--repo", "org/results", "--hub", str(hub)])
     assert r.exit_code == 0, r.output
     # someone commits a hostile result by hand (not through push-results)
     edited = {"results/script--alert--1--script/hostile.json": json.dumps(HOSTILE).encode()}
     commit_files(LocalHub(hub), "org/results", "dataset", edited, message="hand edit", replace=False, create=False)
     other = tmp_path / "other.json"
     other.write_text(json.dumps(result("org/other", run_id="run2")))
-    r = CliRunner().invoke(app, ["push-results", str(other), "--repo", "org/results", "--to", str(hub)])
+    r = CliRunner().invoke(app, ["push-results", str(other), "--repo", "org/results", "--hub", str(hub)])
     assert r.exit_code == 0, r.output
     card = (hub / "datasets" / "org" / "results" / "README.md").read_text()
     dom = rendered(card)
@@ -166,7 +166,7 @@ def test_push_results_refuses_hostile_submitter_text_and_writes_nothing(tmp_path
     path = tmp_path / "r.json"
     path.write_text(json.dumps(result(**fields)))
     hub = tmp_path / "hub"
-    r = CliRunner().invoke(app, ["push-results", str(path), "--repo", "org/results", "--to", str(hub)])
+    r = CliRunner().invoke(app, ["push-results", str(path), "--repo", "org/results", "--hub", str(hub)])
     assert r.exit_code == 2, r.output
     assert f"error: {path}: refused, its submitter text is not safe to publish: {problem}" in r.output
     assert "Traceback" not in r.output and not (hub / "datasets" / "org" / "results").exists()

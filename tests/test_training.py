@@ -11,6 +11,7 @@ import pytest
 from transformers import AutoModelForCausalLM, TrainerCallback
 
 from phr.builders.hr1_mini import load_mini
+from phr.config.ops import PushConfig
 from phr.core.errors import UsageError
 from phr.core.fs import sha256_file
 from phr.hub import push
@@ -115,7 +116,7 @@ def test_grpo_card_usage_snippet_runs(grpo_runs, capsys):
 @pytest.mark.slow
 def test_push_checkpoint_to_local_hub(grpo_runs, tmp_path):
     _, s1, _, _ = grpo_runs
-    res = push(s1.final_dir, "org/tiny-hr1", repo_type="model", to=tmp_path / "hub")
+    res = push(PushConfig(folder=s1.final_dir, repo="org/tiny-hr1", repo_type="model", hub=tmp_path / "hub"))
     assert res.revision and "model.safetensors" in res.files and MANIFEST in res.files
 
 

@@ -15,6 +15,13 @@ Training never goes on without a reward (``MissingRewardsGuard``, the recipe's `
 reward function returned None for every completion of ``all_missing_steps`` consecutive steps, or for more than
 ``max_share`` of its completions over the last ``window_steps`` steps, the run saves a checkpoint, stops and
 raises ``MissingRewardsStop`` with the reasons counted (the reward objects' ``missing_reasons()``).
+
+On several ranks (docs/scaling.md) rank 0 alone calls the reward functions: each rank's prompts and completions
+are gathered to it, it rewards the whole generation batch (every prompt's group complete, as the diversity rank
+needs) and broadcasts the rewards, which TRL would otherwise gather from the ranks. So one process makes the
+judge / QA calls and writes the call cache: no call is made twice for one prompt across ranks, and no two
+processes race for a cache entry. A reward that raises on rank 0 stops every rank (rank 0 prints the error);
+the guard sees the same rewards on every rank, so a missing-rewards stop is taken by all at the same step.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from typing import Any
 from transformers import TrainerCallback
 
 from phr.core.errors import PHRError
+from phr.core.ranks import ReplicaStop, is_main, quiet_replicas
 from phr.core.registry import Registry
 from phr.hr1.diversity import DiversitySettings
 from phr.hr1.parse import parse_paraphrase
@@ -36,8 +44,10 @@ from phr.training.checkpoint import ArtifactsCallback, known_warnings_filtered, 
 from phr.training.config import MissingRewardsSection, Recipe, RecipeError
 from phr.training.rewards import HR1Reward, RewardConfig, completion_text, settings_problems
 from phr.training.run import (
+    RanksSave,
     RunResult,
     artifacts,
+    launch_record,
     load_corpus,
     model_init_kwargs,
     peft_config,
@@ -46,6 +56,7 @@ from phr.training.run import (
     run_folder,
     save_final,
     start_model,
+    start_of,
     summary_metrics,
 )
 
@@ -171,7 +182,10 @@ def reward_stats(funcs: Sequence[Callable]) -> dict | None:
 
 
 class MissingRewardsStop(PHRError):
-    """A GRPO run stopped because its rewards were missing (exit 1: the work failed; resume once fixed)."""
+    """A GRPO run stopped because its rewards were missing (exit 1: the work failed; resume once fixed). Every
+    rank of a launch stops at the same step (``all_ranks``: rank 0 prints it, phr.core.ranks.settle)."""
+
+    all_ranks = True
 
     def __init__(self, message: str, checkpoint: Path | None):
         super().__init__(message)
@@ -238,19 +252,68 @@ class MissingRewardsGuard(TrainerCallback):
 
 def _guarded_trainer_class():
     """TRL's ``GRPOTrainer`` with each training round's gathered rewards shown to the guard (TRL 1.16:
-    ``_calculate_rewards`` returns the rewards per function of every process, NaN where a function gave None)."""
+    ``_calculate_rewards`` returns the rewards per function of every process, NaN where a function gave None),
+    and on several ranks the rewards computed by rank 0 alone (``_rewards_on_rank0``)."""
     from trl import GRPOTrainer
 
-    class GuardedGRPOTrainer(GRPOTrainer):
+    class GuardedGRPOTrainer(RanksSave, GRPOTrainer):
         guard: MissingRewardsGuard | None = None
 
-        def _calculate_rewards(self, *args, **kwargs):
-            rewards_per_func = super()._calculate_rewards(*args, **kwargs)
+        def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+            if self.accelerator.num_processes > 1:
+                rewards_per_func = _rewards_on_rank0(self, super()._calculate_rewards, inputs, prompts, completions,
+                                                     completion_ids_list)  # fmt: skip
+            else:
+                rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
             if self.guard is not None and self.model.training:
                 self.guard.record(rewards_per_func)
             return rewards_per_func
 
     return GuardedGRPOTrainer
+
+
+def _rewards_on_rank0(trainer, calculate, inputs, prompts, completions, completion_ids_list):
+    """TRL's gathered ``rewards_per_func`` (rows in rank order), computed by rank 0 alone: every rank's batch is
+    gathered to all (``gather_object``), rank 0 runs ``calculate`` (TRL's reward step, its own cross-rank gather
+    made a no-op: the batch already holds every rank's rows) and broadcasts the rewards, or the error that
+    stopped it, which every rank then raises (rank 0 its own, the others quietly)."""
+    import torch
+    from accelerate.utils import broadcast_object_list, gather_object
+
+    parts = gather_object([(inputs, prompts, completions, completion_ids_list)])
+    payload: list = [None, None]
+    error: Exception | None = None
+    if trainer.accelerator.is_main_process:
+        joined = [[x for part in parts for x in part[k]] for k in range(4)]
+        try:
+            with _no_cross_rank_gather():
+                payload[0] = calculate(*joined).cpu()
+        except Exception as e:  # shared below, so the other ranks stop instead of waiting for the rewards
+            error, payload[1] = e, getattr(e, "exit_code", 1)
+    broadcast_object_list(payload, from_process=0)
+    if payload[1] is not None:
+        if error is not None:
+            try:
+                error.all_ranks = True  # the others stop with it (settle)
+            except AttributeError:
+                pass
+            raise error
+        raise ReplicaStop(payload[1])
+    rewards: torch.Tensor = payload[0]
+    return rewards.to(trainer.accelerator.device)
+
+
+class _no_cross_rank_gather:
+    """Within rank 0's reward step: TRL's final ``gather(rewards_per_func)`` returns the rows as they are."""
+
+    def __enter__(self):
+        import trl.trainer.grpo_trainer as module
+
+        self.module, self.original = module, module.gather
+        module.gather = lambda tensor: tensor
+
+    def __exit__(self, *exc):
+        self.module.gather = self.original
 
 
 def train_grpo(
@@ -262,16 +325,18 @@ def train_grpo(
 ) -> RunResult:
     """Run one GRPO stage of ``recipe``; returns where it wrote and the summary. Raises ``MissingRewardsStop``
     when the run stopped on missing rewards (a checkpoint saved: resume once the cause is fixed)."""
+    quiet_replicas()
     output_dir, last = prepare_output(recipe, resume)
     funcs = list(reward_funcs) if reward_funcs is not None else make_rewards(recipe)
     guard = MissingRewardsGuard(recipe.missing_rewards, funcs)
     with run_folder(output_dir), known_warnings_filtered():
         ds, data = load_corpus(recipe)
+        kw = model_init_kwargs(recipe, start_of(recipe, output_dir))
+        args = recipe.trl_config(output_dir=str(output_dir), model_init_kwargs=kw)
+        launch = launch_record(args)  # the process group is up from here: the ranks can wait for each other
         start, base = start_model(recipe, ds, output_dir)
-        args = recipe.trl_config(output_dir=str(output_dir), model_init_kwargs=model_init_kwargs(recipe, start))
-        arts = artifacts(
-            recipe, base_model=base, start_from=start, data=data, reward=reward_description(recipe, funcs), args=args
-        )
+        reward = reward_description(recipe, funcs)
+        arts = artifacts(recipe, base_model=base, start_from=start, data=data, reward=reward, args=args, launch=launch)
         trainer = _guarded_trainer_class()(
             model=start,  # TRL loads the policy, its tokenizer and the KL reference with model_init_kwargs
             reward_funcs=funcs,
@@ -284,6 +349,8 @@ def train_grpo(
         repair_artifacts(arts, last, output_dir)
         trainer.train(resume_from_checkpoint=last)
     if guard.stopped is not None:
+        if not is_main():
+            raise ReplicaStop(MissingRewardsStop.exit_code)  # every rank stops here; rank 0 says why
         step = trainer.state.global_step
         checkpoint = output_dir / f"checkpoint-{step}"
         raise MissingRewardsStop(

@@ -19,16 +19,19 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from phr.config.base import command_line
 from phr.config.ops import TrainConfig, TrainGrpoConfig, TrainSftConfig
 from phr.core.errors import UsageError
 from phr.core.progress import still_working
-from phr.llm.preflight import Plan
+from phr.core.ranks import ReplicaStop, current, decided_alike, is_main
+from phr.llm.preflight import Plan, PreflightError
 from phr.training.config import METHODS, Recipe, parse_recipe, read_recipe
 from phr.training.preflight import check_raw
-from phr.training.run import RunResult
+
+if TYPE_CHECKING:  # training.run imports transformers: the plan's first checks run without it
+    from phr.training.run import RunResult
 
 
 def _sets(items: list[str]) -> dict[str, dict[str, Any]]:
@@ -76,9 +79,14 @@ class TrainPlan(Plan):
 
 
 def plan(cfg: TrainConfig) -> TrainPlan:
-    """Read the recipe with the flags' overrides and check it (see the module's docstring); nothing is created."""
-    with still_working(f"checking {cfg.recipe} and importing TRL"):  # 10-30 s on a busy CPU
-        return _plan(cfg)
+    """Read the recipe with the flags' overrides and check it (see the module's docstring); nothing is created.
+    Under a launcher every rank reads the same recipe, files and environment and reaches the same verdict: rank 0
+    reports it, the other ranks stop quietly with the same exit code (docs/scaling.md)."""
+    with still_working(f"checking {cfg.recipe} and importing TRL"), decided_alike():  # 10-30 s on a busy CPU
+        p = _plan(cfg)
+        if p.problems and not is_main():
+            raise ReplicaStop(PreflightError.exit_code)
+        return p
 
 
 def _plan(cfg: TrainConfig) -> TrainPlan:
@@ -112,8 +120,13 @@ def _check_reward(p: TrainPlan, source: str) -> None:
 
 
 def _resume_hint(cfg: TrainConfig) -> str:
-    """The command that continues a stopped run: its settings plus ``--resume``."""
-    return "resume with: " + command_line(cfg.model_copy(update={"resume": False})) + " --resume"
+    """The command that continues a stopped run: its settings plus ``--resume`` (under a launcher of N ranks:
+    the same launch)."""
+    line = command_line(cfg.model_copy(update={"resume": False})) + " --resume"
+    world = current().world
+    if world > 1:
+        line = f"accelerate launch --num_processes {world} -m phr.cli" + line.removeprefix("phr-publish")
+    return "resume with: " + line
 
 
 def run(p: TrainPlan) -> RunResult:
@@ -124,12 +137,14 @@ def run(p: TrainPlan) -> RunResult:
     if isinstance(cfg, TrainSftConfig):
         from phr.training.sft import train_sft
 
-        print(f"SFT: writing to {where}", file=sys.stderr, flush=True)
+        if is_main():  # under a launcher: rank 0 reports
+            print(f"SFT: writing to {where}", file=sys.stderr, flush=True)
         return train_sft(recipe, resume=cfg.resume, merge=cfg.merge)
     assert isinstance(cfg, TrainGrpoConfig)
     from phr.training.grpo import MissingRewardsStop, train_grpo
 
-    print(f"GRPO stage {recipe.stage}: writing to {where}", file=sys.stderr, flush=True)
+    if is_main():
+        print(f"GRPO stage {recipe.stage}: writing to {where}", file=sys.stderr, flush=True)
     try:
         return train_grpo(recipe, resume=cfg.resume)
     except MissingRewardsStop as e:

@@ -9,12 +9,19 @@ Output layout under ``trainer.output_dir``::
                       incomplete one (a run killed while saving) and continues from the last complete one
     final/            the trained model (or LoRA adapter) with the same three files
     merged/           LoRA runs with merge: the adapter merged into a full model
+
+On several ranks (``accelerate launch`` / ``torchrun``, docs/scaling.md) rank 0 alone builds the smoke model,
+removes incomplete checkpoints, writes the manifest, curves and card and moves ``final/`` into place; every rank
+takes part in TRL's saves (``save_model`` gathers sharded weights; each rank writes its RNG state, and rank 0
+writes ``trainer_state.json`` only once every rank has written its own: ``RanksSave``), so a checkpoint with a
+readable ``trainer_state.json`` is complete for all ranks.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import shutil
 from collections.abc import Iterator
@@ -23,7 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from phr.core.errors import UsageError
-from phr.core.fs import atomic_dir
+from phr.core.fs import atomic_dir, replace_path
+from phr.core.ranks import barrier, decided_alike, is_main
 from phr.training.checkpoint import (
     CURVES_JSON,
     CURVES_PNG,
@@ -105,22 +113,35 @@ def corpus_texts(ds) -> list[str]:
     return texts
 
 
-def start_model(recipe: Recipe, ds, output_dir: Path) -> tuple[str, str]:
-    """(folder or id the policy is loaded from, base model name for the card)."""
+def start_of(recipe: Recipe, output_dir: Path) -> str:
+    """The folder or id the policy is loaded from (nothing built or checked: ``start_model`` does that)."""
     m = recipe.model
     if m.init_from:
-        src = Path(m.init_from).expanduser()
+        return str(Path(m.init_from).expanduser())
+    if m.tiny is not None:
+        return str(output_dir / TINY_BASE)
+    return m.name_or_path  # type: ignore[return-value]
+
+
+def start_model(recipe: Recipe, ds, output_dir: Path) -> tuple[str, str]:
+    """(folder or id the policy is loaded from, base model name for the card). On several ranks rank 0 builds the
+    smoke model while the others wait (the process group must be up: ``launch_record``)."""
+    m = recipe.model
+    start = start_of(recipe, output_dir)
+    if m.init_from:
+        src = Path(start)
         if not (src / "config.json").is_file():
             raise UsageError(f"{recipe.source}: model.init_from {src} is not a model folder (no config.json)")
         start_checkpoint(src, allow_missing_manifest=m.init_without_manifest)  # refuses an untracked start
         base = _base_of(src) or m.name_or_path or str(src)
-        return str(src), base
+        return start, base
     if m.tiny is not None:
-        dest = output_dir / TINY_BASE
-        if not (dest / "config.json").is_file():
+        dest = Path(start)
+        if is_main() and not (dest / "config.json").is_file():
             build_tiny_model(corpus_texts(ds), dest, TinySettings(**m.tiny))
-        return str(dest), "phr/tiny-random-llama"
-    return m.name_or_path, m.name_or_path  # type: ignore[return-value]
+        barrier()
+        return start, "phr/tiny-random-llama"
+    return start, start
 
 
 def _base_of(checkpoint: Path) -> str | None:
@@ -170,7 +191,7 @@ def resume_point(output_dir: Path, resume: bool) -> str | None:
     if not found:
         raise UsageError(f"--resume: no checkpoint-N folder in {output_dir} to resume from")
     for _n, folder, why in found:
-        if why is not None:
+        if why is not None and is_main():  # the other ranks decide alike without it (it is not complete)
             shutil.rmtree(folder)
             log.warning("%s is incomplete (%s: the run stopped while saving it): removed", folder, why)
     complete = [folder for _n, folder, why in found if why is None]
@@ -184,7 +205,7 @@ def resume_point(output_dir: Path, resume: bool) -> str | None:
 def repair_artifacts(arts: Artifacts, checkpoint: str | None, output_dir: Path) -> None:
     """Write the manifest, curves and card into the checkpoint a run resumes from when the run was killed after
     TRL's save but before they were written (``ArtifactsCallback``)."""
-    if checkpoint is None or all((Path(checkpoint) / name).is_file() for name in ARTIFACT_FILES):
+    if not is_main() or checkpoint is None or all((Path(checkpoint) / name).is_file() for name in ARTIFACT_FILES):
         return
     state = json.loads((Path(checkpoint) / TRAINER_STATE).read_text(encoding="utf-8"))
     folder = Path(checkpoint)
@@ -199,7 +220,7 @@ def run_folder(output_dir: Path) -> Iterator[None]:
     try:
         yield
     except BaseException:
-        if created and output_dir.is_dir() and not checkpoints(output_dir):
+        if created and is_main() and output_dir.is_dir() and not checkpoints(output_dir):
             shutil.rmtree(output_dir, ignore_errors=True)
         raise
 
@@ -220,7 +241,34 @@ def check_prerequisites(recipe: Recipe) -> None:
         raise RecipeError("\n".join(problems))
 
 
-def artifacts(recipe: Recipe, *, base_model: str, start_from: str, data: dict, reward: dict | None, args) -> Artifacts:
+def launch_record(args) -> dict:
+    """How the run was launched, for the manifest: the world size, accelerate's distributed type and backend, the
+    accelerate settings the launcher passed (``ACCELERATE_*``) and the launcher's ranks layout. Starts the process
+    group (transformers' ``TrainingArguments`` set-up, as the trainer would) so that the ranks can wait for
+    each other from here on."""
+    args.device  # noqa: B018  transformers' device set-up: accelerate's PartialState, the process group on ranks
+    state = getattr(args, "distributed_state", None)
+    kind = getattr(state, "distributed_type", None)
+    env = os.environ
+    return {
+        "world_size": args.world_size,
+        "distributed_type": getattr(kind, "value", str(kind) if kind is not None else "NO"),
+        "backend": getattr(state, "backend", None),
+        "accelerate": {k: env[k] for k in sorted(env) if k.startswith("ACCELERATE_")},
+        "launcher": {k: env[k] for k in ("WORLD_SIZE", "LOCAL_WORLD_SIZE", "NNODES", "MASTER_ADDR") if k in env},
+    }
+
+
+def artifacts(
+    recipe: Recipe,
+    *,
+    base_model: str,
+    start_from: str,
+    data: dict,
+    reward: dict | None,
+    args,
+    launch: dict | None = None,
+) -> Artifacts:
     from phr.training.objective import unpinned
     from phr.training.preflight import corpus_mismatch
 
@@ -264,6 +312,7 @@ def artifacts(recipe: Recipe, *, base_model: str, start_from: str, data: dict, r
         "trainer": trainer_settings(args),
         "objective_defaults": defaults,  # objective settings left to TRL (docs/training.md, "Objective settings")
         "seeds": {"seed": args.seed, "data_seed": args.data_seed},
+        "launch": launch if launch is not None else launch_record(args),  # world size, accelerate config
         "versions": versions(),
         "git_commit": git["commit"],
         "git": git,
@@ -324,14 +373,51 @@ def artifacts(recipe: Recipe, *, base_model: str, start_from: str, data: dict, r
 
 
 def save_final(trainer, arts: Artifacts, output_dir: Path) -> Path:
-    """Write the trained model (or adapter) with its manifest, curves and card to ``output_dir/final``."""
+    """Write the trained model (or adapter) with its manifest, curves and card to ``output_dir/final``. On several
+    ranks every rank takes part in ``save_model`` (sharded weights are gathered) into one agreed folder, and rank 0
+    alone adds the tokenizer and the artifacts and moves it into place."""
     dest = output_dir / FINAL
+    if trainer.args.world_size > 1:
+        return _save_final_ranks(trainer, arts, output_dir, dest)
     with atomic_dir(dest) as tmp:
-        trainer.save_model(str(tmp))
+        _fill_final(trainer, arts, output_dir, tmp, dest)
+    return dest
+
+
+def _fill_final(trainer, arts: Artifacts, output_dir: Path, tmp: Path, dest: Path) -> None:
+    trainer.save_model(str(tmp))
+    if trainer.processing_class is not None:
+        trainer.processing_class.save_pretrained(str(tmp))
+    arts.write(tmp, trainer.state.log_history, trainer.state.global_step, name=output_dir.name, location=dest)
+
+
+def _save_final_ranks(trainer, arts: Artifacts, output_dir: Path, dest: Path) -> Path:
+    tmp = output_dir / f".{FINAL}.ranks"  # one name on every rank (atomic_dir's is random)
+    main = trainer.accelerator.is_main_process
+    if main:
+        shutil.rmtree(tmp, ignore_errors=True)  # left by a killed run
+        tmp.mkdir(parents=True)
+    trainer.accelerator.wait_for_everyone()
+    trainer.save_model(str(tmp))  # every rank: rank 0 writes
+    trainer.accelerator.wait_for_everyone()
+    if main:
         if trainer.processing_class is not None:
             trainer.processing_class.save_pretrained(str(tmp))
         arts.write(tmp, trainer.state.log_history, trainer.state.global_step, name=output_dir.name, location=dest)
+        replace_path(tmp, dest)
+    trainer.accelerator.wait_for_everyone()
     return dest
+
+
+class RanksSave:
+    """Mixin for TRL's trainers on several ranks: after each rank wrote its RNG state into ``checkpoint-N``, the
+    ranks wait for each other, so rank 0's ``trainer_state.json`` (written next, and last) marks a checkpoint
+    complete for every rank (``checkpoint_problem``); without it a kill could leave a checkpoint that looks
+    complete but lacks another rank's RNG state."""
+
+    def _save_rng_state(self, output_dir):
+        super()._save_rng_state(output_dir)
+        self.accelerator.wait_for_everyone()
 
 
 def summary_metrics(log_history: list[dict]) -> dict:
@@ -348,9 +434,10 @@ def summary_metrics(log_history: list[dict]) -> dict:
 def prepare_output(recipe: Recipe, resume: bool) -> tuple[Path, str | None]:
     """The run folder (not created here: the trainer's first write creates it) and the checkpoint to resume
     from; the recipe's prerequisites are checked first."""
-    check_prerequisites(recipe)
-    output_dir = Path(recipe.trainer["output_dir"]).expanduser().resolve()
-    return output_dir, resume_point(output_dir, resume)
+    with decided_alike():  # the same files on every rank: rank 0 prints a refusal
+        check_prerequisites(recipe)
+        output_dir = Path(recipe.trainer["output_dir"]).expanduser().resolve()
+        return output_dir, resume_point(output_dir, resume)
 
 
 def load_model(recipe: Recipe, start: str):

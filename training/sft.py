@@ -18,12 +18,15 @@ from pathlib import Path
 
 from phr.core.errors import UsageError
 from phr.core.fs import atomic_dir
+from phr.core.ranks import is_main, quiet_replicas
 from phr.training.checkpoint import ArtifactsCallback, known_warnings_filtered, progress_callbacks
 from phr.training.config import Recipe
 from phr.training.run import (
     MERGED,
+    RanksSave,
     RunResult,
     artifacts,
+    launch_record,
     load_corpus,
     model_init_kwargs,
     peft_config,
@@ -32,6 +35,7 @@ from phr.training.run import (
     run_folder,
     save_final,
     start_model,
+    start_of,
     summary_metrics,
 )
 
@@ -60,16 +64,18 @@ def build_sft_trainer(recipe: Recipe, *, resume: bool = False, callbacks: Sequen
     output_dir, last = prepare_output(recipe, resume)
     with run_folder(output_dir):
         ds, data = load_corpus(recipe)
-        start, base = start_model(recipe, ds, output_dir)
-        overrides = {"output_dir": str(output_dir), "model_init_kwargs": model_init_kwargs(recipe, start)}
+        kw = model_init_kwargs(recipe, start_of(recipe, output_dir))
+        overrides = {"output_dir": str(output_dir), "model_init_kwargs": kw}
         overrides.setdefault("completion_only_loss", recipe.trainer.get("completion_only_loss", True))
         args = recipe.trl_config(**overrides)
         if args.completion_only_loss is False:
             raise UsageError(
                 f"{recipe.source}: completion_only_loss false would train on the prompt (App. E.2: answer only)"
             )
-        arts = artifacts(recipe, base_model=base, start_from=start, data=data, reward=None, args=args)
-        trainer = SFTTrainer(
+        launch = launch_record(args)  # the process group is up from here: the ranks can wait for each other
+        start, base = start_model(recipe, ds, output_dir)
+        arts = artifacts(recipe, base_model=base, start_from=start, data=data, reward=None, args=args, launch=launch)
+        trainer = _ranks_sft_trainer(SFTTrainer)(
             model=start,  # TRL loads the model and its tokenizer with model_init_kwargs (the recipe's revision)
             args=args,
             train_dataset=to_prompt_completion(ds, recipe.chat_template_kwargs),
@@ -80,17 +86,27 @@ def build_sft_trainer(recipe: Recipe, *, resume: bool = False, callbacks: Sequen
     return trainer, arts, output_dir, last
 
 
+def _ranks_sft_trainer(base):
+    """TRL's ``SFTTrainer`` whose checkpoints are complete for every rank once ``trainer_state.json`` is written."""
+
+    class RanksSFTTrainer(RanksSave, base):
+        pass
+
+    return RanksSFTTrainer
+
+
 def train_sft(
     recipe: Recipe, *, resume: bool = False, merge: bool | None = None, callbacks: Sequence = ()
 ) -> RunResult:
     """Run SFT; with LoRA and ``merge`` (default: the recipe's ``lora.merge``) also write ``merged/``."""
     if merge and recipe.lora is None:
         raise UsageError("--merge: this recipe has no lora section (the checkpoint is already a full model)")
+    quiet_replicas()
     with run_folder(Path(recipe.trainer["output_dir"]).expanduser().resolve()), known_warnings_filtered():
         trainer, arts, output_dir, last = build_sft_trainer(recipe, resume=resume, callbacks=callbacks)
         trainer.train(resume_from_checkpoint=last)
     final = save_final(trainer, arts, output_dir)
-    do_merge = recipe.lora is not None and (recipe.lora.merge if merge is None else merge)
+    do_merge = recipe.lora is not None and (recipe.lora.merge if merge is None else merge) and is_main()
     merged = _merge(trainer, arts, output_dir) if do_merge else None
     return RunResult(
         method="LoRA SFT" if recipe.lora else "SFT",

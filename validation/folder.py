@@ -183,7 +183,8 @@ def validate_for_push(folder: Path) -> ValidationReport:
     return validate_folder(folder, require_review=None)
 
 
-#: PHRBench datasets for the hub gate (entry point ``phr.hub.kinds``: phrbench).
-PHRBENCH = ArtifactKind("phrbench", "dataset", is_phrbench_folder, validate_for_push)
-#: The same kind without the review requirement (``phr-publish push --allow-unreviewed`` registers it).
-PHRBENCH_UNREVIEWED = ArtifactKind("phrbench", "dataset", is_phrbench_folder, validate_folder)
+#: PHRBench datasets for the hub gate (entry point ``phr.hub.kinds``: phrbench); without the review requirement
+#: (``validate_unreviewed``) for ``phr-publish push --allow-unreviewed`` and ``phr-publish validate``.
+PHRBENCH = ArtifactKind(
+    "phrbench", "dataset", is_phrbench_folder, validate_for_push, validate_unreviewed=validate_folder
+)

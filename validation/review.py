@@ -33,6 +33,7 @@ import re
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import singledispatch
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -40,8 +41,10 @@ import pyarrow.parquet as pq
 from phr.bench.conditions import CONDITIONS, condition_spec
 from phr.bench.folder import data_file, read_rows
 from phr.bench.records import Condition
+from phr.config.ops import ReviewExportConfig, ReviewImportConfig
 from phr.core.errors import UsageError
 from phr.core.report import Rejection
+from phr.llm.preflight import StepPlan
 
 from .config import ValidationConfig
 from .premises import folder_premises
@@ -472,7 +475,7 @@ def import_review(
                     "premise": r.get("premise") or "",
                 }
 
-    header, records, problems = _read_sheet(sheet)
+    header, sheet_records, problems = _read_sheet(sheet)
     if header is None:
         raise ReviewSheetError(sheet, problems or [SheetProblem(1, None, "the sheet is empty (no header row)")])
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
@@ -488,8 +491,8 @@ def import_review(
 
     decided: dict[str, dict] = {}
     seen: dict[str, int] = {}
-    counts = Counter()
-    for row, line, cells in records:
+    counts: Counter[str] = Counter()
+    for row, line, cells in sheet_records:
         if not any(c.strip() for c in cells):
             continue  # blank rows (spreadsheets add them at the end)
 
@@ -504,7 +507,7 @@ def import_review(
         get.setdefault("revised_premise", "")
         iid, aid = get["instance_id"], get["augmentation_id"]
         raw_decision = get["decision"]
-        decision = raw_decision.lower()
+        decision: str | None = raw_decision.lower()
         key = aid or iid
         if key:
             if key in seen:
@@ -693,8 +696,10 @@ def apply_revisions(decisions: dict[str, dict], texts: dict[str, str]) -> dict[s
     out = {}
     for aid, text in texts.items():
         d = decisions.get(aid)
+        if d is None:
+            continue
         current = text
-        for _ in range(1 + len(d.get("history", [])) if d else 0):
+        for _ in range(1 + len(d.get("history", []))):
             on, _rev = _on_text(d, premise_sha(current))
             if on is None or on["decision"] != "revise":
                 break
@@ -755,3 +760,59 @@ def review_rejections(folder: str | Path, rows: dict[str, list[dict]] | None = N
                 )
             )
     return out
+
+
+# ---- the operations: `review export` / `review import` (``plan(cfg)`` then ``run(plan)``, ``phr.api``) ---------
+
+
+@dataclass
+class ReviewExportPlan(StepPlan):
+    """A review sheet export (``ReviewExportConfig``)."""
+
+
+@dataclass
+class ReviewImportPlan(StepPlan):
+    """A review sheet import (``ReviewImportConfig``)."""
+
+
+@dataclass
+class Exported:
+    """What ``review export`` wrote: the sheet, the page and the number of premises listed."""
+
+    sheet: Path
+    page: Path
+    premises: int
+
+
+@singledispatch
+def plan(cfg) -> StepPlan:
+    raise TypeError(f"{type(cfg).__name__} is not a review operation's config")
+
+
+@plan.register
+def _(cfg: ReviewExportConfig) -> ReviewExportPlan:
+    return ReviewExportPlan(cfg)
+
+
+@plan.register
+def _(cfg: ReviewImportConfig) -> ReviewImportPlan:
+    return ReviewImportPlan(cfg)
+
+
+@singledispatch
+def run(p: StepPlan) -> object:
+    raise TypeError(f"{type(p).__name__} is not a review operation's plan")
+
+
+@run.register
+def _(p: ReviewExportPlan) -> Exported:
+    cfg: ReviewExportConfig = p.config
+    sheet, page = export_review(cfg.folder, cfg.out, include_baseline=cfg.include_baseline)
+    n = sum(1 for r in sheet_rows(cfg.folder, include_baseline=cfg.include_baseline) if r["augmentation_id"])
+    return Exported(sheet, page, n)
+
+
+@run.register
+def _(p: ReviewImportPlan) -> ReviewDecisions:
+    cfg: ReviewImportConfig = p.config
+    return import_review(cfg.sheet, cfg.folder, reviewer=cfg.reviewer)  # a ReviewSheetError lists every problem

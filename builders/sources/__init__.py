@@ -13,11 +13,15 @@ from types import ModuleType
 from typing import Any
 
 from phr.bench.records import BaseQuestion
+from phr.core.registry import Registry
 
 from . import bbbp, chembench, gpqa, humaneval, mbpp, medmcqa, mmlu, sciq
 from ._common import MalformedSourceError, SourceNotFoundError, SourceOptionError, question_id
 
-SOURCES: dict[str, ModuleType] = {m.NAME: m for m in (mmlu, sciq, gpqa, medmcqa, chembench, bbbp, humaneval, mbpp)}
+#: the source loaders by NAME (the one registry idiom, ``phr.core.registry``): a new source is one module added here
+SOURCES: Registry[ModuleType] = Registry("PHRBench source")
+for _module in (mmlu, sciq, gpqa, medmcqa, chembench, bbbp, humaneval, mbpp):
+    SOURCES.add(_module.NAME, _module)
 
 __all__ = [
     "SOURCES",

@@ -58,6 +58,20 @@ def _global(
         os.environ["PHR_CACHE"] = str(cache.expanduser())
 
 
+def invoke(args: list[str]) -> int:
+    """Run ``phr-publish ARGS`` in this process, through the same error boundary; its exit code (a command that
+    runs others, e.g. ``eval phrbench`` on several ranks: phr.eval.ranks). Interrupted, it names this process's
+    own command as the one to rerun."""
+    import sys
+
+    from typer.main import get_command
+
+    cmd = get_command(app)
+    cmd.rerun_argv = sys.argv[1:]  # type: ignore[attr-defined]
+    code = cmd.main(args=args, prog_name="phr-publish", standalone_mode=False)
+    return code if isinstance(code, int) else 0
+
+
 def main() -> None:
     """Entry point (``phr-publish``): SIGINT / SIGTERM stop the work and print how to resume it
     (``phr.core.interrupt``)."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import errno
 import re
-import shlex
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -47,6 +46,7 @@ class Root(Group):
     usage errors exit 2."""
 
     argv: list[str] = []
+    rerun_argv: list[str] | None = None  # the command to rerun when interrupted, when not argv (phr.cli.invoke)
 
     def main(self, args=None, *a, **kw):
         self.argv = list(sys.argv[1:] if args is None else args)
@@ -54,14 +54,16 @@ class Root(Group):
 
     def invoke(self, ctx):
         from phr.core.faults import ENVIRONMENT_ERRORS, describe
-        from phr.core.interrupt import exit_code_of
+        from phr.core.interrupt import announces, exit_code_of, rerun_line
 
         try:
             return super().invoke(ctx)
         except PHRError as e:
-            _fail(str(e), e.exit_code)
+            _fail(str(e), e.exit_code, e)
         except KeyboardInterrupt as e:  # Ctrl-C, or phr.core.interrupt.Interrupted (SIGINT / SIGTERM)
-            typer.echo(f"interrupted; rerun to resume: {redact(shlex.join(['phr-publish', *self.argv]))}", err=True)
+            if announces():  # under a launcher every rank gets the signal: rank 0 says it once
+                argv = self.argv if self.rerun_argv is None else self.rerun_argv
+                typer.echo(f"interrupted; rerun to resume: {rerun_line(argv)}", err=True)
             raise typer.Exit(exit_code_of(e)) from None
         except ENVIRONMENT_ERRORS as e:
             if isinstance(e, OSError) and e.errno == errno.EPIPE:
@@ -69,12 +71,19 @@ class Root(Group):
             _fail(*describe(e))
 
 
-def _fail(message: str, code: int):
-    """Print the one ``error:`` line (the traceback only at --log-level DEBUG) and exit with ``code``."""
+def _fail(message: str, code: int, exc: BaseException | None = None):
+    """Print the one ``error:`` line (the traceback only at --log-level DEBUG) and exit with ``code``; an empty
+    message (``phr.core.ranks.ReplicaStop``: rank 0 prints it) prints nothing. Under a launcher, a stop that
+    every rank takes waits for the other ranks after the message (``phr.core.ranks.settle``)."""
     import logging
 
-    error(message)
+    from phr.core.ranks import settle
+
+    if message:
+        error(message)
     logging.getLogger("phr").debug("details", exc_info=True)
+    if exc is not None:
+        settle(exc)
     raise typer.Exit(code) from None
 
 

@@ -1,4 +1,4 @@
-"""`phr-publish eval phrbench|merge|score`, `score`, `submit`, `leaderboard`: thin commands over phr.eval."""
+"""`phr-publish eval phrbench|merge|score`, `score`, `submit`: bind the config, run its plan (phr.api), print the summary."""
 
 from __future__ import annotations
 
@@ -7,17 +7,15 @@ from pathlib import Path
 import typer
 
 from phr.cli import hr1
-from phr.cli.common import Hub, execute, new_app
+from phr.cli.common import execute, new_app
 from phr.cli.options import DryRun, bind
 from phr.config.ops import (
     EvalMergeConfig,
     EvalPhrbenchConfig,
     EvalScoreConfig,
-    LeaderboardConfig,
     ScoreSubmissionConfig,
     SubmitConfig,
 )
-from phr.core.errors import UsageError
 
 eval_app = new_app(
     "Evaluate models on PHRBench (generate, merge shards, score) and Hallucination-R1 paraphrasers (hr1)."
@@ -121,6 +119,13 @@ def print_done(done) -> None:
 @bind(EvalPhrbenchConfig)
 def eval_phrbench(cfg: EvalPhrbenchConfig, dry_run: DryRun = False) -> None:
     """Generate (cached, resumable) and score a model's responses to PHRBench."""
+    from phr.eval.ranks import launched, over_ranks
+
+    if launched(cfg.shard, dry_run):  # under a launcher: a shard per rank, rank 0 merges and scores (eval/ranks.py)
+        from phr.cli import invoke
+
+        return over_ranks(invoke, out=cfg.out, runs=cfg.runs, model=cfg.model, score=cfg.score, plots=cfg.plots,
+                          hub=cfg.hub, dry_run=dry_run)  # fmt: skip
     done = execute(cfg, dry_run=dry_run)
     if done is not None:
         print_done(done)
@@ -165,35 +170,6 @@ def submit_cmd(cfg: SubmitConfig, dry_run: DryRun = False) -> None:
         print_summary(done.scored.result, done.scored.scores)
         for line in done.lines():
             typer.echo(line)
-
-
-@submit_app.command("leaderboard")
-@bind(LeaderboardConfig)
-def leaderboard_cmd(cfg: LeaderboardConfig, hub: Hub = None) -> None:
-    """Render the leaderboard (parquet, Markdown, static sortable HTML) from all PHRBench results; other results
-    in a folder are skipped with a note, a partial result is refused unless --allow-partial."""
-    import tempfile
-
-    from phr.hub import pull
-    from phr.leaderboard.page import write_leaderboard
-    from phr.leaderboard.repo import collect_results
-
-    srcs = list(cfg.sources)
-    if not srcs and not cfg.repo:
-        raise UsageError("give result JSON files / folders, or --repo ORG/NAME")
-    notes: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="phr-results-") as tmp:  # the pulled repo goes when we are done
-        if cfg.repo:
-            srcs.append(pull(cfg.repo, to=Path(tmp) / "repo", hub=hub))
-        records = collect_results(srcs, allow_partial=cfg.allow_partial, notes=notes)
-        paths = write_leaderboard(records, cfg.out, title=cfg.title)
-    for note in notes:
-        typer.echo(f"note: {note}")
-    partial = sum(r.partial for r in records)
-    shown = f" ({partial} partial, unranked: --allow-partial)" if partial else ""
-    typer.echo(f"leaderboard of {len(records)} results{shown}:")
-    for p in paths.values():
-        typer.echo(f"  {p}")
 
 
 hr1.register_eval(eval_app)  # after phrbench, merge and score: listed last in --help

@@ -8,6 +8,7 @@ import typer
 from phr.cli.common import execute, new_app
 from phr.cli.options import DryRun, bind
 from phr.config.ops import TrainGrpoConfig, TrainSftConfig
+from phr.core.ranks import is_main
 
 train_app = new_app("Train the Hallucination-R1 paraphraser (GRPO, two stages) or a LoRA SFT model, with TRL.")
 
@@ -17,7 +18,7 @@ train_app = new_app("Train the Hallucination-R1 paraphraser (GRPO, two stages) o
 def grpo_cmd(cfg: TrainGrpoConfig, dry_run: DryRun = False) -> None:
     """One GRPO stage of a recipe; prints where it writes, progress, and a summary."""
     result = execute(cfg, dry_run=dry_run)
-    for line in result.lines() if result is not None else []:
+    for line in result.lines() if result is not None and is_main() else []:  # under a launcher: rank 0 reports
         typer.echo(line)
 
 
@@ -26,5 +27,5 @@ def grpo_cmd(cfg: TrainGrpoConfig, dry_run: DryRun = False) -> None:
 def sft_cmd(cfg: TrainSftConfig, dry_run: DryRun = False) -> None:
     """(LoRA) SFT on an hr1-sft corpus, loss on the answer tokens only."""
     result = execute(cfg, dry_run=dry_run)
-    for line in result.lines() if result is not None else []:
+    for line in result.lines() if result is not None and is_main() else []:  # under a launcher: rank 0 reports
         typer.echo(line)

@@ -21,6 +21,7 @@ from phr.config.defaults import (
     PARAPHRASE_MAX_TOKENS,
     QA_MAX_TOKENS,
 )
+from phr.config.types import EvalSets
 
 #: the paper's reference scorer (§B.2)
 PAPER_SCORER = "hf:Qwen/Qwen2.5-7B-Instruct"
@@ -31,13 +32,29 @@ PAPER_SAMPLES = 10
 PAPER_TEMPERATURE = 0.7
 #: the dataset `eval phrbench` and `score` read by default (a built folder or a repo id)
 DEFAULT_DATASET = "phrbench"
+#: the title of the leaderboard page (``leaderboard``, ``report``)
+LEADERBOARD_TITLE = "PHRBench leaderboard"
+#: the premise generator of a generated PHRBench build when neither the option nor the recipe names one (App. A.2)
+DEFAULT_GENERATOR = "openai:gpt-4o"
 
 KLDirection = Literal["earlier_reference", "later_reference"]
 StepRule = Literal["paper", "abbreviation_aware"]
 BCCounting = Literal["every_occurrence", "longest_match"]
 Fuzzy = Literal["wrong", "correct"]
+#: the one repo type vocabulary (the Hub's): a dataset repo or a model repo
+RepoType = Literal["dataset", "model"]
+HUB_DOC = "Local hub folder (default: $PHR_HUB_DIR; unset: the Hub)."
+ENDPOINT_DOC = "Hub endpoint (default: HF_ENDPOINT or huggingface.co)."
 #: how one released split is split into a stand-in train and evaluation pair (phr.builders.hr1_sources)
 StandIn = Literal["even-train-odd-test"]
+#: the tables `eval hr1` computes, by the paper's table number: "2" = Tables 1-3 (robustness), "4" = Table 4 (SFT)
+HR1Table = Literal["2", "4"]
+#: Hallucination-R1's K: paraphrases per question (§5.1), the @K of Tables 2, 3 and 7
+HR1_K = 5
+#: paraphrases per question of Table 4 (App. E.3)
+HR1_TABLE4_K = 8
+#: the module that owns the Hallucination-R1 operations (``plan`` / ``run``)
+HR1_OPERATIONS = "phr.builders.hr1_ops"
 
 
 # ---- shared groups ------------------------------------------------------------------------------------------------
@@ -257,6 +274,7 @@ class PushResultsConfig(PartialResults):
     """`push-results`: add result JSONs to a leaderboard results repo and rebuild its leaderboard config."""
 
     command = ("push-results",)
+    operation = "phr.leaderboard.publish"
     arguments = ("results",)
 
     results: list[Path] = setting(..., "Result JSON files (docs/publishing.md).", metavar="RESULT.json")
@@ -265,14 +283,15 @@ class PushResultsConfig(PartialResults):
     replace: bool = setting(False, "Overwrite a stored result with the same run id.")
     create_pr: bool = setting(False, "Open a pull request instead of committing to main.")
     message: str | None = setting(None, "Commit message.", alias_flag="-m")
-    to: Path | None = setting(None, "Local hub folder (default: $PHR_HUB_DIR; unset: the Hub).")
-    endpoint: str | None = setting(None, "Hub endpoint (default: HF_ENDPOINT or huggingface.co).")
+    hub: Path | None = setting(None, HUB_DOC, metavar="HUBDIR")
+    endpoint: str | None = setting(None, ENDPOINT_DOC)
 
 
 class LeaderboardConfig(PartialResults):
     """`leaderboard`: render the leaderboard (parquet, Markdown, static HTML) from PHRBench results."""
 
     command = ("leaderboard",)
+    operation = "phr.leaderboard.views"
     arguments = ("sources",)
 
     sources: list[Path] = setting(
@@ -282,8 +301,25 @@ class LeaderboardConfig(PartialResults):
         metavar="SOURCE",
     )
     repo: str | None = setting(None, "Read the results repo ORG/NAME instead (local hub or the Hub).")
+    hub: Path | None = setting(None, HUB_DOC, metavar="HUBDIR")
     out: Path = setting(Path("leaderboard"), "Where leaderboard.parquet/.md/.html go.")
-    title: str = setting("PHRBench leaderboard", "Page title.")
+    title: str = setting(LEADERBOARD_TITLE, "Page title.")
+
+
+class ReportConfig(OpConfig):
+    """`report`: the paper's cross-model tables and figures, and the static leaderboard page
+    (phr.leaderboard.report)."""
+
+    command = ("report",)
+    operation = "phr.leaderboard.views"
+    arguments = ("results",)
+
+    results: list[Path] = setting(..., "Result JSON files or folders (runs, a pulled results repo).", metavar="RESULTS")
+    out: Path = setting(Path("report"), "Where report.md/.json, figures/ and the page go.")
+    access: list[str] = setting(
+        [], "MODEL=proprietary|open, for results that do not say (repeatable).", metavar="MODEL=ACCESS"
+    )
+    title: str = setting(LEADERBOARD_TITLE, "Page title.")
 
 
 # ---- Hallucination-R1 -------------------------------------------------------------------------------------------
@@ -312,6 +348,7 @@ class EvalHr1Config(HR1Decoding, Calls):
     """`eval hr1`: evaluate a paraphraser against a QA model (Tables 1-3, or 4; 7 with more judges)."""
 
     command = ("eval", "hr1")
+    operation = HR1_OPERATIONS
     presets = {"paper": {}, "smoke": {**SMOKE_DECODING, "k": 4}, "mini": {**MINI_DECODING, "k": 4}}
 
     preset: Literal["paper", "smoke", "mini"] | None = setting(
@@ -330,8 +367,10 @@ class EvalHr1Config(HR1Decoding, Calls):
     paraphraser: str = setting(OFFLINE_MODEL, "The paraphraser under test.", paper="§3")
     qa_model: str = setting(OFFLINE_MODEL, "The target QA model.", paper="§5.1")
     judge: str = setting(OFFLINE_MODEL, "Judge of Listings B.2 and B.3 (paper: DeepSeek-V3).", paper="§5.1, App. C.3")
-    k: int | None = setting(None, "Paraphrases per question (default 5; --table 4: 8).", paper="§5.1, App. E.3", ge=1)
-    table: Literal["2", "4"] = setting("2", "2 (Tables 1-3: robustness) or 4 (SFT metrics).")
+    k: int | None = setting(
+        None, f"Paraphrases per question (default {HR1_K}; --table 4: {HR1_TABLE4_K}).", paper="§5.1, App. E.3", ge=1
+    )
+    table: HR1Table = setting("2", "2 (Tables 1-3: robustness) or 4 (Table 4: SFT metrics).")
     judges: str | None = setting(None, "More consistency judges for Table 7 (comma-separated specs).", paper="Table 7")
     human: Path | None = setting(None, "Human consistency labels for Table 7 (question_id,k,annotator,label).")
     limit: int | None = setting(None, "At most N questions per source.", ge=1)
@@ -380,7 +419,12 @@ class BuildHr1ParaphrasesConfig(HR1Build):
     """`build hr1-paraphrases`: a paraphrase corpus (no arguments: Hallucination-R1-mini, preset mini)."""
 
     command = ("build", "hr1-paraphrases")
-    presets = {"paper": {}, "smoke": {**SMOKE_DECODING, "k": 4, "limit": 24}, "mini": {"k": 4}}
+    operation = HR1_OPERATIONS
+    presets = {
+        "paper": {},
+        "smoke": {**SMOKE_DECODING, "k": 4, "limit": 24},
+        "mini": {"k": 4, "qa_max_tokens": MINI_DECODING["qa_max_tokens"]},
+    }
 
     preset: Literal["paper", "smoke", "mini"] | None = setting(
         None,
@@ -390,7 +434,7 @@ class BuildHr1ParaphrasesConfig(HR1Build):
     )
     paraphraser: str = setting(OFFLINE_MODEL, "Paraphrase model (Listing B.1).", paper="App. B.1")
     qa_model: str = setting(OFFLINE_MODEL, "QA model (Listing B.4); 'none' skips QA.", paper="App. B.4")
-    k: int = setting(5, "Paraphrases per question.", paper="§5.1", ge=1)
+    k: int = setting(HR1_K, "Paraphrases per question.", paper="§5.1", ge=1)
     fuzzy: Fuzzy = setting("wrong", "B.3 score 1 (fuzzy match) counts as: wrong or correct.", paper="Eq. 10")
     diversity: bool = setting(True, "Compute the diversity scores (MiniLM).")
 
@@ -399,6 +443,7 @@ class BuildHr1SftConfig(HR1TrainingBuild):
     """`build hr1-sft`: consistent paraphrases of SimpleQuestions train with the gold answer (App. E.1)."""
 
     command = ("build", "hr1-sft")
+    operation = HR1_OPERATIONS
     presets = {"paper": {}, "smoke": {**SMOKE_DECODING}, "mini": {}}
 
     preset: Literal["paper", "smoke", "mini"] | None = setting(
@@ -414,6 +459,7 @@ class BuildHr1GrpoConfig(HR1TrainingBuild):
     """`build hr1-grpo`: SimpleQuestions train questions the QA model answers correctly (App. C.1)."""
 
     command = ("build", "hr1-grpo")
+    operation = HR1_OPERATIONS
     presets = {"paper": {}, "smoke": {**SMOKE_DECODING}, "mini": {}}
 
     preset: Literal["paper", "smoke", "mini"] | None = setting(
@@ -433,10 +479,13 @@ class BuildPhrbenchConfig(Calls):
     """`build phrbench`: build PHRBench (default: PHRBench-mini offline) into a validated Hub-layout folder."""
 
     command = ("build", "phrbench")
+    operation = "phr.builders.phrbench"
 
     recipe: str = setting("mini", "mini (offline, curated premises), paper, or a recipe YAML file.", paper="§3")
     out: Path = setting(Path("phrbench"), "Output folder (Hub layout).")
-    generator: str | None = setting(None, "Premise generator spec (paper: openai:gpt-4o).", paper="App. A.2")
+    generator: str | None = setting(
+        None, f"Premise generator spec (default: the recipe's, else {DEFAULT_GENERATOR}).", paper="App. A.2"
+    )
     judge: str | None = setting(
         None,
         "LLM judge for the second validation pass ('none' skips it; paper: google:gemini-3-pro-preview).",
@@ -464,15 +513,59 @@ class BuildPhrbenchConfig(Calls):
     )
 
 
-# ---- publishing --------------------------------------------------------------------------------------------------
+# ---- validation and review ----------------------------------------------------------------------------------
 
-RepoType = Literal["dataset", "model"]
+
+class ValidateConfig(OpConfig):
+    """`validate`: every check of a built folder, by its artifact kind (exit 0 when all pass, 1 otherwise)."""
+
+    command = ("validate",)
+    operation = "phr.builders.check"
+    arguments = ("folder",)
+
+    folder: Path = setting(..., "A built PHRBench folder or Hallucination-R1 corpus.", metavar="FOLDER")
+    eval_set: EvalSets = setting(
+        [],
+        "Hallucination-R1 training corpora: also check split leakage against this evaluation set (a "
+        "Hallucination-R1 evaluation source NAME, released files at PATH). Repeatable.",
+        paper="App. C.1",
+        metavar="NAME=PATH",
+    )
+    as_json: bool = setting(False, "Print the report as JSON.", flag="--json")
+
+
+class ReviewExportConfig(OpConfig):
+    """`review export`: a CSV review sheet (one row per premise) and a readable HTML page of the same premises."""
+
+    command = ("review", "export")
+    operation = "phr.validation.review"
+    arguments = ("folder",)
+
+    folder: Path = setting(..., "A built PHRBench folder.", metavar="FOLDER")
+    out: Path = setting(Path("review.csv"), "The CSV review sheet to write (the HTML page goes next to it).")
+    include_baseline: bool = setting(False, "Also list the baseline rows (context only).")
+
+
+class ReviewImportConfig(OpConfig):
+    """`review import`: check a filled review sheet and merge its decisions into <folder>/review/decisions.json."""
+
+    command = ("review", "import")
+    operation = "phr.validation.review"
+    arguments = ("sheet",)
+
+    sheet: Path = setting(..., "The filled CSV review sheet.", metavar="SHEET")
+    folder: Path = setting(..., "The PHRBench folder the sheet was exported from (its review/ is updated).")
+    reviewer: str | None = setting(None, "Reviewer name for decided rows whose reviewer cell is blank.")
+
+
+# ---- publishing --------------------------------------------------------------------------------------------------
 
 
 class PushConfig(OpConfig):
     """`push`: validate a folder, then push it to the Hub or a local hub as one commit (docs/publishing.md)."""
 
     command = ("push",)
+    operation = "phr.leaderboard.publish"
     arguments = ("folder",)
 
     folder: Path = setting(..., "The folder to publish (a built PHRBench folder, a checkpoint, ...).", metavar="FOLDER")
@@ -486,23 +579,40 @@ class PushConfig(OpConfig):
     message: str | None = setting(
         None, "Commit message (default: one naming the folder, kind and tag).", alias_flag="-m"
     )
-    to: Path | None = setting(None, "Local hub folder (default: $PHR_HUB_DIR; unset: the Hub).")
-    endpoint: str | None = setting(None, "Hub endpoint (default: HF_ENDPOINT or huggingface.co).")
+    hub: Path | None = setting(None, HUB_DOC, metavar="HUBDIR")
+    endpoint: str | None = setting(None, ENDPOINT_DOC)
     allow_unreviewed: bool = setting(
         False,
         "Push a PHRBench build whose recipe requires a manual review (paper) with premises not yet reviewed.",
     )
 
 
+class PullConfig(OpConfig):
+    """`pull`: download a repo at a revision into a folder."""
+
+    command = ("pull",)
+    operation = "phr.leaderboard.publish"
+    arguments = ("repo",)
+
+    repo: str = setting(..., "The repo to download.", metavar="ORG/NAME")
+    repo_type: RepoType = setting("dataset", "dataset or model.")
+    revision: str | None = setting(None, "Tag, branch (main, pr/1) or commit (default: main).")
+    out: Path | None = setting(None, "Destination folder (default: ./NAME).")
+    hub: Path | None = setting(None, HUB_DOC, metavar="HUBDIR")
+    overwrite: bool = setting(False, "Replace a non-empty destination.")
+    endpoint: str | None = setting(None, ENDPOINT_DOC)
+
+
 class RepairConfig(OpConfig):
     """`repair`: restore a damaged local hub repo (its current version missing, main broken) from its last push."""
 
     command = ("repair",)
+    operation = "phr.leaderboard.publish"
     arguments = ("repo",)
 
     repo: str = setting(..., "The local hub repo to repair, ORG/NAME.", metavar="ORG/NAME")
     repo_type: RepoType = setting("dataset", "dataset or model.")
-    hub: Path | None = setting(None, "Local hub folder (default: $PHR_HUB_DIR).")
+    hub: Path | None = setting(None, "Local hub folder (default: $PHR_HUB_DIR).", metavar="HUBDIR")
 
 
 # ---- training (the recipe YAML is the config of its own sections; these are the command's settings) ----------
@@ -679,9 +789,14 @@ OPERATIONS: tuple[type[OpConfig], ...] = (
     TrainSftConfig,
     AnalyzePredictorConfig,
     AnalyzeParaphrasesConfig,
+    ValidateConfig,
+    ReviewExportConfig,
+    ReviewImportConfig,
     LlmPingConfig,
     CacheStatsConfig,
     CacheClearConfig,
     PushConfig,
+    PullConfig,
     RepairConfig,
+    ReportConfig,
 )

@@ -66,3 +66,28 @@ def check() -> None:
 def exit_code_of(exc: KeyboardInterrupt) -> int:
     """130 for Ctrl-C (a plain ``KeyboardInterrupt``), 128 + the signal number for an ``Interrupted``."""
     return exc.exit_code if isinstance(exc, Interrupted) else 128 + int(signal.SIGINT)
+
+
+def announces() -> bool:
+    """Whether this process says that it was interrupted: yes, unless it is a rank other than 0 of a launch
+    (``accelerate launch`` / ``torchrun`` send the signal to every rank; rank 0 prints the rerun line once)."""
+    from phr.core.ranks import is_main
+
+    return is_main()
+
+
+def rerun_line(argv: list[str]) -> str:
+    """The command that resumes the work (secrets redacted); under a launcher of N ranks, run with the same
+    launcher (``accelerate launch ... -m phr.cli ARGS``)."""
+    import shlex
+
+    from phr.core.ranks import current
+    from phr.core.secrets import redact
+
+    ranks = current()
+    if ranks.several:
+        return (
+            redact(shlex.join(["accelerate", "launch", "--num_processes", str(ranks.world), "-m", "phr.cli", *argv]))
+            + "  (or the launcher and config you started it with)"
+        )
+    return redact(shlex.join(["phr-publish", *argv]))

@@ -113,12 +113,12 @@ def _score_group(
     settings: DiversitySettings,
 ) -> list[DiversityScores]:
     ranked = [i for i, (text, ok) in enumerate(items) if ok and text is not None]
-    texts = [items[i][0] for i in ranked]
+    texts = [text for text, ok in items if ok and text is not None]  # the texts of ``ranked``, in order
     sims = vectors[[row[t] for t in texts]] @ vectors[[row[t] for t in texts]].T if texts else np.zeros((0, 0))
     s_embed = -(sims.sum(axis=1) - np.diag(sims)) if texts else np.zeros(0)
     peers = len(texts) - 1
     s_bleu = [
-        -sum(bleu(t, u, settings) for j, u in enumerate(texts) if j != i) / 100.0 / peers if peers else 0.0
+        -sum((bleu(t, u, settings) for j, u in enumerate(texts) if j != i), 0.0) / 100.0 / peers if peers else 0.0
         for i, t in enumerate(texts)
     ]
     rewards = r_div([(b + float(e)) / 2 for b, e in zip(s_bleu, s_embed, strict=True)], settings)

@@ -3,9 +3,5 @@ builders (pyarrow) so the CLI can declare options without importing those."""
 
 from __future__ import annotations
 
-from phr.config.defaults import OFFLINE_MODEL
-
 #: The question sources of the paper (§4.1).
 SOURCES = ("simplequestions", "popqa", "truthfulqa")
-#: The offline model of the smoke runs and the no-argument defaults.
-SMOKE_MODEL = OFFLINE_MODEL

@@ -10,9 +10,11 @@ import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Literal
+from functools import cached_property
+from typing import Any, Literal
 
 from phr.config.defaults import JUDGE_MAX_TOKENS, is_no_model
+from phr.config.ops import HR1_K, HR1Decoding
 from phr.core.aio import run_sync
 from phr.core.secrets import redact
 from phr.llm.client import LLM
@@ -276,26 +278,39 @@ DiversityFn = Callable[[list[tuple[str, list[tuple[str | None, bool]]]]], list[l
 
 @dataclass(frozen=True)
 class RunPlan:
-    """What one run does. ``qa_scope``: whose consistent paraphrases the QA model answers: ``originally_correct``
-    (Algorithm 1: only True samples can fail) or ``all`` (Table 4, the SFT corpus)."""
+    """What one run does, resolved by the operation's ``plan`` (``phr.builders.hr1_ops``): ``k`` paraphrases per
+    question; ``decoding``: the config's decoding group (``HR1Decoding``: every role's max_tokens, read from the
+    config itself, never copied); ``grading``; ``qa_scope``: whose consistent paraphrases the QA model answers:
+    ``originally_correct`` (Algorithm 1: only True samples can fail) or ``all`` (Table 4, the SFT corpus)."""
 
-    k: int = 5
-    decoding: Decoding = field(default_factory=Decoding)
-    qa_decoding: QADecoding = field(default_factory=QADecoding)
+    k: int = HR1_K
+    decoding: HR1Decoding = field(default_factory=HR1Decoding)
     grading: Grading = field(default_factory=Grading)
-    judges: Judges = field(default_factory=Judges)
     qa_scope: QAScope = "originally_correct"
     answer_originals: bool = True
     seed: int | None = 0
+
+    @property
+    def paraphrase_decoding(self) -> Decoding:
+        """The paraphraser's sampling (Listing A.1) at the config's ``max_tokens``."""
+        return Decoding(max_tokens=self.decoding.max_tokens)
+
+    @property
+    def qa_decoding(self) -> QADecoding:
+        return QADecoding(max_tokens=self.decoding.qa_max_tokens)
+
+    @cached_property
+    def judges(self) -> Judges:
+        return Judges(max_tokens=self.decoding.judge_max_tokens)
 
     def as_dict(self) -> dict:
         """The plan as recorded in manifests and results."""
         return {
             "k": self.k,
-            "decoding": asdict(self.decoding),
+            "decoding": asdict(self.paraphrase_decoding),
             "qa_decoding": asdict(self.qa_decoding),
             "grading": self.grading.as_dict(),
-            "judge_max_tokens": self.judges.max_tokens,
+            "judge_max_tokens": self.decoding.judge_max_tokens,
             "qa_scope": self.qa_scope,
             "seed": self.seed,
         }
@@ -308,7 +323,7 @@ class Models:
     """One LLM per distinct spec, made on first use with the same options (a local model serving several roles
     is loaded once; its generations are batched ``LOCAL_BATCH`` at a time). ``none`` / None is no model."""
 
-    def __init__(self, **options):
+    def __init__(self, **options: Any) -> None:
         self.options = options
         self._made: dict[str, LLM] = {}
 
@@ -317,7 +332,7 @@ class Models:
         return list(dict.fromkeys(llm.cache.path for llm in self._made.values()))
 
     def get(self, spec: str | None) -> LLM | None:
-        if is_no_model(spec):
+        if spec is None or is_no_model(spec):
             return None
         if spec not in self._made:
             local = {"batch_size": LOCAL_BATCH} if spec.startswith("local:") and "provider" not in self.options else {}
@@ -344,70 +359,26 @@ def run_questions(
     paraphrases with their consistency labels per question id (H-R1-mini's curated ones): steps 2-3 (the
     paraphraser and the B.2 judge) are not run."""
     plan = plan or RunPlan()
-    summary = summary if summary is not None else RunSummary()
-
-    merged: set[int] = set()
-
-    def tally(*llms: LLM | None) -> None:  # each call's summary once (one LLM may serve several roles)
-        for llm in llms:
-            if llm is not None and id(llm.last_summary) not in merged:
-                merged.add(id(llm.last_summary))
-                summary.merge(llm.last_summary)
-
+    tally = _Tally(summary if summary is not None else RunSummary())
     results = {q.id: QuestionResult(question=q) for q in questions}
-    # 1. the original questions
-    if qa is not None and plan.answer_originals:
-        answers = answer(qa, [(q.id, q.question) for q in questions], plan.qa_decoding)
-        tally(qa)
-        grades = grade(
-            judge, [(q.id, q, a) for q, a in zip(questions, answers, strict=True)], plan.grading, plan.judges
-        )
-        tally(judge)
-        for q, a, g in zip(questions, answers, grades, strict=True):
-            r = results[q.id]
-            r.qa_answer, r.qa_extraction, r.correctness, r.factual_score, r.failed = (
-                a.text,
-                a.extraction,
-                g.correctness,
-                g.factual_score,
-                g.failed,
-            )
+    if qa is not None and plan.answer_originals:  # 1. the original questions
+        items = [(q.id, q, q.question) for q in questions]
+        for q, (a, g) in zip(questions, _answer_and_grade(qa, judge, items, plan, tally), strict=True):
+            _record(results[q.id], a, g)
     if paraphrases is not None:  # given with their labels: no paraphraser, no B.2 judge
         for q in questions:
             results[q.id].paraphrases = [p.model_copy() for p in paraphrases[q.id]]
-        todo = []
     elif paraphraser is None:
         return list(results.values())
     else:  # 2. paraphrases and 3. their consistency
-        paras = generate_paraphrases(paraphraser, questions, plan.k, plan.decoding, seed=plan.seed)
-        tally(paraphraser)
-        for q in questions:
-            results[q.id].paraphrases = [
-                ParaphraseResult(
-                    k=p.k, text=p.text, parse_error=p.parse_error, failed=p.failed and f"paraphrase: {p.failed}"
-                )
-                for p in sorted(paras[q.id], key=lambda p: p.k)
-            ]
-        todo = [(q, p) for q in questions for p in results[q.id].paraphrases if p.text is not None]
-    if judge is not None and todo:
-        verdicts = judge_consistency(judge, [(f"{q.id}/p{p.k}", q.question, p.text) for q, p in todo], plan.judges)
-        tally(judge)
-        for (_q, p), v in zip(todo, verdicts, strict=True):
-            if v.failure is not None:
-                p.consistent, p.failed = None, f"consistency judge: {failure_text(v.failure)}"
-            elif v.verdict is None:
-                p.consistent, p.consistency_think = None, "unjudged: " + "; ".join(v.errors[-1:])
-            else:
-                p.consistent, p.consistency_think = v.verdict.result == 1, v.verdict.think
-    # diversity (App. A.1): groups of (original, [(paraphrase, consistent)])
-    if diversity is not None:
-        groups = [(q.question, [(p.text, bool(p.consistent)) for p in results[q.id].paraphrases]) for q in questions]
-        for q, scores in zip(questions, diversity(groups), strict=True):
-            for p, sc in zip(results[q.id].paraphrases, scores, strict=True):
-                for key in ("s_selfbleu", "s_embed", "r_div", "mean_div"):
-                    setattr(p, key, getattr(sc, key))
-    # 4. QA on consistent paraphrases, graded
-    if qa is not None:
+        for qid, rows in _generated(paraphraser, questions, plan, tally).items():
+            results[qid].paraphrases = rows
+        if judge is not None:
+            todo = [(q, p) for q in questions for p in results[q.id].paraphrases if p.text is not None]
+            _judge(judge, todo, plan, tally)
+    if diversity is not None:  # App. A.1: groups of (original, [(paraphrase, consistent)])
+        _score_diversity(diversity, [(q.question, results[q.id].paraphrases) for q in questions])
+    if qa is not None:  # 4. QA on consistent paraphrases, graded
         asked = [
             (q, p)
             for q in questions
@@ -416,21 +387,86 @@ def run_questions(
             if p.consistent
         ]
         if asked:
-            answers = answer(qa, [(f"{q.id}/p{p.k}", p.text or "") for q, p in asked], plan.qa_decoding)
-            tally(qa)
-            grades = grade(
-                judge,
-                [(f"{q.id}/p{p.k}", q, a) for (q, _p), a in zip(asked, answers, strict=True)],
-                plan.grading,
-                plan.judges,
-            )
-            tally(judge)
-            for (_q, p), a, g in zip(asked, answers, grades, strict=True):
-                p.qa_answer, p.qa_extraction, p.correctness, p.factual_score, p.failed = (
-                    a.text,
-                    a.extraction,
-                    g.correctness,
-                    g.factual_score,
-                    g.failed,
-                )
+            items = [(f"{q.id}/p{p.k}", q, p.text or "") for q, p in asked]
+            for (_q, p), (a, g) in zip(asked, _answer_and_grade(qa, judge, items, plan, tally), strict=True):
+                _record(p, a, g)
     return list(results.values())
+
+
+class _Tally:
+    """Adds each call's summary to ``summary`` once (one LLM may serve several roles)."""
+
+    def __init__(self, summary: RunSummary) -> None:
+        self.summary = summary
+        self.merged: set[int] = set()
+
+    def __call__(self, *llms: LLM | None) -> None:
+        for llm in llms:
+            if llm is not None and id(llm.last_summary) not in self.merged:
+                self.merged.add(id(llm.last_summary))
+                self.summary.merge(llm.last_summary)
+
+
+def _answer_and_grade(
+    qa: LLM, judge: LLM | None, items: list[tuple[str, HQuestion, str]], plan: RunPlan, tally: _Tally
+) -> list[tuple[QAAnswer, Grade]]:
+    """The QA model's answers to (tag, question, text asked) triples, and their grades."""
+    answers = answer(qa, [(tag, text) for tag, _q, text in items], plan.qa_decoding)
+    tally(qa)
+    graded = [(tag, q, a) for (tag, q, _t), a in zip(items, answers, strict=True)]
+    grades = grade(judge, graded, plan.grading, plan.judges)
+    tally(judge)
+    return list(zip(answers, grades, strict=True))
+
+
+def _record(row: QuestionResult | ParaphraseResult, a: QAAnswer, g: Grade) -> None:
+    """Set a question's or paraphrase's answer and grade."""
+    row.qa_answer, row.qa_extraction, row.correctness, row.factual_score, row.failed = (
+        a.text,
+        a.extraction,
+        g.correctness,
+        g.factual_score,
+        g.failed,
+    )
+
+
+def _generated(
+    paraphraser: LLM, questions: Sequence[HQuestion], plan: RunPlan, tally: _Tally
+) -> dict[str, list[ParaphraseResult]]:
+    """The K paraphrases of each question (Listing B.1), in order of k, by question id."""
+    paras = generate_paraphrases(paraphraser, questions, plan.k, plan.paraphrase_decoding, seed=plan.seed)
+    tally(paraphraser)
+    return {
+        q.id: [
+            ParaphraseResult(
+                k=p.k, text=p.text, parse_error=p.parse_error, failed=p.failed and f"paraphrase: {p.failed}"
+            )
+            for p in sorted(paras[q.id], key=lambda p: p.k)
+        ]
+        for q in questions
+    }
+
+
+def _judge(judge: LLM, todo: list[tuple[HQuestion, ParaphraseResult]], plan: RunPlan, tally: _Tally) -> None:
+    """The B.2 verdicts of (question, paraphrase with text) pairs, set on the paraphrases."""
+    if not todo:
+        return
+    pairs = [(f"{q.id}/p{p.k}", q.question, p.text or "") for q, p in todo]  # each with a text
+    verdicts = judge_consistency(judge, pairs, plan.judges)
+    tally(judge)
+    for (_q, p), v in zip(todo, verdicts, strict=True):
+        if v.failure is not None:
+            p.consistent, p.failed = None, f"consistency judge: {failure_text(v.failure)}"
+        elif v.verdict is None:
+            p.consistent, p.consistency_think = None, "unjudged: " + "; ".join(v.errors[-1:])
+        else:
+            p.consistent, p.consistency_think = v.verdict.result == 1, v.verdict.think
+
+
+def _score_diversity(diversity: DiversityFn, groups: list[tuple[str, list[ParaphraseResult]]]) -> None:
+    """App. A.1's scores of each question's paraphrases, set on them."""
+    scored = diversity([(original, [(p.text, bool(p.consistent)) for p in ps]) for original, ps in groups])
+    for (_original, ps), scores in zip(groups, scored, strict=True):
+        for p, sc in zip(ps, scores, strict=True):
+            for key in ("s_selfbleu", "s_embed", "r_div", "mean_div"):
+                setattr(p, key, getattr(sc, key))

@@ -53,7 +53,7 @@ def add_calls(
     qs = list(questions)
     has = {role: not is_no_model(spec) for role, spec in (("paraphraser", paraphraser), ("judge", judge), ("qa", qa))}
     if has["paraphraser"]:
-        requests = paraphrase_requests(qs, plan.k, plan.decoding, seed=plan.seed)
+        requests = paraphrase_requests(qs, plan.k, plan.paraphrase_decoding, seed=plan.seed)
         pf.calls(str(paraphraser), requests, provider=_provider(str(paraphraser), opts))
     if has["judge"] and (has["paraphraser"] if judged is None else judged):
         items = consistency_items([(f"{q.id}/p{k}", q.question, q.question) for q in qs for k in range(plan.k)])

@@ -9,22 +9,21 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
+from phr.core.registry import Registry
 from phr.llm.judge import JudgeTemplate
 
 DIR = Path(__file__).parent / "prompts"
-FILES = {
-    "paraphrase": "paraphrase.txt",  # Listing B.1, field {question}
-    "consistency_judge": "consistency_judge.txt",  # Listing B.2, fields {question}, {paraphrase}
-    "factual_judge": "factual_judge.txt",  # Listing B.3, fields {ground_truth}, {response}
-    "qa": "qa.txt",  # Listing B.4, no field: the system message
-}
+#: the prompt files by name (``phr.core.registry``: an unknown name is a KeyError naming the known)
+FILES: Registry[str] = Registry("Hallucination-R1 prompt")
+FILES.add("paraphrase", "paraphrase.txt")  # Listing B.1, field {question}
+FILES.add("consistency_judge", "consistency_judge.txt")  # Listing B.2, fields {question}, {paraphrase}
+FILES.add("factual_judge", "factual_judge.txt")  # Listing B.3, fields {ground_truth}, {response}
+FILES.add("qa", "qa.txt")  # Listing B.4, no field: the system message
 
 
 @cache
 def template(name: str) -> JudgeTemplate:
     """The prompt ``name`` (one of FILES), read once."""
-    if name not in FILES:
-        raise KeyError(f"unknown Hallucination-R1 prompt {name!r}; known: {', '.join(FILES)}")
     return JudgeTemplate(DIR / FILES[name], syntax="fields", comment="#")
 
 

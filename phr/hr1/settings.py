@@ -1,14 +1,15 @@
-"""The paper's decoding (App. A.3, Listing A.1) and our named choices where the paper is silent (docs/hr1.md).
+"""The request parameters of one Hallucination-R1 step (App. A.3, Listing A.1) and the grading rule (docs/hr1.md).
 
-Every choice is a field of a frozen dataclass, so a run records it and a user can change it.
+The lengths are the config's (``phr.config.ops.HR1Decoding``): a run's ``RunPlan`` makes these from its config's
+decoding group; the paper's fixed sampling values (temperature, top_p, top_k) are stated here once.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Literal
 
 from phr.config.defaults import PARAPHRASE_MAX_TOKENS, QA_MAX_TOKENS
+from phr.config.ops import Fuzzy
 from phr.llm.types import GenerationParams
 
 
@@ -43,7 +44,8 @@ class QADecoding:
         return GenerationParams(temperature=0.0, max_tokens=self.max_tokens)
 
 
-FuzzyRule = Literal["wrong", "correct"]
+#: the config's ``fuzzy`` choice (``phr.config.ops.Fuzzy``)
+FuzzyRule = Fuzzy
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,9 @@ from phr.hub.errors import PublishError, ValidationFailedError
 from phr.hub.kinds import kind_of
 from phr.hub.repo import IGNORED_DIRS, content_digest, link_message
 
-_PASSED: dict[str, ValidationReport] = {}  # content digest -> report of a folder that passed in this process
+#: (content digest, allow_unreviewed) -> the report of a folder that passed in this process under that review
+#: policy: a relaxed pass is never taken for a strict one
+_PASSED: dict[tuple[str, bool], ValidationReport] = {}
 
 
 def _dataset_card_rejections(folder: Path) -> tuple[list[Rejection], dict]:
@@ -42,15 +44,17 @@ def refuse_links(folder: str | Path) -> None:
         )
 
 
-def gate(folder: str | Path, repo_type: str) -> ValidationReport:
+def gate(folder: str | Path, repo_type: str, *, allow_unreviewed: bool = False) -> ValidationReport:
     """Validate ``folder`` for a push as ``repo_type``; return the report or raise ``ValidationFailedError`` (its
-    message holds the rendered report; ``UnknownKindError`` when no artifact kind recognises the folder). A folder
-    whose exact content already passed in this process is not validated again."""
+    message holds the rendered report; ``UnknownKindError`` when no artifact kind recognises the folder).
+    ``allow_unreviewed``: the review policy (content awaiting a manual review its build requires is taken;
+    ``ArtifactKind.check``). A folder whose exact content already passed in this process under the same policy is
+    not validated again."""
     folder = Path(folder)
     refuse_links(folder)
-    digest = content_digest(folder, repo_type)
-    if digest in _PASSED:
-        return _PASSED[digest]
+    key = (content_digest(folder, repo_type), allow_unreviewed)
+    if key in _PASSED:
+        return _PASSED[key]
     report = ValidationReport()
     if not (folder / README).is_file():
         report.extend([Rejection(README, "card", "missing README.md (the repo card)")])
@@ -60,12 +64,12 @@ def gate(folder: str | Path, repo_type: str) -> ValidationReport:
             rejections, configs = _dataset_card_rejections(folder)
             report.extend(rejections)
         if report.ok:
-            full = kind_of(folder, repo_type, configs).validate(folder)
+            full = kind_of(folder, repo_type, configs).check(folder, allow_unreviewed=allow_unreviewed)
             report.extend(full.rejections)
             report.rows = full.rows
     if not report.ok:
         raise ValidationFailedError(
             f"refusing to push {folder}: it fails validation (nothing was uploaded)\n{report.render()}", report
         )
-    _PASSED[digest] = report
+    _PASSED[key] = report
     return report

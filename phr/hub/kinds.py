@@ -3,8 +3,12 @@
 The hub knows no artifact. Each kind (PHRBench datasets, leaderboard results, model checkpoints; the
 Hallucination-R1 corpora next) registers an ``ArtifactKind``: a name, its repo type, ``matches(folder, configs)``
 and ``validate(folder) -> ValidationReport``. Kinds come from the ``phr.hub.kinds`` entry-point group of installed
-packages (this toolkit declares its own in pyproject.toml) and from ``register_kind`` at run time. A folder no
-kind recognises is refused, with a message that says how to register one.
+packages (this toolkit declares its own in pyproject.toml) and from ``register_kind`` (a plugin or a test). A
+folder no kind recognises is refused, with a message that says how to register one.
+
+What a check may relax is an argument, never a registration: ``ArtifactKind.check(folder, allow_unreviewed=...)``
+runs ``validate_unreviewed`` (when the kind has one) for content that awaits a manual review its build requires
+(``push --allow-unreviewed``, ``validate``).
 """
 
 from __future__ import annotations
@@ -32,6 +36,13 @@ class ArtifactKind:
     repo_type: str  # dataset | model
     matches: Callable[[Path, dict[str, CardConfig]], bool]  # (folder, card configs) -> is it one of these?
     validate: Callable[[Path], ValidationReport]
+    #: the check when content awaiting a required manual review is allowed (None: the same as ``validate``)
+    validate_unreviewed: Callable[[Path], ValidationReport] | None = None
+
+    def check(self, folder: Path, *, allow_unreviewed: bool = False) -> ValidationReport:
+        """``validate``, or ``validate_unreviewed`` with ``allow_unreviewed`` (the review policy of this check)."""
+        relaxed = self.validate_unreviewed if allow_unreviewed else None
+        return (relaxed or self.validate)(folder)
 
 
 KINDS: Registry[ArtifactKind] = Registry("artifact kind")  # registered here; installed ones come by entry point

@@ -53,6 +53,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
+from phr.config.ops import PushConfig
 from phr.core.errors import EnvironmentFault
 from phr.core.fs import pid_alive
 from phr.hub.card import files_for_repo
@@ -72,7 +73,6 @@ from phr.hub.repo import (
     folder_files,
     install_into,
     other_type,
-    rerun_command,
 )
 
 log = logging.getLogger(__name__)
@@ -173,7 +173,7 @@ def _stale(name: str) -> bool:
     """Whether a temporary entry named with its creator's pid belongs to a process that is gone (or to this one:
     under the repo lock, nothing of this process is in progress)."""
     m = _PID_NAME.match(name)
-    return bool(m) and (not pid_alive(pid := int(m.group(1))) or pid == os.getpid())
+    return m is not None and (not pid_alive(pid := int(m.group(1))) or pid == os.getpid())
 
 
 def _remove(p: Path) -> None:
@@ -503,7 +503,8 @@ def _commit(repo: Path, tree: str, parent: str | None, message: str) -> str:
 def _diff(repo: Path, old_tree: str, new_tree: str) -> tuple[list[str], list[str]]:
     out = _git(repo, "diff-tree", "-r", "-z", "--no-renames", "--name-status", old_tree, new_tree)
     parts = out.split("\0")
-    changed, deleted = [], []
+    changed: list[str] = []
+    deleted: list[str] = []
     for status, path in zip(parts[0::2], parts[1::2]):
         (deleted if status == "D" else changed).append(path)
     return sorted(changed), sorted(deleted)
@@ -772,6 +773,7 @@ def _commit_files(
                 created=not exists,
             )
             if new_tree == old_tree and exists:
+                assert head is not None  # an existing repo has a main
                 if tag and existing_tag is None:
                     _release(path, {**refs, f"refs/tags/{tag}": head})
                     result.tag_created = True
@@ -859,24 +861,21 @@ def repair(hub: LocalHub, repo_id: str, repo_type: str) -> str:
         )
 
 
-def push_local(
-    folder: Path, repo_id: str, *, repo_type: str, tag: str | None, create_pr: bool, message: str | None, hub: Path
-) -> PushResult:
-    """``phr.hub.push`` to the local hub ``hub``."""
-    folder = Path(folder)
+def push_local(cfg: PushConfig, folder: Path, hub: Path, rerun: str) -> PushResult:
+    """``phr.hub.push`` of ``folder`` (``cfg.folder`` resolved) to the local hub ``hub``; ``rerun``: the command
+    that repeats it."""
     refuse_links(folder)  # first, before the folder is read
-    rerun = rerun_command(folder, repo_id, repo_type=repo_type, tag=tag, create_pr=create_pr, message=message, to=hub)
     return commit_files(
         LocalHub(hub),
-        repo_id,
-        repo_type,
-        lambda: files_for_repo(folder_files(folder), repo_id, repo_type),
-        message=message or default_message(folder, repo_type, tag),
+        cfg.repo,
+        cfg.repo_type,
+        lambda: files_for_repo(folder_files(folder), cfg.repo, cfg.repo_type),
+        message=cfg.message or default_message(folder, cfg.repo_type, cfg.tag),
         replace=True,
-        tag=tag,
-        create_pr=create_pr,
+        tag=cfg.tag,
+        create_pr=cfg.create_pr,
         rerun=rerun,
-        validate=lambda: gate(folder, repo_type),
+        validate=lambda: gate(folder, cfg.repo_type, allow_unreviewed=cfg.allow_unreviewed),
     )
 
 
@@ -912,11 +911,12 @@ def read_tree(hub: LocalHub, repo_id: str, repo_type: str, revision: str | None 
         raise RepoNotFoundError(f"no {repo_type} repo {repo_id} in the local hub {hub.root}")
     sha = resolve_revision(path, revision)
     data = _git(path, "archive", "--format=tar", sha, text=False)
-    out = {}
+    out: dict[str, bytes] = {}
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         for m in tar.getmembers():
-            if m.isfile():
-                out[m.name] = tar.extractfile(m).read()
+            member = tar.extractfile(m) if m.isfile() else None
+            if member is not None:
+                out[m.name] = member.read()
     return out
 
 
@@ -940,6 +940,7 @@ def pull_local(repo_id: str, *, repo_type: str, revision: str | None, dest: Path
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
+        assert proc.stdout is not None and proc.stderr is not None  # both piped
         try:
             with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
                 tar.extractall(tmp, filter="data")

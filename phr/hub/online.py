@@ -28,6 +28,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from phr.config.ops import PushConfig
 from phr.core.fs import sha256_file
 from phr.core.secrets import redact
 from phr.hub.card import files_for_repo
@@ -51,13 +52,12 @@ from phr.hub.repo import (
     install_into,
     other_type,
     readme_text,
-    rerun_command,
 )
 
 log = logging.getLogger(__name__)
 
 
-def _safe(text: str, token: str | None) -> str:
+def _safe(text: object, token: str | None) -> str:
     text = redact(str(text))
     if token:
         text = text.replace(token, "***")
@@ -70,7 +70,7 @@ def _check_online() -> None:
     if constants.HF_HUB_OFFLINE:
         raise PublishError(
             "HF_HUB_OFFLINE is set, so the Hub cannot be reached: unset it, or publish to a local "
-            "hub with --to HUBDIR (or PHR_HUB_DIR)"
+            "hub with --hub HUBDIR (or PHR_HUB_DIR)"
         )
 
 
@@ -86,7 +86,7 @@ def resolve_token(token: str | None, *, required: bool = True) -> str | None:
         raise MissingTokenError(
             "pushing to the Hugging Face Hub needs a token with write access: set the "
             "environment variable HF_TOKEN, or log in once with `hf auth login`; offline, publish to a local hub "
-            "with --to HUBDIR (or PHR_HUB_DIR)"
+            "with --hub HUBDIR (or PHR_HUB_DIR)"
         )
     return found
 
@@ -176,7 +176,7 @@ def plan_operations(files: dict[str, Path | bytes], remote: dict) -> tuple[list,
 
     changed = [rel for rel, p in files.items() if rel not in remote or differs(p, remote[rel])]
     deleted = sorted(rel for rel in remote if rel not in files and rel != GITATTRIBUTES)
-    ops = [
+    ops: list[CommitOperationAdd | CommitOperationDelete] = [
         CommitOperationAdd(path_in_repo=rel, path_or_fileobj=f if isinstance(f := files[rel], bytes) else str(f))
         for rel in changed
     ]
@@ -184,30 +184,10 @@ def plan_operations(files: dict[str, Path | bytes], remote: dict) -> tuple[list,
     return ops, changed, deleted
 
 
-def push_online(
-    folder: Path,
-    repo_id: str,
-    *,
-    repo_type: str,
-    tag: str | None,
-    private: bool,
-    create_pr: bool,
-    message: str | None,
-    token: str | None,
-    endpoint: str | None,
-) -> PushResult:
-    """``phr.hub.push`` to the Hub (see the module docstring for the steps)."""
-    folder = Path(folder)
-    rerun = rerun_command(
-        folder,
-        repo_id,
-        repo_type=repo_type,
-        tag=tag,
-        private=private,
-        create_pr=create_pr,
-        message=message,
-        endpoint=endpoint,
-    )
+def push_online(cfg: PushConfig, folder: Path, rerun: str, token: str | None) -> PushResult:
+    """``phr.hub.push`` of ``folder`` (``cfg.folder`` resolved) to the Hub (see the module docstring for the
+    steps); ``rerun``: the command that repeats it."""
+    repo_id, repo_type, tag, create_pr, endpoint = cfg.repo, cfg.repo_type, cfg.tag, cfg.create_pr, cfg.endpoint
     _check_online()
     token = resolve_token(token)
     refuse_links(folder)  # first, before the folder is read
@@ -228,7 +208,7 @@ def push_online(
                 return PushResult(
                     repo_id=repo_id, repo_type=repo_type, revision=None, url=url, head=head, tag=tag, created=False
                 )
-        gate(folder, repo_type)
+        gate(folder, repo_type, allow_unreviewed=cfg.allow_unreviewed)
         step = "checking the card with the server (/api/validate-yaml)"
         validate_card_remote(api, folder, repo_type, token)
         step = "reading the repo's state"
@@ -247,7 +227,7 @@ def push_online(
         )
         if not exists:
             step = "creating the repo"
-            api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True)
+            api.create_repo(repo_id, repo_type=repo_type, private=cfg.private, exist_ok=True)
             exists, head, tags = _remote_state(api, repo_id, repo_type)
             result.head = head
         step = "listing the repo's files"
@@ -269,7 +249,7 @@ def push_online(
         info = api.create_commit(
             repo_id,
             ops,
-            commit_message=message or default_message(folder, repo_type, tag),
+            commit_message=cfg.message or default_message(folder, repo_type, tag),
             repo_type=repo_type,
             create_pr=create_pr,
             parent_commit=head,
@@ -287,7 +267,7 @@ def push_online(
     except PublishError:
         raise
     except Exception as e:
-        offline = "" if answered else " (no answer from the Hub: offline, publish to a local hub with --to HUBDIR)"
+        offline = "" if answered else " (no answer from the Hub: offline, publish to a local hub with --hub HUBDIR)"
         outcome = (
             _outcome(api, repo_id, repo_type, head=head, files=files, tag=tag, create_pr=create_pr)
             if sent

@@ -1,5 +1,6 @@
-"""``push`` and ``pull``: to and from the Hugging Face Hub, or a local hub folder (``to`` / ``hub``, else
-``$PHR_HUB_DIR``), for any artifact kind.
+"""``push`` and ``pull``: to and from the Hugging Face Hub, or a local hub folder (``hub``, else ``$PHR_HUB_DIR``),
+for any artifact kind. Each takes its operation's config (``PushConfig``, ``PullConfig``): the same object the
+command line resolves.
 
 Every push is
 
@@ -15,78 +16,51 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from phr.config.ops import PullConfig, PushConfig
 from phr.hub.errors import PublishError
 from phr.hub.local import pull_local, push_local
 from phr.hub.online import pull_online, push_online
 from phr.hub.repo import PushResult, check_repo_id, check_repo_type, check_tag, hub_dir, prepare_destination
 
 
-def push(
-    folder: str | Path,
-    repo_id: str,
-    *,
-    repo_type: str = "dataset",
-    tag: str | None = None,
-    private: bool = False,
-    create_pr: bool = False,
-    message: str | None = None,
-    to: str | Path | None = None,
-    token: str | None = None,
-    endpoint: str | None = None,
-) -> PushResult:
-    """Push ``folder`` to ``repo_id``: to the local hub ``to`` (or ``$PHR_HUB_DIR``), else to the Hub.
+def push(cfg: PushConfig, *, token: str | None = None) -> PushResult:
+    """Push ``cfg.folder`` to ``cfg.repo``: to the local hub ``cfg.hub`` (or ``$PHR_HUB_DIR``), else to the Hub
+    (``token``: else HF_TOKEN or the stored login; never a config field, so never in a rerun command).
 
-    Validated (``gate``) before anything is uploaded; one commit for all changes, or none when the repo already
-    holds the folder; ``tag`` is created once and never moved; ``create_pr`` opens a pull request instead of
-    committing to ``main``. Raises a ``PublishError`` saying what failed and how to rerun.
+    Validated (``gate``, with the review policy ``cfg.allow_unreviewed``) before anything is uploaded; one commit
+    for all changes, or none when the repo already holds the folder; ``tag`` is created once and never moved;
+    ``create_pr`` opens a pull request instead of committing to ``main``. Raises a ``PublishError`` saying what
+    failed and how to rerun.
     """
-    folder = Path(folder).expanduser().resolve()
-    check_repo_id(repo_id)
-    check_repo_type(repo_type)
-    check_tag(tag)
+    folder = Path(cfg.folder).expanduser().resolve()
+    check_repo_id(cfg.repo)
+    check_repo_type(cfg.repo_type)
+    check_tag(cfg.tag)
     if not folder.is_dir():
         raise PublishError(f"{folder} is not a folder")
-    if tag and create_pr:
+    if cfg.tag and cfg.create_pr:
         raise PublishError(
             "--tag and --create-pr do not go together: merge the pull request, then push again "
             "with --tag (a tag names a commit on main)"
         )
-    local = hub_dir(to)
+    local = hub_dir(cfg.hub)
+    rerun = cfg.model_copy(update={"folder": folder, "hub": local}).rerun()  # the hub it went to, said
     if local is not None:
-        return push_local(
-            folder, repo_id, repo_type=repo_type, tag=tag, create_pr=create_pr, message=message, hub=local
-        )
-    return push_online(
-        folder,
-        repo_id,
-        repo_type=repo_type,
-        tag=tag,
-        private=private,
-        create_pr=create_pr,
-        message=message,
-        token=token,
-        endpoint=endpoint,
+        return push_local(cfg, folder, local, rerun)
+    return push_online(cfg, folder, rerun, token)
+
+
+def pull(cfg: PullConfig, *, token: str | None = None) -> Path:
+    """Download ``cfg.repo`` at ``cfg.revision`` (tag, branch or commit; default ``main``) into ``cfg.out``
+    (default: ``./NAME``) from the local hub ``cfg.hub`` (or ``$PHR_HUB_DIR``), else from the Hub. A non-empty
+    destination is refused unless ``cfg.overwrite``. Returns the destination."""
+    check_repo_id(cfg.repo)
+    check_repo_type(cfg.repo_type)
+    out = cfg.out if cfg.out is not None else Path.cwd() / cfg.repo.split("/")[1]
+    dest = prepare_destination(out, cfg.overwrite)
+    local = hub_dir(cfg.hub)
+    if local is not None:
+        return pull_local(cfg.repo, repo_type=cfg.repo_type, revision=cfg.revision, dest=dest, hub=local)
+    return pull_online(
+        cfg.repo, repo_type=cfg.repo_type, revision=cfg.revision, dest=dest, token=token, endpoint=cfg.endpoint
     )
-
-
-def pull(
-    repo_id: str,
-    *,
-    repo_type: str = "dataset",
-    revision: str | None = None,
-    to: str | Path | None = None,
-    hub: str | Path | None = None,
-    token: str | None = None,
-    endpoint: str | None = None,
-    overwrite: bool = False,
-) -> Path:
-    """Download ``repo_id`` at ``revision`` (tag, branch or commit; default ``main``) into ``to`` (default:
-    ``./NAME``) from the local hub ``hub`` (or ``$PHR_HUB_DIR``), else from the Hub. A non-empty destination is
-    refused unless ``overwrite``. Returns the destination."""
-    check_repo_id(repo_id)
-    check_repo_type(repo_type)
-    dest = prepare_destination(to if to is not None else Path.cwd() / repo_id.split("/")[1], overwrite)
-    local = hub_dir(hub)
-    if local is not None:
-        return pull_local(repo_id, repo_type=repo_type, revision=revision, dest=dest, hub=local)
-    return pull_online(repo_id, repo_type=repo_type, revision=revision, dest=dest, token=token, endpoint=endpoint)

@@ -1,5 +1,5 @@
-"""What every push and pull shares: repo ids, tags and types, the files a folder pushes, the push result, the
-rerun command, and installing a download into place."""
+"""What every push and pull shares: repo ids, tags and types, the files a folder pushes, the push result and
+installing a download into place."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import get_args
 
-from phr.config.base import command_line
-from phr.config.ops import PushConfig, RepoType
+from phr.config.ops import RepoType
 from phr.core.fs import atomic_dir, folder_links, sha256_file
 from phr.core.settings import hub_dir  # noqa: F401 (re-exported: where a push goes)
 from phr.hub.errors import DestinationExistsError, PublishError
@@ -184,13 +183,13 @@ def prepare_destination(dest: str | Path, overwrite: bool) -> Path:
     if given.is_symlink():
         raise DestinationExistsError(
             f"{given} is a symbolic link (to {os.readlink(given)!r}): refusing to pull into it, since replacing it "
-            "would empty the folder it points to; give a real folder or a new path (--to)"
+            "would empty the folder it points to; give a real folder or a new path (--out)"
         )
     dest = given.resolve()
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())) and not overwrite:
         raise DestinationExistsError(
             f"{dest} exists and is not empty: pass overwrite=True (--overwrite) to "
-            "replace it, or pull somewhere else (--to)"
+            "replace it, or pull somewhere else (--out)"
         )
     dest.parent.mkdir(parents=True, exist_ok=True)
     return dest
@@ -201,25 +200,6 @@ def install_into(dest: Path, fill: Callable[[Path], None]) -> Path:
     with atomic_dir(dest) as tmp:
         fill(tmp)
     return dest
-
-
-def rerun_command(
-    folder: str | Path,
-    repo_id: str,
-    *,
-    repo_type: str = "dataset",
-    tag: str | None = None,
-    private: bool = False,
-    create_pr: bool = False,
-    message: str | None = None,
-    to: str | Path | None = None,
-    endpoint: str | None = None,
-) -> str:
-    """The ``phr-publish push`` command line that repeats a push (never with a token), rendered from its config."""
-    values = {"tag": tag, "private": private, "create_pr": create_pr, "message": message, "to": to}
-    values |= {"endpoint": endpoint, "repo_type": repo_type}
-    given = {k: v for k, v in values.items() if v not in (None, "") and v != PushConfig.model_fields[k].default}
-    return command_line(PushConfig.model_validate({"folder": Path(folder), "repo": repo_id, **given}))
 
 
 def default_message(folder: Path, repo_type: str, tag: str | None) -> str:

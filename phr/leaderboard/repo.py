@@ -24,6 +24,7 @@ from typing import Any
 
 from phr.bench.metrics import LEADERBOARD, label
 from phr.cards.eval_yaml import eval_yaml
+from phr.config.ops import PushConfig, PushResultsConfig
 from phr.core.parquet import write_parquet
 from phr.core.report import Rejection, ValidationReport
 from phr.core.text import md_text
@@ -325,39 +326,26 @@ def _existing(repo_id: str, *, local: Path | None, token: str | None, endpoint: 
     return {p: b for p, b in files.items() if p.startswith(RESULTS_DIR + "/") or p == EVAL_YAML}
 
 
-def push_results(
-    result_json_paths: list[str | Path],
-    repo_id: str,
-    *,
-    benchmark_eval_yaml: str | Path | None = None,
-    to: str | Path | None = None,
-    token: str | None = None,
-    endpoint: str | None = None,
-    message: str | None = None,
-    tag: str | None = None,
-    create_pr: bool = False,
-    private: bool = False,
-    replace: bool = False,
-    allow_partial: bool = False,
-) -> PushResult:
-    """Add scored submissions to the leaderboard results repo ``repo_id`` (a dataset repo) and rebuild its
-    ``leaderboard`` config from all results in the repo, in one commit (none if nothing changed).
+def push_results(cfg: PushResultsConfig, *, token: str | None = None) -> PushResult:
+    """Add scored submissions (``cfg.results``) to the leaderboard results repo ``cfg.repo`` (a dataset repo) and
+    rebuild its ``leaderboard`` config from all results in the repo, in one commit (none if nothing changed).
 
-    ``benchmark_eval_yaml``: the benchmark's ``eval.yaml`` (default: keep the repo's, else PHRBench's generated
-    one). A submission whose path exists with other content is refused unless ``replace``. A partial result is
-    refused (``PartialResultError``, naming its coverage) unless ``allow_partial``, which is recorded in the pushed
+    ``cfg.eval_yaml``: the benchmark's ``eval.yaml`` (default: keep the repo's, else PHRBench's generated one). A
+    submission whose path exists with other content is refused unless ``cfg.replace``. A partial result is refused
+    (``PartialResultError``, naming its coverage) unless ``cfg.allow_partial``, which is recorded in the pushed
     JSON (``coverage.allow_partial``); it is shown partial and unranked.
     """
+    repo_id, endpoint = cfg.repo, cfg.endpoint
     check_repo_id(repo_id)
-    if not result_json_paths:
+    if not cfg.results:
         raise ResultsError("no result JSON files given")
-    local = hub_dir(to)
-    new = {}
-    for p in result_json_paths:
+    local = hub_dir(cfg.hub)
+    new: dict[str, bytes] = {}
+    for p in cfg.results:
         loaded = load_result(p)
         if problems := entry_problems(loaded):
             raise UnsafeResultError(f"{p}: refused, its submitter text is not safe to publish: {'; '.join(problems)}")
-        rec = loaded.check_complete(allow_partial=allow_partial, source=str(p)).as_json()
+        rec = loaded.check_complete(allow_partial=cfg.allow_partial, source=str(p)).as_json()
         rel = result_path(rec)
         if rel in new and json.loads(new[rel]) != rec:
             raise ResultsError(f"two submissions map to {rel} with different content: give them distinct run_id")
@@ -365,7 +353,7 @@ def push_results(
     existing = _existing(repo_id, local=local, token=token, endpoint=endpoint)
     results = {p: b for p, b in existing.items() if p.startswith(RESULTS_DIR + "/")}
     for rel, data in new.items():
-        if rel in results and not replace:
+        if rel in results and not cfg.replace:
             try:
                 same = normalize(json.loads(results[rel]), source=rel) == json.loads(data)
             except (ResultsError, json.JSONDecodeError):
@@ -377,8 +365,8 @@ def push_results(
                 )
             data = results[rel]  # unchanged: keep the stored bytes
         results[rel] = data
-    if benchmark_eval_yaml is not None:
-        eval_bytes = Path(benchmark_eval_yaml).read_bytes()
+    if cfg.eval_yaml is not None:
+        eval_bytes = Path(cfg.eval_yaml).read_bytes()
     elif EVAL_YAML in existing:
         eval_bytes = existing[EVAL_YAML]
     else:
@@ -389,18 +377,11 @@ def push_results(
         folder.mkdir()
         write_results_folder(folder, results, eval_yaml=eval_bytes, repo_id=repo_id)
         n = len(new)
-        return push(
-            folder,
-            repo_id,
-            repo_type="dataset",
-            tag=tag,
-            private=private,
-            create_pr=create_pr,
-            message=message or f"Add {n} result(s); rebuild the leaderboard ({len(results)} results)",
-            to=local,
-            token=token,
-            endpoint=endpoint,
+        message = cfg.message or f"Add {n} result(s); rebuild the leaderboard ({len(results)} results)"
+        push_cfg = PushConfig(
+            folder=folder, repo=repo_id, create_pr=cfg.create_pr, message=message, hub=local, endpoint=endpoint
         )
+        return push(push_cfg, token=token)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

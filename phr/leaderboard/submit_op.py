@@ -39,19 +39,21 @@ def plan(cfg: SubmitConfig) -> SubmissionPlan:
 def run(p: SubmissionPlan) -> Submitted:
     """Score the submission, then push its results.json to the results repo (and open the model repo's PR)."""
     from phr.cards.eval_yaml import model_eval_results_yaml
+    from phr.config.ops import PushResultsConfig
     from phr.eval.results import normalize
     from phr.leaderboard.repo import open_model_pr, push_results
 
     cfg: SubmitConfig = p.config
     scored = submission_op.run(p)
-    res = push_results(
-        [scored.scores / "results.json"],
-        cfg.repo,
-        to=cfg.hub,
+    pushed = PushResultsConfig(
+        results=[scored.scores / "results.json"],
+        repo=cfg.repo,
+        hub=cfg.hub,
         replace=cfg.replace,
         create_pr=cfg.create_pr,
         allow_partial=cfg.allow_partial,
     )
+    res = push_results(pushed)
     done = Submitted(scored, res.lines())
     if cfg.model_pr:
         model = scored.result["model"]

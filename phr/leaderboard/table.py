@@ -16,9 +16,10 @@ from typing import Any
 from pydantic import BaseModel
 
 from phr.bench.metrics import LEADERBOARD, RANK_BY, metric, se_name
+from phr.config.ops import LEADERBOARD_TITLE
 from phr.eval.results import Result, estimate_text, leaderboard_result
 
-TITLE = "PHRBench leaderboard"
+TITLE = LEADERBOARD_TITLE  # the page's title when the command names none (one definition: phr.config.ops)
 #: the statement under a table whose entries carry standard errors
 SE_NOTE = "± one standard error (bootstrap over base questions; B, B+T and B+H paired)."
 IDENTITY = ("model", "revision", "run_id", "dataset", "dataset_revision")

@@ -217,6 +217,18 @@ class Plan:
         return [f"warning: {w}" for w in self.preflight.warnings] + self.preflight.lines()
 
 
+@dataclass
+class StepPlan(Plan):
+    """The plan of an operation that calls no model (push, pull, validate, review, ...): it prints its warnings
+    and, when it has any, its notes; no bare ``plan:`` line ahead of the command's own output (``--json`` stays
+    JSON)."""
+
+    def lines(self) -> list[str]:
+        if self.preflight.notes or self.preflight.usage:
+            return super().lines()
+        return [f"warning: {w}" for w in self.preflight.warnings]
+
+
 def writable(path: str | Path) -> None:
     """Raise OSError unless ``path`` (a file or folder to be written) can be created where it is asked for."""
     p = Path(path).expanduser().resolve()

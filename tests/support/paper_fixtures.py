@@ -238,8 +238,13 @@ def build_on_server(recipe: str | Path, out: Path, source_dir: Path | None, judg
     ``kw`` as ``build``'s (``skip_review=True``: the fast path, the judge during generation, which the builds these
     tests pin take)."""
     from phr.builders.phrbench import build
+    from phr.config.ops import BuildPhrbenchConfig
 
-    return build(recipe, out, generator="openai:gpt-4o", judge=judge, source_dir=source_dir, progress=False, **kw)
+    llm_options = kw.pop("llm_options", None)
+    cfg = BuildPhrbenchConfig(
+        recipe=str(recipe), out=out, generator="openai:gpt-4o", judge=judge, source_dir=source_dir, **kw
+    )
+    return build(cfg, progress=False, llm_options=llm_options)
 
 
 def _judge(prompt: str, every: int = 13) -> str:
