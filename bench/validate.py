@@ -38,47 +38,12 @@ TEMPLATES = [
     "When {A} {verb} {B}, the {adj} {E} shifts toward {C} in {D} conditions",
     "{A} stores its {E} as {C}, so {B} {verb} it only in {adj} {D} media",
 ]
-VERBS = [
-    "binds",
-    "oxidises",
-    "reduces",
-    "catalyses",
-    "absorbs",
-    "emits",
-    "inhibits",
-    "activates",
-    "transports",
-    "cleaves",
-    "stabilises",
-    "polarises",
-]
+VERBS = (
+    "binds oxidises reduces catalyses absorbs emits inhibits activates transports cleaves stabilises polarises".split()
+)
 ADJS = ["denser", "faster", "weaker", "stronger", "lighter", "warmer", "colder", "slower", "larger", "smaller"]
-NOUNS_E = [
-    "energy",
-    "charge",
-    "spin",
-    "mass",
-    "entropy",
-    "momentum",
-    "pressure",
-    "affinity",
-    "potential",
-    "density",
-    "flux",
-    "yield",
-]
-NOUNS_D = [
-    "aqueous",
-    "cellular",
-    "thermal",
-    "ionic",
-    "planetary",
-    "membrane",
-    "crystalline",
-    "viscous",
-    "acidic",
-    "optical",
-]
+NOUNS_E = "energy charge spin mass entropy momentum pressure affinity potential density flux yield".split()
+NOUNS_D = "aqueous cellular thermal ionic planetary membrane crystalline viscous acidic optical".split()
 
 
 def _words(rng: np.random.Generator, k: int) -> list[str]:

@@ -182,10 +182,7 @@ def build_paraphrase_corpus(
         summary=summary,
     )
     _complete("hr1-paraphrases", results, models, rerun, summary)
-    tables: dict[tuple[str, str], list[dict]] = {}
-    for r in results:
-        tables.setdefault((r.question.source, r.question.split), []).append(_paraphrase_row(r))
-    paras = [p for r in results for p in r.paraphrases]
+    tables, paras = paraphrase_tables(results)
     counts = {
         "questions": len(results),
         "paraphrases": len(paras),
@@ -206,6 +203,14 @@ def build_paraphrase_corpus(
     )
     _write(out, "hr1-paraphrases", tables, manifest, overwrite)
     return HR1BuildResult(out, "hr1-paraphrases", counts, summary, manifest)
+
+
+def paraphrase_tables(results: list[QuestionResult]) -> tuple[dict[tuple[str, str], list[dict]], list]:
+    """The rows of a paraphrase corpus, one table per (source, split), and all the paraphrases of ``results``."""
+    tables: dict[tuple[str, str], list[dict]] = {}
+    for r in results:
+        tables.setdefault((r.question.source, r.question.split), []).append(_paraphrase_row(r))
+    return tables, [p for r in results for p in r.paraphrases]
 
 
 # ---- training corpora -----------------------------------------------------------------------------------
@@ -235,6 +240,52 @@ def _screen(items: list[T], rows: list[TrainRow], eval_sets, config, drop: bool)
 def screen_questions(questions: list[HQuestion], eval_sets, config, drop: bool) -> tuple[list[HQuestion], list[dict]]:
     """The training questions, screened before any model call (nothing is spent on a leaking one)."""
     return _screen(questions, [TrainRow(q.id, q.question, q.id) for q in questions], eval_sets, config, drop)
+
+
+@dataclass
+class _ScreenedRun:
+    """The screened training questions, their complete results, the rows dropped for leakage, the run summary."""
+
+    questions: list[HQuestion]
+    results: list[QuestionResult]
+    dropped: list[dict]
+    summary: RunSummary
+
+
+def _screened_run(
+    kind: str,
+    train: LoadResult,
+    plan: RunPlan,
+    limit: int | None,
+    eval_sets: Mapping[str, Sequence[HQuestion]] | None,
+    leakage: LeakageConfig | None,
+    check_leakage: bool,
+    drop_leaking: bool,
+    llm_options: dict | None,
+    rerun: str | None,
+    *,
+    paraphraser: str | None,
+    qa: str | None,
+    judge: str,
+) -> _ScreenedRun:
+    """The first steps of a training corpus: the questions (up to ``limit``), screened for split leakage before
+    any call (``check_leakage``), run through the named models (None: that step is skipped), complete runs only."""
+    questions = train.questions[:limit] if limit else train.questions
+    dropped: list[dict] = []
+    if check_leakage:
+        questions, dropped = screen_questions(questions, eval_sets or {}, leakage, drop_leaking)
+    models = Models(**(llm_options or {}))
+    summary = RunSummary()
+    results = run_questions(
+        questions,
+        paraphraser=models.get(paraphraser),
+        qa=models.get(qa),
+        judge=models.get(judge),
+        plan=plan,
+        summary=summary,
+    )
+    _complete(kind, results, models, rerun, summary)
+    return _ScreenedRun(questions, results, dropped, summary)
 
 
 def grpo_row(q: HQuestion) -> dict:
@@ -302,16 +353,22 @@ def build_sft_corpus(
     Split leakage is checked against ``eval_sets`` twice: the questions before any call, the paraphrases
     after; a violation fails the build, or with ``drop_leaking`` the row is left out and listed."""
     plan = plan or RunPlan()
-    questions = train.questions[:limit] if limit else train.questions
-    dropped: list[dict] = []
-    if check_leakage:
-        questions, dropped = screen_questions(questions, eval_sets or {}, leakage, drop_leaking)
-    models = Models(**(llm_options or {}))
-    summary = RunSummary()
-    results = run_questions(
-        questions, paraphraser=models.get(paraphraser), qa=None, judge=models.get(judge), plan=plan, summary=summary
+    run = _screened_run(
+        "hr1-sft",
+        train,
+        plan,
+        limit,
+        eval_sets,
+        leakage,
+        check_leakage,
+        drop_leaking,
+        llm_options,
+        rerun,
+        paraphraser=paraphraser,
+        qa=None,
+        judge=judge,
     )
-    _complete("hr1-sft", results, models, rerun, summary)
+    results, dropped, summary = run.results, run.dropped, run.summary
     rows = [row for r in results for row in sft_rows(r.question, r.paraphrases)]
     if check_leakage and rows:
         paraphrases = [TrainRow(r["id"], r["paraphrase"], r["question_id"]) for r in rows]
@@ -361,16 +418,22 @@ def build_grpo_corpus(
     match), each with a stable ``prompt_id``, Listing B.1 applied as a one-message chat ``prompt`` and the
     gold answers kept for the reward. Split leakage is checked before any call (fail, or ``drop_leaking``)."""
     plan = plan or RunPlan()
-    questions = train.questions[:limit] if limit else train.questions
-    dropped: list[dict] = []
-    if check_leakage:
-        questions, dropped = screen_questions(questions, eval_sets or {}, leakage, drop_leaking)
-    models = Models(**(llm_options or {}))
-    summary = RunSummary()
-    results = run_questions(
-        questions, paraphraser=None, qa=models.get(qa), judge=models.get(judge), plan=plan, summary=summary
+    run = _screened_run(
+        "hr1-grpo",
+        train,
+        plan,
+        limit,
+        eval_sets,
+        leakage,
+        check_leakage,
+        drop_leaking,
+        llm_options,
+        rerun,
+        paraphraser=None,
+        qa=qa,
+        judge=judge,
     )
-    _complete("hr1-grpo", results, models, rerun, summary)
+    questions, results, dropped, summary = run.questions, run.results, run.dropped, run.summary
     kept = [r.question for r in results if counts_as_correct(r.correctness, plan.grading)]
     rows = [grpo_row(q) for q in kept]
     if not rows:

@@ -32,7 +32,7 @@ from phr.hr1.records import SOURCES, HQuestion, ParaphraseResult
 from phr.hr1.settings import Grading
 from phr.llm.summary import RunSummary
 
-from .hr1 import HR1BuildResult, _manifest, _paraphrase_row, _write, grpo_row, screen_questions, sft_rows
+from .hr1 import HR1BuildResult, _manifest, _write, grpo_row, paraphrase_tables, screen_questions, sft_rows
 from .hr1_sources import LoadResult, _q, stand_in_split
 
 MINI_FILE = "curated/hr1-mini.jsonl"
@@ -251,10 +251,7 @@ def build_mini(
         summary=summary,
         paraphrases=mini.paraphrases,
     )
-    tables: dict[tuple[str, str], list[dict]] = {}
-    for r in results:
-        tables.setdefault((r.question.source, r.question.split), []).append(_paraphrase_row(r))
-    paras = [p for r in results for p in r.paraphrases]
+    tables, paras = paraphrase_tables(results)
     counts = {
         "questions": len(results),
         "paraphrases": len(paras),

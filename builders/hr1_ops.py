@@ -377,6 +377,14 @@ def run(p: Any) -> Any:
     raise TypeError(f"{type(p).__name__} is not a Hallucination-R1 plan")
 
 
+def _model_build(p: ParaphrasesPlan | TrainingPlan) -> dict[str, Any]:
+    """The keywords a corpus build that calls models takes from its plan: the judge, the steps, the limit,
+    overwrite, the LLM options, the rerun command and the settings record."""
+    cfg = p.config
+    return dict(judge=cfg.judge, plan=p.steps, limit=cfg.limit, overwrite=cfg.overwrite, llm_options=cfg.llm_kwargs(),
+                rerun=p.rerun, config=cfg.result_record())  # fmt: skip
+
+
 @run.register
 def _(p: ParaphrasesPlan) -> HR1BuildResult:
     cfg = p.config
@@ -386,9 +394,8 @@ def _(p: ParaphrasesPlan) -> HR1BuildResult:
                          llm_options=cfg.llm_kwargs(), mini=p.mini, config=cfg.result_record())  # fmt: skip
     else:
         res = build_paraphrase_corpus(
-            p.out, p.loads, paraphraser=cfg.paraphraser, qa=p.qa, judge=cfg.judge, plan=p.steps, limit=cfg.limit,
-            overwrite=cfg.overwrite, smoke=cfg.preset == "smoke", diversity=cfg.diversity,
-            llm_options=cfg.llm_kwargs(), rerun=p.rerun, config=cfg.result_record(),
+            p.out, p.loads, paraphraser=cfg.paraphraser, qa=p.qa, smoke=cfg.preset == "smoke", diversity=cfg.diversity,
+            **_model_build(p),
         )  # fmt: skip
     res.settings = p.settings
     return res
@@ -404,11 +411,7 @@ def _(p: TrainingPlan) -> HR1BuildResult:
         assert p.train is not None
         role = {"paraphraser": cfg.paraphraser} if p.kind == "sft" else {"qa": cfg.qa_model}
         corpus = build_sft_corpus if p.kind == "sft" else build_grpo_corpus
-        res = corpus(
-            p.out, p.train, judge=cfg.judge, eval_sets=p.eval_sets, plan=p.steps, limit=cfg.limit,
-            overwrite=cfg.overwrite, drop_leaking=cfg.drop_leaking, llm_options=cfg.llm_kwargs(), rerun=p.rerun,
-            config=cfg.result_record(), **role,
-        )  # fmt: skip
+        res = corpus(p.out, p.train, eval_sets=p.eval_sets, drop_leaking=cfg.drop_leaking, **role, **_model_build(p))
     res.settings = p.settings
     return res
 

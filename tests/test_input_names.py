@@ -13,9 +13,10 @@ import pytest
 from typer.testing import CliRunner
 
 from phr.builders.hr1_sources import load_popqa
-from phr.builders.sources import MalformedSourceError, bbbp
+from phr.builders.sources import MalformedSourceError
 from phr.cli import app
 from phr.hub.repo import repo_id_problem
+from tests.support.bbbp_faults import malformed_bbbp
 from tests.support.paper_fixtures import write_sources
 
 
@@ -37,11 +38,8 @@ def test_push_to_an_upper_case_git_name_writes_nothing(tmp_path):
 
 
 def test_a_bbbp_header_with_a_duplicate_column_names_the_column_and_file(tmp_path):
-    path = tmp_path / "BBBP.csv"
-    path.write_text("num,name,p_np,smiles,p_np\n1,aspirin,1,CCO,0\n")
-    with pytest.raises(MalformedSourceError) as e:
-        bbbp.load(tmp_path)
-    assert str(e.value) == (f"duplicate column name 'p_np' (columns 3, 5) in header of {path}: rename one of them")
+    path, message = malformed_bbbp(tmp_path, "num,name,p_np,smiles,p_np\n1,aspirin,1,CCO,0\n")
+    assert message == f"duplicate column name 'p_np' (columns 3, 5) in header of {path}: rename one of them"
 
 
 def test_a_parquet_source_with_a_duplicate_column_is_named_too(tmp_path):

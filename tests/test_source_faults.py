@@ -18,6 +18,7 @@ import pytest
 from phr.builders.recipe import RecipeError, load_recipe, select_questions
 from phr.builders.sources import MalformedSourceError, _common, bbbp, chembench, mbpp, medmcqa, mmlu, sciq
 from phr.core.errors import PHRError
+from tests.support.bbbp_faults import malformed_bbbp
 from tests.support.paper_fixtures import write_sources
 
 REPO = Path(__file__).resolve().parents[1]
@@ -161,11 +162,8 @@ def test_cli_build_with_non_utf8_source_exits_2_names_the_byte_and_writes_nothin
 
 
 def test_duplicate_ids_name_the_file_and_both_rows(tmp_path):
-    path = tmp_path / "BBBP.csv"
-    path.write_text("num,name,p_np,smiles\n1,a,1,CCO\n2,b,0,CCN\n1,c,0,CCC\n")
-    with pytest.raises(MalformedSourceError) as err:
-        bbbp.load(tmp_path)
-    assert str(err.value) == (
+    path, message = malformed_bbbp(tmp_path, "num,name,p_np,smiles\n1,a,1,CCO\n2,b,0,CCN\n1,c,0,CCC\n")
+    assert message == (
         f"MoleculeNet BBBP: duplicate question id 'bbbp-1' (source row id '1'): "
         f"{path}: row 1 (line 2) and {path}: row 3 (line 4)"
     )
@@ -191,11 +189,8 @@ def test_duplicate_ids_across_files_name_both_files(tmp_path):
     ],
 )
 def test_csv_row_with_extra_or_missing_fields_is_rejected_with_file_and_line(tmp_path, row, problem):
-    path = tmp_path / "BBBP.csv"
-    path.write_text(f"num,name,p_np,smiles\r\n1,a,1,CCO\r\n\r\n{row}\r\n3,c,1,CO\r\n", newline="")
-    with pytest.raises(MalformedSourceError) as err:
-        bbbp.load(tmp_path)
-    assert str(err.value) == f"{path}: row 2 (line 4): {problem}"
+    path, message = malformed_bbbp(tmp_path, f"num,name,p_np,smiles\r\n1,a,1,CCO\r\n\r\n{row}\r\n3,c,1,CO\r\n")
+    assert message == f"{path}: row 2 (line 4): {problem}"
 
 
 @pytest.mark.parametrize(
@@ -207,11 +202,8 @@ def test_csv_row_with_extra_or_missing_fields_is_rejected_with_file_and_line(tmp
     ],
 )
 def test_empty_csv_says_the_file_is_empty(tmp_path, content, problem):
-    path = tmp_path / "BBBP.csv"
-    path.write_text(content, newline="")
-    with pytest.raises(MalformedSourceError) as err:
-        bbbp.load(tmp_path)
-    assert str(err.value) == f"{path}: {problem}"
+    path, message = malformed_bbbp(tmp_path, content)
+    assert message == f"{path}: {problem}"
 
 
 @pytest.mark.parametrize(

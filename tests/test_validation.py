@@ -131,85 +131,77 @@ def test_parse_numbers_and_numeric_answers():
 # ---- single mutation: must reject ----------------------------------------------------------------------------
 
 
-def test_rejects_three_sentences():
-    q, a = frames([mc()], [aug("h1", "Blood picks up oxygen in the liver. The liver has alveoli. Oxygen binds there.")])
-    out = single_mutation(a, q)
-    assert reasons(out, "h1") == [
-        "hallucinated premise has 3 sentences (max 2): 'Blood picks up oxygen in the liver.' | "
-        "'The liver has alveoli.' | 'Oxygen binds there.'"
-    ]
+LIVER = "Blood is oxygenated in the liver."
+CODE_ID = code_question()["id"]
 
-
-def test_rejects_lists_and_semicolon_chains_and_connectives():
-    q, a = frames(
-        [mc()],
+# (augmentation, the reasons single_mutation gives it); the question is mc() or, for CODE_ID, code_question()
+REJECTED = [
+    (
+        aug("h1", "Blood picks up oxygen in the liver. The liver has alveoli. Oxygen binds there."),
         [
-            aug("list", "Two facts hold: (1) blood is oxygenated in the liver (2) the heart has two chambers"),
-            aug("bullets", "- Blood is oxygenated in the liver\n- The heart has two chambers"),
-            aug("chain", "Blood is oxygenated in the liver; the heart has two chambers; veins carry oxygenated blood"),
-            aug("also", "Blood is oxygenated in the liver. Additionally, the heart has two chambers."),
+            "hallucinated premise has 3 sentences (max 2): 'Blood picks up oxygen in the liver.' | "
+            "'The liver has alveoli.' | 'Oxygen binds there.'"
         ],
-    )
-    out = single_mutation(a, q)
-    assert reasons(out, "list") == ["hallucinated premise is a list (2 enumeration markers: '(1)', '(2)')"]
-    assert reasons(out, "bullets") == ["hallucinated premise is a list (2 enumeration markers: '-', '-')"]
-    assert reasons(out, "chain") == ["hallucinated premise chains 3 statements with '; ' (max 1 separator)"]
-    assert reasons(out, "also") == ["hallucinated premise joins independent claims with 'additionally'"]
-
-
-def test_rejects_mutation_logic_with_two_errors():
-    q, a = frames(
-        [mc()],
+    ),
+    (
+        aug("list", "Two facts hold: (1) blood is oxygenated in the liver (2) the heart has two chambers"),
+        ["hallucinated premise is a list (2 enumeration markers: '(1)', '(2)')"],
+    ),
+    (
+        aug("bullets", "- Blood is oxygenated in the liver\n- The heart has two chambers"),
+        ["hallucinated premise is a list (2 enumeration markers: '-', '-')"],
+    ),
+    (
+        aug("chain", "Blood is oxygenated in the liver; the heart has two chambers; veins carry oxygenated blood"),
+        ["hallucinated premise chains 3 statements with '; ' (max 1 separator)"],
+    ),
+    (
+        aug("additionally", "Blood is oxygenated in the liver. Additionally, the heart has two chambers."),
+        ["hallucinated premise joins independent claims with 'additionally'"],
+    ),
+    # mutation_logic naming two errors, or none
+    (
+        aug("two", LIVER, logic="Introduced two errors: swapped the organ and the gas."),
+        ["mutation_logic names more than one error ('two errors')"],
+    ),
+    (
+        aug("numbered", LIVER, logic="1. Swapped lungs for liver. 2. Changed oxygen to nitrogen."),
+        ["mutation_logic names more than one error ('an enumeration 1. / 2.')"],
+    ),
+    (
+        aug("also", LIVER, logic="Swapped lungs for liver and also changed the gas."),
+        ["mutation_logic names more than one error ('also changed')"],
+    ),
+    (aug("none", LIVER, logic=None), ["hallucinated premise has no mutation_logic naming its error"]),
+    # the mutation fields: a code premise, an unknown type, none, a truthful premise with one
+    (
+        aug(
+            "code-rc",
+            "The function sorts the list before comparing neighbours.",
+            qid=CODE_ID,
+            mutation_type="Rule Contradiction",
+        ),
+        ["code question premise has mutation_type 'Rule Contradiction'; Code allows only State Distortion"],
+    ),
+    (
+        aug("bogus", LIVER, mutation_type="Wishful Thinking"),
         [
-            aug(
-                "two",
-                "Blood is oxygenated in the liver.",
-                logic="Introduced two errors: swapped the organ and the gas.",
-            ),
-            aug(
-                "numbered",
-                "Blood is oxygenated in the liver.",
-                logic="1. Swapped lungs for liver. 2. Changed oxygen to nitrogen.",
-            ),
-            aug("also", "Blood is oxygenated in the liver.", logic="Swapped lungs for liver and also changed the gas."),
-            aug("none", "Blood is oxygenated in the liver.", logic=None),
+            "mutation_type 'Wishful Thinking' is not one of Pseudoscientific Entanglement, Rule Contradiction, "
+            "State Distortion"
         ],
-    )
-    out = single_mutation(a, q)
-    assert reasons(out, "two") == ["mutation_logic names more than one error ('two errors')"]
-    assert reasons(out, "numbered") == ["mutation_logic names more than one error ('an enumeration 1. / 2.')"]
-    assert reasons(out, "also") == ["mutation_logic names more than one error ('also changed')"]
-    assert reasons(out, "none") == ["hallucinated premise has no mutation_logic naming its error"]
+    ),
+    (aug("untyped", LIVER, mutation_type=None), ["hallucinated premise has no mutation_type"]),
+    (
+        {**aug("t-typed", "Blood is oxygenated in the lungs.", kind="truthful"), "mutation_type": "State Distortion"},
+        ["truthful premise has mutation fields set (mutation_type)"],
+    ),
+]
 
 
-def test_rejects_code_premise_with_rule_contradiction_and_bad_mutation_fields():
-    code = code_question()
-    q, a = frames(
-        [mc(), code],
-        [
-            aug(
-                "code-rc",
-                "The function sorts the list before comparing neighbours.",
-                qid=code["id"],
-                mutation_type="Rule Contradiction",
-            ),
-            aug("bogus", "Blood is oxygenated in the liver.", mutation_type="Wishful Thinking"),
-            aug("untyped", "Blood is oxygenated in the liver.", mutation_type=None),
-            {
-                **aug("t-typed", "Blood is oxygenated in the lungs.", kind="truthful"),
-                "mutation_type": "State Distortion",
-            },
-        ],
-    )
-    out = single_mutation(a, q)
-    assert reasons(out, "code-rc") == [
-        "code question premise has mutation_type 'Rule Contradiction'; Code allows only State Distortion"
-    ]
-    assert reasons(out, "bogus") == [
-        "mutation_type 'Wishful Thinking' is not one of Pseudoscientific Entanglement, Rule Contradiction, State Distortion"
-    ]
-    assert reasons(out, "untyped") == ["hallucinated premise has no mutation_type"]
-    assert reasons(out, "t-typed") == ["truthful premise has mutation fields set (mutation_type)"]
+@pytest.mark.parametrize(("row", "expected"), REJECTED, ids=[row["id"] for row, _ in REJECTED])
+def test_single_mutation_rejects(row, expected):
+    q, a = frames([mc(), code_question()], [row])
+    assert reasons(single_mutation(a, q), row["id"]) == expected
 
 
 # ---- single mutation: near misses that must pass ----------------------------------------------------------------
@@ -520,6 +512,25 @@ def test_schema_rejections_name_rows():
     assert {r.check for r in out} == {"schema:augmentations"}
 
 
+def instance_row(iid: str, condition: str, **fields) -> dict:
+    """An instance row of question sciq-train-0 without a premise, ``fields`` set over it."""
+    return (
+        dict(
+            id=iid,
+            question_id="sciq-train-0",
+            condition=condition,
+            domain="Biomedicine",
+            subtype="x",
+            task_type="multiple_choice",
+            prompt="Question: ...",
+            premise=None,
+            augmentation_id=None,
+            mutation_type=None,
+        )
+        | fields
+    )
+
+
 def test_schema_questions_and_instances():
     bad_mc = {**mc("sciq-train-1"), "answer": "the liver"}  # options[1] is "the lungs"
     code = {**code_question(), "reference_solution": None}
@@ -533,42 +544,9 @@ def test_schema_questions_and_instances():
     ]
     inst = pd.DataFrame(
         [
-            dict(
-                id="i-b",
-                question_id="sciq-train-0",
-                condition="B",
-                domain="Biomedicine",
-                subtype="x",
-                task_type="multiple_choice",
-                prompt="Question: ...",
-                premise=None,
-                augmentation_id=None,
-                mutation_type=None,
-            ),
-            dict(
-                id="i-h",
-                question_id="sciq-train-0",
-                condition="B+H",
-                domain="Biomedicine",
-                subtype="x",
-                task_type="multiple_choice",
-                prompt="Premise: P\n\nQuestion: ...",
-                premise="P",
-                augmentation_id="a2",
-                mutation_type=None,
-            ),
-            dict(
-                id="i-x",
-                question_id="sciq-train-0",
-                condition="B-T",
-                domain="Biomedicine",
-                subtype="x",
-                task_type="multiple_choice",
-                prompt="Question: ...",
-                premise=None,
-                augmentation_id=None,
-                mutation_type=None,
-            ),
+            instance_row("i-b", "B"),
+            instance_row("i-h", "B+H", prompt="Premise: P\n\nQuestion: ...", premise="P", augmentation_id="a2"),
+            instance_row("i-x", "B-T"),
         ]
     )
     out = validate_frame(inst, "instances")

@@ -7,7 +7,7 @@ Shared groups are mixins, so the judge, QA model and decoding are the same field
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from phr.config.base import OpConfig, field_order, setting
 from phr.config.defaults import (
@@ -439,6 +439,15 @@ class BuildHr1ParaphrasesConfig(HR1Build):
     diversity: bool = setting(True, "Compute the diversity scores (MiniLM).")
 
 
+def _training_preset() -> Any:
+    """The ``preset`` setting of the two training corpora (`build hr1-sft`, `build hr1-grpo`)."""
+    return setting(
+        None,
+        "Named settings: 'smoke' = capped lengths; 'mini' = the offline smoke corpus from Hallucination-R1-mini's "
+        "stand-in train rows, no model run (the no-argument default).",
+    )
+
+
 class BuildHr1SftConfig(HR1TrainingBuild):
     """`build hr1-sft`: consistent paraphrases of SimpleQuestions train with the gold answer (App. E.1)."""
 
@@ -446,11 +455,7 @@ class BuildHr1SftConfig(HR1TrainingBuild):
     operation = HR1_OPERATIONS
     presets = {"paper": {}, "smoke": {**SMOKE_DECODING}, "mini": {}}
 
-    preset: Literal["paper", "smoke", "mini"] | None = setting(
-        None,
-        "Named settings: 'smoke' = capped lengths; 'mini' = the offline smoke corpus from Hallucination-R1-mini's "
-        "stand-in train rows, no model run (the no-argument default).",
-    )
+    preset: Literal["paper", "smoke", "mini"] | None = _training_preset()
     paraphraser: str = setting(OFFLINE_MODEL, "Paraphrase model (Hallucination-R1).", paper="App. E.1")
     k: int = setting(4, "Paraphrases per question.", paper="App. E.1", ge=1)
 
@@ -462,11 +467,7 @@ class BuildHr1GrpoConfig(HR1TrainingBuild):
     operation = HR1_OPERATIONS
     presets = {"paper": {}, "smoke": {**SMOKE_DECODING}, "mini": {}}
 
-    preset: Literal["paper", "smoke", "mini"] | None = setting(
-        None,
-        "Named settings: 'smoke' = capped lengths; 'mini' = the offline smoke corpus from Hallucination-R1-mini's "
-        "stand-in train rows, no model run (the no-argument default).",
-    )
+    preset: Literal["paper", "smoke", "mini"] | None = _training_preset()
     qa_model: str = setting(
         OFFLINE_MODEL, "The QA model whose correct answers are kept (paper: Qwen2.5-3B).", paper="App. C.1"
     )

@@ -106,27 +106,13 @@ class Judges:
 
     def __post_init__(self) -> None:
         object.__setattr__(
-            self,
-            "consistency",
-            LLMJudge(
-                ConsistencyVerdict,
-                template("consistency_judge"),
-                max_tokens=self.max_tokens,
-                max_reasks=self.max_reasks,
-                desc="judging consistency",
-            ),
+            self, "consistency", self._judge(ConsistencyVerdict, "consistency_judge", "judging consistency")
         )
-        object.__setattr__(
-            self,
-            "factual",
-            LLMJudge(
-                FactualVerdict,
-                template("factual_judge"),
-                max_tokens=self.max_tokens,
-                max_reasks=self.max_reasks,
-                desc="judging answers",
-            ),
-        )
+        object.__setattr__(self, "factual", self._judge(FactualVerdict, "factual_judge", "judging answers"))
+
+    def _judge(self, verdict, prompt: str, desc: str) -> LLMJudge:
+        """The judge of ``verdict`` under the prompt template ``prompt``, with this pair's limits."""
+        return LLMJudge(verdict, template(prompt), max_tokens=self.max_tokens, max_reasks=self.max_reasks, desc=desc)
 
 
 def consistency_items(pairs: Sequence[tuple[str, str, str]]) -> list[JudgeItem]:

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import os
-
 import anthropic
 
-from phr.config.defaults import CALL_TIMEOUT_S
-from phr.core.secrets import require_env
 from phr.llm.errors import AuthFailed, BadRequest, CallError, RateLimited, ServerError
 from phr.llm.providers.base import (
-    APIProvider,
     BatchLine,
     BatchResult,
     BatchStatus,
+    KeyedAPIProvider,
     RawCompletion,
     split_system,
     stainless_errors,
@@ -23,7 +19,7 @@ from phr.llm.types import GenerationParams, Message
 DEFAULT_MAX_TOKENS = 1024
 
 
-class AnthropicProvider(APIProvider):
+class AnthropicProvider(KeyedAPIProvider):
     """``anthropic:<model>``. ANTHROPIC_API_KEY is required; ANTHROPIC_BASE_URL is honoured.
 
     No native n: the executor makes one call per sample (``complete`` loops if given n > 1; each sample then
@@ -35,6 +31,8 @@ class AnthropicProvider(APIProvider):
     """
 
     kind = "anthropic"
+    key_env = ("ANTHROPIC_API_KEY",)
+    url_env = "ANTHROPIC_BASE_URL"
     native_n = False
     max_n = 1
     response_kind = "a message"
@@ -43,14 +41,6 @@ class AnthropicProvider(APIProvider):
     #: the Message Batches API's limits: 100,000 requests or 256 MB per batch
     batch_max_requests = 100_000
     batch_max_bytes = 250_000_000
-
-    def __init__(
-        self, model: str, api_key: str | None = None, base_url: str | None = None, timeout: float = CALL_TIMEOUT_S
-    ):
-        super().__init__(model)
-        self._api_key = api_key or require_env("ANTHROPIC_API_KEY", purpose=f"anthropic:{model}")
-        self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
-        self.timeout = timeout
 
     def _new_client(self) -> anthropic.AsyncAnthropic:
         return anthropic.AsyncAnthropic(

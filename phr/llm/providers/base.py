@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import logging
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
+from phr.config.defaults import CALL_TIMEOUT_S
 from phr.core.errors import PHRError
-from phr.core.secrets import redact
+from phr.core.secrets import redact, require_env
 from phr.core.text import clip
 from phr.llm.errors import (
     CallError,
@@ -359,6 +361,22 @@ class ScoringProvider(Protocol):
         """The head when ``logits == head(final hidden state)`` exactly (checked once), else None (e.g. a logit
         soft-cap): then only ``forward(logits=True)`` gives the logits."""
         ...
+
+
+class KeyedAPIProvider(APIProvider):
+    """An HTTP API reached with a key (given, else from the first set of the environment variables ``key_env``;
+    none set is an error) at an endpoint (given, else ``$url_env``, else the SDK's default)."""
+
+    key_env: tuple[str, ...] = ()
+    url_env: str = ""
+
+    def __init__(
+        self, model: str, api_key: str | None = None, base_url: str | None = None, timeout: float = CALL_TIMEOUT_S
+    ):
+        super().__init__(model)
+        self._api_key = api_key or require_env(*self.key_env, purpose=f"{self.kind}:{model}")
+        self.base_url = base_url or os.environ.get(self.url_env) or None
+        self.timeout = timeout
 
 
 class CannotScoreError(PHRError, TypeError):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 
 import httpx2
 import pydantic
@@ -11,14 +10,12 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types as gt
 
-from phr.config.defaults import CALL_TIMEOUT_S
-from phr.core.secrets import require_env
 from phr.llm.errors import CallError, MalformedResponse, from_http_status
 from phr.llm.providers.base import (
-    APIProvider,
     BatchLine,
     BatchResult,
     BatchStatus,
+    KeyedAPIProvider,
     RawCompletion,
     SDKErrors,
     split_system,
@@ -26,7 +23,7 @@ from phr.llm.providers.base import (
 from phr.llm.types import GenerationParams, Message
 
 
-class GoogleProvider(APIProvider):
+class GoogleProvider(KeyedAPIProvider):
     """``google:<model>``. GEMINI_API_KEY (or GOOGLE_API_KEY) is required; GOOGLE_GEMINI_BASE_URL is honoured.
 
     Native n through ``candidate_count`` (up to 8). The SDK is built without retry options, so it never retries.
@@ -36,6 +33,8 @@ class GoogleProvider(APIProvider):
     """
 
     kind = "google"
+    key_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    url_env = "GOOGLE_GEMINI_BASE_URL"
     native_n = True
     max_n = 8
     response_kind = "generateContent"
@@ -48,14 +47,6 @@ class GoogleProvider(APIProvider):
     #: the Batch API with inlined requests: one request body of at most 20 MB
     batch_max_requests = 10_000
     batch_max_bytes = 19_000_000
-
-    def __init__(
-        self, model: str, api_key: str | None = None, base_url: str | None = None, timeout: float = CALL_TIMEOUT_S
-    ):
-        super().__init__(model)
-        self._api_key = api_key or require_env("GEMINI_API_KEY", "GOOGLE_API_KEY", purpose=f"google:{model}")
-        self.base_url = base_url or os.environ.get("GOOGLE_GEMINI_BASE_URL") or None
-        self.timeout = timeout
 
     def _new_client(self) -> genai.Client:
         return genai.Client(
