@@ -358,7 +358,7 @@ class EvalHr1Config(HR1Decoding, Calls):
         f"the maintainers' curated paraphrases and labels (no paraphraser or judge unless given), K 4, "
         f"{MINI_DECODING}. The no-argument offline default runs 'mini'.",
     )
-    dataset: list[str] = setting(
+    dataset: EvalSets = setting(
         [],
         "Evaluation sets NAME=PATH (NAME alone with --online); default: Hallucination-R1-mini's questions. Repeatable.",
         metavar="NAME=PATH",
@@ -390,7 +390,7 @@ class EvalHr1Config(HR1Decoding, Calls):
 class HR1Build(HR1Decoding, Calls):
     """What the Hallucination-R1 corpus builds share."""
 
-    source: list[str] = setting(
+    source: EvalSets = setting(
         [], "Sources NAME=PATH (NAME alone with --online loads the Hub copy). Repeatable.", metavar="NAME=PATH"
     )
     online: bool = setting(False, "Load sources given without a path from the Hub.")
@@ -406,7 +406,7 @@ class HR1TrainingBuild(HR1Build):
     stand_in_split: StandIn | None = setting(
         None, "Split one released split into train and test (even-train-odd-test); the card says so."
     )
-    eval_set: list[str] = setting(
+    eval_set: EvalSets = setting(
         [],
         "Evaluation sets NAME=PATH the corpus must not overlap (NAME=stand-in: the other half). Repeatable.",
         paper="App. C.1",
@@ -634,7 +634,7 @@ class TrainConfig(OpConfig):
     data: Path | None = setting(None, "Corpus folder (overrides data.path).")
     output_dir: Path | None = setting(None, "Run folder (overrides trainer.output_dir).")
     max_steps: int | None = setting(None, "Overrides trainer.max_steps.", ge=1)
-    eval_set: list[str] = setting(
+    eval_set: EvalSets = setting(
         [],
         "Evaluation sets NAME=PATH the corpus must not overlap: its training rows are screened for split leakage "
         "before training (and by --dry-run); default: the screen its build recorded in manifest.json. Repeatable.",
