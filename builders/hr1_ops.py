@@ -30,6 +30,7 @@ from phr.config.ops import (
     EvalHr1Config,
     HR1TrainingBuild,
 )
+from phr.config.types import eval_set_parts
 from phr.core.errors import PHRError, UsageError
 from phr.core.settings import CACHE_ENV
 from phr.eval.hr1_metrics import MetricSettings
@@ -154,12 +155,12 @@ def parse_sources(values: list[str], online: bool) -> list[tuple[str, str | None
     """``NAME=PATH`` (``NAME`` alone with ``online``) of known sources."""
     out = []
     for v in values:
-        name, _, path = v.partition("=")
+        name, path = eval_set_parts(v)
         if name not in SOURCES:
             raise UsageError(f"--source {v}: unknown source {name!r}; known: {', '.join(SOURCES)}")
         if not path and not online:
             raise UsageError(f"--source {v}: give NAME=PATH (the released files), or --online for the Hub copy")
-        out.append((name, path or None))
+        out.append((name, path))
     return out
 
 
@@ -311,7 +312,7 @@ def _train_and_eval(cfg: HR1TrainingBuild) -> tuple[LoadResult, dict[str, list[H
             )
     evals: dict[str, list[HQuestion]] = {}
     for v in cfg.eval_set:
-        name, _, path = v.partition("=")
+        name, path = eval_set_parts(v)
         if path == "stand-in" or (name == "stand-in" and not path):
             if held_out is None:
                 raise UsageError(f"--eval-set {v}: needs --stand-in-split")
@@ -319,7 +320,7 @@ def _train_and_eval(cfg: HR1TrainingBuild) -> tuple[LoadResult, dict[str, list[H
             continue
         if name not in SOURCES:
             raise UsageError(f"--eval-set {v}: unknown source {name!r}; known: {', '.join(SOURCES)}")
-        evals[name] = load_hr1_source(name, path or None, online=cfg.online).questions
+        evals[name] = load_hr1_source(name, path, online=cfg.online).questions
     return train, evals
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from statistics import fmean
+from typing import Any
 
 import numpy as np
 
@@ -74,10 +75,10 @@ class _Group:
     """One table cell: its point estimates and, with a resampler, the bootstrap draws of each figure."""
 
     def __init__(self, scores: Sequence[SampleScore], rs: QuestionResampler | None):
-        self.accuracy = fmean(_value(s, ACCURACY) for s in scores) if scores else None  # unrounded, for ratios
-        self.cell = Cell(
-            n=len(scores),
-            missing=sum(s.missing for s in scores),
+        self.accuracy = fmean(float(s.correct) for s in scores) if scores else None  # unrounded, for ratios
+        # Cell is made by create_model (phr.eval.results): its fields are not typed
+        self.cell: Any = Cell(
+            **{"n": len(scores), "missing": sum(s.missing for s in scores)},
             **{f: _mean(_value(s, f) for s in scores) for f in FIGURES},
         )
         self.draws = {f: _draws(rs, ((s.question_id, _value(s, f)) for s in scores)) for f in FIGURES}
@@ -219,22 +220,30 @@ def aggregate(scores: Sequence[SampleScore], bootstrap: Bootstrap | None = Boots
     )
 
 
+def _accuracy_headline(by_cond: dict[str, _Group], metrics: dict[str, float], draws: dict) -> None:
+    """The paper's headline (§5.1): H - T, and retention H / T of the unrounded accuracies (Figure 3)."""
+    bh, bt = name_of(ACCURACY, _HALL), name_of(ACCURACY, _TRUTH)
+    if bh not in metrics or bt not in metrics:
+        return
+    metrics[ACCURACY_H_MINUS_T] = round(metrics[bh] - metrics[bt], 6)
+    draws[ACCURACY_H_MINUS_T] = _minus(draws[bh], draws[bt])
+    hall, truthful = by_cond[_HALL].accuracy, by_cond[_TRUTH].accuracy
+    if metrics[bt] > 0 and hall is not None and truthful:
+        metrics[RETENTION] = round(hall / truthful, 6)
+        draws[RETENTION] = _ratio(draws[bh], draws[bt])
+
+
 def _flat_metrics(by_cond: dict[str, _Group], shares, share_draws, judged: bool):
     """The result's flat ``metrics`` (catalogue names) and the bootstrap draws of each."""
     metrics: dict[str, float] = {}
     draws: dict[str, np.ndarray | None] = {}
     for c, g in by_cond.items():
         for f in FIGURES:
-            if g.get(f) is not None:
+            value = g.get(f)
+            if value is not None:
                 name = name_of(f, c)
-                metrics[name], draws[name] = g.get(f), g.draws[f]
-    bh, bt = name_of(ACCURACY, _HALL), name_of(ACCURACY, _TRUTH)
-    if bh in metrics and bt in metrics:  # the paper's headline (§5.1): H - T, and retention H / T (Figure 3)
-        metrics[ACCURACY_H_MINUS_T] = round(metrics[bh] - metrics[bt], 6)
-        draws[ACCURACY_H_MINUS_T] = _minus(draws[bh], draws[bt])
-        if metrics[bt] > 0:
-            metrics[RETENTION] = round(by_cond[_HALL].accuracy / by_cond[_TRUTH].accuracy, 6)
-            draws[RETENTION] = _ratio(draws[bh], draws[bt])
+                metrics[name], draws[name] = value, g.draws[f]
+    _accuracy_headline(by_cond, metrics, draws)
     for f in TRAJECTORY:  # the leaderboard's OL/UI/BUF/BC: under B+H
         bh, bt = name_of(f, _HALL), name_of(f, _TRUTH)
         if bh in metrics:
@@ -258,7 +267,7 @@ def _ol_words(scores: Sequence[SampleScore], rs, metrics: dict, draws: dict) -> 
         if c in CONDITION_SUFFIX:
             name = name_of(OL_WORDS, c)
             metrics[name] = _mean(s.ol_words for s in g)
-            draws[name] = _draws(rs, ((s.question_id, float(s.ol_words)) for s in g))
+            draws[name] = _draws(rs, ((s.question_id, float(s.ol_words or 0)) for s in g))
     bh, bt = name_of(OL_WORDS, _HALL), name_of(OL_WORDS, _TRUTH)
     if bh in metrics:
         metrics[headline_of(OL_WORDS)], draws[headline_of(OL_WORDS)] = metrics[bh], draws[bh]

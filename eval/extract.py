@@ -120,7 +120,9 @@ def numeric_gold(gold: str) -> list[Number] | None:
     words besides the numbers remain (units: ``9.8 m/s^2``, ``4.3 x 10^-6 M``, ``25 degrees Celsius``)."""
     text = plain(gold)
     nums = parse_numbers(text)
-    if not nums or nums[0].start > _LEAD.match(text).end() or _LOCANT.match(text, nums[0].end):
+    lead = _LEAD.match(text)  # always matches (possibly empty)
+    lead_end = lead.end() if lead else 0
+    if not nums or nums[0].start > lead_end or _LOCANT.match(text, nums[0].end):
         return None
     spans = _spans(nums)
     rest = "".join(" " if i in spans else ch for i, ch in enumerate(text))

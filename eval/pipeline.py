@@ -1,29 +1,34 @@
 """Score a run folder or a leaderboard submission into results (the code both paths share).
 
-result, out = score_run("runs/local--smollm2/3f2a1c9e0b1d", ScoreOptions(judge=None))
-result, out = score_submission("sub.jsonl", "ORG/phrbench", meta, ScoreOptions(), out="scored/")
+    result, out = score_run("runs/local--smollm2/3f2a1c9e0b1d", Scoring(scorer="none"))
+    result, out = score_submission("sub.jsonl", dataset, meta, Scoring(), out="scored/")
+
+The scoring settings are the config group ``phr.config.ops.Scoring`` (any config that has them), or a
+``ScoringRun`` of them with what the scoring runs with (the generator's weights, the judge's call options).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict
 from pathlib import Path
 
 from phr.bench.metrics import RESOLUTIONS
+from phr.config.defaults import CODE_MEMORY_MB, CODE_TIMEOUT_S, model_or_none
+from phr.config.ops import PAPER_SCORER, Scoring
 from phr.core.errors import PHRError
 from phr.eval.aggregate import aggregate
 from phr.eval.dataset import EvalDataset, load_eval_dataset
+from phr.eval.extract import REL_TOL
 from phr.eval.report import result_json, write_results
 from phr.eval.resolution import PROMPT_VERSION, prompt_hash
 from phr.eval.results import Bootstrap, EvaluationSettings, Result, RunManifest, Truncation, coverage_of
-from phr.eval.runner import GENERATIONS_FILE, PAPER_SCORER, load_eval_dataset_from_meta, load_run
+from phr.eval.runner import GENERATIONS_FILE, load_eval_dataset_from_meta, load_run
 from phr.eval.sandbox import isolation_report
-from phr.eval.scorers import EquivalenceGrader
-from phr.eval.scoring import ScoreOptions, score_responses
+from phr.eval.scorers import JUDGE_MAX_REASKS, EquivalenceGrader, ScoringRun
+from phr.eval.scoring import score_responses
 from phr.eval.submission import Submission, validate_submission
-from phr.eval.trajectory import CLIP, TAU, TrajectorySettings, load_cues
+from phr.eval.trajectory import CLIP, TAU, load_cues, trajectory_choices
 
 #: a run warns when more than this share of its responses hit the output limit
 TRUNCATION_WARN_ABOVE = 0.01
@@ -31,39 +36,30 @@ TRUNCATION_WARN_ABOVE = 0.01
 SCORES_DIR = "scores"
 
 
-def _spec_of(x) -> str | None:
-    return x if x is None or isinstance(x, str) else getattr(x, "spec", type(x).__name__)
+def _as_run(scoring: ScoringRun | Scoring) -> ScoringRun:
+    return scoring if isinstance(scoring, ScoringRun) else ScoringRun(scoring)
 
 
-def scoring_config(options: ScoreOptions) -> dict:
+def scoring_config(scoring: Scoring, allow_weak_sandbox: bool | None = None) -> dict:
     """What the scores depend on, for the results JSON."""
 
-    sandbox = {**isolation_report().record(), "timeout_s": options.code_timeout_s, "memory_mb": options.code_memory_mb}
-    if options.allow_weak_sandbox is not None:
-        sandbox["allow_weak_sandbox"] = options.allow_weak_sandbox
+    sandbox: dict = {**isolation_report().record(), "timeout_s": CODE_TIMEOUT_S, "memory_mb": CODE_MEMORY_MB}
+    if allow_weak_sandbox is not None:
+        sandbox["allow_weak_sandbox"] = allow_weak_sandbox
     cfg: dict = {"sandbox": sandbox}
-    if options.scorer is not None:
-        scorer = options.scorer
-        cues = getattr(scorer, "cues", None) or load_cues()
-        prov = getattr(scorer, "provider", None)
-        spec = scorer if isinstance(scorer, str) else f"{prov.kind}:{prov.model}"
+    scorer, judge = model_or_none(scoring.scorer), model_or_none(scoring.judge)
+    cfg["reference_scorer"] = None
+    if scorer is not None:
         cfg["reference_scorer"] = {
-            "spec": spec,
-            "revision": getattr(prov, "revision", None),
-            "tau": getattr(scorer, "tau", TAU),
-            "clip": getattr(scorer, "clip", CLIP),
-            "cues_sha256": hashlib.sha256("\n".join(cues).encode()).hexdigest(),
+            "spec": scorer,
+            "revision": None,
+            "tau": TAU,
+            "clip": CLIP,
+            "cues_sha256": hashlib.sha256("\n".join(load_cues()).encode()).hexdigest(),
         }
-    else:
-        cfg["reference_scorer"] = None
-    if options.judge is not None:
-        cfg["resolution_judge"] = {
-            "spec": _spec_of(options.judge),
-            "prompt_sha256": prompt_hash(),
-            "max_reasks": options.judge_max_reasks,
-        }
-    else:
-        cfg["resolution_judge"] = None
+    cfg["resolution_judge"] = None
+    if judge is not None:
+        cfg["resolution_judge"] = {"spec": judge, "prompt_sha256": prompt_hash(), "max_reasks": JUDGE_MAX_REASKS}
     return cfg
 
 
@@ -81,7 +77,7 @@ def truncation_of(run_dir: Path) -> Truncation | None:
 
 
 def evaluation_settings(
-    options: ScoreOptions,
+    scoring: Scoring,
     *,
     preset: str | None = None,
     generation: dict | None = None,
@@ -91,15 +87,7 @@ def evaluation_settings(
 ) -> EvaluationSettings:
     """The settings a result records (docs/evaluation.md)."""
     gen = generation or {}
-    scorer = _spec_of(options.scorer) if isinstance(options.scorer, str) or options.scorer is None else None
-    if scorer is None and options.scorer is not None:
-        prov = getattr(options.scorer, "provider", None)
-        scorer = getattr(prov, "spec", None)
-    traj = options.trajectory or TrajectorySettings()
-    grader = options.grader
-    grader_spec = (
-        None if grader is None else (grader.llm.spec if isinstance(grader, EquivalenceGrader) else _spec_of(grader))
-    )
+    scorer, grader, judge = (model_or_none(getattr(scoring, k)) for k in ("scorer", "grader", "judge"))
     return EvaluationSettings(
         preset=preset,
         samples=samples,
@@ -109,12 +97,12 @@ def evaluation_settings(
         reference_scorer=scorer,
         paper_reference_scorer=PAPER_SCORER,
         reference_scorer_is_paper=scorer == PAPER_SCORER,
-        **asdict(traj),
-        open_ended_rel_tol=options.rel_tol,
-        open_ended_grader=grader_spec,
+        **trajectory_choices(scoring).model_dump(),
+        open_ended_rel_tol=REL_TOL,
+        open_ended_grader=grader,
         open_ended_grader_prompt_sha256=None if grader is None else EquivalenceGrader.TEMPLATE.version,
-        resolution_judge=_spec_of(options.judge),
-        resolution_prompt_version=None if options.judge is None else PROMPT_VERSION,
+        resolution_judge=judge,
+        resolution_prompt_version=None if judge is None else PROMPT_VERSION,
         resolution_labels=list(RESOLUTIONS),
         truncation=truncation,
     )
@@ -140,7 +128,7 @@ def dataset_of_run(meta: RunManifest, hub=None) -> EvalDataset:
 
 def score_run(
     run_dir: str | Path,
-    options: ScoreOptions = ScoreOptions(),
+    scoring: ScoringRun | Scoring,
     *,
     out: str | Path | None = None,
     hub=None,
@@ -165,7 +153,8 @@ def score_run(
     ds = dataset_of_run(run.meta, hub)
     by_id = ds.by_id()
     instances = [by_id[i] for i in run.instance_ids]
-    scores = score_responses(instances, run.responses, samples=meta.samples, options=options, progress=progress)
+    how = _as_run(scoring)
+    scores = score_responses(instances, run.responses, samples=meta.samples, scoring=how, progress=progress)
     report = aggregate(scores, bootstrap)
     config = {
         "source": "run",
@@ -174,7 +163,7 @@ def score_run(
         "generation": meta.generation.model_dump(),
         "limit": meta.config.limit,
         "model_spec": meta.model,
-        **scoring_config(options),
+        **scoring_config(how.scoring),
         **({"rescored_with": rescored} if rescored else {}),
     }
     result = result_json(
@@ -189,7 +178,7 @@ def score_run(
         notes=notes,
     )
     settings = evaluation_settings(
-        options,
+        how.scoring,
         preset=preset,
         generation=meta.generation.model_dump(),
         samples=meta.samples,
@@ -206,7 +195,7 @@ def score_submission(
     path: str | Path,
     dataset: EvalDataset,
     meta,
-    options: ScoreOptions = ScoreOptions(),
+    scoring: ScoringRun | Scoring,
     *,
     out: str | Path,
     progress: bool = True,
@@ -214,22 +203,25 @@ def score_submission(
     bootstrap: Bootstrap = Bootstrap(),
     validated: Submission | None = None,
     allow_partial: bool = False,
+    allow_weak_sandbox: bool | None = None,
 ) -> tuple[Result, Path]:
     """Validate a submission (phr.eval.submission) against ``dataset``, then score it like a run.
     ``validated``: the submission ``validate_submission`` already returned for these arguments (not read again);
-    ``allow_partial``: instances the submission leaves out are not scored (the result's coverage is partial)."""
+    ``allow_partial``: instances the submission leaves out are not scored (the result's coverage is partial);
+    ``allow_weak_sandbox``: whether a weak code sandbox was accepted (recorded)."""
 
     sub = validated if validated is not None else validate_submission(path, dataset, meta, allow_partial=allow_partial)
     answered = {i for i, _ in sub.responses}
     instances = [i for i in dataset.select(meta.conditions) if i.id in answered]  # all unless allow_partial
-    scores = score_responses(instances, sub.responses, samples=meta.samples, options=options, progress=progress)
+    how = _as_run(scoring)
+    scores = score_responses(instances, sub.responses, samples=meta.samples, scoring=how, progress=progress)
     report = aggregate(scores, bootstrap)
     config = {
         "source": "submission",
         "submission_sha256": sub.sha256,
         "conditions": list(meta.conditions),
         "samples": meta.samples,
-        **scoring_config(options),
+        **scoring_config(how.scoring, allow_weak_sandbox),
     }
     ref = {**dataset.ref(), "files": dataset.files}
     result = result_json(
@@ -244,7 +236,7 @@ def score_submission(
         notes=meta.notes,
         model_access=meta.model_access,
     )
-    settings = evaluation_settings(options, samples=meta.samples)
+    settings = evaluation_settings(how.scoring, samples=meta.samples)
     result = result.model_copy(update={"settings": settings, "coverage": coverage_of(instances, dataset.instances)})
     write_results(out, result, scores, plots=plots)
     return result, Path(out)

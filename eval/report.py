@@ -29,10 +29,13 @@ from phr.core.fs import atomic_dir
 from phr.core.text import md_code, md_text
 from phr.eval.results import (
     H_MINUS_T,
+    Counts,
     DatasetRef,
+    ModelAccess,
     ReportTables,
     Result,
     SamplesFile,
+    Tables,
     estimate_text,
     read_result,
 )
@@ -57,7 +60,7 @@ def result_json(
     submitted_by: str | None = None,
     notes: str | None = None,
     samples_sha256: str | None = None,
-    model_access: str | None = None,
+    model_access: ModelAccess | None = None,
 ) -> Result:
     """The ``Result`` (results.json, schema_version 2) of a scored run: identity, metrics with their standard
     errors, the full tables. ``dataset``: ``{"id", "revision"[, "files"]}``."""
@@ -87,6 +90,18 @@ def _as_result(result: Result | Mapping[str, Any]) -> Result:
     return result if isinstance(result, Result) else read_result(result)
 
 
+def _n(cell: Any) -> int:
+    """A table cell's sample count (cells are made by ``create_model``: their fields are not typed)."""
+    return int(cell.n)
+
+
+def _tables(res: Result) -> tuple[Tables, Counts]:
+    """A result's tables and counts (every readable result has them)."""
+    if res.tables is None or res.counts is None:
+        raise ValueError(f"result {res.run_id or res.model!r} has no tables: it cannot be rendered")
+    return res.tables, res.counts
+
+
 def _table(header: list[str], rows: list[list]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(md_text(estimate_text(c)) for c in r) + " |" for r in rows]
@@ -105,14 +120,14 @@ def _est(cell, errors: dict | None, figures=FIGURES) -> list[str]:
 def render_report(result: Result | Mapping[str, Any]) -> str:
     """A Markdown summary of one result (any readable schema_version); figures with their standard errors."""
     res = _as_result(result)
-    t = res.tables
+    t, counts = _tables(res)
     err = t.cell_errors
     e = (lambda part, *keys: _dig(getattr(err, part), keys)) if err else (lambda part, *keys: None)
     lines = [
         f"# PHRBench results: {md_text(res.model)}",
         "",
         f"Model revision {md_code(res.revision)}, dataset {md_code(res.dataset.id)} @ {md_code(res.dataset.revision)}, "
-        f"run {md_code(res.run_id or '')}, {res.counts.samples} samples ({res.counts.missing} missing).",
+        f"run {md_code(res.run_id or '')}, {counts.samples} samples ({counts.missing} missing).",
         "",
     ]
     if res.bootstrap:
@@ -126,10 +141,10 @@ def render_report(result: Result | Mapping[str, Any]) -> str:
     lines += ["## By condition", ""]
     lines += _table(
         ["condition", "n", *figs],
-        [[c, row.n, *_est(row, e("by_condition", c), figs)] for c, row in t.by_condition.items()],
+        [[c, _n(row), *_est(row, e("by_condition", c), figs)] for c, row in t.by_condition.items()],
     )
     lines += ["## By domain (Tables 5-8)", ""]
-    rows = []
+    rows: list[list[Any]] = []
     for dom, r in t.per_domain.items():
         for c in (*CONDITION_SUFFIX, H_MINUS_T):
             if c in r:
@@ -143,9 +158,9 @@ def render_report(result: Result | Mapping[str, Any]) -> str:
             if r.h_minus_t
             else ""
         )
-        rows.append([m, r.n, *_est(r, e("per_mutation_type", m, "B+H"), figs), diff])
+        rows.append([m, _n(r), *_est(r, e("per_mutation_type", m, "B+H"), figs), diff])
     lines += _table(["mutation type", "n", *figs, f"{ACCURACY} H-T"], rows)
-    res_t = t.resolution
+    res_t: Any = t.resolution  # a model made by create_model (phr.eval.results): its fields are not typed
     lines += ["## Behavioural resolution, B+H (Table 2, Figure 4)", ""]
     shares = e("resolution") or {}
     insightful = rate_of(INSIGHTFUL)
@@ -164,7 +179,7 @@ def render_report(result: Result | Mapping[str, Any]) -> str:
         lines += ["### Trajectory metrics by resolution (Figure 5)", ""]
         lines += _table(
             ["resolution", "n", *figs],
-            [[r, row.n, *_est(row, e("by_resolution", r), figs)] for r, row in t.by_resolution.items()],
+            [[r, _n(row), *_est(row, e("by_resolution", r), figs)] for r, row in t.by_resolution.items()],
         )
     elif (res.config or {}).get("resolution_judge"):
         lines += [f"No judgement parsed ({res_t.unjudged} B+H responses unjudged).", ""]
@@ -185,7 +200,7 @@ def write_plots(result: Result | Mapping[str, Any], folder: Path) -> list[Path]:
     """PNG figures: accuracy by condition and domain, resolution proportions, metrics by resolution; error bars
     of one standard error where the result has them."""
     res = _as_result(result)
-    t = res.tables
+    t, _ = _tables(res)
     err = t.cell_errors
     folder.mkdir(parents=True, exist_ok=True)
     out: list[Path] = []
@@ -234,7 +249,7 @@ def write_plots(result: Result | Mapping[str, Any], folder: Path) -> list[Path]:
         conds, t.by_condition, by_condition, "#4c72b0", "trajectory metrics by condition", "trajectory_by_condition.png"
     )
 
-    rt = t.resolution
+    rt: Any = t.resolution  # made by create_model: its fields are not typed
     if rt.judged:
         fig, ax = subplots(figsize=(5, 3.2))
         props = [rt.proportions[r] or 0.0 for r in RESOLUTIONS]

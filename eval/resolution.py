@@ -95,7 +95,14 @@ TEMPLATE = JudgeTemplate(PROMPT_PATH, syntax="format", comment="#")
 
 
 #: The judge prompt's version (its header's "version N"): 2 = built around the paper's A(r, h).
-PROMPT_VERSION = int(re.search(r"version (\d+)", PROMPT_PATH.read_text(encoding="utf-8").splitlines()[0]).group(1))
+def _prompt_version() -> int:
+    found = re.search(r"version (\d+)", PROMPT_PATH.read_text(encoding="utf-8").splitlines()[0])
+    if found is None:
+        raise ValueError(f"{PROMPT_PATH}: its first line names no 'version N'")
+    return int(found.group(1))
+
+
+PROMPT_VERSION = _prompt_version()
 
 
 def prompt_hash() -> str:
@@ -120,7 +127,7 @@ def _check(inst: Instance) -> None:
 
 def _task(inst: Instance) -> str:
     """The instance prompt without its leading ``Premise: ...`` block (the whole prompt if it has none)."""
-    head = f"Premise: {inst.premise.strip()}"
+    head = f"Premise: {(inst.premise or '').strip()}"
     prompt = inst.prompt.strip()
     return prompt[len(head) :].strip() if prompt.startswith(head) else prompt
 
@@ -141,7 +148,7 @@ def _fields(inst: Instance, response: str) -> dict[str, str]:
     )
     return {
         "question": _task(inst),
-        "premise": inst.premise.strip(),
+        "premise": (inst.premise or "").strip(),
         "why_false": why,
         "response": response.strip() or "(empty response)",
     }

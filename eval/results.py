@@ -31,12 +31,13 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_serializer
 
 from phr.bench.metrics import ACCURACY, FIGURES, INSIGHTFUL, OL_WORDS, REQUIRED, rate_of
+from phr.config.ops import PAPER_SCORER, Trajectory
 from phr.core.errors import UsageError
 from phr.core.text import clip
 
 SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)
-RUN_SCHEMA_VERSION = 1
+RUN_SCHEMA_VERSION: Literal[1] = 1
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 #: table keys beside the conditions: the B+H - B+T difference, B+T over the questions of a mutation type
 H_MINUS_T = "H-T"
@@ -179,7 +180,7 @@ class Counts(_Strict):
 class Bootstrap(_Strict):
     """How standard errors are computed: ``resamples`` draws of the base questions with replacement, ``seed``."""
 
-    resamples: int = Field(1000, ge=2)
+    resamples: int = Field(default=1000, ge=2)
     seed: int = 0
     unit: Literal["question_id"] = "question_id"
 
@@ -223,6 +224,10 @@ class Truncation(_Strict):
     warning: bool = False
 
 
+#: the trajectory choices a result written before they were recorded was scored with (the paper's)
+_PAPER_CHOICES = Trajectory()
+
+
 class EvaluationSettings(_Strict):
     """Every evaluation setting the numbers depend on (issue 10; docs/evaluation.md). Defaults: results of
     schema 1 and 2 written before these settings existed read with ``settings`` None."""
@@ -233,11 +238,11 @@ class EvaluationSettings(_Strict):
     max_tokens: int | None = None
     max_tokens_source: str | None = None  # "--max-tokens", "model", "default"
     reference_scorer: str | None = None
-    paper_reference_scorer: str = "hf:Qwen/Qwen2.5-7B-Instruct"
+    paper_reference_scorer: str = PAPER_SCORER
     reference_scorer_is_paper: bool = False
-    kl_direction: str = "earlier_reference"
-    step_rule: str = "paper"
-    bc_counting: str = "every_occurrence"
+    kl_direction: str = _PAPER_CHOICES.kl_direction
+    step_rule: str = _PAPER_CHOICES.step_rule
+    bc_counting: str = _PAPER_CHOICES.bc_counting
     ol_units: dict[str, str] = {"OL": "reference-scorer tokens", "OL_words": "words"}
     open_ended_rel_tol: float = 0.01
     open_ended_grader: str | None = None  # the LLM equivalence grader's spec; None: normalised match
@@ -590,7 +595,8 @@ class Generation(_Strict):
 
 
 class RunSettings(_Strict):
-    """The ``RunConfig`` of a run (phr.eval.runner)."""
+    """The generation settings of a run (run.json ``config``): what ``phr.eval.phrbench_op`` resolved from its
+    ``EvalPhrbenchConfig`` and ``phr.eval.runner.generate_run`` ran."""
 
     model: str
     dataset: str

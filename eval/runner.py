@@ -1,6 +1,10 @@
 """Generate a model's responses to PHRBench: B, B+T and B+H, N samples per prompt, cached and resumable.
 
-    run = generate_run(RunConfig(model="local:smollm2", dataset="phrbench", samples=2, limit=5), out="runs")
+    from phr.api import plan, run
+    result = run(plan(EvalPhrbenchConfig(model="local:smollm2", samples=2, limit=5)))   # phr.eval.phrbench_op
+
+``phr.eval.phrbench_op`` plans a run (its ``RunSettings``: the generation record of run.json, the instances, the
+requests) and ``generate_run`` here executes it.
 
 A run folder holds
 
@@ -23,23 +27,23 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from phr.core.errors import PHRError, UsageError
 from phr.core.fs import atomic_dir, atomic_write
-from phr.eval.dataset import (
-    CONDITIONS,
-    EvalDataset,
-    Instance,
-    check_conditions,
-    load_eval_dataset,
+from phr.eval.dataset import EvalDataset, Instance, check_conditions, load_eval_dataset
+from phr.eval.results import (
+    RUN_SCHEMA_VERSION,
+    Generation,
+    RunDataset,
+    RunManifest,
+    RunSettings,
+    model_slug,
+    read_run_manifest,
 )
-from phr.eval.presets import DEFAULT_MAX_TOKENS, PAPER_SCORER, PRESETS  # noqa: F401 (re-exported)
-from phr.eval.results import RUN_SCHEMA_VERSION, RunManifest, model_slug, read_run_manifest
 from phr.eval.submission import write_submission
-from phr.llm import LLM
 from phr.llm.types import ChatRequest, GenerationParams, Sample, as_messages
 
 RUN_FILE = "run.json"
@@ -72,35 +76,6 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     return i, n
 
 
-@dataclass(frozen=True)
-class RunConfig:
-    """What to run. Paper defaults: 10 samples at temperature 0.7 with the model's maximum output length
-    (``max_tokens``: set it to your model's limit; the default keeps CPU runs bounded)."""
-
-    model: str
-    dataset: str = "phrbench"
-    dataset_revision: str | None = None
-    dataset_id: str | None = None
-    conditions: tuple[str, ...] = CONDITIONS
-    samples: int = 10
-    temperature: float = 0.7
-    top_p: float | None = None
-    max_tokens: int = DEFAULT_MAX_TOKENS
-    seed: int | None = None
-    limit: int | None = None
-    shard: tuple[int, int] | None = None
-    system_prompt: str | None = None
-
-    def __post_init__(self):
-        object.__setattr__(self, "conditions", check_conditions(self.conditions))
-        if self.samples < 1:
-            raise RunError("samples must be >= 1")
-        if self.limit is not None and self.limit < 1:
-            raise RunError("limit must be >= 1")
-        if self.max_tokens < 1:
-            raise RunError("max_tokens must be >= 1")
-
-
 def select_instances(
     dataset: EvalDataset, conditions: Sequence[str], limit: int | None = None, shard: tuple[int, int] | None = None
 ) -> list[Instance]:
@@ -126,14 +101,14 @@ def model_revision(provider) -> str:
     return provider.revision or getattr(provider, "content_revision", None) or "unspecified"
 
 
-def _messages(cfg: RunConfig, inst: Instance) -> list[dict]:
-    msgs = [{"role": "system", "content": cfg.system_prompt}] if cfg.system_prompt else []
+def _messages(settings: RunSettings, inst: Instance) -> list[dict]:
+    msgs = [{"role": "system", "content": settings.system_prompt}] if settings.system_prompt else []
     return msgs + [{"role": "user", "content": inst.prompt}]
 
 
-def run_id_of(cfg: RunConfig, revision: str, dataset: EvalDataset) -> str:
+def run_id_of(settings: RunSettings, revision: str, dataset: EvalDataset) -> str:
     """A stable id for the (model, revision, dataset revision, settings) run, shard excluded."""
-    key = {k: v for k, v in asdict(cfg).items() if k != "shard"}
+    key = settings.model_dump(exclude={"shard"})
     key.update(model_revision=revision, dataset_revision_resolved=dataset.revision)
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
@@ -172,15 +147,20 @@ def _write_jsonl(path: Path, rows) -> None:
     atomic_write(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
 
-def _requests(cfg: RunConfig, instances: Sequence[Instance]) -> list[ChatRequest]:
-    params = GenerationParams(temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=cfg.max_tokens, seed=cfg.seed)
-    return [ChatRequest(as_messages(_messages(cfg, i)), params, n=cfg.samples, tag=i.id) for i in instances]
+def run_requests(settings: RunSettings, instances: Sequence[Instance]) -> list[ChatRequest]:
+    """The generation requests of a run: one per instance, ``samples`` each (what ``generate_run`` sends)."""
+    s = settings
+    params = GenerationParams(temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens, seed=s.seed)
+    return [ChatRequest(as_messages(_messages(s, i)), params, n=s.samples, tag=i.id) for i in instances]
 
 
-def run_requests(cfg: RunConfig, dataset: EvalDataset) -> list[ChatRequest]:
-    """The generation requests of ``cfg`` on ``dataset`` (one per selected instance, ``samples`` each): what
-    ``generate_run`` sends, for a preflight's plan."""
-    return _requests(cfg, select_instances(dataset, cfg.conditions, cfg.limit, cfg.shard))
+def select_run(settings: RunSettings, dataset: EvalDataset) -> list[Instance]:
+    """The instances a run's settings select (limit, shard, conditions); a ``RunError`` when none."""
+    shard = (settings.shard[0], settings.shard[1]) if settings.shard else None
+    instances = select_instances(dataset, settings.conditions, settings.limit, shard)
+    if not instances:
+        raise RunError("nothing to run: the limit / shard / conditions select no instance")
+    return instances
 
 
 def default_run_dir(root: str | Path, model: str, run_id: str, shard: tuple[int, int] | None) -> Path:
@@ -189,36 +169,61 @@ def default_run_dir(root: str | Path, model: str, run_id: str, shard: tuple[int,
 
 
 def generate_run(
-    cfg: RunConfig,
+    settings: RunSettings,
+    dataset: EvalDataset,
+    llm,
     *,
+    instances: Sequence[Instance] | None = None,
     out: str | Path | None = None,
     root: str | Path = "runs",
-    llm=None,
-    dataset: EvalDataset | None = None,
-    hub: str | Path | None = None,
-    progress: bool = True,
-    settings: dict | None = None,
-    **llm_options,
+    record: dict | None = None,
 ) -> Run:
-    """Generate every response of ``cfg`` and write the run folder (``out``, default
-    ``ROOT/<model>/<run id>[-shard-i-of-n]``). Failed calls are listed in generations.jsonl and left out of
-    responses.jsonl; rerunning retries them (successes come from the cache)."""
-
-    dataset = dataset or load_eval_dataset(
-        cfg.dataset, revision=cfg.dataset_revision, hub=hub, dataset_id=cfg.dataset_id
-    )
-    instances = select_instances(dataset, cfg.conditions, cfg.limit, cfg.shard)
-    if not instances:
-        raise RunError("nothing to run: the limit / shard / conditions select no instance")
-    llm = llm or LLM(cfg.model, progress=progress, **llm_options)
+    """Generate every response of a run (``settings``, the generation record of run.json; ``instances``:
+    ``select_run``'s, selected again when None) with ``llm`` and write the run folder (``out``, default
+    ``ROOT/<model>/<run id>[-shard-i-of-n]``); ``record``: the config the run was started with (run.json's
+    ``settings``). Failed calls are listed in generations.jsonl and left out of responses.jsonl; rerunning
+    retries them (successes come from the cache)."""
+    instances = list(instances) if instances is not None else select_run(settings, dataset)
     revision = model_revision(llm.provider)
-    run_id = run_id_of(cfg, revision, dataset)
-    path = Path(out) if out is not None else default_run_dir(root, cfg.model, run_id, cfg.shard)
-    requests = _requests(cfg, instances)
-    results = llm.generate(requests, desc=f"{cfg.model} on {len(instances)} prompts x {cfg.samples}")
+    run_id = run_id_of(settings, revision, dataset)
+    shard = (settings.shard[0], settings.shard[1]) if settings.shard else None
+    path = Path(out) if out is not None else default_run_dir(root, settings.model, run_id, shard)
+    requests = run_requests(settings, instances)
+    results = llm.generate(requests, desc=f"{settings.model} on {len(instances)} prompts x {settings.samples}")
+    responses, log_rows, failures = _collect(instances, results)
+    meta = RunManifest(
+        schema_version=RUN_SCHEMA_VERSION,
+        run_id=run_id,
+        model=settings.model,
+        model_revision=revision,
+        dataset=RunDataset.model_validate({**dataset.ref(), "path": str(dataset.path), "files": dataset.files}),
+        config=settings,
+        generation=Generation(
+            temperature=settings.temperature,
+            top_p=settings.top_p,
+            max_tokens=settings.max_tokens,
+            seed=settings.seed,
+            system_prompt=settings.system_prompt,
+        ),
+        samples=settings.samples,
+        conditions=list(settings.conditions),
+        shard=settings.shard,
+        instance_ids=[i.id for i in instances],
+        responses=len(responses),
+        failures=len(failures),
+        date=_dt.date.today().isoformat(),
+        versions=_versions(),
+        settings=record,
+    )
+    _install(path, meta, responses, log_rows, write_submission)
+    return Run(path, meta, responses, failures)
 
+
+def _collect(instances: Sequence[Instance], results) -> tuple[dict[tuple[str, int], str], list[dict], list[dict]]:
+    """The responses, the generation log rows and the failed calls of ``llm.generate``'s results."""
     responses: dict[tuple[str, int], str] = {}
-    log_rows, failures = [], []
+    log_rows: list[dict] = []
+    failures: list[dict] = []
     for inst, res in zip(instances, results):
         for k, s in enumerate(res.samples):
             if isinstance(s, Sample):
@@ -244,32 +249,7 @@ def generate_run(
                 }
                 failures.append(row)
                 log_rows.append(row)
-    meta = RunManifest(
-        schema_version=RUN_SCHEMA_VERSION,
-        run_id=run_id,
-        model=cfg.model,
-        model_revision=revision,
-        dataset={**dataset.ref(), "path": str(dataset.path), "files": dataset.files},
-        config={**asdict(cfg), "conditions": list(cfg.conditions), "shard": list(cfg.shard) if cfg.shard else None},
-        generation={
-            "temperature": cfg.temperature,
-            "top_p": cfg.top_p,
-            "max_tokens": cfg.max_tokens,
-            "seed": cfg.seed,
-            "system_prompt": cfg.system_prompt,
-        },
-        samples=cfg.samples,
-        conditions=list(cfg.conditions),
-        shard=list(cfg.shard) if cfg.shard else None,
-        instance_ids=[i.id for i in instances],
-        responses=len(responses),
-        failures=len(failures),
-        date=_dt.date.today().isoformat(),
-        versions=_versions(),
-        settings=settings,
-    )
-    _install(path, meta, responses, log_rows, write_submission)
-    return Run(path, meta, responses, failures)
+    return responses, log_rows, failures
 
 
 def _install(path: Path, meta: RunManifest, responses: dict, log_rows: list, write_submission) -> None:
@@ -350,24 +330,12 @@ def join_shards(shards: Sequence[str | Path]) -> tuple[Run, list[dict]]:
         for k in _SHARD_FREE:
             if getattr(r.meta, k) != getattr(first, k):
                 raise RunError(f"{r.path} differs from {runs[0].path} in {k!r}: not shards of one run")
-    shard_ids = [tuple(r.meta.shard) if r.meta.shard else None for r in runs]
-    if None in shard_ids:
-        bad = runs[shard_ids.index(None)].path
-        raise RunError(f"{bad} is not a shard (it was run without --shard)")
-    n = shard_ids[0][1]
-    if any(s[1] != n for s in shard_ids):
-        raise RunError(f"shards of different splits: {sorted(set(shard_ids))}")
-    dupes = sorted({s for s in shard_ids if shard_ids.count(s) > 1})
-    if dupes:
-        raise RunError(f"shard(s) {', '.join(f'{i}/{n}' for i, _ in dupes)} given twice")
-    missing = sorted(set(range(1, n + 1)) - {s[0] for s in shard_ids})
-    if missing:
-        raise RunError(f"missing shard(s) {', '.join(f'{i}/{n}' for i in missing)}")
+    _check_shards(runs)
     mine = _unsharded_settings(first.settings)
     for r in runs[1:]:
         if _unsharded_settings(r.meta.settings) != mine:
             raise RunError(f"{r.path} was started with other settings than {runs[0].path}: not shards of one run")
-    runs.sort(key=lambda r: r.meta.shard[0])
+    runs.sort(key=lambda r: r.meta.shard[0] if r.meta.shard else 0)
     # the dataset order, as the unsharded run would have it
     ds = load_eval_dataset_from_meta(first)
     wanted = {iid for r in runs for iid in r.instance_ids}
@@ -391,6 +359,23 @@ def join_shards(shards: Sequence[str | Path]) -> tuple[Run, list[dict]]:
         }
     )
     return Run(runs[0].path, meta, responses, [f for r in runs for f in r.failures]), log_rows
+
+
+def _check_shards(runs: Sequence[Run]) -> None:
+    """Every run a shard, of one split, each shard once, none missing (a ``RunError`` naming what is wrong)."""
+    unsharded = [r.path for r in runs if not r.meta.shard]
+    if unsharded:
+        raise RunError(f"{unsharded[0]} is not a shard (it was run without --shard)")
+    shard_ids = [(r.meta.shard[0], r.meta.shard[1]) for r in runs if r.meta.shard]
+    n = shard_ids[0][1]
+    if any(s[1] != n for s in shard_ids):
+        raise RunError(f"shards of different splits: {sorted(set(shard_ids))}")
+    dupes = sorted({s for s in shard_ids if shard_ids.count(s) > 1})
+    if dupes:
+        raise RunError(f"shard(s) {', '.join(f'{i}/{n}' for i, _ in dupes)} given twice")
+    missing = sorted(set(range(1, n + 1)) - {s[0] for s in shard_ids})
+    if missing:
+        raise RunError(f"missing shard(s) {', '.join(f'{i}/{n}' for i in missing)}")
 
 
 #: the settings that differ between the shards of one run (where each shard went, which shard it is)

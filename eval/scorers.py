@@ -1,6 +1,6 @@
 """Scorers: each kind of PHRBench score behind one interface, run in turn by ``score_responses``.
 
-    scorers = build_scorers(ScoreOptions(scorer="local:smollm2", judge="openai:gpt-4o"))
+    scorers = build_scorers(Scoring(scorer="local:smollm2", judge="openai:gpt-4o"))   # phr.config.ops.Scoring
     [s.name for s in scorers]                    # ["accuracy", "trajectory", "resolution"]
     updates = scorers[0].score([ScoreItem(instance, response)])   # [{"correct": True, "extracted": "2"}]
 
@@ -26,12 +26,14 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr
 
+from phr.config.defaults import CODE_MEMORY_MB, CODE_TIMEOUT_S, model_or_none
+from phr.config.ops import Scoring
 from phr.core.registry import Registry
 from phr.eval.dataset import Instance
 from phr.eval.extract import (
@@ -46,7 +48,7 @@ from phr.eval.extract import (
 from phr.eval.metric_cache import MetricCache, metric_key
 from phr.eval.resolution import insightful, judge_resolutions, prompt_hash
 from phr.eval.sandbox import run_many
-from phr.eval.trajectory import DEFAULT_SCORER, TrajectoryMetrics, TrajectoryScorer, TrajectorySettings
+from phr.eval.trajectory import DEFAULT_SCORER, PAPER_CHOICES, TrajectoryMetrics, TrajectoryScorer
 from phr.llm import LLM
 from phr.llm.judge import JudgeItem, JudgeTemplate, LLMJudge
 from phr.llm.providers.base import ScoringProvider
@@ -56,7 +58,7 @@ __all__ = [
     "AccuracyScorer",
     "ResolutionScorer",
     "ScoreItem",
-    "ScoreOptions",
+    "ScoringRun",
     "Scorer",
     "EquivalenceGrader",
     "GRADER_PROMPT",
@@ -69,22 +71,34 @@ __all__ = [
 ]
 
 
+#: responses per forward pass of the reference scorer
+SCORER_BATCH_SIZE = 4
+#: times the resolution judge is asked again after an unparseable reply
+JUDGE_MAX_REASKS = 2
+#: the conditions whose responses the resolution judge labels
+RESOLUTION_CONDITIONS: tuple[str, ...] = ("B+H",)
+
+
 @dataclass(frozen=True)
-class ScoreOptions:
-    scorer: Any = DEFAULT_SCORER  # spec, TrajectoryScorer, or None
-    judge: Any = None  # spec, LLM, or None
-    scorer_batch_size: int = 4
-    judge_max_reasks: int = 2
-    code_timeout_s: float = 10.0
-    code_memory_mb: int = 512
+class ScoringRun:
+    """One scoring: its settings (``scoring``, the config group ``phr.config.ops.Scoring``: any config that has
+    them, such as ``EvalPhrbenchConfig``) and what it runs with: ``generator``, the LLM (or provider) that wrote
+    the responses, whose weights a same-model reference scorer reuses; ``llm_options``, the judge's and grader's
+    call options (``Calls.llm_kwargs``); ``cache``, the trajectory metrics cache file (None: the call cache file,
+    $PHR_CACHE; False: off); ``workers``, the sandbox's."""
+
+    scoring: Scoring = field(default_factory=Scoring)
+    generator: Any = None
+    llm_options: Mapping[str, Any] = field(default_factory=dict)
+    cache: Any = None
     workers: int | None = None
-    resolution_conditions: tuple[str, ...] = ("B+H",)
-    cache: Any = None  # trajectory metrics cache file (None: the call cache file, $PHR_CACHE; False: off)
-    generator: Any = None  # the LLM (or provider) that generated the responses: its weights are reused as scorer
-    grader: Any = None  # LLM equivalence grader (spec or LLM) for free-text open-ended answers; None: normalised match
-    rel_tol: float = REL_TOL  # numeric open-ended answers
-    trajectory: Any = None  # a phr.eval.trajectory.TrajectorySettings (None: the defaults)
-    allow_weak_sandbox: bool | None = None  # submissions: whether a weak code sandbox was accepted (recorded)
+
+    def llm(self, spec: str | None) -> Any:
+        """The judge / grader for ``spec``: None for no model, an LLM with ``llm_options`` when there are any."""
+        spec = model_or_none(spec)
+        if spec is None or not self.llm_options:
+            return spec
+        return LLM(spec, **self.llm_options)
 
 
 # ---- the protocol -----------------------------------------------------------------------------------------
@@ -159,7 +173,7 @@ class EquivalenceGrader:
 
     TEMPLATE = JudgeTemplate(GRADER_PROMPT, syntax="format", comment="#")
 
-    def __init__(self, llm: Any, *, max_reasks: int = 2, max_tokens: int = 256):
+    def __init__(self, llm: Any, *, max_reasks: int = JUDGE_MAX_REASKS, max_tokens: int = 256):
         self.llm = llm if isinstance(llm, LLM) else LLM(llm)
         self.judge = LLMJudge(Equivalence, self.TEMPLATE, max_tokens=max_tokens, max_reasks=max_reasks, desc="grading")
 
@@ -216,8 +230,8 @@ def code_program(inst: Instance, response: str) -> str:
 
 
 class AccuracyConfig(_Config):
-    code_timeout_s: float = 10.0
-    code_memory_mb: int = 512
+    code_timeout_s: float = CODE_TIMEOUT_S
+    code_memory_mb: int = CODE_MEMORY_MB
     rel_tol: float = REL_TOL
     grader: str | None = None  # the LLM equivalence grader's spec
     grader_prompt_sha256: str | None = None
@@ -233,8 +247,8 @@ class AccuracyScorer:
 
     def __init__(
         self,
-        code_timeout_s: float = 10.0,
-        code_memory_mb: int = 512,
+        code_timeout_s: float = CODE_TIMEOUT_S,
+        code_memory_mb: int = CODE_MEMORY_MB,
         *,
         workers: int | None = None,
         progress: bool = True,
@@ -303,13 +317,13 @@ def trajectory_engine(
     scorer: Any = DEFAULT_SCORER,
     generator: Any = None,
     *,
-    batch_size: int = 4,
-    settings: TrajectorySettings | None = None,
+    batch_size: int = SCORER_BATCH_SIZE,
+    settings: Any = PAPER_CHOICES,
 ) -> TrajectoryScorer:
     """The reference scorer for a spec (or a provider, or a ready ``TrajectoryScorer``), reusing the weights of
     ``generator`` (the LLM or provider that generated the responses) when it is the same model: the same spec,
-    or the same ``fingerprint``. Raises CannotScoreError, naming the spec, when the model cannot score."""
-    settings = settings or TrajectorySettings()
+    or the same ``fingerprint``; ``settings``: the trajectory choices (``phr.config.ops.Trajectory``, or a config
+    that has them). Raises CannotScoreError, naming the spec, when the model cannot score."""
     if isinstance(scorer, TrajectoryScorer):
         return scorer
     gen = getattr(generator, "provider", generator)
@@ -328,9 +342,9 @@ class TrajectoryConfig(_Config):
     tau: float
     clip: float
     cues: tuple[str, ...]
-    kl_direction: str = "earlier_reference"
-    step_rule: str = "paper"
-    bc_counting: str = "every_occurrence"
+    kl_direction: str
+    step_rule: str
+    bc_counting: str
 
 
 class TrajectoryMetricsScorer:
@@ -345,7 +359,7 @@ class TrajectoryMetricsScorer:
         self.progress = progress
         e = self.engine
         self._config = TrajectoryConfig(
-            model=e.provider.fingerprint, tau=e.tau, clip=e.clip, cues=tuple(e.cues), **asdict(e.settings)
+            model=e.provider.fingerprint, tau=e.tau, clip=e.clip, cues=tuple(e.cues), **e.settings.model_dump()
         )
 
     @property
@@ -376,10 +390,12 @@ class TrajectoryMetricsScorer:
                 if cache:
                     cache.put_many(self.engine.provider.spec, [(keys[i], m) for i, m in zip(part, got)])
                 bar.update(task, advance=len(part))
-        return [
-            {"ol": m.ol, "ol_words": m.ol_words, "ui": m.ui, "buf": m.buf, "bc": m.bc, "steps": m.steps}
-            for m in metrics
-        ]
+        out: list[dict[str, Any]] = []
+        for found_or_scored in metrics:
+            assert found_or_scored is not None  # every response was found in the cache or scored above
+            x = found_or_scored
+            out.append({"ol": x.ol, "ol_words": x.ol_words, "ui": x.ui, "buf": x.buf, "bc": x.bc, "steps": x.steps})
+        return out
 
 
 # ---- behavioural resolution -------------------------------------------------------------------------------
@@ -400,7 +416,14 @@ class ResolutionScorer:
 
     name = "resolution"
 
-    def __init__(self, judge: Any, *, max_reasks: int = 2, max_tokens: int = 256, conditions: Sequence[str] = ("B+H",)):
+    def __init__(
+        self,
+        judge: Any,
+        *,
+        max_reasks: int = JUDGE_MAX_REASKS,
+        max_tokens: int = 256,
+        conditions: Sequence[str] = RESOLUTION_CONDITIONS,
+    ):
         self.judge = judge
         spec = judge if isinstance(judge, str) else getattr(judge, "spec", type(judge).__name__)
         self._config = ResolutionConfig(
@@ -438,47 +461,39 @@ class ResolutionScorer:
         return out
 
 
-# ---- from options -----------------------------------------------------------------------------------------
+# ---- from a scoring's settings ---------------------------------------------------------------------------
 
 
 #: the scorers, in the order they run (a later one reads what earlier ones set: resolution reads ``correct``);
-#: each a factory ``(options, progress) -> Scorer | None`` (None: not asked for); a new scorer registers itself
+#: each a factory ``(run, progress) -> Scorer | None`` (None: not asked for); a new scorer registers itself
 #: (``@SCORERS.register(name)``, phr.core.registry) and runs after these
-SCORERS: Registry[Callable[[ScoreOptions, bool], Scorer | None]] = Registry("scorer")
+SCORERS: Registry[Callable[[ScoringRun, bool], Scorer | None]] = Registry("scorer")
 
 
 @SCORERS.register("accuracy")
-def _accuracy(options: ScoreOptions, progress: bool) -> Scorer:
-    return AccuracyScorer(
-        options.code_timeout_s,
-        options.code_memory_mb,
-        workers=options.workers,
-        progress=progress,
-        rel_tol=options.rel_tol,
-        grader=options.grader,
-    )
+def _accuracy(run: ScoringRun, progress: bool) -> Scorer:
+    return AccuracyScorer(workers=run.workers, progress=progress, grader=run.llm(run.scoring.grader))
 
 
 @SCORERS.register("trajectory")
-def _trajectory(options: ScoreOptions, progress: bool) -> Scorer | None:
-    if options.scorer is None:
+def _trajectory(run: ScoringRun, progress: bool) -> Scorer | None:
+    spec = model_or_none(run.scoring.scorer)
+    if spec is None:
         return None
-    engine = trajectory_engine(
-        options.scorer, options.generator, batch_size=options.scorer_batch_size, settings=options.trajectory
-    )
-    return TrajectoryMetricsScorer(engine, cache=options.cache, progress=progress)
+    engine = trajectory_engine(spec, run.generator, settings=run.scoring)
+    return TrajectoryMetricsScorer(engine, cache=run.cache, progress=progress)
 
 
 @SCORERS.register("resolution")
-def _resolution(options: ScoreOptions, progress: bool) -> Scorer | None:
-    if options.judge is None:
-        return None
-    return ResolutionScorer(
-        options.judge, max_reasks=options.judge_max_reasks, conditions=options.resolution_conditions
-    )
+def _resolution(run: ScoringRun, progress: bool) -> Scorer | None:
+    judge = run.llm(run.scoring.judge)
+    return None if judge is None else ResolutionScorer(judge)
 
 
-def build_scorers(options: ScoreOptions = ScoreOptions(), *, progress: bool = True) -> list[Scorer]:
-    """The registered scorers asked for by ``options``, in order: accuracy, then trajectory metrics
-    (``options.scorer``; None skips them), then resolution (``options.judge``; None skips it)."""
-    return [s for make in SCORERS.values() if (s := make(options, progress)) is not None]
+def build_scorers(run: ScoringRun | Scoring | None = None, *, progress: bool = True) -> list[Scorer]:
+    """The registered scorers ``run`` asks for (a ``ScoringRun``, or just the settings: a ``Scoring``), in
+    order: accuracy, then trajectory metrics (``scorer``; 'none' skips them), then resolution (``judge``; 'none'
+    skips it)."""
+    if not isinstance(run, ScoringRun):
+        run = ScoringRun(run if run is not None else Scoring())
+    return [s for make in SCORERS.values() if (s := make(run, progress)) is not None]

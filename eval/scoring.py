@@ -1,13 +1,14 @@
 """Score responses to PHRBench, one record per (instance, sample): the runner and submissions share this.
 
-    scores = score_responses(instances, responses, samples=2, options=ScoreOptions(judge="openai:gpt-4o"))
+    scores = score_responses(instances, responses, samples=2, scoring=Scoring(judge="openai:gpt-4o"))
 
-``score_responses`` runs a list of scorers (``phr.eval.scorers``; by default ``build_scorers(options)``):
+``score_responses`` runs a list of scorers (``phr.eval.scorers``; by default ``build_scorers(scoring)``, the
+settings of ``phr.config.ops.Scoring`` or a ``ScoringRun`` of them):
 
 - accuracy: multiple choice by the extracted candidate number, open-ended by the final answer
   (phr.eval.extract), code by running the extracted program against the problem's tests in the sandbox;
-- trajectory metrics OL, UI, BUF, BC under the reference scorer (``options.scorer``; None skips them);
-- behavioural resolution of every B+H response by the judge (``options.judge``; None skips it) and
+- trajectory metrics OL, UI, BUF, BC under the reference scorer (``scorer``; 'none' skips them);
+- behavioural resolution of every B+H response by the judge (``judge``; 'none' skips it) and
   insightful = Heuristic Correction and correct.
 
 A missing response (a failed call in a run) scores as incorrect with no metrics, and is counted.
@@ -19,10 +20,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from phr.config.ops import Scoring
 from phr.eval.dataset import Instance
-from phr.eval.scorers import ScoreItem, ScoreOptions, Scorer, answer_correct, build_scorers, code_program
+from phr.eval.scorers import ScoreItem, Scorer, ScoringRun, answer_correct, build_scorers, code_program
 
-__all__ = ["SampleScore", "ScoreOptions", "answer_correct", "code_program", "score_responses"]
+__all__ = ["SampleScore", "ScoringRun", "answer_correct", "code_program", "score_responses"]
 
 
 @dataclass
@@ -34,7 +36,7 @@ class SampleScore:
     domain: str
     subtype: str
     task_type: str
-    source: str
+    source: str | None
     mutation_type: str | None
     missing: bool
     correct: bool
@@ -81,12 +83,13 @@ def score_responses(
     responses: Mapping[tuple[str, int], str],
     *,
     samples: int,
-    options: ScoreOptions = ScoreOptions(),
+    scoring: ScoringRun | Scoring | None = None,
     progress: bool = True,
     scorers: Sequence[Scorer] | None = None,
 ) -> list[SampleScore]:
     """Score samples 0..samples-1 of every instance (in order) with ``scorers`` (default: ``build_scorers
-    (options)``), each in turn over all present responses; see the module docstring."""
+    (scoring)``, the default ``Scoring`` when None), each in turn over all present responses; see the module
+    docstring."""
     rows: list[SampleScore] = []
     present: list[tuple[SampleScore, ScoreItem]] = []
     for inst in instances:
@@ -110,7 +113,7 @@ def score_responses(
                 present.append((s, ScoreItem(inst, text, k)))
     if not present:
         return rows
-    scorers = build_scorers(options, progress=progress) if scorers is None else scorers
+    scorers = build_scorers(scoring, progress=progress) if scorers is None else scorers
     scored: list[dict[str, Any]] = [{} for _ in present]
     for scorer in scorers:
         batch = [ScoreItem(it.instance, it.response, it.sample, dict(done)) for (_, it), done in zip(present, scored)]

@@ -12,12 +12,13 @@ from collections.abc import Mapping, Sequence
 
 from phr.bench.records import TaskType
 from phr.config.defaults import is_no_model
+from phr.config.ops import Scoring
 from phr.llm.judge import JudgeItem
 from phr.llm.preflight import Preflight
 
 from .dataset import Instance
 from .resolution import resolution_judge, resolution_prompt
-from .scorers import ResolutionScorer, ScoreOptions
+from .scorers import ResolutionScorer
 
 
 def add_scoring_calls(
@@ -25,13 +26,13 @@ def add_scoring_calls(
     instances: Sequence[Instance],
     responses: Mapping[tuple[str, int], str],
     samples: int,
+    scoring: Scoring,
     *,
-    scorer: str | None,
-    judge: str | None,
-    grader: str | None,
     llm_options: Mapping | None = None,
 ) -> None:
-    """Add the calls of scoring ``responses`` (samples 0..samples-1 of each instance) to ``pf``."""
+    """Add the calls of scoring ``responses`` (samples 0..samples-1 of each instance) with ``scoring``'s scorer,
+    judge and grader to ``pf``."""
+    scorer, judge, grader = scoring.scorer, scoring.judge, scoring.grader
     present = [(inst, text) for inst in instances for k in range(samples) if (text := responses.get((inst.id, k)))]
     pf.note(f"{len(present)} responses to score ({len(instances)} instances x {samples} samples, the rest missing)")
     if not is_no_model(scorer):
@@ -43,8 +44,7 @@ def add_scoring_calls(
         return
     from phr.llm.client import LLM
 
-    options = ScoreOptions()
-    resolution = ResolutionScorer(str(judge), max_reasks=options.judge_max_reasks)
+    resolution = ResolutionScorer(str(judge))
     conditions = resolution.config.conditions
     items = [
         JudgeItem(prompt=resolution_prompt(inst, text), tag=inst.id)

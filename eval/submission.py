@@ -20,9 +20,10 @@ import json
 import os
 import stat
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -157,7 +158,7 @@ def load_meta(
     return SubmissionMeta(**values)
 
 
-def _pydantic_reason(err: dict) -> str:
+def _pydantic_reason(err: Mapping[str, Any]) -> str:
     name = ".".join(str(x) for x in err.get("loc", ())) or "(file)"
     if err.get("type") == "extra_forbidden":
         return f"field {name!r}: unknown key (allowed: {', '.join(_MetaFile.model_fields)})"

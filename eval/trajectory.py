@@ -37,9 +37,10 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from phr.config.defaults import OFFLINE_MODEL
+from phr.config.ops import BCCounting, KLDirection, StepRule, Trajectory
 from phr.llm.providers.base import OutputHead, ScoringProvider, require_scoring
 from phr.llm.spec import make_provider
 
@@ -58,31 +59,20 @@ MAX_CHUNK_ELEMENTS = 1 << 24
 DEFAULT_CUES_PATH = Path(__file__).with_name("branching_cues.txt")
 
 #: Delta_k = KL(P_{k-1} || P_k) ("earlier_reference", default) or KL(P_k || P_{k-1}) ("later_reference").
-KL_DIRECTIONS = ("earlier_reference", "later_reference")
+KL_DIRECTIONS: tuple[str, ...] = get_args(KLDirection)
 #: "paper": sentence-final punctuation and line breaks (§B.2); "abbreviation_aware": also skips abbreviations,
 #: list enumerators (toolkit 0.1 / results schema 2).
-STEP_RULES = ("paper", "abbreviation_aware")
+STEP_RULES: tuple[str, ...] = get_args(StepRule)
 #: "every_occurrence": each cue's occurrences counted on their own and summed (§B.2), so overlapping cues both
 #: count; "longest_match": non-overlapping matches, the longest cue wins (toolkit 0.1).
-BC_COUNTINGS = ("every_occurrence", "longest_match")
+BC_COUNTINGS: tuple[str, ...] = get_args(BCCounting)
+#: the paper's choices (the defaults of ``phr.config.ops.Trajectory``)
+PAPER_CHOICES = Trajectory()
 
 
-@dataclass(frozen=True)
-class TrajectorySettings:
-    """The choices the paper's text leaves open (docs/metrics.md), recorded in results."""
-
-    kl_direction: str = "earlier_reference"
-    step_rule: str = "paper"
-    bc_counting: str = "every_occurrence"
-
-    def __post_init__(self):
-        for name, allowed in (
-            ("kl_direction", KL_DIRECTIONS),
-            ("step_rule", STEP_RULES),
-            ("bc_counting", BC_COUNTINGS),
-        ):
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{name} {getattr(self, name)!r}: expected one of {', '.join(allowed)}")
+def trajectory_choices(settings: Trajectory) -> Trajectory:
+    """The trajectory choices of ``settings`` (a ``Trajectory`` or a config that has them, e.g. ``Scoring``)."""
+    return Trajectory.model_validate(settings.model_dump(include=set(Trajectory.model_fields)))
 
 
 # Logits below this are treated as -inf (keeps exp/products finite in the online log-sum-exp).
@@ -144,7 +134,7 @@ def _trimmed(text: str, start: int, end: int) -> tuple[int, int] | None:
     return (start, end) if start < end else None
 
 
-def split_steps(text: str, rule: str = "paper") -> list[tuple[int, int]]:
+def split_steps(text: str, rule: str = PAPER_CHOICES.step_rule) -> list[tuple[int, int]]:
     """Sentence-level steps of ``text`` as ``(start, end)`` character spans (``text[start:end]``).
 
     ``rule="paper"`` (paper §B.2: "sentence-final punctuation and line breaks as boundaries, after removing
@@ -173,7 +163,8 @@ def split_steps(text: str, rule: str = "paper") -> list[tuple[int, int]]:
             punct = tok.rstrip(_CLOSERS)
             if rule != "paper" and punct == "." and m.end() == m.start() + 1:  # a bare "." (no closers)
                 before = text[start : m.start()]
-                word = (re.search(r"\S*$", before).group() + ".").lstrip(_OPENERS).lower()
+                tail = re.search(r"\S*$", before)  # always matches (possibly empty)
+                word = ((tail.group() if tail else "") + ".").lstrip(_OPENERS).lower()
                 if word in ABBREVIATIONS or before.strip().isdigit():
                     continue
             end = nxt = m.end()
@@ -236,7 +227,7 @@ def word_count(text: str) -> int:
 
 
 def count_cues(
-    text: str, cues: str | os.PathLike | Iterable[str] | None = None, counting: str = "every_occurrence"
+    text: str, cues: str | os.PathLike | Iterable[str] | None = None, counting: str = PAPER_CHOICES.bc_counting
 ) -> int:
     """Occurrences of the cues in ``text``: case-insensitive, exact characters (curly apostrophes read as
     ``'``), each cue starting and ending at a word boundary (``but`` does not match ``button``; ``or maybe``
@@ -253,11 +244,11 @@ def count_cues(
         return 0 if rx is None else len(rx.findall(text))
     if counting != "every_occurrence":
         raise ValueError(f"BC counting {counting!r}: expected one of {', '.join(BC_COUNTINGS)}")
-    return sum(len(_cue_regex((c,)).findall(text)) for c in listed)
+    return sum(len(rx.findall(text)) for c in listed if (rx := _cue_regex((c,))) is not None)
 
 
 def branching_cues(
-    text: str, cues: str | os.PathLike | Iterable[str] | None = None, counting: str = "every_occurrence"
+    text: str, cues: str | os.PathLike | Iterable[str] | None = None, counting: str = PAPER_CHOICES.bc_counting
 ) -> float:
     """BC: cue occurrences per 100 words (``100 * count_cues / word_count``); 0.0 for a text without words."""
     words = word_count(text)
@@ -278,7 +269,9 @@ def _stream_entropy(chunk: ChunkFn, vocab: int, vocab_chunk: int):
     into float64 running (m, S, T) with T = sum e^(z-m)(z-m); then logZ = m + log S, H = log S - T/S."""
     import torch
 
-    m = S = T = None
+    m: Any = None  # running max, sum and weighted sum (float64 tensors after the first chunk)
+    S: Any = None
+    T: Any = None
     for c0 in range(0, vocab, vocab_chunk):
         z = chunk(c0, min(vocab, c0 + vocab_chunk))
         if z.dtype not in (torch.float32, torch.float64):
@@ -308,7 +301,8 @@ def _stream_kl(chunk: ChunkFn, logz, first, second, vocab: int, vocab_chunk: int
     import torch
 
     log_clip = math.log(clip)
-    Z = A = None
+    Z: Any = None
+    A: Any = None
     for c0 in range(0, vocab, vocab_chunk):
         z = chunk(c0, min(vocab, c0 + vocab_chunk)).double()
         lp = (z - logz.unsqueeze(-1)).clamp_min(log_clip)  # -inf logits -> log clip
@@ -428,7 +422,7 @@ class TrajectoryScorer:
         tau: float = TAU,
         clip: float = CLIP,
         cues: str | os.PathLike | Iterable[str] | None = None,
-        settings: TrajectorySettings = TrajectorySettings(),
+        settings: Trajectory = PAPER_CHOICES,
     ):
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
@@ -440,7 +434,7 @@ class TrajectoryScorer:
         self.tau = tau
         self.clip = clip
         self.cues = load_cues(cues)
-        self.settings = settings
+        self.settings = trajectory_choices(settings)
         self._head_ok: bool | None = None
 
     def _head(self) -> OutputHead | None:
@@ -541,13 +535,13 @@ class TrajectoryScorer:
         per: list[list[float]] = [[] for _ in batch]
         for r, v in zip(owner, kls.tolist()):
             per[r].append(v)
-        out = []
+        metrics: list[TrajectoryMetrics] = []
         for r, b in enumerate(batch):
             L = len(b.response)
             ui = float(ent[base[r] : base[r] + L].mean()) if L else 0.0
             buf, above = buf_from_kls(per[r], self.tau)
-            out.append(TrajectoryMetrics(L, ui, buf, b.bc, len(b.steps), above, tuple(per[r]), b.words))
-        return out
+            metrics.append(TrajectoryMetrics(L, ui, buf, b.bc, len(b.steps), above, tuple(per[r]), b.words))
+        return metrics
 
 
 # ---- the naive reference (tests, benchmark) ---------------------------------------------------------
@@ -576,7 +570,7 @@ def reference_metrics(
     tau: float = TAU,
     clip: float = CLIP,
     cues=None,
-    settings: TrajectorySettings = TrajectorySettings(),
+    settings: Trajectory = PAPER_CHOICES,
 ) -> TrajectoryMetrics:
     """The slow way, to check ``TrajectoryScorer``: one forward per step prefix (the response text cut
     after step k, re-tokenized, through the provider's public ``forward``), P_k = its last row; the entropies
@@ -588,7 +582,7 @@ def reference_metrics(
     full_ids = provider.encode(response).ids
     steps = split_steps(response, settings.step_rule)
     ents: list[float] = []
-    ps = []
+    ps: list[Any] = []  # P_k: the logits after step k
     done = 0
     for cut in [e for _, e in steps] + ([len(response)] if response else []):
         prefix = response[:cut]

@@ -27,7 +27,7 @@ SKIPS=(
   '^sudo |changes the system (root): scripts/setup.sh does it when run as root'
   '(^| )(HF_TOKEN=|hf download)|the Hugging Face Hub: network and a token'
   '(openai|anthropic|google):|a hosted model: network and an API key'
-  '(--preset paper|--recipe paper|paper-qwen|accelerate launch|vllm|CUDA_VISIBLE_DEVICES)|paper-size models or several GPUs'
+  '(--preset paper|--recipe paper|paper-qwen|zero2\.yaml|ddp\.yaml|vllm|CUDA_VISIBLE_DEVICES)|paper-size models or several GPUs'
   '(ORG/|HUBDIR|<[a-z]|SPEC|TEST_PATH|=PATH|=DIR|\.\.\.|runs/a/)|a placeholder to fill in (names, paths, models)'
   '\[--|a usage line with optional parts, not a command'
   'scored/\*|needs scored submissions in scored/ (docs/submissions.md)'
@@ -35,10 +35,11 @@ SKIPS=(
 )
 # whole blocks that are one walk-through of something skipped above: FILE:FIRST-LAST | reason
 SKIP_LINES=(
+  'docs/scaling.md:215-221|one shell session around a background protocol server (exported variables, kill %1): tests/test_batch_api.py drives the same batch run'
   'docs/review.md:30-38|the paper build'"'"'s review round: its premises come from the paper recipe (skipped above)'
 )
 DOCS=(README.md docs/hr1.md docs/training.md docs/evaluation.md docs/expectations.md docs/review.md
-      docs/publishing.md docs/leaderboard.md docs/submissions.md docs/analyses.md docs/sandbox.md)
+      docs/publishing.md docs/leaderboard.md docs/submissions.md docs/analyses.md docs/sandbox.md docs/scaling.md)
 
 commands() {  # FILE:LINE<TAB>COMMAND for every command of the bash blocks of the files given
   python3 - "$@" <<'EOF'

@@ -102,6 +102,9 @@ def test_the_plan_is_resolved_before_any_call(qa, tmp_path):
         (["build", "hr1-paraphrases", "--k", "0"], "--k"),
         (["build", "hr1-sft", "--max-tokens", "0"], "--max-tokens"),
         (["build", "hr1-grpo", "--timeout", "0"], "--timeout"),
+        (["eval", "hr1", "--dataset", "=x"], "--dataset"),  # NAME=PATH without a NAME (phr.config.types.EvalSets)
+        (["build", "hr1-paraphrases", "--source", "=x"], "--source"),
+        (["build", "hr1-sft", "--eval-set", "=x"], "--eval-set"),
     ],
 )
 def test_an_out_of_bounds_value_is_one_line_naming_the_key(tmp_path, args, key):

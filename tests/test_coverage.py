@@ -82,7 +82,7 @@ def test_partial_result_refused_by_push_results_submit_and_leaderboard(limited_r
     run_ids = json.loads((limited_run / "run.json").read_text())["instance_ids"]
     sub = _gold_submission(tmp_path / "part.jsonl", [i for i in instances if i.id in run_ids], rows, "org/part")
     submit = ["submit", sub, "--dataset", mini_folder, "--scorer", "none", "--no-plots", "--repo", "org/results",
-              "--to", hub]  # fmt: skip
+              "--hub", hub]  # fmt: skip
     r = cli(*submit)
     assert r.exit_code == 2 and "missing 160 responses" in r.output, r.output
     assert "coverage: partial, 10 of 170 instances answered (--allow-partial" in r.output and not repo.exists()

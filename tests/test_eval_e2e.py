@@ -114,7 +114,7 @@ def test_smollm2_run_results_leaderboard(smollm2, mini_folder, rows, tmp_path):
         "none",
         "--repo",
         "org/phrbench-results",
-        "--to",
+        "--hub",
         str(hub),
         "--model-pr",
     )
@@ -154,7 +154,7 @@ def test_smollm2_run_results_leaderboard(smollm2, mini_folder, rows, tmp_path):
         "none",
         "--repo",
         "org/phrbench-results",
-        "--to",
+        "--hub",
         str(hub),
     )
     assert r.returncode == 2 and "missing 169 responses" in r.stderr, r.stderr

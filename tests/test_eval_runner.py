@@ -1,22 +1,25 @@
-"""The evaluation runner: selection, limit, shards, merge, cache resume, failures (a protocol-server model)."""
+"""The evaluation runner: selection, limit, shards, merge, cache resume, failures (a protocol-server model), run
+through the operation's plan (``phr.api.plan`` of an ``EvalPhrbenchConfig``, ``score: false``)."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
+from phr import api
+from phr.config.ops import EvalPhrbenchConfig
 from phr.eval.dataset import DatasetError, check_conditions, load_eval_dataset
 from phr.eval.runner import (
     GENERATIONS_FILE,
     RESPONSES_FILE,
-    RunConfig,
     RunError,
-    generate_run,
     load_run,
     merge_runs,
     parse_shard,
     select_instances,
 )
 from phr.eval.submission import SubmissionMeta, validate_submission
+from phr.llm.preflight import PreflightError
 
 
 def model(model, messages, k):
@@ -33,6 +36,18 @@ def fake(fake_openai):
 @pytest.fixture
 def llm(fake):
     return lambda: fake.llm(max_attempts=2)
+
+
+def planned(ds, **settings):
+    """The plan of a generation-only run of the fake model on ``ds`` with ``settings``."""
+    return api.plan(
+        EvalPhrbenchConfig(model="openai:gpt-4o", dataset=str(ds.path), scorer="none", score=False, **settings)
+    )
+
+
+def generate(ds, llm, **settings):
+    """Run ``planned(ds, **settings)`` with ``llm`` (fast retries) as the model's client: the run folder."""
+    return api.run(replace(planned(ds, **settings), llm=llm)).run
 
 
 @pytest.fixture(scope="module")
@@ -82,8 +97,8 @@ def test_bad_shard(text):
 
 
 def test_run_writes_a_valid_submission_and_resumes(ds, llm, fake, tmp_path):
-    cfg = RunConfig(model="openai:gpt-4o", dataset=str(ds.path), samples=2, max_tokens=64)
-    run = generate_run(cfg, out=tmp_path / "run", llm=llm(), dataset=ds)
+    cfg = {"samples": 2, "max_tokens": 64}
+    run = generate(ds, llm(), out=tmp_path / "run", **cfg)
     assert len(run.responses) == 340 and not run.failures
     assert run.responses[(ds.instances[0].id, 1)] == model(None, None, 1)
     sub = validate_submission(run.path / RESPONSES_FILE, ds, SubmissionMeta(model="m", revision="r", samples=2))
@@ -98,19 +113,16 @@ def test_run_writes_a_valid_submission_and_resumes(ds, llm, fake, tmp_path):
         and body.get("max_completion_tokens", body.get("max_tokens")) == 64
     )
     before = fake.server.count
-    again = generate_run(cfg, out=tmp_path / "run2", llm=llm(), dataset=ds)
+    again = generate(ds, llm(), out=tmp_path / "run2", **cfg)
     assert fake.server.count == before  # every sample from the cache
     assert (again.path / RESPONSES_FILE).read_bytes() == (run.path / RESPONSES_FILE).read_bytes()
     assert again.meta["run_id"] == run.meta["run_id"]
 
 
 def test_shards_merge_into_the_unsharded_run(ds, llm, tmp_path):
-    base = RunConfig(model="openai:gpt-4o", dataset=str(ds.path), samples=2, limit=7, max_tokens=64)
-    whole = generate_run(base, out=tmp_path / "whole", llm=llm(), dataset=ds)
-    parts = [
-        generate_run(RunConfig(**{**base.__dict__, "shard": (i, 3)}), root=tmp_path / "runs", llm=llm(), dataset=ds)
-        for i in (1, 2, 3)
-    ]
+    base = {"samples": 2, "limit": 7, "max_tokens": 64}
+    whole = generate(ds, llm(), out=tmp_path / "whole", **base)
+    parts = [generate(ds, llm(), runs=tmp_path / "runs", shard=f"{i}/3", **base) for i in (1, 2, 3)]
     assert [p.path.name for p in parts] == [f"{whole.meta['run_id']}-shard-{i}-of-3" for i in (1, 2, 3)]
     merged = merge_runs([parts[2].path, parts[0].path, parts[1].path], tmp_path / "merged")
     assert (merged.path / RESPONSES_FILE).read_bytes() == (whole.path / RESPONSES_FILE).read_bytes()
@@ -122,32 +134,27 @@ def test_shards_merge_into_the_unsharded_run(ds, llm, tmp_path):
         merge_runs([parts[0].path, parts[0].path, parts[1].path, parts[2].path], tmp_path / "m3")
     with pytest.raises(RunError, match="not a shard"):
         merge_runs([whole.path, parts[0].path], tmp_path / "m4")
-    other = generate_run(
-        RunConfig(**{**base.__dict__, "samples": 1, "shard": (2, 3)}), out=tmp_path / "o", llm=llm(), dataset=ds
-    )
+    other = generate(ds, llm(), out=tmp_path / "o", **{**base, "samples": 1, "shard": "2/3"})
     with pytest.raises(RunError, match="not shards of one run"):
         merge_runs([parts[0].path, other.path, parts[2].path], tmp_path / "m5")
     assert not (tmp_path / "m2").exists() and not (tmp_path / "m5").exists()
 
 
 def test_failed_calls_are_listed_and_retried(ds, llm, fake, tmp_path):
-    cfg = RunConfig(model="openai:gpt-4o", dataset=str(ds.path), samples=1, limit=1, max_tokens=64)
+    cfg = {"samples": 1, "limit": 1, "max_tokens": 64, "out": tmp_path / "run"}
     fake.server.script(None, [("status", 400)])  # a bad request is not retried
-    run = generate_run(cfg, out=tmp_path / "run", llm=llm(), dataset=ds)
+    run = generate(ds, llm(), **cfg)
     assert len(run.failures) == 1 and run.failures[0]["failure"] == "bad_request"
     assert len(run.responses) == len(run.instance_ids) - 1
     log = [json.loads(x) for x in (run.path / GENERATIONS_FILE).read_text().splitlines()]
     assert sum("failure" in r for r in log) == 1 and len(log) == len(run.instance_ids)
-    rerun = generate_run(cfg, out=tmp_path / "run", llm=llm(), dataset=ds)
+    rerun = generate(ds, llm(), **cfg)
     assert not rerun.failures and len(rerun.responses) == len(run.instance_ids)
 
 
-def test_nothing_selected(ds, llm, tmp_path):
-    with pytest.raises(RunError, match="select no instance"):
-        generate_run(
-            RunConfig(model="openai:gpt-4o", dataset=str(ds.path), shard=(40, 40)),
-            out=tmp_path / "r",
-            llm=llm(),
-            dataset=ds,
-        )
+def test_nothing_selected(ds, fake, tmp_path):
+    p = planned(ds, shard="40/40", out=tmp_path / "r")
+    assert p.problems == ["selection: nothing to run: the limit / shard / conditions select no instance"]
+    with pytest.raises(PreflightError, match="select no instance"):
+        api.run(p)
     assert not (tmp_path / "r").exists()

@@ -5,13 +5,14 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
+from phr.config.ops import Scoring
 from phr.eval.aggregate import aggregate
 from phr.eval.dataset import Instance, load_eval_dataset
 from phr.eval.pipeline import score_submission
 from phr.eval.results import normalize
-from phr.eval.scoring import SampleScore, ScoreOptions, code_program, score_responses
+from phr.eval.scorers import ScoringRun, TrajectoryMetricsScorer
+from phr.eval.scoring import SampleScore, code_program, score_responses
 from phr.eval.submission import SubmissionError, SubmissionMeta, write_submission
-from phr.llm import LLM
 from tests.support.answers import gold, wrong
 from tests.support.protocol_server import ProtocolServer
 
@@ -145,7 +146,7 @@ def rows(ds):
 
 def test_gold_scores_one_and_wrong_scores_zero(ds, rows):
     resp = {(i.id, 0): gold(i, rows) for i in ds.instances} | {(i.id, 1): wrong(i) for i in ds.instances}
-    scores = score_responses(ds.instances, resp, samples=2, options=ScoreOptions(scorer=None), progress=False)
+    scores = score_responses(ds.instances, resp, samples=2, scoring=Scoring(scorer="none"), progress=False)
     assert len(scores) == 340
     assert all(s.correct for s in scores if s.sample == 0)
     assert not any(s.correct for s in scores if s.sample == 1)
@@ -173,10 +174,11 @@ def test_submission_scored_with_judge_into_results(ds, rows, tmp_path, monkeypat
     with ProtocolServer(responder=judge_model) as srv:
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
         monkeypatch.setenv("OPENAI_BASE_URL", srv.url + "/v1")
-        judge = LLM("openai:gpt-4o", cache=tmp_path / "j.sqlite", progress=False, timeout=5)
-        result, out = score_submission(
-            sub, ds, meta, ScoreOptions(scorer=None, judge=judge), out=tmp_path / "scored", progress=False
+        judged = ScoringRun(
+            Scoring(scorer="none", judge="openai:gpt-4o"),
+            llm_options={"cache": tmp_path / "j.sqlite", "progress": False, "timeout": 5},
         )
+        result, out = score_submission(sub, ds, meta, judged, out=tmp_path / "scored", progress=False)
         assert srv.count == 102
     m = result["metrics"]
     assert m["accuracy_bh"] == 0.5 and m["correction_rate"] == 0.5 and m["compliance_rate"] == 0.5
@@ -204,7 +206,7 @@ def test_full_submission_is_a_leaderboard_result(ds, rows, tmp_path):
     write_submission(sub, ((i.id, 0, gold(i, rows)) for i in ds.instances))
     meta = SubmissionMeta(model="org/gold", revision="v1")
     result, out = score_submission(
-        sub, ds, meta, ScoreOptions(scorer=None), out=tmp_path / "s", progress=False, plots=False
+        sub, ds, meta, Scoring(scorer="none"), out=tmp_path / "s", progress=False, plots=False
     )
     rec = normalize(json.loads((out / "results.json").read_text()))
     assert rec["metrics"]["accuracy_bh"] == 1.0 and rec["run_id"].startswith("sub-")
@@ -212,7 +214,7 @@ def test_full_submission_is_a_leaderboard_result(ds, rows, tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"instance_id": "nope", "sample": 0, "response": "x"}\n')
     with pytest.raises(SubmissionError, match="unknown"):
-        score_submission(bad, ds, meta, ScoreOptions(scorer=None), out=tmp_path / "b", progress=False)
+        score_submission(bad, ds, meta, Scoring(scorer="none"), out=tmp_path / "b", progress=False)
     assert not (tmp_path / "b").exists()
 
 
@@ -223,18 +225,20 @@ def test_trajectory_metrics_cached_and_resumed(smollm2, ds, tmp_path, monkeypatc
     insts = ds.instances[:3]
     resp = {(i.id, 0): f"First step. Wait, maybe not. Answer: {n + 1}" for n, i in enumerate(insts)}
     cache = tmp_path / "calls.sqlite"
-    first = score_responses(
-        insts, resp, samples=1, options=ScoreOptions(scorer=TrajectoryScorer(smollm2), cache=cache), progress=False
-    )
+
+    def metrics(engine):
+        return [TrajectoryMetricsScorer(engine, cache=cache, progress=False)]
+
+    first = score_responses(insts, resp, samples=1, scorers=metrics(TrajectoryScorer(smollm2)), progress=False)
     assert MetricCache(cache).count() == 3 and all(s.ol and s.steps == 3 for s in first)
 
     scorer = TrajectoryScorer(smollm2)
     monkeypatch.setattr(scorer, "score", lambda items: pytest.fail("recomputed a cached response"))
-    again = score_responses(insts, resp, samples=1, options=ScoreOptions(scorer=scorer, cache=cache), progress=False)
+    again = score_responses(insts, resp, samples=1, scorers=metrics(scorer), progress=False)
     assert [(s.ol, s.ui, s.buf, s.bc) for s in again] == [(s.ol, s.ui, s.buf, s.bc) for s in first]
 
     other_tau = TrajectoryScorer(smollm2, tau=50.0)  # another tau is another key: computed again
-    third = score_responses(insts, resp, samples=1, options=ScoreOptions(scorer=other_tau, cache=cache), progress=False)
+    third = score_responses(insts, resp, samples=1, scorers=metrics(other_tau), progress=False)
     assert MetricCache(cache).count() == 6 and all(s.buf == 0.0 for s in third)
 
 

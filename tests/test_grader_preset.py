@@ -4,11 +4,10 @@ import json
 
 import pytest
 
+from phr.config.ops import PAPER_SCORER, EvalPhrbenchConfig, Scoring, Trajectory
 from phr.eval.pipeline import evaluation_settings, truncation_of
-from phr.eval.runner import PAPER_SCORER, PRESETS, model_max_output
+from phr.eval.runner import model_max_output
 from phr.eval.scorers import GRADER_PROMPT, AccuracyScorer, ScoreItem
-from phr.eval.scoring import ScoreOptions
-from phr.eval.trajectory import TrajectorySettings
 from phr.llm import LLM
 from tests.support.cli import run
 from tests.support.rows import instance
@@ -64,7 +63,12 @@ class Declares:
 
 
 def test_paper_preset_and_model_maximum():
-    assert PRESETS["paper"] == {"samples": 10, "temperature": 0.7, "max_tokens": "model", "scorer": PAPER_SCORER}
+    assert EvalPhrbenchConfig.presets["paper"] == {
+        "samples": 10,
+        "temperature": 0.7,
+        "max_tokens": "model",
+        "scorer": PAPER_SCORER,
+    }
     assert PAPER_SCORER == "hf:Qwen/Qwen2.5-7B-Instruct"
     assert model_max_output(Declares(32768)) == 32768
     assert model_max_output(Declares(None)) is None and model_max_output(object()) is None
@@ -79,7 +83,7 @@ def test_truncation_share_and_settings(tmp_path):
     (tmp_path / "generations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert truncation_of(tmp_path).warning is False and truncation_of(tmp_path / "none") is None
 
-    opts = ScoreOptions(scorer="local:smollm2", trajectory=TrajectorySettings(kl_direction="later_reference"))
+    opts = Scoring(scorer="local:smollm2", kl_direction="later_reference")
     st = evaluation_settings(opts, preset="paper", generation={"temperature": 0.7, "max_tokens": 8192}, samples=10)
     assert st.preset == "paper" and st.samples == 10 and st.max_tokens == 8192
     assert st.reference_scorer == "local:smollm2" and st.reference_scorer_is_paper is False
@@ -87,7 +91,7 @@ def test_truncation_share_and_settings(tmp_path):
     assert st.ol_units == {"OL": "reference-scorer tokens", "OL_words": "words"}
     assert st.resolution_labels == ["Heuristic Correction", "Hallucination Compliance", "Hallucination Avoidance"]
     with pytest.raises(ValueError, match="kl_direction"):
-        TrajectorySettings(kl_direction="forward")
+        Trajectory(kl_direction="forward")
 
 
 @pytest.mark.slow

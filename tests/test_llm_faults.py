@@ -269,15 +269,21 @@ def mode(path) -> int:
 
 @pytest.mark.parametrize("mask, dir_mode, file_mode", [(0o022, 0o755, 0o644), (0o027, 0o750, 0o640)])
 def test_run_results_and_submission_modes(server, mini_folder, tmp_path, mask, dir_mode, file_mode):
+    from dataclasses import replace
+
+    from phr.api import plan
+    from phr.api import run as execute
+    from phr.config.ops import EvalPhrbenchConfig, Scoring
     from phr.eval.pipeline import score_run
-    from phr.eval.runner import RunConfig, generate_run
-    from phr.eval.scoring import ScoreOptions
     from phr.eval.submission import SubmissionMeta, write_submission
 
-    cfg = RunConfig(model="openai:gpt-4o", dataset=str(mini_folder), conditions="B", samples=1, limit=1)
+    cfg = EvalPhrbenchConfig(
+        model="openai:gpt-4o", dataset=str(mini_folder), conditions="B", samples=1, limit=1, scorer="none",
+        score=False, out=tmp_path / "runs" / "r1",
+    )  # fmt: skip
     with umask(mask):
-        run = generate_run(cfg, out=tmp_path / "runs" / "r1", llm=make())
-        _, scores = score_run(run.path, ScoreOptions(scorer=None, judge=None), progress=False, plots=False)
+        run = execute(replace(plan(cfg), llm=make())).run
+        _, scores = score_run(run.path, Scoring(scorer="none"), progress=False, plots=False)
         sub = tmp_path / "sub" / "responses.jsonl"
         write_submission(sub, [("x", 0, "y")], SubmissionMeta(model="m", revision="r", samples=1))
     assert mode(run.path) == dir_mode and mode(scores) == dir_mode
@@ -346,11 +352,14 @@ def test_provider_message_clipped_at_word_boundary():
 
 
 def test_eval_phrbench_judge_gets_the_call_options(server, mini_folder, tmp_path):
-    from phr.cli.eval import _options
+    from phr.config.ops import Scoring
+    from phr.eval.scorers import ScoringRun, build_scorers
 
-    opts = _options("none", "openai:judge-model", llm_options={"timeout": 7.0, "max_retry_after": 9.0})
-    assert (opts.judge.spec, opts.judge.timeout, opts.judge.max_retry_after) == ("openai:judge-model", 7.0, 9.0)
-    assert _options("none", "openai:judge-model").judge == "openai:judge-model"
+    asked = Scoring(scorer="none", judge="openai:judge-model")
+    made = build_scorers(ScoringRun(asked, llm_options={"timeout": 7.0, "max_retry_after": 9.0}), progress=False)
+    judge = made[-1].judge
+    assert (judge.spec, judge.timeout, judge.max_retry_after) == ("openai:judge-model", 7.0, 9.0)
+    assert build_scorers(asked, progress=False)[-1].judge == "openai:judge-model"
     options = ("--scorer", "none", "--judge", "openai:judge-model", "--no-plots", "--timeout", "7")
     r = eval_one(mini_folder, tmp_path / "run", "B+H", *options)
     assert r.exit_code == 0, r.output

@@ -11,11 +11,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from phr.bench.metrics import RESOLUTIONS, label, rate_of
+from phr.config.ops import Scoring
 from phr.eval.aggregate import aggregate
 from phr.eval.dataset import load_eval_dataset
 from phr.eval.pipeline import score_submission
 from phr.eval.report import result_json
-from phr.eval.scoring import SampleScore, ScoreOptions
+from phr.eval.scorers import ScoringRun
+from phr.eval.scoring import SampleScore
 from phr.eval.submission import SubmissionMeta
 from phr.leaderboard.report import build_report, pearson, render_report_markdown
 from tests.support.answers import gold, wrong
@@ -60,7 +62,16 @@ def _answers(rows):
 def test_report_of_three_scored_submissions(fake_openai, mini_folder, rows, tmp_path):
     fake = fake_openai(judge)
     dataset = load_eval_dataset(mini_folder)
-    options = ScoreOptions(scorer=None, judge=fake.llm())
+    options = ScoringRun(  # the judge on the fake server, with its cache and fast retries
+        Scoring(scorer="none", judge="openai:gpt-4o"),
+        llm_options={
+            "cache": fake.cache,
+            "progress": False,
+            "timeout": 5,
+            "backoff_initial": 0.01,
+            "backoff_max": 0.05,
+        },
+    )
     files = []
     for model, (answer, access) in _answers(rows).items():
         name = model.split("/")[1]

@@ -238,7 +238,7 @@ def _score(sub: Path, folder: Path, *extra: str, command: str = "score"):
 def test_others_code_refused_in_a_weak_sandbox_without_the_flag(mini_folder, tmp_path, no_bwrap_nor_unshare, command):
     sub = _submission(mini_folder, tmp_path / "sub.jsonl")
     hub = tmp_path / "hub"
-    extra = ["--repo", "org/results", "--to", str(hub)] if command == "submit" else []
+    extra = ["--repo", "org/results", "--hub", str(hub)] if command == "submit" else []
     r = _score(sub, mini_folder, *extra, command=command)
     assert r.exit_code == 2, r.output
     assert r.stderr.splitlines() == [
@@ -246,7 +246,7 @@ def test_others_code_refused_in_a_weak_sandbox_without_the_flag(mini_folder, tmp
         "else's code, install bubblewrap (sudo scripts/install-sandbox.sh, docs/sandbox.md), or pass "
         "--allow-weak-sandbox (recorded in results.json)"
     ]
-    assert r.stdout == "preset: none (the defaults)\n"
+    assert r.stdout == ""  # refused while planning: nothing printed, nothing written
     assert not (tmp_path / "sub.scored").exists() and not hub.exists()
 
 
@@ -260,11 +260,11 @@ def test_submit_with_the_flag_runs_contained_and_records_it(
     hostile = HOSTILE.format(home=str(home), port=listener.getsockname()[1])
     sub = _submission(mini_folder, tmp_path / "sub.jsonl", code_answer=hostile)
     hub = tmp_path / "hub"
-    r = _score(sub, mini_folder, "--allow-weak-sandbox", "--repo", "org/results", "--to", str(hub), command="submit")
+    r = _score(sub, mini_folder, "--allow-weak-sandbox", "--repo", "org/results", "--hub", str(hub), command="submit")
     assert r.exit_code == 0, r.output
-    assert r.stderr.splitlines()[0].startswith(
-        "WARNING: weak code sandbox: rlimits only (PHR_SANDBOX_ISOLATION=rlimits"
-    ), r.stderr
+    assert r.stdout.splitlines()[1].startswith(  # the plan's warning, after the preset
+        "warning: weak code sandbox: rlimits only (PHR_SANDBOX_ISOLATION=rlimits"
+    ), r.stdout
     _nothing_arrived(listener)
     scored = json.loads((tmp_path / "sub.scored" / "results.json").read_text())
     published = [json.loads(p.read_text()) for p in hub.rglob("results/org--m/*.json")]
@@ -288,7 +288,9 @@ def test_own_runs_print_the_sandbox_and_are_not_refused(mini_folder, tmp_path, m
     monkeypatch.setenv("PHR_SANDBOX_ISOLATION", "rlimits")
     r = CliRunner().invoke(app, args)
     assert r.exit_code == 0, r.output
-    assert r.stderr.startswith("WARNING: weak code sandbox: rlimits only (PHR_SANDBOX_ISOLATION=rlimits")
+    assert r.stdout.splitlines()[1].startswith(
+        "warning: weak code sandbox: rlimits only (PHR_SANDBOX_ISOLATION=rlimits"
+    )
     if sb.isolation_available("bwrap"):
         monkeypatch.delenv("PHR_SANDBOX_ISOLATION")
         r = CliRunner().invoke(app, args)

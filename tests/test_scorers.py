@@ -9,13 +9,14 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel
 
+from phr.config.ops import Scoring
 from phr.core.errors import ModelNotInstalledError
 from phr.eval.scorers import (
     AccuracyScorer,
     ResolutionScorer,
     ScoreItem,
-    ScoreOptions,
     Scorer,
+    ScoringRun,
     TrajectoryMetricsScorer,
     build_scorers,
     cache_identity,
@@ -83,9 +84,10 @@ def test_each_scorer_implements_the_protocol(unloaded):
         "max_tokens": 256,
         "conditions": ("B+H",),
     }
-    built = build_scorers(ScoreOptions(scorer=TrajectoryScorer(unloaded), judge="openai:gpt-4o"), progress=False)
+    asked = Scoring(scorer="local:smollm2", judge="openai:gpt-4o")
+    built = build_scorers(ScoringRun(asked, generator=unloaded), progress=False)  # its weights, not loaded
     assert [s.name for s in built] == ["accuracy", "trajectory", "resolution"]
-    assert [s.name for s in build_scorers(ScoreOptions(scorer=None), progress=False)] == ["accuracy"]
+    assert [s.name for s in build_scorers(Scoring(scorer="none"), progress=False)] == ["accuracy"]
     assert unloaded._model is None  # nothing above loaded the weights
 
 
@@ -182,7 +184,7 @@ def test_weight_reuse_rule(unloaded, monkeypatch, tmp_path):
     with pytest.raises(CannotScoreError, match="openai:gpt-4o cannot score"):
         trajectory_engine("openai:gpt-4o", api)
     with pytest.raises(CannotScoreError, match="openai:gpt-4o cannot score"):
-        build_scorers(ScoreOptions(scorer="openai:gpt-4o"))
+        build_scorers(Scoring(scorer="openai:gpt-4o"))
     assert unloaded._model is None
 
 

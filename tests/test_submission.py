@@ -383,7 +383,7 @@ def test_cli_refuses_a_path_as_model_and_writes_nothing(mini_folder, dataset, tm
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
     args = [command, str(sub), "--dataset", str(mini_folder), "--model", "../../../outside/evil"]
     args += ["--model-revision", "1", "--scorer", "none"]
-    args += ["--no-plots"] if command == "score" else ["--repo", "org/results", "--to", str(work / "hub")]
+    args += ["--no-plots"] if command == "score" else ["--repo", "org/results", "--hub", str(work / "hub")]
     r = CliRunner().invoke(app, args)
     assert r.exit_code == 2, r.output
     assert "error: submission metadata: field 'model' must be a Hub model id" in r.output

@@ -198,7 +198,7 @@ def test_submit_refuses_hostile_metadata_before_anything_runs(tmp_path, option, 
     sub.write_text("")
     hub = tmp_path / "hub"
     args = ["submit", str(sub), "--model", "org/m", "--model-revision", "v1", option, value]
-    r = CliRunner().invoke(app, [*args, "--scorer", "none", "--repo", "org/results", "--to", str(hub)])
+    r = CliRunner().invoke(app, [*args, "--scorer", "none", "--repo", "org/results", "--hub", str(hub)])
     assert r.exit_code == 2, r.output
     assert f"error: submission metadata: {problem}" in r.output and "Traceback" not in r.output
     assert not hub.exists() and not (tmp_path / "sub.scored").exists()

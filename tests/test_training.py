@@ -269,6 +269,10 @@ def test_recipe_errors_name_the_key(tmp_path):
     assert bad_set.returncode == 2 and "trainer.max_seq_length is not a field of trl.SFTConfig" in bad_set.stderr
     missing = invoke("train", "sft", "--config", "no-such-recipe")
     assert missing.returncode == 2 and "no packaged recipe" in missing.stderr
+    no_name = invoke("train", "grpo", "--config", "tiny-stage1", "--eval-set", "=x")  # EvalSets: NAME=PATH
+    assert no_name.returncode == 2 and no_name.stderr.strip().splitlines() == [
+        "error: --eval-set ['=x']: Value error, '=x': expected NAME=PATH (a source name, then its released files)"
+    ]
 
 
 @pytest.mark.slow

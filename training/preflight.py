@@ -14,6 +14,7 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
+from phr.config.types import eval_set_parts
 from phr.hr1.corpora import MANIFEST
 from phr.llm.preflight import Preflight
 
@@ -210,7 +211,7 @@ def screen_leakage(pf: Preflight, folder: Path, kind: str, eval_sets: Sequence[s
 
         sets = {}
         for item in eval_sets:
-            name, _, where = item.partition("=")
+            name, where = eval_set_parts(item)
             if name not in SOURCES or not where:
                 pf.problem(f"--eval-set {item}: give NAME=PATH with NAME one of {', '.join(SOURCES)}")
                 continue

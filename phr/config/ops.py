@@ -9,12 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from phr.config.base import OpConfig, setting
+from phr.config.base import OpConfig, field_order, setting
 from phr.config.defaults import (
     BATCH_POLL_S,
     CALL_TIMEOUT_S,
+    CONCURRENCY,
     JUDGE_MAX_TOKENS,
     MAX_RETRY_AFTER_S,
+    NO_MODEL,
     OFFLINE_MODEL,
     PARAPHRASE_MAX_TOKENS,
     QA_MAX_TOKENS,
@@ -25,6 +27,11 @@ from phr.config.types import EvalSets
 PAPER_SCORER = "hf:Qwen/Qwen2.5-7B-Instruct"
 #: the output limit of a PHRBench run when neither the option nor a preset says one
 DEFAULT_MAX_TOKENS = 2048
+#: the paper's sampling (App. B.1): samples per prompt and temperature
+PAPER_SAMPLES = 10
+PAPER_TEMPERATURE = 0.7
+#: the dataset `eval phrbench` and `score` read by default (a built folder or a repo id)
+DEFAULT_DATASET = "phrbench"
 #: the title of the leaderboard page (``leaderboard``, ``report``)
 LEADERBOARD_TITLE = "PHRBench leaderboard"
 #: the premise generator of a generated PHRBench build when neither the option nor the recipe names one (App. A.2)
@@ -80,20 +87,10 @@ class Calls(Batch):
         return {"timeout": self.timeout, "max_retry_after": self.max_retry_after, **batch}
 
 
-class Scoring(OpConfig):
-    """How PHRBench responses are scored (docs/metrics.md)."""
+class Trajectory(OpConfig):
+    """The choices the paper's text leaves open in the trajectory metrics (docs/metrics.md), recorded in results:
+    ``phr.eval.trajectory.TrajectoryScorer`` reads them."""
 
-    scorer: str = setting(
-        OFFLINE_MODEL,
-        f"Reference scorer for OL/UI/BUF/BC (paper: {PAPER_SCORER}); 'none' skips them.",
-        paper="App. B.2",
-    )
-    judge: str = setting(
-        "none", "LLM judge for behavioural resolution of B+H responses; 'none' skips it.", paper="§5.2, App. D.1"
-    )
-    grader: str = setting(
-        "none", "LLM equivalence grader for free-text open-ended answers (GPQA); 'none': normalised match."
-    )
     kl_direction: KLDirection = setting(
         "earlier_reference", "BUF's Delta_k direction (docs/metrics.md).", paper="§4.2, App. B.2"
     )
@@ -101,10 +98,33 @@ class Scoring(OpConfig):
     bc_counting: BCCounting = setting("every_occurrence", "BC cue counting (docs/metrics.md).", paper="§4.2, App. B.2")
 
 
-SCORING_FIELDS = tuple(Scoring.model_fields)
+class Scoring(Trajectory):
+    """How PHRBench responses are scored (docs/metrics.md): the scorers of ``phr.eval.scorers.build_scorers``."""
+
+    scorer: str = setting(
+        OFFLINE_MODEL,
+        f"Reference scorer for OL/UI/BUF/BC (paper: {PAPER_SCORER}); 'none' skips them.",
+        paper="App. B.2",
+    )
+    judge: str = setting(
+        NO_MODEL, "LLM judge for behavioural resolution of B+H responses; 'none' skips it.", paper="§5.2, App. D.1"
+    )
+    grader: str = setting(
+        NO_MODEL, "LLM equivalence grader for free-text open-ended answers (GPQA); 'none': normalised match."
+    )
 
 
-class RescoreScoring(Batch):
+class LocalHub(OpConfig):
+    """Where repo ids are read from (and, for `submit`, the results repo written to)."""
+
+    hub: Path | None = setting(None, "Local hub folder (default: $PHR_HUB_DIR; unset: the Hub).", metavar="HUBDIR")
+
+
+#: the scoring settings in the order of their flags (scorer, judge, grader, then the trajectory choices)
+SCORING_FIELDS = tuple(field_order(Scoring))
+
+
+class RescoreScoring(LocalHub, Batch):
     """Scoring settings of a later step on a run folder: unset = the settings the run was started with."""
 
     preset: Literal["paper"] | None = setting(None, "Score as this preset (default: the run's preset).")
@@ -124,12 +144,18 @@ class RescoreScoring(Batch):
 # ---- PHRBench evaluation ----------------------------------------------------------------------------------------
 
 
-class EvalPhrbenchConfig(Scoring, Calls):
+class EvalPhrbenchConfig(Scoring, Calls, LocalHub):
     """`eval phrbench`: generate (cached, resumable) and score a model's responses to PHRBench."""
 
     command = ("eval", "phrbench")
+    operation = "phr.eval.phrbench_op"
     presets = {
-        "paper": {"samples": 10, "temperature": 0.7, "max_tokens": "model", "scorer": PAPER_SCORER},
+        "paper": {
+            "samples": PAPER_SAMPLES,
+            "temperature": PAPER_TEMPERATURE,
+            "max_tokens": "model",
+            "scorer": PAPER_SCORER,
+        },
     }
 
     model: str = setting(
@@ -141,10 +167,12 @@ class EvalPhrbenchConfig(Scoring, Calls):
         f"{PAPER_SCORER}; other settings given override it.",
         paper="App. B.1",
     )
-    dataset: str = setting("phrbench", "A built PHRBench folder, or a repo id ORG/NAME ($PHR_HUB_DIR, else the Hub).")
+    dataset: str = setting(
+        DEFAULT_DATASET, "A built PHRBench folder, or a repo id ORG/NAME (--hub, $PHR_HUB_DIR, else the Hub)."
+    )
     revision: str | None = setting(None, "Dataset revision (tag or commit) for a repo id.")
-    samples: int = setting(10, "Samples per prompt.", paper="App. B.1", ge=1)
-    temperature: float = setting(0.7, "Sampling temperature.", paper="App. B.1", ge=0)
+    samples: int = setting(PAPER_SAMPLES, "Samples per prompt.", paper="App. B.1", ge=1)
+    temperature: float = setting(PAPER_TEMPERATURE, "Sampling temperature.", paper="App. B.1", ge=0)
     max_tokens: int | Literal["model"] = setting(
         DEFAULT_MAX_TOKENS,
         "Maximum new tokens; 'model': the model's maximum output length (the provider's, else the known-limits "
@@ -156,7 +184,7 @@ class EvalPhrbenchConfig(Scoring, Calls):
     conditions: str = setting("B,B+T,B+H", "Comma-separated conditions: B, B+T, B+H.", paper="§3")
     out: Path | None = setting(None, "Run folder (default: RUNS/<model>/<run id>).")
     runs: Path = setting(Path("runs"), "Root of run folders.")
-    concurrency: int = setting(16, "Concurrent API calls.", ge=1)
+    concurrency: int = setting(CONCURRENCY, "Concurrent API calls.", ge=1)
     score: bool = setting(True, "Score after generating (not for shards).")
     plots: bool = setting(True, "Write PNG plots.")
 
@@ -165,6 +193,7 @@ class EvalMergeConfig(RescoreScoring):
     """`eval merge`: join the shards of one run and score it with the settings the run was started with."""
 
     command = ("eval", "merge")
+    operation = "phr.eval.rescore_op"
     arguments = ("shards",)
     presets = {"paper": {}}
 
@@ -177,6 +206,7 @@ class EvalScoreConfig(RescoreScoring):
     """`eval score`: (re)score a run folder; unset scoring settings are the run's own."""
 
     command = ("eval", "score")
+    operation = "phr.eval.rescore_op"
     arguments = ("run",)
     presets = {"paper": {}}
 
@@ -193,10 +223,11 @@ class PartialResults(OpConfig):
     )
 
 
-class ScoreSubmissionConfig(Scoring, PartialResults, Batch):
+class ScoreSubmissionConfig(Scoring, PartialResults, LocalHub, Batch):
     """`score`: validate and score a leaderboard submission (the runner's scoring code, docs/submissions.md)."""
 
     command = ("score",)
+    operation = "phr.eval.submission_op"
     arguments = ("submission",)
     presets = {"paper": {"scorer": PAPER_SCORER}}
 
@@ -206,7 +237,9 @@ class ScoreSubmissionConfig(Scoring, PartialResults, Batch):
         f"Named settings: 'paper' = the reference scorer {PAPER_SCORER}; other settings given override it.",
         paper="App. B.2",
     )
-    dataset: str = setting("phrbench", "A built PHRBench folder, or a repo id ORG/NAME ($PHR_HUB_DIR, else the Hub).")
+    dataset: str = setting(
+        DEFAULT_DATASET, "A built PHRBench folder, or a repo id ORG/NAME (--hub, $PHR_HUB_DIR, else the Hub)."
+    )
     revision: str | None = setting(None, "Dataset revision (tag or commit) for a repo id.")
     meta: Path | None = setting(None, "Sidecar JSON (default: SUBMISSION.meta.json).")
     model: str | None = setting(None, "Model name (repo id); or in the sidecar JSON.", metavar="ORG/NAME")
@@ -229,9 +262,9 @@ class SubmitConfig(ScoreSubmissionConfig):
     """`submit`: validate, score and publish a submission to the leaderboard results repo."""
 
     command = ("submit",)
+    operation = "phr.leaderboard.submit_op"
 
-    repo: str = setting(..., "The leaderboard results repo, ORG/NAME.")
-    to: Path | None = setting(None, "Local hub for the results repo (default: $PHR_HUB_DIR; unset: the Hub).")
+    repo: str = setting(..., "The leaderboard results repo, ORG/NAME (in --hub, else $PHR_HUB_DIR, else the Hub).")
     replace: bool = setting(False, "Overwrite a stored result with the same run id.")
     create_pr: bool = setting(False, "Open a pull request on the results repo.")
     model_pr: bool = setting(False, "Also open a pull request on the model's repo adding .eval_results/phrbench.yaml.")
@@ -325,7 +358,7 @@ class EvalHr1Config(HR1Decoding, Calls):
         f"the maintainers' curated paraphrases and labels (no paraphraser or judge unless given), K 4, "
         f"{MINI_DECODING}. The no-argument offline default runs 'mini'.",
     )
-    dataset: list[str] = setting(
+    dataset: EvalSets = setting(
         [],
         "Evaluation sets NAME=PATH (NAME alone with --online); default: Hallucination-R1-mini's questions. Repeatable.",
         metavar="NAME=PATH",
@@ -357,7 +390,7 @@ class EvalHr1Config(HR1Decoding, Calls):
 class HR1Build(HR1Decoding, Calls):
     """What the Hallucination-R1 corpus builds share."""
 
-    source: list[str] = setting(
+    source: EvalSets = setting(
         [], "Sources NAME=PATH (NAME alone with --online loads the Hub copy). Repeatable.", metavar="NAME=PATH"
     )
     online: bool = setting(False, "Load sources given without a path from the Hub.")
@@ -373,7 +406,7 @@ class HR1TrainingBuild(HR1Build):
     stand_in_split: StandIn | None = setting(
         None, "Split one released split into train and test (even-train-odd-test); the card says so."
     )
-    eval_set: list[str] = setting(
+    eval_set: EvalSets = setting(
         [],
         "Evaluation sets NAME=PATH the corpus must not overlap (NAME=stand-in: the other half). Repeatable.",
         paper="App. C.1",
@@ -601,7 +634,7 @@ class TrainConfig(OpConfig):
     data: Path | None = setting(None, "Corpus folder (overrides data.path).")
     output_dir: Path | None = setting(None, "Run folder (overrides trainer.output_dir).")
     max_steps: int | None = setting(None, "Overrides trainer.max_steps.", ge=1)
-    eval_set: list[str] = setting(
+    eval_set: EvalSets = setting(
         [],
         "Evaluation sets NAME=PATH the corpus must not overlap: its training rows are screened for split leakage "
         "before training (and by --dry-run); default: the screen its build recorded in manifest.json. Repeatable.",

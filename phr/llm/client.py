@@ -1,6 +1,6 @@
 """The LLM client: cache lookups, bounded concurrency, rate limits, retries, batching, accounting.
 
-    llm = LLM("openai:gpt-4o", concurrency=16)
+    llm = LLM("openai:gpt-4o", concurrency=8)
     results = llm.generate([ChatRequest(as_messages("Hi"), GenerationParams(temperature=0.7), n=10)])
 
 Every sample is looked up in the call cache first; only the missing sample indices are requested. API
@@ -30,7 +30,7 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from phr.config.defaults import CALL_TIMEOUT_S, MAX_RETRY_AFTER_S
+from phr.config.defaults import CALL_TIMEOUT_S, CONCURRENCY, MAX_RETRY_AFTER_S
 from phr.core.aio import run_sync
 from phr.core.progress import progress_bar
 from phr.core.secrets import redact
@@ -75,7 +75,7 @@ class LLM:
         *,
         cache: CallCache | str | Path | None = None,
         cache_mode: CacheMode | str = CacheMode.USE,
-        concurrency: int = 16,
+        concurrency: int = CONCURRENCY,
         requests_per_minute: float | None = None,
         tokens_per_minute: float | None = None,
         timeout: float = CALL_TIMEOUT_S,
@@ -315,7 +315,7 @@ class LLM:
         msg = f"{self.spec}{where}: {e.reason} after {attempts} attempt(s): {detail}"
         if self._too_long(e):
             msg += (
-                f"; the server asked to wait {_secs(e.retry_after)} s (Retry-After), more than the cap of "
+                f"; the server asked to wait {_secs(e.retry_after or 0.0)} s (Retry-After), more than the cap of "
                 f"{_secs(self.max_retry_after)} s, so the call was not retried (raise the cap with "
                 "LLM(max_retry_after=...) or --max-retry-after, or rerun later: successes are cached)"
             )
@@ -373,7 +373,7 @@ class LLM:
                         if rpm:
                             await rpm.acquire()
                         if tpm:
-                            await tpm.acquire(min(tokens, self.tokens_per_minute))
+                            await tpm.acquire(min(tokens, self.tokens_per_minute or tokens))
                         stats.calls += 1
                         t0 = time.monotonic()
                         try:
@@ -430,9 +430,22 @@ class LLM:
         return self.provider.complete_batch(items, progress=partial)
 
 
+#: the completion tokens a request without ``max_tokens`` is estimated at (rate limits, the preflight's plan)
+ESTIMATED_COMPLETION_TOKENS = 512
+
+
+def estimate_prompt_tokens(messages: Sequence[Message]) -> int:
+    """A prompt's tokens, estimated: four characters a token, four tokens a message."""
+    return sum(len(m.content) for m in messages) // 4 + 4 * len(messages)
+
+
+def estimate_completion_tokens(params: GenerationParams) -> int:
+    """One sample's completion tokens at most: its ``max_tokens`` (else ``ESTIMATED_COMPLETION_TOKENS``)."""
+    return params.max_tokens or ESTIMATED_COMPLETION_TOKENS
+
+
 def _estimate_tokens(messages: tuple[Message, ...], params: GenerationParams, n: int) -> int:
-    prompt = sum(len(m.content) for m in messages) // 4 + 4 * len(messages)
-    return prompt + n * (params.max_tokens or 512)
+    return estimate_prompt_tokens(messages) + n * estimate_completion_tokens(params)
 
 
 def _secs(x: float) -> str:

@@ -139,6 +139,7 @@ class Preflight:
         their tokens count, their cache state is unknown."""
         from phr.llm.batch import BATCH_KINDS, active_session, no_batch_api
         from phr.llm.cache import CallCache, call_key
+        from phr.llm.client import estimate_completion_tokens, estimate_prompt_tokens
 
         u = self.usage.setdefault(spec, Usage(spec))
         batch = bool(getattr(provider, "batched", False)) or active_session() is not None  # --batch
@@ -149,8 +150,8 @@ class Preflight:
         for req in requests:
             u.requests += 1
             u.samples += req.n
-            u.prompt_tokens += req.n * (sum(len(m.content) for m in req.messages) // 4 + 4 * len(req.messages))
-            u.completion_tokens += req.n * (req.params.max_tokens or 512)
+            u.prompt_tokens += req.n * estimate_prompt_tokens(req.messages)
+            u.completion_tokens += req.n * estimate_completion_tokens(req.params)
             if estimated:
                 u.estimated += req.n
                 continue
