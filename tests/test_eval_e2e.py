@@ -19,20 +19,22 @@ def rows(mini_folder):
     return {r["id"]: r for p in (mini_folder / "data").glob("*.parquet") for r in pq.read_table(p).to_pylist()}
 
 
+def eval_smollm2(cache: str, mini_folder, *options: str, runs: str):
+    """`phr eval phrbench` of local:smollm2 on PHRBench-mini with the call cache ``cache``, its runs under ``runs``."""
+    argv = ["--cache", cache, "eval", "phrbench", "--model", "local:smollm2", "--dataset", str(mini_folder)]
+    return run(*argv, *options, "--runs", runs, timeout=900)
+
+
+def submit(submission, mini_folder, hub, *options: str):
+    """`phr submit` of ``submission`` on PHRBench-mini, unscored, to org/phrbench-results of the local hub ``hub``."""
+    argv = ["submit", str(submission), "--dataset", str(mini_folder), "--scorer", "none"]
+    return run(*argv, "--repo", "org/phrbench-results", "--hub", str(hub), *options)
+
+
 def test_smollm2_run_results_leaderboard(smollm2, mini_folder, rows, tmp_path):
     cache, hub = str(tmp_path / "calls.sqlite"), tmp_path / "hub"
-    common = ["--dataset", str(mini_folder), "--samples", "2", "--limit", "1", "--max-tokens", "24"]
-    r = run(
-        "--cache",
-        cache,
-        "eval",
-        "phrbench",
-        "--model",
-        "local:smollm2",
-        *common,
-        "--runs",
-        str(tmp_path / "runs"),
-        timeout=900,
+    r = eval_smollm2(
+        cache, mini_folder, "--samples", "2", "--limit", "1", "--max-tokens", "24", runs=str(tmp_path / "runs")
     )
     assert r.returncode == 0, r.stderr[-3000:]
     results = next((tmp_path / "runs").glob("local--smollm2/*/scores/results.json"))
@@ -47,15 +49,9 @@ def test_smollm2_run_results_leaderboard(smollm2, mini_folder, rows, tmp_path):
 
     # shards 1/2 and 2/2 of a 2-question run, merged and scored (cache shared with the run above)
     for i in (1, 2):
-        r = run(
-            "--cache",
+        r = eval_smollm2(
             cache,
-            "eval",
-            "phrbench",
-            "--model",
-            "local:smollm2",
-            "--dataset",
-            str(mini_folder),
+            mini_folder,
             "--limit",
             "2",
             "--max-tokens",
@@ -64,9 +60,7 @@ def test_smollm2_run_results_leaderboard(smollm2, mini_folder, rows, tmp_path):
             "1",
             "--shard",
             f"{i}/2",
-            "--runs",
-            str(tmp_path / "sh"),
-            timeout=900,
+            runs=str(tmp_path / "sh"),
         )
         assert r.returncode == 0 and "eval merge" in r.stdout, r.stderr[-3000:]
     shard_dirs = sorted((tmp_path / "sh" / "local--smollm2").iterdir())
@@ -105,19 +99,7 @@ def test_smollm2_run_results_leaderboard(smollm2, mini_folder, rows, tmp_path):
     (ckpt / "config.json").write_text("{}")
     write_model_card(ckpt, base_model="x/base", datasets=[], hyperparameters={}, eval_results=[])
     push(PushConfig(folder=ckpt, repo="org/gold", repo_type="model", hub=hub))
-    r = run(
-        "submit",
-        str(sub),
-        "--dataset",
-        str(mini_folder),
-        "--scorer",
-        "none",
-        "--repo",
-        "org/phrbench-results",
-        "--hub",
-        str(hub),
-        "--model-pr",
-    )
+    r = submit(sub, mini_folder, hub, "--model-pr")
     assert r.returncode == 0, r.stderr[-3000:]
     assert "model repo org/gold: pull request" in r.stdout
     import subprocess
@@ -141,22 +123,7 @@ def test_smollm2_run_results_leaderboard(smollm2, mini_folder, rows, tmp_path):
     # a defective submission: a clear reason, nothing published
     bad = tmp_path / "bad.jsonl"
     bad.write_text(sub.read_text().splitlines()[0] + "\n")
-    r = run(
-        "submit",
-        str(bad),
-        "--dataset",
-        str(mini_folder),
-        "--model",
-        "org/bad",
-        "--model-revision",
-        "1",
-        "--scorer",
-        "none",
-        "--repo",
-        "org/phrbench-results",
-        "--hub",
-        str(hub),
-    )
+    r = submit(bad, mini_folder, hub, "--model", "org/bad", "--model-revision", "1")
     assert r.returncode == 2 and "missing 169 responses" in r.stderr, r.stderr
     assert len(load_dataset(str(hub / "datasets" / "org" / "phrbench-results"), "leaderboard", split="train")) == 2
 
