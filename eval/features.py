@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -45,23 +46,27 @@ STRUCTURAL: dict[str, str] = {
 }
 
 
+Rating = Annotated[int, Field(ge=0, le=4)]  # a 0-4 scale of the judge
+Flag = Annotated[int, Field(ge=0, le=1)]  # a 0/1 flag of the judge
+
+
 class SemanticFeatures(BaseModel):
     """The judge's structured verdict: twelve integer ratings (0-4 scales; 0/1 flags)."""
 
     model_config = ConfigDict(extra="ignore")
 
-    domain_rule_violation: int = Field(ge=0, le=4)
-    error_locality: int = Field(ge=0, le=4)
-    applicability_mismatch: int = Field(ge=0, le=4)
-    premise_plausibility: int = Field(ge=0, le=4)
-    answer_dependence: int = Field(ge=0, le=4)
-    expertise_required: int = Field(ge=0, le=4)
-    claim_explicitness: int = Field(ge=0, le=4)
-    reasoning_depth: int = Field(ge=0, le=4)
-    assertive_tone: int = Field(ge=0, le=4)
-    numeric_distortion: int = Field(ge=0, le=1)
-    terminology_misuse: int = Field(ge=0, le=1)
-    pseudoscientific_mechanism: int = Field(ge=0, le=1)
+    domain_rule_violation: Rating
+    error_locality: Rating
+    applicability_mismatch: Rating
+    premise_plausibility: Rating
+    answer_dependence: Rating
+    expertise_required: Rating
+    claim_explicitness: Rating
+    reasoning_depth: Rating
+    assertive_tone: Rating
+    numeric_distortion: Flag
+    terminology_misuse: Flag
+    pseudoscientific_mechanism: Flag
 
 
 SEMANTIC: dict[str, str] = {
