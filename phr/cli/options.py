@@ -122,13 +122,7 @@ def bind(cls: type[OpConfig], *, config_option: bool = True) -> Callable:
 
         def command(**kw):
             params = {k: kw.pop(k) for k in [*cls.model_fields, CONFIG_PARAM] if k in kw}
-            cfg = config_from_params(cls, params)
-            if not getattr(cfg, "batch", False):
-                return fn(cfg, **kw)
-            from phr.llm.batch import batch_session
-
-            with batch_session(defer=False):  # every model the command makes calls through its batch API
-                return fn(cfg, **kw)
+            return fn(config_from_params(cls, params), **kw)
 
         command.__name__, command.__doc__ = fn.__name__, fn.__doc__
         own = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]

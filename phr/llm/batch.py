@@ -19,7 +19,6 @@ Two ways to use it:
 
 - ``LLM(spec, batch=True).generate(requests)`` alone: each ``generate`` submits its missing samples as batches
   and waits for them.
-- A command with ``--batch`` runs in a session that does the same for every ``LLM`` it makes (``phr.cli``).
 - ``phr.api.run(plan)`` of a config with ``batch: true`` opens a deferring :class:`BatchSession`: a
   missing sample ends the call as a missing value of reason ``batch_pending``; when the operation returns, the
   session submits everything it collected, waits, and runs the operation again (its next step's calls, e.g. the
@@ -168,10 +167,7 @@ class BatchSession:
     #: called with every poll's status after its line is printed (tests stop a command there)
     on_poll: Callable[[BatchStatus], None] | None = None
 
-    def __init__(self, poll_s: float | None = None, echo: Callable[[str], None] | None = None, *, defer: bool = True):
-        #: True: misses wait in the session for ``process`` (``phr.api.run``'s passes); False: each ``generate``
-        #: of an LLM in it submits its misses and waits for them (a command not on the operation path)
-        self.defer = defer
+    def __init__(self, poll_s: float | None = None, echo: Callable[[str], None] | None = None):
         self.poll_s = poll_seconds() if poll_s is None else poll_s
         self.echo = echo or _stderr
         self._lock = threading.Lock()
@@ -387,7 +383,7 @@ def active_session() -> BatchSession | None:
 @contextlib.contextmanager
 def batch_session(**kw: Any) -> Iterator[BatchSession]:
     """Open a session: every ``LLM`` made in it with ``batch`` unset sends its misses through the batch API (one
-    without a batch API is refused: BatchUnsupported); ``defer`` (default): they wait in the session."""
+    without a batch API is refused: BatchUnsupported); they wait in the session for ``process``."""
     global _ACTIVE
     previous, _ACTIVE = _ACTIVE, BatchSession(**kw)
     try:

@@ -219,8 +219,8 @@ class LLM:
         from phr.llm.batch import BatchSession, Pending, active_session, pending_failure
 
         active = active_session()
-        own = active is None or not active.defer
-        session = BatchSession() if own or active is None else active
+        own = active is None
+        session = BatchSession() if active is None else active
         items = [
             Pending(s.key, s.request_json, s.index, requests[s.req].messages, requests[s.req].params) for s in missing
         ]
