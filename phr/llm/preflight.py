@@ -3,7 +3,7 @@
     pf = Preflight()
     pf.model("generator", "openai:gpt-4o")          # the spec resolves, its key is set, its SDK installed
     pf.calls("openai:gpt-4o", requests)              # calls, share cached, estimated tokens and cost
-    pf.finish(dry_run=True)                          # prints the plan; exit 0, or a PreflightError listing all
+    pf.raise_problems()                              # a PreflightError listing all; else pf.lines() is the plan
 
 A problem is collected, never raised at once, so one dry run lists them all.
 """
@@ -188,16 +188,6 @@ class Preflight:
                 f"preflight found {len(self.problems)} problem(s); nothing was called:\n"
                 + "\n".join(f"  - {p}" for p in self.problems)
             )
-
-    def finish(self, dry_run: bool, echo: Callable[[str], None] = print) -> None:
-        """Raise a PreflightError listing every problem; else print the warnings and, with ``dry_run``, the plan."""
-        self.raise_problems()
-        for text in self.warnings:
-            echo(f"warning: {text}")
-        if dry_run:
-            for line in self.lines():
-                echo(line)
-            echo("dry run: all checks passed; nothing was called")
 
 
 @dataclass
