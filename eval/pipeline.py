@@ -17,13 +17,23 @@ from phr.bench.metrics import RESOLUTIONS
 from phr.config.defaults import CODE_MEMORY_MB, CODE_TIMEOUT_S, model_or_none
 from phr.config.ops import PAPER_SCORER, Scoring
 from phr.core.errors import PHRError
+from phr.core.fs import sha256_file
 from phr.eval.aggregate import aggregate
 from phr.eval.dataset import EvalDataset, load_eval_dataset
+from phr.eval.evidence import dataset_fingerprint, sha256_hex
 from phr.eval.extract import REL_TOL
-from phr.eval.report import result_json, write_results
+from phr.eval.report import RESULTS_FILE, result_json, write_results
 from phr.eval.resolution import PROMPT_VERSION, prompt_hash
-from phr.eval.results import Bootstrap, EvaluationSettings, Result, RunManifest, Truncation, coverage_of
-from phr.eval.runner import GENERATIONS_FILE, load_eval_dataset_from_meta, load_run
+from phr.eval.results import (
+    Bootstrap,
+    EvaluationSettings,
+    Result,
+    RunManifest,
+    Truncation,
+    coverage_of,
+    read_result_file,
+)
+from phr.eval.runner import GENERATIONS_FILE, RESPONSES_FILE, load_eval_dataset_from_meta, load_run
 from phr.eval.sandbox import isolation_report
 from phr.eval.scorers import JUDGE_MAX_REASKS, EquivalenceGrader, ScoringRun
 from phr.eval.scoring import score_responses
@@ -185,10 +195,12 @@ def score_run(
         max_tokens_source=max_tokens_source,
         truncation=truncation_of(run.path),
     )
-    result = result.model_copy(update={"settings": settings, "coverage": coverage_of(instances, ds.instances)})
+    result = result.model_copy(update={"settings": settings, "coverage": coverage_of(scores, ds.instances)})
     out = Path(out) if out is not None else run.path / SCORES_DIR
-    write_results(out, result, scores, plots=plots)
-    return result, out
+    responses = sha256_file(run.path / RESPONSES_FILE) if (run.path / RESPONSES_FILE).exists() else sha256_hex(b"")
+    fingerprint = dataset_fingerprint(ds.instances)
+    write_results(out, result, scores, plots=plots, responses_sha256=responses, dataset_fingerprint=fingerprint)
+    return read_result_file(out / RESULTS_FILE), out
 
 
 def score_submission(
@@ -237,6 +249,7 @@ def score_submission(
         model_access=meta.model_access,
     )
     settings = evaluation_settings(how.scoring, samples=meta.samples)
-    result = result.model_copy(update={"settings": settings, "coverage": coverage_of(instances, dataset.instances)})
-    write_results(out, result, scores, plots=plots)
-    return result, Path(out)
+    result = result.model_copy(update={"settings": settings, "coverage": coverage_of(scores, dataset.instances)})
+    fingerprint = dataset_fingerprint(dataset.instances)
+    write_results(out, result, scores, plots=plots, responses_sha256=sub.sha256, dataset_fingerprint=fingerprint)
+    return read_result_file(Path(out) / RESULTS_FILE), Path(out)

@@ -31,6 +31,7 @@ from phr.eval.results import (
     H_MINUS_T,
     Counts,
     DatasetRef,
+    Evidence,
     ModelAccess,
     ReportTables,
     Result,
@@ -269,16 +270,27 @@ def write_plots(result: Result | Mapping[str, Any], folder: Path) -> list[Path]:
 
 
 def write_results(
-    out: str | Path, result: Result | Mapping[str, Any], scores: Sequence[SampleScore], *, plots: bool = True
+    out: str | Path,
+    result: Result | Mapping[str, Any],
+    scores: Sequence[SampleScore],
+    *,
+    plots: bool = True,
+    responses_sha256: str | None = None,
+    dataset_fingerprint: str | None = None,
 ) -> Path:
-    """Write results.json, samples.jsonl, report.md and plots/ into ``out`` (replacing an earlier scoring)."""
+    """Write results.json, samples.jsonl, report.md and plots/ into ``out`` (replacing an earlier scoring). With
+    the responses' SHA-256 and the dataset's fingerprint the result records its ``evidence`` (samples.jsonl is it)."""
     out = Path(out)
     with atomic_dir(out) as tmp:
         body = "".join(json.dumps(s.as_dict(), ensure_ascii=False) + "\n" for s in scores).encode()
         (tmp / SAMPLES_FILE).write_bytes(body)
-        result = _as_result(result).model_copy(
-            update={"samples_file": SamplesFile(path=SAMPLES_FILE, sha256=hashlib.sha256(body).hexdigest())}
-        )
+        digest = hashlib.sha256(body).hexdigest()
+        update: dict[str, Any] = {"samples_file": SamplesFile(path=SAMPLES_FILE, sha256=digest)}
+        if responses_sha256 is not None and dataset_fingerprint is not None:
+            update["evidence"] = Evidence(
+                samples_sha256=digest, responses_sha256=responses_sha256, dataset_fingerprint=dataset_fingerprint
+            )
+        result = _as_result(result).model_copy(update=update)
         text = json.dumps(result.as_json(), indent=2, ensure_ascii=False) + "\n"
         (tmp / RESULTS_FILE).write_text(text, encoding="utf-8")
         (tmp / REPORT_FILE).write_text(render_report(result), encoding="utf-8")

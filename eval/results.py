@@ -28,7 +28,16 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_serializer,
+)
 
 from phr.bench.metrics import ACCURACY, FIGURES, INSIGHTFUL, OL_WORDS, REQUIRED, rate_of
 from phr.config.ops import PAPER_SCORER, Trajectory
@@ -45,6 +54,8 @@ H_MINUS_T = "H-T"
 ModelAccess = Literal["proprietary", "open"]
 MODEL_ACCESS: tuple[str, ...] = ("proprietary", "open")
 T_SAME_QUESTIONS = "B+T_same_questions"
+#: code sandboxes that isolate with namespaces (eval/sandbox.py): a result scored under another is "weak sandbox"
+STRONG_ISOLATION = ("bwrap", "unshare")
 
 
 class ResultsError(UsageError):
@@ -207,6 +218,20 @@ class SamplesFile(_Strict):
     sha256: str | None = None
 
 
+_SHA256 = r"^[0-9a-f]{64}$"
+
+
+class Evidence(_Strict):
+    """What a result was computed from (docs/leaderboard.md, "Trust"): the per-sample scores the scorer wrote
+    (``samples.jsonl``; in a results repo ``evidence/<samples_sha256>.jsonl``, content-addressed), the SHA-256 of
+    the responses they were scored from (the run's responses.jsonl or the submission file), and the fingerprint of
+    the dataset they were scored against (its instance ids and gold answers, ``phr.eval.evidence``)."""
+
+    samples_sha256: str = Field(pattern=_SHA256)
+    responses_sha256: str = Field(pattern=_SHA256)
+    dataset_fingerprint: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+
+
 def _finite(values: dict[str, float], what: str, nonnegative: bool = False) -> dict[str, float]:
     bad = [k for k, v in values.items() if not math.isfinite(v) or (nonnegative and v < 0)]
     if bad:
@@ -254,18 +279,21 @@ class EvaluationSettings(_Strict):
 
 
 class ConditionCoverage(_Strict):
-    """What a result scored of one condition, against the dataset's own counts."""
+    """What a result scored of one condition, against the dataset's own counts: ``instances`` answered (at least one
+    sample present), ``missing`` samples (failed calls, responses left out) among the instances scored."""
 
     instances: int = Field(ge=0)
     dataset_instances: int = Field(ge=0)
     questions: int = Field(ge=0)
     dataset_questions: int = Field(ge=0)
+    missing: int = Field(0, ge=0)
 
 
 class Coverage(_Strict):
-    """How much of its dataset a result scored (docs/evaluation.md, "Coverage"): ``complete`` when every instance
-    of every condition of the dataset was scored. A partial result (a ``--limit`` run, some conditions only, a
-    submission with instances left out) is refused by push-results, submit and leaderboard unless they are given
+    """How much of its dataset a result scored (docs/evaluation.md, "Coverage"): ``complete`` when every sample of
+    every instance of every condition of the dataset was answered and scored (a failed call is missing, so it makes
+    the result partial). A partial result (a ``--limit`` run, some conditions only, failed calls, a submission with
+    instances left out) is refused by push-results, submit, leaderboard and report unless they are given
     ``--allow-partial``; then ``allow_partial`` is recorded and it is shown marked partial and unranked."""
 
     complete: bool
@@ -284,33 +312,46 @@ class Coverage(_Strict):
             best.dataset_questions if best else 0,
         )
 
+    @property
+    def missing(self) -> int:
+        """Samples missing (failed calls) among the instances scored."""
+        return sum(c.missing for c in self.by_condition.values())
+
     def text(self) -> str:
-        """``complete`` or ``partial: 10/330 instances, 2/34 questions``."""
+        """``complete`` or ``partial: 10/330 instances, 2/34 questions`` (``, missing 12`` when samples are)."""
         if self.complete:
             return "complete"
         inst, ds_inst, q, ds_q = self.totals()
-        return f"partial: {inst}/{ds_inst} instances, {q}/{ds_q} questions"
+        missing = f", missing {self.missing}" if self.missing else ""
+        return f"partial: {inst}/{ds_inst} instances, {q}/{ds_q} questions{missing}"
 
 
-def coverage_of(scored: Iterable[Any], dataset: Iterable[Any]) -> Coverage:
-    """The coverage of the instances ``scored`` (each with ``id``, ``condition``, ``question_id``) against all
-    instances of the ``dataset``, per condition of the dataset."""
+def coverage_of(scores: Iterable[Any], dataset: Iterable[Any]) -> Coverage:
+    """The coverage of the per-sample ``scores`` (each with ``instance_id``, ``condition``, ``missing``) against all
+    instances of the ``dataset``, per condition of the dataset: an instance counts when one of its samples was
+    answered; a missing sample is counted (and makes the result partial)."""
     want: dict[str, list[Any]] = {}
     for inst in dataset:
         want.setdefault(str(inst.condition), []).append(inst)
-    done: dict[str, set[str]] = {}
-    for inst in scored:
-        done.setdefault(str(inst.condition), set()).add(inst.id)
+    answered: dict[str, set[str]] = {}
+    missing: dict[str, int] = {}
+    for s in scores:
+        cond = str(s.condition)
+        if s.missing:
+            missing[cond] = missing.get(cond, 0) + 1
+        else:
+            answered.setdefault(cond, set()).add(s.instance_id)
     by_condition = {}
     for cond, rows in want.items():
-        got = [i for i in rows if i.id in done.get(cond, set())]
+        got = [i for i in rows if i.id in answered.get(cond, set())]
         by_condition[cond] = ConditionCoverage(
             instances=len(got),
             dataset_instances=len(rows),
             questions=len({i.question_id for i in got}),
             dataset_questions=len({i.question_id for i in rows}),
+            missing=missing.get(cond, 0),
         )
-    complete = all(c.instances == c.dataset_instances for c in by_condition.values())
+    complete = all(c.instances == c.dataset_instances and not c.missing for c in by_condition.values())
     return Coverage(complete=complete and bool(by_condition), by_condition=by_condition)
 
 
@@ -346,11 +387,62 @@ class Result(Artifact):
     settings: EvaluationSettings | None = None
     #: how much of the dataset was scored; None in results written before coverage was recorded
     coverage: Coverage | None = None
+    #: what the numbers are recomputed from (None: written before evidence was recorded; never ranked)
+    evidence: Evidence | None = None
+    #: set by push-results when the maintainer took a result scored under a weak code sandbox
+    allow_weak_sandbox: bool | None = None
+
+    #: what re-deriving it from its evidence found (phr.leaderboard.verify); never read from a file. None: not
+    #: checked (a result handed to the renderers by the caller), []: verified, else one line per problem
+    _problems: list[str] | None = PrivateAttr(default=None)
 
     @property
     def partial(self) -> bool:
         """Scored only part of its dataset (a result without a recorded coverage is not known to be partial)."""
         return self.coverage is not None and not self.coverage.complete
+
+    def with_verdict(self, problems: list[str]) -> Result:
+        """This result with what its verification found (``problems`` empty: verified)."""
+        out = self.model_copy()
+        out._problems = list(problems)
+        return out
+
+    @property
+    def problems(self) -> list[str] | None:
+        """What its verification found: None when not checked, [] when verified."""
+        return None if self._problems is None else list(self._problems)
+
+    @property
+    def unverified(self) -> bool:
+        """Checked, and its numbers are not what its evidence gives (or it has none)."""
+        return bool(self._problems)
+
+    @property
+    def sandbox(self) -> dict[str, Any]:
+        """The code sandbox it was scored in, as recorded (``config.sandbox``; {} when not recorded)."""
+        value = (self.config or {}).get("sandbox")
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def weak_sandbox(self) -> bool:
+        """Scored under a sandbox weaker than bwrap / unshare (or one not recorded)."""
+        return self.sandbox.get("isolation") not in STRONG_ISOLATION
+
+    def tags(self) -> tuple[str, ...]:
+        """What a reader must see next to the model name: partial (or ``missing N``), unverified, weak sandbox."""
+        out = []
+        if self.partial and self.coverage is not None:
+            out += ["partial", *([f"missing {self.coverage.missing}"] if self.coverage.missing else [])]
+        if self.unverified:
+            out.append("unverified")
+        if self._problems is not None and self.weak_sandbox:
+            out.append("weak sandbox")
+        return tuple(out)
+
+    @property
+    def ranked(self) -> bool:
+        """Ranked on a leaderboard: complete, and verified when checked."""
+        return not self.partial and not self.unverified
 
     def coverage_text(self) -> str:
         """``complete``, ``partial: ...`` or ``not recorded`` (results written before coverage was recorded)."""
@@ -496,6 +588,11 @@ TEXT_LIMITS = {"submitted_by": 200, "date": 64, "dataset.id": 200, "dataset.revi
 TEXT_LIMIT = 2000
 #: bidirectional overrides and isolates: they make text display in another order than it is written
 _BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+#: how eval names a plain dataset folder in results (``local/<folder name>``, eval/dataset.py)
+LOCAL_DATASET = "local/"
+_LOCAL_NAME = re.compile(r"^[A-Za-z0-9._-]{1,96}$")
+#: how eval names the revision of a plain dataset folder: a digest of its data files (eval/dataset.py)
+_FOLDER_DIGEST = re.compile(r"^sha256:[0-9a-f]{12,64}$")
 
 
 def _shown(value: str) -> str:
@@ -546,17 +643,62 @@ def url_problem(url: str) -> str | None:
     )
 
 
+def date_problem(date: str) -> str | None:
+    """Why ``date`` is no ISO 8601 date or date-time (``2025-06-01``, ``2025-06-01T12:30:00+00:00``), or None."""
+    import datetime as _dt
+
+    if len(date) <= TEXT_LIMITS["date"]:
+        for parse in (_dt.date.fromisoformat, _dt.datetime.fromisoformat):
+            try:
+                parse(date)
+                return None
+            except ValueError:
+                pass
+    return f"must be an ISO date or date-time (2025-06-01, 2025-06-01T12:30:00Z), got {_shown(date)}"
+
+
+def dataset_id_problem(dataset_id: str) -> str | None:
+    """Why ``dataset_id`` is neither a Hub dataset repo id (ORG/NAME) nor the local name eval gives a plain folder
+    (``local/<folder>``: letters, digits, ``. _ -``), or None."""
+    from phr.hub.repo import repo_id_problem
+
+    if dataset_id.startswith(LOCAL_DATASET):
+        name = dataset_id.removeprefix(LOCAL_DATASET)
+        if _LOCAL_NAME.fullmatch(name) and name.strip(".") != "":
+            return None
+    elif repo_id_problem(dataset_id) is None:
+        return None
+    return (
+        f"must be a Hub dataset repo id ORG/NAME or a local name {LOCAL_DATASET}<folder> (letters, digits, '.', "
+        f"'_', '-'), got {_shown(dataset_id)}"
+    )
+
+
+def dataset_revision_problem(revision: str) -> str | None:
+    """Why ``revision`` is neither a git revision (``revision_problem``) nor the ``sha256:<hex>`` eval records for a
+    plain folder, or None."""
+    if _FOLDER_DIGEST.fullmatch(revision) or revision_problem(revision) is None:
+        return None
+    return (
+        "must be a git revision (a commit hash, tag or branch: letters, digits, '.', '_', '-', '/', '+', at most "
+        f"128 characters) or a folder's sha256:<hex>, got {_shown(revision)}"
+    )
+
+
 def entry_problems(res: Result) -> list[str]:
     """Why the submitter text of ``res`` is refused on entry to a leaderboard, one line per field (empty: none).
-    The model is a model name, the revision a git revision, the link an http(s) URL, every other text field
-    (and top-level string kept as is) short plain text; what is rendered is escaped as well (``phr.core.text``)."""
-    text = {"dataset.id": res.dataset.id, "dataset.revision": res.dataset.revision, "date": res.date}
-    text |= {"submitted_by": res.submitted_by, "notes": res.notes}
+    The model is a model name, the revision a git revision, the link an http(s) URL, the date an ISO date, the
+    dataset a Hub repo id or local name at a git revision or folder digest, every other text field (and top-level
+    string kept as is) short plain text; what is rendered is escaped as well (``phr.core.text``)."""
+    text: dict[str, str | None] = {"submitted_by": res.submitted_by, "notes": res.notes}
     text |= {k: v for k, v in (res.model_extra or {}).items() if isinstance(v, str)}
     found = {
         "model": model_name_problem(res.model),
         "revision": revision_problem(res.revision),
         "source_url": url_problem(res.source_url) if res.source_url is not None else None,
+        "date": date_problem(res.date) if res.date is not None else None,
+        "dataset.id": dataset_id_problem(res.dataset.id),
+        "dataset.revision": dataset_revision_problem(res.dataset.revision),
     }
     found |= {k: text_problem(v, TEXT_LIMITS.get(k, TEXT_LIMIT)) for k, v in text.items() if v is not None}
     return [f"{name}: {why}" for name, why in found.items() if why]

@@ -61,6 +61,7 @@ def test_a_limit_run_records_its_coverage_per_condition(limited_run, mini_rows):
         "dataset_instances": 34,
         "questions": 2,
         "dataset_questions": 34,
+        "missing": 0,
     }
     assert cov["by_condition"]["B+T"]["instances"] == 2 and cov["by_condition"]["B+H"]["instances"] == 6
     assert sum(v["instances"] for v in cov["by_condition"].values()) == res["counts"]["instances"] == 10
@@ -107,11 +108,11 @@ def test_partial_result_refused_by_push_results_submit_and_leaderboard(limited_r
     r = cli(*[full if a == sub else a for a in submit])
     assert r.exit_code == 0, r.output
     card = (repo / "README.md").read_text()
-    assert "| Coverage |" in card and "| 1 | org/full |" in card and "| — | org/part |" in card
+    assert "| Coverage |" in card and "| 1 | org/full |" in card and "| — | org/part `partial`" in card
     assert "| complete |" in card and f"| {PARTIAL} |" in card
 
     # the results repo as the leaderboard: the published partial results are allowed (recorded), unranked
-    r = cli("leaderboard", "--repo", "org/results", "--hub", hub, "--out", tmp_path / "lb")
+    r = cli("leaderboard", "--repo", "org/results", "--hub", hub, "--out", tmp_path / "lb", "--dataset", mini_folder)
     assert r.exit_code == 0 and "leaderboard of 3 results (2 partial, unranked" in r.output, r.output
     md = (tmp_path / "lb" / "leaderboard.md").read_text()
     body = [ln for ln in md.splitlines() if ln.startswith("| ")][1:]
@@ -160,7 +161,7 @@ def test_leaderboard_runs_skips_an_eval_hr1_result_with_a_note(fake_openai, mini
     assert "note: skipped runs/hr1/results.json: a result of benchmark 'hallucination-r1'" in r.output
     assert "leaderboard of 1 results (1 partial, unranked" in r.output
     md = (tmp_path / "leaderboard" / "leaderboard.md").read_text()
-    assert "| — | openai:gpt-4o |" in md and "| partial: 10/170 instances, 2/34 questions |" in md
+    assert "| — | openai:gpt-4o `partial`" in md and "| partial: 10/170 instances, 2/34 questions |" in md
 
     r = cli("leaderboard", "runs")  # without --allow-partial: the --limit run is refused, naming its coverage
     assert r.exit_code == 2 and "partial: 10/170 instances, 2/34 questions" in r.output, r.output

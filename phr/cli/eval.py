@@ -93,8 +93,8 @@ def print_summary(result, out: Path) -> None:
         )
     if result["counts"]["missing"]:
         con.print(
-            f"[yellow]{result['counts']['missing']} responses missing (failed calls): scored as incorrect; "
-            "rerun the same command to retry them[/yellow]"
+            f"[yellow]{result['counts']['missing']} responses missing (failed calls): the result is partial "
+            "(missing samples count as incorrect in its tables); rerun the same command to retry them[/yellow]"
         )
     if not all(k in m for k in REQUIRED):
         con.print("note: not a leaderboard entry (a result needs all of B, B+T and B+H)", markup=False, highlight=False)
@@ -108,11 +108,22 @@ def print_summary(result, out: Path) -> None:
 
 
 def print_done(done) -> None:
-    """An operation's own lines, then the summary of its scores when it scored."""
+    """An operation's own lines, then the summary of its scores when it scored; exit 1 when responses are missing
+    (calls that failed after every retry): the result is partial, and the rerun line retries them."""
     for line in done.lines():
         typer.echo(line)
-    if done.result is not None:
-        print_summary(done.result, done.scores)
+    if done.result is None:
+        return
+    print_summary(done.result, done.scores)
+    missing = done.result.counts.missing if done.result.counts else 0
+    if missing:
+        rerun = getattr(done, "rerun", None) or "the same command"
+        typer.echo(
+            f"PARTIAL: {missing} of {done.result.counts.samples} responses missing (calls failed after every retry): "
+            f"the result is partial and is not ranked. Retry them (answered calls come from the cache): {rerun}",
+            err=True,
+        )
+        raise typer.Exit(1)
 
 
 @eval_app.command("phrbench")

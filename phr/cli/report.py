@@ -7,7 +7,7 @@ import typer
 
 from phr.cli.common import execute, new_app
 from phr.cli.options import bind
-from phr.config.ops import LeaderboardConfig, ReportConfig
+from phr.config.ops import LeaderboardConfig, LeaderboardVerifyConfig, ReportConfig
 
 report_app = new_app("Render the leaderboard and the paper's cross-model tables and figures.")
 
@@ -20,18 +20,37 @@ def leaderboard_cmd(cfg: LeaderboardConfig) -> None:
     res = execute(cfg)
     for note in res.notes:
         typer.echo(f"note: {note}")
-    shown = f" ({res.partial} partial, unranked: --allow-partial)" if res.partial else ""
+    unverified = sum(r.unverified for r in res.records)
+    parts = [f"{res.partial} partial"] * bool(res.partial) + [f"{unverified} unverified"] * bool(unverified)
+    shown = f" ({', '.join(parts)}, unranked: --allow-partial)" if parts else ""
     typer.echo(f"leaderboard of {len(res.records)} results{shown}:")
     for p in res.paths:
         typer.echo(f"  {p}")
+    for r in res.records:
+        for problem in r.problems or []:
+            typer.echo(f"unverified {r.model} {r.run_id}: {problem}", err=True)
+
+
+@report_app.command("leaderboard-verify")
+@bind(LeaderboardVerifyConfig)
+def leaderboard_verify_cmd(cfg: LeaderboardVerifyConfig) -> None:
+    """Re-derive every result (a results repo, files or folders) from its evidence: result, claimed, recomputed,
+    verdict; exit 2 when one is not verified."""
+    res = execute(cfg)
+    for line in res.lines():
+        typer.echo(line)
+    if res.unverified:
+        raise typer.Exit(2)
 
 
 @report_app.command("report")
 @bind(ReportConfig)
 def report_cmd(cfg: ReportConfig) -> None:
     """Tables 1, 2, 5-11, Figures 3-5 and the OL/BUF/BC correlations across models, as Markdown, JSON, PNG and
-    the static leaderboard page (with each result JSON it links to)."""
+    the static leaderboard page (with each result JSON it links to); a partial result is refused unless
+    --allow-partial (then tagged and left out of every average), as by `leaderboard`."""
     res = execute(cfg)
-    typer.echo(f"report of {len(res.records)} results:")
+    shown = f" ({res.partial} partial, unranked and not averaged: --allow-partial)" if res.partial else ""
+    typer.echo(f"report of {len(res.records)} results{shown}:")
     for p in res.paths:
         typer.echo(f"  {p}")

@@ -223,6 +223,18 @@ class PartialResults(OpConfig):
     )
 
 
+class Verification(OpConfig):
+    """What results are re-derived against (docs/leaderboard.md, "Trust"): nothing a results file says is believed."""
+
+    datasets: list[str] = setting(
+        [],
+        "PHRBench folders or repo ids to re-derive results against, matched by fingerprint (repeatable; default: a "
+        "result's run folder, else the repo id and revision it names).",
+        flag="--dataset",
+        metavar="DATASET",
+    )
+
+
 class ScoreSubmissionConfig(Scoring, PartialResults, LocalHub, Batch):
     """`score`: validate and score a leaderboard submission (the runner's scoring code, docs/submissions.md)."""
 
@@ -270,7 +282,7 @@ class SubmitConfig(ScoreSubmissionConfig):
     model_pr: bool = setting(False, "Also open a pull request on the model's repo adding .eval_results/phrbench.yaml.")
 
 
-class PushResultsConfig(PartialResults):
+class PushResultsConfig(PartialResults, Verification):
     """`push-results`: add result JSONs to a leaderboard results repo and rebuild its leaderboard config."""
 
     command = ("push-results",)
@@ -283,11 +295,16 @@ class PushResultsConfig(PartialResults):
     replace: bool = setting(False, "Overwrite a stored result with the same run id.")
     create_pr: bool = setting(False, "Open a pull request instead of committing to main.")
     message: str | None = setting(None, "Commit message.", alias_flag="-m")
+    allow_weak_sandbox: bool = setting(
+        False,
+        "Take a result scored under a code sandbox weaker than bwrap / unshare (recorded, tagged on the card and "
+        "page); refused otherwise.",
+    )
     hub: Path | None = setting(None, HUB_DOC, metavar="HUBDIR")
     endpoint: str | None = setting(None, ENDPOINT_DOC)
 
 
-class LeaderboardConfig(PartialResults):
+class LeaderboardConfig(PartialResults, Verification):
     """`leaderboard`: render the leaderboard (parquet, Markdown, static HTML) from PHRBench results."""
 
     command = ("leaderboard",)
@@ -306,7 +323,22 @@ class LeaderboardConfig(PartialResults):
     title: str = setting(LEADERBOARD_TITLE, "Page title.")
 
 
-class ReportConfig(OpConfig):
+class LeaderboardVerifyConfig(Verification):
+    """`leaderboard-verify`: re-derive every result of a results repo (or of files / folders) from its evidence and
+    print result, claimed, recomputed and verdict (docs/leaderboard.md, "Trust")."""
+
+    command = ("leaderboard-verify",)
+    operation = "phr.leaderboard.views"
+    arguments = ("sources",)
+
+    sources: list[Path] = setting(
+        [], "Result JSON files or folders (a pulled results repo, a runs folder).", metavar="SOURCE"
+    )
+    repo: str | None = setting(None, "Check the results repo ORG/NAME instead (local hub or the Hub).")
+    hub: Path | None = setting(None, HUB_DOC, metavar="HUBDIR")
+
+
+class ReportConfig(PartialResults):
     """`report`: the paper's cross-model tables and figures, and the static leaderboard page
     (phr.leaderboard.report)."""
 

@@ -27,9 +27,10 @@ from phr.cards.eval_yaml import eval_yaml
 from phr.config.ops import PushConfig, PushResultsConfig
 from phr.core.parquet import write_parquet
 from phr.core.report import Rejection, ValidationReport
-from phr.core.text import md_text
+from phr.core.text import md_code, md_text
 from phr.eval.results import (
     ID_PATTERN,
+    LOCAL_DATASET,
     SCHEMA_VERSION,
     Result,
     ResultsError,
@@ -40,6 +41,7 @@ from phr.eval.results import (
     model_slug,
     normalize,
     read_json,
+    read_result,
 )
 from phr.hub import README, ArtifactKind, PushResult, RepoNotFoundError, hub_dir, push
 from phr.hub.card import CardError, card_configs
@@ -47,6 +49,7 @@ from phr.hub.local import LocalHub, commit_files, read_tree
 from phr.hub.online import add_file_pr_online, read_files_online
 from phr.hub.repo import check_repo_id, repo_id_problem
 from phr.leaderboard.table import SE_NOTE, TITLE, entries, has_errors, leaderboard_table, ranks
+from phr.leaderboard.verify import EVIDENCE_DIR, Datasets, check, evidence_path, samples_near, verify, weak_sandbox
 
 LEADERBOARD_CONFIG = "leaderboard"
 LEADERBOARD_FILE = "data/leaderboard.parquet"
@@ -91,6 +94,18 @@ def _result_files(source: Path) -> tuple[list[Path], bool]:
     return files, True
 
 
+def result_files(source: Path) -> list[tuple[Path, str]]:
+    """The PHRBench result files of a file or folder (as ``collect_results`` reads them), each with the path shown
+    for it (relative to a folder)."""
+    files, in_folder = _result_files(source)
+    out = []
+    for path in files:
+        if in_folder and not_phrbench(read_json(path)) is not None:
+            continue
+        out.append((path, path.relative_to(source).as_posix() if in_folder else str(path)))
+    return out
+
+
 def not_phrbench(data: Any) -> str | None:
     """Why ``data`` (a parsed JSON file) is not a PHRBench result at all, or None when it is one (valid or not):
     another benchmark's ``benchmark``, or no ``benchmark`` and no ``metrics`` (e.g. `eval hr1`'s results.json)."""
@@ -105,7 +120,11 @@ def not_phrbench(data: Any) -> str | None:
 
 
 def collect_results(
-    sources: Iterable[str | Path], *, allow_partial: bool = False, notes: list[str] | None = None
+    sources: Iterable[str | Path],
+    *,
+    allow_partial: bool = False,
+    notes: list[str] | None = None,
+    datasets: Datasets | None = None,
 ) -> list[Result]:
     """Load and validate PHRBench result JSONs from files and folders (a folder: ``results/**/*.json`` if it has a
     ``results/`` folder, else every ``**/results.json`` (a runs folder), else ``**/*.json``; hidden paths
@@ -113,7 +132,9 @@ def collect_results(
     a line appended to ``notes``; one named on its own is a ``ResultsError``. A partial result is refused
     (``PartialResultError``) unless ``allow_partial`` or it records that it was allowed (``Result.check_complete``).
     Identical duplicates collapse; the same (model, run_id) with other content is a ``ResultsError`` naming both
-    files. Sorted by (model, run_id)."""
+    files. With ``datasets`` each result is re-derived from its evidence (``phr.leaderboard.verify``) and carries its
+    verdict: a result that is not what its evidence gives is shown unverified and unranked. Sorted by (model,
+    run_id)."""
     seen: dict[tuple[str, str], tuple[Result, Path]] = {}
     for source in sources:
         files, in_folder = _result_files(Path(source))
@@ -139,7 +160,11 @@ def collect_results(
                     )
                 continue
             seen[key] = (rec, path)
-    return [seen[k][0] for k in sorted(seen)]
+    if datasets is None:
+        return [seen[k][0] for k in sorted(seen)]
+    return [
+        verify(rec, samples_near(rec, path), datasets, path.parent) for rec, path in (seen[k] for k in sorted(seen))
+    ]
 
 
 # ---- the card ----------------------------------------------------------------------------------------------
@@ -150,10 +175,11 @@ def _cell(text: str) -> str:
 
 
 def _dataset_link(dataset: str) -> str:
-    """A Hub link for a dataset repo id; anything else (a hand-edited result) as escaped text."""
-    return (
-        f"[{dataset}](https://huggingface.co/datasets/{dataset})" if not repo_id_problem(dataset) else md_text(dataset)
-    )
+    """A Hub link for a dataset repo id; a local name (``local/<folder>``) or anything else (a hand-edited result)
+    as escaped text: no link or image is ever made of it."""
+    if repo_id_problem(dataset) or dataset.startswith(LOCAL_DATASET):
+        return md_text(dataset)
+    return f"[{md_text(dataset)}](https://huggingface.co/datasets/{dataset})"
 
 
 def render_card(
@@ -183,7 +209,7 @@ def render_card(
         f"| {'—' if rank is None else rank} | "
         + " | ".join(
             [
-                _cell(e.model),
+                _cell(e.model) + "".join(f" {md_code(t)}" for t in e.tags),
                 _cell(e.revision),
                 *(e.text(m) for m in LEADERBOARD),
                 _cell(e.date or ""),
@@ -228,12 +254,23 @@ def render_card(
 
 
 def write_results_folder(
-    folder: Path, results: dict[str, bytes], *, eval_yaml: bytes | None, repo_id: str | None = None
-) -> None:
-    """Write the whole results repo content into ``folder`` from ``results`` (repo path -> JSON bytes)."""
+    folder: Path,
+    results: dict[str, bytes],
+    *,
+    eval_yaml: bytes | None,
+    repo_id: str | None = None,
+    evidence: dict[str, bytes] | None = None,
+    datasets: Datasets | None = None,
+) -> list[Result]:
+    """Write the whole results repo content into ``folder`` from ``results`` and ``evidence`` (repo path -> bytes);
+    with ``datasets`` every result is re-derived from its evidence and the card and parquet tag the unverified ones.
+    Returns the results (with their verdicts)."""
 
     records = [leaderboard_result(json.loads(b), source=p) for p, b in sorted(results.items())]
-    for rel, data in results.items():
+    evidence = evidence or {}
+    if datasets is not None:
+        records = [verify(r, evidence.get(evidence_path(r) or ""), datasets) for r in records]
+    for rel, data in {**results, **evidence}.items():
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
         (folder / rel).write_bytes(data)
     (folder / "data").mkdir(parents=True, exist_ok=True)
@@ -241,6 +278,7 @@ def write_results_folder(
     (folder / README).write_text(render_card(records, repo_id=repo_id), encoding="utf-8")
     if eval_yaml is not None:
         (folder / EVAL_YAML).write_bytes(eval_yaml)
+    return records
 
 
 def is_results_folder(folder: Path, configs=None) -> bool:
@@ -285,9 +323,13 @@ def check_results_folder(folder: str | Path):
     if not lb.is_file():
         report.extend([Rejection(LEADERBOARD_FILE, "leaderboard", "missing")])
     elif records:
+        # the tags (unverified, ...) need the datasets to recompute: the rows are compared without them
+        def rows(table) -> list:
+            return sorted(json.dumps({k: v for k, v in r.items() if k != "tags"}, sort_keys=True) for r in table)
+
         have = pq.read_table(lb).to_pylist()
         want = leaderboard_table(records).to_pylist()
-        if have != want:
+        if rows(have) != rows(want):
             report.extend(
                 [
                     Rejection(
@@ -321,35 +363,61 @@ def _existing(repo_id: str, *, local: Path | None, token: str | None, endpoint: 
             return {}
     else:
         files = read_files_online(
-            repo_id, "dataset", patterns=[f"{RESULTS_DIR}/**", EVAL_YAML], token=token, endpoint=endpoint
+            repo_id,
+            "dataset",
+            patterns=[f"{RESULTS_DIR}/**", f"{EVIDENCE_DIR}/**", EVAL_YAML],
+            token=token,
+            endpoint=endpoint,
         )
-    return {p: b for p, b in files.items() if p.startswith(RESULTS_DIR + "/") or p == EVAL_YAML}
+    keep = (RESULTS_DIR + "/", EVIDENCE_DIR + "/")
+    return {p: b for p, b in files.items() if p.startswith(keep) or p == EVAL_YAML}
+
+
+def admit(path: Path, cfg: PushResultsConfig, datasets: Datasets) -> tuple[Result, bytes]:
+    """A result file taken for publishing, and its evidence: its submitter text safe, every number re-derived from
+    its evidence, partial only with ``allow_partial`` and scored in a weak sandbox only with ``allow_weak_sandbox``
+    (both the maintainer's, recorded; what the file says about them is not believed). ``ResultsError`` otherwise."""
+    loaded = load_result(path)
+    if problems := entry_problems(loaded):
+        raise UnsafeResultError(f"{path}: refused, its submitter text is not safe to publish: {'; '.join(problems)}")
+    samples = samples_near(loaded, path)
+    found = check(loaded, samples, datasets, path.parent).problems
+    if found:
+        raise ResultsError(f"{path}: refused, not what its evidence gives: {'; '.join(found)}")
+    assert samples is not None  # check found it
+    if loaded.coverage is not None:
+        loaded = loaded.model_copy(update={"coverage": loaded.coverage.model_copy(update={"allow_partial": False})})
+    loaded = loaded.check_complete(allow_partial=cfg.allow_partial, source=str(path))
+    weak = weak_sandbox(loaded)
+    if weak and not cfg.allow_weak_sandbox:
+        box = loaded.sandbox
+        raise ResultsError(
+            f"{path}: refused, scored under a weak code sandbox ({box.get('isolation')}; only bwrap / unshare "
+            "isolate): rescore it where bwrap works (docs/sandbox.md), or pass --allow-weak-sandbox to publish it "
+            "tagged 'weak sandbox'"
+        )
+    return loaded.model_copy(update={"allow_weak_sandbox": True if weak else None}), samples
 
 
 def push_results(cfg: PushResultsConfig, *, token: str | None = None) -> PushResult:
-    """Add scored submissions (``cfg.results``) to the leaderboard results repo ``cfg.repo`` (a dataset repo) and
-    rebuild its ``leaderboard`` config from all results in the repo, in one commit (none if nothing changed).
+    """Add scored submissions (``cfg.results``) with their evidence to the leaderboard results repo ``cfg.repo`` (a
+    dataset repo) and rebuild its ``leaderboard`` config from all results in the repo, in one commit (none if
+    nothing changed).
 
+    Each result is taken by ``admit`` (re-derived from its evidence against ``cfg.datasets`` or the dataset it
+    names; refused with every difference named). Its samples file is committed as ``evidence/<sha256>.jsonl``; an
+    evidence file that another result of the repo already names is refused. The results already in the repo are
+    re-derived too: the card and parquet tag those that are not what their evidence gives (unverified, unranked).
     ``cfg.eval_yaml``: the benchmark's ``eval.yaml`` (default: keep the repo's, else PHRBench's generated one). A
-    submission whose path exists with other content is refused unless ``cfg.replace``. A partial result is refused
-    (``PartialResultError``, naming its coverage) unless ``cfg.allow_partial``, which is recorded in the pushed
-    JSON (``coverage.allow_partial``); it is shown partial and unranked.
+    submission whose path exists with other content is refused unless ``cfg.replace``.
     """
     repo_id, endpoint = cfg.repo, cfg.endpoint
     check_repo_id(repo_id)
     if not cfg.results:
         raise ResultsError("no result JSON files given")
     local = hub_dir(cfg.hub)
-    new: dict[str, bytes] = {}
-    for p in cfg.results:
-        loaded = load_result(p)
-        if problems := entry_problems(loaded):
-            raise UnsafeResultError(f"{p}: refused, its submitter text is not safe to publish: {'; '.join(problems)}")
-        rec = loaded.check_complete(allow_partial=cfg.allow_partial, source=str(p)).as_json()
-        rel = result_path(rec)
-        if rel in new and json.loads(new[rel]) != rec:
-            raise ResultsError(f"two submissions map to {rel} with different content: give them distinct run_id")
-        new[rel] = dump_result(rec)
+    datasets = Datasets(cfg.datasets, hub=local)
+    new, evidence = _admitted(cfg, datasets)
     existing = _existing(repo_id, local=local, token=token, endpoint=endpoint)
     results = {p: b for p, b in existing.items() if p.startswith(RESULTS_DIR + "/")}
     for rel, data in new.items():
@@ -365,6 +433,8 @@ def push_results(cfg: PushResultsConfig, *, token: str | None = None) -> PushRes
                 )
             data = results[rel]  # unchanged: keep the stored bytes
         results[rel] = data
+    _check_evidence_owners(results, evidence)
+    kept = {p: b for p, b in existing.items() if p.startswith(EVIDENCE_DIR + "/")}
     if cfg.eval_yaml is not None:
         eval_bytes = Path(cfg.eval_yaml).read_bytes()
     elif EVAL_YAML in existing:
@@ -375,7 +445,9 @@ def push_results(cfg: PushResultsConfig, *, token: str | None = None) -> PushRes
     try:
         folder = tmp / repo_id.split("/")[1]
         folder.mkdir()
-        write_results_folder(folder, results, eval_yaml=eval_bytes, repo_id=repo_id)
+        write_results_folder(
+            folder, results, eval_yaml=eval_bytes, repo_id=repo_id, evidence={**kept, **evidence}, datasets=datasets
+        )
         n = len(new)
         message = cfg.message or f"Add {n} result(s); rebuild the leaderboard ({len(results)} results)"
         push_cfg = PushConfig(
@@ -384,6 +456,41 @@ def push_results(cfg: PushResultsConfig, *, token: str | None = None) -> PushRes
         return push(push_cfg, token=token)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _admitted(cfg: PushResultsConfig, datasets: Datasets) -> tuple[dict[str, bytes], dict[str, bytes]]:
+    """The admitted results (repo path -> JSON bytes) and their evidence files (repo path -> bytes)."""
+    new: dict[str, bytes] = {}
+    evidence: dict[str, bytes] = {}
+    owner: dict[str, str] = {}
+    for p in cfg.results:
+        admitted, samples = admit(Path(p), cfg, datasets)
+        rec = admitted.as_json()
+        rel = result_path(rec)
+        if rel in new and json.loads(new[rel]) != rec:
+            raise ResultsError(f"two submissions map to {rel} with different content: give them distinct run_id")
+        new[rel] = dump_result(rec)
+        ev = evidence_path(admitted)
+        assert ev is not None  # admit checked the evidence
+        if owner.setdefault(ev, rel) != rel:
+            raise ResultsError(f"{p}: its evidence {ev} is already the evidence of {owner[ev]}")
+        evidence[ev] = samples
+    return new, evidence
+
+
+def _check_evidence_owners(results: dict[str, bytes], new_evidence: dict[str, bytes]) -> None:
+    """Refuse two results of the repo naming the same new evidence file (content-addressed: one owner each)."""
+    owners: dict[str, list[str]] = {}
+    for rel, data in results.items():
+        try:
+            ev = evidence_path(read_result(json.loads(data), source=rel))
+        except (ResultsError, json.JSONDecodeError):
+            continue
+        if ev in new_evidence:
+            owners.setdefault(ev, []).append(rel)
+    for ev, rels in owners.items():
+        if len(rels) > 1:
+            raise ResultsError(f"{ev} would be the evidence of {' and '.join(sorted(rels))}: a result has its own")
 
 
 # ---- the submitting model's repo -------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ the Hub).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from phr.config.ops import SubmitConfig
 from phr.eval import submission_op
@@ -52,6 +53,8 @@ def run(p: SubmissionPlan) -> Submitted:
         replace=cfg.replace,
         create_pr=cfg.create_pr,
         allow_partial=cfg.allow_partial,
+        allow_weak_sandbox=cfg.allow_weak_sandbox,
+        datasets=[cfg.dataset] if Path(cfg.dataset).is_dir() else [],
     )
     res = push_results(pushed)
     done = Submitted(scored, res.lines())

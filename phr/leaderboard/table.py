@@ -23,7 +23,7 @@ TITLE = LEADERBOARD_TITLE  # the page's title when the command names none (one d
 #: the statement under a table whose entries carry standard errors
 SE_NOTE = "± one standard error (bootstrap over base questions; B, B+T and B+H paired)."
 IDENTITY = ("model", "revision", "run_id", "dataset", "dataset_revision")
-TRAILING = ("date", "source_url", "model_access", "coverage")
+TRAILING = ("date", "source_url", "model_access", "coverage", "tags")
 COLUMNS: tuple[tuple[str, str], ...] = (
     *((c, "string") for c in IDENTITY),
     *((c, "float64") for m in LEADERBOARD for c in (m, se_name(m))),
@@ -45,8 +45,10 @@ class LeaderboardEntry(BaseModel):
     source_url: str | None = None
     model_access: str | None = None
     coverage: str = "not recorded"
-    #: False for a partial result: listed after the ranked ones, without a rank
+    #: False for a partial or unverified result: listed after the ranked ones, without a rank
     ranked: bool = True
+    #: what a reader must see next to the model name: "partial", "missing N", "unverified", "weak sandbox"
+    tags: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, result: Result) -> LeaderboardEntry:
@@ -73,7 +75,8 @@ class LeaderboardEntry(BaseModel):
             source_url=result.source_url,
             model_access=result.model_access,
             coverage=result.coverage_text(),
-            ranked=not result.partial,
+            ranked=result.ranked,
+            tags=result.tags(),
         )
 
     def row(self) -> dict[str, Any]:
@@ -81,7 +84,8 @@ class LeaderboardEntry(BaseModel):
         metrics = {
             c: v for name in LEADERBOARD for c, v in ((name, self.values[name]), (se_name(name), self.errors[name]))
         }
-        return {**{c: getattr(self, c) for c in IDENTITY}, **metrics, **{c: getattr(self, c) for c in TRAILING}}
+        trailing = {c: getattr(self, c) for c in TRAILING} | {"tags": ", ".join(self.tags)}
+        return {**{c: getattr(self, c) for c in IDENTITY}, **metrics, **trailing}
 
     def text(self, name: str) -> str:
         """A metric's cell text: ``0.512 ± 0.021`` (differences signed), '' when not reported."""
