@@ -225,3 +225,142 @@ def test_pearson_and_figure5_groups():
     assert rep.table1.rows["a"].retention.value == 0.0  # B+T accuracy 1, B+H 0
     md = render_report_markdown(rep)
     assert "| H | " in md and "Figure 5: trajectory metrics by resolution" in md
+
+
+# ---- averages over ranked rows only; partial rows tagged (issue 32, item 7) ---------------------------------------
+
+
+def _scored(model, acc_t, acc_h, ol, *, access=None, partial=False):
+    """A result of 4 questions: B+T right on the first ``acc_t * 4``, B+H on the first ``acc_h * 4``; a partial one
+    records that it scored 4 of 8 instances per condition."""
+    out = []
+    for i in range(4):
+        q = f"q{i}"
+        for cond, acc in (("B", acc_t), ("B+T", acc_t), ("B+H", acc_h)):
+            mt = "Rule Contradiction" if cond == "B+H" else None
+            out.append(
+                SampleScore(
+                    f"{q}-{cond}",
+                    0,
+                    q,
+                    cond,
+                    "Physics",
+                    "s",
+                    "multiple_choice",
+                    "x",
+                    mt,
+                    False,
+                    i < acc * 4,
+                    ol=ol,
+                    ui=1.0,
+                    buf=ol / 100,
+                    bc=ol / 10,
+                )  # fmt: skip
+            )
+    res = result_json(
+        model=model, revision="r", dataset={"id": "ORG/phrbench", "revision": "v"}, report=aggregate(out), config={},
+        run_id="run", model_access=access,
+    )  # fmt: skip
+    if partial:
+        cell = {"instances": 4, "dataset_instances": 8, "questions": 4, "dataset_questions": 8}
+        cov = {"complete": False, "allow_partial": True, "by_condition": {c: cell for c in ("B", "B+T", "B+H")}}
+        res = res.model_validate({**res.as_json(), "coverage": cov})
+    return res
+
+
+@pytest.fixture
+def with_partial():
+    """Three complete results and a partial one whose figures would pull every average down."""
+    return [
+        _scored("org/a", 0.75, 0.5, 10, access="open"),
+        _scored("org/b", 0.5, 0.25, 20, access="proprietary"),
+        _scored("org/c", 1.0, 0.5, 40, access="open"),
+        _scored("org/part", 0.0, 0.0, 90, access="open", partial=True),
+    ]
+
+
+def test_averages_are_over_ranked_rows_only(with_partial):
+    from phr.leaderboard.page import render_html, render_markdown
+
+    rep = build_report(with_partial)
+    t1 = rep.table1
+    assert set(t1.rows) == {"org/a", "org/b", "org/c", "org/part"}  # the partial row is shown...
+    assert t1.averaged == ["org/a", "org/b", "org/c"]  # ...and not averaged
+    ref = {m.key: m for m in rep.models}
+    assert not ref["org/part"].ranked and ref["org/part"].tags == ["partial"] and ref["org/a"].ranked
+
+    def mean(side, figure, keys):
+        return round(sum(getattr(t1.rows[k], side)[figure].value for k in keys) / len(keys), 6)
+
+    ranked = ["org/a", "org/b", "org/c"]
+    avg = t1.averages["all"]
+    assert avg.T["accuracy"].value == mean("T", "accuracy", ranked) == 0.75  # with the partial row: 0.5625
+    assert avg.H["accuracy"].value == mean("H", "accuracy", ranked)
+    assert avg.T["OL"].value == mean("T", "OL", ranked) and avg.H["BC"].value == mean("H", "BC", ranked)
+    assert avg.h_minus_t["accuracy"].value == mean("h_minus_t", "accuracy", ranked)
+    assert avg.retention.value == round(sum(t1.rows[k].retention.value for k in ranked) / 3, 6)
+    assert t1.averages["open"].T["accuracy"].value == mean("T", "accuracy", ["org/a", "org/c"])
+    assert t1.averages["proprietary"].T["accuracy"].value == 0.5
+    # every other average and the correlations: the ranked rows only
+    phys = rep.per_domain["Physics"]
+    assert phys.averaged == ranked and phys.averages["all"].T["accuracy"].value == 0.75
+    assert rep.retention.rows["Average"]["Physics"] == round(
+        sum(rep.retention.rows[k]["Physics"] for k in ranked) / 3, 6
+    )
+    ols, bcs = [10, 20, 40], [1.0, 2.0, 4.0]
+    assert rep.correlations["T"]["OL~BC"] == pearson(ols, bcs)
+
+    md = render_report_markdown(rep)
+    row = next(ln for ln in md.splitlines() if ln.startswith("| org/part"))
+    assert row.startswith("| org/part `partial` | open | 0.000 ± 0.000 |")
+    assert "Averages over the 3 ranked results; 1 unranked row (partial, unverified or weak sandbox" in md
+    assert "| **Average** | | 0.750 |" in md
+    assert "Across the 3 ranked results (r needs at least 3); the 1 unranked result is left out." in md
+
+    # the page's Table 1 (under the leaderboard) and leaderboard.md: the tag next to the name, the note
+    page = render_html(with_partial)
+    table1 = page.split('<table id="table1">', 1)[1].split("</table>", 1)[0]
+    assert '<tr data-model="org/part" class="partial"><td>org/part <span class="tag">partial</span></td>' in table1
+    assert '<tr class="average"><td>Average</td><td></td><td class="num" data-value="0.75">0.750</td>' in table1
+    after = page.split('<table id="table1">', 1)[1].split("</table>", 1)[1]
+    assert after.lstrip().startswith('<p class="note">Averages over the 3 ranked results; 1 unranked row')
+    overall = page.split('<table id="leaderboard"', 1)[1].split("</table>", 1)[0]
+    assert '<td data-value="org/part">org/part <span class="tag">partial</span> <a class="result"' in overall
+    board = render_markdown(with_partial)
+    assert "| — | org/part `partial` |" in board
+
+
+def test_no_ranked_result_means_no_averages(with_partial):
+    rep = build_report(with_partial[3:])
+    assert rep.table1.averages == {} and "Average" not in rep.retention.rows
+    md = render_report_markdown(rep)
+    assert "No ranked result, so no averages; 1 unranked row" in md and "**Average**" not in md
+
+
+def test_report_refuses_a_partial_result_unless_allow_partial(with_partial, tmp_path):
+    from typer.testing import CliRunner
+
+    from phr.cli import app
+
+    files = []
+    for res in with_partial:
+        data = res.as_json()
+        if res.partial:
+            data["coverage"]["allow_partial"] = False  # as eval wrote it: not yet allowed by anyone
+        path = tmp_path / "runs" / res.model.replace("/", "--") / "results.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(data))
+        files.append(path)
+    out = tmp_path / "report"
+    r = CliRunner().invoke(app, ["report", str(tmp_path / "runs"), "--out", str(out)])
+    assert r.exit_code == 2, r.output
+    assert "is a partial result (partial: 12/24 instances, 4/8 questions of ORG/phrbench)" in r.output
+    assert "--allow-partial" in r.output and not out.exists()
+    r = CliRunner().invoke(app, ["report", str(tmp_path / "runs"), "--out", str(out), "--allow-partial"])
+    assert r.exit_code == 0, r.output
+    assert "report of 4 results (1 partial, unranked and not averaged: --allow-partial)" in r.output
+    md = (out / "report.md").read_text()
+    assert "| org/part `partial` | open |" in md and "| **Average** | | 0.750 |" in md
+    rep = json.loads((out / "report.json").read_text())
+    assert rep["table1"]["averaged"] == ["org/a", "org/b", "org/c"]
+    assert rep["table1"]["averages"]["all"]["T"]["accuracy"]["value"] == 0.75

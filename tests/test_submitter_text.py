@@ -108,7 +108,7 @@ def test_card_of_hostile_results_is_inert_markdown():
     hostile_row = next(r for r in dom.rows if "script" in r[1])
     date = dom.rows[0].index("Date")
     assert hostile_row[1] == SCRIPT and hostile_row[2] == " ".join(HEADING.splitlines()) and hostile_row[date] == IMG
-    assert "[evil/x)" not in card and "evil/x)&lt;b&gt;bold&lt;/b&gt;" in card  # no link made of a non-repo id
+    assert "[evil/x" not in card and "evil/x\\)&lt;b&gt;bold&lt;/b&gt;" in card  # no link made of a non-repo id
     assert "[org/phrbench](https://huggingface.co/datasets/org/phrbench)" in card
 
 
@@ -157,8 +157,14 @@ def test_a_hand_edited_hostile_result_in_the_results_repo_is_escaped_by_the_next
         ({"submitted_by": IMG}, "submitted_by: must be plain text (no '<' or '>': no HTML)"),
         ({"notes": "fine\n# injected heading"}, "notes: must be one line of text (no line breaks"),
         ({"source_url": "javascript:alert(1)"}, "source_url: must be an http(s) URL"),
-        ({"date": IMG}, "date: must be plain text"),
-        ({"dataset": {"id": "org/d\n# x", "revision": "v1"}}, "dataset.id: must be one line of text"),
+        ({"date": IMG}, "date: must be an ISO date or date-time"),
+        ({"date": "![](https://evil.example/x.png)"}, "date: must be an ISO date or date-time (2025-06-01, "),
+        ({"date": "June 2025"}, "date: must be an ISO date or date-time"),
+        ({"dataset": {"id": "org/d\n# x", "revision": "v1"}}, "dataset.id: must be a Hub dataset repo id ORG/NAME"),
+        ({"dataset": {"id": "[x](javascript:alert(1))", "revision": "v1"}}, "dataset.id: must be a Hub dataset repo"),
+        ({"dataset": {"id": "local/my data", "revision": "v1"}}, "dataset.id: must be a Hub dataset repo id"),
+        ({"dataset": {"id": "org/d", "revision": "![](https://e.example/x.png)"}}, "dataset.revision: must be a git"),
+        ({"dataset": {"id": "org/d", "revision": "sha256:not-hex"}}, "dataset.revision: must be a git revision"),
         ({"leaderboard_label": SCRIPT}, "leaderboard_label: must be plain text"),  # a further top-level key
     ],
 )
@@ -211,3 +217,119 @@ def test_sidecar_metadata_is_checked_like_the_options(tmp_path):
         load_meta(meta)
     meta.write_text(json.dumps({"model": "org/m", "revision": "v1", "submitted_by": "Alice (ACME lab)", "notes": "ok"}))
     assert load_meta(meta).submitted_by == "Alice (ACME lab)"
+
+
+# ---- the issue's strings (issue 32, item 4): refused on entry, inert where a hand-committed result shows them -----
+
+EVIL_DATE = "![](https://evil.example/x.png)"
+EVIL_ID = "[x](javascript:alert(1))"
+EVIL_REVISION = "[r](https://evil.example/r)"
+EVIL_MODEL = "![m](https://evil.example/m.png)[m](javascript:alert(2))"
+
+
+class _Live(HTMLParser):
+    """Every link target and image source of an HTML text."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.hrefs: list[str] = []
+        self.srcs: list[str] = []
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        values = dict(attrs)
+        if tag == "a":
+            self.hrefs.append(values.get("href") or "")
+        elif tag == "img":
+            self.srcs.append(values.get("src") or "")
+
+
+def _html(markdown: str) -> str:
+    """Markdown as the Hub shows it (raw HTML on), with markdown-it's own filter of javascript: links turned off:
+    what is checked is that no link is made at all, not that the renderer drops a bad one."""
+    md = MarkdownIt("commonmark", {"html": True}).enable("table")
+    md.validateLink = lambda url: True
+    return md.render(markdown.split("\n---\n", 1)[-1])
+
+
+def assert_nothing_live(html_text: str) -> None:
+    live = _Live(html_text)
+    assert not any("javascript:" in u or "//evil" in u for u in live.hrefs + live.srcs), (live.hrefs, live.srcs)
+    assert all(s.startswith("data:image/png;base64,") for s in live.srcs), live.srcs
+    assert "<img" not in html_text.replace('<img alt="Figure', "")  # the page's own figures only
+
+
+def _committed_by_hand(**fields):
+    """A result as someone could commit it into a results repo: built directly, no entry checks."""
+    from phr.eval.results import Result
+
+    data = result(EVIL_MODEL, date=EVIL_DATE, run_id="evil", **fields)
+    data["dataset"] = {"id": EVIL_ID, "revision": EVIL_REVISION}
+    return Result.model_validate(data)
+
+
+@pytest.mark.parametrize(
+    "fields,field",
+    [
+        ({"date": EVIL_DATE}, "date"),
+        ({"dataset": {"id": EVIL_ID, "revision": "v1"}}, "dataset.id"),
+        ({"dataset": {"id": "org/phrbench", "revision": EVIL_REVISION}}, "dataset.revision"),
+    ],
+)
+def test_push_results_refuses_the_issue_strings_in_one_line(tmp_path, fields, field):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(result(**fields)))
+    hub = tmp_path / "hub"
+    r = CliRunner().invoke(app, ["push-results", str(path), "--repo", "org/results", "--hub", str(hub)])
+    assert r.exit_code == 2, r.output
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {path}: refused") and f": {field}: must be " in lines[0]
+    assert not (hub / "datasets" / "org" / "results").exists()
+
+
+def test_what_eval_writes_for_a_folder_and_the_hub_is_accepted():
+    from phr.eval.results import entry_problems, read_result
+
+    for dataset in ({"id": "local/phrbench-mini_1.0", "revision": "sha256:e68827942dd3"},
+                    {"id": "ORG/phrbench", "revision": "0123456789abcdef0123456789abcdef01234567"},
+                    {"id": "ORG/phrbench", "revision": "v0.1.0"}):  # fmt: skip
+        for date in ("2025-06-01", "2025-06-01T12:30:00+00:00", "2025-06-01T12:30:00Z", None):
+            assert entry_problems(read_result(result(dataset=dataset, date=date))) == [], (dataset, date)
+
+
+def test_the_issue_strings_committed_by_hand_render_inert_everywhere(tmp_path):
+    from phr.leaderboard.report import build_report, render_report_markdown
+
+    evil, clean = _committed_by_hand(), read_result_file(FIXTURES / "results_v1" / "results.json")
+    card = render_card([result(), evil], repo_id="org/results")
+    html_card = _html(card)
+    assert_nothing_live(html_card)
+    first = html_card.split("<p>", 1)[1].split("</p>", 1)[0]  # the card's first paragraph names the datasets
+    assert EVIL_ID in first and '<a href="https://huggingface.co/datasets/org/phrbench">org/phrbench</a>' in first
+    dom = rendered(card)
+    row = next(r for r in dom.rows if r[1].startswith("![m]"))
+    assert row[1] == EVIL_MODEL and row[dom.rows[0].index("Date")] == EVIL_DATE  # shown as written, not rendered
+
+    board = render_markdown([result(), evil])
+    assert_nothing_live(_html(board))
+    footer = _html(board).rsplit("<p>", 1)[1]  # the datasets, under the table
+    assert f"{EVIL_ID} ({EVIL_REVISION})" in footer
+    # the cross-model report and eval's report.md of one run: a result with tables, the same strings
+    dataset = clean.dataset.model_copy(update={"id": EVIL_ID, "revision": EVIL_REVISION})
+    tabled = clean.model_copy(update={"model": EVIL_MODEL, "date": EVIL_DATE, "dataset": dataset})
+    report = _html(render_report_markdown(build_report([clean, tabled])))
+    assert_nothing_live(report)
+    assert EVIL_MODEL in report
+    single = _html(render_report(tabled))
+    assert_nothing_live(single)
+    assert EVIL_MODEL in single and EVIL_ID in single
+
+    page, plain = render_html([result(), evil]), render_html([result(), result("org/b")])
+    assert_nothing_live(page)
+    counts = [(len(_Live(p).hrefs), len(_Live(p).srcs)) for p in (page, plain)]
+    assert counts[0] == counts[1]  # the same links and figures as a page of clean results
+
+
+def test_a_local_dataset_name_is_not_linked_to_the_hub():
+    card = render_card([result(dataset={"id": "local/phrbench", "revision": "sha256:e68827942dd3"})])
+    assert "huggingface.co/datasets/local" not in card and "Scored submissions to local/phrbench:" in card

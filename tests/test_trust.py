@@ -114,7 +114,9 @@ def test_a_verified_push_carries_its_evidence_and_a_hand_edit_is_unverified(tmp_
     good = scored(tmp_path, mini, mini_folder, "good")
     half = scored(tmp_path, mini, mini_folder, "half", every_other_wrong=True)
     for folder in (good, half):
-        r = cli("push-results", folder / "results.json", "--repo", "org/results", "--hub", hub, "--dataset", mini_folder)
+        r = cli(
+            "push-results", folder / "results.json", "--repo", "org/results", "--hub", hub, "--dataset", mini_folder
+        )
         assert r.exit_code == 0, r.output
     repo = pull(PullConfig(repo="org/results", out=tmp_path / "repo", hub=hub))
     samples = (good / "samples.jsonl").read_bytes()

@@ -7,7 +7,7 @@ import typer
 
 from phr.cli.common import execute, new_app
 from phr.cli.options import bind
-from phr.config.ops import LeaderboardConfig, LeaderboardVerifyConfig, ReportConfig
+from phr.config.ops import LeaderboardConfig, LeaderboardQueueConfig, LeaderboardVerifyConfig, ReportConfig
 
 report_app = new_app("Render the leaderboard and the paper's cross-model tables and figures.")
 
@@ -41,6 +41,15 @@ def leaderboard_verify_cmd(cfg: LeaderboardVerifyConfig) -> None:
         typer.echo(line)
     if res.unverified:
         raise typer.Exit(2)
+
+
+@report_app.command("leaderboard-queue")
+@bind(LeaderboardQueueConfig)
+def leaderboard_queue_cmd(cfg: LeaderboardQueueConfig) -> None:
+    """The maintainers' queue: score every open submission pull request of a results repo here, then merge it
+    with its result and evidence, or close it with a comment stating every problem; a rerun changes nothing."""
+    for line in execute(cfg).lines():
+        typer.echo(line)
 
 
 @report_app.command("report")

@@ -278,7 +278,11 @@ class SubmitConfig(ScoreSubmissionConfig):
 
     repo: str = setting(..., "The leaderboard results repo, ORG/NAME (in --hub, else $PHR_HUB_DIR, else the Hub).")
     replace: bool = setting(False, "Overwrite a stored result with the same run id.")
-    create_pr: bool = setting(False, "Open a pull request on the results repo.")
+    create_pr: bool = setting(
+        False,
+        "Without write access: open a pull request on the results repo holding the responses and metadata, for the "
+        "maintainers' queue (leaderboard-queue) to score and merge.",
+    )
     model_pr: bool = setting(False, "Also open a pull request on the model's repo adding .eval_results/phrbench.yaml.")
 
 
@@ -301,6 +305,25 @@ class PushResultsConfig(PartialResults, Verification):
         "page); refused otherwise.",
     )
     hub: Path | None = setting(None, HUB_DOC, metavar="HUBDIR")
+    endpoint: str | None = setting(None, ENDPOINT_DOC)
+
+
+class LeaderboardQueueConfig(Scoring, LocalHub):
+    """`leaderboard-queue`: the maintainers' queue. For each open submission pull request of a results repo (opened
+    by `submit --create-pr`): validate the submission, score it here, and merge it with its result and evidence,
+    or close it with a comment stating every problem (docs/submissions.md, "The maintainers' queue")."""
+
+    command = ("leaderboard-queue",)
+    operation = "phr.leaderboard.queue"
+
+    repo: str = setting(..., "The leaderboard results repo, ORG/NAME (in --hub, else $PHR_HUB_DIR, else the Hub).")
+    dataset: str = setting(
+        DEFAULT_DATASET, "The PHRBench the submissions are scored on: a built folder, or a repo id ORG/NAME."
+    )
+    revision: str | None = setting(None, "Dataset revision (tag or commit) for a repo id.")
+    allow_weak_sandbox: bool = setting(
+        False, "Score here even when the code sandbox is weak (the results are tagged 'weak sandbox')."
+    )
     endpoint: str | None = setting(None, ENDPOINT_DOC)
 
 

@@ -22,11 +22,18 @@ def one_line(text: object) -> str:
     return "".join(" " if unicodedata.category(ch) in ("Cc", "Zl", "Zp") else ch for ch in str(text))
 
 
-def md_text(text: object, link_text: bool = False) -> str:
-    """``text`` as inert Markdown inline text, safe in a table cell: one line, ``\\`` and ``|`` escaped, ``<`` and
-    ``>`` as entities (no HTML), ``[`` and ``]`` escaped inside a link's text."""
-    out = one_line(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
-    return out.replace("[", "\\[").replace("]", "\\]") if link_text else out
+#: the characters ``md_text`` escapes with a backslash: ``\\`` itself, the table's ``|``, the link and image syntax
+#: ``[ ] ( ) !`` (no link, image or reference is ever made of submitter text) and the backtick (no code span that
+#: reaches into the text around it)
+_MD_ESCAPED = "\\|[]()!`"
+
+
+def md_text(text: object) -> str:
+    """``text`` as inert Markdown inline text, safe in a table cell and a paragraph: one line; ``\\ | [ ] ( ) !``
+    and the backtick escaped with a backslash (no table cell split, no link, image or code span); ``<`` and ``>``
+    as entities (no HTML, no autolink)."""
+    out = "".join(f"\\{ch}" if ch in _MD_ESCAPED else ch for ch in one_line(text))
+    return out.replace("<", "&lt;").replace(">", "&gt;")
 
 
 def md_code(text: object) -> str:

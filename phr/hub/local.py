@@ -52,6 +52,7 @@ import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 from phr.config.ops import PushConfig
 from phr.core.errors import EnvironmentFault
@@ -888,8 +889,10 @@ def read_tree(hub: LocalHub, repo_id: str, repo_type: str, revision: str | None 
     if not hub.exists(repo_id, repo_type):
         raise RepoNotFoundError(f"no {repo_type} repo {repo_id} in the local hub {hub.root}")
     sha = resolve_revision(path, revision)
-    data = _git(path, "archive", "--format=tar", sha, text=False)
     out: dict[str, bytes] = {}
+    if not _git(path, "ls-tree", sha).strip():  # an empty tree (main is the empty commit a first pull request made)
+        return out
+    data = _git(path, "archive", "--format=tar", sha, text=False)
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         for m in tar.getmembers():
             member = tar.extractfile(m) if m.isfile() else None
@@ -933,3 +936,232 @@ def pull_local(repo_id: str, *, repo_type: str, revision: str | None, dest: Path
             )
 
     return install_into(dest, fill)
+
+
+# ---- pull requests (phr.hub.prs) -------------------------------------------------------------------------------
+#
+# A pull request is the branch ``pr/N`` (``commit_files(..., create_pr=True)`` opens it on main's head). Its base is
+# the merge base of ``pr/N`` and main: a merge adds one commit on main whose only parent is main, so the base of a
+# pull request never moves. Its status and comments live in ``PR_STATE`` beside the store (``phr.hub.prs``), outside
+# every version: a push, ``_tidy``, ``check_state`` and ``repair`` never read or touch it.
+
+PR_STATE = "prs.json"
+_ZERO = "0" * 40
+
+
+class LocalPullRequest(NamedTuple):
+    num: int
+    head: str  # the commit pr/N names
+    base: str  # the main commit it was opened on
+    title: str  # the subject of its first commit
+
+
+def pr_state_path(hub: LocalHub, repo_id: str, repo_type: str) -> Path:
+    """The file ``phr.hub.prs`` keeps the status and comments of the repo's pull requests in."""
+    return _hub_dir(hub.repo_path(repo_id, repo_type)) / PR_STATE
+
+
+def local_pull_requests(
+    hub: LocalHub, repo_id: str, repo_type: str, only: int | None = None
+) -> dict[int, LocalPullRequest]:
+    """Every pull request of the repo (branches ``pr/N``; ``only``: just that one, if it exists), by number (a
+    damaged or missing repo is refused as by ``LocalHub.refs``)."""
+    path = hub.repo_path(repo_id, repo_type)
+    refs = hub.refs(repo_id, repo_type)
+    main = refs.get("refs/heads/main")
+    out: dict[int, LocalPullRequest] = {}
+    for ref, head in refs.items():
+        num = ref.removeprefix("refs/heads/pr/")
+        if not (ref.startswith("refs/heads/pr/") and num.isdigit()) or main is None or only not in (None, int(num)):
+            continue
+        base = _git(path, "merge-base", main, head).strip()
+        subjects = _git(path, "log", "--format=%s", f"{base}..{head}").splitlines()
+        out[int(num)] = LocalPullRequest(int(num), head, base, subjects[-1] if subjects else "")
+    return out
+
+
+def _raw_diff(repo: Path, old: str, new: str) -> dict[str, tuple[tuple[str, str] | None, tuple[str, str] | None]]:
+    """``{path: ((mode, blob) before or None, (mode, blob) after or None)}`` for every path that differs."""
+    parts = _git(repo, "diff-tree", "-r", "-z", "--no-renames", old, new).split("\0")
+    out: dict[str, tuple[tuple[str, str] | None, tuple[str, str] | None]] = {}
+    for meta, rel in zip(parts[0::2], parts[1::2]):
+        old_mode, new_mode, old_sha, new_sha, _ = meta.lstrip(":").split(" ")
+        out[rel] = (
+            None if old_sha == _ZERO else (old_mode, old_sha),
+            None if new_sha == _ZERO else (new_mode, new_sha),
+        )
+    return out
+
+
+def _ls_tree(repo: Path, commit: str) -> dict[str, tuple[str, str]]:
+    """``{path: (mode, blob)}`` of every file of ``commit``."""
+    out: dict[str, tuple[str, str]] = {}
+    for line in _git(repo, "ls-tree", "-r", "-z", commit).split("\0"):
+        if line:
+            meta, rel = line.split("\t", 1)
+            mode, _, sha = meta.split(" ")
+            out[rel] = (mode, sha)
+    return out
+
+
+def _blobs(repo: Path, shas: list[str]) -> list[bytes]:
+    """The contents of the blobs ``shas`` (one ``git cat-file --batch``)."""
+    if not shas:
+        return []
+    data = _git(repo, "cat-file", "--batch", input="".join(s + "\n" for s in shas).encode(), text=False)
+    out, pos = [], 0
+    for _ in shas:
+        end = data.index(b"\n", pos)
+        size = int(data[pos:end].split(b" ")[2])
+        out.append(data[end + 1 : end + 1 + size])
+        pos = end + 1 + size + 1
+    return out
+
+
+def pr_diff(hub: LocalHub, repo_id: str, repo_type: str, base: str, head: str) -> tuple[dict[str, bytes], list[str]]:
+    """``({path: content at head}`` of the files added or changed from ``base`` to ``head``, deleted paths)."""
+    path = hub.repo_path(repo_id, repo_type)
+    changes = _raw_diff(path, base, head)
+    kept = sorted((rel, new[1]) for rel, (_, new) in changes.items() if new is not None)
+    contents = _blobs(path, [sha for _, sha in kept])
+    return dict(zip([rel for rel, _ in kept], contents)), sorted(rel for rel, (_, new) in changes.items() if not new)
+
+
+def _update_branch(
+    hub: LocalHub,
+    repo_id: str,
+    repo_type: str,
+    ref: str,
+    build: Callable[[Path, dict[str, str]], tuple[str, str]],
+    *,
+    message: str,
+    rerun: str,
+) -> tuple[str, bool]:
+    """Under the repo's lock, after the checks a push makes: ``build(store, refs)`` -> (parent commit, new tree);
+    a tree that differs from the parent's becomes a commit on it that ``ref`` names, published as a new version
+    (as ``commit_files`` does). Returns (``ref``'s head, whether a commit was made)."""
+    path = hub.repo_path(repo_id, repo_type)
+    with _push_failures(path, rerun), hub.lock(repo_id, repo_type):
+        _tidy(path)
+        check_state(hub, repo_id, repo_type)
+        if not hub.exists(repo_id, repo_type):
+            raise RepoNotFoundError(f"no {repo_type} repo {repo_id} in the local hub {hub.root}")
+        if _is_legacy(path):
+            if problem := _main_problem(path):
+                raise LocalHubDamagedError(
+                    f"the local hub {repo_type} repo {repo_id} (a plain git repository of an older layout) is "
+                    f"damaged: {problem}. Nothing was written."
+                )
+            _check_clean(path)
+            _convert(path)
+        else:
+            _check_clean(path)
+        try:
+            store = _ensure_store(path)
+            refs = _refs_of(path)
+            parent, tree = build(store, refs)
+            if tree == _tree_of(store, parent):
+                return parent, False
+            refs[ref] = commit = _commit(store, tree, parent, message)
+            _step("committed")
+            _release(path, refs)
+            return commit, True
+        except Exception as e:
+            if isinstance(e, PublishError) and not isinstance(e, GitFailedError):
+                raise
+            raise _push_failed(path, e, rerun) from e
+
+
+def _pr_head(refs: dict[str, str], repo_id: str, repo_type: str, num: int) -> str:
+    head = refs.get(f"refs/heads/pr/{num}")
+    if head is None:
+        raise RevisionNotFoundError(
+            f"no pull request #{num} (branch pr/{num}) in the local hub {repo_type} repo {repo_id}"
+        )
+    return head
+
+
+def commit_to_pr_branch(
+    hub: LocalHub,
+    repo_id: str,
+    repo_type: str,
+    num: int,
+    files: dict[str, Path | bytes],
+    *,
+    message: str,
+    validate: Callable[[], None] | None = None,
+    rerun: str = "",
+) -> str | None:
+    """Commit ``files`` as an overlay on pull request ``num``'s head (branch ``pr/N``); None when it already holds
+    them. ``validate()`` runs under the lock before anything is written (it raises to refuse)."""
+    ref = f"refs/heads/pr/{num}"
+
+    def build(store: Path, refs: dict[str, str]) -> tuple[str, str]:
+        head = _pr_head(refs, repo_id, repo_type, num)
+        if validate is not None:
+            validate()
+        return head, _stage(store, files, base=head)
+
+    commit, made = _update_branch(hub, repo_id, repo_type, ref, build, message=message, rerun=rerun)
+    return commit if made else None
+
+
+def _with_entries(store: Path, commit: str, entries: dict[str, tuple[str, str] | None]) -> str:
+    """The tree of ``commit`` with ``entries`` set (``(mode, blob)``) or removed (None)."""
+    fd, index = tempfile.mkstemp(prefix=f"phr-index-{os.getpid()}-", dir=store)
+    os.close(fd)
+    os.unlink(index)
+    env = {"GIT_INDEX_FILE": index}
+    try:
+        _git(store, "read-tree", commit, env=env)
+        lines = [f"{e[0]} {e[1]}\t{rel}" if e else f"0 {_ZERO}\t{rel}" for rel, e in sorted(entries.items())]
+        if lines:
+            _git(store, "update-index", "-z", "--index-info", input="".join(x + "\0" for x in lines).encode(), env=env)
+        return _git(store, "write-tree", env=env).strip()
+    finally:
+        Path(index).unlink(missing_ok=True)
+        Path(index + ".lock").unlink(missing_ok=True)
+
+
+def _merge_conflicts(
+    ours: dict[str, tuple[str, str]], changes: dict[str, tuple[tuple[str, str] | None, tuple[str, str] | None]]
+) -> list[str]:
+    """The paths a pull request changed that main changed too, differently (or a file where the other side has a
+    folder)."""
+    both = {rel for rel, (old, new) in changes.items() if ours.get(rel) not in (old, new)}
+    merged = {rel for rel in ours if rel not in changes} | {rel for rel, (_, new) in changes.items() if new}
+    folders = {rel.rsplit("/", i)[0] for rel in merged for i in range(1, rel.count("/") + 1)}
+    return sorted(both | (merged & folders))
+
+
+def merge_pr_branch(
+    hub: LocalHub,
+    repo_id: str,
+    repo_type: str,
+    num: int,
+    *,
+    message: str,
+    validate: Callable[[list[str]], None] | None = None,
+    rerun: str = "",
+) -> tuple[str, bool]:
+    """Merge pull request ``num`` into main: main's tree plus the pull request's changes against its base (the main
+    commit it was opened on) as one new commit on main, published as a new version. ``validate(conflicts)`` runs
+    under the lock before anything is written, with the paths main and the pull request both changed, differently,
+    since the base: it raises to refuse (without it, a conflict is a ``LocalHubError``). Returns (main's head,
+    whether a commit was made: none when main already holds the changes)."""
+
+    def build(store: Path, refs: dict[str, str]) -> tuple[str, str]:
+        main, head = refs["refs/heads/main"], _pr_head(refs, repo_id, repo_type, num)
+        base = _git(store, "merge-base", main, head).strip()
+        changes = _raw_diff(store, base, head)
+        conflicts = _merge_conflicts(_ls_tree(store, main), changes)
+        if validate is not None:
+            validate(conflicts)
+        elif conflicts:
+            raise LocalHubError(
+                f"pull request #{num} of the local hub {repo_type} repo {repo_id} conflicts with main: both changed "
+                + ", ".join(conflicts)
+            )
+        return main, _with_entries(store, main, {rel: new for rel, (_, new) in changes.items()})
+
+    return _update_branch(hub, repo_id, repo_type, "refs/heads/main", build, message=message, rerun=rerun)

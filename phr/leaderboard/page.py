@@ -51,10 +51,15 @@ from phr.leaderboard.report import (
     Block,
     CrossModelReport,
     Estimate,
+    block_note,
     build_report,
     comparison_columns,
+    correlations_note,
     data_uri,
     render_figures,
+    retention_note,
+    tags_markdown,
+    tags_of,
 )
 from phr.leaderboard.table import (
     SE_NOTE,
@@ -100,23 +105,34 @@ def safe_url(url: str | None) -> str | None:
     return url if url and _HTTP_URL.fullmatch(url) else None
 
 
-def _datasets(rows: list[LeaderboardEntry]) -> list[str]:
-    return [f"{d} ({rev})" for d, rev in sorted({(e.dataset, e.dataset_revision) for e in rows})]
+def _datasets(rows: list[LeaderboardEntry], escape=lambda text: text) -> list[str]:
+    return [f"{escape(d)} ({escape(rev)})" for d, rev in sorted({(e.dataset, e.dataset_revision) for e in rows})]
 
 
-def _footer(rows: list[LeaderboardEntry]) -> str:
+def _footer(rows: list[LeaderboardEntry], escape=lambda text: text) -> str:
+    """The line under the table; ``escape`` makes the results' text (dataset ids and revisions) inert."""
     n = len(rows)
-    partial = sum(not e.ranked for e in rows)
-    unranked = f" ({partial} partial, unranked: scored on part of the dataset)" if partial else ""
-    return f"{n} submission{'s' if n != 1 else ''}{unranked}; datasets: {', '.join(_datasets(rows)) or 'none'}"
+    partial = sum(not e.ranked and "partial" in e.tags for e in rows)
+    other = sum(not e.ranked for e in rows) - partial
+    why = [f"{partial} partial, unranked: scored on part of the dataset"] if partial else []
+    why += [f"{other} {'other ' if partial else ''}unranked: see the tags next to the model"] if other else []
+    unranked = f" ({'; '.join(why)})" if why else ""
+    datasets = ", ".join(_datasets(rows, escape)) or "none"
+    return f"{n} submission{'s' if n != 1 else ''}{unranked}; datasets: {datasets}"
 
 
-def _md(text: str, link_text: bool = False) -> str:
-    return md_text(text, link_text)
+def _md(text: str) -> str:
+    return md_text(text)
 
 
 def _md_url(url: str) -> str:
-    return _md(url).replace("(", "%28").replace(")", "%29")
+    """A link destination: parentheses percent-encoded, the rest escaped (``md_text``)."""
+    return _md(url.replace("(", "%28").replace(")", "%29"))
+
+
+def _tags_html(tags: Sequence[str]) -> str:
+    """The tags shown next to a model name: `` <span class="tag">partial</span>`` each ('' for none)."""
+    return "".join(f' <span class="tag">{_e(t)}</span>' for t in tags)
 
 
 def render_markdown(records: Records, title: str = TITLE) -> str:
@@ -130,7 +146,7 @@ def render_markdown(records: Records, title: str = TITLE) -> str:
     lines = [f"# {_md(title)}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for rank, e in zip(ranks(rows), rows):
         url = safe_url(e.source_url)
-        model = f"[{_md(e.model, True)}]({_md_url(url)})" if url else _md(e.model)
+        model = (f"[{_md(e.model)}]({_md_url(url)})" if url else _md(e.model)) + tags_markdown(e.tags)
         cells = [
             UNRANKED if rank is None else str(rank),
             model,
@@ -143,7 +159,7 @@ def render_markdown(records: Records, title: str = TITLE) -> str:
         lines.append("| " + " | ".join(cells) + " |")
     note = ["", SE_NOTE] if has_errors(rows) else []
     legend = ["", _LEGEND_MD]
-    return "\n".join([*lines, *note, *legend, "", _md(_footer(rows)), ""])
+    return "\n".join([*lines, *note, *legend, "", _footer(rows, _md), ""])
 
 
 def _files(results: Sequence[Result]) -> dict[tuple[str, str], str]:
@@ -170,6 +186,8 @@ th[aria-sort="descending"] button::after { content: " \\25BC"; }
 tbody tr:nth-child(even) { background: #f6f8fa; }
 tr.average { font-weight: 600; }
 tr.partial { color: #57606a; font-style: italic; }
+.tag { display: inline-block; font-size: 0.75rem; font-style: normal; padding: 0 0.35rem; margin-left: 0.2rem;
+       border: 1px solid #bf8700; border-radius: 0.6rem; color: #7d4e00; background: #fff8c5; white-space: nowrap; }
 nav.views button { font: inherit; margin-right: 0.3rem; padding: 0.2rem 0.6rem; cursor: pointer; }
 nav.views button[aria-pressed="true"] { background: #1b1b1b; color: #fff; }
 .controls { margin: 1rem 0; }
@@ -308,9 +326,10 @@ def _th(text: str, hover: str | None = None, attrs: str = "") -> str:
     return f'<th scope="col"{attrs}{title}>{_e(text)}</th>'
 
 
-def _model_links(model: str, url: str | None, result_file: str) -> str:
+def _model_links(model: str, url: str | None, result_file: str, tags: Sequence[str] = ()) -> str:
+    """The model cell: the name (linked to its http(s) source), its tags, the link to its result JSON."""
     name = f'<a href="{_e(url)}" rel="nofollow noopener">{_e(model)}</a>' if url else _e(model)
-    return f'{name} <a class="result" href="{_e(result_file)}" title="the result JSON">[result]</a>'
+    return f'{name}{_tags_html(tags)} <a class="result" href="{_e(result_file)}" title="the result JSON">[result]</a>'
 
 
 def _overall_table(rows: list[LeaderboardEntry], files: dict[tuple[str, str], str]) -> list[str]:
@@ -326,7 +345,7 @@ def _overall_table(rows: list[LeaderboardEntry], files: dict[tuple[str, str], st
         )
     body = []
     for rank, e in zip(ranks(rows), rows):
-        links = _model_links(e.model, safe_url(e.source_url), files[(e.model, e.run_id)])
+        links = _model_links(e.model, safe_url(e.source_url), files[(e.model, e.run_id)], e.tags)
         cells = [
             _num_cell(rank, UNRANKED if rank is None else str(rank)),
             f'<td data-value="{_e(e.model)}">{links}</td>',
@@ -361,19 +380,34 @@ def _comparison_hover(side: str, figure: str) -> str:
     return _hover(name_of(figure, "B+T" if side == "T" else "B+H"))
 
 
+def _row_attrs(key: str, report: CrossModelReport) -> str:
+    """A report row's attributes: its model (the filter) and, for an unranked result, ``class="partial"``."""
+    ref = next((m for m in report.models if m.key == key), None)
+    unranked = ' class="partial"' if ref is not None and not ref.ranked else ""
+    return f'data-model="{_e(ref.model if ref else key)}"{unranked}'
+
+
+def _who(key: str, report: CrossModelReport) -> str:
+    """A report row's model cell: the name and its tags."""
+    return f"<td>{_e(key)}{_tags_html(tags_of(report).get(key, ()))}</td>"
+
+
+def _note(text: str) -> str:
+    return f'<p class="note">{_e(text)}</p>'
+
+
 def _block_table(block: Block, report: CrossModelReport, table_id: str) -> list[str]:
     cols = comparison_columns()
     access = {m.key: m.model_access or "" for m in report.models}
-    models = {m.key: m.model for m in report.models}
     head = [_th("Model"), _th("Access"), *(_th(h, _comparison_hover(s, f)) for s, f, h in cols)]
     body = []
     for key, comp in block.rows.items():
         cells = [
-            f"<td>{_e(key)}</td>",
+            _who(key, report),
             f"<td>{_e(access.get(key, ''))}</td>",
             *(_est_cell(_side(comp, s, f), s == H_MINUS_T) for s, f, _ in cols),
         ]
-        body.append(f'<tr data-model="{_e(models.get(key, key))}">' + "".join(cells) + "</tr>")
+        body.append(f"<tr {_row_attrs(key, report)}>" + "".join(cells) + "</tr>")
     for name, comp in block.averages.items():
         who = "Average" if name == "all" else f"Average ({name})"
         cells = [
@@ -382,7 +416,7 @@ def _block_table(block: Block, report: CrossModelReport, table_id: str) -> list[
             *(_est_cell(_side(comp, s, f), s == H_MINUS_T) for s, f, _ in cols),
         ]
         body.append('<tr class="average">' + "".join(cells) + "</tr>")
-    return _table(f'id="{_e(table_id)}"', head, body)
+    return [*_table(f'id="{_e(table_id)}"', head, body), _note(block_note(block))]
 
 
 def _side(comp, side: str, figure: str) -> Estimate | None:
@@ -421,7 +455,6 @@ def _figure(key: str, png: bytes, table: list[str]) -> list[str]:
 
 
 def _resolution_table(report: CrossModelReport) -> list[str]:
-    models = {m.key: m.model for m in report.models}
     head = [
         _th("Model"),
         _th("Judged"),
@@ -431,33 +464,33 @@ def _resolution_table(report: CrossModelReport) -> list[str]:
     body = []
     for key, row in report.table2.items():
         cells = [
-            f"<td>{_e(key)}</td>",
+            _who(key, report),
             _num_cell(row.judged, str(row.judged)),
             *(_est_cell(row.proportions.get(r)) for r in RESOLUTIONS),
             _est_cell(row.insightful),
         ]
-        body.append(f'<tr data-model="{_e(models.get(key, key))}">' + "".join(cells) + "</tr>")
+        body.append(f"<tr {_row_attrs(key, report)}>" + "".join(cells) + "</tr>")
     return _table('id="resolution"', head, body)
 
 
 def _retention_table(report: CrossModelReport) -> list[str]:
-    models = {m.key: m.model for m in report.models}
+    keys = {m.key for m in report.models}
     cols = report.retention.columns
     head = [_th("Model"), *(_th(c, _hover(RETENTION)) for c in cols)]
     body = []
     for key, row in report.retention.rows.items():
-        cells = [f"<td>{_e(key)}</td>", *(_num_cell(row[c], "" if row[c] is None else f"{row[c]:.3f}") for c in cols)]
-        attr = f' data-model="{_e(models[key])}"' if key in models else ' class="average"'
+        cells = [_who(key, report), *(_num_cell(row[c], "" if row[c] is None else f"{row[c]:.3f}") for c in cols)]
+        attr = f" {_row_attrs(key, report)}" if key in keys else ' class="average"'
         body.append(f"<tr{attr}>" + "".join(cells) + "</tr>")
-    return _table('id="retention"', head, body)
+    return [*_table('id="retention"', head, body), _note(retention_note(report))]
 
 
-def _groups_table(groups: dict, table_id: str) -> list[str]:
+def _groups_table(groups: dict, table_id: str, report: CrossModelReport) -> list[str]:
     if not groups:
         return ['<p class="note">Not in these results.</p>']
     head = [_th("Model"), _th("Group"), *(_th(FIGURE_LABELS[f], _hover(name_of(f, "B+H"))) for f in GROUP_FIGURES)]
     body = [
-        f'<tr data-model="{_e(key)}"><td>{_e(key)}</td><td>{_e(g)}</td>'
+        f"<tr {_row_attrs(key, report)}>{_who(key, report)}<td>{_e(g)}</td>"
         + "".join(_est_cell(vals.get(f)) for f in GROUP_FIGURES)
         + "</tr>"
         for key, gs in groups.items()
@@ -498,12 +531,15 @@ def _figures_view(report: CrossModelReport, pngs: dict[str, bytes]) -> list[str]
         *_figure(
             "figure5_resolution",
             pngs["figure5_resolution"],
-            _groups_table(report.trajectory_by_resolution, "by-resolution"),
+            _groups_table(report.trajectory_by_resolution, "by-resolution", report),
         ),
         *_figure(
-            "figure5_insightful", pngs["figure5_insightful"], _groups_table(report.trajectory_by_insight, "by-insight")
+            "figure5_insightful",
+            pngs["figure5_insightful"],
+            _groups_table(report.trajectory_by_insight, "by-insight", report),
         ),
         "<h3>Pearson correlations among OL, BUF and BC across models (§5.1)</h3>",
+        _note(correlations_note(report)),
         *_correlation_table(report),
         "</section>",
     ]
@@ -516,7 +552,7 @@ def render_html(records: Records, title: str = TITLE) -> str:
     figures (``#view=``), and a model filter (``#filter=``)."""
     results = sorted((as_result(r) for r in records), key=lambda r: (r.model, r.run_id or ""))
     rows = entries(results)
-    report = build_report(results)
+    report = build_report(results, standing=rows)
     pngs = render_figures(report)
     files = _files(results)
     note = [f'<p class="note">{_e(SE_NOTE)}</p>'] if has_errors(rows) else []

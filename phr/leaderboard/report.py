@@ -3,7 +3,7 @@
 From results (``phr.eval.results.Result``, one per model run) it builds
 
 - Table 1: per model, Acc / OL / UI / BUF / BC under T (B+T) and H (B+H), accuracy H - T and retention H / T,
-  the average over models and, where results say ``model_access``, the proprietary and open averages;
+  the average over the ranked models and, where results say ``model_access``, the proprietary and open averages;
 - Table 2: behavioural resolution proportions and the insightful rate per model (Figure 4);
 - Tables 5-8: the same comparison per domain; Tables 9-11: per mutation type (science domains only, §C.2);
 - Figure 3: accuracy retention H / T by domain and mutation type (a heat map, one row per model, and the mean);
@@ -12,8 +12,10 @@ From results (``phr.eval.results.Result``, one per model run) it builds
 - Pearson correlations among OL, BUF and BC across models, under T and under H (§5.1).
 
 Every figure carries its standard error from the result (paired bootstrap over base questions) where the result
-has one; averages over models carry none (``se`` null). ``write_report`` writes ``report.md``, ``report.json`` and
-the four PNG figures (matplotlib). ``phr.leaderboard.page`` embeds the same views. See docs/metrics.md.
+has one; averages over models carry none (``se`` null). Every average (and the correlations) is over the ranked
+results only: a partial, unverified or weak-sandbox result (``LeaderboardEntry.ranked`` false) is shown, with its
+tags next to its name, but not averaged; each table says so. ``write_report`` writes ``report.md``, ``report.json``
+and the four PNG figures (matplotlib). ``phr.leaderboard.page`` embeds the same views. See docs/metrics.md.
 """
 
 from __future__ import annotations
@@ -46,9 +48,10 @@ from phr.bench.metrics import (
 from phr.bench.records import Domain, MutationType
 from phr.core.figures import save_png
 from phr.core.fs import atomic_dir, atomic_write
-from phr.core.text import md_text
+from phr.core.text import md_code, md_text
 from phr.eval.results import H_MINUS_T, MODEL_ACCESS, Result, estimate_text
 from phr.leaderboard.repo import result_path
+from phr.leaderboard.table import LeaderboardEntry
 
 T, H = "B+T", "B+H"
 #: the paper's table of each domain (Tables 5-8) and mutation type (Tables 9-11)
@@ -111,14 +114,20 @@ class ModelRef(BaseModel):
     model_access: str | None = None
     source_url: str | None = None
     result_file: str  # relative path of the result JSON in a rendered leaderboard / report folder
+    #: False for a partial, unverified or weak-sandbox result: shown, never averaged (``LeaderboardEntry.ranked``)
+    ranked: bool = True
+    #: shown next to the model name: "partial", "missing N", "unverified", "weak sandbox"
+    tags: list[str] = []
 
 
 class Block(BaseModel):
-    """One paper table: a comparison per model and their averages (``all``, and per ``model_access``)."""
+    """One paper table: a comparison per model and their averages (``all``, and per ``model_access``) over the
+    ranked rows (``averaged``: their keys; none, no averages)."""
 
     table: int
     rows: dict[str, Comparison] = {}
     averages: dict[str, Comparison] = {}
+    averaged: list[str] = []
 
 
 class ResolutionRow(BaseModel):
@@ -255,12 +264,14 @@ def _average(rows: Sequence[Comparison]) -> Comparison:
 
 
 def _block(table: int, rows: dict[str, Comparison], models: Sequence[ModelRef]) -> Block:
-    averages = {"all": _average(list(rows.values()))}
+    """The table of ``rows``, averaged over its ranked rows only (no averages when none is ranked)."""
+    ranked = [m for m in models if m.ranked and m.key in rows]
+    averages = {"all": _average([rows[m.key] for m in ranked])} if ranked else {}
     for access in MODEL_ACCESS:
-        group = [rows[m.key] for m in models if m.model_access == access and m.key in rows]
+        group = [rows[m.key] for m in ranked if m.model_access == access]
         if group:
             averages[access] = _average(group)
-    return Block(table=table, rows=rows, averages=averages)
+    return Block(table=table, rows=rows, averages=averages, averaged=[m.key for m in ranked])
 
 
 def _resolution(res: Result) -> ResolutionRow:
@@ -317,27 +328,35 @@ def _correlations(rows: Mapping[str, Comparison]) -> dict[str, dict[str, float |
     return out
 
 
-def _refs(results: Sequence[Result]) -> list[ModelRef]:
+def _refs(results: Sequence[Result], standing: Sequence[LeaderboardEntry] | None = None) -> list[ModelRef]:
     counts: dict[str, int] = {}
     for r in results:
         counts[r.model] = counts.get(r.model, 0) + 1
-    return [
-        ModelRef(
-            key=r.model if counts[r.model] == 1 else f"{r.model} ({r.run_id})",
-            model=r.model,
-            revision=r.revision,
-            run_id=r.run_id or "",
-            model_access=r.model_access,
-            source_url=r.source_url,
-            result_file=result_path(r),
+    known = {(e.model, e.run_id): e for e in standing or ()}
+    out = []
+    for r in results:
+        entry = known.get((r.model, r.run_id or "")) or LeaderboardEntry.of(r)
+        out.append(
+            ModelRef(
+                key=r.model if counts[r.model] == 1 else f"{r.model} ({r.run_id})",
+                model=r.model,
+                revision=r.revision,
+                run_id=r.run_id or "",
+                model_access=r.model_access,
+                source_url=r.source_url,
+                result_file=result_path(r),
+                ranked=entry.ranked,
+                tags=list(entry.tags),
+            )
         )
-        for r in results
-    ]
+    return out
 
 
-def build_report(results: Sequence[Result]) -> CrossModelReport:
-    """The cross-model views of ``results`` (in the given order; ``collect_results`` sorts by model, run id)."""
-    refs = _refs(results)
+def build_report(results: Sequence[Result], *, standing: Sequence[LeaderboardEntry] | None = None) -> CrossModelReport:
+    """The cross-model views of ``results`` (in the given order; ``collect_results`` sorts by model, run id).
+    Whether a result is ranked, and its tags, come from its leaderboard entry (``standing``, e.g. the page's rows;
+    by default ``LeaderboardEntry.of``); averages and correlations are over the ranked results only."""
+    refs = _refs(results, standing)
     overall = {m.key: _overall(r) for m, r in zip(refs, results, strict=True)}
     doms = {m.key: _per_domain(r) for m, r in zip(refs, results, strict=True)}
     types = {m.key: _per_type(r) for m, r in zip(refs, results, strict=True)}
@@ -357,8 +376,9 @@ def build_report(results: Sequence[Result]) -> CrossModelReport:
         m.key: {c: (doms[m.key].get(c) or types[m.key].get(c) or _empty()).retention.value for c in columns}
         for m in refs
     }
-    if heat:
-        heat[AVERAGE] = {c: _mean(row[c] for row in heat.values()) for c in columns}
+    ranked = [m.key for m in refs if m.ranked]
+    if ranked:
+        heat[AVERAGE] = {c: _mean(heat[k][c] for k in ranked) for c in columns}
     return CrossModelReport(
         models=refs,
         table1=_block(1, overall, refs),
@@ -372,7 +392,7 @@ def build_report(results: Sequence[Result]) -> CrossModelReport:
         trajectory_by_insight={
             m.key: g for m, r in zip(refs, results, strict=True) if (g := _groups(r, INSIGHT_TABLE))
         },
-        correlations=_correlations(overall),
+        correlations=_correlations({k: overall[k] for k in ranked}),
     )
 
 
@@ -381,6 +401,55 @@ def build_report(results: Sequence[Result]) -> CrossModelReport:
 
 def _md(text: Any) -> str:
     return md_text(text)
+
+
+def tags_of(report: CrossModelReport) -> dict[str, list[str]]:
+    """Row key -> the tags shown next to its name (only the keys that have some)."""
+    return {m.key: m.tags for m in report.models if m.tags}
+
+
+def tags_markdown(tags: Sequence[str]) -> str:
+    """The tags shown next to a model name in a Markdown cell: `` `partial` `missing 12` `` ('' for none)."""
+    return "".join(f" {md_code(t)}" for t in tags)
+
+
+def _who_md(key: str, report: CrossModelReport) -> str:
+    """A row's model cell: the escaped name and its tags."""
+    return _md(key) + tags_markdown(tags_of(report).get(key, ()))
+
+
+def averages_note(rows: Iterable[str], averaged: Sequence[str]) -> str:
+    """The note under a table of ``rows`` (keys) whose averages are over ``averaged``: how many, and that the
+    unranked rows are shown but not averaged."""
+    n, skipped = len(averaged), [k for k in rows if k not in averaged]
+    over = f"the {n} ranked result{'s' if n != 1 else ''}"
+    if not skipped:
+        return f"Averages over {over}."
+    m = len(skipped)
+    shown = (
+        f"{m} unranked row{'s' if m != 1 else ''} (partial, unverified or weak sandbox: tagged next to the model) "
+        f"{'are' if m != 1 else 'is'} shown but not averaged"
+    )
+    return f"No ranked result, so no averages; {shown}." if not n else f"Averages over {over}; {shown}."
+
+
+def block_note(block: Block) -> str:
+    """The note under a comparison table (``averages_note``)."""
+    return averages_note(block.rows, block.averaged)
+
+
+def retention_note(report: CrossModelReport) -> str:
+    """The note under Figure 3's table: its Average row is over the ranked results."""
+    rows = [k for k in report.retention.rows if k != AVERAGE]
+    return averages_note(rows, [m.key for m in report.models if m.ranked and m.key in rows])
+
+
+def correlations_note(report: CrossModelReport) -> str:
+    """The note over the correlations: across the ranked results only."""
+    n = sum(m.ranked for m in report.models)
+    unranked = len(report.models) - n
+    left = f"; the {unranked} unranked result{'s are' if unranked != 1 else ' is'} left out" if unranked else ""
+    return f"Across the {n} ranked result{'s' if n != 1 else ''} (r needs at least 3){left}."
 
 
 def comparison_columns() -> list[tuple[str, str, str]]:
@@ -407,9 +476,9 @@ def cell(comp: Comparison, side: str, figure: str) -> str:
     return (values.get(figure) or Estimate()).text(signed=side == H_MINUS_T)
 
 
-def _block_md(title: str, block: Block, models: Sequence[ModelRef]) -> list[str]:
+def _block_md(title: str, block: Block, report: CrossModelReport) -> list[str]:
     cols = comparison_columns()
-    access = {m.key: m.model_access or "" for m in models}
+    access = {m.key: m.model_access or "" for m in report.models}
     lines = [
         f"## {title}",
         "",
@@ -418,27 +487,31 @@ def _block_md(title: str, block: Block, models: Sequence[ModelRef]) -> list[str]
     ]
     for key, comp in block.rows.items():
         lines.append(
-            f"| {_md(key)} | {access.get(key, '')} | " + " | ".join(cell(comp, s, f) for s, f, _ in cols) + " |"
+            f"| {_who_md(key, report)} | {access.get(key, '')} | "
+            + " | ".join(cell(comp, s, f) for s, f, _ in cols)
+            + " |"
         )
     for name, comp in block.averages.items():
         who = AVERAGE if name == "all" else f"{AVERAGE} ({name})"
         lines.append(f"| **{who}** | | " + " | ".join(cell(comp, s, f) for s, f, _ in cols) + " |")
-    return [*lines, ""]
+    return [*lines, "", block_note(block), ""]
 
 
 def render_report_markdown(report: CrossModelReport, figures: Mapping[str, str] | None = None) -> str:
     """The report as Markdown; ``figures`` (figure key -> relative PNG path) are linked where written."""
     figures = figures or {}
+    ranked = sum(m.ranked for m in report.models)
     out = [
         "# PHRBench cross-model report",
         "",
-        f"{len(report.models)} result(s). T = B+T (truthful premise), H = B+H (hallucinated premise). "
-        "`value ± standard error` (paired bootstrap over base questions, from each result); averages are plain "
-        "means over models. Acc H − T is the paper's accuracy drop with its sign (a drop is negative); "
-        "retention is Acc H / Acc T.",
+        f"{len(report.models)} result(s), {ranked} ranked. T = B+T (truthful premise), H = B+H (hallucinated "
+        "premise). `value ± standard error` (paired bootstrap over base questions, from each result); averages are "
+        "plain means over the ranked results (and the correlations are over them): a partial, unverified or "
+        "weak-sandbox result is shown, tagged next to its name, but not averaged. Acc H − T is the paper's "
+        "accuracy drop with its sign (a drop is negative); retention is Acc H / Acc T.",
         "",
     ]
-    out += _block_md("Table 1: outcome and reasoning trajectory under T and H", report.table1, report.models)
+    out += _block_md("Table 1: outcome and reasoning trajectory under T and H", report.table1, report)
     out += [
         "## Table 2: behavioural resolution proportions (judged B+H responses)",
         "",
@@ -447,12 +520,12 @@ def render_report_markdown(report: CrossModelReport, figures: Mapping[str, str] 
     ]
     for key, row in report.table2.items():
         cells = [(row.proportions.get(r) or Estimate()).text() for r in RESOLUTIONS]
-        out.append(f"| {_md(key)} | {row.judged} | " + " | ".join(cells) + f" | {row.insightful.text()} |")
+        out.append(f"| {_who_md(key, report)} | {row.judged} | " + " | ".join(cells) + f" | {row.insightful.text()} |")
     out.append("")
     for d, block in report.per_domain.items():
-        out += _block_md(f"Table {block.table}: {_md(DOMAIN_NAMES.get(d, d))}", block, report.models)
+        out += _block_md(f"Table {block.table}: {_md(DOMAIN_NAMES.get(d, d))}", block, report)
     for mt, block in report.per_mutation_type.items():
-        out += _block_md(f"Table {block.table}: {_md(mt)} (science domains only)", block, report.models)
+        out += _block_md(f"Table {block.table}: {_md(mt)} (science domains only)", block, report)
     cols = report.retention.columns
     out += [
         "## Figure 3: accuracy retention H / T",
@@ -462,11 +535,17 @@ def render_report_markdown(report: CrossModelReport, figures: Mapping[str, str] 
     ]
     for key, ratios in report.retention.rows.items():
         out.append(
-            f"| {_md(key)} | " + " | ".join("" if ratios[c] is None else f"{ratios[c]:.{_DEC}f}" for c in cols) + " |"
+            f"| {_who_md(key, report)} | "
+            + " | ".join("" if ratios[c] is None else f"{ratios[c]:.{_DEC}f}" for c in cols)
+            + " |"
         )
     out += [
         "",
+        retention_note(report),
+        "",
         "## Pearson correlations across models",
+        "",
+        correlations_note(report),
         "",
         "| condition | " + " | ".join(p for p in next(iter(report.correlations.values()), {})) + " |",
     ]
@@ -489,7 +568,7 @@ def render_report_markdown(report: CrossModelReport, figures: Mapping[str, str] 
         for key, gs in groups.items():
             for g, vals in gs.items():
                 out.append(
-                    f"| {_md(key)} | {_md(g)} | "
+                    f"| {_who_md(key, report)} | {_md(g)} | "
                     + " | ".join((vals.get(f) or Estimate()).text() for f in GROUP_FIGURES)
                     + " |"
                 )

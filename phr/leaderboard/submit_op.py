@@ -46,12 +46,21 @@ def run(p: SubmissionPlan) -> Submitted:
 
     cfg: SubmitConfig = p.config
     scored = submission_op.run(p)
+    if cfg.create_pr:  # no write access: the responses and metadata go to the maintainers' queue
+        from phr.hub import hub_dir
+        from phr.leaderboard.queue import open_submission_pr
+
+        assert p.meta is not None  # the plan loaded it
+        meta = {k: v for k, v in p.meta.as_dict().items() if v is not None}
+        pr = open_submission_pr(cfg.repo, cfg.submission.read_bytes(), meta, hub=hub_dir(cfg.hub))
+        where = pr.pr_url or pr.pr_ref or "(already open)"
+        return Submitted(scored, [f"results repo {cfg.repo}: submission pull request {where}; the maintainers' "
+                                  "queue (phr-publish leaderboard-queue) scores it and merges it or says why not"])  # fmt: skip
     pushed = PushResultsConfig(
         results=[scored.scores / "results.json"],
         repo=cfg.repo,
         hub=cfg.hub,
         replace=cfg.replace,
-        create_pr=cfg.create_pr,
         allow_partial=cfg.allow_partial,
         allow_weak_sandbox=cfg.allow_weak_sandbox,
         datasets=[cfg.dataset] if Path(cfg.dataset).is_dir() else [],

@@ -11,9 +11,15 @@ keyed by the samples' cache keys) before the command waits; then it polls, print
 
 and stores the answers in the call cache, where every later run (with or without ``--batch``) finds them. A
 command killed while waiting finds its samples in the ledger when it is run again and polls the same batches: it
-never submits (pays for) them twice. A request that fails inside a batch, or gets no answer because its batch
-expired or was cancelled, is a failed call (a ``CallFailure`` with its reason, a row in the cache's failure table)
-and its ledger row goes, so the rerun command submits only those again.
+never submits (pays for) them twice. Submitting is idempotent too: each submission is recorded in the ledger (its
+tag, which goes into the batch's metadata, and the uploaded file's id) before the request that creates the batch; a
+submission whose reply was lost (a dropped connection, a command killed while the request was in flight) is looked
+for in the provider's list of batches, in the same run and by the rerun, and the batch found is waited for, not
+submitted again. A request that fails inside a batch, or gets no answer because its batch expired or was cancelled,
+or whose result line does not parse or names it twice (``batch_duplicate_id``: never another request's answer), is a
+failed call (a ``CallFailure`` with its reason, a row in the cache's failure table) and its ledger row goes, so the
+rerun command submits only those again. Result lines naming no request of the batch are reported and ignored. Ledger
+rows that do not read as written are one error naming the cache and the batch (``LedgerDamaged``), never polled.
 
 Two ways to use it:
 
@@ -23,7 +29,9 @@ Two ways to use it:
   missing sample ends the call as a missing value of reason ``batch_pending``; when the operation returns, the
   session submits everything it collected, waits, and runs the operation again (its next step's calls, e.g. the
   judge of answers that just arrived, are collected the same way) until a pass leaves nothing pending. The last
-  pass finds every answer in the cache.
+  pass finds every answer in the cache. The call table of the run is printed once, when the session ends: it counts
+  the batches, the answers they gave and their cost at the batch rate (``LLM`` hands the session its table instead
+  of printing it after each pass).
 
 Only ``openai:``, ``anthropic:`` and ``google:`` models have a batch API; any other with ``--batch`` is a problem
 the preflight names (:func:`require_batch`), never a silent fallback to one call at a time.
@@ -33,12 +41,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 import os
+import re
 import sys
 import threading
 import time
+import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -47,9 +58,10 @@ from typing import Any, Protocol
 from phr.config.defaults import BATCH_POLL_S
 from phr.core.aio import run_sync
 from phr.core.errors import PHRError
-from phr.llm.cache import CallCache, LedgerRow
+from phr.llm.cache import BatchIntent, CallCache, LedgerDamaged, LedgerRow
 from phr.llm.errors import CallError
 from phr.llm.providers.base import BatchLine, BatchStatus, Provider, RawCompletion
+from phr.llm.summary import RunSummary
 from phr.llm.types import CallFailure, GenerationParams, Message, Sample
 
 
@@ -75,6 +87,10 @@ _NO_ANSWER = {"expired": "batch_expired", "cancelled": "batch_cancelled", "faile
 
 class BatchUnsupported(PHRError, ValueError):
     """--batch for a model without a batch API, or without a call cache to put the answers in."""
+
+
+class BatchSubmitFailed(PHRError):
+    """Submitting a batch failed; its samples stay in the ledger where the provider may have created the batch."""
 
 
 def no_batch_api(spec: str) -> str:
@@ -174,8 +190,12 @@ class BatchSession:
         self._groups: dict[tuple, _Group] = {}
         self.resolved: dict[str, Sample] = {}
         self.failed: dict[str, CallFailure] = {}
-        #: batches this session submitted (a resumed one is not counted)
+        #: the batch that answered (or failed) each key of ``resolved`` and ``failed``
+        self.batch_of: dict[str, str] = {}
+        #: batches this session submitted (a resumed or adopted one is not counted)
         self.submitted: list[str] = []
+        #: the call tables of the current pass, printed as one when the session ends (``show_summary``)
+        self._tables: list[RunSummary] = []
 
     # ---- collecting -------------------------------------------------------------------------------------------
 
@@ -197,6 +217,23 @@ class BatchSession:
         with self._lock:
             return sum(len(g.items) for g in self._groups.values())
 
+    # ---- the call table ---------------------------------------------------------------------------------------
+
+    def show_summary(self, summary: RunSummary) -> None:
+        """Keep a call table of this pass for :meth:`print_summary` (printed once, after the batches)."""
+        with self._lock:
+            if not any(t is summary for t in self._tables):
+                self._tables.append(summary)
+
+    def print_summary(self) -> None:
+        """The call tables of the last pass as one, once (a pass before it is superseded by its rerun)."""
+        with self._lock:
+            tables, self._tables = self._tables, []
+        merged = RunSummary()
+        for t in tables:
+            merged.merge(t)
+        merged.print()
+
     # ---- submitting and waiting -------------------------------------------------------------------------------
 
     def process(self) -> None:
@@ -206,6 +243,7 @@ class BatchSession:
     async def aprocess(self) -> None:
         with self._lock:
             groups, self._groups = list(self._groups.values()), {}
+            self._tables = []  # the pass that queued these samples runs again: its rerun's tables are the ones shown
         for group in groups:
             try:
                 await self._process(group)
@@ -218,22 +256,114 @@ class BatchSession:
         spec, endpoint = provider.spec, _endpoint(provider)
         waiting: dict[str, None] = {}
         new: list[Pending] = []
+        earlier: dict[str, list[Pending]] = {}  # batch id or submission tag -> its samples, from the ledger
         for item in group.items.values():
             bid = cache.ledger_batch(item.key, spec, endpoint)
             if bid is None:
                 new.append(item)
-            elif bid not in waiting:
+            else:
+                earlier.setdefault(bid, []).append(item)
+        intents: list[BatchIntent] = []
+        for bid in earlier:  # every row read and checked before anything is polled or submitted
+            intent = cache.ledger_intent(bid) if isinstance(bid, str) else None
+            _check_ledger(llm, bid, intent)
+            if intent is not None:
+                intents.append(intent)
+            else:
                 waiting[bid] = None
                 self.echo(
                     f"[batch] {spec}: batch {bid} was submitted by an earlier run: polling it (not submitted again)"
                 )
+        for intent in sorted(intents, key=lambda i: i.created_at):
+            bid = await self._resume(llm, intent)
+            if bid is None:
+                new += earlier[intent.tag]
+            else:
+                waiting[bid] = None
         for lines, rows in _chunks(provider, _lines(provider, new)):
-            bid = await provider.submit_batch(lines)
-            cache.ledger_add(bid, spec, endpoint, rows)  # before any wait: a killed command resumes this batch
-            self.submitted.append(bid)
+            bid = await self._submit(llm, lines, rows)
             waiting[bid] = None
             self.echo(f"[batch] {spec}: batch {bid} submitted: {len(lines)} request(s), {len(rows)} sample(s)")
         await self._wait(llm, list(waiting))
+
+    async def _submit(self, llm: LLM, lines: list[BatchLine], rows: list[LedgerRow]) -> str:
+        """Submit one batch, idempotently: the submission (its tag, then its uploaded file) is in the ledger before
+        the request that creates the batch; a create whose reply is lost is looked for in the provider's list."""
+        provider, cache = llm.provider, llm.cache
+        spec, endpoint = provider.spec, _endpoint(provider)
+        intent = BatchIntent(f"phr-{uuid.uuid4().hex}", spec, endpoint, None, len(lines), time.time())
+        cache.ledger_intend(intent, rows)  # before any request: a killed command finds it on the rerun
+        try:
+            file_id = await provider.upload_batch(lines)
+        except CallError as e:  # no batch can exist without its file
+            cache.ledger_forget(intent.tag)
+            raise _submit_failed(spec, e, kept=False) from e
+        if file_id:
+            cache.ledger_uploaded(intent.tag, file_id)
+            intent = replace(intent, file_id=file_id)
+        try:
+            bid = await provider.create_batch(lines, intent.tag, file_id)
+        except CallError as e:
+            if not e.retryable:  # refused: nothing was created
+                cache.ledger_forget(intent.tag)
+                raise _submit_failed(spec, e, kept=False) from e
+            found = await self._find(llm, intent)  # the reply may be lost after the batch was made: look for it
+            if found is None:
+                raise _submit_failed(spec, e, kept=True) from e
+            bid = found
+            self.echo(
+                f"[batch] {spec}: the reply to the batch's creation was lost ({e.reason}); batch {bid} was created "
+                "from this submission: polling it (not submitted again)"
+            )
+        cache.ledger_created(intent.tag, bid)  # before any wait: a killed command resumes this batch
+        self.submitted.append(bid)
+        return bid
+
+    async def _find(self, llm: LLM, intent: BatchIntent) -> str | None:
+        """The batch the submission ``intent`` created, from the provider's list (None: there is none)."""
+        cache = llm.cache
+        known = cache.ledger_batch_ids(intent.spec, intent.endpoint) - {intent.tag}
+        try:
+            return await llm.provider.find_batch(
+                intent.tag, file_id=intent.file_id, lines=intent.lines, since=intent.created_at, exclude=known
+            )
+        except CallError as e:
+            raise BatchSubmitFailed(
+                f"{intent.spec}: a batch submission of an earlier run has no batch id (its reply was lost) and the "
+                f"provider's list of batches cannot be read to find it: {e}; rerun the command to look again (it "
+                "submits nothing before it knows)"
+            ) from e
+
+    async def _resume(self, llm: LLM, intent: BatchIntent) -> str | None:
+        """A submission an earlier run recorded without learning its batch id: the batch it created (adopted), one
+        created now from its uploaded file, or None (no batch: its samples are submitted as new ones)."""
+        provider, cache, spec = llm.provider, llm.cache, llm.provider.spec
+        bid = await self._find(llm, intent)
+        if bid is not None:
+            cache.ledger_created(intent.tag, bid)
+            self.echo(
+                f"[batch] {spec}: batch {bid} was created by an earlier run whose reply was lost: polling it (not "
+                "submitted again)"
+            )
+            return bid
+        if intent.file_id:  # uploaded, never created: create it from that file (its rows are in the ledger)
+            try:
+                bid = await provider.create_batch([], intent.tag, intent.file_id)
+            except CallError as e:
+                if e.retryable:
+                    raise _submit_failed(spec, e, kept=True) from e
+                cache.ledger_forget(intent.tag)  # the file is gone or refused: the samples go as new ones
+                return None
+            cache.ledger_created(intent.tag, bid)
+            self.submitted.append(bid)
+            n = len(cache.ledger_rows(bid))
+            self.echo(
+                f"[batch] {spec}: batch {bid} submitted from the file an earlier run uploaded: {intent.lines} "
+                f"request(s), {n} sample(s)"
+            )
+            return bid
+        cache.ledger_forget(intent.tag)  # the earlier run created no batch: submitted as new samples
+        return None
 
     async def _wait(self, llm: LLM, batch_ids: list[str]) -> None:
         left = list(batch_ids)
@@ -278,12 +408,14 @@ class BatchSession:
         self._settle(llm, bid, results, reason, why)
 
     def _settle(self, llm: LLM, bid: str, results: dict, reason: str, why: str) -> None:
-        """Store the answers of batch ``bid``; record every sample without one as failed; clear its ledger rows."""
+        """Store the answers of batch ``bid``; record every sample without one as failed; clear its ledger rows;
+        report result lines that name no request of the batch."""
         rows = llm.cache.ledger_rows(bid)
         stored = Counter[str]()
         for row in rows:
             res = results.get(row.custom_id)
-            if isinstance(res, list) and row.position < len(res):
+            self.batch_of[row.key] = bid
+            if isinstance(res, list) and 0 <= row.position < len(res):
                 self.resolved[row.key] = self._store(llm, row, res[row.position], len(res))
                 stored["stored"] += 1
             else:
@@ -296,6 +428,13 @@ class BatchSession:
         ok = stored.pop("stored", 0)
         failed = f", {sum(stored.values())} failed ({dict(stored)})" if stored else ""
         self.echo(f"[batch] {llm.provider.spec}: batch {bid}: {ok} answer(s) stored in the call cache{failed}")
+        strays = sorted(set(results) - {r.custom_id for r in rows})
+        if strays:
+            shown = ", ".join(strays[:5]) + (f" and {len(strays) - 5} more" if len(strays) > 5 else "")
+            self.echo(
+                f"[batch] {llm.provider.spec}: batch {bid}: {len(strays)} result line(s) name no request of this "
+                f"batch (ignored, nothing stored for them): {shown}"
+            )
 
     def _store(self, llm: LLM, row: LedgerRow, raw: RawCompletion, batch_size: int) -> Sample:
         p = llm.provider
@@ -319,6 +458,76 @@ class BatchSession:
         message = redact(message)
         llm.cache.record_failure(row.key, p.kind, p.cache_model_id, row.index, reason, message, 1)
         return CallFailure(row.index, reason, message, 1, p.cache_model_id)
+
+
+def _submit_failed(spec: str, e: CallError, kept: bool) -> BatchSubmitFailed:
+    if kept:
+        then = (
+            "the provider may have created the batch all the same: rerun the command; it looks for that batch in "
+            "the provider's list first and submits again only if there is none (never twice)"
+        )
+    else:
+        then = "no batch was created; rerun the command to submit it again"
+    return BatchSubmitFailed(f"{spec}: submitting a batch failed ({e.reason}): {e}; {then}")
+
+
+_KEY = re.compile(r"[0-9a-f]{64}")
+
+
+def _check_ledger(llm: LLM, bid: Any, intent: BatchIntent | None) -> None:
+    """LedgerDamaged naming the cache and ``bid`` unless the ledger's rows of ``bid`` (a batch id, or the tag of a
+    submission ``intent``) read as the toolkit wrote them."""
+    what = _ledger_damage(llm.provider, bid, intent, llm.cache.ledger_rows(bid))
+    if what:
+        raise LedgerDamaged(llm.cache.path, bid, llm.provider.spec, what)
+
+
+def _ledger_damage(provider: Provider, bid: Any, intent: BatchIntent | None, rows: list[LedgerRow]) -> str | None:
+    """What is wrong with the ledger rows of ``bid``, or None."""
+    if intent is not None:
+        what = _intent_damage(intent)
+        if what:
+            return what
+    elif not isinstance(bid, str) or not re.fullmatch(provider.batch_id_pattern, bid):
+        return f"{bid!r} is not a {provider.kind} batch id"
+    by_line: dict[Any, list[LedgerRow]] = defaultdict(list)
+    for n, r in enumerate(rows, 1):
+        what = _row_damage(r)
+        if what:
+            return f"row {n}: {what}"
+        by_line[r.custom_id].append(r)
+    most = provider.max_n if provider.native_n else 1
+    for cid, line in by_line.items():
+        places = sorted(r.position for r in line)
+        if places != list(range(len(places))) or len(places) > most:
+            return f"request {cid}: its samples' places {places} are not 0 to {len(places) - 1} (at most {most})"
+        if next(r for r in line if r.position == 0).key[:64] != cid:
+            return f"request {cid}: the id is not its first sample's key"
+    return None
+
+
+def _intent_damage(i: BatchIntent) -> str | None:
+    if type(i.lines) is not int or i.lines < 1 or not isinstance(i.created_at, int | float):
+        return f"its submission's record is not one the toolkit wrote (lines {i.lines!r}, time {i.created_at!r})"
+    if i.file_id is not None and not isinstance(i.file_id, str):
+        return f"its submission's file id {i.file_id!r} is not one"
+    return None
+
+
+def _row_damage(r: LedgerRow) -> str | None:
+    if not isinstance(r.key, str) or not _KEY.fullmatch(r.key):
+        return f"{r.key!r} is not a cache key"
+    if not isinstance(r.request, str) or hashlib.sha256(r.request.encode()).hexdigest() != r.key:
+        return "its request is not the one its key was made from"
+    if not isinstance(r.custom_id, str) or not 0 < len(r.custom_id) <= 64:
+        return f"{r.custom_id!r} is not a request id"
+    if type(r.position) is not int or r.position < 0:
+        return f"{r.position!r} is not a place among its request's samples"
+    if type(r.index) is not int or r.index < 0:
+        return f"{r.index!r} is not a sample index"
+    if not isinstance(r.created_at, int | float):
+        return f"{r.created_at!r} is not a time"
+    return None
 
 
 def _line(spec: str, s: BatchStatus) -> str:
@@ -380,16 +589,28 @@ def active_session() -> BatchSession | None:
     return _ACTIVE
 
 
+def show_summary(summary: RunSummary) -> None:
+    """Print ``summary``'s call table; in a batch session (a command with --batch), hand it to the session instead,
+    which prints the tables of its last pass as one, after the batches."""
+    session = active_session()
+    if session is None:
+        summary.print()
+    else:
+        session.show_summary(summary)
+
+
 @contextlib.contextmanager
 def batch_session(**kw: Any) -> Iterator[BatchSession]:
     """Open a session: every ``LLM`` made in it with ``batch`` unset sends its misses through the batch API (one
     without a batch API is refused: BatchUnsupported); they wait in the session for ``process``."""
     global _ACTIVE
-    previous, _ACTIVE = _ACTIVE, BatchSession(**kw)
+    session = BatchSession(**kw)
+    previous, _ACTIVE = _ACTIVE, session
     try:
-        yield _ACTIVE
+        yield session
     finally:
         _ACTIVE = previous
+        session.print_summary()  # once, after the batches
 
 
 def pending_failure(llm: LLM, item: Pending) -> CallFailure:

@@ -6,21 +6,30 @@ committed on its own, so a process killed with SIGKILL loses at most the calls s
 a busy timeout lets many processes write at once. API keys are never part of a key or a row.
 
 The batch ledger (``batch_requests``, docs/scaling.md "Batch mode") lives in the same file: one row per sample
-submitted through a provider's batch API and not yet answered, with its batch id, written before the command waits
-for the batch. A command killed while waiting finds its samples there on the rerun and polls the same batches
-instead of submitting (paying for) them again; a row goes when its answer is stored or its failure recorded.
+submitted through a provider's batch API and not yet answered. Before the request that creates a batch, its rows
+are written under the submission's tag, with the submission itself (``batch_intents``: the tag, put into the
+batch's metadata where the API keeps it, and the uploaded file's id where there is one); once the provider answers,
+the rows get the batch id and the intent goes. A command killed while waiting finds its samples there on the rerun
+and polls the same batches instead of submitting (paying for) them again; one killed while the batch was being
+created finds the intent and looks for the batch in the provider's list before submitting again. A row goes when
+its answer is stored or its failure recorded. Rows that do not read as the toolkit wrote them are a
+``LedgerDamaged`` error naming the file and the batch; ``python -m phr.llm.cache forget-batch CACHE BATCH`` forgets
+that batch's rows (their samples are submitted again by the next run).
 
 Each row stores a checksum of its answer (``answer_checksum``: key, text, finish reason, token counts). A row
-whose answer no longer matches it (bytes edited or damaged inside the file) is a miss: ``lookup`` says it is
-corrupt, the client asks again (counted as ``corrupt`` in the run summary) and ``put`` replaces the row. A cache
-written before checksums gets the column on first open and every existing row its checksum then: old answers are
-trusted as they are; a row written later without one (by an older toolkit sharing the file) is trusted too.
+whose answer no longer matches it, or has none, is damaged (bytes changed inside the file by a disk, a copy, a
+crash of another program, an edit by hand): ``lookup`` says it is corrupt, the client asks again (counted as
+``corrupt`` in the run summary) and ``put`` replaces the row. The checksum detects damage, not tampering: it is
+an unkeyed hash that anyone who can write the file can compute again. A cache written before checksums gets the
+column on first open and every existing row its checksum then (old answers are trusted as they are); after that
+migration no row is without one, so a row without one (NULL) is damaged like a row whose checksum differs.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 import sqlite3
 import threading
 import time
@@ -28,6 +37,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from phr.core.errors import EnvironmentFault
 from phr.core.settings import cache_path
 from phr.core.sqlite import connect
 from phr.llm.types import GenerationParams, Message, Sample
@@ -73,6 +83,14 @@ CREATE TABLE IF NOT EXISTS batch_requests (
     created_at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS batch_requests_batch ON batch_requests(batch_id);
+CREATE TABLE IF NOT EXISTS batch_intents (
+    tag TEXT PRIMARY KEY,
+    spec TEXT NOT NULL,
+    endpoint TEXT,
+    file_id TEXT,
+    lines INTEGER NOT NULL,
+    created_at REAL NOT NULL
+);
 """
 
 
@@ -136,9 +154,10 @@ _UPSERT = (
     f"INSERT INTO calls (key, {', '.join(_COLUMNS)}) VALUES ({', '.join('?' * (len(_COLUMNS) + 1))})"
     f" ON CONFLICT(key) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _COLUMNS)}"
 )
-#: Replace an existing row only when it failed its checksum (``use`` mode: the first writer wins otherwise).
+#: Replace an existing row only when it failed its checksum or has none (``use`` mode: the first writer wins
+#: otherwise).
 _UNLESS_SOUND = (
-    " WHERE calls.checksum IS NOT NULL AND calls.checksum != answer_checksum("
+    " WHERE calls.checksum IS NULL OR calls.checksum != answer_checksum("
     + ", ".join(f"calls.{c}" for c in _ANSWER.split(", "))
     + ")"
 )
@@ -165,6 +184,34 @@ class LedgerRow:
     revision: str | None = None
     #: when its batch was submitted (read back from the ledger)
     created_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class BatchIntent:
+    """A batch submission recorded before the request that creates the batch: its tag (in the batch's metadata where
+    the API keeps one), the uploaded file's id (OpenAI, once uploaded), its number of requests and when it was
+    recorded (``time.time()``)."""
+
+    tag: str
+    spec: str
+    endpoint: str | None
+    file_id: str | None
+    lines: int
+    created_at: float
+
+
+class LedgerDamaged(EnvironmentFault):
+    """Rows of the batch ledger that do not read as the toolkit wrote them: the toolkit cannot tell which samples
+    they wait for, so it neither polls nor submits anything for them."""
+
+    def __init__(self, path: Path, batch_id: object, spec: str, what: str):
+        self.path, self.batch_id = path, batch_id
+        way_out = f"python -m phr.llm.cache forget-batch {shlex.quote(str(path))} {shlex.quote(str(batch_id))}"
+        super().__init__(
+            f"call cache {path}: the batch ledger's rows of batch {batch_id!r} ({spec}) are damaged ({what}); nothing "
+            f"was polled or submitted for them. Forget that batch's rows with `{way_out}` (docs/scaling.md, "
+            '"A damaged batch ledger"): the next run submits their samples again'
+        )
 
 
 @dataclass(frozen=True)
@@ -215,8 +262,8 @@ class CallCache:
         )
         if row is None:
             return Lookup(None)
-        if row[8] is not None and row[8] != answer_checksum(key, row[1], row[2], row[3], row[4]):
-            return Lookup(None, corrupt=True)
+        if row[8] is None or row[8] != answer_checksum(key, row[1], row[2], row[3], row[4]):
+            return Lookup(None, corrupt=True)  # changed inside the file, or its checksum lost (NULL): damaged
         return Lookup(Sample(row[0], row[1], row[2], row[3], row[4], row[5], row[6], cached=True, created_at=row[7]))
 
     def put(self, key: str, request: str, provider: str, revision: str | None, sample: Sample) -> None:
@@ -257,26 +304,88 @@ class CallCache:
 
     # ---- the batch ledger ------------------------------------------------------------------------------------
 
-    def ledger_add(self, batch_id: str, spec: str, endpoint: str | None, rows: list[LedgerRow]) -> None:
-        """Record the samples of a submitted batch (one transaction: all of them or none)."""
-        if self.mode is CacheMode.OFF:
-            return
-        now = time.time()
+    def _transaction(self, statements: list[tuple[str, list[tuple]]]) -> None:
+        """Run ``statements`` (SQL with its parameter rows) in one transaction: all of them or none."""
         c = self._conn()
         c.execute("BEGIN IMMEDIATE")
         try:
-            c.executemany(
-                "INSERT OR REPLACE INTO batch_requests (key, batch_id, spec, endpoint, custom_id, position,"
-                " sample_index, request, revision, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                [
-                    (r.key, batch_id, spec, endpoint, r.custom_id, r.position, r.index, r.request, r.revision, now)
-                    for r in rows
-                ],
-            )
+            for sql, params in statements:
+                c.executemany(sql, params)
             c.execute("COMMIT")
         except BaseException:
             c.execute("ROLLBACK")
             raise
+
+    def ledger_intend(self, intent: BatchIntent, rows: list[LedgerRow]) -> None:
+        """Record a batch submission and its samples (under its tag) before the request that creates the batch."""
+        if self.mode is CacheMode.OFF:
+            return
+        i = intent
+        where = (i.tag, i.spec, i.endpoint)
+        samples = [(r.key, *where, r.custom_id, r.position, r.index, r.request, r.revision, i.created_at) for r in rows]
+        self._transaction(
+            [
+                (
+                    "INSERT OR REPLACE INTO batch_intents (tag, spec, endpoint, file_id, lines, created_at)"
+                    " VALUES (?,?,?,?,?,?)",
+                    [(*where, i.file_id, i.lines, i.created_at)],
+                ),
+                (
+                    "INSERT OR REPLACE INTO batch_requests (key, batch_id, spec, endpoint, custom_id, position,"
+                    " sample_index, request, revision, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    samples,
+                ),
+            ]
+        )
+
+    def ledger_uploaded(self, tag: str, file_id: str) -> None:
+        """The submission ``tag`` uploaded its requests as the file ``file_id``."""
+        if self.mode is not CacheMode.OFF:
+            self._conn().execute("UPDATE batch_intents SET file_id = ? WHERE tag = ?", (file_id, tag))
+
+    def ledger_created(self, tag: str, batch_id: str) -> None:
+        """The submission ``tag`` created the batch ``batch_id``: its samples wait on that batch now."""
+        if self.mode is CacheMode.OFF:
+            return
+        self._transaction(
+            [
+                ("UPDATE batch_requests SET batch_id = ? WHERE batch_id = ?", [(batch_id, tag)]),
+                ("DELETE FROM batch_intents WHERE tag = ?", [(tag,)]),
+            ]
+        )
+
+    def ledger_intent(self, tag: str) -> BatchIntent | None:
+        """The submission recorded under ``tag`` whose batch is not known yet, or None (``tag`` is a batch id)."""
+        if self.mode is CacheMode.OFF:
+            return None
+        row = (
+            self._conn()
+            .execute("SELECT tag, spec, endpoint, file_id, lines, created_at FROM batch_intents WHERE tag = ?", (tag,))
+            .fetchone()
+        )
+        return BatchIntent(*row) if row else None
+
+    def ledger_batch_ids(self, spec: str, endpoint: str | None) -> set[str]:
+        """Every batch id (and submission tag) the ledger holds for this model and endpoint."""
+        if self.mode is CacheMode.OFF:
+            return set()
+        rows = self._conn().execute(
+            "SELECT DISTINCT batch_id FROM batch_requests WHERE spec = ? AND endpoint IS ?", (spec, endpoint)
+        )
+        return {r[0] for r in rows}
+
+    def ledger_forget(self, batch_id: str) -> int:
+        """Forget the rows of ``batch_id`` (a batch id or a submission's tag) and its submission; returns how many
+        samples were forgotten (a later run submits them again)."""
+        c = self._conn()
+        n = c.execute("SELECT COUNT(*) FROM batch_requests WHERE batch_id = ?", (batch_id,)).fetchone()[0]
+        self._transaction(
+            [
+                ("DELETE FROM batch_requests WHERE batch_id = ?", [(batch_id,)]),
+                ("DELETE FROM batch_intents WHERE tag = ?", [(batch_id,)]),
+            ]
+        )
+        return int(n)
 
     def ledger_batch(self, key: str, spec: str, endpoint: str | None) -> str | None:
         """The id of the batch that holds ``key`` for this model and endpoint, or None."""
@@ -355,3 +464,30 @@ def _add_checksums(conn: sqlite3.Connection) -> None:
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m phr.llm.cache forget-batch CACHE BATCH``: the way out of a damaged batch ledger (LedgerDamaged)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m phr.llm.cache", description="Repair the batch ledger of a call cache.")
+    sub = ap.add_subparsers(dest="command", required=True)
+    forget = sub.add_parser(
+        "forget-batch",
+        help="forget the ledger rows of one batch (the next run submits their samples again)",
+        description="Forget the batch ledger's rows of BATCH (a batch id or a submission's tag, as the error names "
+        "it). The answers already stored stay; the next run with --batch submits the forgotten samples again. A real "
+        "batch still running at the provider is not cancelled: cancel it in the provider's console if you wish.",
+    )
+    forget.add_argument("cache", type=Path, help="the call cache file (the error names it)")
+    forget.add_argument("batch", help="the batch id or tag (the error names it)")
+    args = ap.parse_args(argv)
+    if not args.cache.is_file():
+        ap.error(f"{args.cache}: no such call cache file")
+    n = CallCache(args.cache).ledger_forget(args.batch)
+    print(f"{args.cache}: forgot {n} sample(s) of batch {args.batch!r}; the next run submits them again")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -145,25 +145,7 @@ class LLM:
         summary = self.last_summary = summary or RunSummary()
         stats = summary.model(self.spec)
         results = [RequestResult(r, [None] * r.n) for r in requests]  # type: ignore[list-item]
-        missing: list[_Slot] = []
-        for ri, req in enumerate(requests):
-            for k in range(req.n):
-                index = req.first_index + k
-                key, request_json = call_key(
-                    self.provider.kind,
-                    self.provider.cache_model_id,
-                    self.provider.revision,
-                    req.params,
-                    req.messages,
-                    index,
-                )
-                found = self.cache.lookup(key)
-                if found.sample is not None:
-                    results[ri].samples[k] = found.sample
-                    stats.cache_hits += 1
-                else:
-                    stats.cache_corrupt += found.corrupt  # a stored answer that failed its checksum: asked again
-                    missing.append(_Slot(ri, index, key, request_json))
+        missing = self._lookup(requests, results, stats)
         if stats.cache_corrupt:
             log.warning(
                 "call cache %s: %d stored answer(s) of %s failed their checksum (edited or damaged): asking again",
@@ -200,16 +182,56 @@ class LLM:
         if own_summary:
             await self.provider.aclose()
         if self.show_summary and own_summary:
-            summary.print()
+            from phr.llm.batch import show_summary
+
+            show_summary(summary)
         fails = summary.failures
         if fails:
             log.warning("%s: %d sample(s) failed: %s", redact(self.spec), sum(fails.values()), dict(fails))
         return results
 
+    def _lookup(self, requests: Sequence[ChatRequest], results: list[RequestResult], stats) -> list[_Slot]:
+        """Fill ``results`` with the samples found in the call cache; return the missing ones. In a batch session, an
+        answer one of its batches gave (and stored) counts as that batch's response, not as a cache hit."""
+        missing: list[_Slot] = []
+        session = self._session()
+        for ri, req in enumerate(requests):
+            for k in range(req.n):
+                index = req.first_index + k
+                key, request_json = call_key(
+                    self.provider.kind,
+                    self.provider.cache_model_id,
+                    self.provider.revision,
+                    req.params,
+                    req.messages,
+                    index,
+                )
+                found = self.cache.lookup(key)
+                if found.sample is not None:
+                    results[ri].samples[k] = found.sample
+                    via = session.batch_of.get(key) if session is not None else None
+                    if via is not None:
+                        self._count(found.sample, stats, batch=True)
+                        stats.batch_ids.add(via)
+                    else:
+                        stats.cache_hits += 1
+                else:
+                    stats.cache_corrupt += found.corrupt  # a stored answer that failed its checksum: asked again
+                    missing.append(_Slot(ri, index, key, request_json))
+        return missing
+
     # ---- batch mode (phr.llm.batch) ---------------------------------------------------------------------------
 
     def _batching(self) -> bool:
         return bool(self.batch)
+
+    def _session(self):
+        """The batch session this LLM's misses are queued in (a command with --batch), or None."""
+        if not self._batching():
+            return None
+        from phr.llm.batch import active_session
+
+        return active_session()
 
     async def _batch(
         self, requests: Sequence[ChatRequest], results: list[RequestResult], missing: list[_Slot], summary: RunSummary
@@ -228,13 +250,16 @@ class LLM:
         if own:
             await session.aprocess()
         stats = summary.model(self.spec)
-        stats.batches += len(session.submitted) if own else 0
         queued = 0
         for slot, item in zip(missing, items):
             outcome = session.outcome(slot.key)
             if outcome is None:
                 outcome, queued = pending_failure(self, item), queued + 1
-            elif isinstance(outcome, CallFailure):
+                results[slot.req].samples[slot.index - requests[slot.req].first_index] = outcome
+                continue
+            if slot.key in session.batch_of:
+                stats.batch_ids.add(session.batch_of[slot.key])
+            if isinstance(outcome, CallFailure):
                 stats.failures[outcome.reason] += 1
             else:
                 self._count(outcome, stats, batch=True)

@@ -46,6 +46,11 @@ class BadRequest(CallError, reason="bad_request"): ...
 class AuthFailed(CallError, reason="auth"): ...
 
 
+class BatchDuplicateId(CallError, reason="batch_duplicate_id"):
+    """A provider batch's results name one request (``custom_id``) more than once: which answer is its own cannot be
+    told, so none is stored. Not retried within the run (the rerun submits the request again)."""
+
+
 def parse_retry_after(value: str | None) -> float | None:
     """Seconds from a Retry-After header (delta-seconds or HTTP date); None if absent or unparseable."""
     if not value:

@@ -115,7 +115,9 @@ async def agenerate_structured(
         summary.model(llm.spec).failures["invalid_output"] += 1
     llm.last_summary = summary
     if llm.show_summary:
-        summary.print()
+        from phr.llm.batch import show_summary
+
+        show_summary(summary)
     return out
 
 

@@ -15,6 +15,9 @@ from phr.core.secrets import redact
 class ModelStats:
     calls: int = 0  # API requests sent to the provider (a native-n call counts once)
     batches: int = 0  # in-process batches (hf:, local:, vllm:): one forward loop for many responses
+    #: the provider batches (--batch) that gave this run's responses or failures, counted once however many calls
+    #: of the run they answered
+    batch_ids: set[str] = field(default_factory=set)
     samples: int = 0  # fresh responses produced by those calls or batches
     cache_hits: int = 0
     cache_corrupt: int = 0  # stored answers that failed their checksum (asked again)
@@ -23,6 +26,11 @@ class ModelStats:
     cost_usd: float | None = 0.0
     failures: Counter = field(default_factory=Counter)
     retries: int = 0
+
+    @property
+    def all_batches(self) -> int:
+        """In-process batches and provider batches."""
+        return self.batches + len(self.batch_ids)
 
 
 def _total(stat: str) -> property:
@@ -43,6 +51,7 @@ class RunSummary:
             t = self.model(spec)
             t.calls += m.calls
             t.batches += m.batches
+            t.batch_ids |= m.batch_ids
             t.samples += m.samples
             t.cache_hits += m.cache_hits
             t.cache_corrupt += m.cache_corrupt
@@ -54,7 +63,7 @@ class RunSummary:
         return self
 
     calls = _total("calls")
-    batches = _total("batches")
+    batches = _total("all_batches")
     responses = _total("samples")
     cache_hits = _total("cache_hits")
 
@@ -69,7 +78,7 @@ class RunSummary:
         return {
             spec: {
                 "calls": m.calls,
-                "batches": m.batches,
+                "batches": m.all_batches,
                 "samples": m.samples,
                 "cache_hits": m.cache_hits,
                 "cache_corrupt": m.cache_corrupt,
@@ -101,7 +110,12 @@ class RunSummary:
             cost = "n/a (no price)" if m.cost_usd is None else f"${m.cost_usd:.4f}"
             sent = (
                 " + ".join(
-                    x for x in (f"{m.calls} calls" if m.calls else "", f"{m.batches} batches" if m.batches else "") if x
+                    x
+                    for x in (
+                        f"{m.calls} calls" if m.calls else "",
+                        f"{m.all_batches} batches" if m.all_batches else "",
+                    )
+                    if x
                 )
                 or "0"
             )

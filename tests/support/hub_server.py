@@ -28,6 +28,9 @@ Routes (bound to 127.0.0.1 only, HTTP/1.1 keep-alive, chunked request bodies acc
     POST   /api/{type}s/{ns}/{name}/branch/{branch}    {startingPoint}; DELETE .../branch/{branch}
     GET    /api/{type}s/{ns}/{name}/discussions        POST to open a discussion / pull request
     GET    /api/{type}s/{ns}/{name}/discussions/{num}  details (events, changes, diff)
+    POST   /api/{type}s/{ns}/{name}/discussions/{num}/comment  {comment}
+    POST   /api/{type}s/{ns}/{name}/discussions/{num}/status   {status: open|closed, comment} (PATCH too)
+    POST   /api/{type}s/{ns}/{name}/discussions/{num}/merge    {comment}: the PR's changes as a commit on its base
     POST   /{prefix}{ns}/{name}.git/info/lfs/objects/batch   LFS batch API, "basic" transfer
     PUT    /_lfs/upload/{ticket}                        LFS object upload (href from the batch answer)
     POST   /_lfs/verify/{ticket}                        LFS verify
@@ -344,6 +347,7 @@ class _Discussion:
     status: str = "open"
     base: str = "refs/heads/main"
     fork_point: str | None = None  # commit the PR started from
+    merge_commit: str | None = None  # the commit a merge added to the base branch
     events: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -965,6 +969,14 @@ class HubServer(LocalServer):
                 return self._create_discussion(repo_type, repo_id, _json(body), user)
             if len(rest) == 2 and rest[1].isdigit() and method == "GET":
                 return self._discussion_details(repo_type, repo_id, int(rest[1]), q, user)
+            if len(rest) == 3 and rest[1].isdigit():
+                num, action = int(rest[1]), rest[2]
+                if action == "comment" and method == "POST":
+                    return self._comment_discussion(repo_type, repo_id, num, _json(body), user)
+                if action == "status" and method in ("POST", "PATCH"):  # the client POSTs
+                    return self._change_status(repo_type, repo_id, num, _json(body), user)
+                if action == "merge" and method == "POST":
+                    return self._merge_pr(repo_type, repo_id, num, _json(body), user)
         raise HubError(404, f"Unknown repo route: {method} {'/'.join(rest)}")
 
     def _repo_url(self, repo: _Repo) -> str:
@@ -1628,12 +1640,117 @@ class HubServer(LocalServer):
             out["events"] = [dict(e) for e in d.events]
             if d.is_pr:
                 out["changes"] = {"base": d.base}
-                out["filesWithConflicts"] = []
+                if d.merge_commit is not None:
+                    out["changes"]["mergeCommitId"] = d.merge_commit
+                out["filesWithConflicts"] = (
+                    self._merge_tree(repo, d)[1]
+                    if d.status in ("open", "draft") and d.base.removeprefix("refs/heads/") in repo.branches
+                    else []
+                )
                 if q.get("diff") == "1":
                     out["diff"] = self._diff(
                         repo, repo.commits[d.fork_point or repo.prs[num]], repo.commits[repo.prs[num]]
                     )
             return _Reply.json(out)
+
+    def _discussion(self, repo: _Repo, num: int) -> _Discussion:
+        d = repo.discussions.get(num)
+        if d is None:
+            raise HubError(404, f"Discussion {num} not found")
+        return d
+
+    def _comment_discussion(
+        self, repo_type: str, repo_id: str, num: int, payload: dict[str, Any], user: str | None
+    ) -> _Reply:
+        text = payload.get("comment")
+        if not isinstance(text, str) or not text.strip():
+            raise HubError(400, "comment must be a non-empty string")
+        with self._lock:
+            repo = self._read_repo(user, repo_type, repo_id)
+            if user is None:  # anyone logged in who can read the repo may comment
+                raise HubError(401, "Invalid username or password.")
+            d = self._discussion(repo, num)
+            event = _comment_event(user, text, _now())
+            d.events.append(event)
+            return _Reply.json({"newMessage": event})
+
+    def _change_status(
+        self, repo_type: str, repo_id: str, num: int, payload: dict[str, Any], user: str | None
+    ) -> _Reply:
+        status, comment = payload.get("status"), payload.get("comment")
+        if status not in ("open", "closed"):
+            raise HubError(400, f"status must be 'open' or 'closed', not {status!r}")
+        with self._lock:
+            repo = self._read_repo(user, repo_type, repo_id)
+            if user is None:
+                raise HubError(401, "Invalid username or password.")
+            d = self._discussion(repo, num)
+            if d.author != user and not self._can_write(user, repo.namespace):
+                raise HubError(403, f"You don't have the rights to change the status of discussion #{num} of {repo_id}")
+            if d.status == "merged":
+                raise HubError(400, f"Pull request #{num} is merged: its status cannot change")
+            if (d.status in ("open", "draft")) == (status == "open"):
+                raise HubError(400, f"Discussion #{num} is already {status}")
+            date = _now()
+            if isinstance(comment, str) and comment.strip():
+                d.events.append(_comment_event(user, comment, date))
+            d.status = status
+            event = _status_event(user, status, date)
+            d.events.append(event)
+            return _Reply.json({"newStatus": event})
+
+    def _merge_tree(self, repo: _Repo, d: _Discussion) -> tuple[dict[str, _Entry], list[str]]:
+        """(the base branch's tree with the PR's changes against its fork point, the paths both changed, differently,
+        or that would be a file and a folder at once)."""
+        base = repo.commits[d.fork_point or repo.prs[d.num]]
+        head = repo.commits[repo.prs[d.num]]
+        target = repo.commits[repo.branches[d.base.removeprefix("refs/heads/")]]
+        tree, conflicts = dict(target.tree), set()
+        for p in set(base.tree) | set(head.tree):
+            old, new = base.tree.get(p), head.tree.get(p)
+            if old == new:
+                continue
+            if target.tree.get(p) not in (old, new):
+                conflicts.add(p)
+            elif new is None:
+                tree.pop(p, None)
+            else:
+                tree[p] = new
+        folders = {p.rsplit("/", i)[0] for p in tree for i in range(1, p.count("/") + 1)}
+        return tree, sorted(conflicts | (set(tree) & folders))
+
+    def _merge_pr(self, repo_type: str, repo_id: str, num: int, payload: dict[str, Any], user: str | None) -> _Reply:
+        comment = payload.get("comment")
+        with self._lock:
+            repo = self._write_repo(user, repo_type, repo_id)
+            assert user is not None  # _write_repo refuses anonymous requests
+            d = self._discussion(repo, num)
+            if not d.is_pr:
+                raise HubError(400, f"Discussion #{num} is not a pull request")
+            if d.status == "merged":
+                raise HubError(400, f"Pull request #{num} is already merged")
+            if d.status == "closed":
+                raise HubError(400, f"Pull request #{num} is closed: reopen it before merging")
+            branch = d.base.removeprefix("refs/heads/")
+            if branch not in repo.branches:
+                raise HubError(400, f"The base branch {branch} of pull request #{num} does not exist")
+            tree, conflicts = self._merge_tree(repo, d)
+            if conflicts:
+                message = (
+                    f"Merge conflict: pull request #{num} and {branch} both changed {', '.join(conflicts)} since "
+                    "the pull request was opened"
+                )
+                raise HubError(409, message, body={"error": message, "filesWithConflicts": conflicts})
+            c = self._new_commit(
+                repo, [repo.branches[branch]], tree, f"{d.title} (#{num})", f"Merge of pull request #{num}", user
+            )
+            repo.branches[branch] = c.oid
+            if isinstance(comment, str) and comment.strip():
+                d.events.append(_comment_event(user, comment, c.date))
+            d.status, d.merge_commit = "merged", c.oid
+            event = _status_event(user, "merged", c.date)
+            d.events.append(event)
+            return _Reply.json({"newStatus": event, "mergeCommitId": c.oid})
 
     def _diff(self, repo: _Repo, old: _Commit, new: _Commit) -> str:
         out = []
@@ -1748,6 +1865,16 @@ def _comment_event(user: str, text: str, date: str) -> dict[str, Any]:
                 "author": {"name": user, "type": "user"},
             },
         },
+    }
+
+
+def _status_event(user: str, status: str, date: str) -> dict[str, Any]:
+    return {
+        "id": secrets.token_hex(12),
+        "type": "status-change",
+        "createdAt": date,
+        "author": {"name": user, "type": "user"},
+        "data": {"status": status},
     }
 
 

@@ -12,14 +12,20 @@ Endpoints (bound to 127.0.0.1 only, HTTP/1.1 keep-alive):
 Batch APIs (``srv.batches``: every batch created, by id, in order; docs/scaling.md "Batch mode"):
 
     POST /v1/files  GET /v1/files/{id}/content   OpenAI files (multipart upload; a batch's output/error JSONL)
-    POST /v1/batches  GET /v1/batches/{id}       OpenAI Batch API over /v1/chat/completions lines
+    POST /v1/batches  GET /v1/batches/{id}       OpenAI Batch API over /v1/chat/completions lines (``metadata`` kept)
+    GET  /v1/batches                             OpenAI list of batches, newest first
     POST /v1/messages/batches                    Anthropic Message Batches; GET .../{id} and .../{id}/results
-    POST /v1beta/models/{model}:batchGenerateContent   Gemini Batch API, inlined requests; GET /v1beta/batches/{id}
+    GET  /v1/messages/batches                    Anthropic list of batches, newest first
+    POST /v1beta/models/{model}:batchGenerateContent   Gemini Batch API, inlined requests (``displayName`` kept);
+                                                 GET /v1beta/batches/{id}; GET /v1beta/batches (the list)
 
 A batch is answered on its first poll (each line as the endpoint above answers it) unless ``srv.batch_hold`` is
 set (it stays in progress, polled again and again); ``srv.batch_end = "expired"`` (or "cancelled") ends the next
 polled batches that way with no answers; ``srv.batch_fail(body)``, when set, picks the lines (by their request
-body) that fail inside the batch with a 400 error. Nothing depends on time.
+body) that fail inside the batch with a 400 error; ``srv.batch_edit(protocol, answers)``, when set, returns the
+result lines a batch gives instead of ``answers`` (dicts in the protocol's result form, in order; a ``str`` is
+written as it is: a line that is not JSON). A batch records its creation time (``created_at``, ``time.time()``).
+Nothing depends on time.
 
 Replies are deterministic: choice ``i`` of a request is ``f"echo[{model}] {last user message} #{k}"`` with
 ``" seed={seed}"`` appended when the request has a seed, where ``k = i + (choices already generated for the same
@@ -40,6 +46,10 @@ Faults (``server.script(prefix, [fault, ...], match=None)``), consumed one per r
     ("malformed",)                      200, Content-Type application/json, a body that is not JSON
     ("malformed", body)                 200 with this body (str, or dict sent as JSON: e.g. the wrong shape)
     ("drop",)                           read the request, then close the connection without answering
+    ("lost",)                           do what the request asks (e.g. create a batch), then close the connection
+                                        instead of sending the reply: a reply lost on its way
+    ("hold", event)                     wait until ``event`` (a threading.Event) is set or the server stops, then
+                                        answer normally (whether the client is still there or not)
 """
 
 from __future__ import annotations
@@ -53,6 +63,7 @@ import threading
 import time
 import uuid
 from collections import Counter, defaultdict, deque
+from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
@@ -87,6 +98,7 @@ class ProtocolServer(LocalServer):
         self.batch_hold = False
         self.batch_end: str | None = None
         self.batch_fail: Any = None
+        self.batch_edit: Any = None
         super().__init__(_make_handler(self), port)
 
     def stop(self) -> None:
@@ -98,7 +110,7 @@ class ProtocolServer(LocalServer):
         """Queue ``faults``, consumed one per request whose path starts with ``prefix`` (None: any) and whose
         JSON body ``match(body)`` accepts (None: any body), e.g. every attempt of one particular call."""
         for f in faults:
-            if not f or f[0] not in ("status", "hang", "malformed", "drop"):
+            if not f or f[0] not in ("status", "hang", "malformed", "drop", "lost", "hold"):
                 raise ValueError(f"unknown fault {f!r}")
         with self._lock:
             self._scripts.append((prefix, match, deque(faults)))
@@ -221,6 +233,7 @@ def _make_handler(server: ProtocolServer) -> type[BaseHTTPRequestHandler]:
         server_version = "PHRProtocolServer/1.0"
 
         _entry: dict[str, Any] | None = None
+        _lose = False  # a "lost" fault: the reply is not sent, the connection is closed instead
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence stderr
             pass
@@ -240,6 +253,8 @@ def _make_handler(server: ProtocolServer) -> type[BaseHTTPRequestHandler]:
             if self._entry is not None:
                 with server._lock:
                     self._entry["status"], self._entry["reply"] = code, body
+            if self._lose:
+                return self._drop()
             self.send_response(code)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
@@ -291,6 +306,11 @@ def _make_handler(server: ProtocolServer) -> type[BaseHTTPRequestHandler]:
                     return self._drop()
                 if kind == "hang":
                     server._stop.wait(float(fault[1]))
+                elif kind == "hold":
+                    while not fault[1].wait(0.05) and not server._stop.is_set():
+                        pass
+                elif kind == "lost":
+                    self._lose = True
                 elif kind == "malformed":
                     payload = fault[1] if len(fault) > 1 else '{"choices": [ this is not json'
                     return self._send(200, payload)
@@ -431,7 +451,6 @@ def _make_handler(server: ProtocolServer) -> type[BaseHTTPRequestHandler]:
 
 _GEMINI_BATCH = re.compile(r"^/v1(?:beta|alpha)?/models/([^/:]+):batchGenerateContent$")
 _GEMINI_GET = re.compile(r"^/v1(?:beta|alpha)?/batches/([^/:]+)$")
-_ISO = "2026-01-01T00:00:00Z"
 
 
 def _multipart_file(handler: BaseHTTPRequestHandler, raw: bytes) -> bytes:
@@ -455,9 +474,13 @@ def _batch_post(server: ProtocolServer, h: Any, path: str, body: Any, raw: bytes
         h._send(200, {"id": fid, "object": "file", "bytes": len(server.files[fid]), "created_at": 0,
                       "filename": "batch.jsonl", "purpose": "batch", "status": "processed"})  # fmt: skip
         return True
+    now = time.time()
     if path == "/v1/batches":
-        lines = [json.loads(x) for x in server.files[body["input_file_id"]].decode().splitlines() if x.strip()]
-        b = server.batches[f"batch_{new_id}"] = {"protocol": "openai", "lines": lines, "status": "in_progress"}
+        fid = body["input_file_id"]
+        lines = [json.loads(x) for x in server.files[fid].decode().splitlines() if x.strip()]
+        b = server.batches[f"batch_{new_id}"] = {"protocol": "openai", "lines": lines, "status": "in_progress",
+                                                 "input_file_id": fid, "metadata": body.get("metadata"),
+                                                 "created_at": now}  # fmt: skip
         h._send(200, _openai_batch(server, f"batch_{new_id}", b))
         return True
     if path == "/v1/messages/batches":
@@ -465,6 +488,7 @@ def _batch_post(server: ProtocolServer, h: Any, path: str, body: Any, raw: bytes
             "protocol": "anthropic",
             "lines": body["requests"],
             "status": "in_progress",
+            "created_at": now,
         }
         h._send(200, _anthropic_batch(server, f"msgbatch_{new_id}", b))
         return True
@@ -476,15 +500,34 @@ def _batch_post(server: ProtocolServer, h: Any, path: str, body: Any, raw: bytes
             "model": m.group(1),
             "lines": lines,
             "status": "in_progress",
+            "display_name": body["batch"].get("displayName"),
+            "created_at": now,
         }
         h._send(200, _gemini_batch(new_id, b))
         return True
     return False
 
 
+def _newest_first(server: ProtocolServer, protocol: str) -> list[tuple[str, dict]]:
+    return [(bid, b) for bid, b in reversed(list(server.batches.items())) if b["protocol"] == protocol]
+
+
 def _batch_get(server: ProtocolServer, h: Any, path: str) -> bool:
     """Answer a batch API GET (True), or leave another path alone (False)."""
     parts = path.strip("/").split("/")
+    if path == "/v1/batches":
+        data = [_openai_batch(server, bid, b) for bid, b in _newest_first(server, "openai")]
+        h._send(200, {"object": "list", "data": data, "has_more": False,
+                      "first_id": data[0]["id"] if data else None, "last_id": data[-1]["id"] if data else None})  # fmt: skip
+        return True
+    if path == "/v1/messages/batches":
+        data = [_anthropic_batch(server, bid, b) for bid, b in _newest_first(server, "anthropic")]
+        h._send(200, {"data": data, "has_more": False,
+                      "first_id": data[0]["id"] if data else None, "last_id": data[-1]["id"] if data else None})  # fmt: skip
+        return True
+    if re.fullmatch(r"/v1(?:beta|alpha)?/batches", path):
+        h._send(200, {"operations": [_gemini_batch(bid, b) for bid, b in _newest_first(server, "gemini")]})
+        return True
     if path.startswith("/v1/files/") and path.endswith("/content"):
         h._send(200, server.files[parts[2]], content_type="application/octet-stream")
         return True
@@ -496,7 +539,7 @@ def _batch_get(server: ProtocolServer, h: Any, path: str) -> bool:
     if path.startswith("/v1/messages/batches/"):
         bid = parts[3]
         if path.endswith("/results"):
-            data = "".join(json.dumps(r) + "\n" for r in server.batches[bid]["answers"])
+            data = "".join(_jsonl(r) for r in server.batches[bid]["answers"])
             h._send(200, data, content_type="application/binary")
             return True
         _advance(server, h, bid)
@@ -519,7 +562,14 @@ def _advance(server: ProtocolServer, h: Any, bid: str) -> None:
         b["status"], b["answers"] = server.batch_end, [_no_answer(b, line, server.batch_end) for line in b["lines"]]
         return
     b["answers"] = [_answer(server, h, b, line) for line in b["lines"]]
+    if server.batch_edit is not None:
+        b["answers"] = list(server.batch_edit(b["protocol"], b["answers"]))
     b["status"] = "ended"
+
+
+def _jsonl(row: Any) -> str:
+    """One result line: a dict as JSON, a str as it is (a line that is not JSON: ``srv.batch_edit``)."""
+    return (row if isinstance(row, str) else json.dumps(row)) + "\n"
 
 
 def _failing(server: ProtocolServer, body: dict) -> bool:
@@ -553,38 +603,50 @@ def _no_answer(b: dict, line: dict, end: str) -> dict:
     return {}
 
 
+def _ok(answer: Any) -> bool:
+    """An OpenAI result line for the output file (a line that is not a dict goes there as it is)."""
+    return not isinstance(answer, dict) or (answer.get("response") or {}).get("status_code") == 200
+
+
 def _openai_batch(server: ProtocolServer, bid: str, b: dict) -> dict:
     answers = b.get("answers") or []
-    ok = [a for a in answers if a.get("response", {}).get("status_code") == 200]
-    bad = [a for a in answers if a.get("response") and a["response"].get("status_code") != 200]
+    ok = [a for a in answers if _ok(a)]
+    bad = [a for a in answers if not _ok(a) and a.get("response")]
     status = {"in_progress": "in_progress", "ended": "completed"}.get(b["status"], b["status"])
-    out = {"id": bid, "object": "batch", "endpoint": "/v1/chat/completions", "input_file_id": "file", "status": status,
-           "completion_window": "24h", "created_at": 0, "output_file_id": None, "error_file_id": None,
+    out = {"id": bid, "object": "batch", "endpoint": "/v1/chat/completions", "input_file_id": b["input_file_id"],
+           "status": status, "completion_window": "24h", "created_at": int(b["created_at"]), "output_file_id": None,
+           "error_file_id": None, "metadata": b["metadata"],
            "request_counts": {"total": len(b["lines"]), "completed": len(ok), "failed": len(bad)}}  # fmt: skip
     for name, rows in (("output_file_id", ok), ("error_file_id", bad)):
         if rows:
             fid = f"file-{bid}-{name}"
-            server.files[fid] = "".join(json.dumps(r) + "\n" for r in rows).encode()
+            server.files[fid] = "".join(_jsonl(r) for r in rows).encode()
             out[name] = fid
     return out
 
 
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t, timezone.utc).isoformat().replace("+00:00", "Z")
+
+
 def _anthropic_batch(server: ProtocolServer, bid: str, b: dict) -> dict:
     answers = b.get("answers") or []
-    kinds = Counter(a["result"]["type"] for a in answers)
+    kinds = Counter(a["result"]["type"] for a in answers if isinstance(a, dict) and isinstance(a.get("result"), dict))
     running = b["status"] == "in_progress"
+    created = _iso(b["created_at"])
     return {"id": bid, "type": "message_batch", "processing_status": "in_progress" if running else "ended",
             "request_counts": {"processing": len(b["lines"]) if running else 0, "succeeded": kinds["succeeded"],
                                "errored": kinds["errored"], "canceled": kinds["canceled"], "expired": kinds["expired"]},
-            "created_at": _ISO, "expires_at": _ISO, "ended_at": None if running else _ISO, "archived_at": None,
-            "cancel_initiated_at": None,
+            "created_at": created, "expires_at": created, "ended_at": None if running else created,
+            "archived_at": None, "cancel_initiated_at": None,
             "results_url": None if running else f"{server.url}/v1/messages/batches/{bid}/results"}  # fmt: skip
 
 
 def _gemini_batch(bid: str, b: dict) -> dict:
     state = {"in_progress": "BATCH_STATE_RUNNING", "ended": "BATCH_STATE_SUCCEEDED", "expired": "BATCH_STATE_EXPIRED",
              "cancelled": "BATCH_STATE_CANCELLED"}[b["status"]]  # fmt: skip
-    meta: dict[str, Any] = {"model": f"models/{b['model']}", "displayName": "phr", "state": state, "createTime": _ISO}
+    meta: dict[str, Any] = {"model": f"models/{b['model']}", "displayName": b.get("display_name"), "state": state,
+                            "createTime": _iso(b["created_at"])}  # fmt: skip
     if b["status"] == "ended":
         meta["output"] = {"inlinedResponses": {"inlinedResponses": b["answers"]}}
     return {"name": f"batches/{bid}", "metadata": meta}

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import anthropic
+import pydantic
+from anthropic.types import Message as AnthropicMessage
 
 from phr.llm.errors import AuthFailed, BadRequest, CallError, RateLimited, ServerError
 from phr.llm.providers.base import (
+    BATCH_CLOCK_SKEW_S,
+    BATCH_LIST_MAX,
+    DEADLINE_GRACE_S,
     BatchLine,
     BatchResult,
     BatchStatus,
     KeyedAPIProvider,
     RawCompletion,
+    add_bad_line,
+    duplicate_id,
     split_system,
     stainless_errors,
 )
@@ -41,6 +51,7 @@ class AnthropicProvider(KeyedAPIProvider):
     #: the Message Batches API's limits: 100,000 requests or 256 MB per batch
     batch_max_requests = 100_000
     batch_max_bytes = 250_000_000
+    batch_id_pattern = r"msgbatch_[A-Za-z0-9_-]{1,200}"
 
     def _new_client(self) -> anthropic.AsyncAnthropic:
         return anthropic.AsyncAnthropic(
@@ -91,10 +102,37 @@ class AnthropicProvider(KeyedAPIProvider):
         kw.update(kw.pop("extra_body", {}))  # a batch line's params are the request body itself
         return {"custom_id": line.custom_id, "params": kw}
 
-    async def submit_batch(self, lines: list[BatchLine]) -> str:
+    async def create_batch(self, lines: list[BatchLine], tag: str, file_id: str | None) -> str:
         requests = [self.batch_line(x) for x in lines]
         batch = await self._call(self._client.messages.batches.create(requests=requests), self.timeout)
         return batch.id
+
+    async def find_batch(
+        self, tag: str, *, file_id: str | None, lines: int, since: float, exclude: set[str]
+    ) -> str | None:
+        """Message Batches keep no client metadata: the batch created within the submission's call (from ``since``
+        to ``since`` + the timeout, allowing for clock skew) with ``lines`` requests that no other submission of the
+        ledger holds, the earliest of them (the list is newest first: it is read back to the submission's time).
+        A batch taken wrongly cannot give a wrong answer: its results are matched to the requests by their ids,
+        which are the samples' cache keys."""
+
+        async def scan() -> str | None:
+            found, seen = None, 0
+            async for b in self._client.messages.batches.list(limit=100):
+                created = b.created_at.timestamp()
+                if created < since - BATCH_CLOCK_SKEW_S:
+                    break
+                c = b.request_counts
+                total = c.processing + c.succeeded + c.errored + c.canceled + c.expired
+                near = created <= since + self.timeout + DEADLINE_GRACE_S + BATCH_CLOCK_SKEW_S
+                if near and total == lines and b.id not in exclude:
+                    found = b.id  # keep reading: the earliest one is the submission's
+                seen += 1
+                if seen >= BATCH_LIST_MAX:
+                    break
+            return found
+
+        return await self._unbounded(scan())
 
     async def poll_batch(self, batch_id: str) -> BatchStatus:
         b = await self._call(self._client.messages.batches.retrieve(batch_id), self.timeout)
@@ -108,22 +146,55 @@ class AnthropicProvider(KeyedAPIProvider):
         return BatchStatus(batch_id, b.processing_status, done, total, c.succeeded, failed, outcome)
 
     async def batch_results(self, batch_id: str, expected: dict[str, int]) -> dict[str, BatchResult]:
+        """The results file read line by line (not the SDK's decoder, which stops at a line that does not parse:
+        such a line fails the request it names only)."""
+
+        async def read() -> list[str]:
+            results = self._client.messages.batches.with_streaming_response.results(batch_id)
+            async with results as resp:
+                return [line async for line in resp.iter_lines()]
+
         out: dict[str, BatchResult] = {}
-        decoder = await self._call(self._client.messages.batches.results(batch_id), self.timeout)
-        async for row in decoder:
-            result = row.result
-            if result.type == "succeeded":
-                try:
-                    out[row.custom_id] = [self._raw(result.message)]
-                except CallError as e:
-                    out[row.custom_id] = e
-            elif result.type == "errored":
-                err = getattr(result.error, "error", None)
-                kind = getattr(err, "type", "api_error")
-                message = self._msg(f"in batch: {kind}: {getattr(err, 'message', err)}")
-                out[row.custom_id] = _ERRORS.get(kind, ServerError)(message)
-            # canceled / expired lines: no answer (the batch's outcome says why)
+        named: set[str] = set()
+        for number, text in enumerate(await self._unbounded(read()), 1):
+            if not text.strip():
+                continue
+            try:
+                row = json.loads(text)
+            except ValueError:
+                row = None
+            if not isinstance(row, dict):  # that request fails (where the line still names it); not the batch
+                named.add(add_bad_line(out, f"results line {number}", text, self._msg))
+                continue
+            cid, result = str(row.get("custom_id")), self._batch_row(row.get("result"))
+            if cid in named:
+                out[cid] = duplicate_id(cid, self._msg)
+            elif result is not None:
+                out[cid] = result
+            named.add(cid)
         return out
+
+    def _batch_row(self, result: Any) -> BatchResult | None:
+        """One result: the answer, the error it reports, or None for a canceled / expired request (no answer: the
+        batch's outcome says why)."""
+        kind = result.get("type") if isinstance(result, dict) else None
+        if kind == "succeeded":
+            try:
+                return [self._raw(AnthropicMessage.model_validate(result["message"]))]
+            except CallError as e:
+                return e
+            except (pydantic.ValidationError, KeyError, TypeError) as e:
+                return self._malformed(e)
+        if kind == "errored":
+            body = result.get("error") or {}
+            err = body.get("error", body) if isinstance(body, dict) else {}
+            err = err if isinstance(err, dict) else {}
+            error_type = str(err.get("type") or "api_error")
+            message = self._msg(f"in batch: {error_type}: {err.get('message', err)}")
+            return _ERRORS.get(error_type, ServerError)(message)
+        if kind in ("canceled", "expired"):
+            return None
+        return self._malformed(ValueError(f"a result of type {kind!r}"))
 
     def _http_error(self, e: Exception) -> tuple[int, str, str | None] | None:
         if not isinstance(e, anthropic.APIStatusError):

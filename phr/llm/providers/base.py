@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from phr.core.errors import PHRError
 from phr.core.secrets import redact, require_env
 from phr.core.text import clip
 from phr.llm.errors import (
+    BatchDuplicateId,
     CallError,
     CallTimeout,
     ConnectionFailed,
@@ -75,6 +77,40 @@ class BatchStatus:
 #: what one batch line gave: its samples, or the error the provider reported for it
 BatchResult = list[RawCompletion] | CallError
 
+#: the key of a submission's tag in a batch's metadata (OpenAI ``metadata``; Gemini's ``display_name`` is the tag)
+BATCH_TAG_KEY = "phr_tag"
+#: seconds of clock difference allowed between this machine and a provider when a batch's creation time is compared
+#: with the time a submission was recorded
+BATCH_CLOCK_SKEW_S = 300.0
+#: the most batches one lookup reads from a provider's list of batches
+BATCH_LIST_MAX = 2000
+
+_CUSTOM_ID = re.compile(r'"custom_id"\s*:\s*"([^"\\]{1,64})"')
+
+
+def add_result(out: dict[str, BatchResult], cid: str, result: BatchResult, msg: Callable[[str], str]) -> None:
+    """Put a result line's ``result`` under its request id ``cid``. A second line for the same id makes the request a
+    ``BatchDuplicateId``: which of the answers is its own cannot be told, so none is kept. ``msg`` words a message
+    (the provider's ``_msg``: its spec first, secrets masked)."""
+    out[cid] = duplicate_id(cid, msg) if cid in out else result
+
+
+def duplicate_id(cid: str, msg: Callable[[str], str]) -> BatchDuplicateId:
+    """The failure of a request that more than one result line names."""
+    why = "none is stored (which one is its own answer cannot be told); the rerun submits it again"
+    return BatchDuplicateId(msg(f"in batch: more than one result line names request {cid}: {why}"))
+
+
+def add_bad_line(out: dict[str, BatchResult], where: str, text: str, msg: Callable[[str], str]) -> str:
+    """A result line that does not parse (``where``: e.g. ``output line 3``): the request it names, where its text
+    still shows a ``custom_id``, fails as malformed; a line naming none is kept under ``<where: not JSON>`` (an id no
+    request has: the batch reports it). Returns the id it is kept under."""
+    error = MalformedResponse(msg(f"in batch: {where} is not JSON: {clip(text.strip(), 120)!r}"))
+    found = _CUSTOM_ID.search(text)
+    cid = found[1] if found else f"<{where}: not JSON>"
+    add_result(out, cid, error, msg)
+    return cid
+
 
 class Provider(ABC):
     """An LLM backend. API providers implement ``complete``; in-process ones implement ``complete_batch``."""
@@ -96,6 +132,8 @@ class Provider(ABC):
     batch_max_bytes: int = 0
     #: set on the provider of an ``LLM(..., batch=True)``: a plan prices its calls at the batch rate
     batched: bool = False
+    #: what this provider's batch ids look like (a batch ledger row naming another is damaged, never polled)
+    batch_id_pattern: str = r"[A-Za-z0-9_./-]{1,256}"
 
     def __init__(self, model: str, revision: str | None = None):
         self.model = model
@@ -131,9 +169,23 @@ class Provider(ABC):
         """The JSON of one batch line as submitted (its size counts against ``batch_max_bytes``)."""
         raise NotImplementedError
 
-    async def submit_batch(self, lines: list[BatchLine]) -> str:
-        """Submit ``lines`` as one batch; return the batch id."""
+    async def upload_batch(self, lines: list[BatchLine]) -> str | None:
+        """Upload ``lines`` where the API takes a batch's requests as a file first (OpenAI): the file's id; None for
+        an API that takes them with the batch."""
+        return None
+
+    async def create_batch(self, lines: list[BatchLine], tag: str, file_id: str | None) -> str:
+        """Create one batch of ``lines`` (or of the uploaded file ``file_id``), tagged ``tag`` where the API keeps a
+        client's metadata; return the batch id."""
         raise NotImplementedError
+
+    async def find_batch(
+        self, tag: str, *, file_id: str | None, lines: int, since: float, exclude: set[str]
+    ) -> str | None:
+        """The id of a batch that a submission recorded at ``since`` (``time.time()``) with ``tag`` and ``lines``
+        requests (from ``file_id``, where there is one) created, from the provider's list of batches; None when
+        there is none. ``exclude``: batches known to belong to other submissions."""
+        return None
 
     async def poll_batch(self, batch_id: str) -> BatchStatus:
         raise NotImplementedError
@@ -177,6 +229,8 @@ class APIProvider(Provider, ABC):
 
     _sdk_client = None
     _sdk_loop = None
+    #: seconds a request may take (set by the subclasses' constructors)
+    timeout: float = CALL_TIMEOUT_S
     _sdk_keeper: asyncio.Task | None = None
 
     def _new_client(self):
@@ -239,6 +293,17 @@ class APIProvider(Provider, ABC):
                 return await request
         except Exception as e:
             err = self._translate(e, timeout)
+            if err is None:
+                raise
+            raise err from e
+
+    async def _unbounded(self, request: Awaitable[T]) -> T:
+        """Await the SDK's ``request`` (a download, a list of pages) with only the SDK's own per-read timeouts; its
+        exceptions become CallErrors."""
+        try:
+            return await request
+        except Exception as e:
+            err = self._translate(e, self.timeout)
             if err is None:
                 raise
             raise err from e

@@ -12,12 +12,14 @@ from google.genai import types as gt
 
 from phr.llm.errors import CallError, MalformedResponse, from_http_status
 from phr.llm.providers.base import (
+    BATCH_LIST_MAX,
     BatchLine,
     BatchResult,
     BatchStatus,
     KeyedAPIProvider,
     RawCompletion,
     SDKErrors,
+    duplicate_id,
     split_system,
 )
 from phr.llm.types import GenerationParams, Message
@@ -47,6 +49,7 @@ class GoogleProvider(KeyedAPIProvider):
     #: the Batch API with inlined requests: one request body of at most 20 MB
     batch_max_requests = 10_000
     batch_max_bytes = 19_000_000
+    batch_id_pattern = r"batches/[A-Za-z0-9_-]{1,200}"
 
     def _new_client(self) -> genai.Client:
         return genai.Client(
@@ -116,12 +119,29 @@ class GoogleProvider(KeyedAPIProvider):
     def batch_line(self, line: BatchLine) -> dict:
         return self._inlined(line).model_dump(mode="json", exclude_none=True)
 
-    async def submit_batch(self, lines: list[BatchLine]) -> str:
+    async def create_batch(self, lines: list[BatchLine], tag: str, file_id: str | None) -> str:
         src = [self._inlined(x) for x in lines]
         job = await self._call(
-            self._client.aio.batches.create(model=self.model, src=src, config={"display_name": "phr"}), self.timeout
+            self._client.aio.batches.create(model=self.model, src=src, config={"display_name": tag}), self.timeout
         )
         return str(job.name)
+
+    async def find_batch(
+        self, tag: str, *, file_id: str | None, lines: int, since: float, exclude: set[str]
+    ) -> str | None:
+        """The batch job whose display name is ``tag``."""
+
+        async def scan() -> str | None:
+            seen = 0
+            async for job in await self._client.aio.batches.list(config={"page_size": 100}):
+                if job.display_name == tag and job.name and job.name not in exclude:
+                    return str(job.name)
+                seen += 1
+                if seen >= BATCH_LIST_MAX:
+                    break
+            return None
+
+        return await self._unbounded(scan())
 
     async def poll_batch(self, batch_id: str) -> BatchStatus:
         job = await self._call(self._client.aio.batches.get(name=batch_id), self.timeout)
@@ -143,16 +163,23 @@ class GoogleProvider(KeyedAPIProvider):
         answers = (job.dest.inlined_responses if job.dest else None) or []
         order = list(expected)
         out: dict[str, BatchResult] = {}
+        named: set[str] = set()
         for i, answer in enumerate(answers):
-            cid = (answer.metadata or {}).get("key") or (order[i] if i < len(order) else str(i))
+            cid = str((answer.metadata or {}).get("key") or (order[i] if i < len(order) else f"<answer {i + 1}>"))
+            result: BatchResult | None = None
             if answer.error is not None:
                 code = int(answer.error.code or 500)
-                out[cid] = from_http_status(code, self._msg(f"in batch: {code}: {answer.error.message}"))
+                result = from_http_status(code, self._msg(f"in batch: {code}: {answer.error.message}"))
             elif answer.response is not None:
                 try:
-                    out[cid] = self._parse(answer.response, expected.get(cid, 1))
+                    result = self._parse(answer.response, expected.get(cid, 1))
                 except CallError as e:
-                    out[cid] = e
+                    result = e
+            if cid in named:
+                out[cid] = duplicate_id(cid, self._msg)
+            elif result is not None:
+                out[cid] = result
+            named.add(cid)
         return out
 
     def _http_error(self, e: Exception) -> tuple[int, str, str | None] | None:

@@ -15,11 +15,16 @@ from phr.config.defaults import CALL_TIMEOUT_S
 from phr.core.secrets import require_env
 from phr.llm.errors import BadRequest, CallError, from_http_status
 from phr.llm.providers.base import (
+    BATCH_CLOCK_SKEW_S,
+    BATCH_LIST_MAX,
+    BATCH_TAG_KEY,
     APIProvider,
     BatchLine,
     BatchResult,
     BatchStatus,
     RawCompletion,
+    add_bad_line,
+    add_result,
     stainless_errors,
 )
 from phr.llm.types import GenerationParams, Message
@@ -57,6 +62,7 @@ class OpenAIProvider(APIProvider):
     #: the Batch API's limits: 50,000 requests and a 200 MB input file per batch
     batch_max_requests = 50_000
     batch_max_bytes = 190_000_000
+    batch_id_pattern = r"batch_[A-Za-z0-9_-]{1,200}"
 
     def __init__(
         self,
@@ -135,15 +141,46 @@ class OpenAIProvider(APIProvider):
         body = self._request(line.messages, line.params, line.n)
         return {"custom_id": line.custom_id, "method": "POST", "url": "/v1/chat/completions", "body": body}
 
-    async def submit_batch(self, lines: list[BatchLine]) -> str:
+    async def upload_batch(self, lines: list[BatchLine]) -> str | None:
         data = "".join(json.dumps(self.batch_line(x), ensure_ascii=False) + "\n" for x in lines).encode()
-        client = self._client
-        upload = await self._call(client.files.create(file=("phr-batch.jsonl", data), purpose="batch"), self.timeout)
+        upload = await self._call(
+            self._client.files.create(file=("phr-batch.jsonl", data), purpose="batch"), self.timeout
+        )
+        return upload.id
+
+    async def create_batch(self, lines: list[BatchLine], tag: str, file_id: str | None) -> str:
+        if not file_id:
+            raise ValueError("an OpenAI batch is created from an uploaded file (upload_batch)")
         batch = await self._call(
-            client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions", completion_window="24h"),
+            self._client.batches.create(
+                input_file_id=file_id,
+                endpoint="/v1/chat/completions",
+                completion_window="24h",
+                metadata={BATCH_TAG_KEY: tag},
+            ),
             self.timeout,
         )
         return batch.id
+
+    async def find_batch(
+        self, tag: str, *, file_id: str | None, lines: int, since: float, exclude: set[str]
+    ) -> str | None:
+        """The batch whose metadata holds ``tag``, or that was created from ``file_id`` (the list is newest first:
+        it is read back to the submission's time)."""
+
+        async def scan() -> str | None:
+            seen = 0
+            async for b in self._client.batches.list(limit=100):
+                if b.id not in exclude and (
+                    (b.metadata or {}).get(BATCH_TAG_KEY) == tag or (file_id and b.input_file_id == file_id)
+                ):
+                    return b.id
+                seen += 1
+                if seen >= BATCH_LIST_MAX or (b.created_at or 0) < since - BATCH_CLOCK_SKEW_S:
+                    return None
+            return None
+
+        return await self._unbounded(scan())
 
     async def poll_batch(self, batch_id: str) -> BatchStatus:
         b = await self._call(self._client.batches.retrieve(batch_id), self.timeout)
@@ -162,30 +199,42 @@ class OpenAIProvider(APIProvider):
     async def batch_results(self, batch_id: str, expected: dict[str, int]) -> dict[str, BatchResult]:
         b = await self._call(self._client.batches.retrieve(batch_id), self.timeout)
         out: dict[str, BatchResult] = {}
-        for file_id in (b.output_file_id, b.error_file_id):
+        for name, file_id in (("output", b.output_file_id), ("error", b.error_file_id)):
             if not file_id:
                 continue
-            content = await self._call(self._client.files.content(file_id), self.timeout)
-            for text in content.text.splitlines():
-                if text.strip():
+            content = await self._unbounded(self._client.files.content(file_id))
+            for number, text in enumerate(content.text.splitlines(), 1):
+                if not text.strip():
+                    continue
+                try:
                     row = json.loads(text)
-                    cid = str(row.get("custom_id"))
-                    out[cid] = self._batch_row(row, expected.get(cid, 1))
+                except ValueError:
+                    row = None
+                if not isinstance(row, dict):  # that request fails (where the line still names it); not the batch
+                    add_bad_line(out, f"{name} line {number}", text, self._msg)
+                    continue
+                cid = str(row.get("custom_id"))
+                add_result(out, cid, self._batch_row(row, expected.get(cid, 1)), self._msg)
         return out
 
     def _batch_row(self, row: dict, n: int) -> BatchResult:
-        """One line of an output or error file: the samples, or the error it reports."""
-        resp, err = row.get("response") or {}, row.get("error")
-        status = int(resp.get("status_code") or 0)
-        if err or status != 200:
-            detail = (resp.get("body") or {}).get("error") or err or {}
-            message = self._msg(f"in batch: {detail.get('code') or status}: {detail.get('message') or detail}")
-            return from_http_status(status, message) if status >= 400 else CallError(message)
+        """One line of an output or error file: the samples, or the error it reports (a line of another shape:
+        malformed)."""
         try:
+            resp, err = row.get("response") or {}, row.get("error")
+            status = int(resp.get("status_code") or 0)
+            if err or status != 200:
+                detail = (resp.get("body") or {}).get("error") or err or {}
+                if not isinstance(detail, dict):
+                    detail = {"message": detail}
+                message = self._msg(f"in batch: {detail.get('code') or status}: {detail.get('message') or detail}")
+                return from_http_status(status, message) if status >= 400 else CallError(message)
             parsed = ChatCompletion.model_validate(resp["body"])
             return self._parse(parsed, n)
-        except (CallError, pydantic.ValidationError, KeyError, TypeError) as e:
-            return e if isinstance(e, CallError) else self._malformed(e)
+        except CallError as e:
+            return e
+        except (pydantic.ValidationError, KeyError, TypeError, ValueError, AttributeError) as e:
+            return self._malformed(e)
 
     def _http_error(self, e: Exception) -> tuple[int, str, str | None] | None:
         if not isinstance(e, openai.APIStatusError):
