@@ -40,7 +40,7 @@ from phr.eval.results import (
     read_run_manifest,
 )
 from phr.leaderboard.page import render_html, render_markdown, write_leaderboard
-from phr.leaderboard.repo import check_results_folder, collect_results, push_results, render_card, result_path
+from phr.leaderboard.repo import collect_results, push_results, render_card, result_path
 
 V1 = Path(__file__).parent / "fixtures" / "results_v1"
 
@@ -86,15 +86,20 @@ def test_a_v1_result_loads_and_renders_on_the_leaderboard(tmp_path):
     assert "| 1 | local:smollm2 |" in render_card([rec])
 
 
-def test_a_v1_result_publishes_under_its_0_1_0_path(tmp_path):
+def test_a_v1_result_is_read_under_its_0_1_0_path_but_not_published_without_evidence(tmp_path):
+    """A result of 0.1.0 keeps its run id and path, but carries no evidence: push-results refuses it (issue 32),
+    and the leaderboard shows it unverified and unranked."""
+    assert result_path(load_result(V1 / "results.json")) == "results/local--smollm2/4576569d6e87.json"
     hub = tmp_path / "hub"
-    res = push_results(PushResultsConfig(results=[V1 / "results.json"], repo="org/results", hub=hub))
-    repo = hub / "datasets" / "org" / "results"
-    assert res.changed and (repo / "results" / "local--smollm2" / "4576569d6e87.json").is_file()
-    assert not check_results_folder(repo).rejections
-    assert not push_results(
-        PushResultsConfig(results=[V1 / "results.json"], repo="org/results", hub=hub)
-    ).changed  # idempotent
+    with pytest.raises(ResultsError, match="evidence: none recorded"):
+        push_results(PushResultsConfig(results=[V1 / "results.json"], repo="org/results", hub=hub))
+    assert not (hub / "datasets").exists()
+    from phr.leaderboard.table import entries
+    from phr.leaderboard.verify import Datasets
+
+    (rec,) = collect_results([V1 / "results.json"], datasets=Datasets())
+    (entry,) = entries([rec])
+    assert rec.unverified and not entry.ranked and "unverified" in entry.tags
 
 
 def test_v1_run_ids_are_those_0_1_0_gave():

@@ -43,13 +43,14 @@ def test_score_a_missing_submission_names_the_file_first(tmp_path, mini_folder):
     assert "meta" not in r.output.lower()
 
 
-def test_leaderboard_from_a_repo_leaves_no_temporary_folder(tmp_path, monkeypatch):
+def test_leaderboard_from_a_repo_leaves_no_temporary_folder(tmp_path, monkeypatch, mini_folder):
     from phr.core.parquet import write_parquet  # noqa: F401 (the repo is pushed with the real writer below)
     from phr.leaderboard.repo import push_results
+    from tests.support.scored import scored_result
 
-    result = ROOT / "tests" / "fixtures" / "results_v1" / "results.json"
+    result = scored_result(tmp_path / "scored", mini_folder, "org/m")
     hub = tmp_path / "hub"
-    push_results(PushResultsConfig(results=[result], repo="org/results", hub=hub))
+    push_results(PushResultsConfig(results=[result], repo="org/results", hub=hub, datasets=[str(mini_folder)]))
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     monkeypatch.setenv("TMPDIR", str(scratch))

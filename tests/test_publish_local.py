@@ -35,6 +35,7 @@ from phr.hub import (
 from phr.hub import local as local_hub
 from phr.hub.card import usage_for_repo
 from phr.hub.repo import check_repo_id
+from tests.support.scored import scored_result
 
 REPO = "org/phrbench"
 
@@ -491,38 +492,43 @@ def test_results_repo_leaderboard(tmp_path, built):
 
     from phr.eval.results import ResultsError, load_result
     from phr.leaderboard.repo import push_results, result_path
+    from phr.leaderboard.verify import evidence_path
 
     hub = tmp_path / "hub"
-    r1 = result_json(tmp_path / "r1.json", "org/model-a", bh=0.40, OL=0.2)
-    r2 = result_json(tmp_path / "r2.json", "org/model-b", bh=0.55, run_id="greedy")
-    res = push_results(PushResultsConfig(results=[r1, r2], repo="org/results", eval_yaml=built / "eval.yaml", hub=hub))
+    r1 = scored_result(tmp_path / "r1", built, "org/model-a", wrong_if=lambda n: n % 3 == 0)
+    r2 = scored_result(tmp_path / "r2", built, "org/model-b", wrong_if=lambda n: n % 5 == 0, run_id="greedy")
+
+    def push_cfg(*results, **kw):
+        return PushResultsConfig(results=list(results), repo="org/results", hub=hub, datasets=[str(built)], **kw)
+
+    res = push_results(push_cfg(r1, r2, eval_yaml=built / "eval.yaml"))
     repo = repo_dir(hub, "org/results")
     assert res.changed and res.created
     assert (repo / "results" / "org--model-b" / "greedy.json").exists()
-    assert len(list((repo / "results").rglob("*.json"))) == 2
+    assert len(list((repo / "results").rglob("*.json"))) == 2 and len(list((repo / "evidence").glob("*.jsonl"))) == 2
     assert (repo / "eval.yaml").read_bytes() == (built / "eval.yaml").read_bytes()
     table = pq.read_table(repo / "data" / "leaderboard.parquet").to_pylist()
     assert [r["model"] for r in table] == ["org/model-b", "org/model-a"]  # best B+H first
     a = table[1]
-    assert a["delta_bh"] == pytest.approx(0.40 - 0.7) and a["delta_bt"] == pytest.approx(0.02)
-    assert a["OL"] == 0.2 and a["UI"] is None and a["date"] == "2025-06-01" and a["revision"] == "abc1234"
+    assert a["delta_bh"] == pytest.approx(a["accuracy_bh"] - a["accuracy_b"])
+    assert a["OL"] is None and a["revision"] == "abc1234" and a["tags"] == ""
     lb = load_dataset(str(repo), "leaderboard")
     assert lb["train"].num_rows == 2
     # idempotent: the same submissions again change nothing
-    assert not push_results(PushResultsConfig(results=[r1, r2], repo="org/results", hub=hub)).changed
-    # a third submission: one commit, the leaderboard rebuilt from all three
-    r3 = result_json(tmp_path / "r3.json", "org/model-c", bh=0.1)
-    third = push_results(PushResultsConfig(results=[r3], repo="org/results", hub=hub))
+    assert not push_results(push_cfg(r1, r2)).changed
+    # a third submission: one commit (its result and evidence), the leaderboard rebuilt from all three
+    r3 = scored_result(tmp_path / "r3", built, "org/model-c", wrong_if=lambda n: True)
+    third = push_results(push_cfg(r3))
     assert third.changed and third.files == sorted(
-        ["README.md", "data/leaderboard.parquet", result_path(load_result(r3))]
+        ["README.md", "data/leaderboard.parquet", result_path(load_result(r3)), evidence_path(load_result(r3))]
     )
     assert pq.read_table(repo / "data" / "leaderboard.parquet").num_rows == 3
     assert (repo / "eval.yaml").read_bytes() == (built / "eval.yaml").read_bytes()  # kept
     # same run id, other content: refused unless replace
-    changed = result_json(tmp_path / "r2b.json", "org/model-b", bh=0.6, run_id="greedy")
+    changed = scored_result(tmp_path / "r2b", built, "org/model-b", wrong_if=lambda n: n % 7 == 0, run_id="greedy")
     with pytest.raises(ResultsError, match="replace"):
-        push_results(PushResultsConfig(results=[changed], repo="org/results", hub=hub))
-    assert push_results(PushResultsConfig(results=[changed], repo="org/results", hub=hub, replace=True)).changed
+        push_results(push_cfg(changed))
+    assert push_results(push_cfg(changed, replace=True)).changed
     # an invalid submission
     bad = tmp_path / "bad.json"
     bad.write_text(
@@ -573,8 +579,8 @@ def test_cli_push_pull(built, tmp_path, monkeypatch):
     assert not (hub / "datasets" / "org" / "x.git").exists()
     r = runner.invoke(app, ["push", str(built), "--repo", "org/cli", "--repo-type", "model"])
     assert r.exit_code == 2 and "error:" in r.output  # a dataset folder is no model card... or the type clash
-    res = result_json(tmp_path / "r.json", "org/m", bh=0.3)
-    r = runner.invoke(app, ["push-results", str(res), "--repo", "org/lb"])
+    res = scored_result(tmp_path / "r", built, "org/m")
+    r = runner.invoke(app, ["push-results", str(res), "--repo", "org/lb", "--dataset", str(built)])
     assert r.exit_code == 0, r.output
     assert (hub / "datasets" / "org" / "lb" / "data" / "leaderboard.parquet").exists()
 
@@ -656,19 +662,15 @@ def test_hub_repo_type_clash_and_models_and_results(built, hf, tmp_path):
         push(PushConfig(folder=ckpt, repo="alice/thing", repo_type="model", endpoint=hf.url))
     m = push(PushConfig(folder=ckpt, repo="alice/m", repo_type="model", endpoint=hf.url))
     assert m.changed and ".eval_results/phrbench.yaml" in hf.files("model", "alice/m")
-    res = push_results(
-        PushResultsConfig(
-            results=[tmp_path / "r1.json", result_json(tmp_path / "r2.json", "alice/n", bh=0.5)],
-            repo="alice/results",
-            endpoint=hf.url,
-        )
-    )
+    s1 = scored_result(tmp_path / "s1", built, "alice/m")
+    s2 = scored_result(tmp_path / "s2", built, "alice/n", wrong_if=lambda n: n % 2 == 0)
+    kw = {"repo": "alice/results", "endpoint": hf.url, "datasets": [str(built)]}
+    res = push_results(PushResultsConfig(results=[s1, s2], **kw))
     assert res.changed
-    table = pq.read_table(__import__("io").BytesIO(hf.files("dataset", "alice/results")["data/leaderboard.parquet"]))
-    assert table.num_rows == 2
-    assert not push_results(
-        PushResultsConfig(results=[tmp_path / "r1.json"], repo="alice/results", endpoint=hf.url)
-    ).changed
+    files = hf.files("dataset", "alice/results")
+    table = pq.read_table(__import__("io").BytesIO(files["data/leaderboard.parquet"]))
+    assert table.num_rows == 2 and sum(p.startswith("evidence/") for p in files) == 2
+    assert not push_results(PushResultsConfig(results=[s1], **kw)).changed
     pr = open_model_pr(
         "alice/m",
         model_eval_results_yaml(load_result(result_json(tmp_path / "r3.json", "alice/m", bh=0.45, run_id="b"))),

@@ -126,22 +126,24 @@ def test_leaderboard_markdown_and_report_render_hostile_text_inert():
     assert dom.headings[0] == f"PHRBench results: {SCRIPT}"
 
 
-def test_a_hand_edited_hostile_result_in_the_results_repo_is_escaped_by_the_next_push(tmp_path):
+def test_a_hand_edited_hostile_result_in_the_results_repo_is_escaped_by_the_next_push(tmp_path, mini_folder):
+    from tests.support.scored import scored_result
+
     hub = tmp_path / "hub"
-    good = tmp_path / "good.json"
-    good.write_text(json.dumps(result()))
-    r = CliRunner().invoke(app, ["push-results", str(good), "--repo", "org/results", "--hub", str(hub)])
+    args = ["--repo", "org/results", "--hub", str(hub), "--dataset", str(mini_folder)]
+    good = scored_result(tmp_path / "good", mini_folder, "org/m")
+    r = CliRunner().invoke(app, ["push-results", str(good), *args])
     assert r.exit_code == 0, r.output
     # someone commits a hostile result by hand (not through push-results)
     edited = {"results/script--alert--1--script/hostile.json": json.dumps(HOSTILE).encode()}
     commit_files(LocalHub(hub), "org/results", "dataset", edited, message="hand edit", replace=False, create=False)
-    other = tmp_path / "other.json"
-    other.write_text(json.dumps(result("org/other", run_id="run2")))
-    r = CliRunner().invoke(app, ["push-results", str(other), "--repo", "org/results", "--hub", str(hub)])
+    other = scored_result(tmp_path / "other", mini_folder, "org/other", wrong_if=lambda n: n % 2 == 0, run_id="run2")
+    r = CliRunner().invoke(app, ["push-results", str(other), *args])
     assert r.exit_code == 0, r.output
     card = (hub / "datasets" / "org" / "results" / "README.md").read_text()
     dom = rendered(card)
-    assert len(dom.rows) == 4 and "&lt;script&gt;alert(1)&lt;/script&gt;" in card
+    assert len(dom.rows) == 4 and "&lt;script&gt;alert\\(1\\)&lt;/script&gt;" in card
+    assert "unverified" in dom.rows[-1][1]  # hand-committed: no evidence, shown unverified and unranked
     assert_inert(dom, columns=len(dom.rows[0]))
 
 

@@ -13,7 +13,7 @@ Batch APIs (``srv.batches``: every batch created, by id, in order; docs/scaling.
 
     POST /v1/files  GET /v1/files/{id}/content   OpenAI files (multipart upload; a batch's output/error JSONL)
     POST /v1/batches  GET /v1/batches/{id}       OpenAI Batch API over /v1/chat/completions lines (``metadata`` kept)
-    GET  /v1/batches                             OpenAI list of batches, newest first
+    GET  /v1/batches                             OpenAI list of batches, newest first (Gemini's with its key header)
     POST /v1/messages/batches                    Anthropic Message Batches; GET .../{id} and .../{id}/results
     GET  /v1/messages/batches                    Anthropic list of batches, newest first
     POST /v1beta/models/{model}:batchGenerateContent   Gemini Batch API, inlined requests (``displayName`` kept);
@@ -515,6 +515,9 @@ def _newest_first(server: ProtocolServer, protocol: str) -> list[tuple[str, dict
 def _batch_get(server: ProtocolServer, h: Any, path: str) -> bool:
     """Answer a batch API GET (True), or leave another path alone (False)."""
     parts = path.strip("/").split("/")
+    if re.fullmatch(r"/v1(?:beta|alpha)?/batches", path) and h.headers.get("x-goog-api-key"):  # Gemini's list
+        h._send(200, {"operations": [_gemini_batch(bid, b) for bid, b in _newest_first(server, "gemini")]})
+        return True
     if path == "/v1/batches":
         data = [_openai_batch(server, bid, b) for bid, b in _newest_first(server, "openai")]
         h._send(200, {"object": "list", "data": data, "has_more": False,
@@ -524,9 +527,6 @@ def _batch_get(server: ProtocolServer, h: Any, path: str) -> bool:
         data = [_anthropic_batch(server, bid, b) for bid, b in _newest_first(server, "anthropic")]
         h._send(200, {"data": data, "has_more": False,
                       "first_id": data[0]["id"] if data else None, "last_id": data[-1]["id"] if data else None})  # fmt: skip
-        return True
-    if re.fullmatch(r"/v1(?:beta|alpha)?/batches", path):
-        h._send(200, {"operations": [_gemini_batch(bid, b) for bid, b in _newest_first(server, "gemini")]})
         return True
     if path.startswith("/v1/files/") and path.endswith("/content"):
         h._send(200, server.files[parts[2]], content_type="application/octet-stream")
