@@ -131,6 +131,8 @@ EXAMPLES = {
     "submit": {"submission": "s.jsonl", "repo": "org/results", "model": "org/m", "create_pr": True, "grader": "none"},
     "push-results": {"results": ["r.json"], "repo": "org/results", "allow_partial": True, "message": "m"},
     "leaderboard": {"sources": ["runs"], "out": "lb", "allow_partial": True},
+    "leaderboard-verify": {"sources": ["repo"], "datasets": ["phrbench", "org/phrbench"], "hub": "hub"},
+    "leaderboard-queue": {"repo": "org/results", "dataset": "phrbench", "scorer": "none", "allow_weak_sandbox": True},
     "push": {"folder": "phrbench", "repo": "org/bench", "repo_type": "dataset", "tag": "v1", "message": "m"},
     "repair": {"repo": "org/bench", "repo_type": "model", "hub": "hub"},
     "validate": {"folder": "corpus", "eval_set": ["popqa=p"], "as_json": True},

@@ -840,6 +840,8 @@ OPERATIONS: tuple[type[OpConfig], ...] = (
     SubmitConfig,
     PushResultsConfig,
     LeaderboardConfig,
+    LeaderboardVerifyConfig,
+    LeaderboardQueueConfig,
     EvalHr1Config,
     TrainGrpoConfig,
     TrainSftConfig,

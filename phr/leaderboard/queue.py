@@ -160,9 +160,8 @@ def _decide(cfg: LeaderboardQueueConfig, hub: Path | None, pr: PullRequest) -> D
 
 def _score(cfg: LeaderboardQueueConfig, hub: Path | None, sub: Path) -> tuple[list[str], Path | None]:
     """Score the submission with the `score` operation: (every problem, none) or ([], its results.json)."""
-    from phr.api import plan as plan_op
-    from phr.api import run as run_op
     from phr.config.ops import SCORING_FIELDS
+    from phr.eval import submission_op
 
     scoring = {k: getattr(cfg, k) for k in SCORING_FIELDS}
     score = ScoreSubmissionConfig(
@@ -175,10 +174,10 @@ def _score(cfg: LeaderboardQueueConfig, hub: Path | None, sub: Path) -> tuple[li
         **scoring,
     )
     try:
-        p = plan_op(score)
+        p = submission_op.plan(score)
         if p.preflight.problems:
             return [str(x) for x in p.preflight.problems], None
-        scored = run_op(p)
+        scored = submission_op.run(p)
     except PHRError as e:
         return [str(e)], None
     return [], scored.scores / "results.json"

@@ -93,9 +93,9 @@ class Datasets:
                 return got, ""
             tried.append(str(spec))
         if near is not None and (near.parent / "run.json").is_file():
-            got = self._run_dataset(near.parent)
-            if got is not None and dataset_fingerprint(got) == want:
-                return got, ""
+            ran = self._run_dataset(near.parent)
+            if ran is not None and dataset_fingerprint(ran) == want:
+                return ran, ""
         if res.dataset.id.count("/") == 1 and not res.dataset.id.startswith("local/"):
             got = self._load(res.dataset.id, res.dataset.revision)
             if not isinstance(got, str):
