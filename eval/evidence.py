@@ -122,8 +122,19 @@ def _regraded(s: SampleScore, inst: Instance, rel_tol: float) -> bool | None:
     return None
 
 
+def _graded_by_us(grader: str | None, llm_grader: str | None) -> bool:
+    """A grader the scorer writes: a rule grader, or the run's own LLM equivalence grader."""
+    if grader in (GRADER_CHOICE, GRADER_NUMERIC, GRADER_MATCH, GRADER_SANDBOX):
+        return True
+    return llm_grader is not None and grader is not None and grader.startswith("llm:") and llm_grader in grader
+
+
 def sample_problems(
-    scores: Sequence[SampleScore], instances: Sequence[Instance], samples: int, rel_tol: float = REL_TOL
+    scores: Sequence[SampleScore],
+    instances: Sequence[Instance],
+    samples: int,
+    rel_tol: float = REL_TOL,
+    llm_grader: str | None = None,
 ) -> list[str]:
     """Why the per-sample scores are not a scoring of ``instances`` with ``samples`` samples each: unknown ids,
     identity fields other than the dataset's, a sample outside 0..samples-1 or given twice, an instance scored
@@ -145,6 +156,8 @@ def sample_problems(
         seen[s.instance_id].add(s.sample)
         if s.missing and s.correct:
             problems.append(f"{where}: missing but correct")
+        if not s.missing and not _graded_by_us(s.grader, llm_grader):
+            problems.append(f"{where}: grader {s.grader!r} is not one this scoring used")
         verdict = _regraded(s, inst, rel_tol)
         if verdict is not None and verdict != s.correct:
             problems.append(
@@ -187,7 +200,8 @@ def recompute(result: Result, samples: bytes, instances: Sequence[Instance]) -> 
         return Recomputed(problems)
     scores, problems = read_samples(samples)
     rel_tol = result.settings.open_ended_rel_tol if result.settings else REL_TOL
-    problems += sample_problems(scores, instances, samples_of(result), rel_tol)
+    llm_grader = result.settings.open_ended_grader if result.settings else None
+    problems += sample_problems(scores, instances, samples_of(result), rel_tol, llm_grader)
     if problems:
         return Recomputed(problems[:SHOWN] + _more(len(problems)))
     report = aggregate(scores, result.bootstrap if result.bootstrap is not None else None)

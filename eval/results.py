@@ -425,8 +425,8 @@ class Result(Artifact):
 
     @property
     def weak_sandbox(self) -> bool:
-        """Scored under a sandbox weaker than bwrap / unshare (or one not recorded)."""
-        return self.sandbox.get("isolation") not in STRONG_ISOLATION
+        """Recorded as scored under a sandbox weaker than bwrap / unshare (one not recorded is unverified)."""
+        return bool(self.sandbox) and self.sandbox.get("isolation") not in STRONG_ISOLATION
 
     def tags(self) -> tuple[str, ...]:
         """What a reader must see next to the model name: partial (or ``missing N``), unverified, weak sandbox."""

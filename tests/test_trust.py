@@ -198,3 +198,54 @@ def test_a_run_whose_calls_failed_is_partial_and_exits_nonzero(fake_openai, mini
     assert sum(c["missing"] for c in res["coverage"]["by_condition"].values()) == 5
     r = cli("push-results", out / "scores" / "results.json", "--repo", "org/r", "--hub", tmp_path / "hub")
     assert r.exit_code == 2 and "missing 5" in r.output, r.output
+
+
+def test_consistently_forged_samples_are_regraded_against_the_dataset(tmp_path, mini, mini_folder):
+    """A forger who rewrites the samples file, its digest and every number to match: the rule-graded verdicts are
+    re-graded from the extracted answers against the dataset's gold, and a grader this scoring never uses is named."""
+    from phr.eval.aggregate import aggregate
+    from phr.eval.dataset import load_eval_dataset
+    from phr.eval.evidence import read_samples, recompute, sha256_hex
+    from phr.eval.results import coverage_of, read_result_file
+
+    folder = scored(tmp_path, mini, mini_folder, "half", every_other_wrong=True)
+    res = read_result_file(folder / "results.json")
+    instances = load_eval_dataset(str(mini_folder)).instances
+    scores, _ = read_samples((folder / "samples.jsonl").read_bytes())
+    assert recompute(res, (folder / "samples.jsonl").read_bytes(), instances).problems == []
+
+    def forged(change):
+        rows = [s.as_dict() for s in scores]
+        for row in rows:
+            change(row)
+        body = "".join(json.dumps(r) + "\n" for r in rows).encode()
+        again, _ = read_samples(body)
+        report = aggregate(again, res.bootstrap)
+        fake = res.model_copy(
+            update={
+                "metrics": report.metrics,
+                "standard_errors": report.standard_errors,
+                "counts": report.counts,
+                "tables": report.as_tables(),
+                "coverage": coverage_of(again, instances),
+                "evidence": res.evidence.model_copy(update={"samples_sha256": sha256_hex(body)}),
+            }
+        )
+        return recompute(fake, body, instances).problems
+
+    def all_correct(row):
+        row["correct"] = True
+
+    problems = forged(all_correct)
+    assert problems and "but the choice grader gives False" in " ".join(problems)
+
+    def no_grader(row):
+        row["correct"], row["grader"] = True, None
+
+    assert "grader None is not one this scoring used" in " ".join(forged(no_grader))
+
+    def other_condition(row):
+        if row["condition"] == "B":
+            row["question_id"] = "someone-else"
+
+    assert "question_id differ from the dataset's" in " ".join(forged(other_condition))

@@ -361,7 +361,7 @@ class LeaderboardVerifyConfig(Verification):
     hub: Path | None = setting(None, HUB_DOC, metavar="HUBDIR")
 
 
-class ReportConfig(PartialResults):
+class ReportConfig(PartialResults, Verification):
     """`report`: the paper's cross-model tables and figures, and the static leaderboard page
     (phr.leaderboard.report)."""
 

@@ -180,10 +180,13 @@ def _(p: ReportPlan) -> Rendered:
     from phr.leaderboard.repo import collect_results
     from phr.leaderboard.report import write_report
 
+    from phr.leaderboard.verify import Datasets
+
     cfg: ReportConfig = p.config
+    datasets = Datasets(cfg.datasets)
     records = [
         r.model_copy(update={"model_access": p.access[r.model]}) if r.model in p.access else r
-        for r in collect_results(cfg.results, allow_partial=cfg.allow_partial)  # gated like `leaderboard`
+        for r in collect_results(cfg.results, allow_partial=cfg.allow_partial, datasets=datasets)  # as `leaderboard`
     ]
     unknown = sorted(set(p.access) - {r.model for r in records})
     if unknown:
