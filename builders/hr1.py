@@ -24,7 +24,7 @@ from phr.core.errors import UsageError
 from phr.core.fs import atomic_dir, atomic_write, json_text
 from phr.core.parquet import write_parquet_hashed
 from phr.core.report import Rejection
-from phr.hr1.corpora import DATA_DIR, MANIFEST, SCHEMAS, sft_target
+from phr.hr1.corpora import DATA_DIR, MANIFEST, SCHEMAS, card_configs, sft_target
 from phr.hr1.diversity import score_groups
 from phr.hr1.failures import FailedCallsError, failed_calls
 from phr.hr1.pipeline import Models, RunPlan, counts_as_correct, paraphrase_prompt, qa_messages, run_questions
@@ -86,8 +86,17 @@ def _paraphrase_row(r: QuestionResult) -> dict:
     }
 
 
-def _write(out: Path, kind: str, tables: dict[tuple[str, str], list[dict]], manifest: dict, overwrite: bool) -> None:
-    """Write the folder: one parquet per (config, split), the card, the manifest (atomically)."""
+def _write(
+    out: Path,
+    kind: str,
+    tables: dict[tuple[str, str], list[dict]],
+    manifest: dict,
+    overwrite: bool,
+    folder: str | None = None,
+) -> None:
+    """Write the folder: one parquet per (config, split), the card, the manifest (atomically). The card's usage
+    loads ``folder``, the folder the build writes by default (default: the kind), never the path given: the
+    files do not depend on where they are written."""
     if out.exists() and not overwrite:
         raise HR1BuildError(f"{out.resolve()} already exists: pass --overwrite to replace it")
     with atomic_dir(out) as tmp:
@@ -97,16 +106,9 @@ def _write(out: Path, kind: str, tables: dict[tuple[str, str], list[dict]], mani
             table = pa.Table.from_pylist(rows, schema=SCHEMAS[kind])
             name = write_parquet_hashed(table, tmp / DATA_DIR, f"{config}-{split}")
             files.setdefault(config, []).append((split, f"{DATA_DIR}/{name}"))
-        configs = [
-            {
-                "config_name": c,
-                "data_files": [{"split": s, "path": p} for s, p in parts],
-                **({"default": True} if i == 0 else {}),
-            }
-            for i, (c, parts) in enumerate(files.items())
-        ]
         by_config = {c: [r for (cc, _s), rows in tables.items() if cc == c for r in rows] for c in files}
-        atomic_write(tmp / "README.md", render(kind, configs, manifest, by_config))
+        card = render(kind, card_configs(files), manifest, by_config, folder=folder or kind)
+        atomic_write(tmp / "README.md", card)
         atomic_write(tmp / MANIFEST, json_text(manifest))
 
 

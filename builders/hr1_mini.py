@@ -24,7 +24,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from phr.config.defaults import OFFLINE_MODEL
-from phr.config.ops import HR1Decoding
+from phr.config.ops import HR1_MINI_K, HR1Decoding
 from phr.core.errors import UsageError
 from phr.hr1.diversity import score_groups
 from phr.hr1.pipeline import Models, RunPlan, counts_as_correct, paraphrase_prompt, run_questions
@@ -37,13 +37,13 @@ from .hr1_sources import LoadResult, _q, stand_in_split
 
 MINI_FILE = "curated/hr1-mini.jsonl"
 MINI_QA = OFFLINE_MODEL
-MINI_K = 4  # the curated paraphrases per question (the file's K; the presets mini say K 4)
+MINI_K = HR1_MINI_K  # the curated paraphrases per question (the file's K; the presets mini say it too)
 MINI_PARAPHRASER = "curated"  # the paraphraser name recorded for the maintainers' paraphrases
 MINI_LABELS = "curated (maintainers' labels, Listing B.2 sense)"
 #: every source graded by alias match (the PopQA rule): no judge model offline
 MINI_GRADING = Grading(exact_match_sources=SOURCES)
 MINI_NOTICE = (
-    "**Hallucination-R1-mini.** {n} packaged questions (TruthfulQA and SimpleQuestions rows), each with K = 4 "
+    "**Hallucination-R1-mini.** {n} packaged questions (TruthfulQA and SimpleQuestions rows), each with K = {k} "
     "paraphrases written by the toolkit's maintainers and labelled by them for consistency (Listing B.2's sense; "
     "{bad} are deliberately inconsistent, each with the reason in `consistency_think`). No paraphraser or judge "
     "model was run. Answers: the offline `local:smollm2` (SmolLM2-135M-Instruct, 16-token answers), graded by "
@@ -216,7 +216,7 @@ def _mini_manifest(
         preset="mini",
         curated={"file": f"builders/{MINI_FILE}", "sha256": mini.sha256, "inconsistent_paraphrases": bad},
         consistency_labels=MINI_LABELS,
-        notices=[MINI_NOTICE.format(n=len(mini.questions), bad=bad)],
+        notices=[MINI_NOTICE.format(n=len(mini.questions), bad=bad, k=MINI_K)],
         **extra,
     )
 
@@ -269,7 +269,7 @@ def build_mini(
         smoke=False,
         counts=counts,
     )
-    _write(out, "hr1-paraphrases", tables, manifest, overwrite)
+    _write(out, "hr1-paraphrases", tables, manifest, overwrite, folder="hr1-mini")  # the build's default folder
     return HR1BuildResult(out, "hr1-paraphrases", counts, summary, manifest)
 
 

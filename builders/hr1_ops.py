@@ -21,7 +21,7 @@ from functools import singledispatch
 from pathlib import Path
 from typing import Any, TypeVar
 
-from phr.config.base import OpConfig, command_line, resolve
+from phr.config.base import OpConfig, command_line
 from phr.config.defaults import is_no_model, model_or_none
 from phr.config.ops import (
     BuildHr1GrpoConfig,
@@ -129,26 +129,20 @@ def rerun_of(cfg: Any, **changes: Any) -> str:
 
 
 def with_preset(cfg: C, given: bool, default: str = "mini") -> tuple[C, str]:
-    """``cfg`` with its preset's values applied (a config made in Python names a preset without its values) and,
-    with no input ``given`` and no preset, the ``default`` preset (the no-argument offline default: ``mini``;
-    ``smoke`` when models are given without a source); and the line saying which preset runs. ``--preset mini``
-    with sources is refused (it runs the packaged questions)."""
+    """``cfg`` (its preset applied when it was built) or, with no input ``given`` and no preset, ``cfg`` under
+    the ``default`` preset (the no-argument offline default: ``mini``; ``smoke`` when models are given without a
+    source); and the plan's line for the preset (its values, those overridden). ``--preset mini`` with sources is
+    refused (it runs the packaged questions)."""
     chosen = getattr(cfg, "preset", None) is None and not given
-    values = {"preset": default} if chosen else {}
-    resolved = resolve(type(cfg), values=values, flags=cfg.model_dump(include=cfg.model_fields_set))
-    assert isinstance(resolved, type(cfg))
-    preset = getattr(resolved, "preset", None)
-    if preset == "mini" and given:
+    resolved = cfg.under_preset(default) if chosen else cfg
+    if getattr(resolved, "preset", None) == "mini" and given:
         raise UsageError("--preset mini runs Hallucination-R1-mini's packaged questions: drop --source/--dataset")
-    if chosen:
-        return resolved, f"preset: {default} (the no-argument offline default, see --help)"
-    return resolved, f"preset: {preset or 'none (the defaults)'}"
+    return resolved, resolved.preset_line("the no-argument offline default, see --help" if chosen else None)
 
 
 def given(cfg: Any, *names: str) -> bool:
     """Whether any of these fields was set by a flag, the --config file or in Python (not by a default or preset)."""
-    preset = type(cfg).presets.get(cfg.preset or "", {})
-    return any(n in cfg.model_fields_set and n not in preset for n in names)
+    return any(n in cfg.model_fields_set for n in names)
 
 
 def parse_sources(values: list[str], online: bool) -> list[tuple[str, str | None]]:

@@ -4,12 +4,13 @@ reader must know (smoke-test models, stand-in splits)."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import yaml
 
 from phr.cards.fields import arrow_type, fields_table
-from phr.hr1.corpora import KIND_FIELD, SCHEMAS
+from phr.hr1.corpora import ALL_CONFIG, KIND_FIELD, SCHEMAS
 from phr.hub.card import usage_block
 
 TITLES = {
@@ -60,8 +61,11 @@ def _histogram(values: list[float], bins: int = 10) -> list[str]:
     return rows
 
 
-def render(kind: str, configs: list[dict], manifest: dict, rows_by_config: dict[str, list[dict]]) -> str:
-    """The README.md of a corpus folder (YAML metadata + body)."""
+def render(
+    kind: str, configs: list[dict], manifest: dict, rows_by_config: dict[str, list[dict]], folder: str | None = None
+) -> str:
+    """The README.md of a corpus folder (YAML metadata + body); its usage loads ``folder`` (the folder the build
+    writes by default, e.g. ``hr1-mini``; default: the kind), the ``all`` config when the card has one."""
     all_rows = [r for rows in rows_by_config.values() for r in rows]
     licenses = {r["license"] for r in all_rows} or set(manifest.get("licenses", {}).values())
     meta = {
@@ -99,9 +103,14 @@ def render(kind: str, configs: list[dict], manifest: dict, rows_by_config: dict[
     lines += ["", "| prompt (App. B) | SHA-256 |", "|---|---|"]
     lines += [f"| {name} | `{h[:16]}` |" for name, h in manifest.get("prompts", {}).items()]
     names = [c["config_name"] for c in configs]
-    code = f'from datasets import load_dataset\nds = load_dataset("{kind}", "{names[0] if names else "default"}")'
-    if len(names) > 1:
-        code += f"   # configs: {', '.join(names)}"
+    target = json.dumps(folder or kind)
+    if ALL_CONFIG in names:
+        code = f'from datasets import load_dataset\nds = load_dataset({target}, "{ALL_CONFIG}")'
+        code += f"   # every row; one source: {', '.join(n for n in names if n != ALL_CONFIG)}"
+    else:
+        code = f'from datasets import load_dataset\nds = load_dataset({target}, "{names[0] if names else "default"}")'
+        if len(names) > 1:
+            code += f"   # configs: {', '.join(names)}"
     lines += ["", usage_block(code)]
     lines += ["", "## Contents", ""] + _body(kind, all_rows, manifest)
     schema = SCHEMAS[kind]

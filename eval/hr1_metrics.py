@@ -213,7 +213,8 @@ def table1(results: Sequence[QuestionResult], settings: MetricSettings = DEFAULT
     for q, p in in_set:
         if p.mean_div is None:
             raise PHRError(f"question {q!r} paraphrase k={p.k} has no mean_div: score the run's diversity first")
-    c_val, c_draws = _mean(rs, con)
+    known = sum(p.text is None or p.consistent is not None for q, p in paras if not label_failed(p))
+    c_val, c_draws = _mean(rs, con) if known else (None, None)  # nothing judged: a rate over nothing is n/a
     divs = [(q, p.mean_div) for q, p in in_set if p.mean_div is not None]  # every one (checked above)
     d_val, d_draws = _mean(rs, divs)
     product = c_val * d_val if c_val is not None and d_val is not None else None
@@ -227,7 +228,7 @@ def table1(results: Sequence[QuestionResult], settings: MetricSettings = DEFAULT
         consis=_fig(c_val, c_draws),
         mean_div=_fig(d_val, d_draws),
         ratio_div=_rate(rs, [(q, float(d > settings.div_threshold)) for q, d in divs]),
-        consis_x_mean_div=_fig(product, c_draws * d_draws),
+        consis_x_mean_div=_fig(product, c_draws * d_draws if product is not None else None),
         failed=sum(label_failed(p) for _, p in paras),
     )
 
@@ -274,12 +275,13 @@ def table2(results: Sequence[QuestionResult], settings: MetricSettings = DEFAULT
             fail1[r.question.id] = float(0 in fails)
         if not lost:
             failk[r.question.id] = float(bool(fails))
+    slots = consis_slots(results, k)
     return Table2(
         questions=len(results),
         k=k,
         true_count=_count(rs, true),
         true_rate=_rate(rs, list(true.items())),
-        consis_at_1=_rate(rs, consis_slots(results, k)),
+        consis_at_1=_rate(rs, slots) if len(slots) > unjudged_slots else _fig(None, None),  # none judged: n/a
         rf_at_1=_count(rs, fail1),
         rf_at_k=_count(rs, failk),
         er_at_1=_rate(rs, list(fail1.items())),
@@ -436,10 +438,11 @@ def judge_row(labels: Labels, settings: MetricSettings = DEFAULT, human: Labels 
     rs = _resampler(per_q, settings)
     slots = [(q, float(v.get(i) is True)) for q, v in per_q.items() for i in range(k) if v.get(i) != FAILED]
     whole = {q: sum(x is True for x in v.values()) for q, v in per_q.items() if FAILED not in v.values()}
+    judged = any(isinstance(x, bool) for v in per_q.values() for x in v.values())
     return JudgeRow(
         questions=len(per_q),
         pairs=sum(len(v) for v in per_q.values()),
-        consis_at_1=_rate(rs, slots),
+        consis_at_1=_rate(rs, slots) if judged else _fig(None, None),  # nothing judged: n/a, never 0 %
         consis_at_k=_rate(rs, [(q, float(n >= 1)) for q, n in whole.items()]),
         majority_at_k=_rate(rs, [(q, float(n > k / 2)) for q, n in whole.items()]),
         failed=sum(x == FAILED for v in per_q.values() for x in v.values()),
@@ -475,8 +478,10 @@ def to_json(obj: object) -> str:
 
 
 #: the counts beside every consistency figure: paraphrases with a text and no verdict (counted not consistent) and
-#: those whose paraphrase or judge call failed (left out); a Consis. of 0.00% with every paraphrase unjudged says so
+#: those whose paraphrase or judge call failed (left out); with none judged the rate is ``n/a (0 judged)``
 CONSIS_COUNTS = ("Unjudged", "Failed")
+#: a consistency rate over an empty set (no paraphrase judged and none without text): never 0.00 %
+NONE_JUDGED = "n/a (0 judged)"
 
 
 def _pct(f: Figure, sign: bool = True) -> str:
@@ -484,6 +489,11 @@ def _pct(f: Figure, sign: bool = True) -> str:
         return "n/a"
     out = f"{100 * f.value:.2f}" + ("%" if sign else "")
     return out + (f" ± {100 * f.se:.2f}" if f.se is not None else "")
+
+
+def _consis(f: Figure) -> str:
+    """A consistency rate; undefined only when nothing was judged (:data:`NONE_JUDGED`)."""
+    return NONE_JUDGED if f.value is None else _pct(f)
 
 
 def _num(f: Figure, digits: int = 6) -> str:
@@ -517,7 +527,7 @@ def table1_markdown(rows: dict[str, Table1]) -> str:
     body = [
         [
             n,
-            _pct(r.consis),
+            _consis(r.consis),
             str(r.unjudged),
             str(r.failed),
             _num(r.mean_div),
@@ -547,7 +557,7 @@ def table2_markdown(rows: dict[str, dict[str, Table2]]) -> str:
 def table3_markdown(rows: dict[str, Table2]) -> str:
     k = next((r.k for r in rows.values()), DEFAULT.k)
     header = ["Paraphraser", "Consis@1", *CONSIS_COUNTS, "RF@1", f"RF@{k}", "ER@1", f"WER@{k}"]
-    body = [[n, _pct(r.consis_at_1), str(r.unjudged_paraphrases), str(r.failed_paraphrases), _int(r.rf_at_1),
+    body = [[n, _consis(r.consis_at_1), str(r.unjudged_paraphrases), str(r.failed_paraphrases), _int(r.rf_at_1),
              _int(r.rf_at_k), _pct(r.er_at_1), _pct(r.wer_at_k)] for n, r in rows.items()]  # fmt: skip
     n_true = {int(r.true_count.value) for r in rows.values() if r.true_count.value is not None}
     return f"N_true = {', '.join(map(str, sorted(n_true)))}\n\n" + _table(header, body)
@@ -572,5 +582,5 @@ def table7_markdown(t: Table7) -> str:
         a = r.agreement
         extra = [_pct(a.accuracy), _num(a.kappa, 3)] if a else ["", ""]
         counts = [str(r.unjudged), str(r.failed)]
-        body.append([name, _pct(r.consis_at_1), _pct(r.consis_at_k), _pct(r.majority_at_k), *counts, *extra])
+        body.append([name, _consis(r.consis_at_1), _pct(r.consis_at_k), _pct(r.majority_at_k), *counts, *extra])
     return _table(header, body)

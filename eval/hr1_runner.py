@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from phr.config.ops import HR1Decoding, HR1Table
+from phr.config.ops import DEFAULT_HR1_TABLE, HR1Decoding, HR1Table
 from phr.core.errors import UsageError
 from phr.core.fs import atomic_dir, atomic_write, json_text
 from phr.eval.hr1_metrics import (
@@ -69,7 +69,10 @@ class HR1EvalResult:
 
 
 def table_settings(
-    table: HR1Table = "2", k: int | None = None, grading: Grading | None = None, decoding: HR1Decoding | None = None
+    table: HR1Table = DEFAULT_HR1_TABLE,
+    k: int | None = None,
+    grading: Grading | None = None,
+    decoding: HR1Decoding | None = None,
 ) -> tuple[RunPlan, MetricSettings]:
     """The run plan and metric settings of ``table`` (the one place K is resolved for ``eval hr1``): ``"2"``
     (Tables 1–3: K paraphrases, default ``HR1_K``; only originally-correct questions' paraphrases are answered) or
@@ -90,7 +93,7 @@ def evaluate(
     qa: str,
     judge: str,
     out: str | Path,
-    table: HR1Table = "2",
+    table: HR1Table = DEFAULT_HR1_TABLE,
     plan: RunPlan | None = None,
     metrics: MetricSettings | None = None,
     judges: Sequence[str] = (),

@@ -41,7 +41,11 @@ class EvalPhrbenchPlan(Plan):
     sandbox: str | None = None
 
     def lines(self) -> list[str]:
-        head = [f"preset: {self.config.preset or 'none (the defaults)'}"]
+        """The preset with the values it resolved to (``max_tokens: model`` as the model's maximum) and those
+        overridden, the sandbox, then the plan."""
+        limit = self.settings.max_tokens if self.settings is not None else None
+        shown = {"max_tokens": f"model ({limit})"} if self.max_tokens_source == "model" and limit else {}
+        head = [self.config.preset_line(shown=shown)]
         return head + ([self.sandbox] if self.sandbox else []) + super().lines()
 
 

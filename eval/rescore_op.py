@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from phr.config.ops import SCORING_FIELDS, EvalMergeConfig, EvalPhrbenchConfig, EvalScoreConfig, Scoring
+from phr.config.ops import SCORING_FIELDS, EvalMergeConfig, EvalScoreConfig, Scoring
 from phr.eval.results import Result, RunManifest
 from phr.eval.runner import Run, join_shards, load_run, write_joined
 from phr.eval.sandbox import isolation_report
@@ -62,18 +62,17 @@ class RescoreResult:
 
 def scoring_settings(meta: RunManifest, cfg: RescoreConfig) -> tuple[Scoring, str | None, str | None, dict]:
     """The scoring settings of a later step on a run: the run's own (``meta``: its run.json; its stored config,
-    the defaults for an older run), another preset's when ``cfg`` names one, then what ``cfg`` asks for.
-    (settings, preset, max_tokens source, what differs from the run's own)."""
+    the defaults for an older run), another preset's when ``cfg`` names one (the config holds its values), then
+    what ``cfg`` was given. (settings, preset, max_tokens source, what differs from the run's own)."""
     stored = meta.settings or {}
     started = stored.get("config") or {}
     own = {k: started.get(k, Scoring.model_fields[k].default) for k in SCORING_FIELDS}
     preset = started.get("preset")
-    asked = {k: v for k in (*SCORING_FIELDS, "preset") if (v := getattr(cfg, k)) is not None}
     settings = dict(own)
-    if asked.get("preset", preset) != preset:  # another preset: its scoring values, then what else was asked
-        preset = asked["preset"]
-        settings.update({k: v for k, v in EvalPhrbenchConfig.presets[preset].items() if k in SCORING_FIELDS})
-    settings.update({k: v for k, v in asked.items() if k in SCORING_FIELDS})
+    if cfg.preset is not None and cfg.preset != preset:  # another preset: its scoring values, then what was given
+        preset = cfg.preset
+        settings.update(cfg.preset_values())
+    settings.update({k: v for k in SCORING_FIELDS if k in cfg.model_fields_set and (v := getattr(cfg, k)) is not None})
     changed = {k: settings[k] for k in SCORING_FIELDS if settings[k] != own[k]}
     if preset != started.get("preset"):
         changed = {"preset": preset, **changed}

@@ -489,8 +489,13 @@ class Result(Artifact):
     def leaderboard_problems(self) -> list[str]:
         """Why this result is not a leaderboard entry (empty: it is one)."""
         missing = [k for k in REQUIRED if k not in self.metrics]
-        if missing:
-            return [f"metrics: missing required metric(s) {missing}"]
+        if missing:  # the result's fault, not the tool's: say which conditions it covers
+            from phr.bench.conditions import leaderboard_coverage_problem
+            from phr.bench.metrics import metric
+
+            covered = [metric(k).condition or "" for k in REQUIRED if k not in missing]
+            why = leaderboard_coverage_problem(covered, "the result")
+            return [f"{why}; missing required metric(s) {missing}"]
         out = [k for k in REQUIRED if not 0.0 <= self.metrics[k] <= 1.0]
         return [f"metrics: accuracy metric(s) {out} must be fractions in [0, 1]"] if out else []
 
@@ -550,7 +555,7 @@ def leaderboard_result(data: Result | Mapping[str, Any], *, source: str = "resul
     res = read_result(data, source=source)
     problems = res.leaderboard_problems()
     if problems:
-        raise ResultsError(f"{source} is not a valid result JSON (docs/publishing.md): {'; '.join(problems)}")
+        raise ResultsError(f"{source} is not a leaderboard entry (docs/publishing.md): {'; '.join(problems)}")
     return res
 
 
@@ -601,9 +606,11 @@ def _shown(value: str) -> str:
 
 def model_name_problem(model: str) -> str | None:
     """Why ``model`` is no model name (a Hub model id NAME or ORG/NAME, or a model spec PROVIDER:MODEL written
-    with letters, digits and ``. _ - / : @ # + = ~``), or None."""
+    with letters, digits and ``. _ - / : @ # + = ~``, never ``..``: no path out of a folder), or None."""
     from phr.hub.repo import repo_id_problem
 
+    if ".." in model:
+        return f"must not hold '..' (a path out of a folder, not a model), got {_shown(model)}"
     if _MODEL_SPEC.fullmatch(model) or repo_id_problem(model, namespace=False) is None:
         return None
     return (

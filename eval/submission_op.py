@@ -10,7 +10,8 @@ scoring code, docs/submissions.md).
 ``plan`` reads the metadata (the sidecar JSON with the config's values winning), refuses a weak code sandbox for
 someone else's code unless ``allow_weak_sandbox``, and checks the scorers' specs and keys, the dataset, the
 submission itself and the output folder, with the judge's calls and their cached share. `submit` plans the same
-(``phr.leaderboard.submit_op``).
+(``phr.leaderboard.submit_op``), and first refuses a submission that does not cover all three conditions (no
+leaderboard entry: it would be refused only after scoring).
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from phr.config.ops import ScoreSubmissionConfig
+from phr.bench.conditions import leaderboard_coverage_problem
+from phr.config.ops import ScoreSubmissionConfig, SubmitConfig
 from phr.core.errors import PHRError, UsageError
 from phr.eval.dataset import EvalDataset, load_eval_dataset
 from phr.eval.results import Result
 from phr.eval.sandbox import isolation_report
-from phr.eval.submission import Submission, SubmissionMeta, load_meta, validate_submission
+from phr.eval.submission import Submission, SubmissionError, SubmissionMeta, load_meta, validate_submission
 from phr.llm.preflight import Plan, Preflight, writable
 
 
@@ -53,7 +55,7 @@ def plan(cfg: ScoreSubmissionConfig) -> SubmissionPlan:
     """Resolve a submission's scoring without scoring it (see the module)."""
     if not cfg.submission.is_file():
         raise UsageError(f"no such submission file: {cfg.submission}")
-    p = SubmissionPlan(cfg, head=[f"preset: {cfg.preset or 'none (the defaults)'}"])
+    p = SubmissionPlan(cfg, head=[cfg.preset_line()])
     p.meta = load_meta(
         cfg.meta,
         submission=cfg.submission,
@@ -65,6 +67,8 @@ def plan(cfg: ScoreSubmissionConfig) -> SubmissionPlan:
         submitted_by=cfg.submitted_by,
         notes=cfg.notes,
     )
+    if isinstance(cfg, SubmitConfig) and (why := leaderboard_coverage_problem(p.meta.conditions)):
+        raise SubmissionError(f"{cfg.submission}: {why}; `phr-publish score` scores it without publishing")
     _sandbox(p, cfg)  # after the metadata: bad input first
     p.out = cfg.out or cfg.submission.with_name(cfg.submission.stem + ".scored")
     _check(p.preflight, p, cfg)

@@ -368,11 +368,13 @@ def test_killed_while_the_batch_creation_is_in_flight_the_rerun_adopts_the_batch
     child = subprocess.Popen([sys.executable, "-c", _CHILD, model, str(tmp_path / "out")], env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     try:
-        until(lambda: any(r["fault"] and r["fault"][0] == "hold" for r in api_server.requests) or child.poll(), "")
+        held = lambda: any(r["fault"] and r["fault"][0] == "hold" for r in api_server.requests)  # noqa: E731
+        until(lambda: held() or child.poll() is not None, "the create request to reach the server")
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait()
     release.set()
+    assert held(), "the command ended before its create request reached the server"
     until(lambda: len(api_server.batches) == 1, "the held batch to be created")
     assert ledger(tmp_path) > 0 and intents(tmp_path) == 1  # recorded before the request
     (first,) = api_server.batches
@@ -435,8 +437,8 @@ def test_a_duplicated_or_unknown_result_id_is_a_failure_never_another_requests_a
     api_server, tmp_path, capsys, model
 ):
     def edit(protocol, answers):
-        if "question 1" not in json.dumps(answers):
-            return answers  # the judge's batch
+        if "judge:" in json.dumps(answers):
+            return answers  # the judge's batch: as it is
         q0, q1 = _first(answers, "question 0"), _first(answers, "question 1")
         answers[q1] = _relabel(protocol, answers[q1], _cid(protocol, answers[q0]))  # question 1's answer, 0's id
         return [*answers, _relabel(protocol, answers[-1], "never-asked")]
@@ -458,7 +460,7 @@ def test_a_duplicated_or_unknown_result_id_is_a_failure_never_another_requests_a
 @pytest.mark.parametrize("model", ["openai:gpt-test", "anthropic:claude-test"])
 def test_an_output_line_that_is_not_json_fails_its_request_only(api_server, tmp_path, capsys, model):
     def edit(protocol, answers):
-        if "question 1" not in json.dumps(answers):
+        if "judge:" in json.dumps(answers):
             return answers
         q1 = _first(answers, "question 1")
         answers[q1] = json.dumps(answers[q1])[:150]  # cut: still shows its custom_id

@@ -73,6 +73,8 @@ def test_paraphrase_corpus_loads_validates_and_rebuilds_byte_identically(fake_op
     assert row["paraphrases"][3]["parse_error"] == "no <paraphrase> tag"
     assert [p["correctness"] for p in row["paraphrases"]] == ["correct", "wrong", None, None, "correct"]
     assert load_dataset(str(out), "truthfulqa")["validation"].num_rows == 2
+    every = load_dataset(str(out))  # the default config `all`: every source's rows
+    assert {k: v.num_rows for k, v in every.items()} == {"test": 3, "validation": 2}
     card = (out / "README.md").read_text()
     assert (
         "phr_kind: hr1-paraphrases" in card

@@ -123,6 +123,30 @@ def test_table1_consis_mean_div_ratio():
         table1(unscored)
 
 
+def test_a_consistency_rate_over_nothing_judged_is_na_never_0_percent():
+    """`eval hr1` printed Consis. 0.00% when no paraphrase was judged (0 of 2), beside n/a for Mean Div. of the
+    same empty set: a rate over an empty set is n/a (0 judged), in Tables 1, 3 and 7 and their JSON."""
+    none = [Q("q1", "correct", [P(0, None, mean_div=0.4), P(1, None, mean_div=0.5)])]  # 2 paraphrases, 0 judged
+    t1 = table1(none)
+    assert (t1.paraphrases, t1.unjudged) == (2, 2)
+    assert t1.consis.value is None and t1.consis_x_mean_div.value is None and t1.mean_div.value is None
+    row = table1_markdown({"H-R1": t1}).splitlines()[-1]
+    assert row == "| H-R1 | n/a (0 judged) | 2 | 0 | n/a | n/a | n/a |", row
+    assert json.loads(to_json(t1))["consis"] == {"value": None, "se": None}
+    t3 = table3({"H-R1": none}, MetricSettings(k=2))
+    assert t3["H-R1"].consis_at_1.value is None and t3["H-R1"].unjudged_paraphrases == 2
+    assert "| H-R1 | n/a (0 judged) | 2 | 0 |" in table3_markdown(t3)
+    t7 = table7({"J": labels_from_results(none)}, settings=MetricSettings(k=2))
+    assert t7.rows["J"].consis_at_1.value is None and "| J | n/a (0 judged) |" in table7_markdown(t7)
+    # one verdict is enough for a rate: the unjudged one counts as not consistent, as before
+    one = [Q("q1", "correct", [P(0, True, mean_div=0.4), P(1, None, mean_div=0.5)])]
+    assert table1(one).consis.value == pytest.approx(0.5)
+    assert table3({"H-R1": one}, MetricSettings(k=2))["H-R1"].consis_at_1.value == pytest.approx(0.5)
+    # text-less paraphrases are known not consistent (no judge needed): 0 % is a rate, not an empty set
+    empty = [Q("q1", "correct", [P(0, None, text=None), P(1, None, text=None)])]
+    assert table1(empty).consis.value == 0.0
+
+
 def test_table4_robust_any_with_a_question_left_without_paraphrases():
     results = [
         Q("q1", None, [P(0, True, "correct"), P(1, True, "correct"), P(2, True, "wrong"), P(3, False, "wrong")]),

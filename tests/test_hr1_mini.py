@@ -220,6 +220,9 @@ def test_build_mini_validates_loads_and_says_what_it_is(mini, fake_openai, tmp_p
     assert validate_corpus(out, "hr1-paraphrases").ok
     ds = load_dataset(str(out), "simplequestions")
     assert ds["test"].num_rows == 28 and load_dataset(str(out), "truthfulqa")["validation"].num_rows == 24
+    every = load_dataset(str(out))  # the default config `all`: both sources, every row (as PHRBench's `all`)
+    assert {k: v.num_rows for k, v in every.items()} == {"test": 28, "validation": 24}
+    assert load_dataset(str(out), "all")["validation"]["id"] == load_dataset(str(out), "truthfulqa")["validation"]["id"]
     row = ds["test"][0]
     assert row["paraphrases"][0]["consistency_think"] == "curated: consistent" and row["correctness"] == "correct"
     assert all(p["mean_div"] is not None and p["r_div"] is not None for p in row["paraphrases"])
@@ -230,6 +233,9 @@ def test_build_mini_validates_loads_and_says_what_it_is(mini, fake_openai, tmp_p
     card = (out / "README.md").read_text()
     assert "**Hallucination-R1-mini.** 52 packaged questions" in card and "12 are deliberately inconsistent" in card
     assert "No paraphraser or judge model was run" in card and "Consistent (curated (maintainers' labels" in card
+    # the card's usage names its own folder (hr1-mini), not the corpus kind
+    assert 'ds = load_dataset("hr1-mini", "all")   # every row; one source: simplequestions, truthfulqa' in card
+    assert 'load_dataset("hr1-paraphrases"' not in card
 
 
 def test_mini_training_corpora_build_offline_without_leakage(mini, tmp_path):

@@ -110,6 +110,15 @@ def test_the_load_hint_names_each_config_of_a_multi_source_corpus(tmp_path):
     one.mkdir()
     (one / "README.md").write_text("---\nconfigs:\n- config_name: default\n  data_files: data/*.parquet\n---\n")
     assert load_hint(one) == f'load it with: load_dataset("{one}")'
+    every = tmp_path / "every"  # as the builds write it now: the default config `all` holds every row
+    every.mkdir()
+    card.remove("  default: true")
+    card += ["- config_name: all", "  data_files:", "  - split: test", "    path: data/simplequestions-*.parquet",
+             "  - split: validation", "    path: data/truthfulqa-*.parquet", "  default: true"]  # fmt: skip
+    (every / "README.md").write_text("\n".join([*card, "---", "# corpus", ""]))
+    assert load_hint(every) == (
+        f'load it with: load_dataset("{every}") (config all: every row; one source: "simplequestions", "truthfulqa")'
+    )
 
 
 def test_the_vllm_hint_keeps_the_constraints_and_names_the_way_without_it():

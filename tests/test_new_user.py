@@ -24,10 +24,47 @@ def test_help_shows_no_type_placeholders_on_flags_and_plain_argument_names():
         assert r.exit_code == 0, r.output
         assert "<bool>" not in r.output and "{" not in r.output.splitlines()[0], r.output
     usage = CliRunner().invoke(app, ["validate", "--help"]).output.splitlines()[0]
-    assert usage.endswith("validate [OPTIONS] [FOLDER]")  # a bound argument may come from --config instead
-    for args, tail in ((["report", "--help"], "report [OPTIONS] [RESULTS]..."), (["score", "--help"], "[SUBMISSION]")):
+    assert usage.endswith("validate [OPTIONS] FOLDER")  # required (it may come from --config, but it is required)
+    for args, tail in ((["report", "--help"], "report [OPTIONS] RESULTS..."), (["score", "--help"], " SUBMISSION")):
         usage = CliRunner().invoke(app, args).output.splitlines()[0]
         assert usage.endswith(tail) and "{" not in usage, usage
+
+
+def _commands(group, path=()):
+    """Every command of the CLI: (its words, the click command)."""
+    import click
+
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        cmd = group.get_command(ctx, name)
+        if hasattr(cmd, "list_commands"):
+            yield from _commands(cmd, (*path, name))
+        else:
+            yield (*path, name), cmd
+
+
+def test_a_required_argument_is_shown_required_in_every_usage_line():
+    """`repair --help` showed its required ORG/NAME as optional ([ORG/NAME]): in --help and in a usage error,
+    an argument the command's config requires is shown plainly, an optional one in brackets."""
+    from typer.main import get_command
+
+    usage = CliRunner().invoke(app, ["repair", "--help"]).output.splitlines()[0]
+    assert usage == "Usage: phr-publish repair [OPTIONS] ORG/NAME", usage
+    wrong = CliRunner().invoke(app, ["repair", "--no-such-flag"])
+    assert wrong.exit_code == 2 and "Usage: phr-publish repair [OPTIONS] ORG/NAME\n" in wrong.stderr, wrong.stderr
+    seen = 0
+    for words, cmd in _commands(get_command(app)):
+        cls = getattr(cmd.callback, "config_class", None)
+        if cls is None or not cls.arguments:
+            continue
+        line = CliRunner().invoke(app, [*words, "--help"]).output.splitlines()[0]
+        for name in cls.arguments:
+            [param] = [p for p in cmd.params if p.name == name]
+            shown = param.metavar
+            required = cls.model_fields[name].is_required()
+            assert (f" {shown}" in line and f"[{shown}]" not in line) == required, (words, line)
+            seen += required
+    assert seen >= 8  # push, pull, repair, validate, score, submit, push-results, report, eval merge / score, ...
 
 
 def test_validate_a_missing_folder_says_so(tmp_path):

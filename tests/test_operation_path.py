@@ -1,6 +1,6 @@
 """Issue 27's structural guarantees: every bound command has an operation (config -> plan -> run), the CLI only
 binds and prints (no function over 40 lines, no private name of another package), and each run-setting default
-listed in the issue is written once in the library."""
+listed in the issue (and issue 33's `fuzzy`, `table`, `k`) is written once in the library."""
 
 from __future__ import annotations
 
@@ -95,6 +95,11 @@ ONCE = {
     "the 512-token estimate": r"(?i)\bor 512\b|\b\w*completion_tokens\s*=\s*512\b",
     "the generator fallback": r'=\s*"openai:gpt-4o"',
     "the leaderboard title": r'"PHRBench leaderboard"',
+    # issue 33: the Hallucination-R1 grading rule, tables and K's (the config, hr1/settings, the runner, the mini)
+    "fuzzy 'wrong'": r'(?i)\b\w*fuzzy\w*\b\s*(:\s*[\w |]+\s*)?=\s*(setting\(\s*)?"(wrong|correct)"',
+    "table '2'": r'(?i)\b\w*table\b\s*(:\s*[\w |]+\s*)?=\s*(setting\(\s*)?"[24]"',
+    "K 4 of the mini and smoke runs": r'(?i)\b\w*mini_k\b\s*(:\s*int\s*)?=\s*\d|["\']k["\']\s*:\s*\d+\s*[,}]',
+    "K 8 of Table 4": r"(?i)\b(\w*_)?k\b\s*(:\s*int\s*)?=\s*(setting\(\s*)?8\b",
 }
 
 
@@ -111,6 +116,26 @@ def test_each_listed_default_is_written_once(what):
         if pattern.search(code) and path != OTHER_SETTINGS.get(what)
     ]
     assert len(where) == 1, where
+
+
+def test_every_k_and_grading_setting_has_one_definition():
+    """The fields `fuzzy`, `k`, `table` and the decoding lengths: defined once per meaning (a config group or one
+    operation's field), their defaults named constants; the reward's are the same fields (RewardConfig)."""
+    from phr.training.rewards import RewardConfig
+
+    defined: dict[str, list[str]] = {}
+    for cls in [c for c in vars(ops).values() if isinstance(c, type) and issubclass(c, OpConfig)] + [RewardConfig]:
+        for name in ("fuzzy", "qa_max_tokens", "judge_max_tokens", "table"):
+            if name in getattr(cls, "__annotations__", {}):
+                defined.setdefault(name, []).append(cls.__name__)
+    assert defined == {
+        "fuzzy": ["HR1Grading"],
+        "qa_max_tokens": ["HR1QADecoding"],
+        "judge_max_tokens": ["HR1JudgeDecoding"],
+        "table": ["EvalHr1Config"],
+    }
+    literal = re.compile(r"\bk\s*:\s*[\w |]+=\s*setting\(\s*\d")  # a K field's default written as a number
+    assert not [f"{p}: {c.strip()}" for p, c in _library_lines() if literal.search(c)]
 
 
 def test_no_second_smoke_or_mini_plan():

@@ -106,3 +106,33 @@ def test_queue_merges_the_valid_pr_closes_the_partial_one_and_a_rerun_changes_no
     assert r.exit_code == 0 and "leaderboard of 1 results:" in r.output, r.output
     md = (tmp_path / "lb" / "leaderboard.md").read_text()
     assert "| 1 | org/good" in md
+
+
+def test_a_queue_killed_between_publishing_and_merging_is_completed_by_the_rerun(
+    tmp_path, mini, mini_folder, monkeypatch
+):
+    from phr.hub.local import LocalHub, read_tree
+    from phr.leaderboard import queue as queue_mod
+
+    hub = tmp_path / "hub"
+    valid = submission(tmp_path, mini, "good")
+    common = ["--repo", REPO, "--dataset", mini_folder, "--scorer", "none", "--hub", hub]
+    assert cli("submit", valid, "--create-pr", "--no-plots", *common).exit_code == 0
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt  # the maintainer's Ctrl-C (or a kill) after the result was published
+
+    monkeypatch.setattr(queue_mod, "merge_pr", killed)
+    with pytest.raises(KeyboardInterrupt):
+        queue_mod.run(queue_mod.plan(queue_mod.LeaderboardQueueConfig(repo=REPO, dataset=str(mini_folder),
+                                                                      scorer="none", hub=hub)))  # fmt: skip
+    published = read_tree(LocalHub(hub), REPO, "dataset")
+    assert any(p.startswith("results/org--good/") for p in published)
+    assert [p.status for p in list_pull_requests(REPO, "dataset", hub=hub)] == ["open"]
+    monkeypatch.undo()
+
+    r = cli("leaderboard-queue", *common)
+    assert r.exit_code == 0 and f"{REPO}: 1 merged, 0 closed, 0 skipped" in r.output, r.output
+    after = read_tree(LocalHub(hub), REPO, "dataset")
+    assert {p: b for p, b in after.items() if not p.startswith("submissions/")} == published  # nothing twice
+    assert list_pull_requests(REPO, "dataset", hub=hub) == []

@@ -262,9 +262,10 @@ def test_submit_with_the_flag_runs_contained_and_records_it(
     hub = tmp_path / "hub"
     r = _score(sub, mini_folder, "--allow-weak-sandbox", "--repo", "org/results", "--hub", str(hub), command="submit")
     assert r.exit_code == 0, r.output
-    assert r.stdout.splitlines()[1].startswith(  # the plan's warning, after the preset
+    assert r.stderr.splitlines()[0].startswith(  # the plan's warning, on stderr (stdout may be piped to a file)
         "warning: weak code sandbox: rlimits only (PHR_SANDBOX_ISOLATION=rlimits"
-    ), r.stdout
+    ), r.stderr
+    assert "weak code sandbox" not in r.stdout, r.stdout
     _nothing_arrived(listener)
     scored = json.loads((tmp_path / "sub.scored" / "results.json").read_text())
     published = [json.loads(p.read_text()) for p in hub.rglob("results/org--m/*.json")]
@@ -288,9 +289,10 @@ def test_own_runs_print_the_sandbox_and_are_not_refused(mini_folder, tmp_path, m
     monkeypatch.setenv("PHR_SANDBOX_ISOLATION", "rlimits")
     r = CliRunner().invoke(app, args)
     assert r.exit_code == 0, r.output
-    assert r.stdout.splitlines()[1].startswith(
+    assert r.stderr.splitlines()[0].startswith(  # on stderr: a user keeping stderr, or piping stdout, sees it
         "warning: weak code sandbox: rlimits only (PHR_SANDBOX_ISOLATION=rlimits"
-    )
+    ), r.stderr
+    assert "weak code sandbox" not in r.stdout, r.stdout
     if sb.isolation_available("bwrap"):
         monkeypatch.delenv("PHR_SANDBOX_ISOLATION")
         r = CliRunner().invoke(app, args)

@@ -389,3 +389,34 @@ def test_cli_refuses_a_path_as_model_and_writes_nothing(mini_folder, dataset, tm
     assert "error: submission metadata: field 'model' must be a Hub model id" in r.output
     assert "'../../../outside/evil'" in r.output and "Traceback" not in r.output
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+def test_submit_refuses_a_submission_that_does_not_cover_every_condition(mini_folder, dataset, tmp_path):
+    """A B-only submission is no leaderboard entry: `submit` says it is the submission's fault (before scoring,
+    nothing written); `score` scores it; its results.json pushed is refused with the same reason, never as an
+    invalid result JSON (the tool's output)."""
+    from typer.testing import CliRunner
+
+    from phr.cli import app
+    from phr.eval.results import ResultsError, load_result
+
+    sub = dump(tmp_path / "sub.jsonl", rows(dataset, samples=1, conditions=("B",)))
+    base = [str(sub), "--dataset", str(mini_folder), "--model", "org/m", "--model-revision", "1", "--conditions", "B"]
+    base += ["--scorer", "none", "--no-plots", "--allow-weak-sandbox"]
+    r = CliRunner().invoke(app, ["submit", *base, "--repo", "org/results", "--hub", str(tmp_path / "hub")])
+    assert r.exit_code == 2, r.output
+    assert r.stderr.splitlines() == [
+        f"error: {sub}: the submission covers only condition B: a leaderboard entry needs all three conditions B, "
+        "B+T, B+H (missing B+T, B+H); `phr-publish score` scores it without publishing"
+    ]
+    assert not (tmp_path / "sub.scored").exists() and not (tmp_path / "hub").exists()
+    r = CliRunner().invoke(app, ["score", *base])
+    assert r.exit_code == 0, r.output
+    with pytest.raises(ResultsError) as e:
+        load_result(tmp_path / "sub.scored" / "results.json")
+    assert str(e.value).startswith(
+        f"{tmp_path / 'sub.scored' / 'results.json'} is not a leaderboard entry (docs/publishing.md): the result "
+        "covers only condition B: a leaderboard entry needs all three conditions B, B+T, B+H (missing B+T, B+H); "
+        "missing required metric(s) ['accuracy_bt', 'accuracy_bh']"
+    ), str(e.value)
+    assert "not a valid result JSON" not in str(e.value)

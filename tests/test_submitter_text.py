@@ -154,6 +154,9 @@ def test_a_hand_edited_hostile_result_in_the_results_repo_is_escaped_by_the_next
     "fields,problem",
     [
         ({"model": SCRIPT}, "model: must be a Hub model id (NAME or ORG/NAME) or a model spec PROVIDER:MODEL"),
+        ({"model": "hf:../../x"}, "model: must not hold '..' (a path out of a folder, not a model), got 'hf:../../x'"),
+        ({"model": "local:.."}, "model: must not hold '..' (a path out of a folder, not a model), got 'local:..'"),
+        ({"model": "hf:org/a..b"}, "model: must not hold '..'"),
         ({"revision": HEADING}, "revision: must be a git revision (a commit hash, tag or branch"),
         ({"revision": "<b>1</b>"}, "revision: must be a git revision"),
         ({"submitted_by": IMG}, "submitted_by: must be plain text (no '<' or '>': no HTML)"),

@@ -154,6 +154,44 @@ def test_incomplete_checkpoints_are_named_and_removed_only_on_resume(tmp_path, c
         resume_point(tmp_path / "empty", resume=True)
 
 
+# ---- an interrupted run prints the rerun that continues it ---------------------------------------------------
+
+
+@pytest.mark.parametrize("sft", [False, True])
+@pytest.mark.parametrize("has_checkpoint", [True, False])
+def test_an_interrupted_run_prints_a_rerun_that_resumes_it(tmp_path, monkeypatch, sft, has_checkpoint):
+    """Ctrl-C / SIGTERM during training (the trainer replaced by one that is interrupted at once: no model):
+    once the run folder holds a checkpoint the rerun line carries --resume (without it the rerun is refused);
+    with none it does not (--resume would be refused)."""
+    import phr.training.grpo
+    import phr.training.sft
+    from phr.core.interrupt import Interrupted
+
+    out = tmp_path / "run"
+
+    def interrupted(recipe, resume=False, **kw):
+        if has_checkpoint:
+            _checkpoint(out, 1, json.dumps({"global_step": 1}))
+        raise Interrupted(15)
+
+    monkeypatch.setattr(phr.training.sft if sft else phr.training.grpo, "train_sft" if sft else "train_grpo",
+                        interrupted)  # fmt: skip
+    if sft:
+        args = ["train", "sft", "--config", "tiny-sft", "--data", str(sft_corpus(tmp_path))]
+    else:
+        args = ["train", "grpo", "--stage", "1", "--config", "tiny-stage1", "--data", str(grpo_corpus(tmp_path)),
+                "--set", f"reward.name={REWARD}"]  # fmt: skip
+    args += ["--output-dir", str(out)]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 143, res.output
+    rerun = res.stderr.splitlines()[-1].removeprefix("interrupted; rerun to resume: ")
+    assert rerun == "phr-publish " + " ".join([*args, "--resume"] if has_checkpoint else args)
+    if has_checkpoint:  # as printed, it resumes (the same boundary, asked to continue)
+        with pytest.raises(UsageError, match="pass --resume"):
+            resume_point(out, resume=False)
+        assert resume_point(out, resume=True) == str(out / "checkpoint-1")
+
+
 # ---- recipes checked by type, every problem named, nothing created ----------------------------------------------
 
 BASE = TINY_GRPO_RECIPE

@@ -95,6 +95,11 @@ def test_forged_coverage_is_refused_by_push_results(limited, tmp_path, forge, na
     assert r.exit_code == 2, r.output
     assert len(errors(r.output)) == 1 and named in errors(r.output)[0], r.output
     assert "not what its evidence gives" in r.output and not (hub / "datasets").exists()
+    # nor is it ranked by the leaderboard: shown unverified (and partial where the file admits it)
+    r = cli("leaderboard", result, "--allow-partial", "--out", tmp_path / "lb")
+    assert r.exit_code == 0 and "1 unverified" in r.output, r.output
+    (row,) = pq.read_table(tmp_path / "lb" / "leaderboard.parquet").to_pylist()
+    assert "unverified" in row["tags"] and "| — | openai:gpt-4o" in (tmp_path / "lb" / "leaderboard.md").read_text()
 
 
 def test_edited_accuracy_is_refused_naming_the_field_and_both_values(tmp_path, mini, mini_folder):

@@ -13,10 +13,11 @@ A recipe has these top-level keys (unknown keys are refused, naming the key and 
     trainer: {...}                    # every key a field of trl.GRPOConfig / trl.SFTConfig
     missing_rewards: {all_missing_steps, window_steps, max_share}   # GRPO: when missing rewards stop the run
 
-Every value is checked against its type (our sections' dataclasses, TRL's config fields) before anything is
-created: ``RecipeError`` lists every problem, one line each, naming the file, the key, the expected type and the
-value; GRPO's divisibility rule (the generation batch holds whole groups of ``num_generations``) is checked too.
-``prerequisite_problems`` checks, without heavy imports, that the corpus folder and the stage-1 checkpoint exist.
+Every value is checked against its type and range (our sections' dataclasses, TRL's config fields; every number
+finite) before anything is created: ``RecipeError`` lists every problem, one line each, naming the file, the key,
+the expected type and the value; GRPO's divisibility rule (the generation batch holds whole groups of
+``num_generations``) is checked too. ``prerequisite_problems`` checks, without heavy imports, that the corpus folder
+and the stage-1 checkpoint exist.
 
 Recipes ship as package data under ``phr/training/recipes/<model>/{grpo,sft}/config_*.yaml``; ``--config``
 takes a path or a packaged name: ``<model>/<method>/<variant>`` or the file stem without ``config_``
@@ -26,6 +27,7 @@ takes a path or a packaged name: ``<model>/<method>/<variant>`` or the file stem
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import types
 import typing
@@ -150,9 +152,24 @@ TOP = (
 )
 CORPUS_OF = {"grpo": "hr1-grpo", "sft": "hr1-sft"}  # the corpus a method trains on (its build command)
 
+
+@dataclass(frozen=True)
+class OffOr:
+    """A setting that is ``off`` (the library's "unset": ``meaning`` says what decides instead) or at least
+    ``ge``: transformers' ``max_steps`` (-1, or a positive number of steps)."""
+
+    off: int
+    ge: int
+    meaning: str
+
+    def words(self) -> str:
+        return f">= {self.ge}, or {self.off} ({self.meaning})"
+
+
 #: the ranges of trainer settings, as the libraries that use them draw them (checked with the types, listed alike;
-#: ``num_generations >= 2`` is checked with GRPO's batch rule, ``grpo_batch_problem``)
-TRAINER_BOUNDS: dict[str, Gt | Ge | Interval] = {
+#: ``num_generations >= 2`` is checked with GRPO's batch rule, ``grpo_batch_problem``); every number of a recipe
+#: is also finite (``non_finite``)
+TRAINER_BOUNDS: dict[str, Gt | Ge | Interval | OffOr] = {
     # GRPO's sampling: transformers' logits warpers refuse these (TRL's docs: top_p in (0, 1], min_p in [0, 1],
     # top_k 0 = off)
     "temperature": Gt(0),
@@ -168,6 +185,8 @@ TRAINER_BOUNDS: dict[str, Gt | Ge | Interval] = {
     "beta": Ge(0),
     "generation_batch_size": Ge(1),
     "steps_per_generation": Ge(1),
+    # the entropy quantile of the tokens kept in the loss (torch.quantile takes q in [0, 1]; 1.0: every token)
+    "top_entropy_quantile": Interval(ge=0, le=1),
     "max_length": Ge(1),  # SFT
     # transformers' TrainingArguments: a steps strategy needs a positive interval (below 1: a share of all steps)
     "save_steps": Gt(0),
@@ -175,6 +194,9 @@ TRAINER_BOUNDS: dict[str, Gt | Ge | Interval] = {
     "eval_steps": Gt(0),
     "warmup_steps": Ge(0),
     "num_train_epochs": Gt(0),
+    # a positive number of steps, or -1 (the default): num_train_epochs decides (0 would train one step, other
+    # negative values as many steps as the epochs give)
+    "max_steps": OffOr(-1, 1, "off: num_train_epochs decides"),
     "per_device_train_batch_size": Ge(1),
     "per_device_eval_batch_size": Ge(1),
     "gradient_accumulation_steps": Ge(1),
@@ -190,8 +212,8 @@ TRAINER_BOUNDS: dict[str, Gt | Ge | Interval] = {
 
 
 def _bounded(hint: Any, bound: Any) -> Any:
-    """``hint`` with ``bound`` on its value (a ``T | None`` keeps None allowed)."""
-    if bound is None:
+    """``hint`` with ``bound`` on its value (a ``T | None`` keeps None allowed; an ``OffOr`` is checked after)."""
+    if bound is None or isinstance(bound, OffOr):
         return hint
     args = typing.get_args(hint)
     if typing.get_origin(hint) in (Union, types.UnionType) and type(None) in args:
@@ -233,6 +255,18 @@ def _type_name(t: Any, bounds: bool = True) -> str:
 
 
 _OUT_OF_RANGE = ("greater_than", "greater_than_equal", "less_than", "less_than_equal")  # pydantic's error types
+
+
+def non_finite(value: Any, key: str) -> list[str]:
+    """Every number under ``value`` (a setting, or a mapping or list of them) that is not finite (YAML's ``.inf``,
+    ``.nan``, or a string read as one): ``KEY: expected a finite number, got inf``, one line each."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return [f"{key}: expected a finite number, got {value!r}"]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in non_finite(v, f"{key}.{k}" if key else str(k))]
+    if isinstance(value, (list, tuple)):
+        return [p for i, v in enumerate(value) for p in non_finite(v, f"{key}[{i}]")]
+    return []
 
 
 def _problems_of(e: ValidationError, where: str, hints: dict[str, Any]) -> list[str]:
@@ -287,11 +321,23 @@ def _trainer(method: str, raw: Any, problems: list[str]) -> dict | None:
         if key not in hints:
             problems.append(f"trainer.{key} is not a field of trl.{cls.__name__}")
             continue
-        hint = _bounded(hints[key], TRAINER_BOUNDS.get(key))
+        bound = TRAINER_BOUNDS.get(key)
+        hint = _bounded(hints[key], bound)
         try:
             checked = TypeAdapter(hint).validate_python(value)
         except ValidationError as e:
             problems.extend(_problems_of(e, f"trainer.{key}", {"": hint}))
+            continue
+        if isinstance(checked, float) and not math.isfinite(checked):
+            problems.append(
+                f"trainer.{key}: expected {_type_name(hint)}, got {value!r} (input should be a finite number)"
+            )
+            continue
+        if nested := non_finite(checked if isinstance(checked, (dict, list)) else None, f"trainer.{key}"):
+            problems.extend(nested)
+            continue
+        if isinstance(bound, OffOr) and isinstance(checked, int) and checked != bound.off and checked < bound.ge:
+            problems.append(f"trainer.{key}: expected {_type_name(hints[key])} {bound.words()}, got {value!r}")
             continue
         scalar = isinstance(checked, (bool, int, float)) and not isinstance(value, (bool, int, float))
         out[key] = checked if scalar else value
@@ -371,6 +417,9 @@ def parse_recipe(raw: Any, source: str = "<recipe>") -> Recipe:
         problems.append("model.init_from: stage 2 starts from the stage-1 checkpoint: set model.init_from")
     if method == "sft" and raw.get("missing_rewards") is not None:
         problems.append("missing_rewards: GRPO only (SFT has no rewards)")
+    named = {p.split(": ", 1)[0] for p in problems}  # every other number finite (the trainer's: _trainer)
+    rest = {k: v for k, v in raw.items() if k != "trainer"}
+    problems.extend(p for p in non_finite(rest, "") if p.split(": ", 1)[0] not in named)
     if problems:
         raise RecipeError("\n".join(f"{source}: {p}" for p in problems))
     assert model is not None and data is not None and trainer is not None and guard is not None  # no problems

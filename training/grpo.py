@@ -35,10 +35,10 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from phr.config.base import FieldError
 from phr.core.errors import PHRError
 from phr.core.ranks import ReplicaStop, is_main, quiet_replicas
 from phr.core.registry import Registry
-from phr.hr1.diversity import DiversitySettings
 from phr.hr1.parse import parse_paraphrase
 from phr.training.checkpoint import ArtifactsCallback, known_warnings_filtered, progress_callbacks
 from phr.training.config import MissingRewardsSection, Recipe, RecipeError
@@ -66,25 +66,19 @@ def paraphrase_tag(prompts, completions, completion_ids=None, **kwargs) -> list[
     return [1.0 if parse_paraphrase(completion_text(c))[0] else 0.0 for c in completions]
 
 
-_NESTED = {"diversity": DiversitySettings}
-
-
 def hr1_reward_config(settings: dict, stage: int, num_generations: int) -> RewardConfig:
     """The hr1 reward's ``RewardConfig`` from a recipe's ``reward.settings`` (nested ones as mappings), checked
-    (``RecipeError`` naming the key). ``group_size`` defaults to the trainer's ``num_generations`` (a diversity
-    group is complete at that size). The training plan calls it, so a bad value stops the run before anything is
-    created."""
+    (``RecipeError``, one line naming each key: ``reward.settings.qa_max_tokens: 0: Input should be ...``).
+    ``group_size`` defaults to the trainer's ``num_generations`` (a diversity group is complete at that size). The
+    training plan calls it, so a bad value stops the run before anything is created."""
     problems = settings_problems(settings)
     if problems:
         raise RecipeError("; ".join(problems))
-    kw: dict[str, Any] = {
-        k: _NESTED[k](**v) if k in _NESTED and isinstance(v, dict) else v for k, v in settings.items()
-    }
-    kw.setdefault("group_size", num_generations)
     try:
-        return RewardConfig(**{**kw, "stage": stage})
-    except (TypeError, ValueError) as e:
-        raise RecipeError(f"reward.settings: {e}") from None
+        return RewardConfig(**{"group_size": num_generations, **settings, "stage": stage})
+    except FieldError as e:
+        lines = [f"reward.settings.{k}: {v!r}: {msg}" if k else f"reward.settings: {msg}" for k, v, msg in e.errors]
+        raise RecipeError("; ".join(lines)) from None
 
 
 def _hr1_reward(settings: dict, stage: int, num_generations: int) -> HR1Reward:

@@ -130,10 +130,24 @@ def _resume_hint(cfg: TrainConfig) -> str:
 
 
 def run(p: TrainPlan) -> RunResult:
-    """Train the planned recipe (GRPO stage or SFT); where it writes goes to stderr first."""
+    """Train the planned recipe (GRPO stage or SFT); where it writes goes to stderr first. Interrupted (Ctrl-C,
+    SIGTERM) once the run folder holds a checkpoint, the CLI's rerun line carries ``--resume`` (without it the
+    rerun is refused; with none, ``--resume`` is)."""
     cfg, recipe = p.config, p.recipe
     assert isinstance(cfg, TrainConfig) and recipe is not None
-    where = Path(recipe.trainer["output_dir"]).resolve()
+    where = Path(recipe.trainer["output_dir"]).expanduser().resolve()
+    try:
+        return _run(cfg, recipe, where)
+    except KeyboardInterrupt as e:
+        from phr.core.interrupt import resume_with
+        from phr.training.run import checkpoints
+
+        if checkpoints(where):
+            resume_with(e, "--resume")
+        raise
+
+
+def _run(cfg: TrainConfig, recipe: Recipe, where: Path) -> RunResult:
     if isinstance(cfg, TrainSftConfig):
         from phr.training.sft import train_sft
 

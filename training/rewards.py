@@ -23,12 +23,14 @@ import logging
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
+from pydantic import ValidationError, field_validator, model_validator
 
-from phr.config.defaults import JUDGE_MAX_TOKENS, QA_MAX_TOKENS
+from phr.config.base import one_line, setting
+from phr.config.ops import HR1Grading, HR1JudgeDecoding, HR1QADecoding
 from phr.hr1.diversity import DiversitySettings, score_groups
 from phr.hr1.parse import parse_paraphrase
 from phr.hr1.pipeline import (
@@ -41,7 +43,7 @@ from phr.hr1.pipeline import (
     qa_requests,
 )
 from phr.hr1.records import HQuestion
-from phr.hr1.settings import FuzzyRule, Grading, QADecoding
+from phr.hr1.settings import Grading, QADecoding
 from phr.llm.client import LLM
 from phr.llm.embed import embed as minilm_embed
 from phr.llm.summary import RunSummary
@@ -55,29 +57,47 @@ Embedder = Callable[[list[str]], np.ndarray]
 HALLUC_OF: dict[str, int] = {"correct": 0, "fuzzy": 1, "wrong": 2}  # Eq. 9: M_halluc in {0, 1, 2}
 
 
-@dataclass(frozen=True)
-class RewardConfig:
+class RewardConfig(HR1Grading, HR1QADecoding, HR1JudgeDecoding):
     """What a reward run uses (recorded, resolved, in the checkpoint manifest via :meth:`as_dict`).
 
-    The model and decoding fields have the names and defaults of ``build hr1-*`` / ``eval hr1`` (phr.config.ops):
-    ``judge`` / ``qa_model`` are model specs (the paper: DeepSeek-V3 for both judges, Qwen2.5-3B as QA;
-    ``qa_model`` is needed in stage 2 only), ``qa_max_tokens`` the QA model's greedy decoding, ``judge_max_tokens``
-    the cap on each judge reply, ``fuzzy`` what B.3 score 1 counts as. ``judge_max_reasks``: as
+    Built from the Hallucination-R1 config groups of ``build hr1-*`` / ``eval hr1`` (phr.config.ops): ``fuzzy``
+    (what B.3 score 1 counts as), ``qa_max_tokens`` (the QA model's greedy decoding) and ``judge_max_tokens``
+    (the cap on each judge reply) are those fields, with their one default and their bounds. ``judge`` /
+    ``qa_model`` are model specs (the paper: DeepSeek-V3 for both judges, Qwen2.5-3B as QA); unlike the builds,
+    a reward has no offline default judge, and ``qa_model`` is needed in stage 2 only. ``judge_max_reasks``: as
     ``phr.hr1.pipeline.Judges``. ``group_size``: GRPO's ``num_generations`` (the trainer sets it): a prompt's
     group is complete once that many completions of its ``prompt_id`` were seen; None: groups are never closed by
     size. ``llm_options``: keywords for ``phr.llm.LLM`` (concurrency, requests_per_minute, cache, timeout, ...)."""
 
-    judge: str
-    qa_model: str | None = None
-    stage: Literal[1, 2] = 1
-    lambda_div: float = 1.0
-    fuzzy: FuzzyRule = Grading.fuzzy
-    qa_max_tokens: int = QA_MAX_TOKENS
-    judge_max_tokens: int = JUDGE_MAX_TOKENS
-    judge_max_reasks: int = Judges.max_reasks
-    diversity: DiversitySettings = field(default_factory=DiversitySettings)
-    group_size: int | None = None
-    llm_options: Mapping[str, Any] = field(default_factory=dict)
+    judge: str = setting(..., "Judge of Listings B.2 and B.3 (M_consis, M_halluc; paper: DeepSeek-V3).", paper="§3.2")
+    qa_model: str | None = setting(None, "The QA model (greedy); stage 2 only (paper: Qwen2.5-3B).", paper="App. A.3")
+    stage: Literal[1, 2] = setting(1, "1: R_stab (Eq. 8); 2: R_train (Eq. 10).", paper="§3.2")
+    lambda_div: float = setting(1.0, "Weight of R_div in R_stab (Eq. 8).", paper="App. A.1", ge=0)
+    judge_max_reasks: int = setting(Judges.max_reasks, "Re-asks of a judge whose verdict does not parse.", ge=0)
+    diversity: DiversitySettings = setting(DiversitySettings(), "The choices App. A.1 leaves open.")
+    group_size: int | None = setting(None, "GRPO's num_generations: a diversity group's size.", ge=1)
+    llm_options: dict[str, Any] = setting({}, "Keywords of phr.llm.LLM.")
+
+    def __init__(self, **data: Any) -> None:
+        """As a pydantic model, refusing a bad value with one line naming the field (``FieldError``, a
+        ``ValueError``, with each field's error for a caller that names the recipe key)."""
+        try:
+            super().__init__(**data)
+        except ValidationError as e:
+            raise one_line(type(self).__name__, e) from None
+
+    @field_validator("stage", mode="before")
+    @classmethod
+    def _stage(cls, value: Any) -> Any:
+        if isinstance(value, bool) or value not in (1, 2):
+            raise ValueError(f"reward stage must be 1 or 2, got {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _qa_in_stage_2(self) -> RewardConfig:
+        if self.stage == 2 and not self.qa_model:
+            raise ValueError("the stage-2 reward needs a QA model spec (qa_model)")
+        return self
 
     @property
     def grading(self) -> Grading:
@@ -87,21 +107,11 @@ class RewardConfig:
     def qa_decoding(self) -> QADecoding:
         return QADecoding(max_tokens=self.qa_max_tokens)
 
-    def __post_init__(self) -> None:
-        if self.stage not in (1, 2):
-            raise ValueError(f"reward stage must be 1 or 2, got {self.stage!r}")
-        if self.stage == 2 and not self.qa_model:
-            raise ValueError("the stage-2 reward needs a QA model spec (qa_model)")
-        if self.lambda_div < 0:
-            raise ValueError(f"lambda_div must be >= 0, got {self.lambda_div}")
-        if self.group_size is not None and self.group_size < 1:
-            raise ValueError(f"group_size must be >= 1 (GRPO num_generations), got {self.group_size}")
-
     def judges(self) -> Judges:
         return Judges(max_tokens=self.judge_max_tokens, max_reasks=self.judge_max_reasks)
 
     def as_dict(self) -> dict:
-        d = asdict(self)
+        d = self.model_dump(mode="python")
         d["llm_options"] = {k: str(v) for k, v in self.llm_options.items()}
         return d
 
@@ -113,7 +123,7 @@ RENAMED = {"qa": "qa_model", "qa_decoding": "qa_max_tokens", "grading": "fuzzy"}
 def settings_problems(settings: Mapping[str, Any]) -> list[str]:
     """What is wrong with a recipe's ``reward.settings`` for the hr1 reward (old names, unknown keys), one line
     each; checked by the preflight before anything heavy is imported, and again when the reward is made."""
-    names = {f.name for f in fields(RewardConfig)}
+    names = set(RewardConfig.model_fields)
     out = [f"reward.settings.{k}: now {v} (the name build and eval use)" for k, v in RENAMED.items() if k in settings]
     unknown = sorted(set(settings) - names - set(RENAMED) - {"stage"})
     if unknown:

@@ -17,6 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Annotated
+
+from annotated_types import Ge, Gt, Interval
 
 from phr.core.fs import atomic_dir
 from phr.core.progress import progress_bar
@@ -34,16 +37,16 @@ CHAT_TEMPLATE = (
 class TinySettings:
     """Size of the smoke model (a recipe's ``model.tiny`` section)."""
 
-    vocab_size: int = 512  # BPE target; the trained vocabulary may be smaller on a small corpus
-    hidden_size: int = 32
-    intermediate_size: int = 64
-    num_hidden_layers: int = 2
-    num_attention_heads: int = 4
-    num_key_value_heads: int = 2
-    max_position_embeddings: int = 2048
-    seed: int = 0
-    format_warmup_steps: int = 0  # next-token steps on H-R1-mini's paraphrase-format pairs (0: none)
-    format_warmup_lr: float = 1.0e-2
+    vocab_size: Annotated[int, Ge(1)] = 512  # BPE target; the trained vocabulary may be smaller on a small corpus
+    hidden_size: Annotated[int, Ge(1)] = 32
+    intermediate_size: Annotated[int, Ge(1)] = 64
+    num_hidden_layers: Annotated[int, Ge(1)] = 2
+    num_attention_heads: Annotated[int, Ge(1)] = 4
+    num_key_value_heads: Annotated[int, Ge(1)] = 2
+    max_position_embeddings: Annotated[int, Ge(1)] = 2048
+    seed: Annotated[int, Interval(ge=0, lt=2**32)] = 0  # numpy's seed range (transformers.set_seed)
+    format_warmup_steps: Annotated[int, Ge(0)] = 0  # next-token steps on H-R1-mini's paraphrase-format pairs (0: none)
+    format_warmup_lr: Annotated[float, Gt(0)] = 1.0e-2
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -66,6 +66,20 @@ def by_config(config: str) -> ConditionSpec:
     return condition_spec(config)
 
 
+def leaderboard_coverage_problem(covered: Iterable[str], what: str = "the submission") -> str | None:
+    """Why ``what``, covering the conditions ``covered``, cannot be a leaderboard entry (None: it covers all
+    three; the leaderboard compares each model's B, B+T and B+H accuracy)."""
+    have = [v for v in CONDITION_VALUES if v in {condition_spec(c).value for c in covered}]
+    missing = [v for v in CONDITION_VALUES if v not in have]
+    if not missing:
+        return None
+    only = f"only condition{'s' if len(have) > 1 else ''} {', '.join(have)}" if have else "none of the conditions"
+    return (
+        f"{what} covers {only}: a leaderboard entry needs all three conditions {', '.join(CONDITION_VALUES)} "
+        f"(missing {', '.join(missing)})"
+    )
+
+
 def select(names: str | Iterable[str]) -> tuple[str, ...]:
     """Condition values, in the benchmark's order, from names or a comma-separated string."""
     if isinstance(names, str):

@@ -54,7 +54,7 @@ class Root(Group):
 
     def invoke(self, ctx):
         from phr.core.faults import ENVIRONMENT_ERRORS, describe
-        from phr.core.interrupt import announces, exit_code_of, rerun_line
+        from phr.core.interrupt import announces, exit_code_of, rerun_args, rerun_line
 
         try:
             return super().invoke(ctx)
@@ -62,7 +62,7 @@ class Root(Group):
             _fail(str(e), e.exit_code, e)
         except KeyboardInterrupt as e:  # Ctrl-C, or phr.core.interrupt.Interrupted (SIGINT / SIGTERM)
             if announces():  # under a launcher every rank gets the signal: rank 0 says it once
-                argv = self.argv if self.rerun_argv is None else self.rerun_argv
+                argv = rerun_args(self.argv, e) if self.rerun_argv is None else self.rerun_argv
                 typer.echo(f"interrupted; rerun to resume: {rerun_line(argv)}", err=True)
             raise typer.Exit(exit_code_of(e)) from None
         except ENVIRONMENT_ERRORS as e:
@@ -88,13 +88,25 @@ def _fail(message: str, code: int, exc: BaseException | None = None):
 
 
 _REQUIRED = re.compile(r"^\{(.+)\}((?:\.\.\.)?)$")  # typer's "{name}" / "{name}..." for a required argument
+_OPTIONAL = re.compile(r"^\[(.+)\]((?:\.\.\.)?)$")  # typer's "[name]" / "[name]..." for an optional one
 
 
 class Command(TyperCommand):
-    """A command whose usage line names required arguments plainly (``FOLDER``, not typer's ``{FOLDER}``)."""
+    """A command whose usage line names required arguments plainly (``FOLDER``, not typer's ``{FOLDER}``), also
+    those of a bound config (``phr.cli.options.bind``): the command takes them as optional, since ``--config`` may
+    give them, but the config requires them, so every usage line (``--help``, a usage error) shows them
+    required (``ORG/NAME``, not ``[ORG/NAME]``)."""
 
     def collect_usage_pieces(self, ctx):
-        return [_REQUIRED.sub(lambda m: m[1].upper() + m[2], p) for p in super().collect_usage_pieces(ctx)]
+        cls = getattr(self.callback, "config_class", None)
+        required = {n for n, f in cls.model_fields.items() if f.is_required()} if cls is not None else set()
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            got = param.get_usage_pieces(ctx)
+            if param.param_type_name == "argument" and param.name in required:
+                got = [_OPTIONAL.sub(lambda m: m[1] + m[2], p) for p in got]
+            pieces.extend(got)
+        return [_REQUIRED.sub(lambda m: m[1].upper() + m[2], p) for p in pieces]
 
 
 class App(typer.Typer):
@@ -136,14 +148,14 @@ MaxRetryAfter = Annotated[
 
 def execute(cfg, *, dry_run: bool = False):
     """The one path of a command: ``plan(cfg)``; stop on its problems (exit 2, every problem listed); print the
-    plan (a run prints it too, first); on a dry run stop there, else ``run`` exactly that plan and return its
-    result (None on a dry run)."""
+    plan (a run prints it too, first; its ``warning:`` lines on stderr); on a dry run stop there, else ``run``
+    exactly that plan and return its result (None on a dry run)."""
     from phr import api
 
     p = api.plan(cfg)
     p.preflight.raise_problems()
-    for line in p.lines():
-        typer.echo(line)
+    for line in p.lines():  # its warnings (a weak code sandbox, ...) on stderr: seen when stdout is piped
+        typer.echo(line, err=line.startswith("warning: "))
     if dry_run:
         typer.echo("dry run: all checks passed; nothing was called")
         return None

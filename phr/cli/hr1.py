@@ -19,13 +19,18 @@ if TYPE_CHECKING:  # the library is imported inside the commands: `--help` stays
 
 
 def load_hint(out: Path) -> str:
-    """How to load the built folder with ``datasets``: with one config, the folder; with several (one per source),
-    each config by name, since ``load_dataset(PATH)`` alone loads only the default one."""
+    """How to load the built folder with ``datasets``: with one config, or with the ``all`` config as the default
+    (a corpus of several sources), the folder; with several and no default that holds every row, each config by
+    name, since ``load_dataset(PATH)`` alone loads only the default one."""
+    from phr.hr1.corpora import ALL_CONFIG
     from phr.hub.card import card_configs
 
     configs = card_configs(out)
     if len(configs) <= 1:
         return f'load it with: load_dataset("{out}")'
+    if ALL_CONFIG in configs and configs[ALL_CONFIG].default:
+        one = ", ".join(f'"{name}"' for name in configs if name != ALL_CONFIG)
+        return f'load it with: load_dataset("{out}") (config {ALL_CONFIG}: every row; one source: {one})'
     default = next((c.name for c in configs.values() if c.default), next(iter(configs)))
     each = " and ".join(f'load_dataset("{out}", "{name}")' for name in configs)
     return f'load it with: {each} (one config per source; load_dataset("{out}") alone loads only {default})'

@@ -15,15 +15,24 @@ import shlex
 import typing
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, ValidationError, model_validator
 
 from phr.core.errors import UsageError
 
 
 class ConfigError(UsageError):
     """A run setting that cannot be used (the message names the file and key, or the flag)."""
+
+
+class FieldError(ConfigError, ValueError):
+    """A config built in Python with a value it refuses: one line naming each field (``qa_max_tokens=0: ...``);
+    ``errors``: ``(field, value given, message)`` each, for a caller that names them its own way."""
+
+    def __init__(self, message: str, errors: list[tuple[str, Any, str]] | None = None) -> None:
+        super().__init__(message)
+        self.errors = errors or []
 
 
 def setting(
@@ -51,7 +60,8 @@ RUN_CONTROL = ("out", "overwrite", "partial", "timeout", "max_retry_after", "bat
 class OpConfig(BaseModel):
     """Base of every operation's config. ``command``: the CLI words after ``phr-publish``; ``operation``: the
     module with its ``plan`` and ``run``; ``arguments``: the fields given positionally; ``presets``: named sets of
-    field values."""
+    field values, applied when the config is built (in Python, from a YAML file or from flags alike): the preset
+    named by the ``preset`` field fills every field not given, an explicit value wins (``_apply_preset``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
@@ -60,6 +70,48 @@ class OpConfig(BaseModel):
     operation: ClassVar[str] = ""
     arguments: ClassVar[tuple[str, ...]] = ()
     presets: ClassVar[dict[str, dict[str, Any]]] = {}
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _apply_preset(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        """The one preset mechanism: the values of the preset ``data`` names fill the fields it does not give.
+        They stay out of ``model_fields_set``, which keeps meaning "given" (by a flag, the file or in Python)."""
+        name = data.get("preset") if isinstance(data, dict) else None
+        values = cls.presets.get(name, {}) if isinstance(name, str) else {}
+        filled = [k for k in values if k not in data]
+        cfg = handler({**{k: values[k] for k in filled}, **data} if filled else data)
+        if filled:  # the instance is frozen: its fields-set is pydantic's bookkeeping, not a field
+            object.__setattr__(cfg, "__pydantic_fields_set__", cfg.model_fields_set - set(filled))
+        return cfg
+
+    def preset_values(self) -> dict[str, Any]:
+        """The values of this config's preset (empty without one, or for a preset that keeps the defaults)."""
+        name = getattr(self, "preset", None)
+        return dict(type(self).presets.get(name, {})) if isinstance(name, str) else {}
+
+    def preset_overrides(self) -> dict[str, Any]:
+        """The preset's fields given another value (field -> the value that runs)."""
+        return {k: getattr(self, k) for k, v in self.preset_values().items() if not _same(getattr(self, k), v)}
+
+    def preset_line(self, note: str | None = None, shown: Mapping[str, str] | None = None) -> str:
+        """The plan's line for the preset: its name (``note`` after it), the values it resolves to (``shown``: how
+        the plan resolved one, e.g. ``{"max_tokens": "model (16384)"}``) and those overridden by explicit values:
+        ``preset: paper: samples 10, temperature 0.7, ...; overridden: samples 2 (preset: 10)``."""
+        name = getattr(self, "preset", None)
+        if not name:
+            return "preset: none (the defaults)"
+        head = f"preset: {name}" + (f" ({note})" if note else "")
+        values, over, shown = self.preset_values(), self.preset_overrides(), shown or {}
+        kept = [f"{k} {shown.get(k, v)}" for k, v in values.items() if k not in over]
+        line = f"{head}: " + (", ".join(kept) if kept else "the defaults" if not values else "")
+        if over:
+            given = ", ".join(f"{k} {v} (preset: {values[k]})" for k, v in over.items())
+            line += ("; " if kept else "") + f"overridden: {given}"
+        return line
+
+    def under_preset(self, name: str) -> Self:
+        """This config with preset ``name`` (its values filling the fields not given)."""
+        return type(self).model_validate({**self.model_dump(include=self.model_fields_set), "preset": name})
 
     def record(self) -> dict:
         """The resolved settings as JSON values (for manifests and results)."""
@@ -131,8 +183,9 @@ def resolve(
     values: Mapping[str, Any] | None = None,
     flags: Mapping[str, Any] | None = None,
 ) -> OpConfig:
-    """The config of one run: ``cls``'s defaults, then the preset named (by a flag or the file), then the YAML
-    ``file`` (or ``values``, a mapping read elsewhere), then the ``flags`` given (``None`` = not given)."""
+    """The config of one run: ``cls``'s defaults, then the preset named (by a flag or the file; applied by the
+    config itself, as in Python), then the YAML ``file`` (or ``values``, a mapping read elsewhere), then the
+    ``flags`` given (``None`` = not given)."""
     source = str(file) if file is not None else "<config>"
     layer: dict = dict(values or {})
     if file is not None:
@@ -141,17 +194,49 @@ def resolve(
     given = {k: v for k, v in (flags or {}).items() if v is not None}
     _check_keys(cls, given, "flags")
     preset = given.get("preset", layer.get("preset"))
-    base: dict = {}
-    if preset is not None:
-        if preset not in cls.presets:
-            where = flag_of(cls, "preset") if "preset" in given else f"{source}: preset"
-            known = ", ".join(cls.presets) or "none for this command"
-            raise ConfigError(f"{where} {preset!r}: unknown preset (known: {known})")
-        base = dict(cls.presets[preset])
-    try:
-        return cls(**{**base, **layer, **given})
+    if preset is not None and preset not in cls.presets:
+        where = flag_of(cls, "preset") if "preset" in given else f"{source}: preset"
+        known = ", ".join(cls.presets) or "none for this command"
+        raise ConfigError(f"{where} {preset!r}: unknown preset (known: {known})")
+    try:  # the config applies its preset (OpConfig._apply_preset)
+        return cls(**{**layer, **given})
     except ValidationError as e:
-        raise ConfigError("; ".join(_describe(cls, er, given, layer, source, preset) for er in e.errors())) from None
+        raise ConfigError("; ".join(_describe(cls, er, given, layer, source, preset) for er in _by_field(e))) from None
+
+
+def _by_field(e: ValidationError) -> list[dict[str, Any]]:
+    """One error per field: a union's members each report one (``max_tokens``: a number >= 1, or 'model'), joined
+    into one message ("Input should be greater than or equal to 1, or be 'model'")."""
+    out: dict[Any, dict[str, Any]] = {}
+    for er in e.errors():
+        loc = er.get("loc") or ()
+        key = loc[0] if loc else None
+        if key not in out:
+            out[key] = dict(er)
+            continue
+        first = out[key]
+        first["msg"] = f"{first.get('msg', 'invalid')}, or {str(er.get('msg', '')).removeprefix('Input should ')}"
+        if er.get("type") == "literal_error":
+            first["type"] = "literal_error"
+    return list(out.values())
+
+
+def field_errors(e: ValidationError) -> list[tuple[str, Any, str]]:
+    """``(field, value given, message)`` per field of a config's ``ValidationError`` (a union's members joined;
+    ``field`` is dotted for a nested value, empty for a rule of the whole config)."""
+    out = []
+    for er in _by_field(e):
+        where = ".".join(str(part) for part in er.get("loc") or ())
+        out.append((where, er.get("input"), str(er.get("msg", "invalid")).removeprefix("Value error, ")))
+    return out
+
+
+def one_line(cls_name: str, e: ValidationError) -> FieldError:
+    """``e`` as one line naming each field as Python gives it: ``RewardConfig: qa_max_tokens=0: Input should be
+    greater than or equal to 1``."""
+    errors = field_errors(e)
+    parts = [f"{name}={value!r}: {msg}" if name else msg for name, value, msg in errors]
+    return FieldError(f"{cls_name}: " + "; ".join(parts), errors)
 
 
 def _describe(cls, er: Mapping[str, Any], given: Mapping, layer: Mapping, source: str, preset: str | None) -> str:
@@ -159,7 +244,7 @@ def _describe(cls, er: Mapping[str, Any], given: Mapping, layer: Mapping, source
     name = str(loc[0]) if loc else ""
     msg = er.get("msg", "invalid")
     if er.get("type") == "literal_error" and name in cls.model_fields:
-        msg += f" ({cls.model_fields[name].description.rstrip('.')})"
+        msg += f" ({(cls.model_fields[name].description or '').rstrip('.')})"
     if name in given:
         return f"{flag_of(cls, name)} {given[name]!r}: {msg}"
     if name in layer:
@@ -174,9 +259,7 @@ def baseline(cfg: OpConfig) -> dict:
     """The field values a rerun need not repeat: the defaults, with the config's preset applied."""
     cls = type(cfg)
     out = {n: f.default for n, f in cls.model_fields.items() if not f.is_required()}
-    preset = getattr(cfg, "preset", None)
-    if preset in cls.presets:
-        out.update(cls.presets[preset])
+    out.update(cfg.preset_values())
     return out
 
 

@@ -7,7 +7,9 @@ Shared groups are mixins, so the judge, QA model and decoding are the same field
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
 
 from phr.config.base import OpConfig, field_order, setting
 from phr.config.defaults import (
@@ -25,6 +27,8 @@ from phr.config.types import EvalSets
 
 #: the paper's reference scorer (§B.2)
 PAPER_SCORER = "hf:Qwen/Qwen2.5-7B-Instruct"
+#: the scoring part of every `paper` preset (App. B.2): `eval phrbench`, `eval merge` / `eval score`, `score`
+PAPER_SCORING: dict[str, Any] = {"scorer": PAPER_SCORER}
 #: the output limit of a PHRBench run when neither the option nor a preset says one
 DEFAULT_MAX_TOKENS = 2048
 #: the paper's sampling (App. B.1): samples per prompt and temperature
@@ -41,6 +45,12 @@ KLDirection = Literal["earlier_reference", "later_reference"]
 StepRule = Literal["paper", "abbreviation_aware"]
 BCCounting = Literal["every_occurrence", "longest_match"]
 Fuzzy = Literal["wrong", "correct"]
+#: what B.3 score 1 (a fuzzy match) counts as unless a run says otherwise (Eq. 10: a failure)
+DEFAULT_FUZZY: Fuzzy = "wrong"
+#: a sampling temperature: every provider takes 0 (greedy) to 2
+Temperature = Annotated[float, Field(ge=0, le=2)]
+#: an output limit in tokens, or "model": the model's maximum output length
+MaxTokens = Annotated[int, Field(ge=1)] | Literal["model"]
 #: the one repo type vocabulary (the Hub's): a dataset repo or a model repo
 RepoType = Literal["dataset", "model"]
 HUB_DOC = "Local hub folder (default: $PHR_HUB_DIR; unset: the Hub)."
@@ -49,10 +59,16 @@ ENDPOINT_DOC = "Hub endpoint (default: HF_ENDPOINT or huggingface.co)."
 StandIn = Literal["even-train-odd-test"]
 #: the tables `eval hr1` computes, by the paper's table number: "2" = Tables 1-3 (robustness), "4" = Table 4 (SFT)
 HR1Table = Literal["2", "4"]
+#: the tables `eval hr1` computes unless asked otherwise
+DEFAULT_HR1_TABLE: HR1Table = "2"
 #: Hallucination-R1's K: paraphrases per question (§5.1), the @K of Tables 2, 3 and 7
 HR1_K = 5
 #: paraphrases per question of Table 4 (App. E.3)
 HR1_TABLE4_K = 8
+#: paraphrases per question of the SFT corpus (App. E.1)
+HR1_SFT_K = 4
+#: paraphrases per question of Hallucination-R1-mini (its curated file) and of the offline smoke runs
+HR1_MINI_K = 4
 #: the module that owns the Hallucination-R1 operations (``plan`` / ``run``)
 HR1_OPERATIONS = "phr.builders.hr1_ops"
 
@@ -127,6 +143,8 @@ SCORING_FIELDS = tuple(field_order(Scoring))
 class RescoreScoring(LocalHub, Batch):
     """Scoring settings of a later step on a run folder: unset = the settings the run was started with."""
 
+    presets = {"paper": PAPER_SCORING}
+
     preset: Literal["paper"] | None = setting(None, "Score as this preset (default: the run's preset).")
     scorer: str | None = setting(
         None, "Reference scorer (default: the run's); 'none' skips OL/UI/BUF/BC.", paper="App. B.2"
@@ -154,7 +172,7 @@ class EvalPhrbenchConfig(Scoring, Calls, LocalHub):
             "samples": PAPER_SAMPLES,
             "temperature": PAPER_TEMPERATURE,
             "max_tokens": "model",
-            "scorer": PAPER_SCORER,
+            **PAPER_SCORING,
         },
     }
 
@@ -172,11 +190,11 @@ class EvalPhrbenchConfig(Scoring, Calls, LocalHub):
     )
     revision: str | None = setting(None, "Dataset revision (tag or commit) for a repo id.")
     samples: int = setting(PAPER_SAMPLES, "Samples per prompt.", paper="App. B.1", ge=1)
-    temperature: float = setting(PAPER_TEMPERATURE, "Sampling temperature.", paper="App. B.1", ge=0)
-    max_tokens: int | Literal["model"] = setting(
+    temperature: Temperature = setting(PAPER_TEMPERATURE, "Sampling temperature (0 to 2).", paper="App. B.1")
+    max_tokens: MaxTokens = setting(
         DEFAULT_MAX_TOKENS,
-        "Maximum new tokens; 'model': the model's maximum output length (the provider's, else the known-limits "
-        "table phr/llm/model_limits.toml).",
+        "Maximum new tokens (at least 1); 'model': the model's maximum output length (the provider's, else the "
+        "known-limits table phr/llm/model_limits.toml).",
         paper="App. B.1",
     )
     limit: int | None = setting(None, "Only the first N base questions (with all their conditions).", ge=1)
@@ -195,7 +213,6 @@ class EvalMergeConfig(RescoreScoring):
     command = ("eval", "merge")
     operation = "phr.eval.rescore_op"
     arguments = ("shards",)
-    presets = {"paper": {}}
 
     shards: list[Path] = setting(..., "The run folders of shards 1..n.", metavar="SHARD_DIR")
     out: Path = setting(..., "The merged run folder.")
@@ -208,7 +225,6 @@ class EvalScoreConfig(RescoreScoring):
     command = ("eval", "score")
     operation = "phr.eval.rescore_op"
     arguments = ("run",)
-    presets = {"paper": {}}
 
     run: Path = setting(..., "A run folder (unsharded or merged).", metavar="RUN_DIR")
 
@@ -241,7 +257,7 @@ class ScoreSubmissionConfig(Scoring, PartialResults, LocalHub, Batch):
     command = ("score",)
     operation = "phr.eval.submission_op"
     arguments = ("submission",)
-    presets = {"paper": {"scorer": PAPER_SCORER}}
+    presets = {"paper": PAPER_SCORING}
 
     submission: Path = setting(..., "Submission JSONL: {instance_id, sample, response} per line.", metavar="SUBMISSION")
     preset: Literal["paper"] | None = setting(
@@ -380,16 +396,32 @@ class ReportConfig(PartialResults, Verification):
 # ---- Hallucination-R1 -------------------------------------------------------------------------------------------
 
 
-class HR1Decoding(OpConfig):
-    """Decoding of the Hallucination-R1 roles (App. A.3, Listing A.1; docs/hr1.md)."""
+class HR1QADecoding(OpConfig):
+    """The QA model's decoding (App. A.3): builds, `eval hr1` and the stage-2 reward (``RewardConfig``)."""
 
-    max_tokens: int = setting(PARAPHRASE_MAX_TOKENS, "Paraphraser max_tokens (Listing A.1).", paper="App. A.3", ge=1)
     qa_max_tokens: int = setting(
         QA_MAX_TOKENS, "QA model max_tokens (greedy; the paper gives none).", paper="App. A.3", ge=1
     )
+
+
+class HR1JudgeDecoding(OpConfig):
+    """The B.2 / B.3 judges' reply cap: builds, `eval hr1` and the reward (``RewardConfig``)."""
+
     judge_max_tokens: int = setting(
         JUDGE_MAX_TOKENS, "Cap on each judge reply (Listings B.2, B.3).", paper="App. B", ge=1
     )
+
+
+class HR1Decoding(HR1QADecoding, HR1JudgeDecoding):
+    """Decoding of the Hallucination-R1 roles (App. A.3, Listing A.1; docs/hr1.md)."""
+
+    max_tokens: int = setting(PARAPHRASE_MAX_TOKENS, "Paraphraser max_tokens (Listing A.1).", paper="App. A.3", ge=1)
+
+
+class HR1Grading(OpConfig):
+    """How a QA answer's B.3 grade counts (Eq. 10): `build hr1-paraphrases`, `eval hr1` and the stage-2 reward."""
+
+    fuzzy: Fuzzy = setting(DEFAULT_FUZZY, "B.3 score 1 (fuzzy match) counts as: wrong or correct.", paper="Eq. 10")
 
 
 #: the offline smoke plan: SmolLM2-135M rambles, so every reply is capped (docs/hr1.md, "Offline smoke corpus")
@@ -399,12 +431,12 @@ SMOKE_DECODING = {"max_tokens": 96, "qa_max_tokens": 24, "judge_max_tokens": 48}
 MINI_DECODING = {"max_tokens": 96, "qa_max_tokens": 16, "judge_max_tokens": 48}
 
 
-class EvalHr1Config(HR1Decoding, Calls):
+class EvalHr1Config(HR1Decoding, HR1Grading, Calls):
     """`eval hr1`: evaluate a paraphraser against a QA model (Tables 1-3, or 4; 7 with more judges)."""
 
     command = ("eval", "hr1")
     operation = HR1_OPERATIONS
-    presets = {"paper": {}, "smoke": {**SMOKE_DECODING, "k": 4}, "mini": {**MINI_DECODING, "k": 4}}
+    presets = {"paper": {}, "smoke": {**SMOKE_DECODING, "k": HR1_MINI_K}, "mini": {**MINI_DECODING, "k": HR1_MINI_K}}
 
     preset: Literal["paper", "smoke", "mini"] | None = setting(
         None,
@@ -425,11 +457,10 @@ class EvalHr1Config(HR1Decoding, Calls):
     k: int | None = setting(
         None, f"Paraphrases per question (default {HR1_K}; --table 4: {HR1_TABLE4_K}).", paper="§5.1, App. E.3", ge=1
     )
-    table: HR1Table = setting("2", "2 (Tables 1-3: robustness) or 4 (Table 4: SFT metrics).")
+    table: HR1Table = setting(DEFAULT_HR1_TABLE, "2 (Tables 1-3: robustness) or 4 (Table 4: SFT metrics).")
     judges: str | None = setting(None, "More consistency judges for Table 7 (comma-separated specs).", paper="Table 7")
     human: Path | None = setting(None, "Human consistency labels for Table 7 (question_id,k,annotator,label).")
     limit: int | None = setting(None, "At most N questions per source.", ge=1)
-    fuzzy: Fuzzy = setting("wrong", "B.3 score 1 (fuzzy match) counts as: wrong or correct.", paper="Eq. 10")
     diversity: bool = setting(True, "Compute Table 1's diversity (MiniLM).", paper="Table 1")
     out: Path = setting(
         Path("runs-hr1"), "Run folder (outside the PHRBench runs folder `runs/`, which `leaderboard runs` reads)."
@@ -470,15 +501,15 @@ class HR1TrainingBuild(HR1Build):
     drop_leaking: bool = setting(False, "Leave out overlapping training rows (listed) instead of failing.")
 
 
-class BuildHr1ParaphrasesConfig(HR1Build):
+class BuildHr1ParaphrasesConfig(HR1Build, HR1Grading):
     """`build hr1-paraphrases`: a paraphrase corpus (no arguments: Hallucination-R1-mini, preset mini)."""
 
     command = ("build", "hr1-paraphrases")
     operation = HR1_OPERATIONS
     presets = {
         "paper": {},
-        "smoke": {**SMOKE_DECODING, "k": 4, "limit": 24},
-        "mini": {"k": 4, "qa_max_tokens": MINI_DECODING["qa_max_tokens"]},
+        "smoke": {**SMOKE_DECODING, "k": HR1_MINI_K, "limit": 24},
+        "mini": {"k": HR1_MINI_K, "qa_max_tokens": MINI_DECODING["qa_max_tokens"]},
     }
 
     preset: Literal["paper", "smoke", "mini"] | None = setting(
@@ -490,7 +521,6 @@ class BuildHr1ParaphrasesConfig(HR1Build):
     paraphraser: str = setting(OFFLINE_MODEL, "Paraphrase model (Listing B.1).", paper="App. B.1")
     qa_model: str = setting(OFFLINE_MODEL, "QA model (Listing B.4); 'none' skips QA.", paper="App. B.4")
     k: int = setting(HR1_K, "Paraphrases per question.", paper="§5.1", ge=1)
-    fuzzy: Fuzzy = setting("wrong", "B.3 score 1 (fuzzy match) counts as: wrong or correct.", paper="Eq. 10")
     diversity: bool = setting(True, "Compute the diversity scores (MiniLM).")
 
 
@@ -512,7 +542,7 @@ class BuildHr1SftConfig(HR1TrainingBuild):
 
     preset: Literal["paper", "smoke", "mini"] | None = _training_preset()
     paraphraser: str = setting(OFFLINE_MODEL, "Paraphrase model (Hallucination-R1).", paper="App. E.1")
-    k: int = setting(4, "Paraphrases per question.", paper="App. E.1", ge=1)
+    k: int = setting(HR1_SFT_K, "Paraphrases per question.", paper="App. E.1", ge=1)
 
 
 class BuildHr1GrpoConfig(HR1TrainingBuild):
@@ -728,7 +758,7 @@ class PredictorFit(OpConfig):
     target: Literal["pooled", "per_model"] = setting("pooled", "pooled (one row per prompt) or per_model.")
     threshold: float = setting(0.5, "Positive: insightful propensity > this.", paper="§5.3", ge=0.0, lt=1.0)
     folds: int = setting(5, "Cross-validation folds, grouped by base question.", ge=2)
-    seed: int = setting(0, "Seed of the folds, the bootstrap and XGBoost.")
+    seed: int = setting(0, "Seed of the folds, the bootstrap and XGBoost.", ge=0, lt=2**32)
     resamples: int = setting(1000, "Bootstrap draws of the base questions.", ge=2)
     confidence: float = setting(0.95, "Confidence of the bootstrap's percentile intervals.", gt=0.0, lt=1.0)
     n_estimators: int = setting(200, "XGBoost: boosting rounds.", ge=1)
@@ -797,7 +827,7 @@ class LlmPingConfig(OpConfig):
     spec: str = setting(..., "Model spec, e.g. local:smollm2, openai:gpt-4o, anthropic:<model>.", metavar="SPEC")
     prompt: str = setting("What is the capital of France? Answer in one sentence.", "The prompt to send.")
     max_tokens: int = setting(64, "Maximum new tokens.", ge=1)
-    temperature: float = setting(0.0, "Sampling temperature (0 = greedy).", ge=0)
+    temperature: Temperature = setting(0.0, "Sampling temperature (0 = greedy, up to 2).")
     cache_mode: Literal["use", "refresh", "off"] = setting("use", "use | refresh | off")
     timeout: float = setting(60.0, "Per-call timeout in seconds (API models).", gt=0)
     attempts: int = setting(3, "Attempts before giving up (retries back off exponentially).", ge=1)

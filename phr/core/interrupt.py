@@ -76,6 +76,17 @@ def announces() -> bool:
     return is_main()
 
 
+def resume_with(exc: KeyboardInterrupt, *flags: str) -> None:
+    """Note on an interruption the flags that its rerun needs beyond the command as typed (``train``'s
+    ``--resume`` once its run folder holds a checkpoint: without it the rerun is refused)."""
+    exc.rerun_flags = tuple(flags)  # type: ignore[attr-defined]
+
+
+def rerun_args(argv: list[str], exc: BaseException) -> list[str]:
+    """``argv`` plus the flags :func:`resume_with` noted on ``exc`` that it does not hold yet."""
+    return [*argv, *(f for f in getattr(exc, "rerun_flags", ()) if f not in argv)]
+
+
 def rerun_line(argv: list[str]) -> str:
     """The command that resumes the work (secrets redacted); under a launcher of N ranks, run with the same
     launcher (``accelerate launch ... -m phr.cli ARGS``)."""

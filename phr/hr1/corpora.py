@@ -2,7 +2,8 @@
 ``configs:``, ``data/<config>-<hash>.parquet``, ``manifest.json``).
 
 - ``hr1-paraphrases``: one config per source (``simplequestions``, ``popqa``, ``truthfulqa``), split = the
-  source split; one row per question with its K paraphrase results (``PARAPHRASE_COLUMNS``).
+  source split, and with more than one source the config ``all`` (the default: every data file, by split);
+  one row per question with its K paraphrase results (``PARAPHRASE_COLUMNS``).
 - ``hr1-sft`` (App. E.1): consistent paraphrases of SimpleQuestions train paired with the gold answer, as chat
   ``messages`` for TRL's SFTTrainer; config ``default``, split ``train``.
 - ``hr1-grpo`` (App. C.1): SimpleQuestions train questions the QA model answers correctly, with a stable
@@ -26,6 +27,29 @@ KINDS = ("hr1-paraphrases", "hr1-sft", "hr1-grpo")
 DATA_DIR = "data"
 MANIFEST = "manifest.json"
 KIND_FIELD = "phr_kind"  # card metadata field naming the corpus kind
+ALL_CONFIG = "all"  # with several configs, the default one that holds every data file (as PHRBench's)
+
+
+def card_configs(files: dict[str, list[tuple[str, str]]]) -> list[dict]:
+    """The card's ``configs:`` from the data files of each config (``{config: [(split, path), ...]}``): one
+    entry per config, and with more than one the ``all`` config, the default, listing every file by split (so
+    that ``load_dataset(FOLDER)`` loads every row); a lone config is the default itself."""
+    out: list[dict] = [
+        {
+            "config_name": c,
+            "data_files": [{"split": s, "path": p} for s, p in parts],
+            **({"default": True} if len(files) == 1 else {}),
+        }
+        for c, parts in files.items()
+    ]
+    if len(files) > 1:
+        by_split: dict[str, list[str]] = {}
+        for parts in files.values():
+            for s, p in parts:
+                by_split.setdefault(s, []).append(p)
+        every = [{"split": s, "path": ps if len(ps) > 1 else ps[0]} for s, ps in by_split.items()]
+        out.append({"config_name": ALL_CONFIG, "data_files": every, "default": True})
+    return out
 
 
 class ChatMessage(BaseModel):

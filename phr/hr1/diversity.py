@@ -21,8 +21,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Annotated
 
 import numpy as np
+from annotated_types import Ge, Interval
 from pydantic import BaseModel, ConfigDict
 
 from phr.hr1.records import QuestionResult
@@ -44,8 +46,8 @@ class DiversitySettings:
 
     tokenize: str = "13a"
     smooth: str = "exp"
-    lone_r_div: float = 0.0
-    tie_decimals: int = 9
+    lone_r_div: Annotated[float, Interval(ge=0, le=1)] = 0.0  # an R_div: in [0, 1]
+    tie_decimals: Annotated[int, Ge(0)] = 9
 
 
 DEFAULT = DiversitySettings()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from phr.config.defaults import PARAPHRASE_MAX_TOKENS, QA_MAX_TOKENS
-from phr.config.ops import Fuzzy
+from phr.config.ops import DEFAULT_FUZZY, Fuzzy
 from phr.llm.types import GenerationParams
 
 
@@ -55,7 +55,7 @@ class Grading:
     ``fuzzy``: does B.3 score 1 (fuzzy match) count as wrong? Default ``wrong``, as the stage-2 reward
     (Eq. 10: R_halluc != 0 is a failure)."""
 
-    fuzzy: FuzzyRule = "wrong"
+    fuzzy: FuzzyRule = DEFAULT_FUZZY
     exact_match_sources: tuple[str, ...] = ("popqa",)
 
     def as_dict(self) -> dict:

@@ -179,7 +179,6 @@ def _(p: ReportPlan) -> Rendered:
     from phr.leaderboard.page import write_leaderboard
     from phr.leaderboard.repo import collect_results
     from phr.leaderboard.report import write_report
-
     from phr.leaderboard.verify import Datasets
 
     cfg: ReportConfig = p.config

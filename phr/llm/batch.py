@@ -192,7 +192,8 @@ class BatchSession:
         self.failed: dict[str, CallFailure] = {}
         #: the batch that answered (or failed) each key of ``resolved`` and ``failed``
         self.batch_of: dict[str, str] = {}
-        #: batches this session submitted (a resumed or adopted one is not counted)
+        #: batches this session created (one found after its creation's reply was lost included; a batch of an
+        #: earlier run, polled or adopted, is not)
         self.submitted: list[str] = []
         #: the call tables of the current pass, printed as one when the session ends (``show_summary``)
         self._tables: list[RunSummary] = []

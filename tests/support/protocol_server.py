@@ -531,6 +531,11 @@ def _batch_get(server: ProtocolServer, h: Any, path: str) -> bool:
     if path.startswith("/v1/files/") and path.endswith("/content"):
         h._send(200, server.files[parts[2]], content_type="application/octet-stream")
         return True
+    asked = _GEMINI_GET.match(path) or re.match(r"^/v1/(?:messages/)?batches/([^/]+)", path)
+    if asked and asked.group(1) not in server.batches:  # a batch id this server never made: 404, as the APIs do
+        protocol = "gemini" if h.headers.get("x-goog-api-key") else "anthropic" if "/messages/" in path else "openai"
+        h._send(404, _error_body(protocol, 404, f"no batch {asked.group(1)}"))
+        return True
     if path.startswith("/v1/batches/") and server.batches.get(parts[2], {}).get("protocol") == "openai":
         bid = parts[2]
         _advance(server, h, bid)
