@@ -40,7 +40,7 @@ class Group(TyperGroup):
 class Root(Group):
     """The root command group: the one error boundary of the CLI. A ``PHRError`` from any command is printed as
     one line (no traceback) and exits with its code: 2 for a usage error, 1 for failed work. A fault of the
-    environment (a full disk, a denied path, a damaged cache, a truncated JSON file, a failed git run:
+    environment (a full disk, a denied path, a damaged cache, a truncated JSON or parquet file, a failed git run:
     ``phr.core.faults``) is one line naming the file and the remedy, exit 1 (2 for an input that is not there or
     does not parse). SIGINT / SIGTERM print the command that resumes the work and exit 130 / 143. Click's own
     usage errors exit 2."""
@@ -53,7 +53,7 @@ class Root(Group):
         return super().main(args, *a, **kw)
 
     def invoke(self, ctx):
-        from phr.core.faults import ENVIRONMENT_ERRORS, describe
+        from phr.core.faults import ENVIRONMENT_ERRORS, describe, is_arrow_error
         from phr.core.interrupt import announces, exit_code_of, rerun_args, rerun_line
 
         try:
@@ -68,6 +68,10 @@ class Root(Group):
         except ENVIRONMENT_ERRORS as e:
             if isinstance(e, OSError) and e.errno == errno.EPIPE:
                 raise  # a closed pipe (`| head`): click ends quietly
+            _fail(*describe(e))
+        except Exception as e:  # a cut or damaged parquet file (pyarrow's errors): one line too
+            if not is_arrow_error(e):
+                raise
             _fail(*describe(e))
 
 

@@ -2,9 +2,10 @@
 
 The CLI's error boundary (``phr.cli.common.Root``) passes every ``OSError`` (a full disk, a denied or read-only
 path), ``sqlite3.Error`` (a damaged call cache), ``json.JSONDecodeError`` (a truncated JSON file), failed ``git``
-run (``subprocess.CalledProcessError``) and unreadable archive (``tarfile.TarError``) to :func:`describe`, which
+run (``subprocess.CalledProcessError``), unreadable archive (``tarfile.TarError``) and unreadable parquet or Arrow
+data (a ``pyarrow.ArrowException``: a cut or damaged parquet file; :func:`is_arrow_error`) to :func:`describe`, which
 returns the line and the exit code: 1 for a fault of the environment, 2 for an input path that is not there or a
-JSON file that does not parse (the command cannot run as given; README, "Exit codes").
+JSON or parquet file that does not parse (the command cannot run as given; README, "Exit codes").
 
 The file is the one the exception names (``filename``), else the one a writer noted with :func:`note_path`
 (``phr.core.fs.atomic_dir`` / ``atomic_write`` note their destination, ``phr.core.sqlite`` its database), else an
@@ -20,6 +21,7 @@ import os
 import re
 import sqlite3
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
 from types import TracebackType
@@ -52,8 +54,37 @@ def note_path(exc: BaseException, path: str | Path, *, replace: bool = False) ->
             pass
 
 
+def is_arrow_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is pyarrow's (a parquet file cut short or damaged: ``ArrowInvalid``, ...). pyarrow is not
+    imported here: an exception of it exists only once something imported it."""
+    pa = sys.modules.get("pyarrow")
+    arrow = getattr(pa, "ArrowException", None)
+    return isinstance(arrow, type) and isinstance(exc, arrow)
+
+
+_QUOTED_PATH = re.compile(r"'([^']+)'")
+
+
+def _arrow(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    where = getattr(exc, "phr_path", None)
+    m = _QUOTED_PATH.search(text)
+    if where is None and m and ("/" in m[1] or m[1].endswith(".parquet")):
+        where = m[1]
+        text = text[m.end() :].lstrip(":. ") or text
+    where = where or _path_of(exc) or "a parquet file"
+    reason = text.split(". ")[0].rstrip(".")
+    return (
+        f"{where}: cannot be read as parquet ({reason}): the file is truncated or damaged: restore it or build it "
+        "again, then rerun"
+    )
+
+
 def describe(exc: BaseException) -> tuple[str, int]:
-    """The one-line message (file and remedy) and exit code for an exception in ``ENVIRONMENT_ERRORS``."""
+    """The one-line message (file and remedy) and exit code for an exception in ``ENVIRONMENT_ERRORS`` (or one of
+    pyarrow's: ``is_arrow_error``)."""
+    if is_arrow_error(exc) and not isinstance(exc, OSError):
+        return _arrow(exc), 2
     if isinstance(exc, sqlite3.Error):
         return _sqlite(exc), 1
     if isinstance(exc, json.JSONDecodeError):

@@ -103,7 +103,9 @@ class LocalHubError(PublishError):
 
 
 class RepoLockedError(LocalHubError):
-    """Another live process holds the repo's lock."""
+    """Another live process holds the repo's lock (nothing is wrong with the input: exit 1)."""
+
+    exit_code = 1
 
 
 class GitFailedError(LocalHubError):
@@ -339,12 +341,79 @@ def _damage(path: Path) -> str | None:
             return f"its current version {current} has no .git"
         if not (_store(path) / "objects").is_dir():
             return f"its object store {_store(path)} is missing"
+        if garbled := _garbled_refs(_store(path)):
+            return f"the refs its store records are garbled ({', '.join(garbled[:3])} in {_store(path)})"
+        if hand := _hand_refs(path, current):
+            return (
+                f"its current version {current} holds a commit made by hand in the served folder ("
+                + ", ".join(f"{r.removeprefix('refs/heads/')} -> {sha}" for r, sha in sorted(hand.items()))
+                + ": not a push, its objects are not in the store)"
+            )
         return _main_problem(path)
     if os.path.lexists(path):
         return f"{path} is neither a link to a version nor a git repository (put there by hand?)"
     if _hub_dir(path).is_dir() and _published(path):
         return f"its current-version link {path} is missing (its versions and store are in {_hub_dir(path)})"
     return None
+
+
+_REF_LINE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})\n?$")
+_PACKED_LINE = re.compile(r"^(?:#.*|\^(?:[0-9a-f]{40}|[0-9a-f]{64})|(?:[0-9a-f]{40}|[0-9a-f]{64}) refs/\S+)$")
+
+
+def _garbled_refs(store: Path) -> list[str]:
+    """The ref files of ``store`` (and ``packed-refs``) that git cannot read: each names one object id (or is a
+    symbolic ``ref:``). Read from disk, without git (this runs before every push and read)."""
+    bad: list[str] = []
+    refs = store / "refs"
+    for p in sorted(refs.rglob("*")) if refs.is_dir() else []:
+        if p.name.endswith(".lock") or p.is_dir():
+            continue
+        try:
+            text = p.read_text()
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        if not (_REF_LINE.match(text) or text.startswith("ref: refs/")):
+            bad.append(str(p.relative_to(store)))
+    packed = store / "packed-refs"
+    if packed.is_file():
+        try:
+            lines = packed.read_text().splitlines()
+        except (OSError, UnicodeDecodeError):
+            lines = ["?"]
+        if not all(_PACKED_LINE.match(line) for line in lines if line):
+            bad.append("packed-refs")
+    return bad
+
+
+def _own_objects(version: Path) -> bool:
+    """Whether ``version``'s .git holds objects of its own (a push never writes any there: they all go to the
+    store, which the version borrows from): the mark of a commit made by hand in the served folder."""
+    objects = version / ".git" / "objects"
+    try:
+        names = os.listdir(objects)
+        packs = os.listdir(objects / "pack") if "pack" in names else []
+    except OSError:
+        return False
+    return any(n not in ("info", "pack") for n in names) or bool(packs)
+
+
+def _missing_objects(store: Path, shas: list[str]) -> set[str]:
+    """The object ids of ``shas`` that ``store`` does not hold."""
+    if not shas:
+        return set()
+    out = _git(store, "cat-file", "--batch-check", input="".join(s + "\n" for s in shas).encode())
+    return {line.split(" ", 1)[0] for line in out.splitlines() if line.endswith(" missing")}
+
+
+def _hand_refs(path: Path, current: Path) -> dict[str, str]:
+    """The refs of the current version naming objects the store lacks (commits made by hand in the served
+    folder), ``{}`` when there are none; git is run only when the version holds objects of its own."""
+    if not _own_objects(current):
+        return {}
+    refs = _read_refs(current) or {}
+    missing = _missing_objects(_store(path), sorted(set(refs.values())))
+    return {r: sha for r, sha in refs.items() if sha in missing}
 
 
 def repair_command(hub: LocalHub, repo_id: str, repo_type: str) -> str:
@@ -602,8 +671,18 @@ def _convert(path: Path) -> None:
     the same refs; main's files are checked out again from main."""
     log.warning("local hub: converting %s to versioned folders (its working tree is rebuilt from main)", path)
     store = _ensure_store(path)
-    src = path / ".git" / "objects"
+    _copy_objects(path / ".git" / "objects", store)
+    refs = _refs_of(path)
+    if "refs/heads/main" not in refs:
+        raise LocalHubError(f"the local hub repo {path} has no main branch: it cannot be converted")
+    _release(path, refs)
+
+
+def _copy_objects(src: Path, store: Path) -> None:
+    """Put the objects of the object folder ``src`` into ``store`` (hard links: objects are immutable)."""
     for root, _, names in os.walk(src):
+        if Path(root) == src / "info":
+            continue  # alternates: what src borrows, not objects
         dest = store / "objects" / Path(root).relative_to(src)
         dest.mkdir(parents=True, exist_ok=True)
         for n in names:
@@ -612,10 +691,6 @@ def _convert(path: Path) -> None:
                     os.link(Path(root) / n, dest / n)  # objects are immutable: share them
                 except OSError:
                     shutil.copy2(Path(root) / n, dest / n)
-    refs = _refs_of(path)
-    if "refs/heads/main" not in refs:
-        raise LocalHubError(f"the local hub repo {path} has no main branch: it cannot be converted")
-    _release(path, refs)
 
 
 def _check_clean(repo: Path) -> None:
@@ -759,7 +834,7 @@ def commit_files(
         except Exception as e:
             if isinstance(e, PublishError) and not isinstance(e, GitFailedError):
                 raise
-            raise _push_failed(path, e, rerun) from e
+            raise _push_failed(path, e, rerun, existed=exists) from e
         finally:
             if not exists and not published and not os.path.lexists(path):
                 shutil.rmtree(_hub_dir(path), ignore_errors=True)
@@ -769,35 +844,68 @@ def commit_files(
 def _push_failures(path: Path, rerun: str):
     """An environment failure inside (an ``OSError``, a failed git command) is the ``PushFailedError`` of
     ``_push_failed``."""
+    existed = os.path.lexists(path)
     try:
         yield
     except (OSError, GitFailedError) as e:
-        raise _push_failed(path, e, rerun) from e
+        raise _push_failed(path, e, rerun, existed=existed) from e
 
 
-def _push_failed(path: Path, e: BaseException, rerun: str) -> PushFailedError:
+def _disk_full(path: Path) -> bool:
+    """Whether the file system holding ``path`` has (almost) no room left: git does not always say so (a checkout
+    on a full disk says "Could not reset index file")."""
+    for p in (path, *path.parents):
+        if p.is_dir():
+            try:
+                return shutil.disk_usage(p).free < 64 * 1024
+            except OSError:
+                return False
+    return False
+
+
+def _push_failed(path: Path, e: BaseException, rerun: str, *, existed: bool | None = None) -> PushFailedError:
+    """The error of a push that failed on its environment: what failed, what the repo holds now (its previous
+    version; none for a repo this push was creating) and the rerun."""
     text = str(e)
-    if (isinstance(e, OSError) and e.errno == errno.ENOSPC) or "No space left on device" in text:
-        remedy = " The disk is full: free space on it first."
-    elif (isinstance(e, OSError) and e.errno in (errno.EROFS, errno.EACCES)) or any(
+    if existed is None:
+        existed = os.path.lexists(path)
+    state = (
+        "the repo keeps its previous version"
+        if existed
+        else "the repo was not created (it did not exist before, and nothing of it is left)"
+    )
+    again = f" Rerun: {rerun}" if rerun else ""
+    full = (isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT)) or "No space left on device" in text
+    if full or _disk_full(path.parent):
+        return PushFailedError(
+            f"push to the local hub repo {path} failed: No space left on device (the disk holding the local hub is "
+            f"full); {state}. The disk is full: free space on it first.{again}"
+        )
+    if (isinstance(e, OSError) and e.errno in (errno.EROFS, errno.EACCES)) or any(
         m in text for m in ("Read-only file system", "Permission denied")
     ):
         remedy = f" The hub is not writable: make {path.parent} writable first."
     else:
         remedy = ""
     return PushFailedError(
-        f"push to the local hub repo {path} failed ({type(e).__name__}: {text}); the repo keeps its previous "
-        f"version.{remedy}" + (f" Rerun: {rerun}" if rerun else "")
+        f"push to the local hub repo {path} failed ({type(e).__name__}: {text}); {state}.{remedy}{again}"
     )
+
+
+_SET_ASIDE = "refs/phr/set-aside/"  # hand commits set aside by ``repair``: kept in the store, never published
+
+
+def _published_refs(refs: dict[str, str]) -> dict[str, str]:
+    return {r: sha for r, sha in refs.items() if not r.startswith("refs/phr/")}
 
 
 def _last_refs(path: Path) -> tuple[dict[str, str], str]:
     """The refs to restore a damaged repo to, and where they come from: the store's record of the last push, else
-    the newest version whose main names a commit."""
+    the newest version whose main names a commit (only refs naming objects the store holds)."""
     store = _store(path)
-    if (store / "objects").is_dir():
-        refs = _read_refs(store)
-        if refs and _rev(store, "refs/heads/main"):
+    if (store / "objects").is_dir() and not _garbled_refs(store):
+        refs = _published_refs(_read_refs(store) or {})
+        if refs and _rev(store, "refs/heads/main") and not _missing_objects(store, sorted(set(refs.values()))):
             return refs, "the refs its last push recorded"
     versions = _versions(path)
     numbered = (
@@ -805,39 +913,146 @@ def _last_refs(path: Path) -> tuple[dict[str, str], str]:
     )
     for n in numbered:
         v = versions / str(n)
-        if (v / ".git").is_dir() and _rev(v, "refs/heads/main"):
-            return _refs_of(v), f"version {n}, its newest complete version (rerun the pushes made after it)"
+        if (v / ".git").is_dir() and _rev(v, "refs/heads/main") and (store / "objects").is_dir():
+            refs = _refs_of(v)
+            missing = _missing_objects(store, sorted(set(refs.values())))
+            refs = {r: sha for r, sha in refs.items() if sha not in missing}
+            if "refs/heads/main" in refs:
+                return refs, f"version {n}, its newest complete version (rerun the pushes made after it)"
+    current = _current(path)
+    served = current if current is not None and (current / ".git").is_dir() else None
+    copy = (
+        f"copy the files it serves first (cp -r {served} COPY && rm -rf COPY/.git: they are all that is left), "
+        if served is not None
+        else ""
+    )
     raise LocalHubDamagedError(
         f"the local hub repo {path} cannot be repaired: neither its store nor any of its versions names a main "
-        f"commit, so its history is lost; remove {path} and {_hub_dir(path)}, then push again"
+        f"commit the store holds, so its history is lost; {copy}remove {path} and {_hub_dir(path)}, then push "
+        + ("the copy again" if served is not None else "again")
+    )
+
+
+def _rebuild_store_refs(path: Path) -> dict[str, str]:
+    """Write the store's refs again from the versions (their refs naming objects the store holds; the current
+    version first, then the newest: a tag only an older version holds is kept), replacing garbled ones."""
+    store, versions, current = _store(path), _versions(path), _current(path)
+    numbered = sorted((p for p in versions.iterdir() if p.name.isdigit()), key=lambda p: -int(p.name))
+    order = sorted(numbered, key=lambda p: p != current)  # stable: the current version first
+    found = [refs for v in order if (v / ".git").is_dir() and (refs := _read_refs(v))]
+    (store / "packed-refs").unlink(missing_ok=True)  # first: git reads them before any command in the store
+    shutil.rmtree(store / "refs", ignore_errors=True)
+    for d in ("heads", "tags"):
+        (store / "refs" / d).mkdir(parents=True, exist_ok=True)
+    missing = _missing_objects(store, sorted({sha for refs in found for sha in refs.values()}))
+    rebuilt: dict[str, str] = {}
+    for refs in found:
+        for r, sha in _published_refs(refs).items():
+            if sha not in missing:
+                rebuilt.setdefault(r, sha)
+    if rebuilt:
+        _update_refs(store, [f"create {r} {sha}" for r, sha in sorted(rebuilt.items())])
+    return rebuilt
+
+
+def _is_ancestor(repo: Path, old: str, new: str) -> bool:
+    return _git(repo, "merge-base", "--is-ancestor", old, new, check=False).returncode == 0
+
+
+def _take_hand_commit(hub: LocalHub, repo_id: str, repo_type: str, path: Path, current: Path) -> str:
+    """Adopt the commits made by hand in the served folder (``_hand_refs``) when they keep the published history
+    (each a descendant of what the last push recorded, on main or a pull request branch; no tag lost) and pass the
+    checks a push makes; else set them aside (kept in the store under ``refs/phr/set-aside/N/``) and serve the last
+    push again. Returns what was done."""
+    store = _store(path)
+    hand = _hand_refs(path, current)
+    recorded = _published_refs(_read_refs(store) or {})
+    _copy_objects(current / ".git" / "objects", store)  # nothing made by hand is lost, whatever happens next
+    served = _published_refs(_refs_of(current))
+    reasons = []
+    for r, sha in sorted(hand.items()):
+        if not (r == "refs/heads/main" or re.fullmatch(r"refs/heads/pr/\d+", r)):
+            reasons.append(f"{r} is not main or a pull request branch")
+        elif r in recorded and not _is_ancestor(store, recorded[r], sha):
+            reasons.append(f"it does not descend from {recorded[r]}, the last push's {r.removeprefix('refs/heads/')}")
+    lost = sorted(
+        t.removeprefix("refs/tags/")
+        for t, sha in recorded.items()
+        if t.startswith("refs/tags/") and served.get(t) != sha
+    )
+    if lost:
+        reasons.append(f"it drops or moves tags ({', '.join(lost)})")
+    if not reasons:
+        try:
+            gate(current, repo_type)
+        except PublishError as e:
+            reasons.append(f"it fails the checks a push makes ({str(e).splitlines()[0]})")
+    commits = ", ".join(f"{r.removeprefix('refs/heads/')} {sha}" for r, sha in sorted(hand.items()))
+    if not reasons:
+        _release(path, served)
+        return f"adopted the commit made by hand ({commits}): it keeps the history and passes the checks a push makes"
+    taken = [int(p.name) for p in (store / _SET_ASIDE).glob("*") if p.name.isdigit()]
+    n = max(taken, default=0) + 1
+    _update_refs(store, [f"create {_SET_ASIDE}{n}/{r.removeprefix('refs/')} {sha}" for r, sha in sorted(hand.items())])
+    restore, source = _last_refs(path)
+    _release(path, restore)
+    sha = hand.get("refs/heads/main") or next(iter(hand.values()))
+    return (
+        f"set aside the commit made by hand ({commits}; {'; '.join(reasons)}): the repo serves {source} again "
+        f"(main {restore['refs/heads/main']}); the hand commit is kept in its store as {_SET_ASIDE}{n}/. To publish "
+        f"its files, pull them (phr-publish pull {repo_id} --repo-type {repo_type} --hub {hub.root} --revision "
+        f"{sha} --out DIR), then push DIR (phr-publish push DIR --repo {repo_id} --repo-type {repo_type} --hub "
+        f"{hub.root})"
     )
 
 
 def repair(hub: LocalHub, repo_id: str, repo_type: str) -> str:
-    """Restore a damaged local hub repo (``check_state``: its current version missing, ``main`` broken) to the
-    refs its last push recorded, as a new version; returns what was done. A sound repo is left as it is."""
+    """Restore a damaged local hub repo (``check_state``: its current version missing, ``main`` broken, its store's
+    refs garbled, a commit made by hand in the served folder) to the refs its last push recorded, as a new version;
+    returns what was done. Garbled store refs are rebuilt from the versions; a hand commit is adopted or set aside
+    (``_take_hand_commit``). A sound repo is left as it is."""
     path = hub.repo_path(repo_id, repo_type)
     if not os.path.lexists(path) and not _hub_dir(path).exists():  # nothing there: no lock file created either
         raise RepoNotFoundError(f"no {repo_type} repo {repo_id} in the local hub {hub.root}")
     with hub.lock(repo_id, repo_type):
         _tidy(path)
-        problem = _damage(path)
-        if problem is None:
+        done: list[str] = []
+        for _ in range(4):  # each step mends one damage; a repo may have several
+            problem = _damage(path)
+            if problem is None:
+                break
+            if os.path.lexists(path) and not path.is_symlink():
+                raise LocalHubDamagedError(
+                    f"the local hub {repo_type} repo {repo_id} is damaged: {problem}. Move {path} away, then run "
+                    f"{repair_command(hub, repo_id, repo_type)}"
+                )
+            store, current = _store(path), _current(path)
+            if (store / "objects").is_dir() and _garbled_refs(store):
+                refs = _rebuild_store_refs(path)
+                tags = sorted(r.removeprefix("refs/tags/") for r in refs if r.startswith("refs/tags/"))
+                done.append(
+                    f"({problem}): rebuilt its store's refs from its versions: main "
+                    f"{refs.get('refs/heads/main', 'none')}, tags: {', '.join(tags) or 'none'}"
+                )
+            elif current is not None and (current / ".git").is_dir() and _hand_refs(path, current):
+                done.append(f"({problem}): " + _take_hand_commit(hub, repo_id, repo_type, path, current))
+            else:
+                refs, source = _last_refs(path)
+                _release(path, refs)
+                tags = sorted(r.removeprefix("refs/tags/") for r in refs if r.startswith("refs/tags/"))
+                done.append(
+                    f"({problem}) from {source}: main {refs['refs/heads/main']}, tags: {', '.join(tags) or 'none'}"
+                )
+        else:
+            raise LocalHubDamagedError(
+                f"the local hub {repo_type} repo {repo_id} is still damaged after repair: {_damage(path)}. Move "
+                f"{path} and {_hub_dir(path)} aside (copy the files it serves first), then push again"
+            )
+        if not done:
             if not hub.exists(repo_id, repo_type):
                 raise RepoNotFoundError(f"no {repo_type} repo {repo_id} in the local hub {hub.root}")
             return f"{repo_type} repo {repo_id} on the local hub {hub.root} is sound: nothing to repair"
-        if os.path.lexists(path) and not path.is_symlink():
-            raise LocalHubDamagedError(
-                f"the local hub {repo_type} repo {repo_id} is damaged: {problem}. Move {path} away, then run "
-                f"{repair_command(hub, repo_id, repo_type)}"
-            )
-        refs, source = _last_refs(path)
-        _release(path, refs)
-        tags = sorted(r.removeprefix("refs/tags/") for r in refs if r.startswith("refs/tags/"))
-        return (
-            f"repaired {repo_type} repo {repo_id} on the local hub ({problem}) from {source}: main "
-            f"{refs['refs/heads/main']}, tags: {', '.join(tags) or 'none'}"
-        )
+        return f"repaired {repo_type} repo {repo_id} on the local hub " + "; then ".join(done)
 
 
 def push_local(cfg: PushConfig, folder: Path, hub: Path, rerun: str) -> PushResult:

@@ -23,14 +23,15 @@ from phr.hub.online import pull_online, push_online
 from phr.hub.repo import PushResult, check_repo_id, check_repo_type, check_tag, hub_dir, prepare_destination
 
 
-def push(cfg: PushConfig, *, token: str | None = None) -> PushResult:
+def push(cfg: PushConfig, *, token: str | None = None, rerun: str | None = None) -> PushResult:
     """Push ``cfg.folder`` to ``cfg.repo``: to the local hub ``cfg.hub`` (or ``$PHR_HUB_DIR``), else to the Hub
     (``token``: else HF_TOKEN or the stored login; never a config field, so never in a rerun command).
 
     Validated (``gate``, with the review policy ``cfg.allow_unreviewed``) before anything is uploaded; one commit
     for all changes, or none when the repo already holds the folder; ``tag`` is created once and never moved;
     ``create_pr`` opens a pull request instead of committing to ``main``. Raises a ``PublishError`` saying what
-    failed and how to rerun.
+    failed and how to rerun: ``rerun``, else the ``phr-publish push`` of ``cfg`` (a caller pushing a temporary folder
+    it made passes its own command: a rerun names only paths that exist).
     """
     folder = Path(cfg.folder).expanduser().resolve()
     check_repo_id(cfg.repo)
@@ -44,7 +45,8 @@ def push(cfg: PushConfig, *, token: str | None = None) -> PushResult:
             "with --tag (a tag names a commit on main)"
         )
     local = hub_dir(cfg.hub)
-    rerun = cfg.model_copy(update={"folder": folder, "hub": local}).rerun()  # the hub it went to, said
+    if rerun is None:
+        rerun = cfg.model_copy(update={"folder": folder, "hub": local}).rerun()  # the hub it went to, said
     if local is not None:
         return push_local(cfg, folder, local, rerun)
     return push_online(cfg, folder, rerun, token)

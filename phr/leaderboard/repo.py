@@ -453,9 +453,16 @@ def push_results(cfg: PushResultsConfig, *, token: str | None = None) -> PushRes
         push_cfg = PushConfig(
             folder=folder, repo=repo_id, create_pr=cfg.create_pr, message=message, hub=local, endpoint=endpoint
         )
-        return push(push_cfg, token=token)
+        # the rerun is this push-results command: the temporary folder is gone when the user reads it
+        return push(push_cfg, token=token, rerun=_results_rerun(cfg, local))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _results_rerun(cfg: PushResultsConfig, hub: Path | None) -> str:
+    """The ``push-results`` command that repeats ``cfg`` (its result files made absolute, the hub it went to)."""
+    results = [Path(p).expanduser().resolve() for p in cfg.results]
+    return cfg.model_copy(update={"results": results, "hub": hub}).rerun()
 
 
 def _admitted(cfg: PushResultsConfig, datasets: Datasets) -> tuple[dict[str, bytes], dict[str, bytes]]:
