@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import anthropic
@@ -21,6 +20,7 @@ from phr.llm.providers.base import (
     RawCompletion,
     add_bad_line,
     duplicate_id,
+    result_lines,
     split_system,
     stainless_errors,
 )
@@ -156,14 +156,8 @@ class AnthropicProvider(KeyedAPIProvider):
 
         out: dict[str, BatchResult] = {}
         named: set[str] = set()
-        for number, text in enumerate(await self._unbounded(read()), 1):
-            if not text.strip():
-                continue
-            try:
-                row = json.loads(text)
-            except ValueError:
-                row = None
-            if not isinstance(row, dict):  # that request fails (where the line still names it); not the batch
+        for number, text, row in result_lines(await self._unbounded(read())):
+            if row is None:  # that request fails (where the line still names it); not the batch
                 named.add(add_bad_line(out, f"results line {number}", text, self._msg))
                 continue
             cid, result = str(row.get("custom_id")), self._batch_row(row.get("result"))

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
@@ -99,6 +100,19 @@ def duplicate_id(cid: str, msg: Callable[[str], str]) -> BatchDuplicateId:
     """The failure of a request that more than one result line names."""
     why = "none is stored (which one is its own answer cannot be told); the rerun submits it again"
     return BatchDuplicateId(msg(f"in batch: more than one result line names request {cid}: {why}"))
+
+
+def result_lines(lines: Iterable[str]) -> Iterator[tuple[int, str, dict | None]]:
+    """The non-blank lines of a batch's result file, numbered from 1, each with its JSON object (None: a line that
+    is not one, for ``add_bad_line``)."""
+    for number, text in enumerate(lines, 1):
+        if not text.strip():
+            continue
+        try:
+            row = json.loads(text)
+        except ValueError:
+            row = None
+        yield number, text, row if isinstance(row, dict) else None
 
 
 def add_bad_line(out: dict[str, BatchResult], where: str, text: str, msg: Callable[[str], str]) -> str:

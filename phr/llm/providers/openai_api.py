@@ -25,6 +25,7 @@ from phr.llm.providers.base import (
     RawCompletion,
     add_bad_line,
     add_result,
+    result_lines,
     stainless_errors,
 )
 from phr.llm.types import GenerationParams, Message
@@ -203,14 +204,8 @@ class OpenAIProvider(APIProvider):
             if not file_id:
                 continue
             content = await self._unbounded(self._client.files.content(file_id))
-            for number, text in enumerate(content.text.splitlines(), 1):
-                if not text.strip():
-                    continue
-                try:
-                    row = json.loads(text)
-                except ValueError:
-                    row = None
-                if not isinstance(row, dict):  # that request fails (where the line still names it); not the batch
+            for number, text, row in result_lines(content.text.splitlines()):
+                if row is None:  # that request fails (where the line still names it); not the batch
                     add_bad_line(out, f"{name} line {number}", text, self._msg)
                     continue
                 cid = str(row.get("custom_id"))
