@@ -216,13 +216,13 @@ def recompute(result: Result, samples: bytes, instances: Sequence[Instance]) -> 
         "tables": report.as_tables().model_dump(mode="json", by_alias=True),
         "coverage": coverage.model_dump(mode="json"),
     }
-    found = [
-        f"{key}: claimed nothing, recomputed {coverage.text() if key == 'coverage' else _shown(value)}"
-        if claimed.get(key) is None
-        else d
-        for key, value in again.items()
-        for d in (differences(claimed.get(key), value, key) if claimed.get(key) is not None else [key])
-    ]
+    found: list[str] = []
+    for key, value in again.items():
+        if claimed.get(key) is None:
+            shown = coverage.text() if key == "coverage" else _shown(value)
+            found.append(f"{key}: claimed nothing, recomputed {shown}")
+        else:
+            found += differences(claimed[key], value, key)
     return Recomputed(found[:SHOWN] + _more(len(found)), report.metrics, coverage)
 
 

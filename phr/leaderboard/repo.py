@@ -49,7 +49,7 @@ from phr.hub.local import LocalHub, commit_files, read_tree
 from phr.hub.online import add_file_pr_online, read_files_online
 from phr.hub.repo import check_repo_id, repo_id_problem
 from phr.leaderboard.table import SE_NOTE, TITLE, entries, has_errors, leaderboard_table, ranks
-from phr.leaderboard.verify import EVIDENCE_DIR, Datasets, check, evidence_path, samples_near, verify, weak_sandbox
+from phr.leaderboard.verify import EVIDENCE_DIR, Datasets, check, evidence_path, samples_near, verify
 
 LEADERBOARD_CONFIG = "leaderboard"
 LEADERBOARD_FILE = "data/leaderboard.parquet"
@@ -388,7 +388,7 @@ def admit(path: Path, cfg: PushResultsConfig, datasets: Datasets) -> tuple[Resul
     if loaded.coverage is not None:
         loaded = loaded.model_copy(update={"coverage": loaded.coverage.model_copy(update={"allow_partial": False})})
     loaded = loaded.check_complete(allow_partial=cfg.allow_partial, source=str(path))
-    weak = weak_sandbox(loaded)
+    weak = loaded.weak_sandbox  # its record was checked (sandbox_problems): recorded, and one this tool writes
     if weak and not cfg.allow_weak_sandbox:
         box = loaded.sandbox
         raise ResultsError(

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from phr.bench.instance import Instance
 from phr.core.errors import PHRError
-from phr.eval.results import STRONG_ISOLATION, Result
+from phr.eval.results import Result
 
 EVIDENCE_DIR = "evidence"
 #: the keys eval records about the sandbox (phr.eval.pipeline.scoring_config), and the rlimits mode's guards
@@ -50,11 +50,6 @@ def sandbox_problems(res: Result) -> list[str]:
     if box.get("weak") is not weak:
         out.append(f"config.sandbox.weak: claimed {box.get('weak')!r}, recomputed {weak} ({mode}, best {best})")
     return out
-
-
-def weak_sandbox(res: Result) -> bool:
-    """Scored under a sandbox weaker than bwrap / unshare."""
-    return res.sandbox.get("isolation") not in STRONG_ISOLATION
 
 
 @dataclass
