@@ -62,7 +62,9 @@ class HR1BuildResult:
     counts: dict[str, int]
     summary: RunSummary = field(default_factory=RunSummary)
     manifest: dict = field(default_factory=dict)
-    settings: str = ""  # the run's preset and the command that repeats it (set by ``phr.builders.hr1_ops.run``)
+    settings: str = (
+        ""  # the run's preset and the command that repeats it (set by ``phr.ops.build_hr1_paraphrases.run``)
+    )
 
 
 def smoke_questions() -> LoadResult:

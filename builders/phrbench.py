@@ -22,26 +22,22 @@ from phr.bench.prompts import NAMES as TEMPLATE_NAMES
 from phr.bench.prompts import Templates
 from phr.bench.records import Augmentation, BaseQuestion, MutationType
 from phr.builders.assembly import assemble
-from phr.builders.generate import Prompts, first_round_requests, generate_premises
-from phr.builders.recipe import Recipe, SourcesMissingError, load_recipe, select_questions, stand_ins
+from phr.builders.generate import Prompts, generate_premises
+from phr.builders.recipe import Recipe, stand_ins
 from phr.builders.sources import bbbp, humaneval, mmlu
-from phr.builders.sources._common import collect_rejected
 from phr.builders.taxonomy import REASONING, SOURCE_DEFAULT, SOURCE_LABEL, subtype_origins
 from phr.cards.eval_yaml import write_eval_yaml
 from phr.cards.figures import markdown, write_figures
 from phr.cards.phrbench_card import LICENSE_FILE, license_text, render
 from phr.config.base import command_line
-from phr.config.defaults import is_no_model
-from phr.config.ops import DEFAULT_GENERATOR, BuildPhrbenchConfig
+from phr.config.ops import BuildPhrbenchConfig
 from phr.core.errors import UsageError
 from phr.core.fs import atomic_dir, write_json
 from phr.core.report import Rejection
-from phr.llm import LLM, ChatRequest, as_messages
-from phr.llm.preflight import Plan, writable
+from phr.llm import LLM
 from phr.validation.config import ValidationConfig, rules_for_prompts
 from phr.validation.expectations import write_suite
-from phr.validation.judge import CALL_FAILED, JudgeConfig, judge_augmentations, judge_prompt
-from phr.validation.judge import PARAMS as JUDGE_PARAMS
+from phr.validation.judge import CALL_FAILED, JudgeConfig, judge_augmentations
 from phr.validation.review import apply_revisions, decision_on, load_decisions, review_status
 from phr.validation.schemas import to_frame, validate_frame
 from phr.validation.semantic import run_all_checks, semantic_distinctness
@@ -251,10 +247,10 @@ def build_mini(
     curated: Path | None = None,
     templates_dir: Path | None = None,
     judge=None,
-    config: BuildPhrbenchConfig | None = None,
+    record: dict[str, Any] | None = None,
 ) -> BuildResult:
-    """Build PHRBench-mini offline: packaged sources + curated premises -> validated Hub folder. ``config``: the
-    command's resolved settings, recorded in manifest.json (default: the defaults)."""
+    """Build PHRBench-mini offline: packaged sources + curated premises -> validated Hub folder. ``record``: the
+    command's resolved settings, recorded in manifest.json (default: the defaults')."""
 
     if Path(out).exists() and not overwrite:
         raise OutputExistsError(f"{Path(out).resolve()} already exists: pass --overwrite to replace it")
@@ -288,110 +284,33 @@ def build_mini(
         templates_dir=templates_dir,
         prompts=None,
         overwrite=overwrite,
-        extra_manifest={"config": (config or BuildPhrbenchConfig()).result_record()},
+        extra_manifest={"config": record or BuildPhrbenchConfig().result_record()},
     )
 
 
 @dataclass
-class BuildPhrbenchPlan(Plan):
-    """A PHRBench build resolved (``plan``): the recipe, the generator and judge specs (the option, else the
-    recipe's, else ``DEFAULT_GENERATOR``), the prompt set and, for a generated build, the base questions selected
-    (with the sources that fell short and the rows the sources rejected). ``progress`` and ``llm_options`` (extra
-    ``LLM`` keyword arguments: retries, concurrency) are the library's knobs beside the config."""
+class GeneratedBuild:
+    """A generated PHRBench build as its plan resolved it (``phr.ops.build_phrbench``): the output folder, the
+    recipe and prompt set, the base questions selected (with the sources that fell short and the rows the sources
+    rejected), the QC order and the settings record written to manifest.json."""
 
-    recipe: Recipe | None = None
-    generator: str | None = None
-    judge: str | None = None
-    prompts: Prompts | None = None
-    questions: list[BaseQuestion] = field(default_factory=list)
+    out: Path
+    recipe: Recipe
+    prompts: Prompts
+    questions: list[BaseQuestion]
+    record: dict[str, Any]
     short_sources: list[str] = field(default_factory=list)
     source_rejections: list = field(default_factory=list)
+    skip_review: bool = False
+    allow_short: bool = False
+    overwrite: bool = False
     progress: bool = True
-    llm_options: dict = field(default_factory=dict)
 
 
-def plan(cfg: BuildPhrbenchConfig) -> BuildPhrbenchPlan:
-    """Resolve a build without calling a model: the recipe, the models and their keys, the output folder, and for a
-    generated build the base questions and the first round's generator calls (exact, with their cached share) and
-    one judge verdict per premise slot (estimated: the premises are written during the run)."""
-    p = BuildPhrbenchPlan(cfg, llm_options=cfg.llm_kwargs())
-    pf = p.preflight
-    rec = p.recipe = pf.check(f"--recipe {cfg.recipe}", lambda: load_recipe(cfg.recipe))
-    p.prompts = pf.check(f"--prompts {cfg.prompts}", lambda: Prompts.load(cfg.prompts))
-    if rec is not None:
-        p.judge = rec.judge if cfg.judge is None else cfg.judge
-        pf.model("judge", p.judge)
-        if rec.curated and cfg.generator:
-            raise BuildError(f"recipe {rec.name} uses curated premises: --generator does not apply")
-        if not rec.curated:
-            p.generator = cfg.generator or rec.generator or DEFAULT_GENERATOR
-            pf.model("generator", p.generator)
-        pf.note(
-            f"recipe {rec.name}: {'curated premises (no generator calls)' if rec.curated else 'generated premises'}"
-        )
-    if cfg.source_dir is not None and not cfg.source_dir.is_dir():
-        pf.problem(f"--source-dir {cfg.source_dir}: not a folder")
-    if cfg.out.exists() and not cfg.overwrite:
-        pf.problem(f"--out {cfg.out}: already exists (pass --overwrite to replace it)")
-    pf.check("--out", lambda: writable(cfg.out))
-    if rec is not None and not rec.curated and not pf.problems:
-        try:
-            _plan_premises(p)
-        except SourcesMissingError as e:  # every missing source, each its own problem
-            for problem in e.problems:
-                pf.problem(problem)
-    return p
-
-
-def _plan_premises(p: BuildPhrbenchPlan) -> None:
-    """The questions of a generated build and its calls: the first round's generator requests (exact, with their
-    cached share; a regeneration round adds calls for the slots rejected), and one judge verdict per premise slot
-    (estimated: each stood in by its question)."""
-    cfg, rec, pf = p.config, p.recipe, p.preflight
-    assert rec is not None and p.generator is not None
-    with collect_rejected() as source_rejections:
-        p.questions, p.short_sources = select_questions(
-            rec, cfg.source_dir, online=cfg.online, allow_short=cfg.allow_short, allow_stand_in=cfg.allow_stand_in
-        )
-    p.source_rejections = source_rejections
-    requests = first_round_requests(p.questions, rec, prompts=p.prompts)
-    slots = sum(r.n for r in requests)
-    pf.note(
-        f"{len(p.questions)} base questions, {slots} premise slots; up to {rec.regeneration_rounds} regeneration "
-        "round(s)"
-    )
-    provider = LLM(p.generator, progress=False, show_summary=False, **p.llm_options).provider
-    pf.calls(p.generator, requests, provider=provider)
-    if not is_no_model(p.judge):
-        by_id = {q.id: q for q in p.questions}
-        stand_ins = [
-            ChatRequest(as_messages(judge_prompt(q, _stand_in(q, i, p.generator))), JUDGE_PARAMS)
-            for r in requests
-            for q in [by_id[str(r.tag)]]
-            for i in range(r.n)
-        ]
-        pf.calls(str(p.judge), stand_ins, estimated=True)
-
-
-def _stand_in(q: BaseQuestion, i: int, generator: str) -> Augmentation:
-    """A premise slot's stand-in for the judge's token estimate: the question itself."""
-    return Augmentation(id=f"{q.id}-{i}", question_id=q.id, kind="truthful", statement=q.question, generator=generator)
-
-
-def build(cfg: BuildPhrbenchConfig, *, progress: bool = True, llm_options: dict | None = None) -> BuildResult:
-    """``run(plan(cfg))`` with the library's knobs: ``progress`` (bars and the call summary) and ``llm_options``
-    (extra ``LLM`` keyword arguments, e.g. retries); a plan with problems raises ``PreflightError``."""
-    p = plan(cfg)
-    p.preflight.raise_problems()
-    p.progress = progress
-    p.llm_options = {**p.llm_options, **(llm_options or {})}
-    return run(p)
-
-
-def run(p: BuildPhrbenchPlan) -> BuildResult:
+def generate_build(b: GeneratedBuild, gen_llm: LLM, judge_llm: LLM | None, rerun: str) -> BuildResult:
     """Build PHRBench as planned. ``mini`` (curated premises): offline. Others: premises from the generator.
 
-    The prompt set (``cfg.prompts``): ``paper`` (default, §A.2 verbatim), ``v0`` (the toolkit's earlier prompts;
+    The prompt set (``b.prompts``): ``paper`` (default, §A.2 verbatim), ``v0`` (the toolkit's earlier prompts;
     reproduces earlier builds) or a folder. ``allow_stand_in``: build with B3DB when no BBBP copy is found (refused
     otherwise); the manifest and card then say so.
 
@@ -406,19 +325,10 @@ def run(p: BuildPhrbenchPlan) -> BuildResult:
     fails the build (nothing written); the same command (its rerun is rendered from the config) then makes only
     the failed calls again and ends as a build without the failure would.
     """
-    cfg, rec, prompt_set = p.config, p.recipe, p.prompts
-    assert rec is not None and prompt_set is not None  # plan made them (a plan with problems is not run)
-    out = cfg.out
-    opts = {"progress": p.progress, "show_summary": False, **p.llm_options}
-    judge_llm = LLM(str(p.judge), **opts) if not is_no_model(p.judge) else None
-    if rec.curated:
-        return build_mini(out, overwrite=cfg.overwrite, judge=judge_llm, config=cfg)
-    gen_llm = LLM(str(p.generator), **opts)
-    questions = p.questions
+    rec, prompt_set, out, questions = b.recipe, b.prompts, b.out, b.questions
     _check_questions(questions)
-    qc_order = SKIP_REVIEW if cfg.skip_review else PAPER_ORDER
-    rerun = cfg.rerun(global_args=("--cache", str(gen_llm.cache.path)))
-    ctx = _Gen(out, questions, rec, gen_llm, Templates.load(None), prompt_set, rerun, cfg.allow_short, p.progress)
+    qc_order = SKIP_REVIEW if b.skip_review else PAPER_ORDER
+    ctx = _Gen(out, questions, rec, gen_llm, Templates.load(None), prompt_set, rerun, b.allow_short, b.progress)
     if qc_order == SKIP_REVIEW:
         result = ctx.generate(judge_llm, _after_rules(out, _rules_of(prompt_set) or ValidationConfig()))
         augs = _revise(out, result.augmentations)
@@ -433,7 +343,7 @@ def run(p: BuildPhrbenchPlan) -> BuildResult:
     used_stand_ins = stand_ins(rec, questions)
     if used_stand_ins:
         notes.append(f"Stand-in (--allow-stand-in): {bbbp.STANDIN_NOTE}")
-    notes += [f"Short: {s}" for s in p.short_sources]
+    notes += [f"Short: {s}" for s in b.short_sources]
     notes += [
         f"Short: {qid} has {len(ids)} unfilled premise slot(s)" + _quota_note(result.quota_short.get(qid))
         for qid, ids in sorted(result.missing.items())
@@ -450,7 +360,7 @@ def run(p: BuildPhrbenchPlan) -> BuildResult:
         inputs={"questions": hashlib.sha256("\n".join(q.id for q in questions).encode()).hexdigest()},
         templates_dir=None,
         prompts=prompt_set,
-        overwrite=cfg.overwrite,
+        overwrite=b.overwrite,
         extra_manifest={
             "stand_ins": used_stand_ins,
             "quota_shortfalls": result.quota_short,
@@ -460,8 +370,8 @@ def run(p: BuildPhrbenchPlan) -> BuildResult:
             "qc_stage": stage,
             "awaiting_review": sorted(awaiting),
             "rejections": [{"row_id": r.row_id, "check": r.check, "reason": r.reason} for r in result.rejections],
-            "source_rejections": p.source_rejections,
-            "config": cfg.result_record(),
+            "source_rejections": b.source_rejections,
+            "config": b.record,
         },
     )
     res.stage = stage

@@ -61,7 +61,9 @@ class HR1EvalResult:
     counts: dict = field(default_factory=dict)
     failures: list[tuple[str, str]] = field(default_factory=list)  # (where, "<step>: <reason>"): partial if any
     rerun: str = ""  # how to finish a partial run
-    settings: str = ""  # the run's preset and the command that repeats it (set by ``phr.builders.hr1_ops.run``)
+    settings: str = (
+        ""  # the run's preset and the command that repeats it (set by ``phr.ops.build_hr1_paraphrases.run``)
+    )
 
     @property
     def partial(self) -> bool:

@@ -744,7 +744,7 @@ class Generation(_Strict):
 
 
 class RunSettings(_Strict):
-    """The generation settings of a run (run.json ``config``): what ``phr.eval.phrbench_op`` resolved from its
+    """The generation settings of a run (run.json ``config``): what ``phr.ops.eval_phrbench`` resolved from its
     ``EvalPhrbenchConfig`` and ``phr.eval.runner.generate_run`` ran."""
 
     model: str

@@ -1,9 +1,9 @@
 """Generate a model's responses to PHRBench: B, B+T and B+H, N samples per prompt, cached and resumable.
 
     from phr.api import plan, run
-    result = run(plan(EvalPhrbenchConfig(model="local:smollm2", samples=2, limit=5)))   # phr.eval.phrbench_op
+    result = run(plan(EvalPhrbenchConfig(model="local:smollm2", samples=2, limit=5)))   # phr.ops.eval_phrbench
 
-``phr.eval.phrbench_op`` plans a run (its ``RunSettings``: the generation record of run.json, the instances, the
+``phr.ops.eval_phrbench`` plans a run (its ``RunSettings``: the generation record of run.json, the instances, the
 requests) and ``generate_run`` here executes it.
 
 A run folder holds

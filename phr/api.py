@@ -7,8 +7,8 @@
     print("\\n".join(p.lines()))              # what `--dry-run` prints
     result = run(p)                          # executes exactly that plan
 
-``plan`` finds the operation by its config's ``operation`` (the module that owns it: ``plan(cfg) -> Plan`` and
-``run(plan) -> result``); a plan with problems is refused by ``run`` (``PreflightError``, every problem listed).
+``plan`` finds the operation by its config's command (the module of ``phr.ops`` named after it: ``build hr1-sft``
+-> ``phr.ops.build_hr1_sft``, with its ``plan(cfg) -> Plan`` and ``run(plan) -> result``); a plan with problems is refused by ``run`` (``PreflightError``, every problem listed).
 
 A config with ``batch: true`` (``--batch``, docs/scaling.md "Batch mode") runs in a batch session
 (``phr.llm.batch``): the operation's hosted calls not in the cache are queued instead of sent; after the operation
@@ -23,14 +23,21 @@ from types import ModuleType
 from typing import Any
 
 from phr.config.base import OpConfig
-from phr.llm.preflight import Plan
+from phr.ops.plan import Plan
 
 
 def _module(cfg: OpConfig) -> ModuleType:
-    name = type(cfg).operation
-    if not name:
-        raise TypeError(f"{type(cfg).__name__} names no operation module (OpConfig.operation)")
-    return importlib.import_module(name)
+    return importlib.import_module(module_name(type(cfg)))
+
+
+def module_name(cls: type[OpConfig]) -> str:
+    """The module of an operation: ``phr.ops.<command words joined by _>`` (``build hr1-sft`` ->
+    ``phr.ops.build_hr1_sft``), or the ``operation`` a config outside the toolkit names."""
+    if cls.operation:
+        return cls.operation
+    if not cls.command:
+        raise TypeError(f"{cls.__name__} has no command, so no operation module")
+    return "phr.ops." + "_".join(cls.command).replace("-", "_")
 
 
 def plan(cfg: OpConfig) -> Plan:

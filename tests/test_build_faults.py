@@ -24,10 +24,11 @@ import pytest
 from phr.bench.folder import data_file
 from phr.bench.instance import arrow_schema
 from phr.bench.records import question_from_row, question_row
-from phr.builders.phrbench import BuildError, build
+from phr.builders.phrbench import BuildError
 from phr.builders.recipe import _rank
 from phr.builders.sources import load_source, question_id
 from phr.config.ops import BuildPhrbenchConfig, PullConfig, PushConfig
+from phr.ops.build_phrbench import build
 from phr.validation.folder import validate_folder
 from tests.support.paper_fixtures import WORDS, build_on_server, judge_reply, write_sources
 from tests.support.protocol_server import ProtocolServer

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from phr.builders.phrbench import build
 from phr.config.ops import BuildPhrbenchConfig
+from phr.ops.build_phrbench import build
 
 RECIPE = """
 name: tiny-local

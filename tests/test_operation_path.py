@@ -23,10 +23,25 @@ def _configs() -> list[type[OpConfig]]:
 
 
 @pytest.mark.parametrize("cls", _configs(), ids=lambda c: " ".join(c.command))
-def test_every_command_config_names_a_module_with_plan_and_run(cls):
-    assert cls.operation, f"{cls.__name__} has no operation module"
-    module = importlib.import_module(cls.operation)
-    assert callable(getattr(module, "plan", None)) and callable(getattr(module, "run", None)), cls.operation
+def test_every_command_config_has_its_module_in_phr_ops_with_plan_and_run(cls):
+    from phr.api import module_name
+
+    name = module_name(cls)
+    assert name == "phr.ops." + "_".join(cls.command).replace("-", "_"), f"{cls.__name__} names {name}"
+    module = importlib.import_module(name)
+    assert callable(getattr(module, "plan", None)) and callable(getattr(module, "run", None)), name
+
+
+def test_phr_ops_holds_operations_only_and_design_lists_every_one():
+    """One home: each public module of phr/ops is a command's operation (shared code is private, ``_name``,
+    or the plan base); docs/DESIGN.md names every operation's module."""
+    commands = {"_".join(c.command).replace("-", "_"): " ".join(c.command) for c in ops.OPERATIONS}
+    modules = {p.stem for p in (ROOT / "phr" / "ops").glob("*.py") if not p.stem.startswith("_")} - {"plan"}
+    assert modules == set(commands), (sorted(modules - set(commands)), sorted(set(commands) - modules))
+    assert set(commands) == {"_".join(c.command).replace("-", "_") for c in _configs()}
+    design = (ROOT / "docs" / "DESIGN.md").read_text(encoding="utf-8")
+    unlisted = [f"{cmd} (phr/ops/{m}.py)" for m, cmd in commands.items() if f"`{m}`" not in design]
+    assert not unlisted, f"docs/DESIGN.md does not list: {unlisted}"
 
 
 def _cli_functions():

@@ -13,9 +13,9 @@ import pytest
 
 from phr.bench.folder import data_file
 from phr.builders.generate import Prompts
-from phr.builders.phrbench import build
 from phr.builders.recipe import RecipeError
 from phr.config.ops import BuildPhrbenchConfig
+from phr.ops.build_phrbench import build
 from phr.validation.folder import validate_folder
 from tests.support.paper_fixtures import PAPER_STRATEGIES, build_on_server, paper_responder, write_sources
 from tests.support.protocol_server import ProtocolServer

@@ -210,7 +210,7 @@ def test_the_run_records_the_preset_the_same_way_from_python_and_the_command(pap
 def test_a_later_scoring_step_applies_another_preset_through_the_config():
     """`eval score --preset paper`: the preset's scorer when the run was started without it; the run's own
     scorer when it was started with it (the same preset); a scorer given wins either way."""
-    from phr.eval.rescore_op import scoring_settings
+    from phr.ops.eval_merge import scoring_settings
 
     def meta(**config):
         return SimpleNamespace(settings={"config": config, "max_tokens_source": "default"})

@@ -164,8 +164,8 @@ def test_round_trip_yaml_config_flags(cls, tmp_path):
         assert _parse([*cls.command, "--config", str(f)]) == cfg
         return
     # training: --config is the recipe; its overrides reach the recipe as they would from the flags
+    from phr.ops.train_grpo import recipe_overrides
     from phr.training.config import read_recipe
-    from phr.training.operation import recipe_overrides
 
     again = _parse(_argv(cfg))
     raw, source = read_recipe(again.recipe, **recipe_overrides(again))
@@ -180,7 +180,7 @@ def test_round_trip_yaml_config_flags(cls, tmp_path):
 @pytest.fixture
 def captured(monkeypatch):
     """``eval hr1`` up to the library call: the plan and K it would run with (no model is loaded)."""
-    import phr.builders.hr1_ops as runner_module
+    import phr.ops.eval_hr1 as runner_module
 
     seen = {}
 

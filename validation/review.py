@@ -40,10 +40,8 @@ import pyarrow.parquet as pq
 from phr.bench.conditions import CONDITIONS, condition_spec
 from phr.bench.folder import data_file, read_rows
 from phr.bench.records import Condition
-from phr.config.ops import ReviewExportConfig, ReviewImportConfig
 from phr.core.errors import UsageError
 from phr.core.report import Rejection
-from phr.llm.preflight import StepPlan, step_dispatch
 
 from .config import ValidationConfig
 from .premises import folder_premises
@@ -759,46 +757,3 @@ def review_rejections(folder: str | Path, rows: dict[str, list[dict]] | None = N
                 )
             )
     return out
-
-
-# ---- the operations: `review export` / `review import` (``plan(cfg)`` then ``run(plan)``, ``phr.api``) ---------
-
-
-@dataclass
-class ReviewExportPlan(StepPlan):
-    """A review sheet export (``ReviewExportConfig``)."""
-
-
-@dataclass
-class ReviewImportPlan(StepPlan):
-    """A review sheet import (``ReviewImportConfig``)."""
-
-
-@dataclass
-class Exported:
-    """What ``review export`` wrote: the sheet, the page and the number of premises listed."""
-
-    sheet: Path
-    page: Path
-    premises: int
-
-
-plan, run = step_dispatch("a review operation")
-
-
-plan.register(ReviewExportConfig, ReviewExportPlan)  # the plan is the config alone
-plan.register(ReviewImportConfig, ReviewImportPlan)
-
-
-@run.register
-def _(p: ReviewExportPlan) -> Exported:
-    cfg: ReviewExportConfig = p.config
-    sheet, page = export_review(cfg.folder, cfg.out, include_baseline=cfg.include_baseline)
-    n = sum(1 for r in sheet_rows(cfg.folder, include_baseline=cfg.include_baseline) if r["augmentation_id"])
-    return Exported(sheet, page, n)
-
-
-@run.register
-def _(p: ReviewImportPlan) -> ReviewDecisions:
-    cfg: ReviewImportConfig = p.config
-    return import_review(cfg.sheet, cfg.folder, reviewer=cfg.reviewer)  # a ReviewSheetError lists every problem

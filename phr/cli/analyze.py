@@ -1,7 +1,7 @@
 """`phr-publish analyze ...`: the papers' analyses (docs/analyses.md).
 
-- ``analyze predictor``: the insightful-trajectory predictor of PHRBench §5.3 (phr.eval.predictor_run).
-- ``analyze paraphrases``: the Hallucination-R1 failure diagnostics (phr.eval.hr1_diagnostics_run).
+- ``analyze predictor``: the insightful-trajectory predictor of PHRBench §5.3 (phr.ops.analyze_predictor).
+- ``analyze paraphrases``: the Hallucination-R1 failure diagnostics (phr.ops.analyze_paraphrases).
 """
 
 from __future__ import annotations

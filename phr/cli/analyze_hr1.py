@@ -13,7 +13,7 @@ from phr.config.ops import AnalyzeParaphrasesConfig
 @bind(AnalyzeParaphrasesConfig)
 def paraphrases(cfg: AnalyzeParaphrasesConfig, dry_run: DryRun = False) -> None:
     """Diagnose why paraphrases fail: surface shifts, embedding drift and the logit lens (Eq. 11-18), RF vs RP."""
-    from phr.eval.hr1_diagnostics_run import summary
+    from phr.ops.analyze_paraphrases import summary
 
     diag = execute(cfg, dry_run=dry_run)
     for line in summary(diag, cfg) if diag is not None else []:

@@ -1,5 +1,5 @@
 """`phr-publish build phrbench` and `phr-publish validate`: build a dataset folder, re-check one (the operations:
-``phr.builders.phrbench`` and ``phr.builders.check``, each ``plan(cfg)`` then ``run(plan)``)."""
+``phr.ops.build_phrbench`` and ``phr.ops.validate``, each ``plan(cfg)`` then ``run(plan)``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`phr-publish build hr1-paraphrases | hr1-sft | hr1-grpo` and `eval hr1`: the Hallucination-R1 corpora and
-evaluation (docs/hr1.md). Each command binds its config, runs ``execute`` (``phr.builders.hr1_ops``' plan, then
+evaluation (docs/hr1.md). Each command binds its config, runs ``execute`` (``phr.ops``' plan, then
 its run) and prints the result."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """`phr-publish push` / `pull` / `repair` / `push-results`: top-level commands over the hub operations
-(``phr.leaderboard.publish``: ``plan(cfg)`` then ``run(plan)``).
+(``phr.ops.push``, ``pull``, ``repair``, ``push_results``: ``plan(cfg)`` then ``run(plan)``).
 
 Tokens are never taken on the command line (they would end up in shell history): HF_TOKEN or `hf auth login`.
 """

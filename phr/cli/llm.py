@@ -1,5 +1,5 @@
 """`phr-publish llm ping` and `phr-publish cache stats|clear`: talk to a model, inspect the call cache
-(the operations: phr.llm.ops)."""
+(the operations: phr.ops.llm_ping, cache_stats, cache_clear)."""
 
 from __future__ import annotations
 
@@ -38,10 +38,10 @@ def cache_stats(cfg: CacheStatsConfig) -> None:
 def cache_clear(cfg: CacheClearConfig) -> None:
     """Delete cached calls (all, or one model's)."""
     from phr import api
-    from phr.llm.ops import CachePlan
+    from phr.ops.cache_clear import ClearPlan
 
     p = api.plan(cfg)
-    assert isinstance(p, CachePlan)
+    assert isinstance(p, ClearPlan)
     if not cfg.yes and sys.stdin.isatty():
         typer.confirm(f"Delete {cfg.model or 'all'} entries in {p.path}?", abort=True)
     n = api.run(p)

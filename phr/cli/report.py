@@ -1,5 +1,5 @@
 """`phr-publish leaderboard` and `phr-publish report`: the rendered views of results
-(``phr.leaderboard.views``: ``plan(cfg)`` then ``run(plan)``)."""
+(``phr.ops.leaderboard``, ``leaderboard_verify``, ``report``: ``plan(cfg)`` then ``run(plan)``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`phr-publish train grpo | sft`: GRPO (two stages) and LoRA SFT with TRL (docs/training.md); the operation is
-``phr.training.operation`` (the recipe checked by ``plan``, trained by ``run``)."""
+``phr.ops.train_grpo`` (the recipe checked by ``plan``, trained by ``run``)."""
 
 from __future__ import annotations
 

@@ -58,15 +58,15 @@ RUN_CONTROL = ("out", "overwrite", "partial", "timeout", "max_retry_after", "bat
 
 
 class OpConfig(BaseModel):
-    """Base of every operation's config. ``command``: the CLI words after ``phr-publish``; ``operation``: the
-    module with its ``plan`` and ``run``; ``arguments``: the fields given positionally; ``presets``: named sets of
+    """Base of every operation's config. ``command``: the CLI words after ``phr-publish``, which name the
+    operation's module (``phr.ops.<command words joined by _>``: its ``plan`` and ``run``); ``arguments``: the fields given positionally; ``presets``: named sets of
     field values, applied when the config is built (in Python, from a YAML file or from flags alike): the preset
     named by the ``preset`` field fills every field not given, an explicit value wins (``_apply_preset``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
     command: ClassVar[tuple[str, ...]] = ()
-    #: the module that owns the operation: its ``plan(cfg) -> Plan`` and ``run(plan) -> result`` (``phr.api``)
+    #: a module outside ``phr.ops`` that owns the operation (a plugin's, a test's); empty: ``phr.ops.<command>``
     operation: ClassVar[str] = ""
     arguments: ClassVar[tuple[str, ...]] = ()
     presets: ClassVar[dict[str, dict[str, Any]]] = {}

@@ -69,8 +69,6 @@ HR1_TABLE4_K = 8
 HR1_SFT_K = 4
 #: paraphrases per question of Hallucination-R1-mini (its curated file) and of the offline smoke runs
 HR1_MINI_K = 4
-#: the module that owns the Hallucination-R1 operations (``plan`` / ``run``)
-HR1_OPERATIONS = "phr.builders.hr1_ops"
 
 
 # ---- shared groups ------------------------------------------------------------------------------------------------
@@ -166,7 +164,6 @@ class EvalPhrbenchConfig(Scoring, Calls, LocalHub):
     """`eval phrbench`: generate (cached, resumable) and score a model's responses to PHRBench."""
 
     command = ("eval", "phrbench")
-    operation = "phr.eval.phrbench_op"
     presets = {
         "paper": {
             "samples": PAPER_SAMPLES,
@@ -211,7 +208,6 @@ class EvalMergeConfig(RescoreScoring):
     """`eval merge`: join the shards of one run and score it with the settings the run was started with."""
 
     command = ("eval", "merge")
-    operation = "phr.eval.rescore_op"
     arguments = ("shards",)
 
     shards: list[Path] = setting(..., "The run folders of shards 1..n.", metavar="SHARD_DIR")
@@ -223,7 +219,6 @@ class EvalScoreConfig(RescoreScoring):
     """`eval score`: (re)score a run folder; unset scoring settings are the run's own."""
 
     command = ("eval", "score")
-    operation = "phr.eval.rescore_op"
     arguments = ("run",)
 
     run: Path = setting(..., "A run folder (unsharded or merged).", metavar="RUN_DIR")
@@ -255,7 +250,6 @@ class ScoreSubmissionConfig(Scoring, PartialResults, LocalHub, Batch):
     """`score`: validate and score a leaderboard submission (the runner's scoring code, docs/submissions.md)."""
 
     command = ("score",)
-    operation = "phr.eval.submission_op"
     arguments = ("submission",)
     presets = {"paper": PAPER_SCORING}
 
@@ -290,7 +284,6 @@ class SubmitConfig(ScoreSubmissionConfig):
     """`submit`: validate, score and publish a submission to the leaderboard results repo."""
 
     command = ("submit",)
-    operation = "phr.leaderboard.submit_op"
 
     repo: str = setting(..., "The leaderboard results repo, ORG/NAME (in --hub, else $PHR_HUB_DIR, else the Hub).")
     replace: bool = setting(False, "Overwrite a stored result with the same run id.")
@@ -306,7 +299,6 @@ class PushResultsConfig(PartialResults, Verification):
     """`push-results`: add result JSONs to a leaderboard results repo and rebuild its leaderboard config."""
 
     command = ("push-results",)
-    operation = "phr.leaderboard.publish"
     arguments = ("results",)
 
     results: list[Path] = setting(..., "Result JSON files (docs/publishing.md).", metavar="RESULT.json")
@@ -330,7 +322,6 @@ class LeaderboardQueueConfig(Scoring, LocalHub):
     or close it with a comment stating every problem (docs/submissions.md, "The maintainers' queue")."""
 
     command = ("leaderboard-queue",)
-    operation = "phr.leaderboard.queue"
 
     repo: str = setting(..., "The leaderboard results repo, ORG/NAME (in --hub, else $PHR_HUB_DIR, else the Hub).")
     dataset: str = setting(
@@ -347,7 +338,6 @@ class LeaderboardConfig(PartialResults, Verification):
     """`leaderboard`: render the leaderboard (parquet, Markdown, static HTML) from PHRBench results."""
 
     command = ("leaderboard",)
-    operation = "phr.leaderboard.views"
     arguments = ("sources",)
 
     sources: list[Path] = setting(
@@ -367,7 +357,6 @@ class LeaderboardVerifyConfig(Verification):
     print result, claimed, recomputed and verdict (docs/leaderboard.md, "Trust")."""
 
     command = ("leaderboard-verify",)
-    operation = "phr.leaderboard.views"
     arguments = ("sources",)
 
     sources: list[Path] = setting(
@@ -382,7 +371,6 @@ class ReportConfig(PartialResults, Verification):
     (phr.leaderboard.report)."""
 
     command = ("report",)
-    operation = "phr.leaderboard.views"
     arguments = ("results",)
 
     results: list[Path] = setting(..., "Result JSON files or folders (runs, a pulled results repo).", metavar="RESULTS")
@@ -435,7 +423,6 @@ class EvalHr1Config(HR1Decoding, HR1Grading, Calls):
     """`eval hr1`: evaluate a paraphraser against a QA model (Tables 1-3, or 4; 7 with more judges)."""
 
     command = ("eval", "hr1")
-    operation = HR1_OPERATIONS
     presets = {"paper": {}, "smoke": {**SMOKE_DECODING, "k": HR1_MINI_K}, "mini": {**MINI_DECODING, "k": HR1_MINI_K}}
 
     preset: Literal["paper", "smoke", "mini"] | None = setting(
@@ -505,7 +492,6 @@ class BuildHr1ParaphrasesConfig(HR1Build, HR1Grading):
     """`build hr1-paraphrases`: a paraphrase corpus (no arguments: Hallucination-R1-mini, preset mini)."""
 
     command = ("build", "hr1-paraphrases")
-    operation = HR1_OPERATIONS
     presets = {
         "paper": {},
         "smoke": {**SMOKE_DECODING, "k": HR1_MINI_K, "limit": 24},
@@ -537,7 +523,6 @@ class BuildHr1SftConfig(HR1TrainingBuild):
     """`build hr1-sft`: consistent paraphrases of SimpleQuestions train with the gold answer (App. E.1)."""
 
     command = ("build", "hr1-sft")
-    operation = HR1_OPERATIONS
     presets = {"paper": {}, "smoke": {**SMOKE_DECODING}, "mini": {}}
 
     preset: Literal["paper", "smoke", "mini"] | None = _training_preset()
@@ -549,7 +534,6 @@ class BuildHr1GrpoConfig(HR1TrainingBuild):
     """`build hr1-grpo`: SimpleQuestions train questions the QA model answers correctly (App. C.1)."""
 
     command = ("build", "hr1-grpo")
-    operation = HR1_OPERATIONS
     presets = {"paper": {}, "smoke": {**SMOKE_DECODING}, "mini": {}}
 
     preset: Literal["paper", "smoke", "mini"] | None = _training_preset()
@@ -565,7 +549,6 @@ class BuildPhrbenchConfig(Calls):
     """`build phrbench`: build PHRBench (default: PHRBench-mini offline) into a validated Hub-layout folder."""
 
     command = ("build", "phrbench")
-    operation = "phr.builders.phrbench"
 
     recipe: str = setting("mini", "mini (offline, curated premises), paper, or a recipe YAML file.", paper="§3")
     out: Path = setting(Path("phrbench"), "Output folder (Hub layout).")
@@ -606,7 +589,6 @@ class ValidateConfig(OpConfig):
     """`validate`: every check of a built folder, by its artifact kind (exit 0 when all pass, 1 otherwise)."""
 
     command = ("validate",)
-    operation = "phr.builders.check"
     arguments = ("folder",)
 
     folder: Path = setting(..., "A built PHRBench folder or Hallucination-R1 corpus.", metavar="FOLDER")
@@ -624,7 +606,6 @@ class ReviewExportConfig(OpConfig):
     """`review export`: a CSV review sheet (one row per premise) and a readable HTML page of the same premises."""
 
     command = ("review", "export")
-    operation = "phr.validation.review"
     arguments = ("folder",)
 
     folder: Path = setting(..., "A built PHRBench folder.", metavar="FOLDER")
@@ -636,7 +617,6 @@ class ReviewImportConfig(OpConfig):
     """`review import`: check a filled review sheet and merge its decisions into <folder>/review/decisions.json."""
 
     command = ("review", "import")
-    operation = "phr.validation.review"
     arguments = ("sheet",)
 
     sheet: Path = setting(..., "The filled CSV review sheet.", metavar="SHEET")
@@ -651,7 +631,6 @@ class PushConfig(OpConfig):
     """`push`: validate a folder, then push it to the Hub or a local hub as one commit (docs/publishing.md)."""
 
     command = ("push",)
-    operation = "phr.leaderboard.publish"
     arguments = ("folder",)
 
     folder: Path = setting(..., "The folder to publish (a built PHRBench folder, a checkpoint, ...).", metavar="FOLDER")
@@ -677,7 +656,6 @@ class PullConfig(OpConfig):
     """`pull`: download a repo at a revision into a folder."""
 
     command = ("pull",)
-    operation = "phr.leaderboard.publish"
     arguments = ("repo",)
 
     repo: str = setting(..., "The repo to download.", metavar="ORG/NAME")
@@ -693,7 +671,6 @@ class RepairConfig(OpConfig):
     """`repair`: restore a damaged local hub repo (its current version missing, main broken) from its last push."""
 
     command = ("repair",)
-    operation = "phr.leaderboard.publish"
     arguments = ("repo",)
 
     repo: str = setting(..., "The local hub repo to repair, ORG/NAME.", metavar="ORG/NAME")
@@ -706,8 +683,6 @@ class RepairConfig(OpConfig):
 
 class TrainConfig(OpConfig):
     """What `train grpo` / `train sft` take besides the recipe's sections (docs/training.md)."""
-
-    operation = "phr.training.operation"
 
     recipe: str = setting(
         ...,
@@ -785,7 +760,6 @@ class AnalyzePredictorConfig(PredictorFit, Batch):
     """`analyze predictor`: which prompt features predict insightful resolution (PHRBench §5.3)."""
 
     command = ("analyze", "predictor")
-    operation = "phr.eval.predictor_run"
 
     results: list[Path] = setting(
         [], "results.json files (with their samples.jsonl); more may follow as arguments.", metavar="FILE"
@@ -799,7 +773,6 @@ class AnalyzeParaphrasesConfig(OpConfig):
     """`analyze paraphrases`: why paraphrases fail (Hallucination-R1 §6, Eq. 11-18, RF vs RP)."""
 
     command = ("analyze", "paraphrases")
-    operation = "phr.eval.hr1_diagnostics_run"
 
     corpus: Path = setting(..., "An hr1-paraphrases corpus folder.", metavar="DIR")
     model: str = setting(..., "The in-process model for hidden states (hf:..., local:...).")
@@ -821,7 +794,6 @@ class LlmPingConfig(OpConfig):
     """`llm ping`: send one prompt to a model and print the reply and the usage."""
 
     command = ("llm", "ping")
-    operation = "phr.llm.ops"
     arguments = ("spec",)
 
     spec: str = setting(..., "Model spec, e.g. local:smollm2, openai:gpt-4o, anthropic:<model>.", metavar="SPEC")
@@ -842,7 +814,6 @@ class CacheStatsConfig(OpConfig):
     """`cache stats`: entries, failures, size and tokens per model in the call cache."""
 
     command = ("cache", "stats")
-    operation = "phr.llm.ops"
 
     as_json: bool = setting(False, "Print JSON.", flag="--json")
 
@@ -851,7 +822,6 @@ class CacheClearConfig(OpConfig):
     """`cache clear`: delete cached calls (all, or one model's)."""
 
     command = ("cache", "clear")
-    operation = "phr.llm.ops"
 
     model: str | None = setting(None, "Only this model's entries.")
     yes: bool = setting(False, "Do not ask.", alias_flag="-y")

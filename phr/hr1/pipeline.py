@@ -264,7 +264,7 @@ DiversityFn = Callable[[list[tuple[str, list[tuple[str | None, bool]]]]], list[l
 
 @dataclass(frozen=True)
 class RunPlan:
-    """What one run does, resolved by the operation's ``plan`` (``phr.builders.hr1_ops``): ``k`` paraphrases per
+    """What one run does, resolved by the operation's ``plan`` (``phr.ops``): ``k`` paraphrases per
     question; ``decoding``: the config's decoding group (``HR1Decoding``: every role's max_tokens, read from the
     config itself, never copied); ``grading``; ``qa_scope``: whose consistent paraphrases the QA model answers:
     ``originally_correct`` (Algorithm 1: only True samples can fail) or ``all`` (Table 4, the SFT corpus)."""

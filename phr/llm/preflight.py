@@ -15,10 +15,9 @@ import os
 import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import singledispatch
 from importlib import resources
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from phr.config.defaults import is_no_model
 from phr.core.errors import PHRError, UsageError
@@ -188,51 +187,6 @@ class Preflight:
                 f"preflight found {len(self.problems)} problem(s); nothing was called:\n"
                 + "\n".join(f"  - {p}" for p in self.problems)
             )
-
-
-@dataclass
-class Plan:
-    """An operation resolved without calling a model (``phr.api.plan``): its config and its preflight (problems,
-    notes, warnings, the calls with their cached share, tokens and cost). An operation's plan subclasses this with
-    what its ``run`` needs; ``run`` executes exactly that."""
-
-    config: Any
-    preflight: Preflight = field(default_factory=Preflight)
-
-    @property
-    def problems(self) -> list[str]:
-        return self.preflight.problems
-
-    def lines(self) -> list[str]:
-        """What ``--dry-run`` prints (and a run prints first): the warnings, then the plan."""
-        return [f"warning: {w}" for w in self.preflight.warnings] + self.preflight.lines()
-
-
-@dataclass
-class StepPlan(Plan):
-    """The plan of an operation that calls no model (push, pull, validate, review, ...): it prints its warnings
-    and, when it has any, its notes; no bare ``plan:`` line ahead of the command's own output (``--json`` stays
-    JSON)."""
-
-    def lines(self) -> list[str]:
-        if self.preflight.notes or self.preflight.usage:
-            return super().lines()
-        return [f"warning: {w}" for w in self.preflight.warnings]
-
-
-def step_dispatch(operations: str) -> tuple[Any, Any]:
-    """A module of step operations' ``plan(cfg)`` and ``run(p)``: single-dispatch functions its configs and plans
-    register with; an unregistered type is a ``TypeError`` naming ``operations`` (e.g. "a hub operation")."""
-
-    @singledispatch
-    def plan(cfg) -> StepPlan:
-        raise TypeError(f"{type(cfg).__name__} is not {operations}'s config")
-
-    @singledispatch
-    def run(p: StepPlan) -> object:
-        raise TypeError(f"{type(p).__name__} is not {operations}'s plan")
-
-    return plan, run
 
 
 def writable(path: str | Path) -> None:

@@ -13,8 +13,9 @@ from typing import ClassVar
 from phr.config.base import setting
 from phr.config.ops import Calls
 from phr.llm import LLM
-from phr.llm.preflight import Plan, Preflight
+from phr.llm.preflight import Preflight
 from phr.llm.types import ChatRequest, GenerationParams, Message, Sample
+from phr.ops.plan import Plan
 
 
 class BatchOpConfig(Calls):

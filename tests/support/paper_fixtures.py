@@ -237,8 +237,8 @@ def build_on_server(recipe: str | Path, out: Path, source_dir: Path | None, judg
     """A PHRBench build with its generator (``openai:gpt-4o``) and judge on the protocol server, no progress bar;
     ``kw`` as ``build``'s (``skip_review=True``: the fast path, the judge during generation, which the builds these
     tests pin take)."""
-    from phr.builders.phrbench import build
     from phr.config.ops import BuildPhrbenchConfig
+    from phr.ops.build_phrbench import build
 
     llm_options = kw.pop("llm_options", None)
     cfg = BuildPhrbenchConfig(

@@ -26,7 +26,8 @@ from phr.config.ops import TrainConfig, TrainGrpoConfig, TrainSftConfig
 from phr.core.errors import UsageError
 from phr.core.progress import still_working
 from phr.core.ranks import ReplicaStop, current, decided_alike, is_main
-from phr.llm.preflight import Plan, PreflightError
+from phr.llm.preflight import PreflightError
+from phr.ops.plan import Plan
 from phr.training.config import METHODS, Recipe, parse_recipe, read_recipe
 from phr.training.preflight import check_raw
 
@@ -72,7 +73,7 @@ def method_of(cfg: TrainConfig) -> str:
 
 
 @dataclass
-class TrainPlan(Plan):
+class TrainPlan(Plan[TrainConfig]):
     """A training run resolved: its recipe, checked (None only in a plan with problems)."""
 
     recipe: Recipe | None = None

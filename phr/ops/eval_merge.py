@@ -22,13 +22,14 @@ from phr.config.ops import SCORING_FIELDS, EvalMergeConfig, EvalScoreConfig, Sco
 from phr.eval.results import Result, RunManifest
 from phr.eval.runner import Run, join_shards, load_run, write_joined
 from phr.eval.sandbox import isolation_report
-from phr.llm.preflight import Plan, Preflight
+from phr.llm.preflight import Preflight
+from phr.ops.plan import Plan
 
 RescoreConfig = EvalMergeConfig | EvalScoreConfig
 
 
 @dataclass
-class RescorePlan(Plan):
+class RescorePlan(Plan[RescoreConfig]):
     """The run to score (``run``: loaded, or the shards joined in memory with their generation ``log_rows``),
     the scoring settings resolved (``scoring``; None: `eval merge --no-score`), the preset and ``max_tokens``
     source the result records, the settings that differ from the run's (``changed``, recorded)."""

@@ -25,11 +25,12 @@ from phr.core.progress import start_heartbeat
 from phr.eval.dataset import EvalDataset, Instance, check_conditions, load_eval_dataset
 from phr.eval.results import Result, RunSettings
 from phr.eval.sandbox import isolation_report
-from phr.llm.preflight import Plan, Preflight, max_output_of, writable
+from phr.llm.preflight import Preflight, max_output_of, writable
+from phr.ops.plan import Plan
 
 
 @dataclass
-class EvalPhrbenchPlan(Plan):
+class EvalPhrbenchPlan(Plan[EvalPhrbenchConfig]):
     """A run resolved: the model's client (``llm``), the dataset, the generation settings (run.json's
     ``config``), the selected instances, where ``max_tokens`` came from, and the sandbox line of a scored run."""
 
@@ -180,11 +181,12 @@ def run(p: EvalPhrbenchPlan) -> EvalPhrbenchResult:
     cfg = p.config
     if p.settings is None or p.dataset is None or p.llm is None:
         raise PHRError("the plan of this run is incomplete (it has problems): nothing to run")
-    record = {"config": cfg.record(), "max_tokens_source": p.max_tokens_source, "rerun": cfg.rerun()}
+    rerun = cfg.rerun()
+    record = {"config": cfg.record(), "max_tokens_source": p.max_tokens_source, "rerun": rerun}
     folder = generate_run(
         p.settings, p.dataset, p.llm, instances=p.instances, out=cfg.out, root=cfg.runs, record=record
     )
-    done = EvalPhrbenchResult(folder, record["rerun"])
+    done = EvalPhrbenchResult(folder, rerun)
     if cfg.score and not p.settings.shard:
         # the generator's weights serve a same-model reference scorer (phr.eval.scorers.trajectory_engine)
         how = ScoringRun(cfg, generator=p.llm, llm_options=cfg.llm_kwargs())

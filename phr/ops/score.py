@@ -10,7 +10,7 @@ scoring code, docs/submissions.md).
 ``plan`` reads the metadata (the sidecar JSON with the config's values winning), refuses a weak code sandbox for
 someone else's code unless ``allow_weak_sandbox``, and checks the scorers' specs and keys, the dataset, the
 submission itself and the output folder, with the judge's calls and their cached share. `submit` plans the same
-(``phr.leaderboard.submit_op``), and first refuses a submission that does not cover all three conditions (no
+(``phr.ops.submit``), and first refuses a submission that does not cover all three conditions (no
 leaderboard entry: it would be refused only after scoring).
 """
 
@@ -26,11 +26,12 @@ from phr.eval.dataset import EvalDataset, load_eval_dataset
 from phr.eval.results import Result
 from phr.eval.sandbox import isolation_report
 from phr.eval.submission import Submission, SubmissionError, SubmissionMeta, load_meta, validate_submission
-from phr.llm.preflight import Plan, Preflight, writable
+from phr.llm.preflight import Preflight, writable
+from phr.ops.plan import Plan
 
 
 @dataclass
-class SubmissionPlan(Plan):
+class SubmissionPlan(Plan[ScoreSubmissionConfig]):
     """A submission resolved: its metadata, dataset, the validated submission and the output folder."""
 
     meta: SubmissionMeta | None = None

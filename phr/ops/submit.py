@@ -1,4 +1,4 @@
-"""`submit` as an operation: plan and score a submission as `score` does (``phr.eval.submission_op``), then publish
+"""`submit` as an operation: plan and score a submission as `score` does (``phr.ops.score``), then publish
 its result to the leaderboard results repo (and, with ``model_pr``, a pull request on the model's repo).
 
     from phr.api import plan, run
@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from phr.config.ops import SubmitConfig
-from phr.eval import submission_op
-from phr.eval.submission_op import ScoredSubmission, SubmissionPlan
+from phr.ops import score as submission_op
+from phr.ops.score import ScoredSubmission, SubmissionPlan
 
 
 @dataclass
@@ -33,7 +33,7 @@ class Submitted:
 
 
 def plan(cfg: SubmitConfig) -> SubmissionPlan:
-    """The submission's plan (``phr.eval.submission_op.plan``)."""
+    """The submission's plan (``phr.ops.score.plan``)."""
     return submission_op.plan(cfg)
 
 
@@ -44,11 +44,12 @@ def run(p: SubmissionPlan) -> Submitted:
     from phr.eval.results import normalize
     from phr.leaderboard.repo import open_model_pr, push_results
 
-    cfg: SubmitConfig = p.config
+    cfg = p.config
+    assert isinstance(cfg, SubmitConfig)  # plan() takes a SubmitConfig
     scored = submission_op.run(p)
     if cfg.create_pr:  # no write access: the responses and metadata go to the maintainers' queue
         from phr.hub import hub_dir
-        from phr.leaderboard.queue import open_submission_pr
+        from phr.ops.leaderboard_queue import open_submission_pr
 
         assert p.meta is not None  # the plan loaded it
         meta = {k: v for k, v in p.meta.as_dict().items() if v is not None}

@@ -37,7 +37,8 @@ from phr.eval.features import FEATURES, LABELS, SEMANTIC_JUDGE, FeatureTable, ex
 from phr.eval.predictor import PredictorReport, fit_predictor, propensity
 from phr.eval.results import ResultsError, read_result_file
 from phr.eval.scoring import SampleScore
-from phr.llm.preflight import Plan, writable
+from phr.llm.preflight import writable
+from phr.ops.plan import Plan
 
 REPORT_JSON, REPORT_MD, FEATURES_CSV = "predictor.json", "predictor.md", "features.csv"
 IMPORTANCE_PNG, INTERACTIONS_PNG = "shap_importance.png", "shap_interactions.png"
@@ -181,7 +182,7 @@ def predictor_inputs(results: Sequence[Path], dataset: str | Path, fit: Predicto
 
 
 @dataclass
-class PredictorPlan(Plan):
+class PredictorPlan(Plan[AnalyzePredictorConfig]):
     """``analyze predictor`` resolved: the inputs read (None only in a plan with problems) and the feature judge
     (None: the 12 semantic features are left missing)."""
 

@@ -27,13 +27,13 @@ from phr.hr1.names import SOURCES
 from phr.hub.card import CardError, card_configs
 from phr.hub.errors import UnknownKindError
 from phr.hub.kinds import ArtifactKind, kind_of
-from phr.llm.preflight import StepPlan
+from phr.ops.plan import StepPlan
 from phr.validation.folder import PHRBENCH
 from phr.validation.hr1_folder import card_kind
 
 
 @dataclass
-class ValidatePlan(StepPlan):
+class ValidatePlan(StepPlan[ValidateConfig]):
     """The folder's kind, the links found in it (never followed: reported instead of the checks) and the
     evaluation sets of the leakage screen, as (source, path)."""
 

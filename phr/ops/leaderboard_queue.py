@@ -35,7 +35,7 @@ from phr.core.errors import PHRError
 from phr.eval.results import model_slug
 from phr.hub import PushResult, hub_dir
 from phr.hub.prs import PullRequest, close_pr, list_pull_requests, merge_pr, open_pr, pr_changes
-from phr.llm.preflight import StepPlan
+from phr.ops.plan import StepPlan
 
 SUBMISSIONS_DIR = "submissions"
 META_SUFFIX = ".meta.json"
@@ -66,7 +66,7 @@ def open_submission_pr(
 
 
 @dataclass
-class QueuePlan(StepPlan):
+class QueuePlan(StepPlan[LeaderboardQueueConfig]):
     """The queue of a results repo (``LeaderboardQueueConfig``)."""
 
 
@@ -108,7 +108,7 @@ def plan(cfg: LeaderboardQueueConfig) -> QueuePlan:
 
 def run(p: QueuePlan) -> QueueRun:
     """Decide every open pull request of the results repo (see the module)."""
-    cfg: LeaderboardQueueConfig = p.config
+    cfg = p.config
     hub = hub_dir(cfg.hub)
     done = QueueRun(cfg.repo)
     for pr in list_pull_requests(cfg.repo, REPO_TYPE, hub=hub, endpoint=cfg.endpoint, status="open"):
@@ -161,7 +161,7 @@ def _decide(cfg: LeaderboardQueueConfig, hub: Path | None, pr: PullRequest) -> D
 def _score(cfg: LeaderboardQueueConfig, hub: Path | None, sub: Path) -> tuple[list[str], Path | None]:
     """Score the submission with the `score` operation: (every problem, none) or ([], its results.json)."""
     from phr.config.ops import SCORING_FIELDS
-    from phr.eval import submission_op
+    from phr.ops import score as submission_op
 
     scoring = {k: getattr(cfg, k) for k in SCORING_FIELDS}
     score = ScoreSubmissionConfig(

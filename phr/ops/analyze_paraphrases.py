@@ -17,11 +17,12 @@ from phr.config.ops import AnalyzeParaphrasesConfig
 from phr.eval.hr1_diagnostics import Diagnostics, analyze, read_paraphrase_corpus
 from phr.eval.hr1_diagnostics_report import SUMMARY_MD, write_outputs
 from phr.hr1.records import QuestionResult
-from phr.llm.preflight import Plan, writable
+from phr.llm.preflight import writable
+from phr.ops.plan import Plan
 
 
 @dataclass
-class DiagnosticsPlan(Plan):
+class DiagnosticsPlan(Plan[AnalyzeParaphrasesConfig]):
     """``analyze paraphrases`` resolved: the corpus's results (read and checked)."""
 
     results: list[QuestionResult] = field(default_factory=list)
