@@ -20,20 +20,28 @@ With the real files of ../shared/data (--data), it also prints the lexical check
 ``semantic=False`` (goal >= 19 of 20 each; and without the one_word_edit stage, for comparison) and the pairs
 flagged among the distinct SimpleQuestions questions (goal: 0 false positives on >= 1,000).
 
+The `reworded` stage (validation/hr1_reworded.py, with --data): recall on the packaged hand-written rewordings
+of evaluation questions (validation/data/reworded_questions.jsonl) and on two sets not used to write the stage
+(the curated Hallucination-R1-mini paraphrases, the test fixture of 23 paraphrases), hard negatives flagged, and
+flags on the real training rows (the even rows of the SimpleQuestions test file against its odd rows, TruthfulQA
+and the labelled questions), MiniLM alone vs with the stage (goal: recall >= 90 %, no flag on clean rows).
+
     python bench/leakage.py [--sizes 10000,50000,200000] [--eval-rows 15000] [--seed 0] [--embed-sample 512] [--repeat 2]
-                            [--data ../shared/data]
+                            [--data ../shared/data] [--reworded-only]
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import json
 import random
 import time
 from pathlib import Path
 
 import numpy as np
 
-from phr.validation.hr1_leakage import LeakageConfig, TrainRow, find_leaks, nearest_above
+from phr.validation.hr1_leakage import LeakageConfig, TrainRow, find_leaks, nearest_above, normalize
 
 TEMPLATES = [
     "where did {e} die",
@@ -115,6 +123,81 @@ def real_data(data: Path, seed: int) -> None:
         print(f"  {x.check} {x.detail}: {x.text!r} / {x.eval_text!r}")
 
 
+def _recall(rows: list[TrainRow], leaks, source) -> int:
+    """Rows flagged against their own source question (``source(row)``: the evaluation id)."""
+    hit = {(x.row_id, x.eval_id) for x in leaks}
+    return sum((r.row_id, source(r)) in hit for r in rows)
+
+
+def _held_out(repo: Path) -> tuple[dict, list[TrainRow]]:
+    """Paraphrases the stage was not written with: the curated H-R1-mini paraphrases (consistent ones) and the
+    test fixture's 23, each against its own question."""
+    mini = [json.loads(x) for x in (repo / "builders" / "curated" / "hr1-mini.jsonl").read_text().splitlines() if x]
+    fixture = [
+        x.split("\t") for x in (repo / "tests" / "fixtures" / "hr1_leakage_paraphrases.tsv").read_text().splitlines()
+    ]
+    fixture = [x for x in fixture if len(x) == 3 and not x[0].startswith("#")]
+    evals = {
+        "hr1-mini": [(f"mini-{i}", r["question"]) for i, r in enumerate(mini)],
+        "fixture": [(f"fixture-{i}", q) for i, (_, q, _) in enumerate(fixture)],
+    }
+    rows = [TrainRow(f"mini-{i}/p{k}", p["text"], f"mini-{i}/p{k}") for i, r in enumerate(mini)
+            for k, p in enumerate(r["paraphrases"]) if p.get("text") and p.get("consistent")]  # fmt: skip
+    rows += [TrainRow(f"fixture-{i}/p", p, f"fixture-{i}/p") for i, (_, _, p) in enumerate(fixture)]
+    return evals, rows
+
+
+def reworded(data: Path) -> None:
+    """Recall and false flags of the semantic check alone vs with the reworded stage (printed)."""
+    sq_file = data / "simplequestions" / "annotated_wd_data_test_answerable.txt"
+    if not sq_file.is_file() or not (data / "truthfulqa" / "TruthfulQA.csv").is_file():
+        print(f"reworded stage: skipped ({data} has no simplequestions/ and truthfulqa/)")
+        return
+    from phr.validation.hr1_reworded import labelled_pairs
+
+    groups = labelled_pairs()
+    labelled = {normalize(g["question"]) for g in groups}
+    with sq_file.open(encoding="utf-8", newline="") as f:
+        sq = [(i, " ".join(r[3].split())) for i, r in enumerate(csv.reader(f, delimiter="\t"))]
+    with (data / "truthfulqa" / "TruthfulQA.csv").open(encoding="utf-8", newline="") as f:
+        tqa = [r["Question"] for r in csv.DictReader(f)]
+    evals = {
+        "labelled": [(g["id"], g["question"]) for g in groups],
+        "sq-test (odd rows)": [(f"sq-{i}", q) for i, q in sq if i % 2 and normalize(q) not in labelled],
+        "truthfulqa": [(f"tqa-{i}", q) for i, q in enumerate(tqa) if normalize(q) not in labelled],
+    }
+    pos = [TrainRow(f"{g['id']}/s{k}", t, f"pos-{g['id']}") for g in groups for k, t in enumerate(g["same"])]
+    neg = [TrainRow(f"{g['id']}/d{k}", d["text"], f"neg-{g['id']}-{k}") for g in groups for k, d in enumerate(g["different"])]  # fmt: skip
+    clean = [TrainRow(f"sq-{i}", q, f"sq-{i}") for i, q in sq if i % 2 == 0 and normalize(q) not in labelled]
+    held_evals, held = _held_out(Path(__file__).resolve().parents[1])
+    rows, evals = pos + neg + clean + held, {**evals, **held_evals}
+    timed = {}
+    for name, cfg in (("MiniLM alone", LeakageConfig(reworded=False)), ("with the reworded stage", LeakageConfig())):
+        t = time.perf_counter()
+        timed[name] = (find_leaks(rows, evals, cfg), time.perf_counter() - t)
+    before = {x.row_id for x in timed["MiniLM alone"][0]}
+    own = lambda r: r.row_id.split("/")[0]
+    print(f"reworded questions: {len(pos)} labelled rewordings of {len(groups)} questions, {len(neg)} hard negatives, "
+          f"{len(clean)} SimpleQuestions even-row training questions, {len(held)} held-out paraphrases")  # fmt: skip
+    for name, (leaks, dt) in timed.items():
+        flagged = {x.row_id for x in leaks}
+        stage = {x.row_id for x in leaks if x.check == "reworded"}
+        ok_clean = [r for r in clean if r.row_id not in before]
+        mini = [r for r in held if r.row_id.startswith("mini")]
+        fix = [r for r in held if r.row_id.startswith("fixture")]
+        print(
+            f"  {name:<24} recall {_recall(pos, leaks, own)}/{len(pos)} ({_recall(pos, leaks, own) / len(pos):.1%}); "
+            f"hard negatives flagged {sum(r.row_id in flagged for r in neg)} (by the stage {sum(r.row_id in stage for r in neg)}); "
+            f"clean rows flagged {sum(r.row_id in flagged for r in clean)} of {len(clean)}, "
+            f"of the {len(ok_clean)} that MiniLM and the lexical checks pass: {sum(r.row_id in flagged for r in ok_clean)}; "
+            f"held out: H-R1-mini {_recall(mini, leaks, own)}/{len(mini)}, fixture {_recall(fix, leaks, own)}/{len(fix)} "
+            f"({dt:.1f} s)"
+        )  # fmt: skip
+    for x in timed["with the reworded stage"][0]:
+        if x.check == "reworded" and x.row_id in {r.row_id for r in clean + neg}:
+            print(f"    flagged: {x.text!r} ~ {x.eval_text!r} ({x.detail})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="10000,50000,200000")
@@ -123,7 +206,11 @@ def main() -> None:
     ap.add_argument("--embed-sample", type=int, default=512)
     ap.add_argument("--repeat", type=int, default=2, help="best of N at each size")
     ap.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[1].parent / "shared" / "data")
+    ap.add_argument("--reworded-only", action="store_true", help="only the reworded stage's measurements")
     args = ap.parse_args()
+    reworded(args.data)
+    if args.reworded_only:
+        return
     real_data(args.data, args.seed)
     sizes = [int(s) for s in args.sizes.split(",")]
     cfg = LeakageConfig(semantic=False)

@@ -20,25 +20,32 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from string import Template
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
 from phr.bench.prompts import Templates
-from phr.bench.records import Augmentation, BaseQuestion, Domain, MutationType
+from phr.bench.records import Augmentation, BaseQuestion, Domain, MutationType, PremiseKind
 from phr.builders.recipe import Recipe, SlotSpec
 from phr.config.ops import BuildPhrbenchConfig
 from phr.core.aio import run_sync
 from phr.core.errors import UsageError
 from phr.core.report import Rejection
 from phr.llm import ChatRequest, GenerationParams, agenerate_structured, as_messages
+from phr.llm.structured import StructuredResult
 from phr.llm.summary import RunSummary
 from phr.validation.checks import run_checks
 from phr.validation.judge import CALL_FAILED, judge_augmentations
+
+if TYPE_CHECKING:  # pragma: no cover - the callers make the clients and configs
+    from phr.llm.client import LLM
+    from phr.validation.config import ValidationConfig
+    from phr.validation.judge import JudgeConfig
 
 # The v0 prompt set's type definitions (ours; shown to the generator as $mutation_definition). The paper's
 # definitions are part of its PROMPT_H text (builders/prompts/paper/prompt_h.txt, §A.2).
@@ -161,7 +168,7 @@ class Prompts:
 class _Slot:
     question: BaseQuestion
     aug_id: str
-    kind: str  # "truthful" | "hallucinated"
+    kind: PremiseKind
     mutation_type: MutationType | None  # the slot's fixed type (v0 prompts); None: truthful or generator's choice
 
 
@@ -198,7 +205,9 @@ def slots_for(questions: list[BaseQuestion], recipe: Recipe, *, fixed_types: boo
     return out
 
 
-def _round_requests(open_slots: list[_Slot], templates: Templates, prompts: Prompts, params, next_index: Counter):
+def _round_requests(
+    open_slots: list[_Slot], templates: Templates, prompts: Prompts, params: GenerationParams, next_index: Counter
+) -> tuple[list[ChatRequest], list[list[_Slot]], list[ChatRequest], list[list[_Slot]]]:
     """One generation round's requests, one per (question, kind, mutation type) with n = its open slots:
     (truthful requests, their slot groups, hallucinated requests, their slot groups); ``next_index`` advances."""
     groups: dict[tuple, list[_Slot]] = defaultdict(list)
@@ -239,14 +248,14 @@ def first_round_requests(
 def generate_premises(
     questions: list[BaseQuestion],
     recipe: Recipe,
-    generator,
-    judge=None,
+    generator: LLM,
+    judge: LLM | None = None,
     *,
     templates: Templates | None = None,
     prompts: Prompts | None = None,
-    validation_config=None,
-    extra_check=None,
-    judge_config=None,
+    validation_config: ValidationConfig | None = None,
+    extra_check: Callable[[list[Augmentation]], list[Rejection]] | None = None,
+    judge_config: JudgeConfig | None = None,
 ) -> GenerationResult:
     return run_sync(
         agenerate_premises(
@@ -263,17 +272,146 @@ def generate_premises(
     )
 
 
+@dataclass
+class _Generation:
+    """One premise generation run: its inputs and what its rounds gave so far (the accepted premises, the
+    rejections, the failed calls, the questions set aside after a failed call, the counts, the calls' summary)."""
+
+    questions: list[BaseQuestion]
+    recipe: Recipe
+    generator: Any
+    judge: Any
+    validation_config: Any
+    extra_check: Callable[[list[Augmentation]], list[Rejection]] | None
+    judge_config: Any
+    accepted: dict[str, Augmentation] = field(default_factory=dict)
+    rejections: list[Rejection] = field(default_factory=list)
+    failed: list[Rejection] = field(default_factory=list)
+    halted: set[str] = field(default_factory=set)  # questions with a failed call: no further rounds
+    stats: Counter[str] = field(default_factory=Counter)
+    summary: RunSummary = field(default_factory=RunSummary)
+
+
+async def _generate_round(
+    g: _Generation,
+    round_no: int,
+    requests: tuple[list[ChatRequest], list[list[_Slot]], list[ChatRequest], list[list[_Slot]]],
+) -> dict[str, Augmentation]:
+    """Ask the generator for one round's ``requests`` (from ``_round_requests``); the candidate premises by id
+    (failed calls, invalid outputs and unusable type choices are recorded in ``g``)."""
+    t_reqs, t_slots, h_reqs, h_slots = requests
+    candidates: dict[str, Augmentation] = {}
+    for reqs, slot_groups, schema in ((t_reqs, t_slots, TruthfulOut), (h_reqs, h_slots, HallucinatedOut)):
+        if not reqs:
+            continue
+        outs = await agenerate_structured(
+            g.generator,
+            reqs,
+            schema,
+            desc=f"round {round_no + 1}: {'truthful' if schema is TruthfulOut else 'hallucinated'} premises",
+        )
+        _merge(g.summary, g.generator.last_summary)
+        for slots, results in zip(slot_groups, outs):
+            for slot, res in zip(slots, results):
+                aug = _candidate(g, slot, res)
+                if aug is not None:
+                    candidates[slot.aug_id] = aug
+    return candidates
+
+
+def _candidate(g: _Generation, slot: _Slot, res: StructuredResult[Any]) -> Augmentation | None:
+    """The premise of one generator output for ``slot``, or None when the call failed (the question is set
+    aside), the output is invalid or the generator's type choice is unusable (a rejection)."""
+    g.stats["generated"] += 1
+    if res.failure is not None:
+        g.failed.append(Rejection(slot.aug_id, CALL_FAILED, f"generator call failed: {res.failure.message}"))
+        g.halted.add(slot.question.id)
+        return None
+    if not res.ok:
+        g.rejections.append(Rejection(slot.aug_id, "generator_output", f"invalid generator output: {res.errors[-1]}"))
+        return None
+    v: Any = res.value  # the parsed output model (truthful or hallucinated)
+    mtype = slot.mutation_type
+    if slot.kind == "hallucinated" and mtype is None:
+        mtype, why = _chosen_type(v.mutation_strategy, g.recipe.slots(slot.question), slot.question)
+        if why:
+            g.rejections.append(Rejection(slot.aug_id, MUTATION_TYPE_CHECK, why))
+            return None
+    return Augmentation(
+        id=slot.aug_id,
+        question_id=slot.question.id,
+        kind=slot.kind,
+        statement=v.statement.strip(),
+        truth_verification=getattr(v, "truth_verification", None),
+        mutation_type=mtype,
+        mutation_strategy=getattr(v, "mutation_strategy", None),
+        mutation_logic=getattr(v, "mutation_logic", None),
+        generator=g.generator.spec,
+    )
+
+
+def _rule_check(g: _Generation, candidates: dict[str, Augmentation]) -> None:
+    """Run the rule checks (with the accepted premises of the same questions) and ``extra_check`` on the
+    candidates; a rejected candidate leaves ``candidates`` for ``g.rejections``."""
+    if not candidates:
+        return
+    qids = {a.question_id for a in candidates.values()}
+    qs = [q for q in g.questions if q.id in qids]
+    pool = [a for a in g.accepted.values() if a.question_id in qids] + list(candidates.values())
+    report = run_checks(qs, pool, g.validation_config)
+    extra = g.extra_check(list(candidates.values())) if g.extra_check else []
+    for r in [*report.rejections, *extra]:
+        if r.row_id in candidates:
+            g.rejections.append(r)
+            candidates.pop(r.row_id)
+
+
+def _judge_check(g: _Generation, candidates: dict[str, Augmentation]) -> None:
+    """The LLM judge's pass over the candidates: a rejected one leaves ``candidates`` for ``g.rejections``,
+    one whose judge call failed for ``g.failed`` (its question is set aside)."""
+    cand_q = {a.question_id for a in candidates.values()}
+    outcome = judge_augmentations(
+        [q for q in g.questions if q.id in cand_q], list(candidates.values()), g.judge, config=g.judge_config
+    )
+    _merge(g.summary, g.judge.last_summary)
+    for r in outcome.rejections:
+        if r.row_id in candidates:
+            if r.check == CALL_FAILED:
+                g.failed.append(r)
+                g.halted.add(candidates[r.row_id].question_id)
+            else:
+                g.rejections.append(r)
+            candidates.pop(r.row_id)
+
+
+def _generation_result(g: _Generation, open_slots: list[_Slot], *, fixed: bool) -> GenerationResult:
+    """The run's result: the accepted premises in slot order, the slots still open (or set aside) per
+    question, the counts and, when the generator chose the types, the types short of their quota."""
+    missing: dict[str, list[str]] = defaultdict(list)
+    still_open = {s.aug_id for s in open_slots}
+    for s in slots_for(g.questions, g.recipe):
+        if s.aug_id not in g.accepted and (s.aug_id in still_open or s.question.id in g.halted):
+            missing[s.question.id].append(s.aug_id)
+    order = {s.aug_id: i for i, s in enumerate(slots_for(g.questions, g.recipe))}
+    augs = sorted(g.accepted.values(), key=lambda a: order[a.id])
+    g.stats["accepted"] = len(augs)
+    g.stats["rejected"] = len(g.rejections)
+    g.stats["call_failed"] = len(g.failed)
+    short = {} if fixed else _quota_short(g.questions, g.recipe, augs)
+    return GenerationResult(augs, g.rejections, dict(missing), dict(g.stats), g.summary, g.failed, short)
+
+
 async def agenerate_premises(
-    questions,
+    questions: list[BaseQuestion],
     recipe: Recipe,
-    generator,
-    judge=None,
+    generator: LLM,
+    judge: LLM | None = None,
     *,
-    templates=None,
-    prompts=None,
-    validation_config=None,
-    extra_check=None,
-    judge_config=None,
+    templates: Templates | None = None,
+    prompts: Prompts | None = None,
+    validation_config: ValidationConfig | None = None,
+    extra_check: Callable[[list[Augmentation]], list[Rejection]] | None = None,
+    judge_config: JudgeConfig | None = None,
 ) -> GenerationResult:
     """``extra_check(candidates) -> [Rejection]`` runs after the rule checks (e.g. manual review decisions);
     ``judge_config``: the judge's criteria (phr.validation.judge.JudgeConfig; default the paper's)."""
@@ -284,103 +422,24 @@ async def agenerate_premises(
     fixed = prompts.fixed_types
     open_slots = slots_for(questions, recipe, fixed_types=fixed)
     next_index: Counter = Counter()
-    accepted: dict[str, Augmentation] = {}
-    rejections: list[Rejection] = []
-    failed: list[Rejection] = []
-    halted: set[str] = set()  # questions with a failed call: no further rounds (a rerun makes the call again)
-    stats: Counter = Counter()
-    summary = RunSummary()
+    g = _Generation(questions, recipe, generator, judge, validation_config, extra_check, judge_config)
     for round_no in range(recipe.regeneration_rounds + 1):
         if not open_slots:
             break
-        t_reqs, t_slots, h_reqs, h_slots = _round_requests(open_slots, templates, prompts, params, next_index)
-        candidates: dict[str, Augmentation] = {}
-        for reqs, slot_groups, schema in ((t_reqs, t_slots, TruthfulOut), (h_reqs, h_slots, HallucinatedOut)):
-            if not reqs:
-                continue
-            outs = await agenerate_structured(
-                generator,
-                reqs,
-                schema,
-                desc=f"round {round_no + 1}: {'truthful' if schema is TruthfulOut else 'hallucinated'} premises",
-            )
-            _merge(summary, generator.last_summary)
-            for slots, results in zip(slot_groups, outs):
-                for slot, res in zip(slots, results):
-                    stats["generated"] += 1
-                    if res.failure is not None:
-                        failed.append(
-                            Rejection(slot.aug_id, CALL_FAILED, f"generator call failed: {res.failure.message}")
-                        )
-                        halted.add(slot.question.id)
-                        continue
-                    if not res.ok:
-                        rejections.append(
-                            Rejection(slot.aug_id, "generator_output", f"invalid generator output: {res.errors[-1]}")
-                        )
-                        continue
-                    v: Any = res.value  # the parsed output model (truthful or hallucinated)
-                    mtype = slot.mutation_type
-                    if slot.kind == "hallucinated" and mtype is None:
-                        mtype, why = _chosen_type(v.mutation_strategy, recipe.slots(slot.question), slot.question)
-                        if why:
-                            rejections.append(Rejection(slot.aug_id, MUTATION_TYPE_CHECK, why))
-                            continue
-                    candidates[slot.aug_id] = Augmentation(
-                        id=slot.aug_id,
-                        question_id=slot.question.id,
-                        kind=slot.kind,
-                        statement=v.statement.strip(),
-                        truth_verification=getattr(v, "truth_verification", None),
-                        mutation_type=mtype,
-                        mutation_strategy=getattr(v, "mutation_strategy", None),
-                        mutation_logic=getattr(v, "mutation_logic", None),
-                        generator=generator.spec,
-                    )
-        _drop_halted(candidates, halted)
-        if candidates:
-            qids = {a.question_id for a in candidates.values()}
-            qs = [q for q in questions if q.id in qids]
-            pool = [a for a in accepted.values() if a.question_id in qids] + list(candidates.values())
-            report = run_checks(qs, pool, validation_config)
-            extra = extra_check(list(candidates.values())) if extra_check else []
-            for r in [*report.rejections, *extra]:
-                if r.row_id in candidates:
-                    rejections.append(r)
-                    candidates.pop(r.row_id)
+        requests = _round_requests(open_slots, templates, prompts, params, next_index)
+        candidates = await _generate_round(g, round_no, requests)
+        _drop_halted(candidates, g.halted)
+        _rule_check(g, candidates)
         if not fixed:
-            for r in _over_quota(questions, recipe, accepted, candidates):
-                rejections.append(r)
+            for r in _over_quota(questions, recipe, g.accepted, candidates):
+                g.rejections.append(r)
                 candidates.pop(r.row_id)
         if candidates and judge is not None:
-            cand_q = {a.question_id for a in candidates.values()}
-            outcome = judge_augmentations(
-                [q for q in questions if q.id in cand_q], list(candidates.values()), judge, config=judge_config
-            )
-            _merge(summary, judge.last_summary)
-            for r in outcome.rejections:
-                if r.row_id in candidates:
-                    if r.check == CALL_FAILED:
-                        failed.append(r)
-                        halted.add(candidates[r.row_id].question_id)
-                    else:
-                        rejections.append(r)
-                    candidates.pop(r.row_id)
-        _drop_halted(candidates, halted)
-        accepted.update(candidates)
-        open_slots = [s for s in open_slots if s.aug_id not in accepted and s.question.id not in halted]
-    missing: dict[str, list[str]] = defaultdict(list)
-    still_open = {s.aug_id for s in open_slots}
-    for s in slots_for(questions, recipe):
-        if s.aug_id not in accepted and (s.aug_id in still_open or s.question.id in halted):
-            missing[s.question.id].append(s.aug_id)
-    order = {s.aug_id: i for i, s in enumerate(slots_for(questions, recipe))}
-    augs = sorted(accepted.values(), key=lambda a: order[a.id])
-    stats["accepted"] = len(augs)
-    stats["rejected"] = len(rejections)
-    stats["call_failed"] = len(failed)
-    short = {} if fixed else _quota_short(questions, recipe, augs)
-    return GenerationResult(augs, rejections, dict(missing), dict(stats), summary, failed, short)
+            _judge_check(g, candidates)
+        _drop_halted(candidates, g.halted)
+        g.accepted.update(candidates)
+        open_slots = [s for s in open_slots if s.aug_id not in g.accepted and s.question.id not in g.halted]
+    return _generation_result(g, open_slots, fixed=fixed)
 
 
 def _chosen_type(strategy: str, spec: SlotSpec, q: BaseQuestion) -> tuple[MutationType | None, str | None]:
@@ -395,7 +454,7 @@ def _chosen_type(strategy: str, spec: SlotSpec, q: BaseQuestion) -> tuple[Mutati
     return mtype, None
 
 
-def _over_quota(questions, recipe: Recipe, accepted: dict, candidates: dict) -> list[Rejection]:
+def _over_quota(questions: list[BaseQuestion], recipe: Recipe, accepted: dict, candidates: dict) -> list[Rejection]:
     """Candidates (in slot order) whose type's quota is met and for which no free slot is left."""
     out = []
     by_id = {q.id: q for q in questions}
@@ -425,7 +484,9 @@ def _over_quota(questions, recipe: Recipe, accepted: dict, candidates: dict) -> 
     return out
 
 
-def _quota_short(questions, recipe: Recipe, augs: list[Augmentation]) -> dict[str, dict[str, tuple[int, int]]]:
+def _quota_short(
+    questions: list[BaseQuestion], recipe: Recipe, augs: list[Augmentation]
+) -> dict[str, dict[str, tuple[int, int]]]:
     """Per question, the types whose quota was not met: {type: (kept, quota)}."""
     have: dict[str, Counter] = defaultdict(Counter)
     for a in augs:

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pyarrow as pa
 
@@ -29,7 +29,7 @@ from phr.hr1.diversity import score_groups
 from phr.hr1.failures import FailedCallsError, failed_calls
 from phr.hr1.pipeline import Models, RunPlan, counts_as_correct, paraphrase_prompt, qa_messages, run_questions
 from phr.hr1.prompts import versions
-from phr.hr1.records import HQuestion, QuestionResult
+from phr.hr1.records import HQuestion, ParaphraseResult, QuestionResult
 from phr.llm.summary import RunSummary
 from phr.validation.hr1_leakage import LeakageConfig, TrainRow, check_split_leakage
 
@@ -128,7 +128,7 @@ def _manifest(
     models: dict[str, str | None],
     plan: RunPlan | None,
     config: dict | None = None,
-    **extra,
+    **extra: Any,
 ) -> dict:
     """A corpus manifest; ``config``: the command's resolved settings (``OpConfig.result_record``), when built
     from the CLI."""
@@ -230,7 +230,13 @@ def _leaks(rows: list[TrainRow], eval_sets: Mapping[str, Sequence[HQuestion]], c
     return check_split_leakage(rows, sets, config or LeakageConfig()).rejections
 
 
-def _screen(items: list[T], rows: list[TrainRow], eval_sets, config, drop: bool) -> tuple[list[T], list[dict]]:
+def _screen(
+    items: list[T],
+    rows: list[TrainRow],
+    eval_sets: Mapping[str, Sequence[HQuestion]],
+    config: LeakageConfig | None,
+    drop: bool,
+) -> tuple[list[T], list[dict]]:
     """Check ``items`` (each checked as the TrainRow at the same position) for split leakage: a leaking one fails
     the build (nothing written) or, with ``drop``, is left out and listed (for the manifest)."""
     found = _leaks(rows, eval_sets, config)
@@ -241,9 +247,22 @@ def _screen(items: list[T], rows: list[TrainRow], eval_sets, config, drop: bool)
     return kept, [{"row": v.row_id, "check": v.check, "reason": v.reason} for v in found]
 
 
-def screen_questions(questions: list[HQuestion], eval_sets, config, drop: bool) -> tuple[list[HQuestion], list[dict]]:
+def screen_questions(
+    questions: list[HQuestion],
+    eval_sets: Mapping[str, Sequence[HQuestion]],
+    config: LeakageConfig | None,
+    drop: bool,
+) -> tuple[list[HQuestion], list[dict]]:
     """The training questions, screened before any model call (nothing is spent on a leaking one)."""
     return _screen(questions, [TrainRow(q.id, q.question, q.id) for q in questions], eval_sets, config, drop)
+
+
+@dataclass
+class Screened:
+    """The training questions a build runs, screened for split leakage by its plan, and the rows it dropped."""
+
+    questions: list[HQuestion]
+    dropped: list[dict]
 
 
 @dataclass
@@ -271,13 +290,18 @@ def _screened_run(
     paraphraser: str | None,
     qa: str | None,
     judge: str,
+    screened: Screened | None = None,
 ) -> _ScreenedRun:
     """The first steps of a training corpus: the questions (up to ``limit``), screened for split leakage before
-    any call (``check_leakage``), run through the named models (None: that step is skipped), complete runs only."""
-    questions = train.questions[:limit] if limit else train.questions
-    dropped: list[dict] = []
-    if check_leakage:
-        questions, dropped = screen_questions(questions, eval_sets or {}, leakage, drop_leaking)
+    any call (``check_leakage``; ``screened``: as the plan screened them), run through the named models (None: that
+    step is skipped), complete runs only."""
+    if screened is not None:
+        questions, dropped = list(screened.questions), list(screened.dropped)
+    else:
+        questions = train.questions[:limit] if limit else train.questions
+        dropped = []
+        if check_leakage:
+            questions, dropped = screen_questions(questions, eval_sets or {}, leakage, drop_leaking)
     models = Models(**(llm_options or {}))
     summary = RunSummary()
     results = run_questions(
@@ -306,7 +330,7 @@ def grpo_row(q: HQuestion) -> dict:
     }
 
 
-def sft_rows(q: HQuestion, paraphrases) -> list[dict]:
+def sft_rows(q: HQuestion, paraphrases: Iterable[ParaphraseResult]) -> list[dict]:
     """The SFT pairs of one question (App. E.1): each consistent paraphrase as the user turn of Listing B.4, the
     gold answer in ``<answer>`` tags as the assistant turn."""
     rows = []
@@ -349,13 +373,15 @@ def build_sft_corpus(
     llm_options: dict | None = None,
     rerun: str | None = None,
     config: dict | None = None,
+    screened: Screened | None = None,
 ) -> HR1BuildResult:
     """App. E.1: K (``plan.k``) paraphrases per training question (no QA filter), the consistent ones paired with the gold
     answer as chat ``messages``: system Listing B.4, user the paraphrase, assistant ``<answer>gold</answer>``
     (the target format the QA prompt asks for; the paper does not print it).
 
-    Split leakage is checked against ``eval_sets`` twice: the questions before any call, the paraphrases
-    after; a violation fails the build, or with ``drop_leaking`` the row is left out and listed."""
+    Split leakage is checked against ``eval_sets`` twice: the questions before any call (``screened``: by the
+    plan), the paraphrases after; a violation fails the build, or with ``drop_leaking`` the row is left out and
+    listed."""
     plan = plan or RunPlan()
     run = _screened_run(
         "hr1-sft",
@@ -371,6 +397,7 @@ def build_sft_corpus(
         paraphraser=paraphraser,
         qa=None,
         judge=judge,
+        screened=screened,
     )
     results, dropped, summary = run.results, run.dropped, run.summary
     rows = [row for r in results for row in sft_rows(r.question, r.paraphrases)]
@@ -417,6 +444,7 @@ def build_grpo_corpus(
     llm_options: dict | None = None,
     rerun: str | None = None,
     config: dict | None = None,
+    screened: Screened | None = None,
 ) -> HR1BuildResult:
     """App. C.1: the training questions the QA model answers correctly (B.4, greedy; graded by B.3 or exact
     match), each with a stable ``prompt_id``, Listing B.1 applied as a one-message chat ``prompt`` and the
@@ -436,6 +464,7 @@ def build_grpo_corpus(
         paraphraser=None,
         qa=qa,
         judge=judge,
+        screened=screened,
     )
     questions, results, dropped, summary = run.questions, run.results, run.dropped, run.summary
     kept = [r.question for r in results if counts_as_correct(r.correctness, plan.grading)]

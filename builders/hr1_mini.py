@@ -20,6 +20,7 @@ from collections import Counter
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -204,7 +205,13 @@ def describe_eval(mini: Mini, *, paraphraser: str | None, judge: str | None, qa:
 
 
 def _mini_manifest(
-    mini: Mini, kind: str, loads: list[LoadResult], models: dict, plan: RunPlan | None, config=None, **extra
+    mini: Mini,
+    kind: str,
+    loads: list[LoadResult],
+    models: dict,
+    plan: RunPlan | None,
+    config: dict | None = None,
+    **extra: Any,
 ) -> dict:
     bad = sum(not p.consistent for ps in mini.paraphrases.values() for p in ps)
     return _manifest(

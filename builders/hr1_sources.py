@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
@@ -235,7 +235,7 @@ def load_popqa(source_dir: str | Path | None = None, *, online: bool = False) ->
     return _result("popqa", out, rejected, origin)
 
 
-def _parquet_rows(path: Path, required: Sequence[c.Column] = ()):
+def _parquet_rows(path: Path, required: Sequence[c.Column] = ()) -> Iterator[c.Located]:
     import pyarrow.parquet as pq
 
     try:
@@ -318,7 +318,7 @@ def _hub_split(
     return origin
 
 
-def _missing(source: str):
+def _missing(source: str) -> Callable[[str], c.SourceNotFoundError]:
     expected = {
         "simplequestions": f"{', '.join(SQ_FILES.values())} and {SQ_LABELS}",
         "popqa": "popQA.tsv (or a parquet file with its columns)",

@@ -12,6 +12,7 @@ import json
 import platform
 import shutil
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib import metadata, resources
 from pathlib import Path
@@ -22,7 +23,7 @@ from phr.bench.prompts import NAMES as TEMPLATE_NAMES
 from phr.bench.prompts import Templates
 from phr.bench.records import Augmentation, BaseQuestion, MutationType
 from phr.builders.assembly import assemble
-from phr.builders.generate import Prompts, generate_premises
+from phr.builders.generate import GenerationResult, Prompts, generate_premises
 from phr.builders.recipe import Recipe, stand_ins
 from phr.builders.sources import bbbp, humaneval, mmlu
 from phr.builders.taxonomy import REASONING, SOURCE_DEFAULT, SOURCE_LABEL, subtype_origins
@@ -33,7 +34,7 @@ from phr.config.base import command_line
 from phr.config.ops import BuildPhrbenchConfig
 from phr.core.errors import UsageError
 from phr.core.fs import atomic_dir, write_json
-from phr.core.report import Rejection
+from phr.core.report import Rejection, ValidationReport
 from phr.llm import LLM
 from phr.validation.config import ValidationConfig, rules_for_prompts
 from phr.validation.expectations import write_suite
@@ -163,9 +164,9 @@ def _versions() -> dict[str, str]:
 
 
 def _write(
-    out,
-    questions,
-    augs,
+    out: str | Path,
+    questions: list[BaseQuestion],
+    augs: list[Augmentation],
     *,
     recipe: str,
     generator: str,
@@ -246,7 +247,7 @@ def build_mini(
     overwrite: bool = False,
     curated: Path | None = None,
     templates_dir: Path | None = None,
-    judge=None,
+    judge: LLM | None = None,
     record: dict[str, Any] | None = None,
 ) -> BuildResult:
     """Build PHRBench-mini offline: packaged sources + curated premises -> validated Hub folder. ``record``: the
@@ -328,6 +329,7 @@ def generate_build(b: GeneratedBuild, gen_llm: LLM, judge_llm: LLM | None, rerun
     rec, prompt_set, out, questions = b.recipe, b.prompts, b.out, b.questions
     _check_questions(questions)
     qc_order = SKIP_REVIEW if b.skip_review else PAPER_ORDER
+    judge_rows: dict[str, int]
     ctx = _Gen(out, questions, rec, gen_llm, Templates.load(None), prompt_set, rerun, b.allow_short, b.progress)
     if qc_order == SKIP_REVIEW:
         result = ctx.generate(judge_llm, _after_rules(out, _rules_of(prompt_set) or ValidationConfig()))
@@ -394,7 +396,9 @@ class _Gen:
     allow_short: bool
     progress: bool
 
-    def generate(self, judge_llm, extra_check):
+    def generate(
+        self, judge_llm: LLM | None, extra_check: Callable[[list[Augmentation]], list[Rejection]] | None
+    ) -> GenerationResult:
         result = generate_premises(
             self.questions,
             self.rec,
@@ -427,7 +431,7 @@ class _Gen:
         return result
 
 
-def _paper_order(ctx: _Gen, judge_llm):
+def _paper_order(ctx: _Gen, judge_llm: LLM | None) -> tuple[GenerationResult, list[Augmentation], dict[str, int]]:
     """The paper's QC order (§A.2): generation with the rule checks (and the review's removals); the judge over
     the premises a reviewer accepted or revised; a judge-rejected premise is rejected in a further generation pass
     (its slot regenerated, the new premise undecided: back to review). Returns the last generation result, the
@@ -463,7 +467,7 @@ def _paper_order(ctx: _Gen, judge_llm):
     return result, augs, rows
 
 
-def _judge_config(rec) -> JudgeConfig:
+def _judge_config(rec: Recipe) -> JudgeConfig:
     """The judge's criteria of a recipe (``qc.judge_extra_criteria``; none by default, as in the paper)."""
     return JudgeConfig(tuple(rec.judge_extra_criteria))
 
@@ -474,7 +478,7 @@ def _reviewed(decision: dict | None, text: str) -> bool:
     return d is not None and d["decision"] in ("accept", "revise")
 
 
-def _qc_rows(result, out, augs: list[Augmentation]) -> dict[str, int]:
+def _qc_rows(result: GenerationResult, out: str | Path, augs: list[Augmentation]) -> dict[str, int]:
     """The card's QC table: premises generated, rejected per check (rules, review removals, judge), accepted
     (in the build), then the manual-review rows."""
     rejected = Counter(r.check for r in result.rejections)
@@ -486,7 +490,7 @@ def _qc_rows(result, out, augs: list[Augmentation]) -> dict[str, int]:
     }
 
 
-def _qc_note(qc_order: str, judge_llm, awaiting: int) -> str:
+def _qc_note(qc_order: str, judge_llm: LLM | None, awaiting: int) -> str:
     """The card's line on the QC order (a named, recorded choice)."""
     if qc_order == SKIP_REVIEW:
         return (
@@ -502,7 +506,9 @@ def _qc_note(qc_order: str, judge_llm, awaiting: int) -> str:
     )
 
 
-def _next_steps(qc_order: str, stage: str, awaiting: int, out, rebuild: str, judge_llm) -> list[str]:
+def _next_steps(
+    qc_order: str, stage: str, awaiting: int, out: str | Path, rebuild: str, judge_llm: LLM | None
+) -> list[str]:
     """What waits for whom after this build, as the commands to run next."""
     if stage == AWAITING_REVIEW:
         sheet = Path(out).with_name(Path(out).name + "-review.csv")
@@ -552,7 +558,7 @@ def _failed_calls_message(failed: list, rerun: str, cache: Path) -> str:
     )
 
 
-def _prompts_note(spec: str, prompts: Prompts, rec) -> str:
+def _prompts_note(spec: str, prompts: Prompts, rec: Recipe) -> str:
     """The card's line on how the premises were generated and who chose the mutation types."""
     if prompts.name == "paper":
         how = "the paper's PROMPT_T / PROMPT_H (§A.2, verbatim; builders/prompts/paper)"
@@ -591,7 +597,7 @@ def _quota_note(short: dict | None) -> str:
     return " (quota short: " + ", ".join(f"{t} {k} of {n}" for t, (k, n) in short.items()) + ")"
 
 
-def _decisions(out) -> dict[str, dict]:
+def _decisions(out: str | Path) -> dict[str, dict]:
     return load_decisions(out) if Path(out).is_dir() else {}
 
 
@@ -603,7 +609,7 @@ def _rules_of(prompts: Prompts) -> ValidationConfig | None:
     return rules_for_prompts("v0") if prompts.name == "v0" else None
 
 
-def _review_rejections(out, augs) -> list:
+def _review_rejections(out: str | Path, augs: Iterable[Augmentation]) -> list[Rejection]:
     """Premises rejected in a manual review of the previous build at ``out`` (same id and same text)."""
 
     decisions = _decisions(out)
@@ -614,7 +620,9 @@ def _review_rejections(out, augs) -> list:
     ]
 
 
-def _after_rules(out, config: ValidationConfig, judge_rejected: dict[str, dict[str, Rejection]] | None = None):
+def _after_rules(
+    out: str | Path, config: ValidationConfig, judge_rejected: dict[str, dict[str, Rejection]] | None = None
+) -> Callable[[list[Augmentation]], list[Rejection]]:
     """The generation rounds' check after the rule checks: manual review rejections, the judge's rejections of
     earlier passes (paper QC order: the slot is regenerated), then semantic distinctness against the premises of
     the same question that passed before (so a build and `validate` agree; a premise the judge later rejects
@@ -642,13 +650,20 @@ def _after_rules(out, config: ValidationConfig, judge_rejected: dict[str, dict[s
     return check
 
 
-def _revise(out, augs: list[Augmentation]) -> list[Augmentation]:
+def _revise(out: str | Path, augs: list[Augmentation]) -> list[Augmentation]:
     """The premises with each reviewer's revision (review decisions of the folder at ``out``) in place."""
     revised = apply_revisions(_decisions(out), {a.id: a.statement for a in augs})
     return [a.model_copy(update={"statement": revised[a.id]}) if a.id in revised else a for a in augs]
 
 
-def _check_revisions(out, questions, before, after, judge_llm, config: JudgeConfig | None = None) -> None:
+def _check_revisions(
+    out: str | Path,
+    questions: list[BaseQuestion],
+    before: list[Augmentation],
+    after: list[Augmentation],
+    judge_llm: LLM | None,
+    config: JudgeConfig | None = None,
+) -> None:
     """Revised premises pass the rule checks (again, with the rebuilt premises) and then the LLM judge (paper
     order: rules, manual review, judge); a failure stops the build, naming the premise and the reason."""
     changed = {b.id for a, b in zip(before, after, strict=True) if a.statement != b.statement}
@@ -666,11 +681,11 @@ def _check_revisions(out, questions, before, after, judge_llm, config: JudgeConf
         )
 
 
-def _review_counts(out, augs: list[Augmentation]) -> dict[str, int]:
+def _review_counts(out: str | Path, augs: list[Augmentation]) -> dict[str, int]:
     """The card's manual-review rows: premises reviewed, revised, removed and undecided."""
     return review_status(_decisions(out), {a.id: a.statement for a in augs}).qc_rows()
 
 
-def _validate(questions, augs):
+def _validate(questions: list[BaseQuestion], augs: list[Augmentation]) -> ValidationReport:
 
     return run_all_checks(questions, augs)

@@ -135,7 +135,7 @@ def load_recipe(name_or_path: str | Path) -> Recipe:
         raise RecipeError(f"{where}: invalid recipe: {e}") from None
 
 
-def _type(name, where: str) -> MutationType:
+def _type(name: object, where: str) -> MutationType:
     try:
         return MutationType(name)
     except ValueError:

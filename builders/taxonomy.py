@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -190,7 +190,9 @@ def subtype_for(source: str, label: Label = None, *, taxonomy: Taxonomy | None =
     return (taxonomy or default_taxonomy()).subtype_for(source, label)
 
 
-def subtype_origins(pairs, *, taxonomy: Taxonomy | None = None) -> dict[str, dict[str, list[str]]]:
+def subtype_origins(
+    pairs: Iterable[tuple[str, str]], *, taxonomy: Taxonomy | None = None
+) -> dict[str, dict[str, list[str]]]:
     """{origin: {subtype: [sources]}} for the (source, subtype) pairs of a build (card and manifest)."""
     tax = taxonomy or default_taxonomy()
     out: dict[str, dict[str, list[str]]] = {}

@@ -119,7 +119,7 @@ def eval_yaml(**options: Any) -> str:
     return "\n".join(header) + "\n" + body
 
 
-def write_eval_yaml(folder: str | Path, **kwargs) -> Path:
+def write_eval_yaml(folder: str | Path, **kwargs: Any) -> Path:
     """Write ``<folder>/eval.yaml`` (the repo root of the benchmark dataset); ``kwargs`` as for ``eval_yaml``."""
     path = Path(folder) / EVAL_YAML
     path.write_text(eval_yaml(**kwargs), encoding="utf-8")

@@ -4,11 +4,15 @@ row (shortened)."""
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover - pyarrow is imported where a type is described
+    import pyarrow as pa
 
 EXAMPLE_CHARS = 60
 
 
-def example_value(value) -> str:
+def example_value(value: object) -> str:
     """A cell's value as short Markdown-safe text: ``null``, numbers as they are, text quoted and cut."""
     if value is None:
         return "null"
@@ -35,7 +39,7 @@ def fields_table(columns: list[tuple[str, str]], meanings: dict[str, str], examp
     return "\n".join(lines)
 
 
-def arrow_type(t) -> str:
+def arrow_type(t: pa.DataType) -> str:
     """A pyarrow type in words: ``string``, ``list of string``, ``list of struct (role, content)``."""
     import pyarrow as pa
 

@@ -15,8 +15,10 @@ rows give identical files.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from statistics import median
+from typing import Any
 
 from phr.bench.conditions import CONFIGS
 from phr.bench.records import Domain, MutationType
@@ -38,16 +40,16 @@ PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F
 DPI = 100
 
 
-def _figure(width: float, height: float):
+def _figure(width: float, height: float) -> Any:  # a matplotlib Figure
     return figure(width, height, dpi=DPI, layout="constrained")
 
 
-def _save(fig, path: Path) -> None:
+def _save(fig: Any, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     save_png(fig, path, dpi=DPI)
 
 
-def _ordered(values, canonical) -> list[str]:
+def _ordered(values: Iterable[Any], canonical: Sequence[str]) -> list[str]:
     """Canonical values first (in their order), then any others sorted."""
     seen = set(values)
     return [v for v in canonical if v in seen] + sorted(seen - set(canonical))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -31,6 +31,9 @@ from phr.cards.eval_yaml import METRICS, model_eval_results_yaml
 from phr.cards.model_license import License, base_license
 from phr.eval.results import normalize
 from phr.hub import README, PublishError
+
+if TYPE_CHECKING:  # pragma: no cover - huggingface_hub is imported where a card is written
+    from huggingface_hub import EvalResult
 
 TRAINING_FILE = "phr_training.json"
 EVAL_RESULTS_DIR = ".eval_results"
@@ -68,7 +71,7 @@ def _datasets(items: Iterable | None) -> list[dict]:
     return out
 
 
-def _eval_results(results: list[dict], model_name: str):
+def _eval_results(results: list[dict], model_name: str) -> tuple[list[EvalResult], dict[str, list]]:
     """``EvalResult`` entries (model-index) and ``{benchmark: [entries]}`` for ``.eval_results``."""
     from huggingface_hub import EvalResult
 
@@ -110,6 +113,124 @@ def _table(d: dict) -> list[str]:
     return rows
 
 
+def _merged_metadata(
+    folder: Path,
+    *,
+    base_model: str | None,
+    datasets: list[tuple[str, str | None]] | list[dict] | None,
+    hyperparameters: dict | None,
+    reward_config: dict | None,
+    local_datasets: list[dict] | None,
+    lora: dict | None,
+) -> dict[str, Any]:
+    """The folder's training metadata (``phr_training.json``, or a new record) with the given values in place
+    and the defaults filled in; :class:`ModelCardError` when no base model is known."""
+    meta: dict[str, Any] = load_training_metadata(folder) or {"schema_version": TRAINING_SCHEMA_VERSION}
+    if base_model is not None:
+        meta["base_model"] = base_model
+    if datasets is not None:
+        meta["datasets"] = _datasets(datasets)
+    if hyperparameters is not None:
+        meta["hyperparameters"] = dict(hyperparameters)
+    if reward_config is not None:
+        meta["reward"] = dict(reward_config)
+    if local_datasets is not None:
+        meta["local_datasets"] = [dict(d) for d in local_datasets]
+    if lora is not None:
+        meta["lora"] = dict(lora)
+    if not meta.get("base_model"):
+        raise ModelCardError(f"base_model is required (argument, or 'base_model' in {folder / TRAINING_FILE})")
+    meta.setdefault("datasets", [])
+    meta.setdefault("hyperparameters", {})
+    meta.setdefault("reward", None)
+    meta["datasets"] = _datasets(meta["datasets"])
+    return meta
+
+
+def _library_name(folder: Path) -> str | None:
+    """The library a checkpoint folder loads with: ``peft`` for an adapter, ``transformers`` for a model."""
+    return (
+        "peft"
+        if (folder / "adapter_config.json").exists()
+        else "transformers"
+        if (folder / "config.json").exists()
+        else None
+    )
+
+
+def _training_data_lines(meta: dict[str, Any]) -> list[str]:
+    """The card's "Training data" list: the Hub datasets (with revisions) and the local corpus folders."""
+    lines = [
+        f"- [{d['id']}](https://huggingface.co/datasets/{d['id']})"
+        + (f" at revision `{d['revision']}`" if d["revision"] else " (revision not recorded)")
+        for d in meta["datasets"]
+    ]
+    lines += [
+        f"- the local corpus folder `{d['name']}`"
+        + (f" (manifest.json sha256 `{d['manifest_sha256']}`)" if d.get("manifest_sha256") else "")
+        + (f", {d['rows']} rows of split `{d['split']}`" if d.get("rows") is not None and d.get("split") else "")
+        for d in meta.get("local_datasets") or []
+    ]
+    if not meta["datasets"] and not meta.get("local_datasets"):
+        lines += ["(none recorded)"]
+    return lines
+
+
+def _evaluation_lines(entries: list) -> list[str]:
+    """The card's Evaluation section (a table of the ``EvalResult`` entries); none without entries."""
+    if not entries:
+        return []
+    lines = ["", "## Evaluation", "", "| dataset | revision | config | metric | value |", "|---|---|---|---|---|"]
+    lines += [
+        f"| {e.dataset_type} | {e.dataset_revision} | {e.dataset_config or ''} | {e.metric_type} | "
+        f"{e.metric_value:.4f} |"
+        for e in entries
+    ]
+    lines += ["", f"Machine-readable: the `model-index` above and `{EVAL_RESULTS_DIR}/*.yaml`."]
+    return lines
+
+
+def _card_body(
+    name: str, meta: dict[str, Any], lic: License, entries: list, description: str | None, usage: list[str] | None
+) -> list[str]:
+    """The lines of the card's Markdown body (below the metadata block)."""
+    body = [
+        f"# {name}",
+        "",
+        description
+        or (
+            f"Fine-tuned from [{meta['base_model']}](https://huggingface.co/{meta['base_model']})"
+            + (f" with {meta['method']}" if meta.get("method") else "")
+            + " to reason soundly after a hallucinated premise has entered the context."
+        ),
+        "",
+        "## Training data",
+        "",
+        *_training_data_lines(meta),
+    ]
+    if usage:
+        body += ["", *usage]
+    body += ["", "## Hyperparameters", "", *_table(meta["hyperparameters"])]
+    if meta.get("lora"):
+        body += ["", "## LoRA", "", *_table(meta["lora"])]
+    if meta["reward"]:
+        body += ["", "## Reward", "", *_table(meta["reward"])]
+    body += ["", "## License", "", lic.line()]
+    body += _evaluation_lines(entries)
+    body += ["", f"Training metadata: [`{TRAINING_FILE}`]({TRAINING_FILE}).", ""]
+    return body
+
+
+def _write_eval_files(folder: Path, eval_files: dict[str, list]) -> None:
+    """Write ``.eval_results/<benchmark>.yaml`` for each benchmark with results."""
+    if eval_files:
+        (folder / EVAL_RESULTS_DIR).mkdir(exist_ok=True)
+        for bench, items in eval_files.items():
+            (folder / EVAL_RESULTS_DIR / f"{bench}.yaml").write_text(
+                yaml.safe_dump(items, sort_keys=False, allow_unicode=True), encoding="utf-8"
+            )
+
+
 def write_model_card(
     checkpoint_dir: str | Path,
     *,
@@ -139,34 +260,18 @@ def write_model_card(
     folder = Path(checkpoint_dir)
     if not folder.is_dir():
         raise ModelCardError(f"{folder} is not a folder")
-    meta: dict[str, Any] = load_training_metadata(folder) or {"schema_version": TRAINING_SCHEMA_VERSION}
-    if base_model is not None:
-        meta["base_model"] = base_model
-    if datasets is not None:
-        meta["datasets"] = _datasets(datasets)
-    if hyperparameters is not None:
-        meta["hyperparameters"] = dict(hyperparameters)
-    if reward_config is not None:
-        meta["reward"] = dict(reward_config)
-    if local_datasets is not None:
-        meta["local_datasets"] = [dict(d) for d in local_datasets]
-    if lora is not None:
-        meta["lora"] = dict(lora)
-    if not meta.get("base_model"):
-        raise ModelCardError(f"base_model is required (argument, or 'base_model' in {folder / TRAINING_FILE})")
-    meta.setdefault("datasets", [])
-    meta.setdefault("hyperparameters", {})
-    meta.setdefault("reward", None)
-    meta["datasets"] = _datasets(meta["datasets"])
+    meta = _merged_metadata(
+        folder,
+        base_model=base_model,
+        datasets=datasets,
+        hyperparameters=hyperparameters,
+        reward_config=reward_config,
+        local_datasets=local_datasets,
+        lora=lora,
+    )
     name = model_name or meta.get("model_name") or folder.name
     if library_name is None:
-        library_name = (
-            "peft"
-            if (folder / "adapter_config.json").exists()
-            else "transformers"
-            if (folder / "config.json").exists()
-            else None
-        )
+        library_name = _library_name(folder)
     entries, eval_files = _eval_results(eval_results or [], name)
     lic = license if isinstance(license, License) else License(license) if license else base_license(meta["base_model"])
     data = ModelCardData(
@@ -178,57 +283,10 @@ def write_model_card(
         model_name=name,
         eval_results=entries or None,
     )
-    body = [
-        f"# {name}",
-        "",
-        description
-        or (
-            f"Fine-tuned from [{meta['base_model']}](https://huggingface.co/{meta['base_model']})"
-            + (f" with {meta['method']}" if meta.get("method") else "")
-            + " to reason soundly after a hallucinated premise has entered the context."
-        ),
-        "",
-        "## Training data",
-        "",
-    ]
-    body += [
-        f"- [{d['id']}](https://huggingface.co/datasets/{d['id']})"
-        + (f" at revision `{d['revision']}`" if d["revision"] else " (revision not recorded)")
-        for d in meta["datasets"]
-    ]
-    body += [
-        f"- the local corpus folder `{d['name']}`"
-        + (f" (manifest.json sha256 `{d['manifest_sha256']}`)" if d.get("manifest_sha256") else "")
-        + (f", {d['rows']} rows of split `{d['split']}`" if d.get("rows") is not None and d.get("split") else "")
-        for d in meta.get("local_datasets") or []
-    ]
-    if not meta["datasets"] and not meta.get("local_datasets"):
-        body += ["(none recorded)"]
-    if usage:
-        body += ["", *usage]
-    body += ["", "## Hyperparameters", "", *_table(meta["hyperparameters"])]
-    if meta.get("lora"):
-        body += ["", "## LoRA", "", *_table(meta["lora"])]
-    if meta["reward"]:
-        body += ["", "## Reward", "", *_table(meta["reward"])]
-    body += ["", "## License", "", lic.line()]
-    if entries:
-        body += ["", "## Evaluation", "", "| dataset | revision | config | metric | value |", "|---|---|---|---|---|"]
-        body += [
-            f"| {e.dataset_type} | {e.dataset_revision} | {e.dataset_config or ''} | {e.metric_type} | "
-            f"{e.metric_value:.4f} |"
-            for e in entries
-        ]
-        body += ["", f"Machine-readable: the `model-index` above and `{EVAL_RESULTS_DIR}/*.yaml`."]
-    body += ["", f"Training metadata: [`{TRAINING_FILE}`]({TRAINING_FILE}).", ""]
+    body = _card_body(name, meta, lic, entries, description, usage)
     card = ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(body))
     (folder / TRAINING_FILE).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    if eval_files:
-        (folder / EVAL_RESULTS_DIR).mkdir(exist_ok=True)
-        for bench, items in eval_files.items():
-            (folder / EVAL_RESULTS_DIR / f"{bench}.yaml").write_text(
-                yaml.safe_dump(items, sort_keys=False, allow_unicode=True), encoding="utf-8"
-            )
+    _write_eval_files(folder, eval_files)
     path = folder / README
     card.save(path)
     ModelCard.load(path, ignore_metadata_errors=False)  # fails loudly if the metadata does not round-trip

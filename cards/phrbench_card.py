@@ -7,7 +7,7 @@ from collections import Counter
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from phr.bench.conditions import ALL_CONFIG, CONFIGS
-from phr.bench.instance import COLUMNS, card_features
+from phr.bench.instance import COLUMNS, Column, card_features
 from phr.cards.fields import fields_table
 from phr.hub.card import usage_block
 
@@ -52,7 +52,7 @@ MEANINGS = {
 }
 
 
-def _column_type(c) -> str:
+def _column_type(c: Column) -> str:
     if c.kind == "enum":
         return "string: " + " / ".join(c.values)
     return {"text": "string", "list": "list of string", "int": "int64"}[c.kind]
@@ -64,25 +64,14 @@ def _table(header: list[str], rows: list[list]) -> str:
     return "\n".join(lines)
 
 
-def render(
-    rows: dict[str, list[dict]],
-    *,
-    configs: list[dict],
-    recipe: str,
-    generator: str,
-    judge: str | None,
-    qc: dict,
-    notes: list[str],
-    licenses: dict[str, str],
-    figures: str = "",
-) -> DatasetCard:
-    """Card text and metadata from the assembled rows of every config."""
+def _counts_table(rows: dict[str, list[dict]]) -> str:
+    """The Counts table: questions, B+T and B+H instances per domain (B+H per mutation type), and the totals."""
     base, hall = rows[_B], rows[_H]
     domains = sorted({r["domain"] for r in base})
     types = sorted({r["mutation_type"] for r in hall if r["mutation_type"]})
     by_dt = Counter((r["domain"], r["mutation_type"]) for r in hall)
     n = {k: len(v) for k, v in rows.items()}
-    counts = _table(
+    return _table(
         ["domain", "questions (B)", "B+T", *[f"B+H {t}" for t in types], "B+H total"],
         [
             [
@@ -96,14 +85,11 @@ def render(
         ]
         + [["**all**", n[_B], n[_T], *[sum(by_dt[(d, t)] for d in domains) for t in types], n[_H]]],
     )
-    subtypes = Counter((r["domain"], r["subtype"]) for r in base)
-    subtype_table = _table(["domain", "subtype", "questions"], [[d, s, c] for (d, s), c in sorted(subtypes.items())])
-    src = Counter(r["source"] for r in base)
-    source_table = _table(
-        ["source", "questions", "license"], [[s, c, licenses.get(s, "see source")] for s, c in sorted(src.items())]
-    )
-    qc_rows = [[k, v] for k, v in qc.items()]
-    data = DatasetCardData(
+
+
+def _card_data(n: dict[str, int], *, configs: list[dict], recipe: str) -> DatasetCardData:
+    """The card's metadata block (``n``: rows per config)."""
+    return DatasetCardData(
         language="en",
         license="other",
         license_name=LICENSE_NAME,
@@ -115,13 +101,24 @@ def render(
         configs=configs,
         dataset_info=[{"config_name": name, "features": card_features()} for name in (*n, ALL_CONFIG)],
     )
+
+
+def _overview(rows: dict[str, list[dict]], *, recipe: str, licenses: dict[str, str], figures: str) -> str:
+    """The card's body from its title to "Re-validating a download": what PHRBench measures, usage, counts,
+    figures, subtypes, sources and licenses."""
+    base = rows[_B]
+    n = {k: len(v) for k, v in rows.items()}
+    subtypes = Counter((r["domain"], r["subtype"]) for r in base)
+    subtype_table = _table(["domain", "subtype", "questions"], [[d, s, c] for (d, s), c in sorted(subtypes.items())])
+    src = Counter(r["source"] for r in base)
+    source_table = _table(
+        ["source", "questions", "license"], [[s, c, licenses.get(s, "see source")] for s, c in sorted(src.items())]
+    )
     usage = usage_block(
         f'from datasets import load_dataset\nds = load_dataset("phrbench", "{ALL_CONFIG}")   '
         f"# or: {', '.join(n)} (split: test)"
     )
-    example = (rows[_H] or rows[_B] or [{}])[0]
-    fields = fields_table([(c.name, _column_type(c)) for c in COLUMNS], MEANINGS, example)
-    body = f"""
+    return f"""
 # PHRBench ({recipe})
 
 PHRBench measures *post-hallucination reasoning*: how a model reasons after a hallucinated premise has entered
@@ -132,7 +129,7 @@ single-mutation hallucinated premises (**B+H**); the premise is added as context
 
 ## Counts (domain x mutation type)
 
-{counts}
+{_counts_table(rows)}
 
 Total: {n[_B]} + {n[_T]} + {n[_H]} = {sum(n.values())} instances.
 
@@ -156,7 +153,13 @@ type, unique ids, no nulls, allowed values, distributions) and `eval.yaml` (the 
 `phr-publish validate DIR` re-runs the suite and every row-level check (single mutation, distinctness, answer
 leakage) on the parquet files and names each failing row.
 
-## Construction
+"""
+
+
+def _construction(*, recipe: str, generator: str, judge: str | None, qc: dict, notes: list[str]) -> str:
+    """The card's Construction section: recipe, generator, judge, the quality-control table and the notes."""
+    qc_rows = [[k, v] for k, v in qc.items()]
+    return f"""## Construction
 
 - Recipe: `{recipe}`
 - Premise generator: `{generator}`
@@ -168,7 +171,14 @@ leakage) on the parquet files and names each failing row.
 
 {chr(10).join(f"- {x}" for x in notes)}
 
-## Fields
+"""
+
+
+def _reference(rows: dict[str, list[dict]], *, recipe: str) -> str:
+    """The card's Fields table (with an example row), Limitations and Citation."""
+    example = (rows[_H] or rows[_B] or [{}])[0]
+    fields = fields_table([(c.name, _column_type(c)) for c in COLUMNS], MEANINGS, example)
+    return f"""## Fields
 
 Every config has the same columns (one row per instance; the example is a B+H row):
 
@@ -190,6 +200,27 @@ Every config has the same columns (one row per instance; the example is a B+H ro
 {CITATION}
 ```
 """
+
+
+def render(
+    rows: dict[str, list[dict]],
+    *,
+    configs: list[dict],
+    recipe: str,
+    generator: str,
+    judge: str | None,
+    qc: dict,
+    notes: list[str],
+    licenses: dict[str, str],
+    figures: str = "",
+) -> DatasetCard:
+    """Card text and metadata from the assembled rows of every config."""
+    data = _card_data({k: len(v) for k, v in rows.items()}, configs=configs, recipe=recipe)
+    body = (
+        _overview(rows, recipe=recipe, licenses=licenses, figures=figures)
+        + _construction(recipe=recipe, generator=generator, judge=judge, qc=qc, notes=notes)
+        + _reference(rows, recipe=recipe)
+    )
     return DatasetCard(f"---\n{data.to_yaml()}\n---\n{body}")
 
 

@@ -123,29 +123,24 @@ def _group(scores: Iterable[SampleScore], key: Callable[[SampleScore], str]) -> 
     return dict(sorted(out.items()))
 
 
-def _cells(scores, key, rs) -> dict[str, _Group]:
+def _cells(
+    scores: Iterable[SampleScore], key: Callable[[SampleScore], str], rs: QuestionResampler | None
+) -> dict[str, _Group]:
     return {k: _Group(g, rs) for k, g in _group(scores, key).items()}
 
 
-def _shares(judged: Sequence[SampleScore], rs) -> tuple[dict[str, float | None], dict[str, np.ndarray | None]]:
+def _shares(
+    judged: Sequence[SampleScore], rs: QuestionResampler | None
+) -> tuple[dict[str, float | None], dict[str, np.ndarray | None]]:
     """The resolution proportions and the insightful rate of ``judged`` samples, with their draws."""
     tests = {r: (lambda s, r=r: s.resolution == r) for r in RESOLUTIONS} | {INSIGHTFUL: lambda s: bool(s.insightful)}
     points = {k: _mean(float(t(s)) for s in judged) for k, t in tests.items()}
     return points, {k: _draws(rs, ((s.question_id, float(t(s))) for s in judged)) for k, t in tests.items()}
 
 
-def aggregate(scores: Sequence[SampleScore], bootstrap: Bootstrap | None = Bootstrap()) -> ReportTables:
-    """The report tables, the flat ``metrics`` of a result and (unless ``bootstrap`` is None) their standard
-    errors from a paired bootstrap over base questions."""
-    rs = (
-        None
-        if bootstrap is None
-        else QuestionResampler((s.question_id for s in scores), bootstrap.resamples, bootstrap.seed)
-    )
-    by_cond = _cells(scores, lambda s: s.condition, rs)
-    by_cond = {c: by_cond[c] for c in CONDITION_SUFFIX if c in by_cond}
-    errs = CellErrors(by_condition={c: g.errors() for c, g in by_cond.items()})
-
+def _per_domain(scores: Sequence[SampleScore], rs: QuestionResampler | None, errs: CellErrors) -> dict[str, dict]:
+    """The cells of each domain by condition (with H - T when both are there); their errors go to
+    ``errs.per_domain``."""
     per_domain = {}
     for dom, g in _group(scores, lambda s: s.domain).items():
         cells = _cells(g, lambda s: s.condition, rs)
@@ -153,8 +148,14 @@ def aggregate(scores: Sequence[SampleScore], bootstrap: Bootstrap | None = Boots
         if _TRUTH in cells and _HALL in cells:
             row[H_MINUS_T], row_errs[H_MINUS_T] = _h_minus_t(cells[_TRUTH], cells[_HALL])
         per_domain[dom], errs.per_domain[dom] = row, row_errs
+    return per_domain
 
-    hall = [s for s in scores if s.condition == _HALL]
+
+def _per_mutation_type(
+    scores: Sequence[SampleScore], hall: list[SampleScore], rs: QuestionResampler | None, errs: CellErrors
+) -> dict[str, Any]:
+    """The B+H row of each mutation type of the science domains, with the B+T cell of the same questions and
+    H - T; their errors go to ``errs.per_mutation_type``."""
     truthful_by_q = _group((s for s in scores if s.condition == _TRUTH), lambda s: s.question_id)
     per_type = {}
     science = [s for s in hall if s.domain in PER_TYPE_DOMAINS]  # paper §C.2: Code (all SD) is left out
@@ -168,15 +169,17 @@ def aggregate(scores: Sequence[SampleScore], bootstrap: Bootstrap | None = Boots
             row.h_minus_t, mt_errs[H_MINUS_T] = _h_minus_t(t, h)
             mt_errs[T_SAME_QUESTIONS] = t.errors()
         per_type[mt], errs.per_mutation_type[mt] = row, mt_errs
+    return per_type
 
-    judged = [s for s in hall if s.resolution is not None]
-    shares, share_draws = _shares(judged, rs)
-    errs.resolution = {k: standard_error(d) for k, d in share_draws.items()}
+
+def _resolution_table(hall: list[SampleScore], judged: list[SampleScore], shares: dict[str, float | None]) -> Any:
+    """The resolution table of the B+H samples: judged and unjudged counts, the proportions (overall, per
+    domain, per mutation type of the science domains) and the insightful rate."""
 
     def props(group: list[SampleScore]) -> dict[str, float | None]:
         return {r: _mean(float(s.resolution == r) for s in group) for r in RESOLUTIONS}
 
-    resolution = Resolution(
+    return Resolution(
         **{
             "judged": len(judged),
             "unjudged": sum(1 for s in hall if s.resolution is None and not s.missing),
@@ -191,6 +194,27 @@ def aggregate(scores: Sequence[SampleScore], bootstrap: Bootstrap | None = Boots
             },
         }
     )
+
+
+def aggregate(scores: Sequence[SampleScore], bootstrap: Bootstrap | None = Bootstrap()) -> ReportTables:
+    """The report tables, the flat ``metrics`` of a result and (unless ``bootstrap`` is None) their standard
+    errors from a paired bootstrap over base questions."""
+    rs = (
+        None
+        if bootstrap is None
+        else QuestionResampler((s.question_id for s in scores), bootstrap.resamples, bootstrap.seed)
+    )
+    by_cond = _cells(scores, lambda s: s.condition, rs)
+    by_cond = {c: by_cond[c] for c in CONDITION_SUFFIX if c in by_cond}
+    errs = CellErrors(by_condition={c: g.errors() for c, g in by_cond.items()})
+    per_domain = _per_domain(scores, rs, errs)
+    hall = [s for s in scores if s.condition == _HALL]
+    per_type = _per_mutation_type(scores, hall, rs, errs)
+
+    judged = [s for s in hall if s.resolution is not None]
+    shares, share_draws = _shares(judged, rs)
+    errs.resolution = {k: standard_error(d) for k, d in share_draws.items()}
+    resolution = _resolution_table(hall, judged, shares)
     by_resolution = {r: _Group([s for s in judged if s.resolution == r], rs) for r in RESOLUTIONS}
     errs.by_resolution = {r: g.errors() for r, g in by_resolution.items()}
     by_insightful = {  # Figure 5: insightful (Heuristic Correction and correct) vs the other judged responses
@@ -233,7 +257,12 @@ def _accuracy_headline(by_cond: dict[str, _Group], metrics: dict[str, float], dr
         draws[RETENTION] = _ratio(draws[bh], draws[bt])
 
 
-def _flat_metrics(by_cond: dict[str, _Group], shares, share_draws, judged: bool):
+def _flat_metrics(
+    by_cond: dict[str, _Group],
+    shares: dict[str, float | None],
+    share_draws: dict[str, np.ndarray | None],
+    judged: bool,
+) -> tuple[dict[str, float], dict[str, np.ndarray | None]]:
     """The result's flat ``metrics`` (catalogue names) and the bootstrap draws of each."""
     metrics: dict[str, float] = {}
     draws: dict[str, np.ndarray | None] = {}
@@ -253,7 +282,7 @@ def _flat_metrics(by_cond: dict[str, _Group], shares, share_draws, judged: bool)
             metrics[d], draws[d] = round(metrics[bh] - metrics[bt], 6), _minus(draws[bh], draws[bt])
     if judged:
         for r in (*RESOLUTIONS, INSIGHTFUL):
-            metrics[rate_of(r)], draws[rate_of(r)] = shares[r], share_draws[r]
+            metrics[rate_of(r)], draws[rate_of(r)] = shares[r], share_draws[r]  # type: ignore[assignment]  # judged: a number
     for name in LEADERBOARD:  # accuracy differences: only their draws (the leaderboard computes the values)
         pair = metric(name).difference
         if pair and all(p in draws for p in pair):
@@ -261,7 +290,7 @@ def _flat_metrics(by_cond: dict[str, _Group], shares, share_draws, judged: bool)
     return metrics, draws
 
 
-def _ol_words(scores: Sequence[SampleScore], rs, metrics: dict, draws: dict) -> None:
+def _ol_words(scores: Sequence[SampleScore], rs: QuestionResampler | None, metrics: dict, draws: dict) -> None:
     """OL in words per condition (flat metrics only), the B+H headline and its B+H - B+T difference."""
     for c, g in _group((s for s in scores if not s.missing and s.ol_words is not None), lambda s: s.condition).items():
         if c in CONDITION_SUFFIX:

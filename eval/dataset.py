@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,7 +46,7 @@ class EvalDataset:
     def by_id(self) -> dict[str, Instance]:
         return {i.id: i for i in self.instances}
 
-    def select(self, conditions=CONDITIONS) -> list[Instance]:
+    def select(self, conditions: str | Iterable[str] = CONDITIONS) -> list[Instance]:
         wanted = set(check_conditions(conditions))
         return [i for i in self.instances if i.condition in wanted]
 
@@ -53,7 +54,7 @@ class EvalDataset:
         return {"id": self.id, "revision": self.revision}
 
 
-def check_conditions(conditions) -> tuple[str, ...]:
+def check_conditions(conditions: str | Iterable[str]) -> tuple[str, ...]:
     """Normalise condition names ("B", "B+T", "B+H", or the config names baseline/truthful/hallucinated)."""
     try:
         return select(conditions)

@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -24,6 +24,9 @@ from phr.bench.conditions import Condition
 from phr.bench.instance import Instance
 from phr.llm.client import LLM
 from phr.llm.judge import JudgeItem, JudgeTemplate, LLMJudge
+
+if TYPE_CHECKING:  # pragma: no cover - numpy is imported where a matrix is made
+    import numpy as np
 
 _WORD = re.compile(r"[a-z0-9]+")  # tokens for word counts and the Jaccard overlap: lower-cased alphanumeric runs
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?")
@@ -155,7 +158,7 @@ class FeatureTable:
     judge_prompt_sha256: str | None = None
     unjudged: list[str] = field(default_factory=list)  # instance ids the judge left without a valid verdict
 
-    def matrix(self):
+    def matrix(self) -> np.ndarray:
         import numpy as np
 
         return np.array([[r.get(f, math.nan) for f in FEATURES] for r in self.rows], dtype=np.float64)

@@ -19,7 +19,7 @@ import functools
 import math
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,6 +31,14 @@ from phr.hr1.pipeline import qa_messages
 from phr.hr1.records import HQuestion, ParaphraseResult, QuestionResult
 from phr.hr1.settings import Grading
 from phr.llm.providers.base import ScoringProvider
+
+if TYPE_CHECKING:  # pragma: no cover - spaCy and torch are imported where the analyses run
+    import torch
+    from spacy.language import Language
+    from spacy.tokens import Doc, Token
+
+#: ``progress(what, total)``: the function that advances that step's count
+Progress = Callable[[str, int], Callable[[int], None]]
 
 Label = Literal["RF", "RP"]
 FEATURES = ("word_count", "avg_word_length", "dep_depth", "noun_ratio", "nominalization")
@@ -85,7 +93,7 @@ class Profile(BaseModel):
 
 
 @functools.lru_cache(maxsize=4)
-def load_spacy(name: str):
+def load_spacy(name: str) -> Language:
     """The spaCy pipeline (offline package), loaded once per process."""
     import spacy
 
@@ -95,7 +103,7 @@ def load_spacy(name: str):
         raise DiagnosticsError(f"the spaCy pipeline {name!r} is not installed: {e}") from None
 
 
-def tree_depth(doc) -> int:
+def tree_depth(doc: Doc) -> int:
     """Max number of head hops from a sentence root to any token (root = 0), over the doc's sentences;
     whitespace tokens are skipped, punctuation counts as a node of the tree."""
     depth = 0
@@ -109,12 +117,12 @@ def tree_depth(doc) -> int:
     return depth
 
 
-def is_nominalization(tok) -> bool:
+def is_nominalization(tok: Token) -> bool:
     text = tok.text.lower()
     return tok.pos_ == "NOUN" and any(text.endswith(s) and len(text) >= len(s) + 3 for s in NOMINAL_SUFFIXES)
 
 
-def profile_doc(doc) -> Profile:
+def profile_doc(doc: Doc) -> Profile:
     words = [t for t in doc if not (t.is_punct or t.is_space)]
     n = len(words)
     chars = sum(len(t.text) for t in words)
@@ -205,7 +213,12 @@ def _chunks(items: list, size: int) -> Iterable[list]:
 
 
 def final_token_states(
-    provider: ScoringProvider, texts: Sequence[str], layer: int, batch_size: int = 8, *, on_batch=None
+    provider: ScoringProvider,
+    texts: Sequence[str],
+    layer: int,
+    batch_size: int = 8,
+    *,
+    on_batch: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
     """emb(text): the float32 hidden state of ``layer`` at the text's final token (plain text, no chat template,
     no special tokens), per distinct text, on the CPU."""
@@ -223,7 +236,7 @@ def final_token_states(
     return out
 
 
-def distance(a, b, normalize: str = "l2") -> float:
+def distance(a: torch.Tensor, b: torch.Tensor, normalize: str = "l2") -> float:
     """Euclidean distance, after L2-normalising both vectors when ``normalize == "l2"``."""
     import torch
 
@@ -434,7 +447,11 @@ def surface(samples: list[Sample], spacy_model: str) -> list[FeatureSummary]:
 
 
 def embedding_drift(
-    provider: ScoringProvider, samples: list[Sample], layer: int, cfg: AnalyzeParaphrasesConfig, progress=None
+    provider: ScoringProvider,
+    samples: list[Sample],
+    layer: int,
+    cfg: AnalyzeParaphrasesConfig,
+    progress: Progress | None = None,
 ) -> list[EmbeddingSummary]:
     """Fill d_Q, d_QA and Δ (Eq. 17) per sample; their means per group."""
     qt, qat = QUESTION_TEMPLATE, QA_TEMPLATE
@@ -468,7 +485,7 @@ def embedding_drift(
 
 
 def lens_cases(
-    provider: ScoringProvider, samples: list[Sample], cfg: AnalyzeParaphrasesConfig, progress=None
+    provider: ScoringProvider, samples: list[Sample], cfg: AnalyzeParaphrasesConfig, progress: Progress | None = None
 ) -> list[LensCase]:
     """Eq. 18 for the first ``cfg.cases`` RF samples with a non-empty wrong answer, q = original and paraphrase."""
     cases = [s for s in samples if s.label == "RF" and s.answer_para.strip()][: cfg.cases]

@@ -6,11 +6,13 @@ Plots use matplotlib's object API with the Agg canvas (pyplot and the global bac
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from phr.core.figures import figure, save_png
 from phr.core.fs import atomic_dir
-from phr.eval.hr1_diagnostics import Diagnostics
+from phr.eval.hr1_diagnostics import Diagnostics, Sample
 
 RF_COLOUR, RP_COLOUR = "#D55E00", "#0072B2"  # Okabe-Ito: failing, preserving
 SURFACE_PNG = "fig2_surface.png"
@@ -22,19 +24,19 @@ SUMMARY_MD = "summary.md"
 DPI = 100
 
 
-def _figure(width: float, height: float):
+def _figure(width: float, height: float) -> Any:  # a matplotlib Figure
     return figure(width, height, dpi=DPI, layout="constrained")
 
 
-def _save(fig, path: Path) -> None:
+def _save(fig: Any, path: Path) -> None:
     save_png(fig, path, dpi=DPI)
 
 
-def _groups(diag: Diagnostics, value) -> dict[str, list[float]]:
+def _groups(diag: Diagnostics, value: Callable[[Sample], float]) -> dict[str, list[float]]:
     return {g: [value(s) for s in diag.samples if s.label == g] for g in ("RF", "RP")}
 
 
-def _hist(ax, groups: dict[str, list[float]], xlabel: str) -> None:
+def _hist(ax: Any, groups: dict[str, list[float]], xlabel: str) -> None:  # ax: a matplotlib Axes
     values = [v for vs in groups.values() for v in vs]
     if not values:
         ax.text(0.5, 0.5, "no samples", ha="center", transform=ax.transAxes)

@@ -47,6 +47,7 @@ from phr.hr1.pipeline import Models, QAScope, RunPlan, failure_text, judge_consi
 from phr.hr1.prompts import versions
 from phr.hr1.records import HQuestion, ParaphraseResult, QuestionResult
 from phr.hr1.settings import Grading
+from phr.llm import LLM
 from phr.llm.summary import RunSummary
 
 #: ``results.json``'s ``benchmark``: tells it from a PHRBench result (which `leaderboard` reads)
@@ -86,6 +87,73 @@ def table_settings(
     scope: QAScope = "all" if table == "4" else "originally_correct"
     plan = RunPlan(k=k, decoding=decoding or HR1Decoding(), grading=grading, qa_scope=scope)
     return plan, metrics
+
+
+def _dataset_tables(
+    tables: dict, name: str, results: list[QuestionResult], *, table: HR1Table, metrics: MetricSettings, diversity: bool
+) -> None:
+    """Put one dataset's Table 1 (when diversity was scored) and its Table 2 or Table 4 into ``tables``."""
+    if diversity:
+        tables["table1"][name] = table1(results, metrics)
+    if table == "2":
+        tables["table2"][name] = table2(results, metrics)
+    else:
+        tables["table4"][name] = table4(results, metrics)
+
+
+def _run_datasets(
+    datasets: Mapping[str, Sequence[HQuestion]],
+    models: Models,
+    llms: tuple[LLM | None, LLM | None, LLM | None],
+    *,
+    judge: str,
+    judges: Sequence[str],
+    human: str | Path | None,
+    table: HR1Table,
+    plan: RunPlan,
+    metrics: MetricSettings,
+    diversity: bool,
+    summary: RunSummary,
+    paraphrases: Mapping[str, Sequence[ParaphraseResult]] | None,
+) -> tuple[dict[str, list[QuestionResult]], dict, list[tuple[str, str]]]:
+    """Algorithm 1 on every dataset with ``llms`` (paraphraser, QA model, judge): (the question results per
+    dataset, the tables, the failed calls)."""
+    para_llm, qa_llm, judge_llm = llms
+    records: dict[str, list[QuestionResult]] = {}
+    tables: dict = {"table1": {}, "table2": {}, "table4": {}, "table7": {}}
+    failures: list[tuple[str, str]] = []
+    for name, questions in datasets.items():
+        results = run_questions(
+            list(questions),
+            paraphraser=para_llm,
+            qa=qa_llm,
+            judge=judge_llm,
+            plan=plan,
+            diversity=score_groups if diversity else None,
+            summary=summary,
+            paraphrases=paraphrases,
+        )
+        records[name] = results
+        failures += [(f"{name}: {where}", why) for where, why in failed_calls(results)]
+        _dataset_tables(tables, name, results, table=table, metrics=metrics, diversity=diversity)
+        if judges or human:
+            labels, lost = _judge_labels(name, results, judge, judges, models, plan, summary)
+            failures += lost
+            human_labels = human_majority(read_human_labels(human), metrics) if human else None
+            tables["table7"][name] = table7(labels, human_labels, metrics)
+    return records, tables, failures
+
+
+def _results_payload(settings: dict, tables: dict, failures: list[tuple[str, str]]) -> dict:
+    """``results.json``: the benchmark, the run's settings, whether it is partial, the failed calls and the
+    tables."""
+    return {
+        "benchmark": BENCHMARK,  # not a PHRBench result: `leaderboard` skips it with a note
+        "settings": settings,
+        "partial": bool(failures),
+        "failed_calls": [{"where": where, "reason": why} for where, why in failures],
+        "tables": json.loads(_tables_json(tables)),
+    }
 
 
 def evaluate(
@@ -129,33 +197,20 @@ def evaluate(
     para_llm = None if paraphrases is not None else models.get(paraphraser)
     qa_llm, judge_llm = models.get(qa), models.get(judge)
     summary = RunSummary()
-    records: dict[str, list[QuestionResult]] = {}
-    tables: dict = {"table1": {}, "table2": {}, "table4": {}, "table7": {}}
-    failures: list[tuple[str, str]] = []
-    for name, questions in datasets.items():
-        results = run_questions(
-            list(questions),
-            paraphraser=para_llm,
-            qa=qa_llm,
-            judge=judge_llm,
-            plan=plan,
-            diversity=score_groups if diversity else None,
-            summary=summary,
-            paraphrases=paraphrases,
-        )
-        records[name] = results
-        failures += [(f"{name}: {where}", why) for where, why in failed_calls(results)]
-        if diversity:
-            tables["table1"][name] = table1(results, metrics)
-        if table == "2":
-            tables["table2"][name] = table2(results, metrics)
-        else:
-            tables["table4"][name] = table4(results, metrics)
-        if judges or human:
-            labels, lost = _judge_labels(name, results, judge, judges, models, plan, summary)
-            failures += lost
-            human_labels = human_majority(read_human_labels(human), metrics) if human else None
-            tables["table7"][name] = table7(labels, human_labels, metrics)
+    records, tables, failures = _run_datasets(
+        datasets,
+        models,
+        (para_llm, qa_llm, judge_llm),
+        judge=judge,
+        judges=judges,
+        human=human,
+        table=table,
+        plan=plan,
+        metrics=metrics,
+        diversity=diversity,
+        summary=summary,
+        paraphrases=paraphrases,
+    )
     caches = models.caches()
     if failures and not partial:
         raise FailedCallsError("eval hr1", failures, rerun, caches, summary)
@@ -175,13 +230,7 @@ def evaluate(
         "datasets": {name: len(qs) for name, qs in datasets.items()},
         **({"config": config} if config else {}),
     }
-    payload = {
-        "benchmark": BENCHMARK,  # not a PHRBench result: `leaderboard` skips it with a note
-        "settings": settings,
-        "partial": bool(failures),
-        "failed_calls": [{"where": where, "reason": why} for where, why in failures],
-        "tables": json.loads(_tables_json(tables)),
-    }
+    payload = _results_payload(settings, tables, failures)
     header = _report_header(f"Paraphraser `{paraphraser}`, QA model `{qa}`, judge `{judge}`; K = {k}; "
                             f"fuzzy B.3 answers count as {plan.grading.fuzzy}.", failures, hint)  # fmt: skip
     _write_run(out, payload, summary, "\n".join(header + markdown), records)

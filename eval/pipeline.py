@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 from phr.bench.metrics import RESOLUTIONS
@@ -37,7 +38,7 @@ from phr.eval.runner import GENERATIONS_FILE, RESPONSES_FILE, load_eval_dataset_
 from phr.eval.sandbox import isolation_report
 from phr.eval.scorers import JUDGE_MAX_REASKS, EquivalenceGrader, ScoringRun
 from phr.eval.scoring import score_responses
-from phr.eval.submission import Submission, validate_submission
+from phr.eval.submission import Submission, SubmissionMeta, validate_submission
 from phr.eval.trajectory import CLIP, TAU, load_cues, trajectory_choices
 
 #: a run warns when more than this share of its responses hit the output limit
@@ -118,7 +119,7 @@ def evaluation_settings(
     )
 
 
-def dataset_of_run(meta: RunManifest, hub=None) -> EvalDataset:
+def dataset_of_run(meta: RunManifest, hub: str | os.PathLike | None = None) -> EvalDataset:
     """The dataset a run used: the same folder if its files are unchanged, else the repo at the revision."""
     ds = load_eval_dataset_from_meta(meta)
     if ds is not None:
@@ -141,7 +142,7 @@ def score_run(
     scoring: ScoringRun | Scoring,
     *,
     out: str | Path | None = None,
-    hub=None,
+    hub: str | os.PathLike | None = None,
     source_url: str | None = None,
     submitted_by: str | None = None,
     notes: str | None = None,
@@ -206,7 +207,7 @@ def score_run(
 def score_submission(
     path: str | Path,
     dataset: EvalDataset,
-    meta,
+    meta: SubmissionMeta,
     scoring: ScoringRun | Scoring,
     *,
     out: str | Path,

@@ -16,8 +16,8 @@ SHAP ``TreeExplainer`` global importance (shares of the total mean |SHAP|) and t
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Literal
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from pydantic import BaseModel
@@ -26,6 +26,9 @@ from phr.bench.conditions import Condition
 from phr.config.ops import PredictorFit
 from phr.eval.bootstrap import QuestionResampler
 from phr.eval.scoring import SampleScore
+
+if TYPE_CHECKING:  # pragma: no cover - xgboost is imported where a model is fitted
+    from xgboost import XGBRegressor
 
 TargetMode = Literal["pooled", "per_model"]
 
@@ -107,7 +110,7 @@ def grouped_folds(groups: Sequence[str], folds: int, seed: int = 0) -> list[tupl
     return [(tr, te) for tr, te in splitter.split(idx, groups=np.asarray(groups))]
 
 
-def _regressor(settings: PredictorFit):
+def _regressor(settings: PredictorFit) -> XGBRegressor:
     from xgboost import XGBRegressor
 
     return XGBRegressor(**settings.xgb_params())
@@ -161,7 +164,7 @@ def bootstrap_metrics(
     )
 
 
-def shap_analysis(model, X: np.ndarray, features: Sequence[str]) -> tuple[list[Importance], np.ndarray]:
+def shap_analysis(model: XGBRegressor, X: np.ndarray, features: Sequence[str]) -> tuple[list[Importance], np.ndarray]:
     """Global importance (shares of the total mean |SHAP|, largest first) and the mean |interaction| matrix."""
     import shap
 
@@ -193,7 +196,7 @@ def fit_predictor(
     features: Sequence[str],
     settings: PredictorFit | None = None,
     *,
-    progress=None,
+    progress: Callable[[str], None] | None = None,
 ) -> PredictorReport:
     """Grouped K-fold out-of-fold predictions, their AUROC/accuracy with bootstrap intervals, and SHAP on a model
     refitted on every row. ``progress(message)`` is told each step."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +112,7 @@ def _table(header: list[str], rows: list[list]) -> list[str]:
 _NO_WORDS = tuple(f for f in FIGURES if f != OL_WORDS)
 
 
-def _est(cell, errors: dict | None, figures=FIGURES) -> list[str]:
+def _est(cell: object, errors: dict | None, figures: Sequence[str] = FIGURES) -> list[str]:
     """The figures of a cell as "value ± se" texts (the value alone without a standard error)."""
     errors = errors or {}
     return [estimate_text(getattr(cell, f), errors.get(f)) for f in figures]
@@ -189,12 +189,72 @@ def render_report(result: Result | Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _dig(data, keys):
+def _dig(data: Any, keys: Iterable[str]) -> Any:  # a value of nested JSON objects
     for k in keys:
         if not isinstance(data, dict) or k not in data:
             return None
         data = data[k]
     return data
+
+
+def _bars(errors: list[float | None]) -> list[float] | None:
+    """Error bars from standard errors (0 where one is missing); None when there is none at all."""
+    return [x or 0.0 for x in errors] if any(x is not None for x in errors) else None
+
+
+def _save(fig: Any, path: Path) -> Path:
+    """Save a figure as PNG at ``path``."""
+    fig.tight_layout()
+    save_png(fig, path, dpi=110)
+    return path
+
+
+def _accuracy_plot(res: Result, t: Tables, conds: list[str], path: Path) -> Path:
+    """Accuracy by domain, one bar per condition, with error bars."""
+    err = t.cell_errors
+    domains = list(t.per_domain)
+    fig, ax = subplots(figsize=(1.6 + 1.4 * max(1, len(domains)), 3.4))
+    width = 0.8 / max(1, len(conds))
+    for j, c in enumerate(conds):
+        vals = [(getattr(t.per_domain[d][c], ACCURACY) if c in t.per_domain[d] else None) or 0.0 for d in domains]
+        errs = [_dig(err.per_domain, (d, c, ACCURACY)) if err else None for d in domains]
+        ax.bar([i + j * width for i in range(len(domains))], vals, width, label=c, yerr=_bars(errs), capsize=2)
+    ax.set_xticks([i + width * (len(conds) - 1) / 2 for i in range(len(domains))], domains)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel(ACCURACY)
+    ax.set_title(f"{res.model}: accuracy by domain and condition")
+    ax.legend()
+    return _save(fig, path)
+
+
+def _trajectory_plot(
+    groups: list[str], by: Mapping, errors: Mapping | None, color: str, title: str, path: Path, slant: bool = False
+) -> Path:
+    """One panel per trajectory metric: its value in each group (condition, resolution), with error bars;
+    ``slant``: long group names are slanted."""
+    fig, axes = subplots(1, len(TRAJECTORY), figsize=(12, 3))
+    for ax, metric in zip(axes, TRAJECTORY):
+        errs = [_dig(errors, (g, metric)) for g in groups]
+        ax.bar(groups, [getattr(by[g], metric) or 0.0 for g in groups], color=color, yerr=_bars(errs), capsize=2)
+        ax.set_title(metric)
+        if slant:
+            ax.tick_params(axis="x", labelrotation=20)
+    fig.suptitle(title)
+    return _save(fig, path)
+
+
+def _resolution_plot(rt: Any, t: Tables, path: Path) -> Path:
+    """The proportions of the resolution groups of hallucinated premises, with the insightful rate."""
+    err = t.cell_errors
+    fig, ax = subplots(figsize=(5, 3.2))
+    props = [rt.proportions[r] or 0.0 for r in RESOLUTIONS]
+    errs = [err.resolution.get(r) if err else None for r in RESOLUTIONS]
+    ax.bar(RESOLUTIONS, props, color=["#55a868", "#c44e52", "#8172b2"], yerr=_bars(errs), capsize=3)
+    ax.axhline(getattr(rt, rate_of(INSIGHTFUL)) or 0.0, ls="--", color="black", label="insightful rate")
+    ax.set_ylim(0, 1)
+    ax.set_title(f"resolution of hallucinated premises (n={rt.judged})")
+    ax.legend()
+    return _save(fig, path)
 
 
 def write_plots(result: Result | Mapping[str, Any], folder: Path) -> list[Path]:
@@ -204,67 +264,34 @@ def write_plots(result: Result | Mapping[str, Any], folder: Path) -> list[Path]:
     t, _ = _tables(res)
     err = t.cell_errors
     folder.mkdir(parents=True, exist_ok=True)
-    out: list[Path] = []
-
-    def save(fig, name: str) -> None:
-        p = folder / name
-        fig.tight_layout()
-        save_png(fig, p, dpi=110)
-        out.append(p)
-
-    def bars(errors: list[float | None]) -> list[float] | None:
-        return [x or 0.0 for x in errors] if any(x is not None for x in errors) else None
-
     conds = [c for c in CONDITION_SUFFIX if c in t.by_condition]
-    domains = list(t.per_domain)
-    fig, ax = subplots(figsize=(1.6 + 1.4 * max(1, len(domains)), 3.4))
-    width = 0.8 / max(1, len(conds))
-    for j, c in enumerate(conds):
-        vals = [(getattr(t.per_domain[d][c], ACCURACY) if c in t.per_domain[d] else None) or 0.0 for d in domains]
-        errs = [_dig(err.per_domain, (d, c, ACCURACY)) if err else None for d in domains]
-        ax.bar([i + j * width for i in range(len(domains))], vals, width, label=c, yerr=bars(errs), capsize=2)
-    ax.set_xticks([i + width * (len(conds) - 1) / 2 for i in range(len(domains))], domains)
-    ax.set_ylim(0, 1)
-    ax.set_ylabel(ACCURACY)
-    ax.set_title(f"{res.model}: accuracy by domain and condition")
-    ax.legend()
-    save(fig, "accuracy_by_domain.png")
-
-    def trajectory(
-        groups: list[str], by: Mapping, errors: Mapping | None, color: str, title: str, name: str, slant: bool = False
-    ):
-        """One panel per trajectory metric: its value in each group (condition, resolution), with error bars;
-        ``slant``: long group names are slanted."""
-        fig, axes = subplots(1, len(TRAJECTORY), figsize=(12, 3))
-        for ax, metric in zip(axes, TRAJECTORY):
-            errs = [_dig(errors, (g, metric)) for g in groups]
-            ax.bar(groups, [getattr(by[g], metric) or 0.0 for g in groups], color=color, yerr=bars(errs), capsize=2)
-            ax.set_title(metric)
-            if slant:
-                ax.tick_params(axis="x", labelrotation=20)
-        fig.suptitle(title)
-        save(fig, name)
-
+    out = [_accuracy_plot(res, t, conds, folder / "accuracy_by_domain.png")]
     by_condition = err.by_condition if err else None
-    trajectory(
-        conds, t.by_condition, by_condition, "#4c72b0", "trajectory metrics by condition", "trajectory_by_condition.png"
+    out.append(
+        _trajectory_plot(
+            conds,
+            t.by_condition,
+            by_condition,
+            "#4c72b0",
+            "trajectory metrics by condition",
+            folder / "trajectory_by_condition.png",
+        )
     )
-
     rt: Any = t.resolution  # made by create_model: its fields are not typed
     if rt.judged:
-        fig, ax = subplots(figsize=(5, 3.2))
-        props = [rt.proportions[r] or 0.0 for r in RESOLUTIONS]
-        errs = [err.resolution.get(r) if err else None for r in RESOLUTIONS]
-        ax.bar(RESOLUTIONS, props, color=["#55a868", "#c44e52", "#8172b2"], yerr=bars(errs), capsize=3)
-        ax.axhline(getattr(rt, rate_of(INSIGHTFUL)) or 0.0, ls="--", color="black", label="insightful rate")
-        ax.set_ylim(0, 1)
-        ax.set_title(f"resolution of hallucinated premises (n={rt.judged})")
-        ax.legend()
-        save(fig, "resolution.png")
+        out.append(_resolution_plot(rt, t, folder / "resolution.png"))
         title = "trajectory metrics by resolution group (B+H)"
         by_resolution = err.by_resolution if err else None
-        trajectory(
-            list(RESOLUTIONS), t.by_resolution, by_resolution, "#dd8452", title, "trajectory_by_resolution.png", True
+        out.append(
+            _trajectory_plot(
+                list(RESOLUTIONS),
+                t.by_resolution,
+                by_resolution,
+                "#dd8452",
+                title,
+                folder / "trajectory_by_resolution.png",
+                True,
+            )
         )
     return out
 

@@ -33,6 +33,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    SerializerFunctionWrapHandler,
     ValidationError,
     create_model,
     field_validator,
@@ -100,7 +101,7 @@ class _Figures(_Strict):
     scored before it keep their exact form."""
 
     @model_serializer(mode="wrap")
-    def _omit_absent_words(self, handler):
+    def _omit_absent_words(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
         if isinstance(data, dict) and data.get(OL_WORDS, 0) is None:
             data.pop(OL_WORDS)
@@ -166,7 +167,7 @@ class Tables(_Strict):
     cell_errors: CellErrors | None = None
 
     @model_serializer(mode="wrap")
-    def _omit_absent_errors(self, handler):
+    def _omit_absent_errors(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
         if data.get("cell_errors") is None:
             data.pop("cell_errors", None)

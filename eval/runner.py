@@ -26,10 +26,10 @@ import datetime as _dt
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from phr.core.errors import PHRError, UsageError
 from phr.core.fs import atomic_dir, atomic_write
@@ -44,7 +44,11 @@ from phr.eval.results import (
     read_run_manifest,
 )
 from phr.eval.submission import write_submission
-from phr.llm.types import ChatRequest, GenerationParams, Sample, as_messages
+from phr.llm.types import ChatRequest, GenerationParams, RequestResult, Sample, as_messages
+
+if TYPE_CHECKING:  # pragma: no cover - the caller makes the client
+    from phr.llm.client import LLM
+    from phr.llm.providers.base import Provider
 
 RUN_FILE = "run.json"
 RESPONSES_FILE = "responses.jsonl"
@@ -55,7 +59,7 @@ class RunError(UsageError):
     pass
 
 
-def model_max_output(provider) -> int | None:
+def model_max_output(provider: Provider) -> int | None:
     """The model's maximum output length: a provider's ``max_output_tokens`` (an int or a method; in-process
     models give their context capacity), or None when the provider does not say (then ``--max-tokens``)."""
     value = getattr(provider, "max_output_tokens", None)
@@ -97,7 +101,7 @@ def select_instances(
     return [x for x in dataset.instances if x.question_id in keep and x.condition in conditions]
 
 
-def model_revision(provider) -> str:
+def model_revision(provider: Provider) -> str:
     return provider.revision or getattr(provider, "content_revision", None) or "unspecified"
 
 
@@ -143,7 +147,7 @@ def _write_json(path: Path, data: Any) -> None:
     atomic_write(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
-def _write_jsonl(path: Path, rows) -> None:
+def _write_jsonl(path: Path, rows: Iterable[dict]) -> None:
     atomic_write(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
 
@@ -171,7 +175,7 @@ def default_run_dir(root: str | Path, model: str, run_id: str, shard: tuple[int,
 def generate_run(
     settings: RunSettings,
     dataset: EvalDataset,
-    llm,
+    llm: LLM,
     *,
     instances: Sequence[Instance] | None = None,
     out: str | Path | None = None,
@@ -219,7 +223,9 @@ def generate_run(
     return Run(path, meta, responses, failures)
 
 
-def _collect(instances: Sequence[Instance], results) -> tuple[dict[tuple[str, int], str], list[dict], list[dict]]:
+def _collect(
+    instances: Sequence[Instance], results: Sequence[RequestResult]
+) -> tuple[dict[tuple[str, int], str], list[dict], list[dict]]:
     """The responses, the generation log rows and the failed calls of ``llm.generate``'s results."""
     responses: dict[tuple[str, int], str] = {}
     log_rows: list[dict] = []
@@ -252,7 +258,13 @@ def _collect(instances: Sequence[Instance], results) -> tuple[dict[tuple[str, in
     return responses, log_rows, failures
 
 
-def _install(path: Path, meta: RunManifest, responses: dict, log_rows: list, write_submission) -> None:
+def _install(
+    path: Path,
+    meta: RunManifest,
+    responses: dict,
+    log_rows: list,
+    write_submission: Callable[[Path, Iterable[tuple[str, int, str]]], object],
+) -> None:
     """Write the run folder's files into a temporary folder, then swap it in."""
     with atomic_dir(path) as tmp:
         order = {iid: n for n, iid in enumerate(meta.instance_ids)}

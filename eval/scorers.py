@@ -28,7 +28,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr
 
@@ -53,6 +53,9 @@ from phr.llm import LLM
 from phr.llm.judge import JudgeItem, JudgeTemplate, LLMJudge
 from phr.llm.providers.base import ScoringProvider
 from phr.llm.spec import make_provider
+
+if TYPE_CHECKING:  # pragma: no cover - imported where a bar is made
+    from phr.core.progress import ProgressDisplay
 
 __all__ = [
     "AccuracyScorer",
@@ -143,7 +146,7 @@ class _Config(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-def _progress(enabled: bool):
+def _progress(enabled: bool) -> ProgressDisplay:
     """A live bar on a terminal, periodic one-line progress in logs (phr.core.progress)."""
     from phr.core.progress import progress_bar
 

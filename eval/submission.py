@@ -20,10 +20,10 @@ import json
 import os
 import stat
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, NoReturn
 from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -32,7 +32,15 @@ from phr.core.errors import UsageError
 from phr.core.fs import honour_umask
 from phr.core.text import clip
 from phr.eval.dataset import CONDITIONS, DatasetError, EvalDataset, check_conditions
-from phr.eval.results import MODEL_ACCESS, TEXT_LIMIT, TEXT_LIMITS, revision_problem, text_problem, url_problem
+from phr.eval.results import (
+    MODEL_ACCESS,
+    TEXT_LIMIT,
+    TEXT_LIMITS,
+    ModelAccess,
+    revision_problem,
+    text_problem,
+    url_problem,
+)
 from phr.hub.repo import repo_id_problem
 
 KEYS = ("instance_id", "sample", "response")
@@ -63,7 +71,7 @@ class SubmissionMeta:
     conditions: tuple[str, ...] = CONDITIONS
     submitted_by: str | None = None
     notes: str | None = None
-    model_access: str | None = None  # proprietary | open (paper §5.1 compares the two)
+    model_access: ModelAccess | None = None  # proprietary | open (paper §5.1 compares the two)
 
     def __post_init__(self) -> None:
         for name in ("model", "revision"):
@@ -75,12 +83,7 @@ class SubmissionMeta:
             raise _meta_error(
                 "model", f"must be a Hub model id (NAME or ORG/NAME, as the Hub names repos): {self.model!r}: {problem}"
             )
-        if self.link is not None:
-            u = urlparse(self.link) if isinstance(self.link, str) else None
-            if u is None or u.scheme not in ("http", "https") or not u.netloc or any(c.isspace() for c in self.link):
-                raise _meta_error("link", f"must be an http(s) URL, got {self.link!r}")
-            if problem := url_problem(self.link):
-                raise _meta_error("link", problem)
+        self._check_link()
         if isinstance(self.samples, bool) or not isinstance(self.samples, int) or self.samples < 1:
             raise _meta_error("samples", f"must be an integer >= 1, got {self.samples!r}")
         try:
@@ -90,14 +93,27 @@ class SubmissionMeta:
         object.__setattr__(self, "conditions", conditions)
         if problem := revision_problem(self.revision):
             raise _meta_error("revision", problem)
+        self._check_free_text()
+        if self.model_access is not None and self.model_access not in MODEL_ACCESS:
+            raise _meta_error("model_access", f"must be one of {', '.join(MODEL_ACCESS)}, got {self.model_access!r}")
+
+    def _check_link(self) -> None:
+        """``link``, when given, is an http(s) URL the results accept."""
+        if self.link is not None:
+            u = urlparse(self.link) if isinstance(self.link, str) else None
+            if u is None or u.scheme not in ("http", "https") or not u.netloc or any(c.isspace() for c in self.link):
+                raise _meta_error("link", f"must be an http(s) URL, got {self.link!r}")
+            if problem := url_problem(self.link):
+                raise _meta_error("link", problem)
+
+    def _check_free_text(self) -> None:
+        """``submitted_by`` and ``notes``, when given, are strings within their length limits."""
         for name in ("submitted_by", "notes"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise _meta_error(name, "must be a string")
             if value is not None and (problem := text_problem(value, TEXT_LIMITS.get(name, TEXT_LIMIT))):
                 raise _meta_error(name, problem)
-        if self.model_access is not None and self.model_access not in MODEL_ACCESS:
-            raise _meta_error("model_access", f"must be one of {', '.join(MODEL_ACCESS)}, got {self.model_access!r}")
 
     def as_dict(self) -> dict:
         return {**asdict(self), "conditions": list(self.conditions)}
@@ -127,7 +143,7 @@ def default_meta_path(submission: str | os.PathLike) -> Path:
 
 
 def load_meta(
-    path: str | os.PathLike | None = None, *, submission: str | os.PathLike | None = None, **overrides
+    path: str | os.PathLike | None = None, *, submission: str | os.PathLike | None = None, **overrides: Any
 ) -> SubmissionMeta:
     """Metadata from the sidecar JSON ``path`` (default: ``default_meta_path(submission)`` if it exists),
     with ``overrides`` (e.g. command-line options; ``None`` values are ignored) winning."""
@@ -206,7 +222,7 @@ class _BadConstant(ValueError):
     pass
 
 
-def _reject_constant(name: str):
+def _reject_constant(name: str) -> NoReturn:
     raise _BadConstant(name)
 
 
@@ -233,7 +249,7 @@ def _surrogate(s: str) -> str | None:
     return None
 
 
-def _open_regular(path: Path, limits: Limits):
+def _open_regular(path: Path, limits: Limits) -> BinaryIO:
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -255,6 +271,91 @@ def _open_regular(path: Path, limits: Limits):
     return f
 
 
+@dataclass
+class _FileRead:
+    """One reading of a submission file: the sha256 of its bytes, the bytes read (a file that grows past the
+    size limit while it is read is refused) and its lines that count (non-blank, or not parsed)."""
+
+    path: Path
+    limits: Limits
+    digest: Any = field(default_factory=hashlib.sha256)
+    read: int = 0
+    lines: int = 0
+
+    def take(self, raw: bytes) -> None:
+        """Account for ``raw``, just read."""
+        self.digest.update(raw)
+        self.read += len(raw)
+        if self.read > self.limits.max_file_bytes:  # grew while reading
+            raise SubmissionError(f"{self.path}: file is over the limit of {self.limits.max_file_bytes} bytes")
+
+
+def _text_lines(f: BinaryIO, r: _FileRead, problems: _Problems) -> Iterator[tuple[int, str]]:
+    """The non-blank lines of the file (line number, text), read once: a line over the size limit or not UTF-8
+    is a problem (counted, not parsed); a byte order mark is a problem and is dropped."""
+    lineno = 0
+    while True:
+        raw = f.readline(r.limits.max_line_bytes + 1)
+        if not raw:
+            break
+        lineno += 1
+        r.take(raw)
+        if len(raw) > r.limits.max_line_bytes and not (raw.endswith(b"\n") and len(raw) == r.limits.max_line_bytes + 1):
+            while not raw.endswith(b"\n"):  # skip the rest of the line unparsed
+                raw = f.readline(1 << 20)
+                if not raw:
+                    break
+                r.take(raw)
+            r.lines += 1
+            problems.add(f"line {lineno}: line is over {r.limits.max_line_bytes} bytes; not parsed")
+            continue
+        line = raw[:-1] if raw.endswith(b"\n") else raw
+        if lineno == 1 and line.startswith(_BOM):
+            problems.add("line 1: file starts with a UTF-8 byte order mark (BOM); write UTF-8 without a BOM")
+            line = line[len(_BOM) :]
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as e:
+            r.lines += 1
+            problems.add(f"line {lineno}: not valid UTF-8 (byte offset {e.start})")
+            continue
+        if not text.strip(" \t\r"):
+            continue
+        r.lines += 1
+        yield lineno, text
+
+
+def _coverage_problem(
+    dataset: EvalDataset, meta: SubmissionMeta, responses: dict[tuple[str, int], str], *, allow_partial: bool
+) -> str | None:
+    """The problem of the responses the submission lacks (every sample of every instance of the declared
+    conditions; with ``allow_partial``, of the instances it answers at all), or None."""
+    wanted = meta.conditions
+    selected = dataset.select(wanted)
+    answered = {i for i, _ in responses}
+    covered = [i for i in selected if i.id in answered]
+    expected = covered if allow_partial else selected
+    missing = [(i.id, s) for i in expected for s in range(meta.samples) if (i.id, s) not in responses]
+    if not missing:
+        return None
+    shown = ", ".join(f"{i} sample {s}" for i, s in missing[:MISSING_SHOWN])
+    more = ", ..." if len(missing) > MISSING_SHOWN else ""
+    return (
+        f"missing {len(missing)} responses (conditions {', '.join(wanted)}, samples={meta.samples}): "
+        f"{shown}{more}" + _coverage_hint(len(covered), len(selected), allow_partial)
+    )
+
+
+def _rejection(path: Path, problems: _Problems) -> SubmissionError:
+    """The error listing a rejected submission's problems (the first ``max_errors_listed``, then a count)."""
+    listed = list(problems.listed)
+    lines = [f"{path}: submission rejected, {problems.total} problem{'s' if problems.total > 1 else ''}:"]
+    lines += [f"  {p}" for p in listed]
+    if problems.total > len(listed):
+        lines.append(f"  ... and {problems.total - len(listed)} more")
+    return SubmissionError("\n".join(lines), listed, problems.total)
+
+
 def validate_submission(
     path: str | os.PathLike,
     dataset: EvalDataset,
@@ -271,72 +372,18 @@ def validate_submission(
     problems = _Problems(limits.max_errors_listed)
     responses: dict[tuple[str, int], str] = {}
     first_line: dict[tuple[str, int], int] = {}
-    digest = hashlib.sha256()
-    n_lines = 0
-    read = 0
+    r = _FileRead(path, limits)
     with _open_regular(path, limits) as f:
-        lineno = 0
-        while True:
-            raw = f.readline(limits.max_line_bytes + 1)
-            if not raw:
-                break
-            lineno += 1
-            digest.update(raw)
-            read += len(raw)
-            if read > limits.max_file_bytes:  # grew while reading
-                raise SubmissionError(f"{path}: file is over the limit of {limits.max_file_bytes} bytes")
-            if len(raw) > limits.max_line_bytes and not (raw.endswith(b"\n") and len(raw) == limits.max_line_bytes + 1):
-                size = len(raw)
-                while not raw.endswith(b"\n"):  # skip the rest of the line unparsed
-                    raw = f.readline(1 << 20)
-                    if not raw:
-                        break
-                    digest.update(raw)
-                    read += len(raw)
-                    size += len(raw)
-                    if read > limits.max_file_bytes:
-                        raise SubmissionError(f"{path}: file is over the limit of {limits.max_file_bytes} bytes")
-                n_lines += 1
-                problems.add(f"line {lineno}: line is over {limits.max_line_bytes} bytes; not parsed")
-                continue
-            line = raw[:-1] if raw.endswith(b"\n") else raw
-            if lineno == 1 and line.startswith(_BOM):
-                problems.add("line 1: file starts with a UTF-8 byte order mark (BOM); write UTF-8 without a BOM")
-                line = line[len(_BOM) :]
-            try:
-                text = line.decode("utf-8")
-            except UnicodeDecodeError as e:
-                n_lines += 1
-                problems.add(f"line {lineno}: not valid UTF-8 (byte offset {e.start})")
-                continue
-            if not text.strip(" \t\r"):
-                continue
-            n_lines += 1
+        for lineno, text in _text_lines(f, r, problems):
             for msg in _check_line(text, lineno, meta, wanted, by_id, limits, responses, first_line):
                 problems.add(f"line {lineno}: {msg}")
-    if n_lines == 0:
+    if r.lines == 0:
         problems.add("file is empty: no responses")
-    else:
-        selected = dataset.select(wanted)
-        answered = {i for i, _ in responses}
-        covered = [i for i in selected if i.id in answered]
-        expected = covered if allow_partial else selected
-        missing = [(i.id, s) for i in expected for s in range(meta.samples) if (i.id, s) not in responses]
-        if missing:
-            shown = ", ".join(f"{i} sample {s}" for i, s in missing[:MISSING_SHOWN])
-            more = ", ..." if len(missing) > MISSING_SHOWN else ""
-            problems.add(
-                f"missing {len(missing)} responses (conditions {', '.join(wanted)}, samples={meta.samples}): "
-                f"{shown}{more}" + _coverage_hint(len(covered), len(selected), allow_partial)
-            )
+    elif (missing := _coverage_problem(dataset, meta, responses, allow_partial=allow_partial)) is not None:
+        problems.add(missing)
     if problems.total:
-        listed = list(problems.listed)
-        lines = [f"{path}: submission rejected, {problems.total} problem{'s' if problems.total > 1 else ''}:"]
-        lines += [f"  {p}" for p in listed]
-        if problems.total > len(listed):
-            lines.append(f"  ... and {problems.total - len(listed)} more")
-        raise SubmissionError("\n".join(lines), listed, problems.total)
-    return Submission(meta, responses, path, digest.hexdigest(), n_lines)
+        raise _rejection(path, problems)
+    return Submission(meta, responses, path, r.digest.hexdigest(), r.lines)
 
 
 def _coverage_hint(covered: int, selected: int, allow_partial: bool) -> str:
@@ -347,6 +394,79 @@ def _coverage_hint(covered: int, selected: int, allow_partial: bool) -> str:
         f"; coverage: partial, {covered} of {selected} instances answered (--allow-partial scores the answered "
         "instances as a partial result, shown unranked)"
     )
+
+
+def _parse_object(text: str) -> tuple[Any, str | None]:
+    """(the JSON value of a line, None), or (None, why the line is not valid JSON: NaN, Infinity and a key
+    given twice are refused)."""
+    try:
+        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicate_keys), None
+    except _BadConstant as e:
+        msg = str(e)
+        return None, msg if msg.startswith("key ") else f"{msg} is not allowed (JSON has no NaN or Infinity)"
+    except json.JSONDecodeError as e:
+        return None, f"not valid JSON ({e.msg} at column {e.colno})"
+    except RecursionError:
+        return None, "not valid JSON (nested too deeply)"
+    except ValueError as e:
+        return None, f"not valid JSON ({clip(str(e), 160)})"
+
+
+def _key_problems(obj: dict) -> list[str]:
+    """The keys a line's object lacks, and those it has that are not ``KEYS``."""
+    out: list[str] = []
+    missing = [k for k in KEYS if k not in obj]
+    extra = [k for k in obj if k not in KEYS]
+    if missing:
+        out.append(f"missing key{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))}")
+    if extra:
+        out.append(
+            f"unknown key{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))} (allowed: {', '.join(KEYS)})"
+        )
+    return out
+
+
+def _instance_problem(iid: object, by_id: dict, wanted: tuple[str, ...]) -> str | None:
+    """What is wrong with a line's ``instance_id`` (a string naming an instance of a declared condition)."""
+    if not isinstance(iid, str):
+        return f"field 'instance_id' must be a string, got {_kind(iid)}"
+    if (bad := _surrogate(iid)) is not None:
+        return f"field 'instance_id' {bad}"
+    if iid not in by_id:
+        return f"unknown instance_id {iid!r}"
+    if by_id[iid].condition not in wanted:
+        return (
+            f"instance_id {iid!r} is condition {by_id[iid].condition}, which the submission does not "
+            f"declare (conditions: {', '.join(wanted)})"
+        )
+    return None
+
+
+def _sample_problem(sample: object, samples: int) -> str | None:
+    """What is wrong with a line's ``sample`` (an integer in 0..samples-1)."""
+    if isinstance(sample, bool) or not isinstance(sample, int):
+        return f"field 'sample' must be an integer, got {_kind(sample)}"
+    if not 0 <= sample < samples:
+        return f"sample {sample} is out of range 0..{samples - 1} (declared samples={samples})"
+    return None
+
+
+def _response_problem(response: object, limits: Limits) -> str | None:
+    """What is wrong with a line's ``response`` (a string within the length limit)."""
+    if not isinstance(response, str):
+        return f"field 'response' must be a string, got {_kind(response)}"
+    if len(response) > limits.max_response_chars:
+        return f"field 'response' has {len(response)} characters, over the limit of {limits.max_response_chars}"
+    if (bad := _surrogate(response)) is not None:
+        return f"field 'response' {bad}"
+    return None
+
+
+def _none_or_listed(out: list[str], problem: str | None) -> bool:
+    """Whether there is no ``problem``; one there is goes to ``out``."""
+    if problem is not None:
+        out.append(problem)
+    return problem is None
 
 
 def _check_line(
@@ -360,62 +480,16 @@ def _check_line(
     first_line: dict,
 ) -> list[str]:
     """The problems of one line; records its response when it has none."""
-    try:
-        obj = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicate_keys)
-    except _BadConstant as e:
-        msg = str(e)
-        return [msg if msg.startswith("key ") else f"{msg} is not allowed (JSON has no NaN or Infinity)"]
-    except json.JSONDecodeError as e:
-        return [f"not valid JSON ({e.msg} at column {e.colno})"]
-    except RecursionError:
-        return ["not valid JSON (nested too deeply)"]
-    except ValueError as e:
-        return [f"not valid JSON ({clip(str(e), 160)})"]
+    obj, problem = _parse_object(text)
+    if problem is not None:
+        return [problem]
     if not isinstance(obj, dict):
         return [f"expected a JSON object, got {_kind(obj).split()[0]}"]
-    out: list[str] = []
-    missing = [k for k in KEYS if k not in obj]
-    extra = [k for k in obj if k not in KEYS]
-    if missing:
-        out.append(f"missing key{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))}")
-    if extra:
-        out.append(
-            f"unknown key{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))} (allowed: {', '.join(KEYS)})"
-        )
+    out = _key_problems(obj)
     iid, sample, response = obj.get("instance_id"), obj.get("sample"), obj.get("response")
-    ok_id = ok_sample = ok_response = False
-    if "instance_id" in obj:
-        if not isinstance(iid, str):
-            out.append(f"field 'instance_id' must be a string, got {_kind(iid)}")
-        elif (bad := _surrogate(iid)) is not None:
-            out.append(f"field 'instance_id' {bad}")
-        elif iid not in by_id:
-            out.append(f"unknown instance_id {iid!r}")
-        elif by_id[iid].condition not in wanted:
-            out.append(
-                f"instance_id {iid!r} is condition {by_id[iid].condition}, which the submission does not "
-                f"declare (conditions: {', '.join(wanted)})"
-            )
-        else:
-            ok_id = True
-    if "sample" in obj:
-        if isinstance(sample, bool) or not isinstance(sample, int):
-            out.append(f"field 'sample' must be an integer, got {_kind(sample)}")
-        elif not 0 <= sample < meta.samples:
-            out.append(f"sample {sample} is out of range 0..{meta.samples - 1} (declared samples={meta.samples})")
-        else:
-            ok_sample = True
-    if "response" in obj:
-        if not isinstance(response, str):
-            out.append(f"field 'response' must be a string, got {_kind(response)}")
-        elif len(response) > limits.max_response_chars:
-            out.append(
-                f"field 'response' has {len(response)} characters, over the limit of {limits.max_response_chars}"
-            )
-        elif (bad := _surrogate(response)) is not None:
-            out.append(f"field 'response' {bad}")
-        else:
-            ok_response = True
+    ok_id = "instance_id" in obj and _none_or_listed(out, _instance_problem(iid, by_id, wanted))
+    ok_sample = "sample" in obj and _none_or_listed(out, _sample_problem(sample, meta.samples))
+    ok_response = "response" in obj and _none_or_listed(out, _response_problem(response, limits))
     if ok_id and ok_sample:
         key = (iid, sample)
         if key in first_line:

@@ -260,7 +260,7 @@ def branching_cues(
 ChunkFn = Callable[[int, int], "torch.Tensor"]
 
 
-def _stream_entropy(chunk: ChunkFn, vocab: int, vocab_chunk: int):
+def _stream_entropy(chunk: ChunkFn, vocab: int, vocab_chunk: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Online log-sum-exp over vocabulary chunks. ``chunk(c0, c1)`` gives the logits of vocab slice
     c0:c1 for all rows as a fresh tensor this function may overwrite, without -inf (callers clamp -inf to
     -1e30; model heads never give it). Returns (log-partition, entropy), float64 [rows].
@@ -294,7 +294,15 @@ def _stream_entropy(chunk: ChunkFn, vocab: int, vocab_chunk: int):
     return m + torch.log(S), torch.log(S) - T / S
 
 
-def _stream_kl(chunk: ChunkFn, logz, first, second, vocab: int, vocab_chunk: int, clip: float):
+def _stream_kl(
+    chunk: ChunkFn,
+    logz: torch.Tensor,
+    first: torch.Tensor,
+    second: torch.Tensor,
+    vocab: int,
+    vocab_chunk: int,
+    clip: float,
+) -> torch.Tensor:
     """KL(P_a || P_b) for row pairs (first[i], second[i]) of ``chunk``'s rows, float64, with both
     distributions clipped at ``clip`` and renormalized. With pc = max(p, clip), Zp = sum pc:
     KL = sum pc (log pc - log qc) / Zp - log Zp + log Zq."""
@@ -315,7 +323,7 @@ def _stream_kl(chunk: ChunkFn, logz, first, second, vocab: int, vocab_chunk: int
     return A / Z[first] - torch.log(Z[first]) + torch.log(Z[second])
 
 
-def _as_logits(x) -> torch.Tensor:
+def _as_logits(x: torch.Tensor | Sequence[Any]) -> torch.Tensor:
     import torch
 
     t = x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=torch.float64)
@@ -324,7 +332,7 @@ def _as_logits(x) -> torch.Tensor:
     return t
 
 
-def entropy(logits, vocab_chunk: int | None = None) -> torch.Tensor:
+def entropy(logits: torch.Tensor | Sequence[Any], vocab_chunk: int | None = None) -> torch.Tensor:
     """Entropy (nats) of softmax(logits) over the last dimension, float64 of shape ``logits.shape[:-1]``
     (a 0-d tensor for one distribution). ``-inf`` logits are zero-probability tokens. ``vocab_chunk``
     processes the vocabulary in slices of that size (default: all at once); results agree to ~1e-6."""
@@ -335,7 +343,7 @@ def entropy(logits, vocab_chunk: int | None = None) -> torch.Tensor:
     return ent.reshape(z.shape[:-1])
 
 
-def log_partition(logits, vocab_chunk: int | None = None) -> torch.Tensor:
+def log_partition(logits: torch.Tensor | Sequence[Any], vocab_chunk: int | None = None) -> torch.Tensor:
     """log sum exp(logits) over the last dimension, float64 (streamed like ``entropy``)."""
     z = _as_logits(logits)
     vocab = z.shape[-1]
@@ -344,7 +352,12 @@ def log_partition(logits, vocab_chunk: int | None = None) -> torch.Tensor:
     return lz.reshape(z.shape[:-1])
 
 
-def kl(p_logits, q_logits, clip: float = CLIP, vocab_chunk: int | None = None) -> torch.Tensor:
+def kl(
+    p_logits: torch.Tensor | Sequence[Any],
+    q_logits: torch.Tensor | Sequence[Any],
+    clip: float = CLIP,
+    vocab_chunk: int | None = None,
+) -> torch.Tensor:
     """KL(P || Q) in nats with P = softmax(p_logits), Q = softmax(q_logits) over the last dimension, both
     clipped at ``clip`` and renormalized (so a zero in Q where P has mass gives a large finite value, not
     inf). Same shapes in, float64 of shape ``shape[:-1]`` out."""
@@ -358,7 +371,7 @@ def kl(p_logits, q_logits, clip: float = CLIP, vocab_chunk: int | None = None) -
     n = rows.shape[0] // 2
     chunk = vocab_chunk or vocab
 
-    def fn(a, b):
+    def fn(a: int, b: int) -> torch.Tensor:
         return rows[:, a:b].clamp_min(_NEG)  # a copy, without -inf
 
     logz, _ = _stream_entropy(fn, vocab, chunk)
@@ -386,7 +399,9 @@ class _Prepared:
     words: int
 
 
-def _provider(provider, purpose: str = "the reference scorer (trajectory metrics)") -> ScoringProvider:
+def _provider(
+    provider: Any, purpose: str = "the reference scorer (trajectory metrics)"
+) -> ScoringProvider:  # a spec or a provider
     """A model spec or provider as a ScoringProvider (CannotScoreError naming the spec otherwise)."""
     return require_scoring(make_provider(provider) if isinstance(provider, str) else provider, purpose)
 
@@ -447,7 +462,7 @@ class TrajectoryScorer:
 
     # ---- scoring -------------------------------------------------------------------------------
 
-    def _prepare(self, messages, response: str) -> _Prepared:
+    def _prepare(self, messages: Any, response: str) -> _Prepared:  # messages: as in ``score``
         prompt = self.provider.prompt_token_ids(messages)
         ids, offsets = _encode_response(self.provider, response)
         st = self.settings
@@ -455,7 +470,7 @@ class TrajectoryScorer:
         bc = branching_cues(response, self.cues, st.bc_counting)
         return _Prepared(prompt, ids, steps, step_last_tokens(offsets, steps), bc, word_count(response))
 
-    def score_one(self, messages, response: str) -> TrajectoryMetrics:
+    def score_one(self, messages: Any, response: str) -> TrajectoryMetrics:
         return self.score([(messages, response)])[0]
 
     def score(self, items: Sequence[tuple[Any, str]]) -> list[TrajectoryMetrics]:
@@ -493,8 +508,8 @@ class TrajectoryScorer:
                 weight, bias = head.weight, head.bias
                 vocab = weight.shape[0]
 
-                def chunk_of(h):
-                    def fn(a, b):
+                def chunk_of(h: torch.Tensor) -> ChunkFn:
+                    def fn(a: int, b: int) -> torch.Tensor:
                         z = h @ weight[a:b].T
                         return z + bias[a:b] if bias is not None else z
 
@@ -502,7 +517,7 @@ class TrajectoryScorer:
             else:
                 vocab = rows.shape[-1]
 
-                def chunk_of(h):
+                def chunk_of(h: torch.Tensor) -> ChunkFn:
                     return lambda a, b: h[:, a:b].float().clamp_min(_NEG)  # a copy
 
             vc = min(self.vocab_chunk or vocab, vocab)
@@ -547,14 +562,14 @@ class TrajectoryScorer:
 # ---- the naive reference (tests, benchmark) ---------------------------------------------------------
 
 
-def _full_entropy(logits) -> torch.Tensor:
+def _full_entropy(logits: torch.Tensor) -> torch.Tensor:
     import torch
 
     lp = torch.log_softmax(logits.double(), dim=-1)
     return -(lp.exp() * torch.where(torch.isfinite(lp), lp, torch.zeros_like(lp))).sum(-1)
 
 
-def _full_kl(p_logits, q_logits, clip: float = CLIP) -> float:
+def _full_kl(p_logits: torch.Tensor, q_logits: torch.Tensor, clip: float = CLIP) -> float:
     import torch
 
     p = torch.softmax(p_logits.double(), -1).clamp_min(clip)
@@ -564,12 +579,12 @@ def _full_kl(p_logits, q_logits, clip: float = CLIP) -> float:
 
 
 def reference_metrics(
-    provider,
-    messages,
+    provider: Any,  # a spec or a provider, as ``TrajectoryScorer``'s
+    messages: Any,  # as in ``TrajectoryScorer.score``
     response: str,
     tau: float = TAU,
     clip: float = CLIP,
-    cues=None,
+    cues: str | os.PathLike | Iterable[str] | None = None,
     settings: Trajectory = PAPER_CHOICES,
 ) -> TrajectoryMetrics:
     """The slow way, to check ``TrajectoryScorer``: one forward per step prefix (the response text cut

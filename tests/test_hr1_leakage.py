@@ -106,7 +106,10 @@ def test_real_paraphrases_caught_by_meaning_without_provenance(evals, ids):
         "simplequestions-test",
     )
     assert roger.similarity == pytest.approx(0.928, abs=0.01)
-    assert {x.check for x in leaks} == {"semantic"}
+    # below 0.85, the reworded stage (tests/test_leakage_reworded.py) finds the one its words show, at its source
+    rew = [(x.text, x.eval_id) for x in leaks if x.check == "reworded"]
+    assert rew == [("What does Angie Estes do for a living?", ids["simplequestions-test-8"])]
+    assert {x.check for x in leaks} == {"semantic", "reworded"}
 
 
 @needs_data

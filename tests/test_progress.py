@@ -6,9 +6,11 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,8 @@ import pytest
 from phr.core.progress import BAR_ENV, LineProgress, loading, progress_bar, quiet_third_party_bars
 from phr.llm.providers.base import BatchItem
 from phr.llm.types import GenerationParams, as_messages
+
+IMPORTED = time.monotonic()
 
 
 @pytest.fixture(scope="module")
@@ -182,9 +186,9 @@ def test_estimate_comes_from_the_steps_own_rate_after_a_warm_up():
         now[0] = 141.0
         bar.update(t, completed=22.5)
     assert out.getvalue().splitlines() == [
-        "[progress] answering: 0.5/100 (0%), 20s elapsed",
-        "[progress] answering: 11.5/100 (12%), 30s elapsed, about 1m24s left",
-        "[progress] answering: 22.5/100 (22%), 41s elapsed, about 1m14s left",
+        "[progress] answering: 0/100 (0%), 20s elapsed",  # whole samples: the rate keeps the fractions
+        "[progress] answering: 11/100 (11%), 30s elapsed, about 1m24s left",
+        "[progress] answering: 22/100 (22%), 41s elapsed, about 1m14s left",
     ]
 
 
@@ -295,3 +299,125 @@ def test_a_step_whose_count_does_not_move_still_says_it_runs():
         "[progress] local:smollm2 on 10 prompts x 2: 20/20 (100%), 23s elapsed",
     ]
     assert progress_bar(True)._beat  # the log form of progress_bar beats from a thread
+
+
+def test_a_fractional_feed_prints_whole_units_only():
+    """Issue 35 item 14: a local batch credits each generated token as a share of a sample, and a log said
+    ``0.1/20`` and ``7.5/20``; a count shown is whole samples (the shares still move the rate)."""
+    now = [0.0]
+    out = io.StringIO()
+    with LineProgress(out, every=10, clock=lambda: now[0]) as bar:
+        t = bar.add_task("local:smollm2 on 10 prompts x 2", total=20)
+        for _ in range(120):  # a tenth of a sample every 0.5 s for a minute
+            now[0] += 0.5
+            bar.advance(t, 0.1)
+            bar.beat()
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "[progress] local:smollm2 on 10 prompts x 2: 2/20 (10%), 10s elapsed"  # 20 tenths: 2
+    assert len(lines) == 6  # one every 10 s
+    for line in lines:
+        assert re.fullmatch(r"\[progress\] local:smollm2 on 10 prompts x 2: \d+/20 \(\d+%\), .*", line), line
+    assert lines[-1].startswith("[progress] local:smollm2 on 10 prompts x 2: 12/20 (60%), 1m00s elapsed")
+
+
+def test_nested_steps_print_one_line_per_interval():
+    """Issue 35 item 14: a push (a step with no count) that embeds texts (a counted step inside it) printed two
+    lines every 10 s. Now one line per interval in all: the step inside speaks while it runs (also for the push,
+    whose interval came first), the push again after it; every line restarts every open step's interval."""
+    from phr.core.progress import Heartbeat
+
+    now = [0.0]
+    clock = lambda: now[0]  # noqa: E731 - one fake clock for both
+    out = io.StringIO()
+
+    def wait(until: float, step=None) -> None:
+        while now[0] < until:
+            now[0] += 0.5
+            if step is not None:
+                step()
+            push.tick()
+
+    with Heartbeat("validating and pushing hr1-sft", out, every=10, clock=clock) as push:
+        wait(15)
+        with LineProgress(out, every=10, clock=clock) as bar:
+            t = bar.add_task("embedding 600 texts (all-MiniLM-L6-v2)", total=600)
+            wait(45, lambda: (bar.advance(t, 5), bar.beat()))
+        wait(60)
+    assert out.getvalue().splitlines() == [
+        "[progress] validating and pushing hr1-sft: 10s elapsed",
+        "[progress] embedding 600 texts (all-MiniLM-L6-v2): 50/600 (8%), 5s elapsed",  # the push's turn at 20 s
+        "[progress] embedding 600 texts (all-MiniLM-L6-v2): 150/600 (25%), 15s elapsed, about 45s left",
+        "[progress] embedding 600 texts (all-MiniLM-L6-v2): 250/600 (41%), 25s elapsed, about 35s left",
+        "[progress] embedding 600 texts (all-MiniLM-L6-v2): 300/600 (50%), 30s elapsed, about 30s left",  # closed
+        "[progress] validating and pushing hr1-sft: 55s elapsed",
+    ]
+
+
+def test_a_command_is_never_silent_for_longer_than_the_interval():
+    """Issue 35 item 14: silences of 14-60 s before a command's first line (libraries importing), between its steps
+    (a model import before the loading line, writing results) and before it exits. The command's heartbeat
+    (``heartbeat_until_exit``: the outermost display, counted from the process's start) fills each one; a step
+    inside speaks for it while it runs; every line restarts the interval."""
+    from phr.core.progress import Heartbeat
+
+    now = [0.0]
+    clock = lambda: now[0]  # noqa: E731 - one fake clock for every display
+    said: list[tuple[float, str]] = []
+
+    class Log(io.StringIO):
+        def write(self, text: str) -> int:
+            said.extend((now[0], line) for line in text.splitlines() if line)
+            return len(text)
+
+    out = Log()
+
+    def wait(until: float, step=lambda: None) -> None:
+        while now[0] < until:
+            now[0] += 0.5
+            step()
+            command.tick()
+
+    with Heartbeat("phr-publish eval hr1", out, every=10, clock=clock, start=-4.0) as command:  # main() at 4 s
+        wait(12)  # imports and the plan
+        loading("local:smollm2 (SmolLM2-135M-Instruct) on cpu for answering", stream=out)
+        wait(15)  # the model loads
+        with LineProgress(out, every=10, clock=clock) as bar:
+            t = bar.add_task("answering", total=28)
+            wait(40, lambda: (now[0] > 30 and bar.advance(t, 0.25), bar.beat()))  # the first batch takes 15 s
+        wait(70)  # writing the tables, then the interpreter's exit
+    assert said == [
+        (6.0, "[progress] phr-publish eval hr1: 10s elapsed"),
+        (12.0, "loading local:smollm2 (SmolLM2-135M-Instruct) on cpu for answering ..."),
+        (22.0, "[progress] answering: 0/28 (0%), 7s elapsed"),
+        (32.0, "[progress] answering: 1/28 (3%), 17s elapsed"),
+        (40.0, "[progress] answering: 5/28 (17%), 25s elapsed"),  # its end
+        (50.0, "[progress] phr-publish eval hr1: 54s elapsed"),
+        (60.0, "[progress] phr-publish eval hr1: 1m04s elapsed"),
+        (70.0, "[progress] phr-publish eval hr1: 1m14s elapsed"),
+    ]
+
+
+def test_the_process_start_is_before_this_module_was_imported():
+    from phr.core.progress import process_start
+
+    assert process_start() <= IMPORTED
+
+
+def test_the_cli_leaves_its_objects_to_the_process_end_and_beats_until_then(tmp_path):
+    """Issue 35 item 14: 15-38 s of silence after a training's last line: the interpreter's exit collecting every
+    object of torch and the model (8 s of the GRPO smoke on a loaded 2-core machine; 1.5 s this way).
+    ``phr-publish`` collects the command's garbage when it ends (its files and caches close) and freezes the rest,
+    keeps the exit code, and its heartbeat runs until the process ends (stderr is not a terminal)."""
+    code = (
+        "import atexit, gc, sys, threading\n"
+        "atexit.register(lambda: print('at exit:', gc.get_freeze_count() > 0, *sorted(t.name for t in "
+        "threading.enumerate()), file=sys.stderr))\n"
+        "from phr.cli import main\n"
+        "sys.argv = ['phr-publish', *sys.argv[1:]]\n"
+        "main()\n"
+    )
+    env = {**os.environ, "PHR_HOME": str(tmp_path)}
+    for args, exit_code in ((["cache", "stats"], 0), (["llm", "ping"], 2)):  # ping without a model: usage, 2
+        r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=300)
+        assert r.returncode == exit_code, r.stderr
+        assert "at exit: True MainThread phr-heartbeat" in r.stderr

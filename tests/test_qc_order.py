@@ -104,12 +104,9 @@ def _review(folder, path, decide) -> None:
     import_review(path, folder)
 
 
-def test_build_review_judge_regenerate_review_push(env, tmp_path):
-    _, _, srv, judge_rejects = env
-    out = tmp_path / "phrbench"
-
-    # 1. generation with the rule checks only: every premise waits for the review, the judge has not run
-    res = _build(env, out)
+def _assert_awaits_first_review(res, out, srv) -> None:
+    """After the first build (rule checks only): every premise waits for the review, the judge has not run, the
+    next steps, manifest and card say so, and push refuses."""
     assert res.stage == AWAITING_REVIEW and res.counts == {"baseline": 4, "truthful": 4, "hallucinated": 11}
     assert _judge_calls(srv) == []
     assert res.qc["manual review: undecided"] == N and res.qc["accepted"] == N and "judge: passed" in res.qc
@@ -125,6 +122,15 @@ def test_build_review_judge_regenerate_review_push(env, tmp_path):
     card = (out / "README.md").read_text()
     assert "QC in the paper's order (§A.2)" in card and f"{N} premise(s) still await review" in card
     assert [x.check for x in validate_for_push(out)] == ["manual_review"]  # push refuses: nothing reviewed
+
+
+def test_build_review_judge_regenerate_review_push(env, tmp_path):
+    _, _, srv, judge_rejects = env
+    out = tmp_path / "phrbench"
+
+    # 1. generation with the rule checks only: every premise waits for the review, the judge has not run
+    res = _build(env, out)
+    _assert_awaits_first_review(res, out, srv)
 
     # 2. review: reject one, revise one, accept the rest; the judge will reject one accepted premise
     first = _premises(out)

@@ -59,9 +59,8 @@ def _answers(rows):
     return {"org/gold": (good, "open"), "org/wrong": (bad, "proprietary"), "org/pe-only": (pe_only, None)}
 
 
-def test_report_of_three_scored_submissions(fake_openai, mini_folder, rows, tmp_path):
-    fake = fake_openai(judge)
-    dataset = load_eval_dataset(mini_folder)
+def _score_three(fake, dataset, rows, tmp_path) -> list:
+    """The results.json of the three submissions of ``_answers``, scored with the judge on the fake server."""
     options = ScoringRun(  # the judge on the fake server, with its cache and fast retries
         Scoring(scorer="none", judge="openai:gpt-4o"),
         llm_options={
@@ -81,6 +80,42 @@ def test_report_of_three_scored_submissions(fake_openai, mini_folder, rows, tmp_
             sub, dataset, meta, options, out=tmp_path / f"{name}.scored", progress=False, plots=False
         )
         files.append(out / "results.json")
+    return files
+
+
+def _assert_report_tables(rep: dict, pe_share: float) -> None:
+    """report.json's Tables 1, 2, 5-11 and Figure 3 for the gold, wrong and PE-only submissions."""
+    t1 = rep["table1"]
+    assert (
+        t1["rows"]["org/gold"]["retention"]["value"] == 1.0 and t1["rows"]["org/wrong"]["H"]["accuracy"]["value"] == 0
+    )
+    assert t1["rows"]["org/pe-only"]["H-T"]["accuracy"]["value"] == round(pe_share - 1, 6)
+    mean_ht = round((0 + 0 + pe_share - 1) / 3, 6)
+    assert t1["averages"]["all"]["H-T"]["accuracy"]["value"] == pytest.approx(mean_ht, abs=1e-6)
+    # proprietary vs open (the --access override made pe-only open)
+    assert t1["averages"]["proprietary"]["T"]["accuracy"]["value"] == 0.0
+    assert t1["averages"]["open"]["H-T"]["accuracy"]["value"] == pytest.approx((pe_share - 1) / 2, abs=1e-6)
+    # Table 2: the judge's markers
+    correction, compliance, avoidance = RESOLUTIONS
+    t2 = rep["table2"]
+    assert t2["org/gold"]["proportions"][correction]["value"] == 1.0 and t2["org/gold"]["insightful"]["value"] == 1.0
+    assert t2["org/wrong"]["proportions"][compliance]["value"] == 1.0
+    assert t2["org/pe-only"]["proportions"][avoidance]["value"] == 1.0 and t2["org/pe-only"]["insightful"]["value"] == 0
+    # Tables 5-8 and 9-11, Figure 3: pe-only keeps all of PE and none of RC / SD
+    assert {b["table"] for b in rep["per_domain"].values()} == {5, 6, 7, 8}
+    assert {t: b["table"] for t, b in rep["per_mutation_type"].items()} == {
+        "Rule Contradiction": 9, "State Distortion": 10, PE: 11,
+    }  # fmt: skip
+    heat = rep["retention"]["rows"]["org/pe-only"]
+    assert (heat[PE], heat["Rule Contradiction"], heat["State Distortion"], heat["Code"]) == (1.0, 0.0, 0.0, 0.0)
+    assert rep["retention"]["rows"]["Average"][PE] == 1.0  # gold 1, pe-only 1; wrong has no retention (T is 0)
+    assert rep["retention"]["rows"]["org/wrong"][PE] is None
+
+
+def test_report_of_three_scored_submissions(fake_openai, mini_folder, rows, tmp_path):
+    fake = fake_openai(judge)
+    dataset = load_eval_dataset(mini_folder)
+    files = _score_three(fake, dataset, rows, tmp_path)
     results = {json.loads(f.read_text())["model"]: json.loads(f.read_text()) for f in files}
     pe = results["org/pe-only"]
     assert results["org/gold"]["model_access"] == "open" and "model_access" not in pe
@@ -111,32 +146,7 @@ def test_report_of_three_scored_submissions(fake_openai, mini_folder, rows, tmp_
     assert figures == ["fig3_retention.png", "fig4_insightful.png", "fig5_insightful.png", "fig5_resolution.png"]
     assert all((out / "figures" / f).read_bytes().startswith(b"\x89PNG") for f in figures)
 
-    rep = json.loads((out / "report.json").read_text())
-    t1 = rep["table1"]
-    assert (
-        t1["rows"]["org/gold"]["retention"]["value"] == 1.0 and t1["rows"]["org/wrong"]["H"]["accuracy"]["value"] == 0
-    )
-    assert t1["rows"]["org/pe-only"]["H-T"]["accuracy"]["value"] == round(pe_share - 1, 6)
-    mean_ht = round((0 + 0 + pe_share - 1) / 3, 6)
-    assert t1["averages"]["all"]["H-T"]["accuracy"]["value"] == pytest.approx(mean_ht, abs=1e-6)
-    # proprietary vs open (the --access override made pe-only open)
-    assert t1["averages"]["proprietary"]["T"]["accuracy"]["value"] == 0.0
-    assert t1["averages"]["open"]["H-T"]["accuracy"]["value"] == pytest.approx((pe_share - 1) / 2, abs=1e-6)
-    # Table 2: the judge's markers
-    correction, compliance, avoidance = RESOLUTIONS
-    t2 = rep["table2"]
-    assert t2["org/gold"]["proportions"][correction]["value"] == 1.0 and t2["org/gold"]["insightful"]["value"] == 1.0
-    assert t2["org/wrong"]["proportions"][compliance]["value"] == 1.0
-    assert t2["org/pe-only"]["proportions"][avoidance]["value"] == 1.0 and t2["org/pe-only"]["insightful"]["value"] == 0
-    # Tables 5-8 and 9-11, Figure 3: pe-only keeps all of PE and none of RC / SD
-    assert {b["table"] for b in rep["per_domain"].values()} == {5, 6, 7, 8}
-    assert {t: b["table"] for t, b in rep["per_mutation_type"].items()} == {
-        "Rule Contradiction": 9, "State Distortion": 10, PE: 11,
-    }  # fmt: skip
-    heat = rep["retention"]["rows"]["org/pe-only"]
-    assert (heat[PE], heat["Rule Contradiction"], heat["State Distortion"], heat["Code"]) == (1.0, 0.0, 0.0, 0.0)
-    assert rep["retention"]["rows"]["Average"][PE] == 1.0  # gold 1, pe-only 1; wrong has no retention (T is 0)
-    assert rep["retention"]["rows"]["org/wrong"][PE] is None
+    _assert_report_tables(json.loads((out / "report.json").read_text()), pe_share)
     md = (out / "report.md").read_text()
     for heading in ("Table 1:", "Table 2:", "Table 5: Chemistry", "Table 8: Code", "Table 11: " + PE, "Figure 3"):
         assert heading in md

@@ -14,17 +14,21 @@ import json
 import platform
 import subprocess
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from transformers import TrainerCallback
+from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from phr.cards.model_card import write_model_card
 from phr.cards.model_usage import usage_section
 from phr.core.errors import UsageError
 from phr.core.fs import atomic_write, json_text, sha256_file
 from phr.training.objective import OBJECTIVE
+
+if TYPE_CHECKING:  # pragma: no cover - imported where a bar is made
+    from phr.core.progress import ProgressDisplay
 
 MANIFEST = "training_manifest.json"
 CURVES_JSON = "curves.json"
@@ -182,7 +186,7 @@ def folder_hash(folder: Path) -> str:
     return h.hexdigest()
 
 
-def trainer_settings(args) -> dict:
+def trainer_settings(args: TrainingArguments) -> dict:
     """The TRL config as JSON-safe values (``to_dict`` with non-JSON values as strings)."""
     return json.loads(json.dumps(args.to_dict(), default=str))
 
@@ -258,12 +262,17 @@ class ArtifactsCallback(TrainerCallback):
     def __init__(self, artifacts: Artifacts):
         self.artifacts = artifacts
 
-    def on_save(self, args, state, control, **kwargs):
+    def on_save(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> TrainerControl:
         if state.is_world_process_zero:
-            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"  # type: ignore[arg-type]  # set by TRL
             if folder.is_dir():
                 self.artifacts.write(
-                    folder, state.log_history, state.global_step, name=f"{Path(args.output_dir).name}-{folder.name}"
+                    folder,
+                    state.log_history,
+                    state.global_step,
+                    name=f"{Path(args.output_dir).name}-{folder.name}",  # type: ignore[arg-type]  # set by TRL
                 )
         return control
 
@@ -272,24 +281,28 @@ class StepProgress(TrainerCallback):
     """In a log, where tqdm's bars are off (``phr.core.progress.quiet_third_party_bars``): a ``[progress]``
     line for the training steps (``bar``: where the lines go; default ``progress_bar()``)."""
 
-    def __init__(self, bar=None) -> None:
+    def __init__(self, bar: ProgressDisplay | None = None) -> None:
         self.bar = bar
         self.task: int | None = None
 
-    def on_train_begin(self, args, state, control, **kwargs):
+    def on_train_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
         if state.is_world_process_zero:
             from phr.core.progress import progress_bar
 
             self.bar = (self.bar or progress_bar()).__enter__()  # in a log: a line every 10 s, within a step too
             self.task = self.bar.add_task("training steps", total=state.max_steps, completed=state.global_step)
 
-    def on_step_end(self, args, state, control, **kwargs):
+    def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
         if self.task is not None:
-            self.bar.update(self.task, completed=state.global_step)
+            self.bar.update(self.task, completed=state.global_step)  # type: ignore[union-attr]  # a task: a bar
 
-    def on_train_end(self, args, state, control, **kwargs):
+    def on_train_end(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
         if self.task is not None:
-            self.bar.__exit__(None, None, None)
+            self.bar.__exit__(None, None, None)  # type: ignore[union-attr]  # a task: a bar
             self.task = None
 
 
@@ -301,7 +314,7 @@ def progress_callbacks() -> list:
 
 
 @contextmanager
-def known_warnings_filtered():
+def known_warnings_filtered() -> Iterator[None]:
     """Training with TRL 1.16 on transformers 5: TRL reads ``model.is_gradient_checkpointing``, which transformers
     deprecated (``is_activation_checkpointing``), at every generation step and saving, so each run printed the
     FutureWarning about TRL's own code, which neither we nor the user can act on. Filtered here, for the training

@@ -33,7 +33,7 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, Union
 
 import yaml
 from annotated_types import Ge, Gt, Interval
@@ -41,6 +41,10 @@ from pydantic import Field, TypeAdapter, ValidationError
 
 from phr.core.errors import UsageError
 from phr.core.registry import Registry
+
+if TYPE_CHECKING:  # pragma: no cover - TRL is imported where a run builds its config (heavy)
+    from _typeshed import DataclassInstance
+    from trl import GRPOConfig, SFTConfig
 
 RECIPE_DIR = Path(__file__).resolve().parent / "recipes"
 METHODS = ("grpo", "sft")
@@ -50,6 +54,8 @@ REFERENCE_POLICIES = ("initial",)
 class RecipeError(UsageError):
     """A recipe that cannot be used as written (one line per problem, each naming the file and the key)."""
 
+
+S = TypeVar("S", bound="DataclassInstance")  # a section dataclass
 
 Dtype = Literal["auto", "bfloat16", "float16", "float32", "float64"]  # torch dtype names from_pretrained takes
 
@@ -119,7 +125,7 @@ class Recipe:
     missing_rewards: MissingRewardsSection = field(default_factory=MissingRewardsSection)
     source: str = ""  # the file it was read from
 
-    def trl_config(self, **overrides):
+    def trl_config(self, **overrides: Any) -> Any:  # a trl GRPOConfig or SFTConfig (the recipe's method)
         """The TRL config object (GRPOConfig / SFTConfig) with the recipe's ``trainer`` section."""
         cls = trl_config_class(self.method)
         try:
@@ -132,7 +138,7 @@ class Recipe:
         return dataclasses.asdict(self)
 
 
-def trl_config_class(method: str):
+def trl_config_class(method: str) -> type[GRPOConfig] | type[SFTConfig]:
     from trl import GRPOConfig, SFTConfig
 
     return {"grpo": GRPOConfig, "sft": SFTConfig}[method]
@@ -286,7 +292,7 @@ def _problems_of(e: ValidationError, where: str, hints: dict[str, Any]) -> list[
     return list(out.values())
 
 
-def _section(cls, raw: Any, where: str, problems: list[str]):
+def _section(cls: type[S], raw: Any, where: str, problems: list[str]) -> S | None:
     """``cls`` (a section dataclass) validated from ``raw``; None and problems appended when it is not valid."""
     if raw is None:
         return None
@@ -356,7 +362,7 @@ def grpo_batch_problem(trainer: dict, world_size: int | None = None) -> str | No
     of processes (default: ``$WORLD_SIZE`` as set by accelerate / torchrun, else 1)."""
     from trl import GRPOConfig
 
-    def get(key):
+    def get(key: str) -> Any:
         return trainer.get(key, GRPOConfig.__dataclass_fields__[key].default)
 
     n = world_size or int(os.environ.get("WORLD_SIZE", "1"))
@@ -375,6 +381,24 @@ def grpo_batch_problem(trainer: dict, world_size: int | None = None) -> str | No
             "each prompt's group of completions has to be whole (TRL's rule)"
         )
     return None
+
+
+def _combination_problems(raw: dict, model: ModelSection | None, data: DataSection | None) -> list[str]:
+    """The problems of a recipe's sections taken together: a model to start from, one data source, a reward
+    section for GRPO, the stage-1 checkpoint for stage 2, no missing_rewards for SFT."""
+    method, stage = raw.get("method"), raw.get("stage")
+    out = []
+    if model is not None and not model.name_or_path and model.tiny is None:
+        out.append("model.name_or_path: required (or model.tiny for the smoke model)")
+    if data is not None and bool(data.path) == bool(data.repo_id):
+        out.append("data: needs exactly one of path (a corpus folder) or repo_id")
+    if method == "grpo" and raw.get("reward") is None:
+        out.append("reward: a GRPO recipe needs a reward section")
+    if method == "grpo" and stage == 2 and model is not None and not model.init_from:
+        out.append("model.init_from: stage 2 starts from the stage-1 checkpoint: set model.init_from")
+    if method == "sft" and raw.get("missing_rewards") is not None:
+        out.append("missing_rewards: GRPO only (SFT has no rewards)")
+    return out
 
 
 def parse_recipe(raw: Any, source: str = "<recipe>") -> Recipe:
@@ -407,16 +431,7 @@ def parse_recipe(raw: Any, source: str = "<recipe>") -> Recipe:
     if ctk is not None and not isinstance(ctk, dict):
         problems.append(f"chat_template_kwargs: expected a mapping, got {ctk!r}")
     trainer = _trainer(method, raw.get("trainer") or {}, problems) if method in METHODS else None
-    if model is not None and not model.name_or_path and model.tiny is None:
-        problems.append("model.name_or_path: required (or model.tiny for the smoke model)")
-    if data is not None and bool(data.path) == bool(data.repo_id):
-        problems.append("data: needs exactly one of path (a corpus folder) or repo_id")
-    if method == "grpo" and raw.get("reward") is None:
-        problems.append("reward: a GRPO recipe needs a reward section")
-    if method == "grpo" and stage == 2 and model is not None and not model.init_from:
-        problems.append("model.init_from: stage 2 starts from the stage-1 checkpoint: set model.init_from")
-    if method == "sft" and raw.get("missing_rewards") is not None:
-        problems.append("missing_rewards: GRPO only (SFT has no rewards)")
+    problems += _combination_problems(raw, model, data)
     named = {p.split(": ", 1)[0] for p in problems}  # every other number finite (the trainer's: _trainer)
     rest = {k: v for k, v in raw.items() if k != "trainer"}
     problems.extend(p for p in non_finite(rest, "") if p.split(": ", 1)[0] not in named)
@@ -498,7 +513,7 @@ def resolve_recipe_path(name_or_path: str | Path) -> Path:
     return found
 
 
-def read_recipe(name_or_path: str | Path, **section_overrides) -> tuple[Any, str]:
+def read_recipe(name_or_path: str | Path, **section_overrides: Any) -> tuple[Any, str]:
     """The raw recipe (YAML as read, ``section_overrides`` merged: ``trainer={"max_steps": 2}`` merges into the
     trainer section) and the file it came from; no heavy imports."""
     path = resolve_recipe_path(name_or_path)
@@ -520,6 +535,6 @@ def read_recipe(name_or_path: str | Path, **section_overrides) -> tuple[Any, str
     return raw, str(path)
 
 
-def load_recipe(name_or_path: str | Path, **section_overrides) -> Recipe:
+def load_recipe(name_or_path: str | Path, **section_overrides: Any) -> Recipe:
     """Read and check a recipe file (path or packaged name); ``section_overrides`` as :func:`read_recipe`."""
     return parse_recipe(*read_recipe(name_or_path, **section_overrides))

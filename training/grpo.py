@@ -31,9 +31,9 @@ import typing
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from transformers import TrainerCallback
+from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from phr.config.base import FieldError
 from phr.core.errors import PHRError
@@ -60,8 +60,13 @@ from phr.training.run import (
     summary_metrics,
 )
 
+if TYPE_CHECKING:  # pragma: no cover - torch is imported where the rewards are computed
+    import torch
 
-def paraphrase_tag(prompts, completions, completion_ids=None, **kwargs) -> list[float]:
+
+def paraphrase_tag(
+    prompts: Sequence[Any], completions: Sequence[Any], completion_ids: Sequence[Any] | None = None, **kwargs: Any
+) -> list[float]:
     """Smoke reward: 1.0 when the completion holds a non-empty ``<paraphrase>`` (Listing B.1's format), else 0.0."""
     return [1.0 if parse_paraphrase(completion_text(c))[0] else 0.0 for c in completions]
 
@@ -106,7 +111,7 @@ def _hr1(settings: dict, stage: int, num_generations: int) -> HR1Reward:
 
 
 @REWARDS.register("paraphrase_tag")
-def _paraphrase_tag(settings: dict, stage: int, num_generations: int):
+def _paraphrase_tag(settings: dict, stage: int, num_generations: int) -> Callable[..., list[float]]:
     if settings:
         raise RecipeError(f"reward.settings: paraphrase_tag takes none (got {', '.join(sorted(settings))})")
     return paraphrase_tag
@@ -200,13 +205,15 @@ class MissingRewardsGuard(TrainerCallback):
         self.pending: list[tuple[int, list[int]]] = []  # (completions, missing per function) since the last step
         self.stopped: str | None = None
 
-    def record(self, rewards_per_func) -> None:
+    def record(self, rewards_per_func: torch.Tensor) -> None:
         import torch
 
         missing = torch.isnan(rewards_per_func).sum(dim=0).tolist()
         self.pending.append((int(rewards_per_func.shape[0]), [int(m) for m in missing]))
 
-    def on_step_end(self, args, state, control, **kwargs):
+    def on_step_end(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> TrainerControl:
         if not self.pending:  # no generation round in this step (steps_per_generation > 1)
             return control
         n = sum(p[0] for p in self.pending)
@@ -244,7 +251,7 @@ class MissingRewardsGuard(TrainerCallback):
         return ", ".join(f"{reason} {n}" for reason, n in counts.most_common())
 
 
-def _guarded_trainer_class():
+def _guarded_trainer_class() -> type:  # a subclass of TRL's GRPOTrainer
     """TRL's ``GRPOTrainer`` with each training round's gathered rewards shown to the guard (TRL 1.16:
     ``_calculate_rewards`` returns the rewards per function of every process, NaN where a function gave None),
     and on several ranks the rewards computed by rank 0 alone (``_rewards_on_rank0``)."""
@@ -253,25 +260,33 @@ def _guarded_trainer_class():
     class GuardedGRPOTrainer(RanksSave, GRPOTrainer):
         guard: MissingRewardsGuard | None = None
 
-        def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        def _calculate_rewards(
+            self, inputs: Any, prompts: Any, completions: Any, completion_ids_list: Any
+        ) -> torch.Tensor:
             if self.accelerator.num_processes > 1:
                 rewards_per_func = _rewards_on_rank0(self, super()._calculate_rewards, inputs, prompts, completions,
                                                      completion_ids_list)  # fmt: skip
             else:
                 rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-            if self.guard is not None and self.model.training:
+            if self.guard is not None and self.model.training:  # type: ignore[union-attr]  # the trainer has its model
                 self.guard.record(rewards_per_func)
             return rewards_per_func
 
     return GuardedGRPOTrainer
 
 
-def _rewards_on_rank0(trainer, calculate, inputs, prompts, completions, completion_ids_list):
+def _rewards_on_rank0(
+    trainer: Any,  # TRL's GRPOTrainer
+    calculate: Callable[..., torch.Tensor],
+    inputs: Any,
+    prompts: Any,
+    completions: Any,
+    completion_ids_list: Any,
+) -> torch.Tensor:
     """TRL's gathered ``rewards_per_func`` (rows in rank order), computed by rank 0 alone: every rank's batch is
     gathered to all (``gather_object``), rank 0 runs ``calculate`` (TRL's reward step, its own cross-rank gather
     made a no-op: the batch already holds every rank's rows) and broadcasts the rewards, or the error that
     stopped it, which every rank then raises (rank 0 its own, the others quietly)."""
-    import torch
     from accelerate.utils import broadcast_object_list, gather_object
 
     parts = gather_object([(inputs, prompts, completions, completion_ids_list)])
@@ -288,7 +303,7 @@ def _rewards_on_rank0(trainer, calculate, inputs, prompts, completions, completi
     if payload[1] is not None:
         if error is not None:
             try:
-                error.all_ranks = True  # the others stop with it (settle)
+                error.all_ranks = True  # type: ignore[attr-defined]  # the others stop with it (settle)
             except AttributeError:
                 pass
             raise error
@@ -300,13 +315,13 @@ def _rewards_on_rank0(trainer, calculate, inputs, prompts, completions, completi
 class _no_cross_rank_gather:
     """Within rank 0's reward step: TRL's final ``gather(rewards_per_func)`` returns the rows as they are."""
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         import trl.trainer.grpo_trainer as module
 
         self.module, self.original = module, module.gather
         module.gather = lambda tensor: tensor
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.module.gather = self.original
 
 

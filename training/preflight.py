@@ -90,7 +90,7 @@ def _completions(trainer: dict, rows: int | None) -> int | None:
     return by_rows
 
 
-def _reward_calls(pf: Preflight, settings: dict, stage, completions: int, corpus: Path | None) -> None:
+def _reward_calls(pf: Preflight, settings: dict, stage: object, completions: int, corpus: Path | None) -> None:
     """The hr1 reward's calls, estimated (the paraphrases are written during training): one B.2 verdict per
     completion; in stage 2 also one QA answer and one B.3 grade each (upper bounds: no completion malformed or
     inconsistent, no re-ask). Prompts stand in by the corpus's questions, paraphrase = question."""

@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from phr.core.errors import UsageError
 from phr.core.fs import atomic_dir, replace_path
@@ -45,6 +46,11 @@ from phr.training.checkpoint import (
 )
 from phr.training.config import Recipe, RecipeError, prerequisite_problems
 from phr.training.tiny import TinySettings, build_tiny_model
+
+if TYPE_CHECKING:  # pragma: no cover - the training libraries are imported where a run starts (heavy)
+    from datasets import Dataset
+    from peft import LoraConfig
+    from transformers import PreTrainedModel
 
 log = logging.getLogger("phr.training")
 
@@ -84,7 +90,7 @@ class RunResult:
         return out
 
 
-def load_corpus(recipe: Recipe):
+def load_corpus(recipe: Recipe) -> tuple[Dataset, dict]:
     """The corpus as a ``datasets.Dataset`` (first ``limit`` rows) and its provenance for the manifest."""
     from datasets import load_dataset
 
@@ -103,7 +109,7 @@ def load_corpus(recipe: Recipe):
     return ds, {**provenance, "split": d.split, "rows": len(ds)}
 
 
-def corpus_texts(ds) -> list[str]:
+def corpus_texts(ds: Dataset) -> list[str]:
     """Every text of a GRPO / SFT corpus (for the smoke tokenizer)."""
     col = "prompt" if "prompt" in ds.column_names else "messages"
     texts = [m["content"] for row in ds[col] for m in row]
@@ -123,7 +129,7 @@ def start_of(recipe: Recipe, output_dir: Path) -> str:
     return m.name_or_path  # type: ignore[return-value]
 
 
-def start_model(recipe: Recipe, ds, output_dir: Path) -> tuple[str, str]:
+def start_model(recipe: Recipe, ds: Dataset, output_dir: Path) -> tuple[str, str]:
     """(folder or id the policy is loaded from, base model name for the card). On several ranks rank 0 builds the
     smoke model while the others wait (the process group must be up: ``launch_record``)."""
     m = recipe.model
@@ -241,7 +247,7 @@ def check_prerequisites(recipe: Recipe) -> None:
         raise RecipeError("\n".join(problems))
 
 
-def launch_record(args) -> dict:
+def launch_record(args: Any) -> dict:  # transformers' TrainingArguments (TRL's GRPOConfig / SFTConfig)
     """How the run was launched, for the manifest: the world size, accelerate's distributed type and backend, the
     accelerate settings the launcher passed (``ACCELERATE_*``) and the launcher's ranks layout. Starts the process
     group (transformers' ``TrainingArguments`` set-up, as the trainer would) so that the ranks can wait for
@@ -259,16 +265,19 @@ def launch_record(args) -> dict:
     }
 
 
-def artifacts(
+def _manifest(
     recipe: Recipe,
     *,
     base_model: str,
     start_from: str,
     data: dict,
     reward: dict | None,
-    args,
-    launch: dict | None = None,
-) -> Artifacts:
+    args: Any,  # transformers' TrainingArguments (TRL's GRPOConfig / SFTConfig)
+    launch: dict | None,
+) -> dict:
+    """The run's ``training_manifest.json``: the recipe, the model and checkpoint started from, the reference
+    policy, data, reward, trainer settings (with the objective settings left to TRL's defaults, which are also
+    logged), seeds, launch, package versions and git state."""
     from phr.training.objective import unpinned
     from phr.training.preflight import corpus_mismatch
 
@@ -288,7 +297,7 @@ def artifacts(
             len(defaults),
             ", ".join(defaults),
         )
-    manifest = {
+    return {
         "schema_version": 1,
         "method": recipe.method,
         "stage": recipe.stage,
@@ -317,12 +326,11 @@ def artifacts(
         "git_commit": git["commit"],
         "git": git,
     }
-    datasets = [(data["repo_id"], data.get("revision"))] if data.get("repo_id") else []
-    local = (
-        [{k: data.get(k) for k in ("name", "manifest_sha256", "folder_sha256", "split", "rows")}]
-        if data.get("path")
-        else []
-    )
+
+
+def _card_description(recipe: Recipe, *, base_model: str, start_from: str, data: dict, reward: dict | None) -> str:
+    """The model card's description: what was trained on what, intended use, limitations, and notes for the
+    smoke-test model and the smoke reward stand-in."""
     what = "GRPO stage %s" % recipe.stage if recipe.method == "grpo" else "LoRA SFT" if recipe.lora else "SFT"
     corpus = (
         data.get("repo_id")
@@ -361,6 +369,31 @@ def artifacts(
             "\n\n**Smoke reward stand-in**: trained with `smoke_consistency_stand_in` (MiniLM cosine of question and "
             'paraphrase, no judge), not the paper\'s reward (docs/training.md, "Offline training smoke").'
         )
+    return description
+
+
+def artifacts(
+    recipe: Recipe,
+    *,
+    base_model: str,
+    start_from: str,
+    data: dict,
+    reward: dict | None,
+    args: Any,  # transformers' TrainingArguments (TRL's GRPOConfig / SFTConfig)
+    launch: dict | None = None,
+) -> Artifacts:
+    """What a run writes next to its model: the manifest, and the model card's datasets, description, method,
+    local corpus folders and LoRA settings."""
+    manifest = _manifest(
+        recipe, base_model=base_model, start_from=start_from, data=data, reward=reward, args=args, launch=launch
+    )
+    datasets = [(data["repo_id"], data.get("revision"))] if data.get("repo_id") else []
+    local = (
+        [{k: data.get(k) for k in ("name", "manifest_sha256", "folder_sha256", "split", "rows")}]
+        if data.get("path")
+        else []
+    )
+    description = _card_description(recipe, base_model=base_model, start_from=start_from, data=data, reward=reward)
     return Artifacts(
         manifest=manifest,
         base_model=base_model,
@@ -372,7 +405,7 @@ def artifacts(
     )
 
 
-def save_final(trainer, arts: Artifacts, output_dir: Path) -> Path:
+def save_final(trainer: Any, arts: Artifacts, output_dir: Path) -> Path:  # trainer: TRL's
     """Write the trained model (or adapter) with its manifest, curves and card to ``output_dir/final``. On several
     ranks every rank takes part in ``save_model`` (sharded weights are gathered) into one agreed folder, and rank 0
     alone adds the tokenizer and the artifacts and moves it into place."""
@@ -384,14 +417,14 @@ def save_final(trainer, arts: Artifacts, output_dir: Path) -> Path:
     return dest
 
 
-def _fill_final(trainer, arts: Artifacts, output_dir: Path, tmp: Path, dest: Path) -> None:
+def _fill_final(trainer: Any, arts: Artifacts, output_dir: Path, tmp: Path, dest: Path) -> None:
     trainer.save_model(str(tmp))
     if trainer.processing_class is not None:
         trainer.processing_class.save_pretrained(str(tmp))
     arts.write(tmp, trainer.state.log_history, trainer.state.global_step, name=output_dir.name, location=dest)
 
 
-def _save_final_ranks(trainer, arts: Artifacts, output_dir: Path, dest: Path) -> Path:
+def _save_final_ranks(trainer: Any, arts: Artifacts, output_dir: Path, dest: Path) -> Path:
     tmp = output_dir / f".{FINAL}.ranks"  # one name on every rank (atomic_dir's is random)
     main = trainer.accelerator.is_main_process
     if main:
@@ -415,8 +448,10 @@ class RanksSave:
     complete for every rank (``checkpoint_problem``); without it a kill could leave a checkpoint that looks
     complete but lacks another rank's RNG state."""
 
-    def _save_rng_state(self, output_dir):
-        super()._save_rng_state(output_dir)
+    accelerator: Any  # the trainer's (accelerate's Accelerator)
+
+    def _save_rng_state(self, output_dir: str) -> None:
+        super()._save_rng_state(output_dir)  # type: ignore[misc]  # the trainer's (a mixin)
         self.accelerator.wait_for_everyone()
 
 
@@ -440,7 +475,7 @@ def prepare_output(recipe: Recipe, resume: bool) -> tuple[Path, str | None]:
         return output_dir, resume_point(output_dir, resume)
 
 
-def load_model(recipe: Recipe, start: str):
+def load_model(recipe: Recipe, start: str) -> PreTrainedModel:
     """The policy, loaded from ``start`` (the recipe's revision applies to its hub id only)."""
     from transformers import AutoModelForCausalLM
 
@@ -461,7 +496,7 @@ def model_init_kwargs(recipe: Recipe, start: str) -> dict:
     return kw
 
 
-def peft_config(recipe: Recipe):
+def peft_config(recipe: Recipe) -> LoraConfig | None:
     """peft ``LoraConfig`` of the recipe's ``lora`` section (None: full fine-tuning)."""
     if recipe.lora is None:
         return None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from phr.core.errors import UsageError
 from phr.core.fs import atomic_dir
@@ -39,13 +40,18 @@ from phr.training.run import (
     summary_metrics,
 )
 
+if TYPE_CHECKING:  # pragma: no cover - datasets is imported where a run loads its corpus
+    from datasets import Dataset
 
-def to_prompt_completion(ds, chat_template_kwargs: dict | None = None):
+    from phr.training.checkpoint import Artifacts
+
+
+def to_prompt_completion(ds: Dataset, chat_template_kwargs: dict | None = None) -> Dataset:
     """``messages`` rows -> ``prompt`` (all turns before the last) + ``completion`` (the last, assistant, turn)."""
     if "messages" not in ds.column_names:
         raise UsageError(f"the SFT corpus has no 'messages' column (columns: {', '.join(ds.column_names)})")
 
-    def split(row, idx):
+    def split(row: dict, idx: int) -> dict:
         msgs = row["messages"]
         if not msgs or msgs[-1]["role"] != "assistant":
             raise UsageError(f"SFT corpus row {idx} (id {row.get('id')}): the last message must be the assistant's")
@@ -57,7 +63,9 @@ def to_prompt_completion(ds, chat_template_kwargs: dict | None = None):
     return ds.map(split, with_indices=True, remove_columns=ds.column_names)
 
 
-def build_sft_trainer(recipe: Recipe, *, resume: bool = False, callbacks: Sequence = ()):
+def build_sft_trainer(
+    recipe: Recipe, *, resume: bool = False, callbacks: Sequence = ()
+) -> tuple[Any, Artifacts, Path, str | None]:  # the trainer: TRL's SFTTrainer
     """(trainer, artifacts, output_dir, checkpoint to resume from) for ``recipe``."""
     from trl import SFTTrainer
 
@@ -86,7 +94,7 @@ def build_sft_trainer(recipe: Recipe, *, resume: bool = False, callbacks: Sequen
     return trainer, arts, output_dir, last
 
 
-def _ranks_sft_trainer(base):
+def _ranks_sft_trainer(base: type) -> type:
     """TRL's ``SFTTrainer`` whose checkpoints are complete for every rank once ``trainer_state.json`` is written."""
 
     class RanksSFTTrainer(RanksSave, base):
@@ -119,7 +127,7 @@ def train_sft(
     )
 
 
-def _merge(trainer, arts, output_dir: Path) -> Path:
+def _merge(trainer: Any, arts: Artifacts, output_dir: Path) -> Path:
     dest = output_dir / MERGED
     model = trainer.model.merge_and_unload()
     with atomic_dir(dest) as tmp:

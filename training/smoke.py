@@ -10,7 +10,8 @@ is graded, so the completions of one prompt get different rewards and GRPO has a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +44,14 @@ def consistency_stand_in(settings: dict, stage: int) -> Callable:
 
         raise RecipeError(f"reward.settings: the smoke stand-in takes none (got {', '.join(sorted(settings))})")
 
-    def reward(prompts, completions, completion_ids=None, *, question, **kwargs) -> list[float]:
+    def reward(
+        prompts: Sequence[Any],
+        completions: Sequence[Any],
+        completion_ids: Sequence[Any] | None = None,
+        *,
+        question: Sequence[str],
+        **kwargs: Any,
+    ) -> list[float]:
         return consistency_scores(list(question), list(completions))
 
     reward.__name__ = STAND_IN

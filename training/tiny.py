@@ -17,12 +17,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from annotated_types import Ge, Gt, Interval
 
 from phr.core.fs import atomic_dir
 from phr.core.progress import progress_bar
+
+if TYPE_CHECKING:  # pragma: no cover - transformers is imported where the tiny model is built
+    from transformers import PreTrainedTokenizerFast
 
 BOS, EOS, PAD = "<|begin_of_text|>", "<|im_end|>", "<|pad|>"
 SPECIAL = (PAD, BOS, EOS, "<|im_start|>")
@@ -55,7 +58,7 @@ class TinySettings:
 FORMAT_TAGS = ("<paraphrase>", "</paraphrase>", "<think>", "</think>")  # one token each with the format warm-up
 
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int, tags: Iterable[str] = ()):
+def train_tokenizer(texts: Iterable[str], vocab_size: int, tags: Iterable[str] = ()) -> PreTrainedTokenizerFast:
     """A byte-level BPE ``PreTrainedTokenizerFast`` trained on ``texts`` with the chat template set; each of
     ``tags`` is added as one (non-special) token."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -121,7 +124,9 @@ def _warmup_pairs() -> list[tuple[str, str]]:
 WARMUP_CONTEXT = 64  # prompt tokens kept before each completion (the end of the prompt and the assistant header)
 
 
-def format_warmup(model, tok, pairs: list[tuple[str, str]], steps: int, lr: float) -> list[float]:
+def format_warmup(
+    model: Any, tok: Any, pairs: list[tuple[str, str]], steps: int, lr: float
+) -> list[float]:  # a transformers model and its tokenizer
     """Full-batch next-token training on (user prompt, assistant completion) pairs, loss on the completion and its
     end-of-turn token only, each prompt cut to its last ``WARMUP_CONTEXT`` tokens (the format follows the
     assistant header; the shared instructions before it would only cost time); returns the loss per step."""

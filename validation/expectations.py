@@ -32,13 +32,19 @@ import warnings
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-from phr.bench.conditions import CONDITIONS, condition_spec
+from phr.bench.conditions import CONDITIONS, ConditionSpec, condition_spec
 from phr.bench.folder import data_file
 from phr.bench.instance import NOT_NULL
 from phr.bench.records import Domain, MutationType, TaskType
 from phr.core.report import Rejection
+
+if TYPE_CHECKING:  # pragma: no cover - imported where they run (a build stays fast)
+    import pandas as pd
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+    from great_expectations.expectations.expectation_configuration import ExpectationConfiguration
 
 SUITE_FILE = "validation/expectations.json"
 FORMAT = "phr-expectations/1"
@@ -52,7 +58,7 @@ TASK_TYPES = tuple(sorted(t.value for t in TaskType))
 REQUIRED = NOT_NULL
 
 
-def _premise_columns(c) -> tuple[str, ...]:
+def _premise_columns(c: ConditionSpec) -> tuple[str, ...]:
     return (("premise", "augmentation_id") if c.premise else ()) + (("mutation_type",) if c.mutation else ())
 
 
@@ -82,7 +88,7 @@ GROUP_COL, COUNT_COL = "group", "rows"
 # ---- building the suite -------------------------------------------------------------------------------------------
 
 
-def _e(type_: str, **kwargs) -> dict:
+def _e(type_: str, **kwargs: Any) -> dict:
     return {"type": type_, "kwargs": kwargs}
 
 
@@ -196,7 +202,7 @@ def _quiet_logs() -> None:
             logging.getLogger(name).setLevel(logging.NOTSET)  # inherit ERROR from the package logger
 
 
-def _gx():
+def _gx() -> tuple[ModuleType, type[ProgressBarsConfig], type[ExpectationConfiguration]]:
     """Import Great Expectations quietly: no usage statistics, no progress bars, errors only in the logs."""
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
     _quiet_logs()
@@ -209,7 +215,7 @@ def _gx():
     return gx, ProgressBarsConfig, ExpectationConfiguration
 
 
-def _fmt(v) -> str:
+def _fmt(v: object) -> str:
     if isinstance(v, float):
         return f"{v:.4g}"
     return repr(v)
@@ -309,7 +315,7 @@ def _load(folder: Path) -> tuple[dict | None, list[Rejection]]:
     return doc, []
 
 
-def _frame(rows: list[dict], by: list[str]):
+def _frame(rows: list[dict], by: list[str]) -> pd.DataFrame:
     import pandas as pd
 
     counts = group_counts(rows, by)

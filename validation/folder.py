@@ -18,12 +18,13 @@ from phr.hub.card import README, CardError, card_configs, missing_data_files
 from phr.hub.kinds import ArtifactKind
 from phr.validation.config import rules_for_prompts
 from phr.validation.expectations import SUITE_FILE, run_suite
-from phr.validation.premises import folder_premises
+from phr.validation.premises import FolderPremises, folder_premises
 from phr.validation.review import (
     CHECK,
     DECISIONS_FILE,
     REVIEW_DIR,
     ReviewError,
+    ReviewStatus,
     load_decisions,
     review_rejections,
     review_status,
@@ -130,7 +131,7 @@ def review_required(folder: Path) -> bool:
     return bool(manifest.get("review_required", manifest.get("recipe") == "paper"))
 
 
-def _undecided(folder: Path, found) -> list[Rejection]:
+def _undecided(folder: Path, found: FolderPremises) -> list[Rejection]:
     try:
         decisions = load_decisions(folder)
     except ReviewError:
@@ -152,7 +153,7 @@ def _undecided(folder: Path, found) -> list[Rejection]:
     ]
 
 
-def _unjudged(folder: Path, st) -> list[Rejection]:
+def _unjudged(folder: Path, st: ReviewStatus) -> list[Rejection]:
     """Premises of a paper-QC-order build (manifest ``qc_order: paper``) that waited for review when it was built:
     decided since, they have not been through the LLM judge, which runs on the rebuild (§A.2: judge after review)."""
     manifest = _manifest(folder)

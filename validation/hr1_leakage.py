@@ -16,7 +16,10 @@ evaluation set and id it matches, and the similarity (docs/hr1.md, "Split leakag
 - ``provenance``: the row's question id (a paraphrase's source question) is an evaluation question id, i.e.
   the same question (ids come from the content, ``phr.hr1.ids``);
 - ``semantic``: MiniLM cosine to the nearest evaluation question >= ``semantic_threshold``, in chunked matrix
-  products (``chunk_rows`` training rows x all evaluation rows), each distinct text embedded once.
+  products (``chunk_rows`` training rows x all evaluation rows), each distinct text embedded once;
+- ``reworded``: for a row below that threshold, its ``reworded_candidates`` nearest evaluation questions with
+  cosine >= ``reworded_floor``, each kept when the two texts have the same content words up to morphology, typos
+  and the curated synonym groups, the same numbers, and share a rare word (validation/hr1_reworded.py).
 
 Every step is linear in the training rows (bench/leakage.py times it).
 """
@@ -26,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -37,7 +40,10 @@ from phr.hr1.ids import normalize_text
 from phr.llm.embed import embed
 from phr.validation.textops import Corpus
 
-CHECKS = ("exact", "near_duplicate", "one_word_edit", "provenance", "semantic")
+if TYPE_CHECKING:  # pragma: no cover - datasketch is imported where the checks run
+    from datasketch import LeanMinHash
+
+CHECKS = ("exact", "near_duplicate", "one_word_edit", "provenance", "semantic", "reworded")
 
 # One-word edits that keep the question (docs/hr1.md, "Split leakage"): a substitution within a group, or the
 # insertion / deletion of an optional word. Measured on the real files: no pair of different SimpleQuestions or
@@ -74,6 +80,23 @@ class LeakageConfig:
     semantic_threshold: float = 0.85  # cosine to the nearest evaluation question
     chunk_rows: int = 2048  # training rows per matrix product (x all evaluation rows)
     model_dir: str | None = None  # sentence-transformers folder (default: the packaged MiniLM)
+    # the reworded stage (needs semantic): candidates below semantic_threshold, checked by their words
+    reworded: bool = True
+    reworded_floor: float = 0.65  # lowest cosine of a candidate (0 < floor <= semantic_threshold)
+    reworded_candidates: int = 3  # nearest evaluation questions checked per training row (>= 1)
+    reworded_anchor_share: float = 0.001  # a shared word in at most max(3, share x questions) evaluation questions
+
+    def __post_init__(self) -> None:
+        bounds = {
+            "semantic_threshold": (0.0, self.semantic_threshold, 1.0),
+            "reworded_floor": (0.0, self.reworded_floor, self.semantic_threshold),
+            "reworded_anchor_share": (0.0, self.reworded_anchor_share, 1.0),
+        }
+        for name, (lo, value, hi) in bounds.items():
+            if not lo <= value <= hi:
+                raise ValueError(f"LeakageConfig.{name} = {value} is outside [{lo}, {hi}]")
+        if self.reworded_candidates < 1 or self.chunk_rows < 1:
+            raise ValueError("LeakageConfig.reworded_candidates and chunk_rows must be at least 1")
 
 
 @dataclass(frozen=True)
@@ -103,7 +126,7 @@ class Leak:
     similarity: float
     text: str
     eval_text: str
-    detail: str = ""  # one_word_edit: the words that differ
+    detail: str = ""  # one_word_edit: the words that differ; reworded: the words and numbers both have
 
     def rejection(self) -> Rejection:
         what = {
@@ -112,6 +135,7 @@ class Leak:
             "one_word_edit": f"differs by one word ({self.detail}) from",
             "provenance": "paraphrases (by its source question id)",
             "semantic": f"means the same (MiniLM cosine {self.similarity:.3f}) as",
+            "reworded": f"rewords (MiniLM cosine {self.similarity:.3f}; same {self.detail})",
         }[self.check]
         return Rejection(
             self.row_id,
@@ -179,7 +203,7 @@ class _Shingled:
             yield lo, signatures(h, r - lo, hi - lo, self.cfg.num_perm, self.cfg.seed)
 
 
-def _lean(sig: np.ndarray, seed: int):
+def _lean(sig: np.ndarray, seed: int) -> LeanMinHash:
     from datasketch import LeanMinHash
 
     return LeanMinHash(seed=seed, hashvalues=sig, scheme="affine32")
@@ -228,7 +252,9 @@ def _exact(train: Sequence[TrainRow], norm_train: list[str], ev: _Eval, norm_eva
     return [ev.leak(row, "exact", j, 1.0) for row, n in zip(train, norm_train) for j in index.get(n, ())]
 
 
-def _near_duplicates(train: Sequence[TrainRow], norm_train, ev: _Eval, norm_eval, cfg: LeakageConfig) -> list[Leak]:
+def _near_duplicates(
+    train: Sequence[TrainRow], norm_train: Sequence[str], ev: _Eval, norm_eval: Sequence[str], cfg: LeakageConfig
+) -> list[Leak]:
     ev_sh = _Shingled(ev.texts, cfg)
     lsh, ev_sig = _eval_index(ev_sh, cfg)
     tr_sh = _Shingled([r.text for r in train], cfg)
@@ -315,7 +341,9 @@ def _variants(words: list[str]) -> Iterable[tuple[int, int, int]]:
         yield p, hash((p, head, tail)), hash(f"{head} {tail}".strip())
 
 
-def _one_word_edits(train: Sequence[TrainRow], norm_train, ev: _Eval, norm_eval, cfg: LeakageConfig) -> list[Leak]:
+def _one_word_edits(
+    train: Sequence[TrainRow], norm_train: Sequence[str], ev: _Eval, norm_eval: Sequence[str], cfg: LeakageConfig
+) -> list[Leak]:
     """Pairs whose normalised texts differ by one word that keeps the question. Each text's one-word variants
     (a word masked, a word deleted) are hashed keys; the evaluation side is indexed once and each training row
     looks up its own variants: linear in the rows (times their words)."""
@@ -387,16 +415,68 @@ def nearest_above(train_vecs: np.ndarray, eval_vecs: np.ndarray, threshold: floa
     return np.concatenate(found) if found else np.zeros((0, 3))
 
 
+def nearest_in_band(
+    train_vecs: np.ndarray, eval_vecs: np.ndarray, floor: float, ceiling: float, k: int, chunk_rows: int
+) -> np.ndarray:
+    """(training row, evaluation row, cosine) of the ``k`` nearest evaluation rows with cosine in [floor, ceiling)
+    of every training row whose nearest evaluation row is below ``ceiling``; rows ascending, cosines descending."""
+    found = []
+    k = min(k, len(eval_vecs))
+    for lo in range(0, len(train_vecs), chunk_rows):
+        sims = train_vecs[lo : lo + chunk_rows] @ eval_vecs.T
+        top = (
+            np.argpartition(-sims, k - 1, axis=1)[:, :k] if k < sims.shape[1] else np.tile(np.arange(k), (len(sims), 1))
+        )
+        vals = np.take_along_axis(sims, top, axis=1)
+        order = np.argsort(-vals, axis=1, kind="stable")
+        top, vals = np.take_along_axis(top, order, axis=1), np.take_along_axis(vals, order, axis=1)
+        rows = np.repeat(np.arange(lo, lo + len(sims)), k).reshape(len(sims), k)
+        keep = (vals >= floor) & (vals < ceiling) & (vals[:, :1] < ceiling)
+        found.append(np.stack([rows[keep], top[keep], vals[keep]], axis=1))
+    return np.concatenate(found) if found else np.zeros((0, 3))
+
+
 def _semantic(train: Sequence[TrainRow], ev: _Eval, cfg: LeakageConfig) -> list[Leak]:
     keep = [i for i, r in enumerate(train) if r.text.strip()]
     if not keep or not ev.texts:
         return []
     tv = embed([train[i].text for i in keep], cfg.model_dir)
     evv = embed(ev.texts, cfg.model_dir)
-    return [
+    out = [
         ev.leak(train[keep[int(i)]], "semantic", int(j), s)
         for i, j, s in nearest_above(tv, evv, cfg.semantic_threshold, cfg.chunk_rows)
     ]
+    if cfg.reworded:
+        band = nearest_in_band(
+            tv, evv, cfg.reworded_floor, cfg.semantic_threshold, cfg.reworded_candidates, cfg.chunk_rows
+        )
+        out += _reworded([(train[keep[int(i)]], int(j), float(c)) for i, j, c in band], ev, train, cfg)
+    return out
+
+
+def _reworded(
+    candidates: list[tuple[TrainRow, int, float]], ev: _Eval, train: Sequence[TrainRow], cfg: LeakageConfig
+) -> list[Leak]:
+    """The candidates whose words say the same question (validation/hr1_reworded.py); a shared word anchors a
+    pair when few evaluation questions and training questions (a question with its paraphrases counted once,
+    by ``question_id``) hold it."""
+    from phr.validation import hr1_reworded as rw
+
+    if not candidates:
+        return []
+    questions: dict[str, list[str]] = {}
+    for r in train:
+        questions.setdefault(r.question_id, []).append(r.text)
+    rare = rw.rare_words([*([t] for t in ev.texts), *questions.values()], cfg.reworded_anchor_share)
+    analyse = rw.Analyser()
+    words = analyse([r.text for r, _, _ in candidates] + [ev.texts[j] for _, j, _ in candidates])
+    out = []
+    for n, (row, j, cos) in enumerate(candidates):
+        a, b = words[n], words[len(candidates) + n]
+        if rw.same_question(a, b, rare):
+            leak = ev.leak(row, "reworded", j, cos)
+            out.append(Leak(**{**leak.__dict__, "detail": rw.explain(a, b)}))
+    return out
 
 
 def find_leaks(

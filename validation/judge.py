@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Literal
+from typing import TYPE_CHECKING, Any, Iterable, Literal
 
 from pydantic import BaseModel
 
@@ -26,6 +26,9 @@ from phr.bench.records import Augmentation, BaseQuestion, Judgement, TaskType
 from phr.core.aio import blocking
 from phr.core.report import Rejection, ValidationReport
 from phr.llm.judge import JudgeItem, JudgeTemplate, LLMJudge
+
+if TYPE_CHECKING:  # pragma: no cover - the caller makes the client
+    from phr.llm.client import LLM
 
 __all__ = [
     "JudgeVerdict",
@@ -217,7 +220,7 @@ def _records(rows: Any, model: type[BaseModel]) -> list:
 async def ajudge_augmentations(
     questions: Iterable,
     augmentations: Iterable,
-    judge,
+    judge: LLM,
     *,
     max_reasks: int = 2,
     desc: str = "judging",

@@ -443,6 +443,197 @@ def _read_sheet(sheet: Path) -> tuple[list[str] | None, list[tuple[int, int, lis
     return header, records, problems
 
 
+def _folder_index(rows: dict[str, list[dict]]) -> tuple[dict[str, dict], dict[str, str | None]]:
+    """(premises: augmentation id -> {instance_id, sha, premise}, instances: instance id -> augmentation id,
+    None for a baseline row) of the folder's rows."""
+    premises: dict[str, dict] = {}
+    instances: dict[str, str | None] = {}
+    for name, records in rows.items():
+        for r in records:
+            instances[r["id"]] = r.get("augmentation_id") if name != BASELINE else None
+            if name != BASELINE:
+                premises[r["augmentation_id"]] = {
+                    "instance_id": r["id"],
+                    "sha": premise_sha(r.get("premise")),
+                    "premise": r.get("premise") or "",
+                }
+    return premises, instances
+
+
+def _sheet_columns(sheet: Path, header: list[str], problems: list[SheetProblem]) -> dict[str, int]:
+    """The index of each column read back (the required ones and ``revised_premise`` when present);
+    :class:`ReviewSheetError` when a required column is missing or appears twice."""
+    missing = [c for c in REQUIRED_COLUMNS if c not in header]
+    problems += [SheetProblem(1, c, "missing required column") for c in missing]
+    dup_cols = sorted(c for c, n in Counter(header).items() if n > 1 and c in REQUIRED_COLUMNS)
+    problems += [SheetProblem(1, c, "column appears more than once") for c in dup_cols]
+    if missing or dup_cols:
+        raise ReviewSheetError(sheet, problems)
+    col = {c: header.index(c) for c in REQUIRED_COLUMNS}
+    if "revised_premise" in header:
+        col["revised_premise"] = header.index("revised_premise")
+    return col
+
+
+@dataclass
+class _SheetCheck:
+    """One sheet's check in progress: the folder's premises and instances, the sheet's header and columns,
+    the default reviewer, and what the rows gave so far (problems, decisions, revisions, the row of each id,
+    counts per decision)."""
+
+    folder: Path
+    premises: dict[str, dict]  # augmentation id -> {instance_id, sha, premise}
+    instances: dict[str, str | None]  # instance id -> augmentation id (None for baseline)
+    header: list[str]
+    col: dict[str, int]
+    reviewer: str | None
+    problems: list[SheetProblem]
+    decided: dict[str, dict] = field(default_factory=dict)
+    seen: dict[str, int] = field(default_factory=dict)
+    counts: Counter[str] = field(default_factory=Counter)
+    revisions: dict[str, tuple[int, int, str]] = field(default_factory=dict)  # aid -> (row, line, revised text)
+
+
+@dataclass
+class _SheetRow:
+    """One non-blank sheet row: its spreadsheet row, the line where it starts, its cells by column read back,
+    and the problem list its problems go to."""
+
+    row: int
+    line: int
+    get: dict[str, str]
+    problems: list[SheetProblem]
+
+    def problem(self, column: str | None, message: str) -> None:
+        self.problems.append(SheetProblem(self.row, column, message, self.line))
+
+
+def _check_row(s: _SheetCheck, row: int, line: int, cells: list[str]) -> None:
+    """Check one sheet row against the folder, recording its problems, decision and revision in ``s``."""
+    if not any(c.strip() for c in cells):
+        return  # blank rows (spreadsheets add them at the end)
+    get = {c: (cells[i].strip() if i < len(cells) else "") for c, i in s.col.items()}
+    get.setdefault("revised_premise", "")
+    r = _SheetRow(row, line, get, s.problems)
+    if len(cells) > len(s.header):
+        extra = [c for c in cells[len(s.header) :] if c.strip()]
+        if extra:
+            r.problem(None, f"{len(cells)} cells but the header has {len(s.header)} columns")
+    iid, aid = get["instance_id"], get["augmentation_id"]
+    raw_decision = get["decision"]
+    decision: str | None = raw_decision.lower()
+    key = aid or iid
+    if key:
+        if key in s.seen:
+            r.problem("augmentation_id" if aid else "instance_id", f"duplicate of row {s.seen[key]} ({key})")
+            return
+        s.seen[key] = row
+    if decision not in ("", *DECISIONS):
+        r.problem("decision", f"{raw_decision!r} is not a decision: use accept, reject, revise or leave it blank")
+        decision = None  # keep checking the other fields
+    cur = _row_premise(s, r, decision)
+    if cur is None:
+        return
+    _check_revision(s, r, cur, decision)
+    if decision == "":
+        s.counts["undecided"] += 1
+        return
+    _record_decision(s, r, cur, decision)
+
+
+def _row_premise(s: _SheetCheck, r: _SheetRow, decision: str | None) -> dict | None:
+    """The folder's premise that row ``r`` decides on, or None (with the row's problem, if any) when its ids
+    are empty, unknown or do not match, or when it is a baseline row (context only)."""
+    iid, aid = r.get["instance_id"], r.get["augmentation_id"]
+    if not iid:
+        r.problem("instance_id", "empty")
+    elif iid not in s.instances:
+        r.problem(
+            "instance_id",
+            f"unknown instance id {iid!r} (not in {s.folder.name}); was the sheet exported from this folder?",
+        )
+        return None
+    if not aid:
+        if iid and s.instances.get(iid) is None:  # a baseline row, context only
+            if decision:
+                r.problem("decision", f"{iid} is a baseline row (no premise): leave its decision blank")
+            return None
+        r.problem("augmentation_id", "empty")
+        return None
+    if aid not in s.premises:
+        r.problem("augmentation_id", f"unknown augmentation id {aid!r} (not in {s.folder.name})")
+        return None
+    cur = s.premises[aid]
+    if iid and cur["instance_id"] != iid:
+        r.problem("augmentation_id", f"{aid} belongs to instance {cur['instance_id']}, not {iid}")
+        return None
+    return cur
+
+
+def _check_revision(s: _SheetCheck, r: _SheetRow, cur: dict, decision: str | None) -> None:
+    """Check row ``r``'s ``revised_premise``: a revise decision needs an edited text (kept in
+    ``s.revisions`` for the rule checks), and an edited text needs a revise decision."""
+    iid, aid, revised = r.get["instance_id"], r.get["augmentation_id"], r.get["revised_premise"]
+    if decision == "revise":
+        if "revised_premise" not in s.col:
+            r.problem("revised_premise", "a revise decision needs the revised_premise column (re-export the sheet)")
+        elif not revised:
+            r.problem("revised_premise", f"revising {iid} needs the edited premise text")
+        elif " ".join(revised.split()) == " ".join(cur["premise"].split()):
+            r.problem("revised_premise", f"the revision of {iid} is the premise unchanged: use accept")
+        else:
+            s.revisions[aid] = (r.row, r.line, revised)
+    elif revised and decision is not None:
+        r.problem(
+            "revised_premise", f"an edited premise needs decision revise (the decision is {decision or 'blank'!r})"
+        )
+
+
+def _record_decision(s: _SheetCheck, r: _SheetRow, cur: dict, decision: str | None) -> None:
+    """Check the fields of row ``r``'s decision (the premise's sha, a reviewer, a rejection's note) and,
+    for a valid decision value, count it and keep it in ``s.decided``."""
+    iid, aid = r.get["instance_id"], r.get["augmentation_id"]
+    sha = r.get["premise_sha"]
+    if not sha:
+        r.problem("premise_sha", f"empty: cannot tell which text of {iid} was reviewed; re-export")
+    elif sha != cur["sha"]:
+        r.problem("premise_sha", f"premise of {iid} changed since export; re-export")
+    who = r.get["reviewer"] or (s.reviewer or "").strip()
+    if decision and not who:
+        r.problem("reviewer", "a decision needs a reviewer (fill the column, or pass a default reviewer)")
+    note = r.get["note"]
+    if decision == "reject" and not note:
+        r.problem("note", f"rejecting {iid} needs a reason in the note")
+    if decision:
+        s.counts[decision] += 1
+        s.decided[aid] = {
+            "decision": decision,
+            "reviewer": who,
+            "note": note,
+            "premise_sha": sha,
+            "instance_id": cur["instance_id"],
+        }
+        if decision == "revise":
+            s.decided[aid]["revision"] = r.get["revised_premise"]
+
+
+def _merge_decisions(existing: dict[str, dict], decided: dict[str, dict]) -> tuple[dict[str, dict], int]:
+    """(the decisions on file with this sheet's merged in, how many ids had a different earlier decision);
+    an earlier decision on another text (removed or revised before) becomes the new one's history."""
+    merged = dict(existing)
+    changed = sum(1 for k, v in decided.items() if k in existing and existing[k].get("decision") != v["decision"])
+    for aid, d in decided.items():
+        old = existing.get(aid)
+        if old is not None:
+            history = list(old.get("history", []))
+            if old["premise_sha"] != d["premise_sha"]:
+                history.append({k: v for k, v in old.items() if k != "history"})
+            if history:
+                d["history"] = history
+        merged[aid] = d
+    return merged, changed
+
+
 def import_review(
     sheet: str | Path, folder: str | Path, *, reviewer: str | None = None, config: ValidationConfig | None = None
 ) -> ReviewDecisions:
@@ -460,145 +651,30 @@ def import_review(
     sheet, folder = Path(sheet), Path(folder)
     rows = _load_configs(folder, (BASELINE, *PREMISE_CONFIGS))
     existing = load_decisions(folder)  # an unusable decisions file stops the import before anything else
-    premises: dict[str, dict] = {}  # augmentation id -> {instance_id, sha}
-    instances: dict[str, str | None] = {}  # instance id -> augmentation id (None for baseline)
-    for name, records in rows.items():
-        for r in records:
-            instances[r["id"]] = r.get("augmentation_id") if name != BASELINE else None
-            if name != BASELINE:
-                premises[r["augmentation_id"]] = {
-                    "instance_id": r["id"],
-                    "sha": premise_sha(r.get("premise")),
-                    "premise": r.get("premise") or "",
-                }
-
+    premises, instances = _folder_index(rows)
     header, sheet_records, problems = _read_sheet(sheet)
     if header is None:
         raise ReviewSheetError(sheet, problems or [SheetProblem(1, None, "the sheet is empty (no header row)")])
-    missing = [c for c in REQUIRED_COLUMNS if c not in header]
-    problems += [SheetProblem(1, c, "missing required column") for c in missing]
-    dup_cols = sorted(c for c, n in Counter(header).items() if n > 1 and c in REQUIRED_COLUMNS)
-    problems += [SheetProblem(1, c, "column appears more than once") for c in dup_cols]
-    if missing or dup_cols:
-        raise ReviewSheetError(sheet, problems)
-    col = {c: header.index(c) for c in REQUIRED_COLUMNS}
-    if "revised_premise" in header:
-        col["revised_premise"] = header.index("revised_premise")
-    revisions: dict[str, tuple[int, int, str]] = {}  # augmentation id -> (row, line, revised text)
-
-    decided: dict[str, dict] = {}
-    seen: dict[str, int] = {}
-    counts: Counter[str] = Counter()
+    col = _sheet_columns(sheet, header, problems)
+    s = _SheetCheck(folder, premises, instances, header, col, reviewer, problems)
     for row, line, cells in sheet_records:
-        if not any(c.strip() for c in cells):
-            continue  # blank rows (spreadsheets add them at the end)
-
-        def P(column, message, _row=row, _line=line):
-            problems.append(SheetProblem(_row, column, message, _line))
-
-        if len(cells) > len(header):
-            extra = [c for c in cells[len(header) :] if c.strip()]
-            if extra:
-                P(None, f"{len(cells)} cells but the header has {len(header)} columns")
-        get = {c: (cells[i].strip() if i < len(cells) else "") for c, i in col.items()}
-        get.setdefault("revised_premise", "")
-        iid, aid = get["instance_id"], get["augmentation_id"]
-        raw_decision = get["decision"]
-        decision: str | None = raw_decision.lower()
-        key = aid or iid
-        if key:
-            if key in seen:
-                P("augmentation_id" if aid else "instance_id", f"duplicate of row {seen[key]} ({key})")
-                continue
-            seen[key] = row
-        if decision not in ("", *DECISIONS):
-            P("decision", f"{raw_decision!r} is not a decision: use accept, reject, revise or leave it blank")
-            decision = None  # keep checking the other fields
-        if not iid:
-            P("instance_id", "empty")
-        elif iid not in instances:
-            P(
-                "instance_id",
-                f"unknown instance id {iid!r} (not in {folder.name}); was the sheet exported from this folder?",
-            )
-            continue
-        if not aid:
-            if iid and instances.get(iid) is None:  # a baseline row, context only
-                if decision:
-                    P("decision", f"{iid} is a baseline row (no premise): leave its decision blank")
-                continue
-            P("augmentation_id", "empty")
-            continue
-        if aid not in premises:
-            P("augmentation_id", f"unknown augmentation id {aid!r} (not in {folder.name})")
-            continue
-        cur = premises[aid]
-        if iid and cur["instance_id"] != iid:
-            P("augmentation_id", f"{aid} belongs to instance {cur['instance_id']}, not {iid}")
-            continue
-        revised = get["revised_premise"]
-        if decision == "revise":
-            if "revised_premise" not in col:
-                P("revised_premise", "a revise decision needs the revised_premise column (re-export the sheet)")
-            elif not revised:
-                P("revised_premise", f"revising {iid} needs the edited premise text")
-            elif " ".join(revised.split()) == " ".join(cur["premise"].split()):
-                P("revised_premise", f"the revision of {iid} is the premise unchanged: use accept")
-            else:
-                revisions[aid] = (row, line, revised)
-        elif revised and decision is not None:
-            P("revised_premise", f"an edited premise needs decision revise (the decision is {decision or 'blank'!r})")
-        if decision == "":
-            counts["undecided"] += 1
-            continue
-        sha = get["premise_sha"]
-        if not sha:
-            P("premise_sha", f"empty: cannot tell which text of {iid} was reviewed; re-export")
-        elif sha != cur["sha"]:
-            P("premise_sha", f"premise of {iid} changed since export; re-export")
-        who = get["reviewer"] or (reviewer or "").strip()
-        if decision and not who:
-            P("reviewer", "a decision needs a reviewer (fill the column, or pass a default reviewer)")
-        note = get["note"]
-        if decision == "reject" and not note:
-            P("note", f"rejecting {iid} needs a reason in the note")
-        if decision:
-            counts[decision] += 1
-            decided[aid] = {
-                "decision": decision,
-                "reviewer": who,
-                "note": note,
-                "premise_sha": sha,
-                "instance_id": cur["instance_id"],
-            }
-            if decision == "revise":
-                decided[aid]["revision"] = revised
-    if not problems and revisions:
-        problems += _recheck(rows, revisions, config)
+        _check_row(s, row, line, cells)
+    if not problems and s.revisions:
+        problems += _recheck(rows, s.revisions, config)
     if problems:
         raise ReviewSheetError(sheet, problems)
 
-    merged = dict(existing)
-    changed = sum(1 for k, v in decided.items() if k in existing and existing[k].get("decision") != v["decision"])
-    for aid, d in decided.items():
-        old = existing.get(aid)
-        if old is not None:  # an earlier decision on another text (removed or revised before) becomes history
-            history = list(old.get("history", []))
-            if old["premise_sha"] != d["premise_sha"]:
-                history.append({k: v for k, v in old.items() if k != "history"})
-            if history:
-                d["history"] = history
-        merged[aid] = d
+    merged, changed = _merge_decisions(existing, s.decided)
     path = decisions_path(folder)
     _atomic_write(path, _dump_decisions(merged))
     return ReviewDecisions(
         path=path,
-        accepted=counts["accept"],
-        rejected=counts["reject"],
-        undecided=counts["undecided"],
+        accepted=s.counts["accept"],
+        rejected=s.counts["reject"],
+        undecided=s.counts["undecided"],
         decisions=json.loads(_dump_decisions(merged)),
         changed=changed,
-        revised=counts["revise"],
+        revised=s.counts["revise"],
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,6 +20,9 @@ from phr.llm import embed as _embed
 from .checks import run_checks
 from .config import SemanticConfig, ValidationConfig
 from .schemas import to_frame
+
+if TYPE_CHECKING:  # pragma: no cover - sentence-transformers is imported on first use (heavy)
+    from sentence_transformers import SentenceTransformer
 
 CHECK = "semantic_distinctness"
 MODEL_PACKAGE = _embed.MODEL_PACKAGE
@@ -31,7 +34,7 @@ def model_dir(cfg: SemanticConfig) -> str:
     return cfg.model_dir or _embed.default_model_dir()
 
 
-def load_model(cfg: SemanticConfig | None = None):
+def load_model(cfg: SemanticConfig | None = None) -> SentenceTransformer:
     """The sentence-transformers model (loaded once per process)."""
     cfg = cfg or SemanticConfig()
     return _embed.load_model(model_dir(cfg), cfg.device)

@@ -8,6 +8,8 @@ environment prints one line and exits 2 (usage) or 1 (failed work); SIGINT / SIG
 from __future__ import annotations
 
 import os
+import re
+from itertools import takewhile
 from pathlib import Path
 from typing import Annotated
 
@@ -74,8 +76,24 @@ def invoke(args: list[str]) -> int:
 
 def main() -> None:
     """Entry point (``phr-publish``): SIGINT / SIGTERM stop the work and print how to resume it
-    (``phr.core.interrupt``)."""
+    (``phr.core.interrupt``); in a log, a ``[progress]`` line whenever the command was silent for 10 s, from the
+    process's start to its end (rank 0 of a launch: ``phr.core.progress.heartbeat_until_exit``)."""
+    import gc
+    import sys
+
     from phr.core.interrupt import install
+    from phr.core.progress import heartbeat_until_exit
+    from phr.core.ranks import is_main
 
     install()
-    app()
+    if is_main():
+        words = takewhile(lambda arg: re.fullmatch(r"[a-z][a-z0-9-]*", arg), sys.argv[1:3])  # `eval hr1`, `score`
+        heartbeat_until_exit(" ".join(["phr-publish", *words]))
+    try:
+        app()
+    finally:
+        # the interpreter's exit collects every object the run made (torch, a model) once more: 7-38 s of silence
+        # after the last line on a busy CPU. The command's garbage is collected now (its files and caches close),
+        # the live rest is frozen: left to the process's end (1 s)
+        gc.collect()
+        gc.freeze()

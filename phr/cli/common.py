@@ -6,15 +6,23 @@ from __future__ import annotations
 import errno
 import re
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from typer.core import TyperCommand, TyperGroup
+from typer.models import CommandFunctionType
 
+from phr.cli.fields import config_of, in_flags
 from phr.config.defaults import model_or_none
 from phr.core.errors import PHRError
 from phr.core.secrets import redact
+
+if TYPE_CHECKING:  # pragma: no cover - the commands import the library when they run (--help stays fast)
+    from typer._click import Context, HelpFormatter  # the click that typer vendors (its classes are these)
+
+    from phr.config.base import OpConfig
 
 
 def error(message: str) -> None:
@@ -26,7 +34,7 @@ class Group(TyperGroup):
     """A command group whose command list shows each command's whole first sentence, wrapped (click cuts it to
     the width left on one line and appends "...", mid-sentence)."""
 
-    def format_commands(self, ctx, formatter):
+    def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
         rows = []
         for name in self.list_commands(ctx):
             cmd = self.get_command(ctx, name)
@@ -48,18 +56,18 @@ class Root(Group):
     argv: list[str] = []
     rerun_argv: list[str] | None = None  # the command to rerun when interrupted, when not argv (phr.cli.invoke)
 
-    def main(self, args=None, *a, **kw):
+    def main(self, args: Sequence[str] | None = None, *a: Any, **kw: Any) -> Any:
         self.argv = list(sys.argv[1:] if args is None else args)
         return super().main(args, *a, **kw)
 
-    def invoke(self, ctx):
+    def invoke(self, ctx: Context) -> Any:
         from phr.core.faults import ENVIRONMENT_ERRORS, describe, is_arrow_error
         from phr.core.interrupt import announces, exit_code_of, rerun_args, rerun_line
 
         try:
             return super().invoke(ctx)
-        except PHRError as e:
-            _fail(str(e), e.exit_code, e)
+        except PHRError as e:  # a config field the library names (overwrite=True) shown as its flag (--overwrite)
+            _fail(in_flags(str(e), config_of(self, ctx, self.argv)), e.exit_code, e)
         except KeyboardInterrupt as e:  # Ctrl-C, or phr.core.interrupt.Interrupted (SIGINT / SIGTERM)
             if announces():  # under a launcher every rank gets the signal: rank 0 says it once
                 argv = rerun_args(self.argv, e) if self.rerun_argv is None else self.rerun_argv
@@ -75,7 +83,7 @@ class Root(Group):
             _fail(*describe(e))
 
 
-def _fail(message: str, code: int, exc: BaseException | None = None):
+def _fail(message: str, code: int, exc: BaseException | None = None) -> NoReturn:
     """Print the one ``error:`` line (the traceback only at --log-level DEBUG) and exit with ``code``; an empty
     message (``phr.core.ranks.ReplicaStop``: rank 0 prints it) prints nothing. Under a launcher, a stop that
     every rank takes waits for the other ranks after the message (``phr.core.ranks.settle``)."""
@@ -101,7 +109,7 @@ class Command(TyperCommand):
     give them, but the config requires them, so every usage line (``--help``, a usage error) shows them
     required (``ORG/NAME``, not ``[ORG/NAME]``)."""
 
-    def collect_usage_pieces(self, ctx):
+    def collect_usage_pieces(self, ctx: Context) -> list[str]:
         cls = getattr(self.callback, "config_class", None)
         required = {n for n, f in cls.model_fields.items() if f.is_required()} if cls is not None else set()
         pieces = [self.options_metavar] if self.options_metavar else []
@@ -116,12 +124,12 @@ class Command(TyperCommand):
 class App(typer.Typer):
     """``typer.Typer`` whose commands are ``Command``s."""
 
-    def command(self, *args, **kw):
+    def command(self, *args: Any, **kw: Any) -> Callable[[CommandFunctionType], CommandFunctionType]:
         kw.setdefault("cls", Command)
         return super().command(*args, **kw)
 
 
-def new_app(help: str, **kw) -> App:
+def new_app(help: str, **kw: Any) -> App:
     """A command group (or, added without a name, a set of top-level commands) in the CLI's one style: plain help
     (no type placeholders on flags), no pretty tracebacks."""
     kw.setdefault("cls", Group)
@@ -150,7 +158,7 @@ MaxRetryAfter = Annotated[
 ]
 
 
-def execute(cfg, *, dry_run: bool = False):
+def execute(cfg: OpConfig, *, dry_run: bool = False) -> Any:
     """The one path of a command: ``plan(cfg)``; stop on its problems (exit 2, every problem listed); print the
     plan (a run prints it too, first; its ``warning:`` lines on stderr); on a dry run stop there, else ``run``
     exactly that plan and return its result (None on a dry run)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -17,13 +18,18 @@ from phr.config.ops import (
     SubmitConfig,
 )
 
+if TYPE_CHECKING:  # pragma: no cover - the commands import the library when they run (--help stays fast)
+    from phr.eval.results import Result
+    from phr.ops.eval_merge import RescoreResult
+    from phr.ops.eval_phrbench import EvalPhrbenchResult
+
 eval_app = new_app(
     "Evaluate models on PHRBench (generate, merge shards, score) and Hallucination-R1 paraphrasers (hr1)."
 )
 submit_app = new_app("Score and publish submissions; render the leaderboard.")
 
 
-def print_settings(result) -> None:
+def print_settings(result: Result) -> None:
     """The truncation share (a warning above 1%) and a note when the scorer is not the paper's."""
     st = result.get("settings") or {}
     tr = st.get("truncation") or {}
@@ -39,7 +45,7 @@ def print_settings(result) -> None:
         )
 
 
-def print_table(result) -> None:
+def print_table(result: Result) -> None:
     """The per-condition table and the accuracy differences of the leaderboard."""
     from rich.markup import escape
     from rich.table import Table
@@ -70,7 +76,7 @@ def print_table(result) -> None:
         console().print("accuracy " + ", ".join(deltas), markup=False, highlight=False)
 
 
-def print_summary(result, out: Path) -> None:
+def print_summary(result: Result, out: Path) -> None:
     """A result as the terminal shows it: the table, resolution, what is missing, coverage and settings."""
     from phr.bench.metrics import INSIGHTFUL, REQUIRED, RESOLUTIONS, rate_of
     from phr.core.console import console
@@ -107,19 +113,19 @@ def print_summary(result, out: Path) -> None:
     typer.echo(f"results: {out / 'results.json'}  (samples.jsonl, report.md, plots/ next to it)")
 
 
-def print_done(done) -> None:
+def print_done(done: EvalPhrbenchResult | RescoreResult) -> None:
     """An operation's own lines, then the summary of its scores when it scored; exit 1 when responses are missing
     (calls that failed after every retry): the result is partial, and the rerun line retries them."""
     for line in done.lines():
         typer.echo(line)
     if done.result is None:
         return
-    print_summary(done.result, done.scores)
+    print_summary(done.result, done.scores)  # type: ignore[arg-type]  # a scored result has its folder
     missing = done.result.counts.missing if done.result.counts else 0
     if missing:
         rerun = getattr(done, "rerun", None) or "the same command"
         typer.echo(
-            f"PARTIAL: {missing} of {done.result.counts.samples} responses missing (calls failed after every retry): "
+            f"PARTIAL: {missing} of {done.result.counts.samples} responses missing (calls failed after every retry): "  # type: ignore[union-attr]  # missing: it has counts
             f"the result is partial and is not ranked. Retry them (answered calls come from the cache): {rerun}",
             err=True,
         )

@@ -120,7 +120,7 @@ def bind(cls: type[OpConfig], *, config_option: bool = True) -> Callable:
         if clash:
             raise TypeError(f"{fn.__name__}: parameters {sorted(clash)} are fields of {cls.__name__}")
 
-        def command(**kw):
+        def command(**kw: Any) -> Any:
             params = {k: kw.pop(k) for k in [*cls.model_fields, CONFIG_PARAM] if k in kw}
             return fn(config_from_params(cls, params), **kw)
 

@@ -43,7 +43,7 @@ def setting(
     flag: str | None = None,
     alias_flag: str | None = None,
     metavar: str | None = None,
-    **kw,
+    **kw: Any,
 ) -> Any:
     """A config field: its default, what it means (``doc``, the help text), the paper section it stands for,
     its flag (default ``--field-name``; ``alias_flag``: a short one, e.g. ``-m``) and metavar; ``kw`` are pydantic
@@ -239,7 +239,9 @@ def one_line(cls_name: str, e: ValidationError) -> FieldError:
     return FieldError(f"{cls_name}: " + "; ".join(parts), errors)
 
 
-def _describe(cls, er: Mapping[str, Any], given: Mapping, layer: Mapping, source: str, preset: str | None) -> str:
+def _describe(
+    cls: type[OpConfig], er: Mapping[str, Any], given: Mapping, layer: Mapping, source: str, preset: str | None
+) -> str:
     loc = er.get("loc") or ()
     name = str(loc[0]) if loc else ""
     msg = er.get("msg", "invalid")

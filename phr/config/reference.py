@@ -6,6 +6,7 @@ python scripts/gen_reference.py --check  # exit 1 when a committed page is out o
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from phr.config.base import OpConfig, choices, field_order, flag_of, paper_of
@@ -75,7 +76,7 @@ def render(cls: type[OpConfig]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def index(classes) -> str:
+def index(classes: Iterable[type[OpConfig]]) -> str:
     lines = [
         "# Reference: run settings per operation",
         "",

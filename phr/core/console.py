@@ -8,12 +8,14 @@ content, never padded to the console's width).
 
 from __future__ import annotations
 
+from typing import IO
+
 from rich.console import Console
 
 LOG_WIDTH = 1000
 
 
-def console(*, stderr: bool = False, file=None) -> Console:
+def console(*, stderr: bool = False, file: IO[str] | None = None) -> Console:
     """A console on stdout (``stderr=True``: stderr; ``file``: that stream) at full width when it is not a terminal."""
     con = Console(stderr=stderr, file=file)
     if not con.is_terminal:

@@ -187,12 +187,12 @@ def atomic_write(path: str | Path, data: bytes | str, *, encoding: str = "utf-8"
     return path
 
 
-def json_text(obj) -> str:
+def json_text(obj: object) -> str:
     """Deterministic JSON: indented, sorted keys, UTF-8 kept, a final newline."""
     import json
 
     return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def write_json(obj, path: str | Path) -> None:
+def write_json(obj: object, path: str | Path) -> None:
     Path(path).write_text(json_text(obj), encoding="utf-8")

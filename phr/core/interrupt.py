@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import signal
 import threading
+from types import FrameType
 
 _stop = threading.Event()
 _signum = [int(signal.SIGINT)]
@@ -39,7 +40,7 @@ def clear() -> None:
     _stop.clear()
 
 
-def _on_signal(signum: int, frame) -> None:
+def _on_signal(signum: int, frame: FrameType | None) -> None:
     request_stop(signum)
     raise Interrupted(signum)
 

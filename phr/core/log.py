@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import TextIO
 
 from phr.core.secrets import RedactingFilter
 
@@ -15,11 +16,11 @@ class StderrHandler(logging.StreamHandler):
     """A stream handler on whatever ``sys.stderr`` is when a record comes (a test runner swaps it), as rich's is."""
 
     @property
-    def stream(self):
+    def stream(self) -> TextIO:
         return sys.stderr
 
     @stream.setter
-    def stream(self, value) -> None:
+    def stream(self, value: TextIO) -> None:
         pass
 
 

@@ -21,8 +21,11 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from phr.core.errors import PHRError
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -119,7 +122,7 @@ def barrier() -> None:
         dist.barrier()
 
 
-def share(obj, *, src: int = 0):
+def share(obj: T, *, src: int = 0) -> T:
     """``obj`` of rank ``src``, on every rank (a broadcast; any picklable value)."""
     if not _group_ready():
         return obj
@@ -130,7 +133,7 @@ def share(obj, *, src: int = 0):
     return box[0]
 
 
-def gather(obj) -> list:
+def gather(obj: Any) -> list[Any]:
     """Every rank's ``obj``, in rank order, on every rank."""
     if not _group_ready():
         return [obj]

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from phr.core.faults import note_path
 
@@ -33,20 +35,20 @@ class NamedConnection(sqlite3.Connection):
 
     path = ""
 
-    def _named(self, method, *args):
+    def _named(self, method: Callable[..., sqlite3.Cursor], *args: Any) -> sqlite3.Cursor:
         try:
             return method(*args)
         except sqlite3.Error as e:
             note_path(e, self.path)
             raise
 
-    def execute(self, *args):
+    def execute(self, *args: Any) -> sqlite3.Cursor:
         return self._named(super().execute, *args)
 
-    def executemany(self, *args):
+    def executemany(self, *args: Any) -> sqlite3.Cursor:
         return self._named(super().executemany, *args)
 
-    def executescript(self, *args):
+    def executescript(self, *args: Any) -> sqlite3.Cursor:
         return self._named(super().executescript, *args)
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
 from annotated_types import Ge, Interval
@@ -29,6 +29,9 @@ from pydantic import BaseModel, ConfigDict
 
 from phr.hr1.records import QuestionResult
 from phr.llm.embed import embed as minilm_embed
+
+if TYPE_CHECKING:  # pragma: no cover - sacrebleu is imported on first use
+    from sacrebleu.metrics import BLEU
 
 Embedder = Callable[[list[str]], np.ndarray]
 # One group: (original question text, [(paraphrase text or None, consistent flag), ...]) in sample order.
@@ -66,7 +69,7 @@ class DiversityScores(BaseModel):
 
 
 @lru_cache(maxsize=8)
-def _bleu(tokenize: str, smooth: str):
+def _bleu(tokenize: str, smooth: str) -> BLEU:
     from sacrebleu.metrics import BLEU  # imported on first use
 
     return BLEU(tokenize=tokenize, smooth_method=smooth, effective_order=True)

@@ -9,6 +9,11 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # records imports pydantic: ids stay light
+    from phr.hr1.records import HQuestion
 
 _APOSTROPHES = str.maketrans("", "", "'\u2019\u2018\u02bc`")
 _NON_WORD = re.compile(r"[\W_]+")
@@ -37,7 +42,7 @@ def legacy_id(source: str, split: str, source_row_id: str) -> str:
     return f"{source}-{split}-{source_row_id}".replace("/", "-")
 
 
-def legacy_map(questions) -> dict[str, str]:
+def legacy_map(questions: Iterable[HQuestion]) -> dict[str, str]:
     """{old positional id: content id} of freshly loaded questions (``HQuestion``s of the file an old corpus or
     label file was built from): the id migration for files that name questions by their old ids."""
     return {legacy_id(q.source, q.split, q.source_row_id): q.id for q in questions}

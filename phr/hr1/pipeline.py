@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
+from pydantic import BaseModel
+
 from phr.config.defaults import JUDGE_MAX_TOKENS, is_no_model
 from phr.config.ops import HR1_K, HR1Decoding
 from phr.core.aio import run_sync
@@ -110,7 +112,7 @@ class Judges:
         )
         object.__setattr__(self, "factual", self._judge(FactualVerdict, "factual_judge", "judging answers"))
 
-    def _judge(self, verdict, prompt: str, desc: str) -> LLMJudge:
+    def _judge(self, verdict: type[BaseModel], prompt: str, desc: str) -> LLMJudge:
         """The judge of ``verdict`` under the prompt template ``prompt``, with this pair's limits."""
         return LLMJudge(verdict, template(prompt), max_tokens=self.max_tokens, max_reasks=self.max_reasks, desc=desc)
 

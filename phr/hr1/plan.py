@@ -5,11 +5,18 @@ Exact where the prompt is known before the run: Listing B.1 for every question, 
 questions. Estimated where the run writes it: the judges and the QA model on paraphrases not yet made (each
 paraphrase stood in by its question). Upper bounds: every paraphrase counted as parsed and consistent, every
 answer as asked, every completion at its max_tokens, no re-ask.
+
+Requests that depend on earlier answers are counted as a bound and marked with their condition
+(``Preflight.calls(when=...)``): the QA model's answers to the paraphrases of questions it first answered
+correctly (Algorithm 1), the B.2 judge of paraphrases that parse, the B.3 grades of those answers. Their expected
+number takes ``EXPECTED_FIRST_CORRECT`` of the questions as first answered correctly (a nominal share: the QA
+model's accuracy is known only once it has answered) and every paraphrase as parsed and consistent.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from phr.config.defaults import is_no_model
 from phr.llm.judge import JudgeItem
@@ -18,8 +25,17 @@ from phr.llm.preflight import Preflight
 from .pipeline import RunPlan, consistency_items, paraphrase_requests, qa_requests
 from .records import HQuestion
 
+if TYPE_CHECKING:  # pragma: no cover - the client is imported where a provider is made
+    from phr.llm.providers.base import Provider
 
-def _provider(spec: str, llm_options: dict):
+
+#: the share of questions the plan expects the QA model to answer correctly first (nominal, for expected counts)
+EXPECTED_FIRST_CORRECT = 0.5
+FIRST_CORRECT = "Algorithm 1 asks them only for questions first answered correctly"
+PARSED = "only paraphrases that parse"
+
+
+def _provider(spec: str, llm_options: dict) -> Provider | None:
     """The provider of ``spec`` (for its cache keys), or None when it cannot be made (the preflight says why)."""
     from phr.llm.client import LLM
 
@@ -57,23 +73,30 @@ def add_calls(
         pf.calls(str(paraphraser), requests, provider=_provider(str(paraphraser), opts))
     if has["judge"] and (has["paraphraser"] if judged is None else judged):
         items = consistency_items([(f"{q.id}/p{k}", q.question, q.question) for q in qs for k in range(plan.k)])
-        pf.calls(str(judge), plan.judges.consistency.requests(items), estimated=True)
+        generated = has["paraphraser"]  # curated paraphrases all have a text
+        pf.calls(
+            str(judge), plan.judges.consistency.requests(items), estimated=True, when=PARSED if generated else None
+        )
     if not has["qa"]:
         return
     per = min(asked, plan.k)
     provider = _provider(str(qa), opts)
     pf.calls(str(qa), qa_requests([(q.id, q.question) for q in qs], plan.qa_decoding), provider=provider)
+    after = FIRST_CORRECT if plan.qa_scope == "originally_correct" and plan.answer_originals else None
+    share = EXPECTED_FIRST_CORRECT if after else 1.0
     if per and known is not None:
         texts = [(f"{q.id}/p{k}", t) for q in qs for k, t in enumerate(list(known.get(q.id, ()))[:per])]
-        pf.calls(str(qa), qa_requests(texts, plan.qa_decoding), provider=provider)
+        pf.calls(str(qa), qa_requests(texts, plan.qa_decoding), provider=provider, when=after, share=share)
     elif per:
         stand_ins = [(f"{q.id}/p{k}", q.question) for q in qs for k in range(per)]
-        pf.calls(str(qa), qa_requests(stand_ins, plan.qa_decoding), estimated=True)
+        pf.calls(str(qa), qa_requests(stand_ins, plan.qa_decoding), estimated=True, when=after, share=share)
     graded = [q for q in qs if q.source not in plan.grading.exact_match_sources]
     if grade and graded and has["judge"]:
+        originals = [JudgeItem({"ground_truth": q.answer, "response": q.answer}, tag=f"{q.id}/0") for q in graded]
+        pf.calls(str(judge), plan.judges.factual.requests(originals), estimated=True)
         items = [
             JudgeItem({"ground_truth": q.answer, "response": q.answer}, tag=f"{q.id}/{i}")
             for q in graded
-            for i in range(1 + per)
+            for i in range(1, 1 + per)
         ]
-        pf.calls(str(judge), plan.judges.factual.requests(items), estimated=True)
+        pf.calls(str(judge), plan.judges.factual.requests(items), estimated=True, when=after, share=share)

@@ -30,7 +30,7 @@ class CardConfig:
         return [p for paths in self.data_files.values() for p in paths]
 
 
-def _data_files(name: str, value) -> dict[str, tuple[str, ...]]:
+def _data_files(name: str, value: object) -> dict[str, tuple[str, ...]]:
     bad = CardError(
         f"config {name!r}: data_files must be a path, a list of paths, or a list of "
         f"{{split, path}} entries, got {value!r}"

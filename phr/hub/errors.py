@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from phr.core.errors import UsageError
+from phr.core.report import ValidationReport
 
 
 class PublishError(UsageError):
@@ -13,7 +14,7 @@ class PublishError(UsageError):
 class ValidationFailedError(PublishError):
     """The folder failed the validation gate: nothing was uploaded."""
 
-    def __init__(self, message: str, report=None):
+    def __init__(self, message: str, report: ValidationReport | None = None) -> None:
         super().__init__(message)
         self.report = report
 

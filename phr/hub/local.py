@@ -49,10 +49,10 @@ import subprocess
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple
+from typing import IO, Literal, NamedTuple, overload
 
 from phr.config.ops import PushConfig
 from phr.core.errors import EnvironmentFault
@@ -128,9 +128,38 @@ def _git_exe() -> str:
     return exe
 
 
+@overload
+def _git(
+    repo: Path,
+    *args: str,
+    input: bytes | None = None,
+    env: dict | None = None,
+    check: Literal[True] = True,
+    text: Literal[True] = True,
+) -> str: ...
+@overload
+def _git(
+    repo: Path,
+    *args: str,
+    input: bytes | None = None,
+    env: dict | None = None,
+    check: Literal[True] = True,
+    text: Literal[False],
+) -> bytes: ...
+@overload
+def _git(
+    repo: Path,
+    *args: str,
+    input: bytes | None = None,
+    env: dict | None = None,
+    check: Literal[False],
+    text: bool = True,
+) -> subprocess.CompletedProcess[bytes]: ...
 def _git(
     repo: Path, *args: str, input: bytes | None = None, env: dict | None = None, check: bool = True, text: bool = True
-):
+) -> str | bytes | subprocess.CompletedProcess[bytes]:
+    """``git -C repo args`` with the hub's settings: its output as text (``text=False``: bytes), or the finished
+    process when ``check=False`` (a failure is then the caller's to read)."""
     base_env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_DROP}
     cmd = [
         _git_exe(),
@@ -210,7 +239,7 @@ class LocalHub:
         return (self.repo_path(repo_id, repo_type) / ".git").is_dir()
 
     @contextmanager
-    def lock(self, repo_id: str, repo_type: str, timeout: float | None = None):
+    def lock(self, repo_id: str, repo_type: str, timeout: float | None = None) -> Iterator[None]:
         """Hold the repo's lock (waiting up to ``timeout`` s, default ``$PHR_HUB_LOCK_TIMEOUT`` or 600, for a live
         holder); the lock file records the holder's pid for the error message."""
         path = self.repo_path(repo_id, repo_type)
@@ -250,7 +279,7 @@ class LocalHub:
         return refs
 
 
-def _acquire(f, lockfile: Path, what: str, timeout: float) -> None:
+def _acquire(f: IO[str], lockfile: Path, what: str, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     waited = False
     while True:
@@ -715,6 +744,149 @@ def _next_pr(repo: Path | None) -> int:
 # ---- push ------------------------------------------------------------------------------------------------------
 
 
+def _open_repo(hub: LocalHub, repo_id: str, repo_type: str, path: Path, *, create: bool) -> bool:
+    """Whether the repo exists, after the checks that come before a push: the name is not taken by a repo of
+    the other type, a missing repo may be created, an older layout's repo is sound (and is converted), and the
+    working tree has no hand edits."""
+    exists = hub.exists(repo_id, repo_type)
+    if not exists:
+        if hub.exists(repo_id, other_type(repo_type)):
+            raise RepoTypeMismatchError(
+                f"{repo_id} exists in the local hub {hub.root} as a {other_type(repo_type)} repo, not a "
+                f"{repo_type} repo: pass --repo-type {other_type(repo_type)}, or pick another name"
+            )
+        if not create:
+            raise RepoNotFoundError(f"no {repo_type} repo {repo_id} in the local hub {hub.root}")
+    elif _is_legacy(path):
+        if problem := _main_problem(path):
+            raise LocalHubDamagedError(
+                f"the local hub {repo_type} repo {repo_id} (a plain git repository of an older layout) is "
+                f"damaged: {problem}. Nothing was written. Point main back at its last commit (`git -C {path} "
+                f"log --all --oneline` lists them) with: git -C {path} update-ref refs/heads/main COMMIT, then "
+                "rerun"
+            )
+        gitdir = path / ".git"
+        if not ((gitdir / "phr-push-in-progress").exists() or (gitdir / "index.lock").exists()):
+            _check_clean(path)  # hand edits are refused; the leftovers of a killed push are rebuilt
+        _convert(path)
+    else:
+        _check_clean(path)
+    return exists
+
+
+def _existing_tag(path: Path, repo_id: str, tag: str | None, *, exists: bool, head: str | None) -> str | None:
+    """The commit ``tag`` names in the repo (None when there is no such tag); :class:`TagExistsError` when it
+    names a commit other than main (tags are immutable)."""
+    existing_tag = _rev(path, f"refs/tags/{tag}") if (exists and tag) else None
+    if tag and existing_tag and existing_tag != head:
+        raise TagExistsError(
+            f"tag {tag} already exists in {repo_id} and names commit {existing_tag}, not main ({head}); "
+            "tags are immutable: push with a new tag"
+        )
+    return existing_tag
+
+
+def _same_as_main(path: Path, files: Callable[[], dict[str, Path | bytes]], *, replace: bool, head: str | None) -> bool:
+    """Whether the content to push equals main's (asked before ``validate()``: a no-op push validates nothing)."""
+    store = _ensure_store(path)
+    staged = _stage(store, files(), base=None if replace else head, keep_from=head if replace else None)
+    return staged == _tree_of(store, head)
+
+
+def _new_commit(
+    store: Path,
+    refs: dict[str, str],
+    result: PushResult,
+    *,
+    path: Path,
+    exists: bool,
+    trees: tuple[str, str],
+    head: str | None,
+    message: str,
+    create_pr: bool,
+    tag: str | None,
+) -> str:
+    """Commit the new tree (``trees``: old, new) on main (with ``tag``) or as the next pull request (on an
+    empty initial commit for a new repo), setting the refs to publish in ``refs``; the new commit."""
+    old_tree, new_tree = trees
+    if create_pr:
+        if head is None:  # a new repo: an empty initial commit on main, the pull request on top
+            head = refs["refs/heads/main"] = _commit(store, old_tree, None, "Initial commit")
+        commit = _commit(store, new_tree, head, message)
+        n = _next_pr(path if exists else None)
+        refs[f"refs/heads/pr/{n}"] = commit
+        result.pr_ref = f"pr/{n}"
+        result.pr_url = f"{path.as_uri()}#pr/{n}"
+    else:
+        commit = refs["refs/heads/main"] = _commit(store, new_tree, head, message)
+        if tag:
+            refs[f"refs/tags/{tag}"] = commit
+        result.tag_created = bool(tag)
+    return commit
+
+
+def _write_push(
+    path: Path,
+    files: dict[str, Path | bytes],
+    *,
+    repo_id: str,
+    repo_type: str,
+    message: str,
+    replace: bool,
+    exists: bool,
+    head: str | None,
+    tag: str | None,
+    existing_tag: str | None,
+    create_pr: bool,
+) -> PushResult:
+    """Stage ``files``, commit them (on main, or as a pull request) and publish the refs; a push whose content
+    equals main's only creates its new tag."""
+    store = _ensure_store(path)
+    new_tree = _stage(store, files, base=None if replace else head, keep_from=head if replace else None)
+    _step("staged")
+    old_tree = _tree_of(store, head)
+    refs = _refs_of(path) if exists else {}
+    result = PushResult(
+        repo_id=repo_id,
+        repo_type=repo_type,
+        revision=None,
+        url=str(path),
+        head=head,
+        tag=tag,
+        local=True,
+        created=not exists,
+    )
+    if new_tree == old_tree and exists:
+        assert head is not None  # an existing repo has a main
+        if tag and existing_tag is None:
+            _release(path, {**refs, f"refs/tags/{tag}": head})
+            result.tag_created = True
+        return result
+    if tag and existing_tag:
+        raise TagExistsError(
+            f"tag {tag} already names main ({head}) of {repo_id}, and this folder differs from it; tags "
+            "are immutable: push with a new tag"
+        )
+    changed, deleted = _diff(store, old_tree, new_tree)
+    commit = _new_commit(
+        store,
+        refs,
+        result,
+        path=path,
+        exists=exists,
+        trees=(old_tree, new_tree),
+        head=head,
+        message=message,
+        create_pr=create_pr,
+        tag=tag,
+    )
+    _step("committed")
+    _release(path, refs)
+    result.head = commit
+    result.revision, result.changed, result.files, result.deleted = commit, True, changed, deleted
+    return result
+
+
 def commit_files(
     hub: LocalHub,
     repo_id: str,
@@ -727,7 +899,7 @@ def commit_files(
     create_pr: bool = False,
     rerun: str = "",
     create: bool = True,
-    validate=None,
+    validate: Callable[[], object] | None = None,
 ) -> PushResult:
     """Commit ``files`` to a local hub repo: the whole new content (``replace=True``: files not listed are
     deleted, ``.gitattributes`` kept) or an overlay on main (``replace=False``). ``validate()`` runs (under the
@@ -742,94 +914,39 @@ def commit_files(
     with _push_failures(path, rerun), hub.lock(repo_id, repo_type):
         _tidy(path)
         check_state(hub, repo_id, repo_type)
-        exists = hub.exists(repo_id, repo_type)
-        if not exists:
-            if hub.exists(repo_id, other_type(repo_type)):
-                raise RepoTypeMismatchError(
-                    f"{repo_id} exists in the local hub {hub.root} as a {other_type(repo_type)} repo, not a "
-                    f"{repo_type} repo: pass --repo-type {other_type(repo_type)}, or pick another name"
-                )
-            if not create:
-                raise RepoNotFoundError(f"no {repo_type} repo {repo_id} in the local hub {hub.root}")
-        elif _is_legacy(path):
-            if problem := _main_problem(path):
-                raise LocalHubDamagedError(
-                    f"the local hub {repo_type} repo {repo_id} (a plain git repository of an older layout) is "
-                    f"damaged: {problem}. Nothing was written. Point main back at its last commit (`git -C {path} "
-                    f"log --all --oneline` lists them) with: git -C {path} update-ref refs/heads/main COMMIT, then "
-                    "rerun"
-                )
-            gitdir = path / ".git"
-            if not ((gitdir / "phr-push-in-progress").exists() or (gitdir / "index.lock").exists()):
-                _check_clean(path)  # hand edits are refused; the leftovers of a killed push are rebuilt
-            _convert(path)
-        else:
-            _check_clean(path)
+        exists = _open_repo(hub, repo_id, repo_type, path, create=create)
         head = _rev(path, "refs/heads/main") if exists else None
-        existing_tag = _rev(path, f"refs/tags/{tag}") if (exists and tag) else None
-        if tag and existing_tag and existing_tag != head:
-            raise TagExistsError(
-                f"tag {tag} already exists in {repo_id} and names commit {existing_tag}, not main ({head}); "
-                "tags are immutable: push with a new tag"
+        existing_tag = _existing_tag(path, repo_id, tag, exists=exists, head=head)
+        if (
+            validate is not None
+            and exists
+            and callable(files)
+            and not (tag and existing_tag is None)
+            and _same_as_main(path, files, replace=replace, head=head)
+        ):  # a no-op push: same content as main, no tag to create
+            return PushResult(
+                repo_id=repo_id, repo_type=repo_type, revision=None, url=str(path), head=head, tag=tag, local=True
             )
-        if validate is not None and exists and callable(files) and not (tag and existing_tag is None):
-            store = _ensure_store(path)
-            staged = _stage(store, files(), base=None if replace else head, keep_from=head if replace else None)
-            if staged == _tree_of(store, head):  # a no-op push: same content as main, no tag to create
-                return PushResult(
-                    repo_id=repo_id, repo_type=repo_type, revision=None, url=str(path), head=head, tag=tag, local=True
-                )
         if validate is not None:
             validate()
         if callable(files):
             files = files()
         published = False
         try:
-            store = _ensure_store(path)
-            new_tree = _stage(store, files, base=None if replace else head, keep_from=head if replace else None)
-            _step("staged")
-            old_tree = _tree_of(store, head)
-            refs = _refs_of(path) if exists else {}
-            result = PushResult(
+            result = _write_push(
+                path,
+                files,
                 repo_id=repo_id,
                 repo_type=repo_type,
-                revision=None,
-                url=str(path),
+                message=message,
+                replace=replace,
+                exists=exists,
                 head=head,
                 tag=tag,
-                local=True,
-                created=not exists,
+                existing_tag=existing_tag,
+                create_pr=create_pr,
             )
-            if new_tree == old_tree and exists:
-                assert head is not None  # an existing repo has a main
-                if tag and existing_tag is None:
-                    _release(path, {**refs, f"refs/tags/{tag}": head})
-                    result.tag_created = True
-                return result
-            if tag and existing_tag:
-                raise TagExistsError(
-                    f"tag {tag} already names main ({head}) of {repo_id}, and this folder differs from it; tags "
-                    "are immutable: push with a new tag"
-                )
-            changed, deleted = _diff(store, old_tree, new_tree)
-            if create_pr:
-                if head is None:  # a new repo: an empty initial commit on main, the pull request on top
-                    head = refs["refs/heads/main"] = _commit(store, old_tree, None, "Initial commit")
-                commit = _commit(store, new_tree, head, message)
-                n = _next_pr(path if exists else None)
-                refs[f"refs/heads/pr/{n}"] = commit
-                result.pr_ref = f"pr/{n}"
-                result.pr_url = f"{path.as_uri()}#pr/{n}"
-            else:
-                commit = refs["refs/heads/main"] = _commit(store, new_tree, head, message)
-                if tag:
-                    refs[f"refs/tags/{tag}"] = commit
-                result.tag_created = bool(tag)
-            _step("committed")
-            _release(path, refs)
             published = True
-            result.head = commit
-            result.revision, result.changed, result.files, result.deleted = commit, True, changed, deleted
             return result
         except Exception as e:
             if isinstance(e, PublishError) and not isinstance(e, GitFailedError):
@@ -841,7 +958,7 @@ def commit_files(
 
 
 @contextmanager
-def _push_failures(path: Path, rerun: str):
+def _push_failures(path: Path, rerun: str) -> Iterator[None]:
     """An environment failure inside (an ``OSError``, a failed git command) is the ``PushFailedError`` of
     ``_push_failed``."""
     existed = os.path.lexists(path)

@@ -26,7 +26,9 @@ import hashlib
 import logging
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from phr.config.ops import PushConfig
 from phr.core.fs import sha256_file
@@ -53,6 +55,10 @@ from phr.hub.repo import (
     other_type,
     readme_text,
 )
+
+if TYPE_CHECKING:  # pragma: no cover - huggingface_hub is imported where a push runs
+    from huggingface_hub import HfApi
+    from huggingface_hub.hf_api import RepoFile
 
 log = logging.getLogger(__name__)
 
@@ -91,17 +97,17 @@ def resolve_token(token: str | None, *, required: bool = True) -> str | None:
     return found
 
 
-def _api(token: str | None, endpoint: str | None):
+def _api(token: str | None, endpoint: str | None) -> HfApi:
     from huggingface_hub import HfApi
 
     return HfApi(endpoint=endpoint, token=token)
 
 
-def repo_url(api, repo_id: str, repo_type: str) -> str:
+def repo_url(api: HfApi, repo_id: str, repo_type: str) -> str:
     return f"{api.endpoint.rstrip('/')}/{'datasets/' if repo_type == 'dataset' else ''}{repo_id}"
 
 
-def validate_card_remote(api, folder: Path, repo_type: str, token: str | None) -> None:
+def validate_card_remote(api: HfApi, folder: Path, repo_type: str, token: str | None) -> None:
     """POST the README to the server's ``/api/validate-yaml`` (the check ``HfApi.create_commit`` runs through its
     private ``_validate_yaml``), before any upload; refuse on errors. A server without the endpoint (404) is
     skipped with a log line."""
@@ -133,7 +139,7 @@ def validate_card_remote(api, folder: Path, repo_type: str, token: str | None) -
     hf_raise_for_status(r)
 
 
-def _remote_state(api, repo_id: str, repo_type: str):
+def _remote_state(api: HfApi, repo_id: str, repo_type: str) -> tuple[bool, str | None, dict[str, str]]:
     """(exists, main commit or None, {tag: commit})."""
     if not api.repo_exists(repo_id, repo_type=repo_type):
         return False, None, {}
@@ -142,7 +148,7 @@ def _remote_state(api, repo_id: str, repo_type: str):
     return True, head, {t.name: t.target_commit for t in refs.tags}
 
 
-def _remote_files(api, repo_id: str, repo_type: str, revision: str | None) -> dict:
+def _remote_files(api: HfApi, repo_id: str, repo_type: str, revision: str | None) -> dict[str, RepoFile]:
     from huggingface_hub.hf_api import RepoFile
 
     if revision is None:
@@ -154,7 +160,7 @@ def _remote_files(api, repo_id: str, repo_type: str, revision: str | None) -> di
     }
 
 
-def differs(local: Path | bytes, remote) -> bool:
+def differs(local: Path | bytes, remote: RepoFile) -> bool:
     """Whether a local file (or the bytes to upload) differs from a remote ``RepoFile`` (LFS/Xet: sha256;
     regular: git blob id)."""
     lfs = getattr(remote, "lfs", None)
@@ -184,6 +190,113 @@ def plan_operations(files: dict[str, Path | bytes], remote: dict) -> tuple[list,
     return ops, changed, deleted
 
 
+@dataclass
+class _Attempt:
+    """How far an online push got: the step it is at (a failure names it), whether the Hub answered at all,
+    whether the commit was sent (from then on, what the Hub holds is read back after a failure) and main's head."""
+
+    step: str = "reading the repo's state"
+    answered: bool = False
+    sent: bool = False
+    head: str | None = None
+
+
+def _check_push(
+    at: _Attempt, api: HfApi, cfg: PushConfig, folder: Path, token: str | None, *, exists: bool, tags: dict
+) -> None:
+    """The checks before anything is written: the publish gate, the card with the server, the name not taken by
+    a repo of the other type, the tag naming no commit but main."""
+    repo_id, repo_type, tag = cfg.repo, cfg.repo_type, cfg.tag
+    gate(folder, repo_type, allow_unreviewed=cfg.allow_unreviewed)
+    at.step = "checking the card with the server (/api/validate-yaml)"
+    validate_card_remote(api, folder, repo_type, token)
+    at.step = "reading the repo's state"
+    if not exists and api.repo_exists(repo_id, repo_type=other_type(repo_type)):
+        raise RepoTypeMismatchError(
+            f"{repo_id} exists on the Hub as a {other_type(repo_type)} repo, not a {repo_type} repo: pass "
+            f"--repo-type {other_type(repo_type)}, or pick another name"
+        )
+    if tag and tag in tags and tags[tag] != at.head:
+        raise TagExistsError(
+            f"tag {tag} already exists in {repo_id} and names commit {tags[tag]}, not main "
+            f"({at.head}); tags are immutable: push with a new tag"
+        )
+
+
+def _send_commit(
+    at: _Attempt,
+    api: HfApi,
+    cfg: PushConfig,
+    folder: Path,
+    plan: tuple[list, list[str], list[str]],
+    result: PushResult,
+) -> None:
+    """Send the commit of ``plan`` (operations, changed and deleted paths; on main or as a pull request) and
+    create the tag on it, recording the outcome in ``result``."""
+    ops, changed, deleted = plan
+    repo_id, repo_type, tag, create_pr = cfg.repo, cfg.repo_type, cfg.tag, cfg.create_pr
+    at.step = f"committing {len(changed)} file(s) and {len(deleted)} deletion(s)"
+    at.sent = True
+    info = api.create_commit(
+        repo_id,
+        ops,
+        commit_message=cfg.message or default_message(folder, repo_type, tag),
+        repo_type=repo_type,
+        create_pr=create_pr,
+        parent_commit=at.head,
+    )
+    result.revision, result.changed, result.files, result.deleted = info.oid, True, changed, deleted
+    result.head = info.oid
+    if create_pr:
+        result.pr_url = info.pr_url
+        result.pr_ref = f"refs/pr/{info.pr_num}" if getattr(info, "pr_num", None) else None
+    if tag:
+        at.step = f"creating tag {tag} on the new commit {info.oid}"
+        api.create_tag(repo_id, tag=tag, revision=info.oid, repo_type=repo_type)
+        result.tag_created = True
+
+
+def _push_steps(
+    at: _Attempt, api: HfApi, cfg: PushConfig, folder: Path, files: dict[str, Path | bytes], url: str, token: str | None
+) -> PushResult:
+    """The steps of ``push_online`` that talk to the Hub, recording in ``at`` how far they got."""
+    repo_id, repo_type, tag = cfg.repo, cfg.repo_type, cfg.tag
+    exists, at.head, tags = _remote_state(api, repo_id, repo_type)
+    at.answered = True
+    if exists and at.head is not None and (tag is None or tags.get(tag) == at.head):  # no tag to create or refuse
+        at.step = "listing the repo's files"
+        ops, _, _ = plan_operations(files, _remote_files(api, repo_id, repo_type, at.head))
+        if not ops:  # a no-op push answers at once: nothing is uploaded, so nothing needs validating
+            return PushResult(
+                repo_id=repo_id, repo_type=repo_type, revision=None, url=url, head=at.head, tag=tag, created=False
+            )
+    _check_push(at, api, cfg, folder, token, exists=exists, tags=tags)
+    result = PushResult(
+        repo_id=repo_id, repo_type=repo_type, revision=None, url=url, head=at.head, tag=tag, created=not exists
+    )
+    if not exists:
+        at.step = "creating the repo"
+        api.create_repo(repo_id, repo_type=repo_type, private=cfg.private, exist_ok=True)
+        exists, at.head, tags = _remote_state(api, repo_id, repo_type)
+        result.head = at.head
+    at.step = "listing the repo's files"
+    remote = _remote_files(api, repo_id, repo_type, at.head)
+    ops, changed, deleted = plan_operations(files, remote)
+    if not ops:
+        if tag and tag not in tags:
+            at.step = f"creating tag {tag}"
+            api.create_tag(repo_id, tag=tag, revision=at.head, repo_type=repo_type)
+            result.tag_created = True
+        return result
+    if tag and tag in tags:
+        raise TagExistsError(
+            f"tag {tag} already names main ({at.head}) of {repo_id}, and this folder differs "
+            "from it; tags are immutable: push with a new tag"
+        )
+    _send_commit(at, api, cfg, folder, (ops, changed, deleted), result)
+    return result
+
+
 def push_online(cfg: PushConfig, folder: Path, rerun: str, token: str | None) -> PushResult:
     """``phr.hub.push`` of ``folder`` (``cfg.folder`` resolved) to the Hub (see the module docstring for the
     steps); ``rerun``: the command that repeats it."""
@@ -194,93 +307,26 @@ def push_online(cfg: PushConfig, folder: Path, rerun: str, token: str | None) ->
     files = files_for_repo(folder_files(folder), repo_id, repo_type)
     api = _api(token, endpoint)
     url = repo_url(api, repo_id, repo_type)
-    step = "reading the repo's state"
-    answered = False  # whether the Hub answered at all
-    sent = False  # whether the commit was sent: from then on, what the Hub holds is read back after a failure
-    head: str | None = None
+    at = _Attempt()
     try:
-        exists, head, tags = _remote_state(api, repo_id, repo_type)
-        answered = True
-        if exists and head is not None and (tag is None or tags.get(tag) == head):  # no tag to create or refuse
-            step = "listing the repo's files"
-            ops, _, _ = plan_operations(files, _remote_files(api, repo_id, repo_type, head))
-            if not ops:  # a no-op push answers at once: nothing is uploaded, so nothing needs validating
-                return PushResult(
-                    repo_id=repo_id, repo_type=repo_type, revision=None, url=url, head=head, tag=tag, created=False
-                )
-        gate(folder, repo_type, allow_unreviewed=cfg.allow_unreviewed)
-        step = "checking the card with the server (/api/validate-yaml)"
-        validate_card_remote(api, folder, repo_type, token)
-        step = "reading the repo's state"
-        if not exists and api.repo_exists(repo_id, repo_type=other_type(repo_type)):
-            raise RepoTypeMismatchError(
-                f"{repo_id} exists on the Hub as a {other_type(repo_type)} repo, not a {repo_type} repo: pass "
-                f"--repo-type {other_type(repo_type)}, or pick another name"
-            )
-        if tag and tag in tags and tags[tag] != head:
-            raise TagExistsError(
-                f"tag {tag} already exists in {repo_id} and names commit {tags[tag]}, not main "
-                f"({head}); tags are immutable: push with a new tag"
-            )
-        result = PushResult(
-            repo_id=repo_id, repo_type=repo_type, revision=None, url=url, head=head, tag=tag, created=not exists
-        )
-        if not exists:
-            step = "creating the repo"
-            api.create_repo(repo_id, repo_type=repo_type, private=cfg.private, exist_ok=True)
-            exists, head, tags = _remote_state(api, repo_id, repo_type)
-            result.head = head
-        step = "listing the repo's files"
-        remote = _remote_files(api, repo_id, repo_type, head)
-        ops, changed, deleted = plan_operations(files, remote)
-        if not ops:
-            if tag and tag not in tags:
-                step = f"creating tag {tag}"
-                api.create_tag(repo_id, tag=tag, revision=head, repo_type=repo_type)
-                result.tag_created = True
-            return result
-        if tag and tag in tags:
-            raise TagExistsError(
-                f"tag {tag} already names main ({head}) of {repo_id}, and this folder differs "
-                "from it; tags are immutable: push with a new tag"
-            )
-        step = f"committing {len(changed)} file(s) and {len(deleted)} deletion(s)"
-        sent = True
-        info = api.create_commit(
-            repo_id,
-            ops,
-            commit_message=cfg.message or default_message(folder, repo_type, tag),
-            repo_type=repo_type,
-            create_pr=create_pr,
-            parent_commit=head,
-        )
-        result.revision, result.changed, result.files, result.deleted = info.oid, True, changed, deleted
-        result.head = info.oid
-        if create_pr:
-            result.pr_url = info.pr_url
-            result.pr_ref = f"refs/pr/{info.pr_num}" if getattr(info, "pr_num", None) else None
-        if tag:
-            step = f"creating tag {tag} on the new commit {info.oid}"
-            api.create_tag(repo_id, tag=tag, revision=info.oid, repo_type=repo_type)
-            result.tag_created = True
-        return result
+        return _push_steps(at, api, cfg, folder, files, url, token)
     except PublishError:
         raise
     except Exception as e:
-        offline = "" if answered else " (no answer from the Hub: offline, publish to a local hub with --hub HUBDIR)"
+        offline = "" if at.answered else " (no answer from the Hub: offline, publish to a local hub with --hub HUBDIR)"
         outcome = (
-            _outcome(api, repo_id, repo_type, head=head, files=files, tag=tag, create_pr=create_pr)
-            if sent
+            _outcome(api, repo_id, repo_type, head=at.head, files=files, tag=tag, create_pr=create_pr)
+            if at.sent
             else "The repo keeps its previous version (nothing was committed)."
         )
         raise PushFailedError(
-            f"push to {url} failed while {step}: {type(e).__name__}: {_safe(e, token)}{offline}\n"
+            f"push to {url} failed while {at.step}: {type(e).__name__}: {_safe(e, token)}{offline}\n"
             f"{outcome} Rerun: {rerun}"
         ) from None
 
 
 def _outcome(
-    api, repo_id: str, repo_type: str, *, head: str | None, files: dict, tag: str | None, create_pr: bool
+    api: HfApi, repo_id: str, repo_type: str, *, head: str | None, files: dict, tag: str | None, create_pr: bool
 ) -> str:
     """What a push that failed after sending its commit left on the Hub, read back: the commit's (or the tag's)
     reply may have been lost after the Hub applied it."""

@@ -21,7 +21,7 @@ import html
 import os
 import re
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,7 @@ from phr.leaderboard.report import (
     GROUP_FIGURES,
     RETENTION,
     Block,
+    Comparison,
     CrossModelReport,
     Estimate,
     block_note,
@@ -105,11 +106,11 @@ def safe_url(url: str | None) -> str | None:
     return url if url and _HTTP_URL.fullmatch(url) else None
 
 
-def _datasets(rows: list[LeaderboardEntry], escape=lambda text: text) -> list[str]:
+def _datasets(rows: list[LeaderboardEntry], escape: Callable[[str], str] = lambda text: text) -> list[str]:
     return [f"{escape(d)} ({escape(rev)})" for d, rev in sorted({(e.dataset, e.dataset_revision) for e in rows})]
 
 
-def _footer(rows: list[LeaderboardEntry], escape=lambda text: text) -> str:
+def _footer(rows: list[LeaderboardEntry], escape: Callable[[str], str] = lambda text: text) -> str:
     """The line under the table; ``escape`` makes the results' text (dataset ids and revisions) inert."""
     n = len(rows)
     partial = sum(not e.ranked and "partial" in e.tags for e in rows)
@@ -419,7 +420,7 @@ def _block_table(block: Block, report: CrossModelReport, table_id: str) -> list[
     return [*_table(f'id="{_e(table_id)}"', head, body), _note(block_note(block))]
 
 
-def _side(comp, side: str, figure: str) -> Estimate | None:
+def _side(comp: Comparison, side: str, figure: str) -> Estimate | None:
     if side == RETENTION:
         return comp.retention
     return {"T": comp.T, "H": comp.H, H_MINUS_T: comp.h_minus_t}[side].get(figure)

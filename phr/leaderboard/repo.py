@@ -44,7 +44,7 @@ from phr.eval.results import (
     read_result,
 )
 from phr.hub import README, ArtifactKind, PushResult, RepoNotFoundError, hub_dir, push
-from phr.hub.card import CardError, card_configs
+from phr.hub.card import CardConfig, CardError, card_configs
 from phr.hub.local import LocalHub, commit_files, read_tree
 from phr.hub.online import add_file_pr_online, read_files_online
 from phr.hub.repo import check_repo_id, repo_id_problem
@@ -281,7 +281,7 @@ def write_results_folder(
     return records
 
 
-def is_results_folder(folder: Path, configs=None) -> bool:
+def is_results_folder(folder: Path, configs: Mapping[str, CardConfig] | None = None) -> bool:
     folder = Path(folder)
     if configs is None:
         try:
@@ -291,14 +291,9 @@ def is_results_folder(folder: Path, configs=None) -> bool:
     return LEADERBOARD_CONFIG in configs and (folder / RESULTS_DIR).is_dir()
 
 
-def check_results_folder(folder: str | Path):
-    """Every result JSON valid and at its expected path, the leaderboard parquet equal to the one rebuilt from
-    them, ``eval.yaml`` (if present) a YAML mapping with tasks."""
-    import pyarrow.parquet as pq
-    import yaml
-
-    folder = Path(folder)
-    report = ValidationReport()
+def _folder_results(folder: Path, report: ValidationReport) -> list[Result]:
+    """The valid result JSONs under ``results/``; a file that is not one, does not parse, is partial without
+    ``--allow-partial`` or is not at its expected path is a rejection in ``report``."""
     records = []
     for p in sorted((folder / RESULTS_DIR).rglob("*")):
         if not p.is_file():
@@ -317,29 +312,50 @@ def check_results_folder(folder: str | Path):
         if result_path(rec) != rel:
             report.extend([Rejection(rel, "results", f"belongs at {result_path(rec)} (model slug / run id)")])
         records.append(rec)
-    if not records:
-        report.extend([Rejection(RESULTS_DIR, "results", "no result JSON files")])
+    return records
+
+
+def _check_leaderboard_file(folder: Path, records: list[Result], report: ValidationReport) -> None:
+    """The leaderboard parquet is there and equals the one rebuilt from ``records`` (compared without the tags:
+    unverified, ... need the datasets to recompute)."""
+    import pyarrow.parquet as pq
+
     lb = folder / LEADERBOARD_FILE
     if not lb.is_file():
         report.extend([Rejection(LEADERBOARD_FILE, "leaderboard", "missing")])
-    elif records:
-        # the tags (unverified, ...) need the datasets to recompute: the rows are compared without them
-        def rows(table) -> list:
-            return sorted(json.dumps({k: v for k, v in r.items() if k != "tags"}, sort_keys=True) for r in table)
+        return
+    if not records:
+        return
 
-        have = pq.read_table(lb).to_pylist()
-        want = leaderboard_table(records).to_pylist()
-        if rows(have) != rows(want):
-            report.extend(
-                [
-                    Rejection(
-                        LEADERBOARD_FILE,
-                        "leaderboard",
-                        f"does not match the result JSONs ({len(have)} rows, {len(want)} expected): "
-                        "rebuild it with push_results",
-                    )
-                ]
-            )
+    def rows(table: list[dict]) -> list[str]:
+        return sorted(json.dumps({k: v for k, v in r.items() if k != "tags"}, sort_keys=True) for r in table)
+
+    have = pq.read_table(lb).to_pylist()
+    want = leaderboard_table(records).to_pylist()
+    if rows(have) != rows(want):
+        report.extend(
+            [
+                Rejection(
+                    LEADERBOARD_FILE,
+                    "leaderboard",
+                    f"does not match the result JSONs ({len(have)} rows, {len(want)} expected): "
+                    "rebuild it with push_results",
+                )
+            ]
+        )
+
+
+def check_results_folder(folder: str | Path) -> ValidationReport:
+    """Every result JSON valid and at its expected path, the leaderboard parquet equal to the one rebuilt from
+    them, ``eval.yaml`` (if present) a YAML mapping with tasks."""
+    import yaml
+
+    folder = Path(folder)
+    report = ValidationReport()
+    records = _folder_results(folder, report)
+    if not records:
+        report.extend([Rejection(RESULTS_DIR, "results", "no result JSON files")])
+    _check_leaderboard_file(folder, records, report)
     if (folder / EVAL_YAML).exists():
         try:
             cfg = yaml.safe_load((folder / EVAL_YAML).read_text(encoding="utf-8"))

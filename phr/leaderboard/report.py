@@ -24,8 +24,9 @@ import base64
 import io
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -179,7 +180,7 @@ def _ratio(h: Estimate | None, t: Estimate | None) -> Estimate:
     return Estimate(value=round(h.value / t.value, 6))
 
 
-def _comparison(t_cell, h_cell, diff, errs: Mapping[str, Any]) -> Comparison:
+def _comparison(t_cell: Any, h_cell: Any, diff: Any, errs: Mapping[str, Any]) -> Comparison:  # cells: as _figures
     t, h = _figures(t_cell, errs.get(T)), _figures(h_cell, errs.get(H))
     if diff is not None:
         d = _figures(diff, errs.get(H_MINUS_T))
@@ -252,7 +253,7 @@ def _average(rows: Sequence[Comparison]) -> Comparison:
     if not rows:
         return _empty()
 
-    def side(get) -> dict[str, Estimate]:
+    def side(get: Callable[[Comparison], dict[str, Estimate]]) -> dict[str, Estimate]:
         return {f: Estimate(value=_mean((get(r).get(f) or Estimate()).value for r in rows)) for f in FIGURES}
 
     return Comparison(
@@ -582,27 +583,27 @@ def render_report_markdown(report: CrossModelReport, figures: Mapping[str, str] 
 # ---- figures ---------------------------------------------------------------------------------------------------
 
 
-def _png(fig) -> bytes:
+def _png(fig: Any) -> bytes:
     buf = io.BytesIO()
     save_png(fig, buf, dpi=100, bbox_inches="tight")
     return buf.getvalue()
 
 
-def _plt():
+def _plt() -> ModuleType:
     """The figure maker (``subplots``): the toolkit's one deterministic setup, without pyplot."""
     from phr.core import figures
 
     return figures
 
 
-def _no_data(plt, title: str) -> bytes:
+def _no_data(plt: ModuleType, title: str) -> bytes:
     fig, ax = plt.subplots(figsize=(5, 1.6))
     ax.axis("off")
     ax.text(0.5, 0.5, f"{title}\n(not in these results)", ha="center", va="center")
     return _png(fig)
 
 
-def _heatmap(plt, heat: Heatmap) -> bytes:
+def _heatmap(plt: ModuleType, heat: Heatmap) -> bytes:
     rows = list(heat.rows)
     if not rows or not heat.columns:
         return _no_data(plt, "accuracy retention")
@@ -623,7 +624,7 @@ def _heatmap(plt, heat: Heatmap) -> bytes:
     return _png(fig)
 
 
-def _bars(plt, keys: list[str], series: dict[str, list[Estimate]], title: str, ylabel: str) -> bytes:
+def _bars(plt: ModuleType, keys: list[str], series: dict[str, list[Estimate]], title: str, ylabel: str) -> bytes:
     fig, ax = plt.subplots(figsize=(1.5 + 0.9 * len(keys) * max(1, len(series)) / 2, 3.2))
     width = 0.8 / max(1, len(series))
     for i, (name, ests) in enumerate(series.items()):
@@ -639,7 +640,7 @@ def _bars(plt, keys: list[str], series: dict[str, list[Estimate]], title: str, y
     return _png(fig)
 
 
-def _insightful(plt, report: CrossModelReport) -> bytes:
+def _insightful(plt: ModuleType, report: CrossModelReport) -> bytes:
     rows = {k: r for k, r in report.table2.items() if r.judged}
     if not rows:
         return _no_data(plt, "insightful rate")
@@ -656,7 +657,7 @@ def _insightful(plt, report: CrossModelReport) -> bytes:
     )
 
 
-def _groups_figure(plt, groups: dict[str, dict[str, dict[str, Estimate]]], title: str) -> bytes:
+def _groups_figure(plt: ModuleType, groups: dict[str, dict[str, dict[str, Estimate]]], title: str) -> bytes:
     if not groups:
         return _no_data(plt, title)
     order = {g: i for i, g in enumerate(RESOLUTIONS)}

@@ -11,13 +11,16 @@ partial results, shown only with ``--allow-partial``, follow all others, unranke
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from phr.bench.metrics import LEADERBOARD, RANK_BY, metric, se_name
 from phr.config.ops import LEADERBOARD_TITLE
 from phr.eval.results import Result, estimate_text, leaderboard_result
+
+if TYPE_CHECKING:  # pragma: no cover - pyarrow is imported where a table is made
+    import pyarrow as pa
 
 TITLE = LEADERBOARD_TITLE  # the page's title when the command names none (one definition: phr.config.ops)
 #: the statement under a table whose entries carry standard errors
@@ -118,7 +121,7 @@ def leaderboard_rows(records: Iterable[Result | Mapping[str, Any]]) -> list[dict
     return [e.row() for e in entries(records)]
 
 
-def leaderboard_table(records: Iterable[Result | Mapping[str, Any]]):
+def leaderboard_table(records: Iterable[Result | Mapping[str, Any]]) -> pa.Table:
     import pyarrow as pa
 
     schema = pa.schema([(name, getattr(pa, typ)()) for name, typ in COLUMNS])

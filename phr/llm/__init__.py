@@ -7,7 +7,7 @@ The names below are loaded on first use (PEP 562), so importing a submodule (``p
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from phr.llm.cache import CacheMode, CallCache
@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name not in _WHERE:
         raise AttributeError(f"module 'phr.llm' has no attribute {name!r}")
     value = getattr(importlib.import_module(f"phr.llm.{_WHERE[name]}"), name)

@@ -417,6 +417,22 @@ class CallCache:
             return
         self._conn().executemany("DELETE FROM batch_requests WHERE key = ?", [(k,) for k in keys])
 
+    def throughput(self, provider: str, model: str) -> float | None:
+        """The completion tokens per second this cache's answers of one in-process model were made at (a batch's
+        answers share its latency, so they count once), or None when it holds none."""
+        if not self.path.exists():
+            return None
+        row = (
+            self._conn()
+            .execute(
+                "SELECT SUM(c), SUM(l) FROM (SELECT latency_s AS l, SUM(completion_tokens) AS c FROM calls"
+                " WHERE provider = ? AND model = ? GROUP BY latency_s)",
+                (provider, model),
+            )
+            .fetchone()
+        )
+        return row[0] / row[1] if row and row[0] and row[1] else None
+
     def stats(self) -> CacheStats:
         if not self.path.exists():
             return CacheStats(self.path, 0, 0, 0, [])

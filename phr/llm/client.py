@@ -20,11 +20,12 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from aiolimiter import AsyncLimiter
 from tenacity import (
     AsyncRetrying,
+    RetryCallState,
     retry_if_exception,
     stop_after_attempt,
     wait_exponential_jitter,
@@ -32,14 +33,14 @@ from tenacity import (
 
 from phr.config.defaults import CALL_TIMEOUT_S, CONCURRENCY, MAX_RETRY_AFTER_S
 from phr.core.aio import run_sync
-from phr.core.progress import progress_bar
+from phr.core.progress import ProgressDisplay, progress_bar
 from phr.core.secrets import redact
 from phr.llm.cache import CacheMode, CallCache, call_key
 from phr.llm.errors import CallError, CallTimeout, MalformedResponse
 from phr.llm.pricing import PriceTable
 from phr.llm.providers.base import BatchItem, Provider, RawCompletion
 from phr.llm.spec import make_provider
-from phr.llm.summary import RunSummary
+from phr.llm.summary import ModelStats, RunSummary
 from phr.llm.types import (
     CallFailure,
     ChatRequest,
@@ -49,6 +50,9 @@ from phr.llm.types import (
     Sample,
     as_messages,
 )
+
+if TYPE_CHECKING:  # pragma: no cover - the batch API is imported where a batch runs
+    from phr.llm.batch import BatchSession
 
 log = logging.getLogger("phr.llm")
 
@@ -88,8 +92,8 @@ class LLM:
         show_summary: bool | None = None,
         provider: Provider | None = None,
         batch: bool | None = None,
-        **provider_options,
-    ):
+        **provider_options: Any,
+    ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
         if timeout <= 0:
@@ -133,7 +137,7 @@ class LLM:
         """Synchronous wrapper around :meth:`agenerate` (safe to call inside a running event loop)."""
         return run_sync(self.agenerate(requests, desc))
 
-    def chat(self, prompt: str | list, *, n: int = 1, **params) -> RequestResult:
+    def chat(self, prompt: str | list, *, n: int = 1, **params: Any) -> RequestResult:
         """One prompt (text or messages) with sampling parameters as keywords."""
         return self.generate([ChatRequest(as_messages(prompt), GenerationParams(**params), n=n)])[0]
 
@@ -190,7 +194,7 @@ class LLM:
             log.warning("%s: %d sample(s) failed: %s", redact(self.spec), sum(fails.values()), dict(fails))
         return results
 
-    def _lookup(self, requests: Sequence[ChatRequest], results: list[RequestResult], stats) -> list[_Slot]:
+    def _lookup(self, requests: Sequence[ChatRequest], results: list[RequestResult], stats: ModelStats) -> list[_Slot]:
         """Fill ``results`` with the samples found in the call cache; return the missing ones. In a batch session, an
         answer one of its batches gave (and stored) counts as that batch's response, not as a cache hit."""
         missing: list[_Slot] = []
@@ -225,7 +229,7 @@ class LLM:
     def _batching(self) -> bool:
         return bool(self.batch)
 
-    def _session(self):
+    def _session(self) -> BatchSession | None:
         """The batch session this LLM's misses are queued in (a command with --batch), or None."""
         if not self._batching():
             return None
@@ -283,7 +287,7 @@ class LLM:
         except Exception:  # noqa: BLE001 - recorded by the batches (one failure per sample)
             log.debug("loading %s before the bar failed", redact(self.spec), exc_info=True)
 
-    def _progress(self):
+    def _progress(self) -> ProgressDisplay:
         """A live bar on a terminal, periodic one-line progress in logs (phr.core.progress)."""
         return progress_bar(self.progress)
 
@@ -304,7 +308,7 @@ class LLM:
         self._count(sample, summary.model(self.spec))
         return sample
 
-    def _count(self, sample: Sample, stats, batch: bool = False) -> None:
+    def _count(self, sample: Sample, stats: ModelStats, batch: bool = False) -> None:
         """A fresh sample's tokens and estimated cost (``batch``: at the batch rate) in the run's accounting."""
         stats.samples += 1
         stats.prompt_tokens += sample.prompt_tokens
@@ -346,14 +350,20 @@ class LLM:
             )
         return msg
 
-    def _wait(self, retry_state) -> float:
-        exc = retry_state.outcome.exception()
+    def _wait(self, retry_state: RetryCallState) -> float:
+        exc = retry_state.outcome.exception()  # type: ignore[union-attr]  # a wait follows an attempt: it has an outcome
         retry_after = getattr(exc, "retry_after", None)
         if retry_after is not None:
             return retry_after + random.uniform(0, 0.1 * max(retry_after, 0.1))
         return wait_exponential_jitter(initial=self.backoff_initial, max=self.backoff_max)(retry_state)
 
-    async def _run_api(self, requests, missing: list[_Slot], done, summary: RunSummary) -> None:
+    async def _run_api(
+        self,
+        requests: Sequence[ChatRequest],
+        missing: list[_Slot],
+        done: Callable[[_Slot, Sample | CallFailure], None],
+        summary: RunSummary,
+    ) -> None:
         by_req: dict[int, list[_Slot]] = defaultdict(list)
         for slot in missing:
             by_req[slot.req].append(slot)
@@ -375,7 +385,46 @@ class LLM:
             await asyncio.gather(*tasks, return_exceptions=True)  # every outcome read: none logged at shutdown
             raise
 
-    async def _run_unit(self, req: ChatRequest, slots: list[_Slot], sem, rpm, tpm, done, summary) -> None:
+    async def _call_once(
+        self,
+        req: ChatRequest,
+        params: GenerationParams,
+        n: int,
+        tokens: int,
+        limits: tuple[asyncio.Semaphore, AsyncLimiter | None, AsyncLimiter | None],
+        stats: ModelStats,
+    ) -> tuple[list[RawCompletion], float]:
+        """One attempt of a call for ``n`` samples, within ``limits`` (the concurrency semaphore, the requests
+        and tokens per minute): (the provider's completions, the latency in seconds)."""
+        sem, rpm, tpm = limits
+        async with sem:
+            if rpm:
+                await rpm.acquire()
+            if tpm:
+                await tpm.acquire(min(tokens, self.tokens_per_minute or tokens))
+            stats.calls += 1
+            t0 = time.monotonic()
+            try:
+                raws = await asyncio.wait_for(
+                    self.provider.complete(req.messages, params, n, self.timeout), self.timeout * 1.5 + 1
+                )
+            except asyncio.TimeoutError as e:
+                raise CallTimeout(f"no answer within {self.timeout:.0f} s") from e
+            latency = time.monotonic() - t0
+            if len(raws) != n:
+                raise MalformedResponse(f"asked for {n} samples, got {len(raws)}")
+        return raws, latency
+
+    async def _run_unit(
+        self,
+        req: ChatRequest,
+        slots: list[_Slot],
+        sem: asyncio.Semaphore,
+        rpm: AsyncLimiter | None,
+        tpm: AsyncLimiter | None,
+        done: Callable[[_Slot, Sample | CallFailure], None],
+        summary: RunSummary,
+    ) -> None:
         stats = summary.model(self.spec)
         params = req.params
         if params.seed is not None:
@@ -394,22 +443,7 @@ class LLM:
                     attempts = attempt.retry_state.attempt_number
                     if attempts > 1:
                         stats.retries += 1
-                    async with sem:
-                        if rpm:
-                            await rpm.acquire()
-                        if tpm:
-                            await tpm.acquire(min(tokens, self.tokens_per_minute or tokens))
-                        stats.calls += 1
-                        t0 = time.monotonic()
-                        try:
-                            raws = await asyncio.wait_for(
-                                self.provider.complete(req.messages, params, n, self.timeout), self.timeout * 1.5 + 1
-                            )
-                        except asyncio.TimeoutError as e:
-                            raise CallTimeout(f"no answer within {self.timeout:.0f} s") from e
-                        latency = time.monotonic() - t0
-                        if len(raws) != n:
-                            raise MalformedResponse(f"asked for {n} samples, got {len(raws)}")
+                    raws, latency = await self._call_once(req, params, n, tokens, (sem, rpm, tpm), stats)
         except CallError as e:
             msg = self._failure_message(e, attempts)
             for slot in slots:
@@ -422,7 +456,14 @@ class LLM:
             for slot, raw in zip(slots, raws):
                 done(slot, self._store(slot, raw, latency, summary))
 
-    async def _run_in_process(self, requests, missing: list[_Slot], done, summary: RunSummary, partial=None) -> None:
+    async def _run_in_process(
+        self,
+        requests: Sequence[ChatRequest],
+        missing: list[_Slot],
+        done: Callable[[_Slot, Sample | CallFailure], None],
+        summary: RunSummary,
+        partial: Callable[[float], None] | None = None,
+    ) -> None:
         """The missing samples in batches; ``partial(part)`` gets the provider's progress within a batch."""
         stats = summary.model(self.spec)
         groups: dict[GenerationParams, list[_Slot]] = defaultdict(list)
@@ -448,7 +489,7 @@ class LLM:
                 for s, raw in zip(batch, raws):
                     done(s, self._store(s, raw, latency, summary, batch_size=len(items)))
 
-    def _complete_batch(self, items: list[BatchItem], partial) -> list[RawCompletion]:
+    def _complete_batch(self, items: list[BatchItem], partial: Callable[[float], None] | None) -> list[RawCompletion]:
         """``complete_batch`` with per-token progress where the provider reports it (hf:, local:)."""
         if partial is None:
             return self.provider.complete_batch(items)

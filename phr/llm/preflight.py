@@ -17,14 +17,24 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from phr.config.defaults import is_no_model
 from phr.core.errors import PHRError, UsageError
 
+if TYPE_CHECKING:  # pragma: no cover - the LLM layer is imported where a plan counts calls
+    from phr.llm.pricing import PriceTable
+    from phr.llm.providers.base import Provider
+    from phr.llm.types import ChatRequest
+
 T = TypeVar("T")
 #: provider kinds that load a model's weights from a folder, the Hugging Face cache or the Hub
 WEIGHTS_LOADED = ("hf", "vllm")
+#: nominal completion tokens per second of in-process models on a CPU, for a plan's rough time when the call cache
+#: has no earlier answers of the model to measure it from (SmolLM2-135M batched on 2 cores; a 7B model in bf16)
+NOMINAL_TOKENS_PER_S = {"local": 20.0, "hf": 2.0, "vllm": 200.0}
+#: a plan warns when its in-process generation should take longer than this
+LONG_RUN_S = 3600.0
 
 
 class PreflightError(UsageError):
@@ -43,8 +53,29 @@ class Usage:
     completion_tokens: int = 0  # an upper bound: every sample at its max_tokens
     estimated: int = 0  # samples whose prompt is written during the run (estimated; their cache state unknown)
     batch: bool = False  # sent through the provider's batch API (--batch): priced at the batch rate
+    #: requests made only when earlier answers say so (Algorithm 1: paraphrases of questions first answered
+    #: correctly): counted in ``requests`` as a bound; ``expected``: their expected number; ``when``: the conditions
+    conditional: int = 0
+    expected: float = 0.0
+    when: list[str] = field(default_factory=list)
+    #: an in-process model's completion tokens per second: measured in the call cache, else nominal (``rate_of``)
+    tokens_per_s: float | None = None
+    rate_of: str = ""
 
-    def line(self, prices) -> str:
+    @property
+    def seconds(self) -> float | None:
+        """A rough time of the in-process generation still to do (the bound, uncached samples at max_tokens)."""
+        if not self.tokens_per_s:
+            return None
+        todo = 1 - (self.cached or 0) / self.samples if self.samples else 0
+        return self.completion_tokens * todo / self.tokens_per_s
+
+    @property
+    def certain(self) -> int:
+        """The requests the run makes whatever the answers are."""
+        return self.requests - self.conditional
+
+    def line(self, prices: PriceTable) -> str:
         cost = prices.cost(self.spec, self.prompt_tokens, self.completion_tokens, batch=self.batch)
         known = self.samples - self.estimated
         cached = "unknown" if self.cached is None or not known else f"{self.cached}/{known}"
@@ -53,10 +84,24 @@ class Usage:
         usd = "no price in prices.toml" if cost is None else f"<= ${cost:,.2f}"
         if self.batch and cost is not None:
             usd += f" at the batch rate ({prices.batch_share(self.spec):.0%} of the price)"
+        requests = f"{self.requests} requests"
+        if self.conditional:
+            requests = (
+                f"{self.certain} requests + up to {self.conditional} that depend on earlier answers "
+                f"({'; '.join(self.when)}; expected ~{round(self.expected)}; the rest counts the bound)"
+            )
+        took = ""
+        if self.seconds is not None:
+            took = f"; about {_duration(self.seconds)} of generation here at ~{self.tokens_per_s:.0f} tokens/s ({self.rate_of})"
         return (
-            f"  {self.spec}: {self.requests} requests, {self.samples} samples (cached {cached}), ~{self.prompt_tokens:,} prompt tokens, "
-            f"<= {self.completion_tokens:,} completion tokens, {usd}"
+            f"  {self.spec}: {requests}, {self.samples} samples (cached {cached}), ~{self.prompt_tokens:,} prompt tokens, "
+            f"<= {self.completion_tokens:,} completion tokens, {usd}{took}"
         )
+
+
+def _duration(seconds: float) -> str:
+    minutes = max(1, round(seconds / 60))
+    return f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes} min"
 
 
 @dataclass
@@ -132,10 +177,20 @@ class Preflight:
                 ok = False
         return ok
 
-    def calls(self, spec: str, requests: Sequence, *, provider=None, estimated: bool = False) -> Usage:
+    def calls(
+        self,
+        spec: str,
+        requests: Sequence[ChatRequest],
+        *,
+        provider: Provider | None = None,
+        estimated: bool = False,
+        when: str | None = None,
+        share: float = 1.0,
+    ) -> Usage:
         """Add ``requests`` (ChatRequests) of ``spec`` to the plan; with ``provider``, count the cached samples.
         ``estimated``: stand-ins for requests whose prompt the run writes (a judge of paraphrases not yet made):
-        their tokens count, their cache state is unknown."""
+        their tokens count, their cache state is unknown. ``when``: the requests are made only under this condition
+        on earlier answers (counted as a bound), of which ``share`` is expected."""
         from phr.llm.batch import BATCH_KINDS, active_session, no_batch_api
         from phr.llm.cache import CallCache, call_key
         from phr.llm.client import estimate_completion_tokens, estimate_prompt_tokens
@@ -146,6 +201,16 @@ class Preflight:
             self.problem(no_batch_api(spec))
         u.batch = u.batch or batch
         cache = CallCache() if provider is not None and not estimated else None
+        kind = spec.partition(":")[0]
+        if kind in NOMINAL_TOKENS_PER_S and u.tokens_per_s is None:
+            measured = CallCache().throughput(kind, provider.cache_model_id) if provider is not None else None
+            u.tokens_per_s = measured or NOMINAL_TOKENS_PER_S[kind]
+            u.rate_of = "measured from this cache's earlier answers" if measured else "nominal for a CPU"
+        if when is not None:
+            u.conditional += len(requests)
+            u.expected += share * len(requests)
+            if when not in u.when:
+                u.when.append(when)
         for req in requests:
             u.requests += 1
             u.samples += req.n
@@ -154,7 +219,7 @@ class Preflight:
             if estimated:
                 u.estimated += req.n
                 continue
-            if cache is None:
+            if cache is None or provider is None:  # (no cache without a provider)
                 u.cached = None
                 continue
             for k in range(req.n):
@@ -178,6 +243,12 @@ class Preflight:
             prices = PriceTable.load()
             out.append("model calls (tokens and cost estimated from phr/llm/prices.toml; completions at max_tokens):")
             out += [u.line(prices) for u in self.usage.values()]
+            out += [
+                f"warning: {u.spec}: about {_duration(u.seconds)} of generation on this machine (more than "
+                f"{LONG_RUN_S / 3600:g} hour): lower the limit, samples or max_tokens, or run where it is faster"
+                for u in self.usage.values()
+                if u.seconds is not None and u.seconds > LONG_RUN_S
+            ]
         return out
 
     def raise_problems(self) -> None:

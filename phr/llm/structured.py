@@ -13,13 +13,16 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Generic, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Sequence, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from phr.core.aio import run_sync
 from phr.llm.summary import RunSummary
-from phr.llm.types import CallFailure, ChatRequest, Message
+from phr.llm.types import CallFailure, ChatRequest, Message, Sample
+
+if TYPE_CHECKING:  # pragma: no cover - the client is made by the caller
+    from phr.llm.client import LLM
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -80,7 +83,7 @@ class StructuredResult(Generic[T]):
 
 
 async def agenerate_structured(
-    llm, requests: Sequence[ChatRequest], schema: type[T], *, max_reasks: int = 2, desc: str = "generating"
+    llm: LLM, requests: Sequence[ChatRequest], schema: type[T], *, max_reasks: int = 2, desc: str = "generating"
 ) -> list[list[StructuredResult[T]]]:
 
     summary = RunSummary()
@@ -121,7 +124,14 @@ async def agenerate_structured(
     return out
 
 
-def _take(sr, sample, messages, req, pending, schema) -> None:
+def _take(
+    sr: StructuredResult[T],
+    sample: Sample | CallFailure,
+    messages: tuple[Message, ...],
+    req: ChatRequest,
+    pending: list[tuple[StructuredResult[T], tuple[Message, ...], ChatRequest]],
+    schema: type[T],
+) -> None:
     if isinstance(sample, CallFailure):
         sr.errors.append(f"call failed ({sample.reason}): {sample.message}")
         sr.failure = sample
@@ -139,7 +149,7 @@ def _take(sr, sample, messages, req, pending, schema) -> None:
 
 
 def generate_structured(
-    llm, requests: Sequence[ChatRequest], schema: type[T], *, max_reasks: int = 2, desc: str = "generating"
+    llm: LLM, requests: Sequence[ChatRequest], schema: type[T], *, max_reasks: int = 2, desc: str = "generating"
 ) -> list[list[StructuredResult[T]]]:
     """Synchronous :func:`agenerate_structured`."""
     return run_sync(agenerate_structured(llm, requests, schema, max_reasks=max_reasks, desc=desc))

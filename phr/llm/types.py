@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
@@ -15,7 +16,7 @@ class Message:
     content: str
 
 
-def as_messages(prompt: str | list[Message] | list[dict]) -> tuple[Message, ...]:
+def as_messages(prompt: str | Sequence[Message | dict]) -> tuple[Message, ...]:
     """Accept a bare user prompt, a list of Message, or OpenAI-style dicts."""
     if isinstance(prompt, str):
         return (Message("user", prompt),)

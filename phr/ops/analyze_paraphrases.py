@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from phr.config.ops import AnalyzeParaphrasesConfig
+from phr.core.progress import ProgressDisplay
 from phr.eval.hr1_diagnostics import Diagnostics, analyze, read_paraphrase_corpus
 from phr.eval.hr1_diagnostics_report import SUMMARY_MD, write_outputs
 from phr.hr1.records import QuestionResult
@@ -44,7 +45,7 @@ def plan(cfg: AnalyzeParaphrasesConfig) -> DiagnosticsPlan:
     return p
 
 
-def _progress_factory(progress) -> Callable[[str, int], Callable[[int], None]]:
+def _progress_factory(progress: ProgressDisplay) -> Callable[[str, int], Callable[[int], None]]:
     def start(description: str, total: int) -> Callable[[int], None]:
         task = progress.add_task(description, total=total)
         return lambda n: progress.advance(task, n)

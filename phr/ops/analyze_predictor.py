@@ -23,6 +23,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -34,7 +35,7 @@ from phr.core.figures import figure, save_png
 from phr.core.fs import atomic_dir
 from phr.eval.dataset import EvalDataset, load_eval_dataset
 from phr.eval.features import FEATURES, LABELS, SEMANTIC_JUDGE, FeatureTable, extract_features, judge_item
-from phr.eval.predictor import PredictorReport, fit_predictor, propensity
+from phr.eval.predictor import Estimate, PredictorReport, fit_predictor, propensity
 from phr.eval.results import ResultsError, read_result_file
 from phr.eval.scoring import SampleScore
 from phr.llm.preflight import writable
@@ -65,7 +66,9 @@ def read_samples(results_path: Path) -> tuple[str, list[SampleScore]]:
     return res.model, samples
 
 
-def training_rows(table: FeatureTable, target: dict[tuple[str | None, str], float]):
+def training_rows(
+    table: FeatureTable, target: dict[tuple[str | None, str], float]
+) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
     """X, y, groups and row ids: a feature row per target key whose prompt is in the table."""
     index = {iid: k for k, iid in enumerate(table.instance_ids)}
     unknown = sorted({iid for _, iid in target if iid not in index})
@@ -87,7 +90,7 @@ def features_csv(table: FeatureTable) -> str:
     return buf.getvalue()
 
 
-def _figure(width: float, height: float):
+def _figure(width: float, height: float) -> Any:  # a matplotlib Figure
     return figure(width, height, dpi=100, layout="constrained")
 
 
@@ -117,7 +120,7 @@ def plot_interactions(report: PredictorReport, path: Path) -> None:
     save_png(fig, path)
 
 
-def _est(e) -> str:
+def _est(e: Estimate) -> str:
     if e.value is None:
         return "undefined (one class only)"
     ci = f" [{e.ci_low:.3f}, {e.ci_high:.3f}]" if e.ci_low is not None else ""

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from phr.builders.hr1 import HR1BuildResult, build_grpo_corpus, build_sft_corpus, screen_questions
+from phr.builders.hr1 import HR1BuildResult, Screened, build_grpo_corpus, build_sft_corpus, screen_questions
 from phr.builders.hr1_mini import build_mini_grpo, build_mini_sft
 from phr.builders.hr1_sources import LoadResult, load_hr1_source, stand_in_split
 from phr.config.ops import BuildHr1GrpoConfig, BuildHr1SftConfig, HR1TrainingBuild
@@ -30,6 +30,7 @@ class TrainingPlan(HR1Plan[BuildHr1SftConfig | BuildHr1GrpoConfig]):
     kind: str = "sft"
     train: LoadResult | None = None
     eval_sets: dict[str, list[HQuestion]] = field(default_factory=dict)
+    screened: Screened | None = None
     steps: RunPlan = field(default_factory=RunPlan)
     mini: bool = False
 
@@ -61,24 +62,29 @@ def plan(cfg: BuildHr1SftConfig | BuildHr1GrpoConfig) -> TrainingPlan:
     labels = {"paraphraser": "paraphraser", "qa": "qa model"}
     pf = preflight({**{labels[r]: m for r, m in models.items()}, "judge": cfg.judge}, out, cfg.overwrite)
     loaded = pf.check("sources", lambda: _train_and_eval(cfg))
-    if loaded is not None:
-        _screen(pf, cfg, *loaded)
-    if loaded is not None and not pf.problems:
-        questions = limited(loaded[0].questions, cfg.limit)
-        pf.note(f"{len(questions)} training questions{unit}")
-        add_calls(pf, questions, steps, paraphraser=models.get("paraphraser"), qa=models.get("qa"), judge=cfg.judge,
-                  llm_options=cfg.llm_kwargs())  # fmt: skip
     train, evals = loaded or (None, {})
-    return TrainingPlan(**common, preflight=pf, header=[line], train=train, eval_sets=evals, steps=steps)
+    screened = _screen(pf, cfg, train, evals) if train is not None else None
+    if screened is not None and not pf.problems:
+        pf.note(f"{len(screened.questions)} training questions{unit}")
+        add_calls(pf, screened.questions, steps, paraphraser=models.get("paraphraser"), qa=models.get("qa"),
+                  judge=cfg.judge, llm_options=cfg.llm_kwargs())  # fmt: skip
+    return TrainingPlan(
+        **common, preflight=pf, header=[line], train=train, eval_sets=evals, screened=screened, steps=steps
+    )
 
 
-def _screen(pf: Preflight, cfg: HR1TrainingBuild, train: LoadResult, evals: dict[str, list[HQuestion]]) -> None:
-    """Screen the training questions for split leakage (the build screens them again, before its first call)."""
+def _screen(
+    pf: Preflight, cfg: HR1TrainingBuild, train: LoadResult, evals: dict[str, list[HQuestion]]
+) -> Screened | None:
+    """The questions the build will run (the first ``--limit``), screened for split leakage once, here: the run
+    uses what the plan kept (and records what it dropped)."""
     try:
-        kept, dropped = screen_questions(train.questions, evals, None, cfg.drop_leaking)
-        pf.note(f"{len(kept)} training questions pass the split-leakage screen ({len(dropped)} dropped)")
+        kept, dropped = screen_questions(limited(train.questions, cfg.limit), evals, None, cfg.drop_leaking)
     except PHRError as e:  # leakage, or no evaluation set to screen against
         pf.problem(str(e))
+        return None
+    pf.note(f"{len(kept)} training questions pass the split-leakage screen ({len(dropped)} dropped)")
+    return Screened(kept, dropped)
 
 
 def _train_and_eval(cfg: HR1TrainingBuild) -> tuple[LoadResult, dict[str, list[HQuestion]]]:
@@ -118,8 +124,8 @@ def run(p: TrainingPlan) -> HR1BuildResult:
         build = build_mini_sft if p.kind == "sft" else build_mini_grpo
         res = build(p.out, overwrite=cfg.overwrite, config=cfg.result_record())
     else:
-        assert p.train is not None
-        common = dict(eval_sets=p.eval_sets, drop_leaking=cfg.drop_leaking, **model_build(p))
+        assert p.train is not None and p.screened is not None  # a plan without them has problems
+        common = dict(eval_sets=p.eval_sets, screened=p.screened, drop_leaking=cfg.drop_leaking, **model_build(p))
         if isinstance(cfg, BuildHr1SftConfig):
             res = build_sft_corpus(p.out, p.train, paraphraser=cfg.paraphraser, **common)
         else:

@@ -68,26 +68,33 @@ def plan(cfg: BuildPhrbenchConfig) -> BuildPhrbenchPlan:
     if cfg.out.exists() and not cfg.overwrite:
         pf.problem(f"--out {cfg.out}: already exists (pass --overwrite to replace it)")
     pf.check("--out", lambda: writable(cfg.out))
-    if rec is not None and not rec.curated and not pf.problems:
+    if rec is not None and not rec.curated:  # the sources are checked whatever else is missing: one list
         try:
-            _plan_premises(p)
+            _select(p, rec)
         except SourcesMissingError as e:  # every missing source, each its own problem
             for problem in e.problems:
                 pf.problem(problem)
+        if not pf.problems:
+            _plan_premises(p)
     return p
+
+
+def _select(p: BuildPhrbenchPlan, rec: Recipe) -> None:
+    """The base questions of a generated build (no model call): the recipe's sources, selected."""
+    cfg = p.config
+    with collect_rejected() as source_rejections:
+        p.questions, p.short_sources = select_questions(
+            rec, cfg.source_dir, online=cfg.online, allow_short=cfg.allow_short, allow_stand_in=cfg.allow_stand_in
+        )
+    p.source_rejections = source_rejections
 
 
 def _plan_premises(p: BuildPhrbenchPlan) -> None:
     """The questions of a generated build and its calls: the first round's generator requests (exact, with their
     cached share; a regeneration round adds calls for the slots rejected), and one judge verdict per premise slot
     (estimated: each stood in by its question)."""
-    cfg, rec, pf = p.config, p.recipe, p.preflight
+    rec, pf = p.recipe, p.preflight
     assert rec is not None and p.generator is not None
-    with collect_rejected() as source_rejections:
-        p.questions, p.short_sources = select_questions(
-            rec, cfg.source_dir, online=cfg.online, allow_short=cfg.allow_short, allow_stand_in=cfg.allow_stand_in
-        )
-    p.source_rejections = source_rejections
     requests = first_round_requests(p.questions, rec, prompts=p.prompts)
     slots = sum(r.n for r in requests)
     pf.note(

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from phr.config.ops import EvalPhrbenchConfig
 from phr.core.errors import PHRError
@@ -27,6 +27,9 @@ from phr.eval.results import Result, RunSettings
 from phr.eval.sandbox import isolation_report
 from phr.llm.preflight import Preflight, max_output_of, writable
 from phr.ops.plan import Plan
+
+if TYPE_CHECKING:  # pragma: no cover - the client is imported where a run makes it
+    from phr.llm.client import LLM
 
 
 @dataclass
@@ -122,7 +125,7 @@ def _resolve(p: EvalPhrbenchPlan, cfg: EvalPhrbenchConfig) -> None:
         pf.check("--out", lambda: writable(out))
 
 
-def _client(cfg: EvalPhrbenchConfig):
+def _client(cfg: EvalPhrbenchConfig) -> LLM:
     from phr.llm import LLM
 
     llm = LLM(cfg.model, concurrency=cfg.concurrency, **cfg.llm_kwargs())
@@ -145,7 +148,7 @@ def _settings(cfg: EvalPhrbenchConfig, max_tokens: int, shard: tuple[int, int] |
     )
 
 
-def _max_tokens(cfg: EvalPhrbenchConfig, llm, pf: Preflight) -> tuple[int | None, str]:
+def _max_tokens(cfg: EvalPhrbenchConfig, llm: LLM | None, pf: Preflight) -> tuple[int | None, str]:
     """The output limit and where it came from: the option, the model's maximum, or the default."""
     if cfg.max_tokens != "model":
         return cfg.max_tokens, "--max-tokens" if "max_tokens" in cfg.model_fields_set else "default"

@@ -254,38 +254,44 @@ def validate_card(content: str, repo_type: str = "model") -> tuple[list[str], li
         return [f'"metadata" must be a YAML mapping (object), got {type(meta).__name__}'], []
     errors: list[str] = []
     if repo_type == "dataset" and "configs" in meta:
-        configs = meta["configs"]
-        if not isinstance(configs, list):
-            errors.append('"configs" must be an array of config objects')
-        else:
-            seen: set[str] = set()
-            n_default = 0
-            for i, cfg in enumerate(configs):
-                where = f'"configs[{i}]"'
-                if not isinstance(cfg, dict):
-                    errors.append(f"{where} must be an object with config_name and data_files")
-                    continue
-                name = cfg.get("config_name")
-                if not isinstance(name, str) or not name.strip():
-                    errors.append(f"{where}.config_name is required and must be a non-empty string")
-                elif name in seen:
-                    errors.append(f'{where}.config_name "{name}" is duplicated')
-                else:
-                    seen.add(name)
-                if "data_files" not in cfg:
-                    errors.append(f"{where}.data_files is required")
-                else:
-                    errors.extend(_data_files_errors(cfg["data_files"], f"{where}.data_files"))
-                if "default" in cfg:
-                    if not isinstance(cfg["default"], bool):
-                        errors.append(f"{where}.default must be a boolean")
-                    elif cfg["default"]:
-                        n_default += 1
-            if n_default > 1:
-                errors.append('"configs": at most one config can be the default')
+        errors += _configs_errors(meta["configs"])
     if "tags" in meta and not isinstance(meta["tags"], (list, str)):
         errors.append('"tags" must be an array of strings')
     return errors, []
+
+
+def _configs_errors(configs: Any) -> list[str]:
+    """The errors of a dataset card's ``configs``: a list of objects, each with a unique non-empty
+    ``config_name`` and well-formed ``data_files``, at most one the default."""
+    if not isinstance(configs, list):
+        return ['"configs" must be an array of config objects']
+    errors: list[str] = []
+    seen: set[str] = set()
+    n_default = 0
+    for i, cfg in enumerate(configs):
+        where = f'"configs[{i}]"'
+        if not isinstance(cfg, dict):
+            errors.append(f"{where} must be an object with config_name and data_files")
+            continue
+        name = cfg.get("config_name")
+        if not isinstance(name, str) or not name.strip():
+            errors.append(f"{where}.config_name is required and must be a non-empty string")
+        elif name in seen:
+            errors.append(f'{where}.config_name "{name}" is duplicated')
+        else:
+            seen.add(name)
+        if "data_files" not in cfg:
+            errors.append(f"{where}.data_files is required")
+        else:
+            errors.extend(_data_files_errors(cfg["data_files"], f"{where}.data_files"))
+        if "default" in cfg:
+            if not isinstance(cfg["default"], bool):
+                errors.append(f"{where}.default must be a boolean")
+            elif cfg["default"]:
+                n_default += 1
+    if n_default > 1:
+        errors.append('"configs": at most one config can be the default')
+    return errors
 
 
 def _data_files_errors(df: Any, where: str) -> list[str]:
@@ -877,24 +883,28 @@ class HubServer(LocalServer):
             b = e.body if e.body is not None else {"error": e.message}
             return _Reply.json(b, e.status, h), user, False
 
+    def _api_route(
+        self, method: str, segs: list[str], q: dict[str, str], headers: Mapping[str, str], body: bytes, user: str | None
+    ) -> _Reply:
+        """The routes under ``/api``: the account, creating and deleting repos, the card check, a repo's API."""
+        rest = segs[1:]
+        if rest == ["whoami-v2"] and method == "GET":
+            return self._whoami(user)
+        if rest == ["repos", "create"] and method == "POST":
+            return self._api_create_repo(user, _json(body))
+        if rest == ["repos", "delete"] and method == "DELETE":
+            return self._api_delete_repo(user, _json(body))
+        if rest == ["validate-yaml"] and method == "POST":
+            return self._api_validate_yaml(_json(body), headers)
+        if len(rest) >= 3 and rest[0] in _PLURAL:
+            return self._repo_api(method, _PLURAL[rest[0]], f"{rest[1]}/{rest[2]}", rest[3:], q, headers, body, user)
+        raise HubError(404, f"Unknown API route: {method} /{'/'.join(segs)}")
+
     def _route(
         self, method: str, segs: list[str], q: dict[str, str], headers: Mapping[str, str], body: bytes, user: str | None
     ) -> _Reply:
         if segs[:1] == ["api"]:
-            rest = segs[1:]
-            if rest == ["whoami-v2"] and method == "GET":
-                return self._whoami(user)
-            if rest == ["repos", "create"] and method == "POST":
-                return self._api_create_repo(user, _json(body))
-            if rest == ["repos", "delete"] and method == "DELETE":
-                return self._api_delete_repo(user, _json(body))
-            if rest == ["validate-yaml"] and method == "POST":
-                return self._api_validate_yaml(_json(body), headers)
-            if len(rest) >= 3 and rest[0] in _PLURAL:
-                return self._repo_api(
-                    method, _PLURAL[rest[0]], f"{rest[1]}/{rest[2]}", rest[3:], q, headers, body, user
-                )
-            raise HubError(404, f"Unknown API route: {method} /{'/'.join(segs)}")
+            return self._api_route(method, segs, q, headers, body, user)
         if segs[:1] == ["_lfs"] and len(segs) == 3:
             if segs[1] == "upload" and method == "PUT":
                 return self._lfs_put(segs[2], body)
@@ -931,53 +941,94 @@ class HubServer(LocalServer):
             raise HubError(501, "Xet is not supported by this test Hub: run the client with HF_HUB_DISABLE_XET=1")
         if route == "" and method == "GET":
             return self._repo_info(repo_type, repo_id, None, q, user)
-        if route == "revision" and method == "GET" and len(rest) >= 2:
-            rev, _ = _take_rev(rest[1:])
-            return self._repo_info(repo_type, repo_id, rev, q, user)
         if route == "settings" and method == "PUT":
             return self._settings(repo_type, repo_id, _json(body), user)
-        if route == "preupload" and method == "POST" and len(rest) >= 2:
+        if rest == ["refs"] and method == "GET":
+            return self._refs(repo_type, repo_id, q, user)
+        reply = self._revision_api(method, repo_type, repo_id, rest, q, headers, body, user) if len(rest) >= 2 else None
+        if route in ("tag", "branch") and len(rest) >= 2:
+            reply = self._ref_api(method, repo_type, repo_id, route, rest, body, user)
+        if route == "discussions":
+            reply = self._discussions_api(method, repo_type, repo_id, rest, q, body, user)
+        if reply is None:
+            raise HubError(404, f"Unknown repo route: {method} {'/'.join(rest)}")
+        return reply
+
+    def _revision_api(
+        self,
+        method: str,
+        repo_type: str,
+        repo_id: str,
+        rest: list[str],
+        q: dict[str, str],
+        headers: Mapping[str, str],
+        body: bytes,
+        user: str | None,
+    ) -> _Reply | None:
+        """The routes at a revision (``ROUTE/REV[/PATH]``): the repo's info, preupload, commit, tree, paths-info and
+        the commit list; None for another route."""
+        route = rest[0]
+        if route == "revision" and method == "GET":
+            rev, _ = _take_rev(rest[1:])
+            return self._repo_info(repo_type, repo_id, rev, q, user)
+        if route == "preupload" and method == "POST":
             rev, _ = _take_rev(rest[1:])
             return self._preupload(
                 repo_type, repo_id, rev, _json(body), q.get("create_pr", "").lower() in ("1", "true"), user
             )
-        if route == "commit" and method == "POST" and len(rest) >= 2:
+        if route == "commit" and method == "POST":
             rev, _ = _take_rev(rest[1:])
             return self._commit(repo_type, repo_id, rev, q, headers, body, user)
-        if route == "tree" and method == "GET" and len(rest) >= 2:
+        if route == "tree" and method == "GET":
             rev, path = _take_rev(rest[1:])
             return self._tree(repo_type, repo_id, rev, "/".join(path), q, user)
-        if route == "paths-info" and method == "POST" and len(rest) >= 2:
+        if route == "paths-info" and method == "POST":
             rev, _ = _take_rev(rest[1:])
             return self._paths_info(repo_type, repo_id, rev, headers, body, user)
-        if route == "commits" and method == "GET" and len(rest) >= 2:
+        if route == "commits" and method == "GET":
             rev, _ = _take_rev(rest[1:])
             return self._list_commits(repo_type, repo_id, rev, q, user)
-        if rest == ["refs"] and method == "GET":
-            return self._refs(repo_type, repo_id, q, user)
-        if route in ("tag", "branch") and len(rest) >= 2:
-            name, _ = _take_rev(rest[1:])
-            if method == "POST":
-                create = self._create_tag if route == "tag" else self._create_branch
-                return create(repo_type, repo_id, name, _json(body), user)
-            if method == "DELETE":
-                return self._delete_ref(repo_type, repo_id, route, name, user)
-        if route == "discussions":
-            if len(rest) == 1 and method == "GET":
-                return self._list_discussions(repo_type, repo_id, q, user)
-            if len(rest) == 1 and method == "POST":
-                return self._create_discussion(repo_type, repo_id, _json(body), user)
-            if len(rest) == 2 and rest[1].isdigit() and method == "GET":
-                return self._discussion_details(repo_type, repo_id, int(rest[1]), q, user)
-            if len(rest) == 3 and rest[1].isdigit():
-                num, action = int(rest[1]), rest[2]
-                if action == "comment" and method == "POST":
-                    return self._comment_discussion(repo_type, repo_id, num, _json(body), user)
-                if action == "status" and method in ("POST", "PATCH"):  # the client POSTs
-                    return self._change_status(repo_type, repo_id, num, _json(body), user)
-                if action == "merge" and method == "POST":
-                    return self._merge_pr(repo_type, repo_id, num, _json(body), user)
-        raise HubError(404, f"Unknown repo route: {method} {'/'.join(rest)}")
+        return None
+
+    def _ref_api(
+        self, method: str, repo_type: str, repo_id: str, route: str, rest: list[str], body: bytes, user: str | None
+    ) -> _Reply | None:
+        """Creating (POST) or deleting (DELETE) a tag or branch; None for another method."""
+        name, _ = _take_rev(rest[1:])
+        if method == "POST":
+            create = self._create_tag if route == "tag" else self._create_branch
+            return create(repo_type, repo_id, name, _json(body), user)
+        if method == "DELETE":
+            return self._delete_ref(repo_type, repo_id, route, name, user)
+        return None
+
+    def _discussions_api(
+        self,
+        method: str,
+        repo_type: str,
+        repo_id: str,
+        rest: list[str],
+        q: dict[str, str],
+        body: bytes,
+        user: str | None,
+    ) -> _Reply | None:
+        """The discussion and pull request routes (list, create, details, comment, status, merge); None for an
+        unknown one."""
+        if len(rest) == 1 and method == "GET":
+            return self._list_discussions(repo_type, repo_id, q, user)
+        if len(rest) == 1 and method == "POST":
+            return self._create_discussion(repo_type, repo_id, _json(body), user)
+        if len(rest) == 2 and rest[1].isdigit() and method == "GET":
+            return self._discussion_details(repo_type, repo_id, int(rest[1]), q, user)
+        if len(rest) == 3 and rest[1].isdigit():
+            num, action = int(rest[1]), rest[2]
+            if action == "comment" and method == "POST":
+                return self._comment_discussion(repo_type, repo_id, num, _json(body), user)
+            if action == "status" and method in ("POST", "PATCH"):  # the client POSTs
+                return self._change_status(repo_type, repo_id, num, _json(body), user)
+            if action == "merge" and method == "POST":
+                return self._merge_pr(repo_type, repo_id, num, _json(body), user)
+        return None
 
     def _repo_url(self, repo: _Repo) -> str:
         return f"{self.url}/{_PREFIX[repo.type]}{repo.id}"
@@ -1232,6 +1283,62 @@ class HubServer(LocalServer):
                 raise HubError(404, f"LFS object {oid} was not uploaded")
             return _Reply.json({"oid": oid, "size": size})
 
+    def _commit_base(
+        self, repo: _Repo, rev: str, user: str, *, create_pr: bool, repo_type: str, repo_id: str
+    ) -> tuple[_Commit, int | None, str | None]:
+        """(the head of what a commit at ``rev`` builds on, the pull request number when ``rev`` is one, else the
+        branch name); refused for a revision that is no branch or pull request, or without the rights."""
+        if m := re.fullmatch(r"refs/pr/(\d+)", rev):
+            pr_num = int(m.group(1))
+            if create_pr:
+                raise HubError(400, "create_pr=1 needs a branch as base, not a pull request")
+            if pr_num not in repo.prs:
+                raise HubError(404, f"Invalid rev id: {rev}", "RevisionNotFound")
+            d = repo.discussions[pr_num]
+            if d.author != user and not self._can_write(user, repo.namespace):
+                raise HubError(403, "You can only push to your own pull requests")
+            return repo.commits[repo.prs[pr_num]], pr_num, None
+        branch = rev.removeprefix("refs/heads/")
+        if branch not in repo.branches:
+            if rev in repo.tags or _HEX.fullmatch(rev):
+                raise HubError(400, f"Cannot commit to {rev}: not a branch")
+            raise HubError(404, f"Invalid rev id: {rev}", "RevisionNotFound")
+        if not create_pr and not self._can_write(user, repo.namespace):
+            raise HubError(403, f"You don't have the rights to write to {repo_type} '{repo_id}'")
+        return repo.commits[repo.branches[branch]], None, branch
+
+    @staticmethod
+    def _commit_parent(repo: _Repo, parent_commit: Any, branch_head: _Commit, *, create_pr: bool) -> _Commit:
+        """The commit a new commit's tree starts from: the head, or the ``parentCommit`` of a pull request;
+        refused when ``parentCommit`` is unknown, or (not for a pull request) is not the head."""
+        parent = branch_head
+        if parent_commit is not None:
+            found = [o for o in repo.commits if isinstance(parent_commit, str) and o.startswith(parent_commit)]
+            if len(found) != 1:
+                raise HubError(404, f"parentCommit {parent_commit} not found", "RevisionNotFound")
+            if create_pr:
+                parent = repo.commits[found[0]]
+            elif found[0] != branch_head.oid:
+                raise HubError(
+                    412,
+                    "A commit has happened since. Please refresh and try again. "
+                    f"(parentCommit {parent_commit} is not the head {branch_head.oid})",
+                )
+        return parent
+
+    def _check_card(
+        self, repo: _Repo, tree: dict[str, _Entry], ops: list[tuple[str, str, dict[str, Any]]], repo_type: str
+    ) -> None:
+        """A commit that writes README.md is refused when the card's metadata does not validate."""
+        if any(op[0] == "file" and op[1] == "README.md" for op in ops) and "README.md" in tree:
+            errors, _ = validate_card(self._text(repo, tree, "README.md"), repo_type)
+            if errors:
+                raise HubError(
+                    400,
+                    "Invalid metadata in README.md: " + "; ".join(errors),
+                    body={"error": "Invalid metadata in README.md", "errors": [{"message": e} for e in errors]},
+                )
+
     def _commit(
         self,
         repo_type: str,
@@ -1253,48 +1360,12 @@ class HubServer(LocalServer):
             repo = self._read_repo(user, repo_type, repo_id)
             if user is None:
                 raise HubError(401, "Invalid username or password.")
-            pr_num = None
-            if m := re.fullmatch(r"refs/pr/(\d+)", rev):
-                pr_num = int(m.group(1))
-                if create_pr:
-                    raise HubError(400, "create_pr=1 needs a branch as base, not a pull request")
-                if pr_num not in repo.prs:
-                    raise HubError(404, f"Invalid rev id: {rev}", "RevisionNotFound")
-                d = repo.discussions[pr_num]
-                if d.author != user and not self._can_write(user, repo.namespace):
-                    raise HubError(403, "You can only push to your own pull requests")
-                branch_head = repo.commits[repo.prs[pr_num]]
-            else:
-                branch = rev.removeprefix("refs/heads/")
-                if branch not in repo.branches:
-                    if rev in repo.tags or _HEX.fullmatch(rev):
-                        raise HubError(400, f"Cannot commit to {rev}: not a branch")
-                    raise HubError(404, f"Invalid rev id: {rev}", "RevisionNotFound")
-                if not create_pr and not self._can_write(user, repo.namespace):
-                    raise HubError(403, f"You don't have the rights to write to {repo_type} '{repo_id}'")
-                branch_head = repo.commits[repo.branches[branch]]
-            parent = branch_head
-            if parent_commit is not None:
-                found = [o for o in repo.commits if isinstance(parent_commit, str) and o.startswith(parent_commit)]
-                if len(found) != 1:
-                    raise HubError(404, f"parentCommit {parent_commit} not found", "RevisionNotFound")
-                if create_pr:
-                    parent = repo.commits[found[0]]
-                elif found[0] != branch_head.oid:
-                    raise HubError(
-                        412,
-                        "A commit has happened since. Please refresh and try again. "
-                        f"(parentCommit {parent_commit} is not the head {branch_head.oid})",
-                    )
+            branch_head, pr_num, branch = self._commit_base(
+                repo, rev, user, create_pr=create_pr, repo_type=repo_type, repo_id=repo_id
+            )
+            parent = self._commit_parent(repo, parent_commit, branch_head, create_pr=create_pr)
             tree = self._apply_ops(repo, dict(parent.tree), ops)
-            if any(op[0] == "file" and op[1] == "README.md" for op in ops) and "README.md" in tree:
-                errors, _ = validate_card(self._text(repo, tree, "README.md"), repo_type)
-                if errors:
-                    raise HubError(
-                        400,
-                        "Invalid metadata in README.md: " + "; ".join(errors),
-                        body={"error": "Invalid metadata in README.md", "errors": [{"message": e} for e in errors]},
-                    )
+            self._check_card(repo, tree, ops, repo_type)
             c = self._new_commit(repo, [parent.oid], tree, summary, description, user)
             pr_url = None
             if create_pr:
@@ -1309,6 +1380,7 @@ class HubServer(LocalServer):
                 repo.prs[pr_num] = c.oid
                 repo.discussions[pr_num].events.append(_commit_event(user, c))
             else:
+                assert branch is not None  # not a pull request: a branch
                 repo.branches[branch] = c.oid
             return _Reply.json(
                 {
@@ -1320,57 +1392,73 @@ class HubServer(LocalServer):
                 }
             )
 
+    @staticmethod
+    def _file_op(path: str, value: dict[str, Any], tree: dict[str, _Entry], new_blobs: dict[str, bytes]) -> None:
+        """A regular file of a commit (base64 or plain text), refused when it is large or binary (LFS's)."""
+        enc = value.get("encoding", "base64")
+        content = value.get("content", "")
+        try:
+            data = base64.b64decode(content, validate=True) if enc == "base64" else str(content).encode()
+        except ValueError:
+            raise HubError(400, f"Invalid base64 content for {path}") from None
+        if len(data) >= LFS_SIZE_THRESHOLD:
+            raise HubError(
+                400,
+                f"Your push was rejected because {path} is larger than 10 MiB: "
+                "upload it with LFS (preupload says uploadMode=lfs)",
+            )
+        if _looks_binary(data[:8000]):
+            raise HubError(
+                400,
+                f"Your push was rejected because it contains binary files ({path}): "
+                "upload them with LFS (preupload says uploadMode=lfs)",
+            )
+        oid = _git_blob_oid(data)
+        new_blobs[oid] = data
+        tree[path] = _Entry(oid, len(data))
+
+    @staticmethod
+    def _lfs_file_op(repo: _Repo, path: str, value: dict[str, Any], tree: dict[str, _Entry]) -> None:
+        """An LFS file of a commit: its object must have been uploaded, with the size given."""
+        oid, size = value.get("oid"), value.get("size")
+        if value.get("algo", "sha256") != "sha256" or not isinstance(oid, str) or oid not in repo.lfs:
+            raise HubError(
+                400,
+                f"Your push was rejected because an LFS pointer pointed to a file that "
+                f"does not exist: {path} (oid {oid}); upload it through the LFS batch API "
+                "first",
+            )
+        actual = len(repo.lfs[oid])
+        if size is not None and size != actual:
+            raise HubError(400, f"LFS object {oid} has size {actual}, not {size} ({path})")
+        tree[path] = _Entry(_git_blob_oid(_lfs_pointer(oid, actual)), actual, oid)
+
+    @staticmethod
+    def _delete_op(kind: str, path: str, tree: dict[str, _Entry]) -> None:
+        """A deleted file or folder of a commit: it must exist."""
+        if kind == "deletedFile":
+            if path not in tree:
+                raise HubError(404, f"A file with this name doesn't exist: {path}", "EntryNotFound")
+            del tree[path]
+        elif kind == "deletedFolder":
+            prefix = path.rstrip("/") + "/"
+            doomed = [p for p in tree if p.startswith(prefix)]
+            if not doomed:
+                raise HubError(404, f"A folder with this name doesn't exist: {path}", "EntryNotFound")
+            for p in doomed:
+                del tree[p]
+
     def _apply_ops(
         self, repo: _Repo, tree: dict[str, _Entry], ops: list[tuple[str, str, dict[str, Any]]]
     ) -> dict[str, _Entry]:
         new_blobs: dict[str, bytes] = {}
         for kind, path, value in ops:
             if kind == "file":
-                enc = value.get("encoding", "base64")
-                content = value.get("content", "")
-                try:
-                    data = base64.b64decode(content, validate=True) if enc == "base64" else str(content).encode()
-                except ValueError:
-                    raise HubError(400, f"Invalid base64 content for {path}") from None
-                if len(data) >= LFS_SIZE_THRESHOLD:
-                    raise HubError(
-                        400,
-                        f"Your push was rejected because {path} is larger than 10 MiB: "
-                        "upload it with LFS (preupload says uploadMode=lfs)",
-                    )
-                if _looks_binary(data[:8000]):
-                    raise HubError(
-                        400,
-                        f"Your push was rejected because it contains binary files ({path}): "
-                        "upload them with LFS (preupload says uploadMode=lfs)",
-                    )
-                oid = _git_blob_oid(data)
-                new_blobs[oid] = data
-                tree[path] = _Entry(oid, len(data))
+                self._file_op(path, value, tree, new_blobs)
             elif kind == "lfsFile":
-                oid, size = value.get("oid"), value.get("size")
-                if value.get("algo", "sha256") != "sha256" or not isinstance(oid, str) or oid not in repo.lfs:
-                    raise HubError(
-                        400,
-                        f"Your push was rejected because an LFS pointer pointed to a file that "
-                        f"does not exist: {path} (oid {oid}); upload it through the LFS batch API "
-                        "first",
-                    )
-                actual = len(repo.lfs[oid])
-                if size is not None and size != actual:
-                    raise HubError(400, f"LFS object {oid} has size {actual}, not {size} ({path})")
-                tree[path] = _Entry(_git_blob_oid(_lfs_pointer(oid, actual)), actual, oid)
-            elif kind == "deletedFile":
-                if path not in tree:
-                    raise HubError(404, f"A file with this name doesn't exist: {path}", "EntryNotFound")
-                del tree[path]
-            elif kind == "deletedFolder":
-                prefix = path.rstrip("/") + "/"
-                doomed = [p for p in tree if p.startswith(prefix)]
-                if not doomed:
-                    raise HubError(404, f"A folder with this name doesn't exist: {path}", "EntryNotFound")
-                for p in doomed:
-                    del tree[p]
+                self._lfs_file_op(repo, path, value, tree)
+            else:
+                self._delete_op(kind, path, tree)
         # a path can't be both a file and a folder
         for p in tree:
             parts = p.split("/")
@@ -1794,6 +1882,33 @@ def _json(body: bytes) -> dict[str, Any]:
     return obj
 
 
+def _ndjson_items(body: bytes) -> list[Any]:
+    """The ``{"key", "value"}`` items of an NDJSON commit body (blank lines skipped)."""
+    items = []
+    for i, line in enumerate(body.splitlines()):
+        if not line.strip():
+            continue
+        try:
+            items.append(json.loads(line))
+        except ValueError:
+            raise HubError(400, f"Invalid NDJSON line {i + 1}") from None
+    return items
+
+
+def _legacy_items(body: bytes) -> list[Any]:
+    """The ``{"key", "value"}`` items of a legacy JSON commit body: the header, then the operations by kind."""
+    obj = _json(body)
+    items = [{"key": "header", "value": {k: obj[k] for k in ("summary", "description", "parentCommit") if k in obj}}]
+    for key, src in (
+        ("file", "files"),
+        ("lfsFile", "lfsFiles"),
+        ("deletedFile", "deletedFiles"),
+        ("deletedFolder", "deletedFolders"),
+    ):
+        items += [{"key": key, "value": v} for v in obj.get(src) or []]
+    return items
+
+
 def _parse_commit_body(
     body: bytes, headers: Mapping[str, str]
 ) -> tuple[dict[str, Any], list[tuple[str, str, dict[str, Any]]]]:
@@ -1802,27 +1917,7 @@ def _parse_commit_body(
     ctype = (headers.get("content-type") or headers.get("Content-Type") or "").lower()
     header: dict[str, Any] = {}
     ops: list[tuple[str, str, dict[str, Any]]] = []
-    if "ndjson" in ctype:
-        items = []
-        for i, line in enumerate(body.splitlines()):
-            if not line.strip():
-                continue
-            try:
-                items.append(json.loads(line))
-            except ValueError:
-                raise HubError(400, f"Invalid NDJSON line {i + 1}") from None
-    else:
-        obj = _json(body)
-        items = [
-            {"key": "header", "value": {k: obj[k] for k in ("summary", "description", "parentCommit") if k in obj}}
-        ]
-        for key, src in (
-            ("file", "files"),
-            ("lfsFile", "lfsFiles"),
-            ("deletedFile", "deletedFiles"),
-            ("deletedFolder", "deletedFolders"),
-        ):
-            items += [{"key": key, "value": v} for v in obj.get(src) or []]
+    items = _ndjson_items(body) if "ndjson" in ctype else _legacy_items(body)
     for item in items:
         key, value = item.get("key"), item.get("value")
         if not isinstance(value, dict):

@@ -227,224 +227,232 @@ def _protocol(path: str) -> str | None:
     return None
 
 
-def _make_handler(server: ProtocolServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        server_version = "PHRProtocolServer/1.0"
+class _Handler(BaseHTTPRequestHandler):
+    """The test server's request handler; ``ps``: the ``ProtocolServer`` it answers for (set by ``_make_handler``)."""
 
-        _entry: dict[str, Any] | None = None
-        _lose = False  # a "lost" fault: the reply is not sent, the connection is closed instead
+    ps: ProtocolServer
+    protocol_version = "HTTP/1.1"
+    server_version = "PHRProtocolServer/1.0"
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence stderr
+    _entry: dict[str, Any] | None = None
+    _lose = False  # a "lost" fault: the reply is not sent, the connection is closed instead
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence stderr
+        pass
+
+    def _start(self, method: str, body: Any) -> Fault | None:
+        fault, self._entry = self.ps._log(method, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+        return fault
+
+    def _send(
+        self, code: int, body: Any, headers: dict[str, str] | None = None, content_type: str = "application/json"
+    ) -> None:
+        data = (
+            body if isinstance(body, bytes) else (body.encode() if isinstance(body, str) else json.dumps(body).encode())
+        )
+        if self._entry is not None:
+            with self.ps._lock:
+                self._entry["status"], self._entry["reply"] = code, body
+        if self._lose:
+            return self._drop()
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, str(v))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _drop(self) -> None:
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
             pass
 
-        def _start(self, method: str, body: Any) -> Fault | None:
-            fault, self._entry = server._log(method, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
-            return fault
-
-        def _send(
-            self, code: int, body: Any, headers: dict[str, str] | None = None, content_type: str = "application/json"
-        ) -> None:
-            data = (
-                body
-                if isinstance(body, bytes)
-                else (body.encode() if isinstance(body, str) else json.dumps(body).encode())
+    def do_GET(self) -> None:  # noqa: N802
+        fault = self._start("GET", None)
+        if fault and fault[0] == "drop":
+            return self._drop()
+        if self.path.startswith("/health"):
+            return self._send(200, "ok", content_type="text/plain")
+        if _batch_get(self.ps, self, self.path.split("?", 1)[0]):
+            return None
+        if self.path.startswith("/v1/models"):
+            return self._send(
+                200,
+                {
+                    "object": "list",
+                    "data": [{"id": self.ps._last_model, "object": "model", "created": 0, "owned_by": "phr"}],
+                },
             )
-            if self._entry is not None:
-                with server._lock:
-                    self._entry["status"], self._entry["reply"] = code, body
-            if self._lose:
-                return self._drop()
-            self.send_response(code)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(data)))
-            for k, v in (headers or {}).items():
-                self.send_header(k, str(v))
-            self.end_headers()
-            self.wfile.write(data)
+        self._send(404, {"error": {"message": f"no route {self.path}"}})
 
-        def _drop(self) -> None:
-            self.close_connection = True
-            try:
-                self.connection.shutdown(socket.SHUT_RDWR)
-            except OSError:
+    def _scripted(self, fault: Fault, protocol: str | None) -> bool:
+        """Play a scripted fault: True when it answered the request (dropped it, or sent a malformed body or an
+        error status); a hang, a hold or a lost reply lets the request go on."""
+        kind = fault[0]
+        if kind == "drop":
+            self._drop()
+            return True
+        if kind == "hang":
+            self.ps._stop.wait(float(fault[1]))
+        elif kind == "hold":
+            while not fault[1].wait(0.05) and not self.ps._stop.is_set():
                 pass
-
-        def do_GET(self) -> None:  # noqa: N802
-            fault = self._start("GET", None)
-            if fault and fault[0] == "drop":
-                return self._drop()
-            if self.path.startswith("/health"):
-                return self._send(200, "ok", content_type="text/plain")
-            if _batch_get(server, self, self.path.split("?", 1)[0]):
-                return None
-            if self.path.startswith("/v1/models"):
-                return self._send(
-                    200,
-                    {
-                        "object": "list",
-                        "data": [{"id": server._last_model, "object": "model", "created": 0, "owned_by": "phr"}],
-                    },
-                )
-            self._send(404, {"error": {"message": f"no route {self.path}"}})
-
-        def do_POST(self) -> None:  # noqa: N802
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
-            try:
-                body = json.loads(raw) if raw else None
-            except ValueError:
-                body = None
-            path = self.path.split("?", 1)[0]
-            fault = self._start("POST", body)
-            if server.latency:
-                server._stop.wait(server.latency)
-            protocol = _protocol(path)
-            if fault is not None:
-                kind = fault[0]
-                if kind == "drop":
-                    return self._drop()
-                if kind == "hang":
-                    server._stop.wait(float(fault[1]))
-                elif kind == "hold":
-                    while not fault[1].wait(0.05) and not server._stop.is_set():
-                        pass
-                elif kind == "lost":
-                    self._lose = True
-                elif kind == "malformed":
-                    payload = fault[1] if len(fault) > 1 else '{"choices": [ this is not json'
-                    return self._send(200, payload)
-                elif kind == "status":
-                    code = int(fault[1])
-                    headers = fault[2] if len(fault) > 2 else {}
-                    payload = (
-                        fault[3]
-                        if len(fault) > 3
-                        else _error_body(protocol or "openai", code, f"scripted fault: HTTP {code}")
-                    )
-                    return self._send(code, payload, headers)
-            if _batch_post(server, self, path, body, raw):
-                return None
-            if protocol is None:
-                return self._send(404, {"error": {"message": f"no route {path}"}})
-            if not isinstance(body, dict):
-                return self._send(400, _error_body(protocol, 400, "request body is not a JSON object"))
-            try:
-                out = getattr(self, f"_{protocol}")(path, body)
-            except (KeyError, TypeError, ValueError, IndexError) as e:
-                return self._send(400, _error_body(protocol, 400, f"bad request: {e!r}"))
-            self._send(200, out)
-
-        # -- protocols ---------------------------------------------------------------------
-        def _samples(
-            self,
-            protocol: str,
-            model: str,
-            messages: list[tuple[str, str]],
-            n: int,
-            seed: Any,
-            max_tokens: int | None,
-            stop: list[str],
-        ) -> tuple[list[tuple[str, str]], int]:
-            server._last_model = model
-            last_user = next((c for r, c in reversed(messages) if r == "user"), "")
-            key = json.dumps([protocol, model, messages, seed])
-            if server.responder is not None:
-                kw = {"seed": seed} if server._responder_seed else {}
-                outs = [(server.responder(model, messages, k, **kw), "stop") for k in server._indices(key, n)]
-            else:
-                outs = [_reply(model, last_user, k, seed, max_tokens, stop) for k in server._indices(key, n)]
-            return outs, sum(_words(c) for _, c in messages)
-
-        def _openai(self, path: str, b: dict) -> dict:
-            msgs = [(m["role"], _text_of(m.get("content"))) for m in b["messages"]]
-            stop = b.get("stop") or []
-            stop = [stop] if isinstance(stop, str) else list(stop)
-            max_tokens = b.get("max_completion_tokens", b.get("max_tokens"))
-            outs, prompt = self._samples(
-                "openai", b["model"], msgs, int(b.get("n") or 1), b.get("seed"), max_tokens, stop
+        elif kind == "lost":
+            self._lose = True
+        elif kind == "malformed":
+            payload = fault[1] if len(fault) > 1 else '{"choices": [ this is not json'
+            self._send(200, payload)
+            return True
+        elif kind == "status":
+            code = int(fault[1])
+            headers = fault[2] if len(fault) > 2 else {}
+            payload = (
+                fault[3] if len(fault) > 3 else _error_body(protocol or "openai", code, f"scripted fault: HTTP {code}")
             )
-            fin = {"stop": "stop", "stop_sequence": "stop", "length": "length"}
-            completion = sum(_words(t) for t, _ in outs)
-            return {
-                "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": b["model"],
-                "system_fingerprint": "phr-echo",
-                "choices": [
-                    {
-                        "index": i,
-                        "message": {"role": "assistant", "content": t},
-                        "logprobs": None,
-                        "finish_reason": fin[f],
-                    }
-                    for i, (t, f) in enumerate(outs)
-                ],
-                "usage": {
-                    "prompt_tokens": prompt,
-                    "completion_tokens": completion,
-                    "total_tokens": prompt + completion,
-                },
-            }
+            self._send(code, payload, headers)
+            return True
+        return False
 
-        def _anthropic(self, path: str, b: dict) -> dict:
-            system = b.get("system")
-            msgs = ([("system", _text_of(system))] if system else []) + [
-                (m["role"], _text_of(m.get("content"))) for m in b["messages"]
-            ]
-            if "max_tokens" not in b:
-                raise KeyError("max_tokens is required")
-            ((text, f),) = self._samples(
-                "anthropic", b["model"], msgs, 1, None, b["max_tokens"], list(b.get("stop_sequences") or [])
-            )[0]
-            prompt = sum(_words(c) for _, c in msgs)
-            stop_seq = next((s for s in b.get("stop_sequences") or [] if f == "stop_sequence"), None)
-            return {
-                "id": f"msg_{uuid.uuid4().hex[:12]}",
-                "type": "message",
-                "role": "assistant",
-                "model": b["model"],
-                "content": [{"type": "text", "text": text}],
-                "stop_reason": {"stop": "end_turn", "length": "max_tokens", "stop_sequence": "stop_sequence"}[f],
-                "stop_sequence": stop_seq,
-                "usage": {"input_tokens": prompt, "output_tokens": _words(text)},
-            }
+    def do_POST(self) -> None:  # noqa: N802
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        path = self.path.split("?", 1)[0]
+        fault = self._start("POST", body)
+        if self.ps.latency:
+            self.ps._stop.wait(self.ps.latency)
+        protocol = _protocol(path)
+        if fault is not None and self._scripted(fault, protocol):
+            return None
+        if _batch_post(self.ps, self, path, body, raw):
+            return None
+        if protocol is None:
+            return self._send(404, {"error": {"message": f"no route {path}"}})
+        if not isinstance(body, dict):
+            return self._send(400, _error_body(protocol, 400, "request body is not a JSON object"))
+        try:
+            out = getattr(self, f"_{protocol}")(path, body)
+        except (KeyError, TypeError, ValueError, IndexError) as e:
+            return self._send(400, _error_body(protocol, 400, f"bad request: {e!r}"))
+        self._send(200, out)
 
-        def _gemini(self, path: str, b: dict) -> dict:
-            model = _GEMINI.match(path).group(1)  # type: ignore[union-attr]
-            cfg = b.get("generationConfig") or {}
-            msgs = []
-            if b.get("systemInstruction"):
-                msgs.append(("system", _text_of(b["systemInstruction"].get("parts"))))
-            for c in b["contents"]:
-                msgs.append(("user" if c.get("role", "user") == "user" else "assistant", _text_of(c.get("parts"))))
-            outs, prompt = self._samples(
-                "gemini",
-                model,
-                msgs,
-                int(cfg.get("candidateCount") or 1),
-                cfg.get("seed"),
-                cfg.get("maxOutputTokens"),
-                list(cfg.get("stopSequences") or []),
-            )
-            fin = {"stop": "STOP", "stop_sequence": "STOP", "length": "MAX_TOKENS"}
-            completion = sum(_words(t) for t, _ in outs)
-            return {
-                "candidates": [
-                    {"content": {"role": "model", "parts": [{"text": t}]}, "finishReason": fin[f], "index": i}
-                    for i, (t, f) in enumerate(outs)
-                ],
-                "usageMetadata": {
-                    "promptTokenCount": prompt,
-                    "candidatesTokenCount": completion,
-                    "totalTokenCount": prompt + completion,
-                },
-                "modelVersion": model,
-                "responseId": uuid.uuid4().hex[:12],
-            }
+    # -- protocols ---------------------------------------------------------------------
+    def _samples(
+        self,
+        protocol: str,
+        model: str,
+        messages: list[tuple[str, str]],
+        n: int,
+        seed: Any,
+        max_tokens: int | None,
+        stop: list[str],
+    ) -> tuple[list[tuple[str, str]], int]:
+        self.ps._last_model = model
+        last_user = next((c for r, c in reversed(messages) if r == "user"), "")
+        key = json.dumps([protocol, model, messages, seed])
+        if self.ps.responder is not None:
+            kw = {"seed": seed} if self.ps._responder_seed else {}
+            outs = [(self.ps.responder(model, messages, k, **kw), "stop") for k in self.ps._indices(key, n)]
+        else:
+            outs = [_reply(model, last_user, k, seed, max_tokens, stop) for k in self.ps._indices(key, n)]
+        return outs, sum(_words(c) for _, c in messages)
 
-    return Handler
+    def _openai(self, path: str, b: dict) -> dict:
+        msgs = [(m["role"], _text_of(m.get("content"))) for m in b["messages"]]
+        stop = b.get("stop") or []
+        stop = [stop] if isinstance(stop, str) else list(stop)
+        max_tokens = b.get("max_completion_tokens", b.get("max_tokens"))
+        outs, prompt = self._samples("openai", b["model"], msgs, int(b.get("n") or 1), b.get("seed"), max_tokens, stop)
+        fin = {"stop": "stop", "stop_sequence": "stop", "length": "length"}
+        completion = sum(_words(t) for t, _ in outs)
+        return {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": b["model"],
+            "system_fingerprint": "phr-echo",
+            "choices": [
+                {
+                    "index": i,
+                    "message": {"role": "assistant", "content": t},
+                    "logprobs": None,
+                    "finish_reason": fin[f],
+                }
+                for i, (t, f) in enumerate(outs)
+            ],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
+        }
+
+    def _anthropic(self, path: str, b: dict) -> dict:
+        system = b.get("system")
+        msgs = ([("system", _text_of(system))] if system else []) + [
+            (m["role"], _text_of(m.get("content"))) for m in b["messages"]
+        ]
+        if "max_tokens" not in b:
+            raise KeyError("max_tokens is required")
+        ((text, f),) = self._samples(
+            "anthropic", b["model"], msgs, 1, None, b["max_tokens"], list(b.get("stop_sequences") or [])
+        )[0]
+        prompt = sum(_words(c) for _, c in msgs)
+        stop_seq = next((s for s in b.get("stop_sequences") or [] if f == "stop_sequence"), None)
+        return {
+            "id": f"msg_{uuid.uuid4().hex[:12]}",
+            "type": "message",
+            "role": "assistant",
+            "model": b["model"],
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": {"stop": "end_turn", "length": "max_tokens", "stop_sequence": "stop_sequence"}[f],
+            "stop_sequence": stop_seq,
+            "usage": {"input_tokens": prompt, "output_tokens": _words(text)},
+        }
+
+    def _gemini(self, path: str, b: dict) -> dict:
+        model = _GEMINI.match(path).group(1)  # type: ignore[union-attr]
+        cfg = b.get("generationConfig") or {}
+        msgs = []
+        if b.get("systemInstruction"):
+            msgs.append(("system", _text_of(b["systemInstruction"].get("parts"))))
+        for c in b["contents"]:
+            msgs.append(("user" if c.get("role", "user") == "user" else "assistant", _text_of(c.get("parts"))))
+        outs, prompt = self._samples(
+            "gemini",
+            model,
+            msgs,
+            int(cfg.get("candidateCount") or 1),
+            cfg.get("seed"),
+            cfg.get("maxOutputTokens"),
+            list(cfg.get("stopSequences") or []),
+        )
+        fin = {"stop": "STOP", "stop_sequence": "STOP", "length": "MAX_TOKENS"}
+        completion = sum(_words(t) for t, _ in outs)
+        return {
+            "candidates": [
+                {"content": {"role": "model", "parts": [{"text": t}]}, "finishReason": fin[f], "index": i}
+                for i, (t, f) in enumerate(outs)
+            ],
+            "usageMetadata": {
+                "promptTokenCount": prompt,
+                "candidatesTokenCount": completion,
+                "totalTokenCount": prompt + completion,
+            },
+            "modelVersion": model,
+            "responseId": uuid.uuid4().hex[:12],
+        }
+
+
+def _make_handler(server: ProtocolServer) -> type[BaseHTTPRequestHandler]:
+    """A handler class bound to ``server``."""
+    return type("Handler", (_Handler,), {"ps": server})
 
 
 # -- batch APIs ----------------------------------------------------------------------------------------------------

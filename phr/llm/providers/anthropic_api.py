@@ -86,7 +86,7 @@ class AnthropicProvider(KeyedAPIProvider):
         msg = await self._call(self._client.messages.create(**kw, timeout=timeout), timeout)
         return self._raw(msg)
 
-    def _raw(self, msg) -> RawCompletion:
+    def _raw(self, msg: Any) -> RawCompletion:  # an AnthropicMessage; a malformed one is a MalformedResponse
         try:
             text = "".join(b.text for b in msg.content if getattr(b, "type", None) == "text")
             return RawCompletion(

@@ -241,20 +241,20 @@ class APIProvider(Provider, ABC):
     prints ``Task exception was never retrieved ... Event loop is closed``.
     """
 
-    _sdk_client = None
-    _sdk_loop = None
+    _sdk_client: Any = None  # the SDK's client (each adapter's own type)
+    _sdk_loop: asyncio.AbstractEventLoop | None = None
     #: seconds a request may take (set by the subclasses' constructors)
     timeout: float = CALL_TIMEOUT_S
     _sdk_keeper: asyncio.Task | None = None
 
-    def _new_client(self):
+    def _new_client(self) -> Any:
         raise NotImplementedError
 
-    async def _close_client(self, client) -> None:  # noqa: B027 - optional hook
+    async def _close_client(self, client: Any) -> None:  # noqa: B027 - optional hook
         pass
 
     @property
-    def _client(self):
+    def _client(self) -> Any:
         import asyncio
 
         loop = asyncio.get_running_loop()
@@ -264,7 +264,7 @@ class APIProvider(Provider, ABC):
             self._sdk_keeper = loop.create_task(self._keep(client), name=f"phr-close-{self.kind}-client")
         return self._sdk_client
 
-    async def _keep(self, client) -> None:
+    async def _keep(self, client: Any) -> None:
         """Wait until cancelled (by :meth:`aclose` or the loop's shutdown), then close ``client``."""
         import asyncio
 

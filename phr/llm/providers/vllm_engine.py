@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from phr.core.errors import ModelNotInstalledError
 from phr.llm.providers.base import BatchItem, Provider, RawCompletion
 
+if TYPE_CHECKING:  # pragma: no cover - the extra is GPU only (without it these are Any)
+    from vllm import LLM, SamplingParams
+
 INSTALL_HINT = "vllm:<model> needs vLLM (GPU only): pip install -c constraints.txt -e '.[vllm]' in the checkout"
 
 
-def _import_vllm():
+def _import_vllm() -> ModuleType:
     try:
         import vllm
     except ImportError as e:
@@ -25,19 +31,19 @@ class VLLMProvider(Provider):
     kind = "vllm"
     in_process = True
 
-    def __init__(self, model: str, batch_size: int = 256, **engine_kwargs):
+    def __init__(self, model: str, batch_size: int = 256, **engine_kwargs: Any) -> None:
         _import_vllm()  # fail at construction, before any work starts
         super().__init__(model, engine_kwargs.get("revision"))
         self.batch_size = batch_size
         self.engine_kwargs = engine_kwargs
-        self._llm = None
+        self._llm: LLM | None = None
         self._lock = threading.Lock()
 
     @property
     def cache_model_id(self) -> str:
         return f"{self.model}@{self.revision}" if self.revision else self.model
 
-    def _engine(self):
+    def _engine(self) -> LLM:
         with self._lock:
             if self._llm is None:
                 vllm = _import_vllm()
@@ -45,7 +51,7 @@ class VLLMProvider(Provider):
             return self._llm
 
     @staticmethod
-    def _sampling_params(item: BatchItem):
+    def _sampling_params(item: BatchItem) -> SamplingParams:
         from vllm import SamplingParams
 
         p = item.params
@@ -62,7 +68,9 @@ class VLLMProvider(Provider):
             kw["stop"] = list(p.stop)
         return SamplingParams(**kw)
 
-    def complete_batch(self, items: list[BatchItem], progress=None) -> list[RawCompletion]:
+    def complete_batch(
+        self, items: list[BatchItem], progress: Callable[[float], None] | None = None
+    ) -> list[RawCompletion]:
         llm = self._engine()
         conversations = [[{"role": m.role, "content": m.content} for m in it.messages] for it in items]
         outputs = llm.chat(conversations, [self._sampling_params(it) for it in items], use_tqdm=False)
