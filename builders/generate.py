@@ -33,7 +33,7 @@ from phr.bench.prompts import Templates
 from phr.bench.records import Augmentation, BaseQuestion, Domain, MutationType, PremiseKind
 from phr.builders.recipe import Recipe, SlotSpec
 from phr.config.ops import BuildPhrbenchConfig
-from phr.core.aio import run_sync
+from phr.core.aio import blocking
 from phr.core.errors import UsageError
 from phr.core.report import Rejection
 from phr.llm import ChatRequest, GenerationParams, agenerate_structured, as_messages
@@ -245,33 +245,6 @@ def first_round_requests(
     return t_reqs + h_reqs
 
 
-def generate_premises(
-    questions: list[BaseQuestion],
-    recipe: Recipe,
-    generator: LLM,
-    judge: LLM | None = None,
-    *,
-    templates: Templates | None = None,
-    prompts: Prompts | None = None,
-    validation_config: ValidationConfig | None = None,
-    extra_check: Callable[[list[Augmentation]], list[Rejection]] | None = None,
-    judge_config: JudgeConfig | None = None,
-) -> GenerationResult:
-    return run_sync(
-        agenerate_premises(
-            questions,
-            recipe,
-            generator,
-            judge,
-            templates=templates,
-            prompts=prompts,
-            validation_config=validation_config,
-            extra_check=extra_check,
-            judge_config=judge_config,
-        )
-    )
-
-
 @dataclass
 class _Generation:
     """One premise generation run: its inputs and what its rounds gave so far (the accepted premises, the
@@ -414,7 +387,8 @@ async def agenerate_premises(
     judge_config: JudgeConfig | None = None,
 ) -> GenerationResult:
     """``extra_check(candidates) -> [Rejection]`` runs after the rule checks (e.g. manual review decisions);
-    ``judge_config``: the judge's criteria (phr.validation.judge.JudgeConfig; default the paper's)."""
+    ``judge_config``: the judge's criteria (phr.validation.judge.JudgeConfig; default the paper's).
+    :func:`generate_premises` is the blocking form."""
 
     templates = templates or Templates.load()
     prompts = prompts or Prompts.load()
@@ -440,6 +414,9 @@ async def agenerate_premises(
         g.accepted.update(candidates)
         open_slots = [s for s in open_slots if s.aug_id not in g.accepted and s.question.id not in g.halted]
     return _generation_result(g, open_slots, fixed=fixed)
+
+
+generate_premises = blocking(agenerate_premises)
 
 
 def _chosen_type(strategy: str, spec: SlotSpec, q: BaseQuestion) -> tuple[MutationType | None, str | None]:

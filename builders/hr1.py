@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar, Unpack
 
 import pyarrow as pa
 
@@ -122,6 +122,35 @@ def _complete(kind: str, results: list[QuestionResult], models: Models, rerun: s
         raise FailedCallsError(f"build {kind}", failures, rerun, models.caches(), summary)
 
 
+def _run_models(
+    questions: Sequence[HQuestion],
+    plan: RunPlan,
+    llm_options: dict | None,
+    *,
+    paraphraser: str | None,
+    qa: str | None,
+    judge: str | None,
+    diversity: bool = False,
+    paraphrases: Mapping[str, Sequence[ParaphraseResult]] | None = None,
+) -> tuple[list[QuestionResult], Models, RunSummary]:
+    """Algorithm 1 over ``questions`` with the named models (None: that step is skipped), one client per model with
+    ``llm_options``; ``diversity``: scored by MiniLM; ``paraphrases``: given ones (``run_questions``). -> (the results,
+    the models, the calls' summary)."""
+    models = Models(**(llm_options or {}))
+    summary = RunSummary()
+    results = run_questions(
+        questions,
+        paraphraser=models.get(paraphraser),
+        qa=models.get(qa),
+        judge=models.get(judge),
+        plan=plan,
+        diversity=score_groups if diversity else None,  # the MiniLM model loads on first use
+        summary=summary,
+        paraphrases=paraphrases,
+    )
+    return results, models, summary
+
+
 def _manifest(
     kind: str,
     loads: Sequence[LoadResult],
@@ -174,16 +203,8 @@ def build_paraphrase_corpus(
     questions = [q for ld in loads for q in (ld.questions[:limit] if limit else ld.questions)]
     if not questions:
         raise HR1BuildError("no questions to paraphrase (the sources are empty)")
-    models = Models(**(llm_options or {}))
-    summary = RunSummary()
-    results = run_questions(
-        questions,
-        paraphraser=models.get(paraphraser),
-        qa=models.get(qa),
-        judge=models.get(judge),
-        plan=plan,
-        diversity=score_groups if diversity else None,  # the MiniLM model loads on first use
-        summary=summary,
+    results, models, summary = _run_models(
+        questions, plan, llm_options, paraphraser=paraphraser, qa=qa, judge=judge, diversity=diversity
     )
     _complete("hr1-paraphrases", results, models, rerun, summary)
     tables, paras = paraphrase_tables(results)
@@ -265,36 +286,89 @@ class Screened:
     dropped: list[dict]
 
 
-@dataclass
-class _ScreenedRun:
-    """The screened training questions, their complete results, the rows dropped for leakage, the run summary."""
+class TrainingOptions(TypedDict, total=False):
+    """The settings the SFT and GRPO corpus builds share besides their models and evaluation sets: ``plan`` (default
+    ``RunPlan()``), ``limit`` (the first questions only), ``overwrite``, ``leakage`` (the split-leakage settings),
+    ``check_leakage`` (default on), ``drop_leaking`` (leave a leaking row out and list it instead of failing),
+    ``llm_options``, ``rerun`` (the command a failed build names), ``config`` (the command's settings record) and
+    ``screened`` (the questions as the plan screened them)."""
 
+    plan: RunPlan | None
+    limit: int | None
+    overwrite: bool
+    leakage: LeakageConfig | None
+    check_leakage: bool
+    drop_leaking: bool
+    llm_options: dict | None
+    rerun: str | None
+    config: dict | None
+    screened: Screened | None
+
+
+@dataclass
+class _TrainingRun:
+    """A training corpus build once its model calls are made: what it writes where, how it screens, the screened
+    training questions, their complete results, the rows dropped for leakage and the run summary."""
+
+    kind: str
+    out: Path
+    train: LoadResult
+    eval_sets: Mapping[str, Sequence[HQuestion]]
+    plan: RunPlan
+    leakage: LeakageConfig | None
+    check_leakage: bool
+    drop_leaking: bool
+    overwrite: bool
+    config: dict | None
     questions: list[HQuestion]
     results: list[QuestionResult]
     dropped: list[dict]
     summary: RunSummary
 
+    def finish(
+        self, rows: list[dict], counts: dict[str, int], models: dict[str, str | None], **extra: Any
+    ) -> HR1BuildResult:
+        """Write the corpus of ``rows`` (one table) with its manifest (``extra``: more of it)."""
+        manifest = _manifest(
+            self.kind,
+            [self.train],
+            models,
+            self.plan,
+            self.config,
+            counts=counts,
+            **extra,
+            eval_sets=sorted(self.eval_sets),
+            leakage_checked=self.check_leakage,
+            dropped_for_leakage=self.dropped,
+        )
+        _write(self.out, self.kind, {("default", "train"): rows}, manifest, self.overwrite)
+        return HR1BuildResult(self.out, self.kind, counts, self.summary, manifest)
 
-def _screened_run(
+
+def _training_run(
     kind: str,
+    out: str | Path,
     train: LoadResult,
-    plan: RunPlan,
-    limit: int | None,
     eval_sets: Mapping[str, Sequence[HQuestion]] | None,
-    leakage: LeakageConfig | None,
-    check_leakage: bool,
-    drop_leaking: bool,
-    llm_options: dict | None,
-    rerun: str | None,
     *,
     paraphraser: str | None,
     qa: str | None,
     judge: str,
+    plan: RunPlan | None = None,
+    limit: int | None = None,
+    overwrite: bool = False,
+    leakage: LeakageConfig | None = None,
+    check_leakage: bool = True,
+    drop_leaking: bool = False,
+    llm_options: dict | None = None,
+    rerun: str | None = None,
+    config: dict | None = None,
     screened: Screened | None = None,
-) -> _ScreenedRun:
+) -> _TrainingRun:
     """The first steps of a training corpus: the questions (up to ``limit``), screened for split leakage before
     any call (``check_leakage``; ``screened``: as the plan screened them), run through the named models (None: that
     step is skipped), complete runs only."""
+    plan = plan or RunPlan()
     if screened is not None:
         questions, dropped = list(screened.questions), list(screened.dropped)
     else:
@@ -302,18 +376,24 @@ def _screened_run(
         dropped = []
         if check_leakage:
             questions, dropped = screen_questions(questions, eval_sets or {}, leakage, drop_leaking)
-    models = Models(**(llm_options or {}))
-    summary = RunSummary()
-    results = run_questions(
-        questions,
-        paraphraser=models.get(paraphraser),
-        qa=models.get(qa),
-        judge=models.get(judge),
-        plan=plan,
-        summary=summary,
-    )
+    results, models, summary = _run_models(questions, plan, llm_options, paraphraser=paraphraser, qa=qa, judge=judge)
     _complete(kind, results, models, rerun, summary)
-    return _ScreenedRun(questions, results, dropped, summary)
+    return _TrainingRun(
+        kind,
+        Path(out),
+        train,
+        eval_sets or {},
+        plan,
+        leakage,
+        check_leakage,
+        drop_leaking,
+        overwrite,
+        config,
+        questions,
+        results,
+        dropped,
+        summary,
+    )
 
 
 def grpo_row(q: HQuestion) -> dict:
@@ -364,16 +444,7 @@ def build_sft_corpus(
     paraphraser: str,
     judge: str,
     eval_sets: Mapping[str, Sequence[HQuestion]] | None,
-    plan: RunPlan | None = None,
-    limit: int | None = None,
-    overwrite: bool = False,
-    leakage: LeakageConfig | None = None,
-    check_leakage: bool = True,
-    drop_leaking: bool = False,
-    llm_options: dict | None = None,
-    rerun: str | None = None,
-    config: dict | None = None,
-    screened: Screened | None = None,
+    **options: Unpack[TrainingOptions],
 ) -> HR1BuildResult:
     """App. E.1: K (``plan.k``) paraphrases per training question (no QA filter), the consistent ones paired with the gold
     answer as chat ``messages``: system Listing B.4, user the paraphrase, assistant ``<answer>gold</answer>``
@@ -381,46 +452,17 @@ def build_sft_corpus(
 
     Split leakage is checked against ``eval_sets`` twice: the questions before any call (``screened``: by the
     plan), the paraphrases after; a violation fails the build, or with ``drop_leaking`` the row is left out and
-    listed."""
-    plan = plan or RunPlan()
-    run = _screened_run(
-        "hr1-sft",
-        train,
-        plan,
-        limit,
-        eval_sets,
-        leakage,
-        check_leakage,
-        drop_leaking,
-        llm_options,
-        rerun,
-        paraphraser=paraphraser,
-        qa=None,
-        judge=judge,
-        screened=screened,
-    )
-    results, dropped, summary = run.results, run.dropped, run.summary
-    rows = [row for r in results for row in sft_rows(r.question, r.paraphrases)]
-    if check_leakage and rows:
+    listed. ``options``: :class:`TrainingOptions`."""
+    run = _training_run("hr1-sft", out, train, eval_sets, paraphraser=paraphraser, qa=None, judge=judge, **options)
+    rows = [row for r in run.results for row in sft_rows(r.question, r.paraphrases)]
+    if run.check_leakage and rows:
         paraphrases = [TrainRow(r["id"], r["paraphrase"], r["question_id"]) for r in rows]
-        rows, more = _screen(rows, paraphrases, eval_sets or {}, leakage, drop_leaking)
-        dropped += more
+        rows, more = _screen(rows, paraphrases, run.eval_sets, run.leakage, run.drop_leaking)
+        run.dropped += more
     if not rows:
         raise HR1BuildError("no consistent paraphrase: the SFT corpus would be empty (see the parse errors in the log)")
-    counts = {"questions": len(results), "pairs": len(rows), "dropped_for_leakage": len(dropped)}
-    manifest = _manifest(
-        "hr1-sft",
-        [train],
-        {"paraphraser": paraphraser, "judge": judge},
-        plan,
-        config,
-        counts=counts,
-        eval_sets=sorted(eval_sets or {}),
-        leakage_checked=check_leakage,
-        dropped_for_leakage=dropped,
-    )
-    _write(Path(out), "hr1-sft", {("default", "train"): rows}, manifest, overwrite)
-    return HR1BuildResult(Path(out), "hr1-sft", counts, summary, manifest)
+    counts = {"questions": len(run.results), "pairs": len(rows), "dropped_for_leakage": len(run.dropped)}
+    return run.finish(rows, counts, {"paraphraser": paraphraser, "judge": judge})
 
 
 def prompt_id(q: HQuestion) -> str:
@@ -435,61 +477,23 @@ def build_grpo_corpus(
     qa: str,
     judge: str,
     eval_sets: Mapping[str, Sequence[HQuestion]] | None,
-    plan: RunPlan | None = None,
-    limit: int | None = None,
-    overwrite: bool = False,
-    leakage: LeakageConfig | None = None,
-    check_leakage: bool = True,
-    drop_leaking: bool = False,
-    llm_options: dict | None = None,
-    rerun: str | None = None,
-    config: dict | None = None,
-    screened: Screened | None = None,
+    **options: Unpack[TrainingOptions],
 ) -> HR1BuildResult:
     """App. C.1: the training questions the QA model answers correctly (B.4, greedy; graded by B.3 or exact
     match), each with a stable ``prompt_id``, Listing B.1 applied as a one-message chat ``prompt`` and the
-    gold answers kept for the reward. Split leakage is checked before any call (fail, or ``drop_leaking``)."""
-    plan = plan or RunPlan()
-    run = _screened_run(
-        "hr1-grpo",
-        train,
-        plan,
-        limit,
-        eval_sets,
-        leakage,
-        check_leakage,
-        drop_leaking,
-        llm_options,
-        rerun,
-        paraphraser=None,
-        qa=qa,
-        judge=judge,
-        screened=screened,
-    )
-    questions, results, dropped, summary = run.questions, run.results, run.dropped, run.summary
-    kept = [r.question for r in results if counts_as_correct(r.correctness, plan.grading)]
-    rows = [grpo_row(q) for q in kept]
+    gold answers kept for the reward. Split leakage is checked before any call (fail, or ``drop_leaking``).
+    ``options``: :class:`TrainingOptions`."""
+    run = _training_run("hr1-grpo", out, train, eval_sets, paraphraser=None, qa=qa, judge=judge, **options)
+    results = run.results
+    rows = [grpo_row(r.question) for r in results if counts_as_correct(r.correctness, run.plan.grading)]
     if not rows:
         raise HR1BuildError(
-            f"the QA model ({qa}) answered none of the {len(questions)} questions correctly: no prompts"
+            f"the QA model ({qa}) answered none of the {len(run.questions)} questions correctly: no prompts"
         )
     counts = {
         "asked": len(results),
         "prompts": len(rows),
         "unjudged": sum(r.correctness == "unjudged" for r in results),
-        "dropped_for_leakage": len(dropped),
+        "dropped_for_leakage": len(run.dropped),
     }
-    manifest = _manifest(
-        "hr1-grpo",
-        [train],
-        {"qa": qa, "judge": judge},
-        plan,
-        config,
-        counts=counts,
-        kept_of=len(results),
-        eval_sets=sorted(eval_sets or {}),
-        leakage_checked=check_leakage,
-        dropped_for_leakage=dropped,
-    )
-    _write(Path(out), "hr1-grpo", {("default", "train"): rows}, manifest, overwrite)
-    return HR1BuildResult(Path(out), "hr1-grpo", counts, summary, manifest)
+    return run.finish(rows, counts, {"qa": qa, "judge": judge}, kept_of=len(results))

@@ -27,13 +27,21 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from phr.config.defaults import OFFLINE_MODEL
 from phr.config.ops import HR1_MINI_K, HR1Decoding
 from phr.core.errors import UsageError
-from phr.hr1.diversity import score_groups
-from phr.hr1.pipeline import Models, RunPlan, counts_as_correct, paraphrase_prompt, run_questions
+from phr.hr1.pipeline import RunPlan, counts_as_correct, paraphrase_prompt
 from phr.hr1.records import SOURCES, HQuestion, ParaphraseResult
 from phr.hr1.settings import Grading
 from phr.llm.summary import RunSummary
 
-from .hr1 import HR1BuildResult, _manifest, _write, grpo_row, paraphrase_tables, screen_questions, sft_rows
+from .hr1 import (
+    HR1BuildResult,
+    _manifest,
+    _run_models,
+    _write,
+    grpo_row,
+    paraphrase_tables,
+    screen_questions,
+    sft_rows,
+)
 from .hr1_sources import LoadResult, _q, stand_in_split
 
 MINI_FILE = "curated/hr1-mini.jsonl"
@@ -246,16 +254,14 @@ def build_mini(
     out = Path(out)
     if out.exists() and not overwrite:
         raise UsageError(f"{out.resolve()} already exists: pass --overwrite to replace it")
-    models = Models(**(llm_options or {}))
-    summary = RunSummary()
-    results = run_questions(
+    results, _models, summary = _run_models(
         mini.questions,
+        plan,
+        llm_options,
         paraphraser=None,
-        qa=models.get(qa),
+        qa=qa,
         judge=None,
-        plan=plan,
-        diversity=score_groups if diversity else None,
-        summary=summary,
+        diversity=diversity,
         paraphrases=mini.paraphrases,
     )
     tables, paras = paraphrase_tables(results)

@@ -9,6 +9,7 @@ tests are skipped, and the in-process ones (fsync and SQLite's own SQLITE_FULL) 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -177,13 +178,15 @@ def test_enospc_in_process_names_the_file(tmp_path, api, mini_folder, monkeypatc
 
 
 @pytest.mark.parametrize("damage", ["garbled", "truncated"])
-def test_damaged_call_cache_is_named(tmp_path, api, damage):
+def test_damaged_call_cache_is_named(tmp_path, api, damage, monkeypatch):
+    from phr.llm import LLM, ChatRequest, GenerationParams, as_messages
+
     cache = tmp_path / "calls.sqlite"
-    for k in range(40):
-        assert (
-            run("--cache", cache, "llm", "ping", "openai:gpt-4o", "--prompt", f"fill {k} " * 40, env=API_ENV).returncode
-            == 0
-        )
+    monkeypatch.setenv("PHR_CACHE", str(cache))  # 40 answers cached in one in-process call (a page or more)
+    requests = [ChatRequest(as_messages(f"fill {k} " * 40), GenerationParams(max_tokens=64)) for k in range(40)]
+    assert all(r.ok for r in LLM("openai:gpt-4o", progress=False, show_summary=False).generate(requests))
+    with contextlib.closing(sqlite3.connect(cache)) as db:  # the answers into the main file, as at a process's end
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     data = cache.read_bytes()
     if damage == "garbled":
         rng = random.Random(7)
@@ -366,7 +369,7 @@ def test_ctrl_c_stops_local_model_eval(tmp_path, smollm2, mini_folder):
     try:
         for line in proc.stderr:
             seen.append(line)
-            if re.match(r"\[progress\] .*: 0\.\d/10 ", line):  # tokens of the first batch are coming
+            if re.match(r"\[progress\] local:smollm2 .*: 0/10 \(0%\)", line):  # its first batch is running
                 break
         proc.send_signal(signal.SIGINT)
         _, rest = proc.communicate(timeout=300)

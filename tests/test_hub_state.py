@@ -22,19 +22,7 @@ from phr.config.ops import PushConfig
 from phr.hub import PushFailedError, push
 from phr.hub import local as local_hub
 from phr.hub.local import LocalHub
-
-REPO = "org/x"
-
-
-def git(repo: Path, *args: str, check: bool = True) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=check).stdout.strip()
-
-
-def model_folder(dest: Path, n: int) -> Path:
-    dest.mkdir(parents=True)
-    (dest / "README.md").write_text(f"---\nlicense: mit\n---\n# tiny {n}\n")
-    (dest / "config.json").write_text(f'{{"n": {n}}}')
-    return dest
+from tests.support.local_hub import REPO, git, model_folder, push_twice
 
 
 def tags(repo: Path) -> list[str]:
@@ -54,10 +42,7 @@ def snapshot(hub: Path) -> dict[str, str]:
 @pytest.fixture
 def pushed(tmp_path) -> tuple[Path, Path, Path]:
     """(hub, repo link, next folder): two pushes tagged v1 and v2, and a third folder to push."""
-    hub = tmp_path / "hub"
-    for n in (1, 2):
-        push(PushConfig(folder=model_folder(tmp_path / f"f{n}", n), repo=REPO, repo_type="model", tag=f"v{n}", hub=hub))
-    return hub, hub / "models" / REPO, model_folder(tmp_path / "f3", 3)
+    return push_twice(tmp_path)
 
 
 def dangle(repo: Path) -> None:

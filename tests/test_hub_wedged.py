@@ -19,32 +19,19 @@ from phr.config.ops import PushConfig, PushResultsConfig
 from phr.hub import local as local_hub
 from phr.hub import push
 from phr.hub.local import LocalHub
+from tests.support.local_hub import REPO, git, model_folder, push_twice
 
-REPO = "org/x"
 PLUMBING = ("cannot lock ref", "nonexistent object", "fatal:", "unexpected line", "git update-ref", "git cat-file")
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout.strip()
 
 
 def hand_git(repo: Path, *args: str) -> str:
     return git(repo, "-c", "user.name=h", "-c", "user.email=h@h", *args)
 
 
-def model_folder(dest: Path, n: int) -> Path:
-    dest.mkdir(parents=True)
-    (dest / "README.md").write_text(f"---\nlicense: mit\n---\n# tiny {n}\n")
-    (dest / "config.json").write_text(f'{{"n": {n}}}')
-    return dest
-
-
 @pytest.fixture
 def pushed(tmp_path) -> tuple[Path, Path, Path]:
-    hub = tmp_path / "hub"
-    for n in (1, 2):
-        push(PushConfig(folder=model_folder(tmp_path / f"f{n}", n), repo=REPO, repo_type="model", tag=f"v{n}", hub=hub))
-    return hub, hub / "models" / REPO, model_folder(tmp_path / "f3", 3)
+    """(hub, repo link, next folder): two pushes tagged v1 and v2, and a third folder to push."""
+    return push_twice(tmp_path)
 
 
 def cli(*args: str):
@@ -54,6 +41,18 @@ def cli(*args: str):
 def no_plumbing(text: str) -> None:
     assert not any(p in text for p in PLUMBING), text
     assert "Traceback" not in text, text
+
+
+def refused_or_done(code: int, *args: object) -> str:
+    """``phr-publish ARGS`` exits ``code`` and says nothing of git's plumbing (nor a traceback); what it says."""
+    r = cli(*args)
+    assert r.exit_code == code, r.output
+    no_plumbing(r.output)
+    return r.output
+
+
+def repair(hub: Path, code: int = 0) -> str:
+    return refused_or_done(code, "repair", REPO, "--repo-type", "model", "--hub", hub)
 
 
 def store(hub: Path) -> Path:
@@ -74,14 +73,10 @@ def test_garbled_store_refs_are_rebuilt_from_the_versions(pushed, garble):
     hub, repo, folder = pushed
     main = git(repo, "rev-parse", "main")
     garble(hub, repo)
-    r = cli("push", folder, "--repo", REPO, "--repo-type", "model", "--tag", "v3", "--hub", hub)
-    assert r.exit_code == 1, r.output
-    no_plumbing(r.output)
-    assert "the refs its store records are garbled" in r.output and "phr-publish repair org/x" in r.output
-    r = cli("repair", REPO, "--repo-type", "model", "--hub", hub)
-    assert r.exit_code == 0, r.output
-    no_plumbing(r.output)
-    assert "rebuilt its store's refs from its versions" in r.output and f"main {main}, tags: v1, v2" in r.output
+    out = refused_or_done(1, "push", folder, "--repo", REPO, "--repo-type", "model", "--tag", "v3", "--hub", hub)
+    assert "the refs its store records are garbled" in out and "phr-publish repair org/x" in out
+    out = repair(hub)
+    assert "rebuilt its store's refs from its versions" in out and f"main {main}, tags: v1, v2" in out
     assert git(store(hub), "rev-parse", "refs/heads/main") == main
     r = cli("push", folder, "--repo", REPO, "--repo-type", "model", "--tag", "v3", "--hub", hub)
     assert r.exit_code == 0, r.output
@@ -99,14 +94,9 @@ def test_a_hand_commit_that_keeps_the_history_is_adopted(pushed, tmp_path):
         ("push", folder, "--repo", REPO, "--repo-type", "model", "--hub", hub),
         ("pull", REPO, "--repo-type", "model", "--hub", hub, "--out", tmp_path / "pulled"),
     ):
-        r = cli(*args)
-        assert r.exit_code == 1, r.output
-        no_plumbing(r.output)
-        assert "holds a commit made by hand in the served folder" in r.output and "phr-publish repair" in r.output
-    r = cli("repair", REPO, "--repo-type", "model", "--hub", hub)
-    assert r.exit_code == 0, r.output
-    no_plumbing(r.output)
-    assert f"adopted the commit made by hand (main {hand})" in r.output
+        out = refused_or_done(1, *args)
+        assert "holds a commit made by hand in the served folder" in out and "phr-publish repair" in out
+    assert f"adopted the commit made by hand (main {hand})" in repair(hub)
     assert git(store(hub), "rev-parse", "refs/heads/main") == hand and (repo / "config.json").read_text() == '{"n": 99}'
     assert "sound" in cli("repair", REPO, "--repo-type", "model", "--hub", hub).output
     res = push(PushConfig(folder=folder, repo=REPO, repo_type="model", tag="v3", hub=hub))
@@ -119,13 +109,11 @@ def test_a_hand_commit_that_rewrites_the_history_is_set_aside(pushed, tmp_path):
     (repo / "config.json").write_text('{"n": 98}')
     hand_git(repo, "commit", "-q", "--amend", "-am", "hand amend")
     hand = git(repo, "rev-parse", "main")
-    r = cli("repair", REPO, "--repo-type", "model", "--hub", hub)
-    assert r.exit_code == 0, r.output
-    no_plumbing(r.output)
-    assert f"set aside the commit made by hand (main {hand}" in r.output and f"(main {last})" in r.output
+    out = repair(hub)
+    assert f"set aside the commit made by hand (main {hand}" in out and f"(main {last})" in out
     assert git(repo, "rev-parse", "main") == last and (repo / "config.json").read_text() == '{"n": 2}'
     assert git(store(hub), "rev-parse", "refs/phr/set-aside/1/heads/main") == hand
-    assert f"--revision {hand} --out DIR" in r.output
+    assert f"--revision {hand} --out DIR" in out
     r = cli("pull", REPO, "--repo-type", "model", "--hub", hub, "--revision", hand, "--out", tmp_path / "kept")
     assert r.exit_code == 0, r.output
     assert (tmp_path / "kept" / "config.json").read_text() == '{"n": 98}'
@@ -138,10 +126,7 @@ def test_a_deleted_store_says_to_copy_the_served_files_first(pushed):
     hub, repo, _ = pushed
     served = repo.resolve()
     shutil.rmtree(store(hub))
-    r = cli("repair", REPO, "--repo-type", "model", "--hub", hub)
-    assert r.exit_code == 1, r.output
-    no_plumbing(r.output)
-    line = r.output.strip()
+    line = repair(hub, code=1).strip()
     assert line.count("\n") == 0 and "copy the files it serves first" in line and f"cp -r {served} COPY" in line
     assert line.index("copy the files") < line.index("remove ") and "push the copy again" in line
 

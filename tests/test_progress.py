@@ -356,7 +356,7 @@ def test_nested_steps_print_one_line_per_interval():
 def test_a_command_is_never_silent_for_longer_than_the_interval():
     """Issue 35 item 14: silences of 14-60 s before a command's first line (libraries importing), between its steps
     (a model import before the loading line, writing results) and before it exits. The command's heartbeat
-    (``heartbeat_until_exit``: the outermost display, counted from the process's start) fills each one; a step
+    (``command_heartbeat``: the outermost display, counted from the process's start) fills each one; a step
     inside speaks for it while it runs; every line restarts the interval."""
     from phr.core.progress import Heartbeat
 
@@ -403,13 +403,18 @@ def test_the_process_start_is_before_this_module_was_imported():
     assert process_start() <= IMPORTED
 
 
-def test_the_cli_leaves_its_objects_to_the_process_end_and_beats_until_then(tmp_path):
+def test_the_cli_beats_while_its_command_runs_and_leaves_its_objects_to_the_process_end(tmp_path):
     """Issue 35 item 14: 15-38 s of silence after a training's last line: the interpreter's exit collecting every
     object of torch and the model (8 s of the GRPO smoke on a loaded 2-core machine; 1.5 s this way).
-    ``phr-publish`` collects the command's garbage when it ends (its files and caches close) and freezes the rest,
-    keeps the exit code, and its heartbeat runs until the process ends (stderr is not a terminal)."""
+    ``phr-publish`` runs the command's heartbeat (stderr is not a terminal) until the command ends, then collects
+    the command's garbage (its files and caches close) and freezes the rest; the exit code is the command's."""
     code = (
         "import atexit, gc, sys, threading\n"
+        "import phr.core.progress as progress\n"
+        "def spy(what, real=progress.command_heartbeat):\n"
+        "    print('heartbeat:', what, file=sys.stderr)\n"
+        "    return real(what)\n"
+        "progress.command_heartbeat = spy\n"
         "atexit.register(lambda: print('at exit:', gc.get_freeze_count() > 0, *sorted(t.name for t in "
         "threading.enumerate()), file=sys.stderr))\n"
         "from phr.cli import main\n"
@@ -420,4 +425,6 @@ def test_the_cli_leaves_its_objects_to_the_process_end_and_beats_until_then(tmp_
     for args, exit_code in ((["cache", "stats"], 0), (["llm", "ping"], 2)):  # ping without a model: usage, 2
         r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=300)
         assert r.returncode == exit_code, r.stderr
-        assert "at exit: True MainThread phr-heartbeat" in r.stderr
+        lines = r.stderr.splitlines()
+        assert lines[0] == f"heartbeat: phr-publish {' '.join(args)}"
+        assert lines[-1] == "at exit: True MainThread"  # frozen; the heartbeat ended with the command

@@ -184,27 +184,25 @@ def test_report_of_three_scored_submissions(fake_openai, mini_folder, rows, tmp_
 # ---- hand-made scores: correlations and Figure 5 ------------------------------------------------------------------
 
 
+def _sample(q, cond, correct, *, ol, buf, bc):
+    """A Physics multiple-choice sample of question ``q`` under ``cond`` (a Rule Contradiction under B+H)."""
+    mt = "Rule Contradiction" if cond == "B+H" else None
+    return SampleScore(f"{q}-{cond}", 0, q, cond, "Physics", "s", "multiple_choice", "x", mt, False, correct,
+                       ol=ol, ui=1.0, buf=buf, bc=bc)  # fmt: skip
+
+
+def _result_of(model, scores, access=None):
+    return result_json(
+        model=model, revision="r", dataset={"id": "ORG/phrbench", "revision": "v"}, report=aggregate(scores), config={},
+        run_id="run", model_access=access,
+    )  # fmt: skip
+
+
 def _scores(ol_t, ol_h, buf, bc):
     out = []
     for q in ("q1", "q2"):
         for cond, ol in (("B", ol_t), ("B+T", ol_t), ("B+H", ol_h)):
-            s = SampleScore(
-                f"{q}-{cond}",
-                0,
-                q,
-                cond,
-                "Physics",
-                "s",
-                "multiple_choice",
-                "x",
-                "Rule Contradiction" if cond == "B+H" else None,
-                False,
-                cond != "B+H",
-                ol=ol,
-                ui=1.0,
-                buf=buf,
-                bc=bc,
-            )
+            s = _sample(q, cond, cond != "B+H", ol=ol, buf=buf, bc=bc)
             if cond == "B+H":
                 s.resolution = RESOLUTIONS[0] if q == "q1" else RESOLUTIONS[1]  # Heuristic Correction, Compliance
                 s.insightful = False
@@ -213,14 +211,7 @@ def _scores(ol_t, ol_h, buf, bc):
 
 
 def _result(model, *args):
-    return result_json(
-        model=model,
-        revision="r",
-        dataset={"id": "ORG/phrbench", "revision": "v"},
-        report=aggregate(_scores(*args)),
-        config={},
-        run_id="run",
-    )
+    return _result_of(model, _scores(*args))
 
 
 def test_pearson_and_figure5_groups():
@@ -245,34 +236,12 @@ def test_pearson_and_figure5_groups():
 def _scored(model, acc_t, acc_h, ol, *, access=None, partial=False):
     """A result of 4 questions: B+T right on the first ``acc_t * 4``, B+H on the first ``acc_h * 4``; a partial one
     records that it scored 4 of 8 instances per condition."""
-    out = []
-    for i in range(4):
-        q = f"q{i}"
-        for cond, acc in (("B", acc_t), ("B+T", acc_t), ("B+H", acc_h)):
-            mt = "Rule Contradiction" if cond == "B+H" else None
-            out.append(
-                SampleScore(
-                    f"{q}-{cond}",
-                    0,
-                    q,
-                    cond,
-                    "Physics",
-                    "s",
-                    "multiple_choice",
-                    "x",
-                    mt,
-                    False,
-                    i < acc * 4,
-                    ol=ol,
-                    ui=1.0,
-                    buf=ol / 100,
-                    bc=ol / 10,
-                )  # fmt: skip
-            )
-    res = result_json(
-        model=model, revision="r", dataset={"id": "ORG/phrbench", "revision": "v"}, report=aggregate(out), config={},
-        run_id="run", model_access=access,
-    )  # fmt: skip
+    out = [
+        _sample(f"q{i}", cond, i < acc * 4, ol=ol, buf=ol / 100, bc=ol / 10)
+        for i in range(4)
+        for cond, acc in (("B", acc_t), ("B+T", acc_t), ("B+H", acc_h))
+    ]
+    res = _result_of(model, out, access)
     if partial:
         cell = {"instances": 4, "dataset_instances": 8, "questions": 4, "dataset_questions": 8}
         cov = {"complete": False, "allow_partial": True, "by_condition": {c: cell for c in ("B", "B+T", "B+H")}}

@@ -77,21 +77,21 @@ def invoke(args: list[str]) -> int:
 def main() -> None:
     """Entry point (``phr-publish``): SIGINT / SIGTERM stop the work and print how to resume it
     (``phr.core.interrupt``); in a log, a ``[progress]`` line whenever the command was silent for 10 s, from the
-    process's start to its end (rank 0 of a launch: ``phr.core.progress.heartbeat_until_exit``)."""
+    process's start to the command's end (rank 0 of a launch: ``phr.core.progress.command_heartbeat``)."""
     import gc
     import sys
 
     from phr.core.interrupt import install
-    from phr.core.progress import heartbeat_until_exit
+    from phr.core.progress import command_heartbeat
     from phr.core.ranks import is_main
 
     install()
-    if is_main():
-        words = takewhile(lambda arg: re.fullmatch(r"[a-z][a-z0-9-]*", arg), sys.argv[1:3])  # `eval hr1`, `score`
-        heartbeat_until_exit(" ".join(["phr-publish", *words]))
+    words = takewhile(lambda arg: re.fullmatch(r"[a-z][a-z0-9-]*", arg), sys.argv[1:3])  # `eval hr1`, `score`
+    stop = command_heartbeat(" ".join(["phr-publish", *words])) if is_main() else lambda: None
     try:
         app()
     finally:
+        stop()
         # the interpreter's exit collects every object the run made (torch, a model) once more: 7-38 s of silence
         # after the last line on a busy CPU. The command's garbage is collected now (its files and caches close),
         # the live rest is frozen: left to the process's end (1 s)

@@ -113,9 +113,12 @@ def print_summary(result: Result, out: Path) -> None:
     typer.echo(f"results: {out / 'results.json'}  (samples.jsonl, report.md, plots/ next to it)")
 
 
-def print_done(done: EvalPhrbenchResult | RescoreResult) -> None:
+def print_done(done: EvalPhrbenchResult | RescoreResult | None) -> None:
     """An operation's own lines, then the summary of its scores when it scored; exit 1 when responses are missing
-    (calls that failed after every retry): the result is partial, and the rerun line retries them."""
+    (calls that failed after every retry): the result is partial, and the rerun line retries them. None (a dry
+    run): nothing."""
+    if done is None:
+        return
     for line in done.lines():
         typer.echo(line)
     if done.result is None:
@@ -143,9 +146,7 @@ def eval_phrbench(cfg: EvalPhrbenchConfig, dry_run: DryRun = False) -> None:
 
         return over_ranks(invoke, out=cfg.out, runs=cfg.runs, model=cfg.model, score=cfg.score, plots=cfg.plots,
                           hub=cfg.hub, dry_run=dry_run)  # fmt: skip
-    done = execute(cfg, dry_run=dry_run)
-    if done is not None:
-        print_done(done)
+    print_done(execute(cfg, dry_run=dry_run))
 
 
 @eval_app.command("merge")
@@ -153,9 +154,7 @@ def eval_phrbench(cfg: EvalPhrbenchConfig, dry_run: DryRun = False) -> None:
 def eval_merge(cfg: EvalMergeConfig, dry_run: DryRun = False) -> None:
     """Join the shards of one run (refused unless all n are there, once, with the same settings) and score it
     with the settings the run was started with (a scoring option given here replaces the run's, and is recorded)."""
-    done = execute(cfg, dry_run=dry_run)
-    if done is not None:
-        print_done(done)
+    print_done(execute(cfg, dry_run=dry_run))
 
 
 @eval_app.command("score")
@@ -163,9 +162,7 @@ def eval_merge(cfg: EvalMergeConfig, dry_run: DryRun = False) -> None:
 def eval_score(cfg: EvalScoreConfig, dry_run: DryRun = False) -> None:
     """(Re)score a run folder with the settings it was started with; a scoring option given here (e.g. a judge
     added) replaces the run's and is recorded in the result."""
-    done = execute(cfg, dry_run=dry_run)
-    if done is not None:
-        print_done(done)
+    print_done(execute(cfg, dry_run=dry_run))
 
 
 @submit_app.command("score")

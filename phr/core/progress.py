@@ -23,8 +23,8 @@ A count is whole units of the step's work: a batch's partial share (7.5 samples 
 estimate, and the line says 7. Displays open at once (a push that embeds texts, a model load within a step) share
 one voice (``_Voice``): one periodic line per ``every`` seconds in all, from the innermost step still running;
 the steps around it wait until it ends. Each progress or loading line restarts the interval.
-``heartbeat_until_exit(what)`` is the command's own display, the outermost: from the process's start to its exit
-it speaks whenever no step did for ``every`` seconds (imports, the gaps between steps, writing results).
+``command_heartbeat(what)`` is the command's own display, the outermost: from the process's start to the
+command's end it speaks whenever no step did for ``every`` seconds (imports, the gaps between steps, writing).
 ``quiet_third_party_bars()`` turns tqdm's bars (transformers, datasets, huggingface_hub,
 the trainers) off where stderr is not a terminal: in a log they are ``\r``-joined lines; the ``[progress]``
 lines say the same.
@@ -455,16 +455,28 @@ def start_heartbeat(description: str, *, stream: IO[str] | None = None) -> Calla
     return stop
 
 
-def heartbeat_until_exit(description: str) -> None:
+def command_heartbeat(description: str) -> Callable[[], None]:
     """For a whole command (``phr-publish``'s ``main``): in a log, a line whenever nothing was printed for
-    ``every`` seconds, counted from the process's start until it exits, so no stretch is silent (interpreters and
-    libraries importing before the first line, the gaps between steps, writing the results). It is the outermost
-    display: a step inside that runs speaks for it. On a terminal nothing (the steps' bars and spinners show)."""
+    ``every`` seconds, counted from the process's start, so no stretch is silent (libraries importing before the
+    first line, the gaps between steps, writing the results). It is the outermost display: a step inside that runs
+    speaks for it. It ends at ``stop()`` (the command's end) or once a signal asked to stop (the rerun line is the
+    last). On a terminal nothing (the steps' bars and spinners show)."""
     if is_terminal():
-        return
-    beat = Heartbeat(description, start=process_start()).__enter__()
-    forever = threading.Event().wait  # never set: ``wait(s)`` sleeps s seconds and says go on
-    threading.Thread(target=beat.run, args=(forever,), daemon=True, name="phr-heartbeat").start()
+        return lambda: None
+    from phr.core.interrupt import stop_requested
+
+    beat, done = Heartbeat(description, start=process_start()).__enter__(), threading.Event()
+    thread = threading.Thread(
+        target=beat.run, args=(lambda s: done.wait(s) or stop_requested(),), daemon=True, name="phr-heartbeat"
+    )
+    thread.start()
+
+    def stop() -> None:
+        done.set()
+        thread.join()
+        beat.__exit__()
+
+    return stop
 
 
 def process_start() -> float:

@@ -412,6 +412,20 @@ class _Reply:
 
 
 @dataclass
+class _RepoRequest:
+    """A request to a repo's API (``/api/{type}s/NS/NAME/REST...``): what its route handlers read."""
+
+    method: str
+    repo_type: str
+    repo_id: str
+    rest: list[str]
+    q: dict[str, str]
+    headers: Mapping[str, str]
+    body: bytes
+    user: str | None
+
+
+@dataclass
 class _Fault:
     route: str | None
     status: int
@@ -897,7 +911,8 @@ class HubServer(LocalServer):
         if rest == ["validate-yaml"] and method == "POST":
             return self._api_validate_yaml(_json(body), headers)
         if len(rest) >= 3 and rest[0] in _PLURAL:
-            return self._repo_api(method, _PLURAL[rest[0]], f"{rest[1]}/{rest[2]}", rest[3:], q, headers, body, user)
+            request = _RepoRequest(method, _PLURAL[rest[0]], f"{rest[1]}/{rest[2]}", rest[3:], q, headers, body, user)
+            return self._repo_api(request)
         raise HubError(404, f"Unknown API route: {method} /{'/'.join(segs)}")
 
     def _route(
@@ -925,109 +940,73 @@ class HubServer(LocalServer):
             return self._lfs_batch(repo_type, f"{segs[0]}/{segs[1][:-4]}", _json(body), user)
         raise HubError(404, f"Unknown route: {method} /{'/'.join(segs)}")
 
-    def _repo_api(
-        self,
-        method: str,
-        repo_type: str,
-        repo_id: str,
-        rest: list[str],
-        q: dict[str, str],
-        headers: Mapping[str, str],
-        body: bytes,
-        user: str | None,
-    ) -> _Reply:
-        route = rest[0] if rest else ""
-        if any(part.startswith("xet-") for part in rest):
+    def _repo_api(self, r: _RepoRequest) -> _Reply:
+        route = r.rest[0] if r.rest else ""
+        if any(part.startswith("xet-") for part in r.rest):
             raise HubError(501, "Xet is not supported by this test Hub: run the client with HF_HUB_DISABLE_XET=1")
-        if route == "" and method == "GET":
-            return self._repo_info(repo_type, repo_id, None, q, user)
-        if route == "settings" and method == "PUT":
-            return self._settings(repo_type, repo_id, _json(body), user)
-        if rest == ["refs"] and method == "GET":
-            return self._refs(repo_type, repo_id, q, user)
-        reply = self._revision_api(method, repo_type, repo_id, rest, q, headers, body, user) if len(rest) >= 2 else None
-        if route in ("tag", "branch") and len(rest) >= 2:
-            reply = self._ref_api(method, repo_type, repo_id, route, rest, body, user)
+        if route == "" and r.method == "GET":
+            return self._repo_info(r.repo_type, r.repo_id, None, r.q, r.user)
+        if route == "settings" and r.method == "PUT":
+            return self._settings(r.repo_type, r.repo_id, _json(r.body), r.user)
+        if r.rest == ["refs"] and r.method == "GET":
+            return self._refs(r.repo_type, r.repo_id, r.q, r.user)
+        reply = self._revision_api(r) if len(r.rest) >= 2 else None
+        if route in ("tag", "branch") and len(r.rest) >= 2:
+            reply = self._ref_api(r, route)
         if route == "discussions":
-            reply = self._discussions_api(method, repo_type, repo_id, rest, q, body, user)
+            reply = self._discussions_api(r)
         if reply is None:
-            raise HubError(404, f"Unknown repo route: {method} {'/'.join(rest)}")
+            raise HubError(404, f"Unknown repo route: {r.method} {'/'.join(r.rest)}")
         return reply
 
-    def _revision_api(
-        self,
-        method: str,
-        repo_type: str,
-        repo_id: str,
-        rest: list[str],
-        q: dict[str, str],
-        headers: Mapping[str, str],
-        body: bytes,
-        user: str | None,
-    ) -> _Reply | None:
+    def _revision_api(self, r: _RepoRequest) -> _Reply | None:
         """The routes at a revision (``ROUTE/REV[/PATH]``): the repo's info, preupload, commit, tree, paths-info and
         the commit list; None for another route."""
-        route = rest[0]
+        route, method, repo_type, repo_id = r.rest[0], r.method, r.repo_type, r.repo_id
+        rev, path = _take_rev(r.rest[1:])
         if route == "revision" and method == "GET":
-            rev, _ = _take_rev(rest[1:])
-            return self._repo_info(repo_type, repo_id, rev, q, user)
+            return self._repo_info(repo_type, repo_id, rev, r.q, r.user)
         if route == "preupload" and method == "POST":
-            rev, _ = _take_rev(rest[1:])
-            return self._preupload(
-                repo_type, repo_id, rev, _json(body), q.get("create_pr", "").lower() in ("1", "true"), user
-            )
+            create_pr = r.q.get("create_pr", "").lower() in ("1", "true")
+            return self._preupload(repo_type, repo_id, rev, _json(r.body), create_pr, r.user)
         if route == "commit" and method == "POST":
-            rev, _ = _take_rev(rest[1:])
-            return self._commit(repo_type, repo_id, rev, q, headers, body, user)
+            return self._commit(repo_type, repo_id, rev, r.q, r.headers, r.body, r.user)
         if route == "tree" and method == "GET":
-            rev, path = _take_rev(rest[1:])
-            return self._tree(repo_type, repo_id, rev, "/".join(path), q, user)
+            return self._tree(repo_type, repo_id, rev, "/".join(path), r.q, r.user)
         if route == "paths-info" and method == "POST":
-            rev, _ = _take_rev(rest[1:])
-            return self._paths_info(repo_type, repo_id, rev, headers, body, user)
+            return self._paths_info(repo_type, repo_id, rev, r.headers, r.body, r.user)
         if route == "commits" and method == "GET":
-            rev, _ = _take_rev(rest[1:])
-            return self._list_commits(repo_type, repo_id, rev, q, user)
+            return self._list_commits(repo_type, repo_id, rev, r.q, r.user)
         return None
 
-    def _ref_api(
-        self, method: str, repo_type: str, repo_id: str, route: str, rest: list[str], body: bytes, user: str | None
-    ) -> _Reply | None:
+    def _ref_api(self, r: _RepoRequest, route: str) -> _Reply | None:
         """Creating (POST) or deleting (DELETE) a tag or branch; None for another method."""
-        name, _ = _take_rev(rest[1:])
-        if method == "POST":
+        name, _ = _take_rev(r.rest[1:])
+        if r.method == "POST":
             create = self._create_tag if route == "tag" else self._create_branch
-            return create(repo_type, repo_id, name, _json(body), user)
-        if method == "DELETE":
-            return self._delete_ref(repo_type, repo_id, route, name, user)
+            return create(r.repo_type, r.repo_id, name, _json(r.body), r.user)
+        if r.method == "DELETE":
+            return self._delete_ref(r.repo_type, r.repo_id, route, name, r.user)
         return None
 
-    def _discussions_api(
-        self,
-        method: str,
-        repo_type: str,
-        repo_id: str,
-        rest: list[str],
-        q: dict[str, str],
-        body: bytes,
-        user: str | None,
-    ) -> _Reply | None:
+    def _discussions_api(self, r: _RepoRequest) -> _Reply | None:
         """The discussion and pull request routes (list, create, details, comment, status, merge); None for an
         unknown one."""
+        rest, method, repo_type, repo_id, user = r.rest, r.method, r.repo_type, r.repo_id, r.user
         if len(rest) == 1 and method == "GET":
-            return self._list_discussions(repo_type, repo_id, q, user)
+            return self._list_discussions(repo_type, repo_id, r.q, user)
         if len(rest) == 1 and method == "POST":
-            return self._create_discussion(repo_type, repo_id, _json(body), user)
+            return self._create_discussion(repo_type, repo_id, _json(r.body), user)
         if len(rest) == 2 and rest[1].isdigit() and method == "GET":
-            return self._discussion_details(repo_type, repo_id, int(rest[1]), q, user)
+            return self._discussion_details(repo_type, repo_id, int(rest[1]), r.q, user)
         if len(rest) == 3 and rest[1].isdigit():
             num, action = int(rest[1]), rest[2]
             if action == "comment" and method == "POST":
-                return self._comment_discussion(repo_type, repo_id, num, _json(body), user)
+                return self._comment_discussion(repo_type, repo_id, num, _json(r.body), user)
             if action == "status" and method in ("POST", "PATCH"):  # the client POSTs
-                return self._change_status(repo_type, repo_id, num, _json(body), user)
+                return self._change_status(repo_type, repo_id, num, _json(r.body), user)
             if action == "merge" and method == "POST":
-                return self._merge_pr(repo_type, repo_id, num, _json(body), user)
+                return self._merge_pr(repo_type, repo_id, num, _json(r.body), user)
         return None
 
     def _repo_url(self, repo: _Repo) -> str:
@@ -1939,13 +1918,29 @@ def _parse_commit_body(
     return header, ops
 
 
-def _comment_event(user: str, text: str, date: str) -> dict[str, Any]:
+def _event(kind: str, user: str, date: str, data: dict[str, Any]) -> dict[str, Any]:
+    """A discussion event of ``kind`` by ``user`` at ``date``, with what the kind says in ``data``."""
     return {
         "id": secrets.token_hex(12),
-        "type": "comment",
+        "type": kind,
         "createdAt": date,
         "author": {"name": user, "type": "user"},
-        "data": {
+        "data": data,
+    }
+
+
+def _comment_event(user: str, text: str, date: str) -> dict[str, Any]:
+    latest = {
+        "raw": text,
+        "html": f"<p>{html.escape(text)}</p>",
+        "updatedAt": date,
+        "author": {"name": user, "type": "user"},
+    }
+    return _event(
+        "comment",
+        user,
+        date,
+        {
             "edited": False,
             "hidden": False,
             "numEdits": 0,
@@ -1953,34 +1948,17 @@ def _comment_event(user: str, text: str, date: str) -> dict[str, Any]:
             "reactions": [],
             "identifiedLanguage": None,
             "isReport": False,
-            "latest": {
-                "raw": text,
-                "html": f"<p>{html.escape(text)}</p>",
-                "updatedAt": date,
-                "author": {"name": user, "type": "user"},
-            },
+            "latest": latest,
         },
-    }
+    )
 
 
 def _status_event(user: str, status: str, date: str) -> dict[str, Any]:
-    return {
-        "id": secrets.token_hex(12),
-        "type": "status-change",
-        "createdAt": date,
-        "author": {"name": user, "type": "user"},
-        "data": {"status": status},
-    }
+    return _event("status-change", user, date, {"status": status})
 
 
 def _commit_event(user: str, c: _Commit) -> dict[str, Any]:
-    return {
-        "id": secrets.token_hex(12),
-        "type": "commit",
-        "createdAt": c.date,
-        "author": {"name": user, "type": "user"},
-        "data": {"subject": c.title, "oid": c.oid},
-    }
+    return _event("commit", user, c.date, {"subject": c.title, "oid": c.oid})
 
 
 def _make_handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
