@@ -1,5 +1,5 @@
 """Split leakage of the Hallucination-R1 corpora: a training corpus shares no question with any evaluation set
-(spec §1, train/eval separation). Five checks, each violation naming the training row, the check, the
+(spec §1, train/eval separation). Six checks, each violation naming the training row, the check, the
 evaluation set and id it matches, and the similarity (docs/hr1.md, "Split leakage"):
 
 - ``exact``: equal after ``normalize`` (NFKC, case-folded, apostrophes dropped, other punctuation and symbols
@@ -469,7 +469,7 @@ def _reworded(
         questions.setdefault(r.question_id, []).append(r.text)
     rare = rw.rare_words([*([t] for t in ev.texts), *questions.values()], cfg.reworded_anchor_share)
     analyse = rw.Analyser()
-    words = analyse([r.text for r, _, _ in candidates] + [ev.texts[j] for _, j, _ in candidates])
+    words = analyse([r.text for r, _, _ in candidates] + [ev.texts[j] for _, j, _ in candidates], progress=True)
     out = []
     for n, (row, j, cos) in enumerate(candidates):
         a, b = words[n], words[len(candidates) + n]
