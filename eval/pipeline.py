@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from phr.bench.metrics import RESOLUTIONS
@@ -20,7 +21,7 @@ from phr.config.ops import PAPER_SCORER, Scoring
 from phr.core.errors import PHRError
 from phr.core.fs import sha256_file
 from phr.eval.aggregate import aggregate
-from phr.eval.dataset import EvalDataset, load_eval_dataset
+from phr.eval.dataset import EvalDataset, Instance, load_eval_dataset
 from phr.eval.evidence import dataset_fingerprint, sha256_hex
 from phr.eval.extract import REL_TOL
 from phr.eval.report import RESULTS_FILE, result_json, write_results
@@ -28,6 +29,7 @@ from phr.eval.resolution import PROMPT_VERSION, prompt_hash
 from phr.eval.results import (
     Bootstrap,
     EvaluationSettings,
+    ReportTables,
     Result,
     RunManifest,
     Truncation,
@@ -37,7 +39,7 @@ from phr.eval.results import (
 from phr.eval.runner import GENERATIONS_FILE, RESPONSES_FILE, load_eval_dataset_from_meta, load_run
 from phr.eval.sandbox import isolation_report
 from phr.eval.scorers import JUDGE_MAX_REASKS, EquivalenceGrader, ScoringRun
-from phr.eval.scoring import score_responses
+from phr.eval.scoring import SampleScore, score_responses
 from phr.eval.submission import Submission, SubmissionMeta, validate_submission
 from phr.eval.trajectory import CLIP, TAU, load_cues, trajectory_choices
 
@@ -49,6 +51,39 @@ SCORES_DIR = "scores"
 
 def _as_run(scoring: ScoringRun | Scoring) -> ScoringRun:
     return scoring if isinstance(scoring, ScoringRun) else ScoringRun(scoring)
+
+
+def _score(
+    instances: Sequence[Instance],
+    responses: Mapping[tuple[str, int], str],
+    samples: int,
+    scoring: ScoringRun | Scoring,
+    progress: bool,
+    bootstrap: Bootstrap,
+) -> tuple[Scoring, list[SampleScore], ReportTables]:
+    """Score samples 0..samples-1 of ``instances``: (the scoring settings, the scores, their report tables with
+    standard errors from ``bootstrap``)."""
+    how = _as_run(scoring)
+    scores = score_responses(instances, responses, samples=samples, scoring=how, progress=progress)
+    return how.scoring, scores, aggregate(scores, bootstrap)
+
+
+def _write_scored(
+    out: Path,
+    result: Result,
+    settings: EvaluationSettings,
+    scores: list[SampleScore],
+    dataset: Sequence[Instance],
+    *,
+    plots: bool,
+    responses_sha256: str,
+) -> tuple[Result, Path]:
+    """Write ``result`` (with its ``settings`` and its coverage of the ``dataset`` instances) and its ``scores`` into
+    ``out``; (the result as read back, ``out``)."""
+    result = result.model_copy(update={"settings": settings, "coverage": coverage_of(scores, dataset)})
+    fingerprint = dataset_fingerprint(dataset)
+    write_results(out, result, scores, plots=plots, responses_sha256=responses_sha256, dataset_fingerprint=fingerprint)
+    return read_result_file(out / RESULTS_FILE), out
 
 
 def scoring_config(scoring: Scoring, allow_weak_sandbox: bool | None = None) -> dict:
@@ -164,9 +199,7 @@ def score_run(
     ds = dataset_of_run(run.meta, hub)
     by_id = ds.by_id()
     instances = [by_id[i] for i in run.instance_ids]
-    how = _as_run(scoring)
-    scores = score_responses(instances, run.responses, samples=meta.samples, scoring=how, progress=progress)
-    report = aggregate(scores, bootstrap)
+    how, scores, report = _score(instances, run.responses, meta.samples, scoring, progress, bootstrap)
     config = {
         "source": "run",
         "conditions": meta.conditions,
@@ -174,7 +207,7 @@ def score_run(
         "generation": meta.generation.model_dump(),
         "limit": meta.config.limit,
         "model_spec": meta.model,
-        **scoring_config(how.scoring),
+        **scoring_config(how),
         **({"rescored_with": rescored} if rescored else {}),
     }
     result = result_json(
@@ -189,19 +222,16 @@ def score_run(
         notes=notes,
     )
     settings = evaluation_settings(
-        how.scoring,
+        how,
         preset=preset,
         generation=meta.generation.model_dump(),
         samples=meta.samples,
         max_tokens_source=max_tokens_source,
         truncation=truncation_of(run.path),
     )
-    result = result.model_copy(update={"settings": settings, "coverage": coverage_of(scores, ds.instances)})
     out = Path(out) if out is not None else run.path / SCORES_DIR
     responses = sha256_file(run.path / RESPONSES_FILE) if (run.path / RESPONSES_FILE).exists() else sha256_hex(b"")
-    fingerprint = dataset_fingerprint(ds.instances)
-    write_results(out, result, scores, plots=plots, responses_sha256=responses, dataset_fingerprint=fingerprint)
-    return read_result_file(out / RESULTS_FILE), out
+    return _write_scored(out, result, settings, scores, ds.instances, plots=plots, responses_sha256=responses)
 
 
 def score_submission(
@@ -226,15 +256,13 @@ def score_submission(
     sub = validated if validated is not None else validate_submission(path, dataset, meta, allow_partial=allow_partial)
     answered = {i for i, _ in sub.responses}
     instances = [i for i in dataset.select(meta.conditions) if i.id in answered]  # all unless allow_partial
-    how = _as_run(scoring)
-    scores = score_responses(instances, sub.responses, samples=meta.samples, scoring=how, progress=progress)
-    report = aggregate(scores, bootstrap)
+    how, scores, report = _score(instances, sub.responses, meta.samples, scoring, progress, bootstrap)
     config = {
         "source": "submission",
         "submission_sha256": sub.sha256,
         "conditions": list(meta.conditions),
         "samples": meta.samples,
-        **scoring_config(how.scoring, allow_weak_sandbox),
+        **scoring_config(how, allow_weak_sandbox),
     }
     ref = {**dataset.ref(), "files": dataset.files}
     result = result_json(
@@ -249,8 +277,7 @@ def score_submission(
         notes=meta.notes,
         model_access=meta.model_access,
     )
-    settings = evaluation_settings(how.scoring, samples=meta.samples)
-    result = result.model_copy(update={"settings": settings, "coverage": coverage_of(scores, dataset.instances)})
-    fingerprint = dataset_fingerprint(dataset.instances)
-    write_results(out, result, scores, plots=plots, responses_sha256=sub.sha256, dataset_fingerprint=fingerprint)
-    return read_result_file(Path(out) / RESULTS_FILE), Path(out)
+    settings = evaluation_settings(how, samples=meta.samples)
+    return _write_scored(
+        Path(out), result, settings, scores, dataset.instances, plots=plots, responses_sha256=sub.sha256
+    )

@@ -743,6 +743,11 @@ class Generation(_Strict):
     seed: int | None = None
     system_prompt: str | None = None
 
+    @classmethod
+    def of(cls, settings: RunSettings) -> Generation:
+        """The generation settings among a run's ``settings`` (the fields of this model, as they are there)."""
+        return cls.model_validate(settings.model_dump(include=set(cls.model_fields)))
+
 
 class RunSettings(_Strict):
     """The generation settings of a run (run.json ``config``): what ``phr.ops.eval_phrbench`` resolved from its

@@ -7,7 +7,7 @@ import pytest
 
 from phr.config.ops import Scoring
 from phr.eval.aggregate import aggregate
-from phr.eval.dataset import Instance, load_eval_dataset
+from phr.eval.dataset import load_eval_dataset
 from phr.eval.pipeline import score_submission
 from phr.eval.results import normalize
 from phr.eval.scorers import ScoringRun, TrajectoryMetricsScorer
@@ -15,6 +15,7 @@ from phr.eval.scoring import SampleScore, code_program, score_responses
 from phr.eval.submission import SubmissionError, SubmissionMeta, write_submission
 from tests.support.answers import gold, wrong
 from tests.support.protocol_server import ProtocolServer
+from tests.support.rows import instance
 
 
 def S(iid, k, q, cond, dom, mt, correct, ol=None, ui=None, buf=None, bc=None, res=None, missing=False):
@@ -109,19 +110,10 @@ def test_retention_absent_when_truthful_accuracy_is_zero():
 
 
 def _code(**kw):
-    base = dict(
-        id="h-B",
-        question_id="h",
-        condition="B",
-        domain="Code",
-        subtype="s",
-        task_type="code",
-        source="humaneval",
-        prompt="p",
-        entry_point="add",
-        question='from typing import List\n\n\ndef add(a: int, b: int) -> int:\n    """Add."""\n',
-    )
-    return Instance(**{**base, **kw})
+    """A code instance: HumanEval's form (the stub of ``add`` to complete) unless ``kw`` say otherwise."""
+    stub = 'from typing import List\n\n\ndef add(a: int, b: int) -> int:\n    """Add."""\n'
+    code = dict(domain="Code", task_type="code", source="humaneval", entry_point="add", question=stub)
+    return instance(1, **(code | kw))
 
 
 def test_code_program_forms():

@@ -174,13 +174,21 @@ def test_a_hand_edited_hostile_result_in_the_results_repo_is_escaped_by_the_next
     ],
 )
 def test_push_results_refuses_hostile_submitter_text_and_writes_nothing(tmp_path, fields, problem):
+    path, output = push_refused(tmp_path, fields)
+    assert f"error: {path}: refused, its submitter text is not safe to publish: {problem}" in output
+    assert "Traceback" not in output
+
+
+def push_refused(tmp_path, fields) -> tuple[Path, str]:
+    """``push-results`` of a result with ``fields`` to a local hub exits 2 and makes no results repo; (the result
+    file, what it said)."""
     path = tmp_path / "r.json"
     path.write_text(json.dumps(result(**fields)))
     hub = tmp_path / "hub"
     r = CliRunner().invoke(app, ["push-results", str(path), "--repo", "org/results", "--hub", str(hub)])
     assert r.exit_code == 2, r.output
-    assert f"error: {path}: refused, its submitter text is not safe to publish: {problem}" in r.output
-    assert "Traceback" not in r.output and not (hub / "datasets" / "org" / "results").exists()
+    assert not (hub / "datasets" / "org" / "results").exists()
+    return path, r.output
 
 
 def test_results_eval_writes_are_accepted_on_entry(tmp_path):
@@ -282,14 +290,9 @@ def _committed_by_hand(**fields):
     ],
 )
 def test_push_results_refuses_the_issue_strings_in_one_line(tmp_path, fields, field):
-    path = tmp_path / "r.json"
-    path.write_text(json.dumps(result(**fields)))
-    hub = tmp_path / "hub"
-    r = CliRunner().invoke(app, ["push-results", str(path), "--repo", "org/results", "--hub", str(hub)])
-    assert r.exit_code == 2, r.output
-    lines = r.output.strip().splitlines()
+    path, output = push_refused(tmp_path, fields)
+    lines = output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {path}: refused") and f": {field}: must be " in lines[0]
-    assert not (hub / "datasets" / "org" / "results").exists()
 
 
 def test_what_eval_writes_for_a_folder_and_the_hub_is_accepted():

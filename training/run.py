@@ -265,19 +265,23 @@ def launch_record(args: Any) -> dict:  # transformers' TrainingArguments (TRL's 
     }
 
 
-def _manifest(
-    recipe: Recipe,
-    *,
-    base_model: str,
-    start_from: str,
-    data: dict,
-    reward: dict | None,
-    args: Any,  # transformers' TrainingArguments (TRL's GRPOConfig / SFTConfig)
-    launch: dict | None,
-) -> dict:
+@dataclass(frozen=True)
+class _Inputs:
+    """What a run's manifest and card describe besides its recipe (see :func:`artifacts`)."""
+
+    base_model: str
+    start_from: str
+    data: dict
+    reward: dict | None
+    args: Any  # transformers' TrainingArguments (TRL's GRPOConfig / SFTConfig)
+    launch: dict | None
+
+
+def _manifest(recipe: Recipe, run: _Inputs) -> dict:
     """The run's ``training_manifest.json``: the recipe, the model and checkpoint started from, the reference
     policy, data, reward, trainer settings (with the objective settings left to TRL's defaults, which are also
     logged), seeds, launch, package versions and git state."""
+    args = run.args
     from phr.training.objective import unpinned
     from phr.training.preflight import corpus_mismatch
 
@@ -303,34 +307,35 @@ def _manifest(
         "stage": recipe.stage,
         "recipe": recipe.as_dict(),
         **({"smaller_corpus": corpus_mismatch(recipe.as_dict())} if recipe.data.allow_smaller else {}),
-        "base_model": base_model,
-        "start_from": start_from,
+        "base_model": run.base_model,
+        "start_from": run.start_from,
         "start_checkpoint": init,  # init_from: path, manifest SHA-256, step, stage of the checkpoint started from
         "reference_policy": (
             {
                 "setting": recipe.reference_policy,
-                "model": start_from,
+                "model": run.start_from,
                 "revision": (args.model_init_kwargs or {}).get("revision"),
                 "beta": args.beta,
             }
             if recipe.method == "grpo"
             else None
         ),
-        "data": data,
-        "reward": reward,
+        "data": run.data,
+        "reward": run.reward,
         "trainer": trainer_settings(args),
         "objective_defaults": defaults,  # objective settings left to TRL (docs/training.md, "Objective settings")
         "seeds": {"seed": args.seed, "data_seed": args.data_seed},
-        "launch": launch if launch is not None else launch_record(args),  # world size, accelerate config
+        "launch": run.launch if run.launch is not None else launch_record(args),  # world size, accelerate config
         "versions": versions(),
         "git_commit": git["commit"],
         "git": git,
     }
 
 
-def _card_description(recipe: Recipe, *, base_model: str, start_from: str, data: dict, reward: dict | None) -> str:
+def _card_description(recipe: Recipe, run: _Inputs) -> str:
     """The model card's description: what was trained on what, intended use, limitations, and notes for the
     smoke-test model and the smoke reward stand-in."""
+    base_model, start_from, data, reward = run.base_model, run.start_from, run.data, run.reward
     what = "GRPO stage %s" % recipe.stage if recipe.method == "grpo" else "LoRA SFT" if recipe.lora else "SFT"
     corpus = (
         data.get("repo_id")
@@ -384,16 +389,15 @@ def artifacts(
 ) -> Artifacts:
     """What a run writes next to its model: the manifest, and the model card's datasets, description, method,
     local corpus folders and LoRA settings."""
-    manifest = _manifest(
-        recipe, base_model=base_model, start_from=start_from, data=data, reward=reward, args=args, launch=launch
-    )
+    run = _Inputs(base_model, start_from, data, reward, args, launch)
+    manifest = _manifest(recipe, run)
     datasets = [(data["repo_id"], data.get("revision"))] if data.get("repo_id") else []
     local = (
         [{k: data.get(k) for k in ("name", "manifest_sha256", "folder_sha256", "split", "rows")}]
         if data.get("path")
         else []
     )
-    description = _card_description(recipe, base_model=base_model, start_from=start_from, data=data, reward=reward)
+    description = _card_description(recipe, run)
     return Artifacts(
         manifest=manifest,
         base_model=base_model,

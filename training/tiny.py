@@ -54,6 +54,22 @@ class TinySettings:
     def as_dict(self) -> dict:
         return asdict(self)
 
+    def llama_shape(self) -> dict[str, Any]:
+        """The model's shape: the settings ``LlamaConfig`` takes under the same names (all but the vocabulary, which
+        is the trained tokenizer's)."""
+        return {k: getattr(self, k) for k in LLAMA_SHAPE}
+
+
+#: the TinySettings fields that are ``LlamaConfig`` keywords
+LLAMA_SHAPE = (
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "max_position_embeddings",
+)
+
 
 FORMAT_TAGS = ("<paraphrase>", "</paraphrase>", "<think>", "</think>")  # one token each with the format warm-up
 
@@ -90,23 +106,10 @@ def build_tiny_model(texts: Iterable[str], dest: str | Path, settings: TinySetti
     pairs = _warmup_pairs() if s.format_warmup_steps else []
     tok = train_tokenizer([*texts, *(t for pair in pairs for t in pair)], s.vocab_size, FORMAT_TAGS if pairs else ())
     torch.manual_seed(s.seed)
-    config = LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=s.hidden_size,
-        intermediate_size=s.intermediate_size,
-        num_hidden_layers=s.num_hidden_layers,
-        num_attention_heads=s.num_attention_heads,
-        num_key_value_heads=s.num_key_value_heads,
-        max_position_embeddings=s.max_position_embeddings,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
-        tie_word_embeddings=True,
-    )
+    special = {"bos_token_id": tok.bos_token_id, "eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id}
+    config = LlamaConfig(vocab_size=len(tok), **s.llama_shape(), **special, tie_word_embeddings=True)
     model = LlamaForCausalLM(config)
-    model.generation_config = GenerationConfig(
-        bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id
-    )
+    model.generation_config = GenerationConfig(**special)
     if pairs:
         format_warmup(model, tok, pairs, s.format_warmup_steps, s.format_warmup_lr)
     with atomic_dir(dest) as tmp:

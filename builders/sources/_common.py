@@ -184,6 +184,20 @@ def multiple_choice(options: Sequence[str], answer_index: int, **kwargs: Any) ->
     )
 
 
+def code(solution: str, signature: str, tests: str, entry_point: str, **kwargs: Any) -> BaseQuestion:
+    """A code BaseQuestion whose answer is its reference ``solution``: the model completes ``signature`` (the
+    function's start), ``tests`` (a program) check ``entry_point``."""
+    return make(
+        task_type=TaskType.CODE,
+        answer=solution,
+        reference_solution=solution,
+        code_signature=signature,
+        code_tests=tests,
+        entry_point=entry_point,
+        **kwargs,
+    )
+
+
 # ---- parsing rows with located errors ------------------------------------------------------------
 
 

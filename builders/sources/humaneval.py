@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from phr.bench.records import BaseQuestion, TaskType
+from phr.bench.records import BaseQuestion
 
 from . import _common as c
 
@@ -27,17 +27,16 @@ def parse_row(row: dict) -> BaseQuestion:
     entry_point = c.text(row, "entry_point")
     prompt = c.raw(row, "prompt")
     solution = c.raw(row, "canonical_solution")
-    return c.make(
+    tests = f"{c.raw(row, 'test').rstrip()}\n\n\ncheck({entry_point})\n"
+    return c.code(
+        solution,
+        prompt,
+        tests,
+        entry_point,
         source=NAME,
         source_row_id=c.text(row, "task_id"),
         license=LICENSE,
-        task_type=TaskType.CODE,
         question=prompt,
-        answer=solution,
-        reference_solution=solution,
-        code_signature=prompt,
-        code_tests=f"{c.raw(row, 'test').rstrip()}\n\n\ncheck({entry_point})\n",
-        entry_point=entry_point,
     )
 
 

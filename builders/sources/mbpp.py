@@ -7,7 +7,7 @@ import re
 import warnings
 from pathlib import Path
 
-from phr.bench.records import BaseQuestion, TaskType
+from phr.bench.records import BaseQuestion
 
 from . import _common as c
 
@@ -72,17 +72,15 @@ def parse_row(row: dict, variant: str = "full") -> BaseQuestion:
     imports = [str(i).strip() for i in row.get("test_imports") or []]
     code_tests = "\n".join(x for x in (*imports, setup, *tests) if x) + "\n"
     prompt = f'{signature}\n    """{_escape_doc(question)}\n\n    Example:\n        {_escape_doc(tests[0])}\n    """\n'
-    return c.make(
+    return c.code(
+        code,
+        prompt,
+        code_tests,
+        entry_point,
         source=NAME,
         source_row_id=task_id if variant == "full" else f"sanitized/{task_id}",
         license=LICENSE,
-        task_type=TaskType.CODE,
         question=question,
-        answer=code,
-        reference_solution=code,
-        code_signature=prompt,
-        code_tests=code_tests,
-        entry_point=entry_point,
     )
 
 

@@ -62,9 +62,7 @@ from phr.hub.errors import (
     PublishError,
     PushFailedError,
     RepoNotFoundError,
-    RepoTypeMismatchError,
     RevisionNotFoundError,
-    TagExistsError,
 )
 from phr.hub.gate import gate, refuse_links
 from phr.hub.repo import (
@@ -74,6 +72,9 @@ from phr.hub.repo import (
     folder_files,
     install_into,
     other_type,
+    repo_type_mismatch,
+    tag_names_main,
+    tag_names_other_commit,
 )
 
 log = logging.getLogger(__name__)
@@ -751,10 +752,7 @@ def _open_repo(hub: LocalHub, repo_id: str, repo_type: str, path: Path, *, creat
     exists = hub.exists(repo_id, repo_type)
     if not exists:
         if hub.exists(repo_id, other_type(repo_type)):
-            raise RepoTypeMismatchError(
-                f"{repo_id} exists in the local hub {hub.root} as a {other_type(repo_type)} repo, not a "
-                f"{repo_type} repo: pass --repo-type {other_type(repo_type)}, or pick another name"
-            )
+            raise repo_type_mismatch(repo_id, repo_type, f"in the local hub {hub.root}")
         if not create:
             raise RepoNotFoundError(f"no {repo_type} repo {repo_id} in the local hub {hub.root}")
     elif _is_legacy(path):
@@ -779,10 +777,7 @@ def _existing_tag(path: Path, repo_id: str, tag: str | None, *, exists: bool, he
     names a commit other than main (tags are immutable)."""
     existing_tag = _rev(path, f"refs/tags/{tag}") if (exists and tag) else None
     if tag and existing_tag and existing_tag != head:
-        raise TagExistsError(
-            f"tag {tag} already exists in {repo_id} and names commit {existing_tag}, not main ({head}); "
-            "tags are immutable: push with a new tag"
-        )
+        raise tag_names_other_commit(tag, repo_id, existing_tag, head)
     return existing_tag
 
 
@@ -863,10 +858,7 @@ def _write_push(
             result.tag_created = True
         return result
     if tag and existing_tag:
-        raise TagExistsError(
-            f"tag {tag} already names main ({head}) of {repo_id}, and this folder differs from it; tags "
-            "are immutable: push with a new tag"
-        )
+        raise tag_names_main(tag, repo_id, head)
     changed, deleted = _diff(store, old_tree, new_tree)
     commit = _new_commit(
         store,

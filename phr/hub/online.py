@@ -39,9 +39,7 @@ from phr.hub.errors import (
     PublishError,
     PushFailedError,
     RepoNotFoundError,
-    RepoTypeMismatchError,
     RevisionNotFoundError,
-    TagExistsError,
     ValidationFailedError,
 )
 from phr.hub.gate import gate, refuse_links
@@ -54,6 +52,9 @@ from phr.hub.repo import (
     install_into,
     other_type,
     readme_text,
+    repo_type_mismatch,
+    tag_names_main,
+    tag_names_other_commit,
 )
 
 if TYPE_CHECKING:  # pragma: no cover - huggingface_hub is imported where a push runs
@@ -212,15 +213,9 @@ def _check_push(
     validate_card_remote(api, folder, repo_type, token)
     at.step = "reading the repo's state"
     if not exists and api.repo_exists(repo_id, repo_type=other_type(repo_type)):
-        raise RepoTypeMismatchError(
-            f"{repo_id} exists on the Hub as a {other_type(repo_type)} repo, not a {repo_type} repo: pass "
-            f"--repo-type {other_type(repo_type)}, or pick another name"
-        )
+        raise repo_type_mismatch(repo_id, repo_type, "on the Hub")
     if tag and tag in tags and tags[tag] != at.head:
-        raise TagExistsError(
-            f"tag {tag} already exists in {repo_id} and names commit {tags[tag]}, not main "
-            f"({at.head}); tags are immutable: push with a new tag"
-        )
+        raise tag_names_other_commit(tag, repo_id, tags[tag], at.head)
 
 
 def _send_commit(
@@ -289,10 +284,7 @@ def _push_steps(
             result.tag_created = True
         return result
     if tag and tag in tags:
-        raise TagExistsError(
-            f"tag {tag} already names main ({at.head}) of {repo_id}, and this folder differs "
-            "from it; tags are immutable: push with a new tag"
-        )
+        raise tag_names_main(tag, repo_id, at.head)
     _send_commit(at, api, cfg, folder, (ops, changed, deleted), result)
     return result
 

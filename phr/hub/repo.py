@@ -14,7 +14,7 @@ from typing import get_args
 from phr.config.ops import RepoType
 from phr.core.fs import atomic_dir, folder_links, sha256_file
 from phr.core.settings import hub_dir  # noqa: F401 (re-exported: where a push goes)
-from phr.hub.errors import DestinationExistsError, PublishError
+from phr.hub.errors import DestinationExistsError, PublishError, RepoTypeMismatchError, TagExistsError
 
 REPO_TYPES: tuple[str, ...] = get_args(RepoType)
 README = "README.md"
@@ -130,6 +130,33 @@ def check_tag(tag: str | None) -> str | None:
 
 def other_type(repo_type: str) -> str:
     return "model" if repo_type == "dataset" else "dataset"
+
+
+def repo_type_mismatch(repo_id: str, repo_type: str, where: str) -> RepoTypeMismatchError:
+    """The refusal of a push to ``repo_id`` as a ``repo_type`` repo that ``where`` (``on the Hub``, ``in the local
+    hub ROOT``) holds as the other type."""
+    other = other_type(repo_type)
+    return RepoTypeMismatchError(
+        f"{repo_id} exists {where} as a {other} repo, not a {repo_type} repo: pass --repo-type {other}, or pick "
+        "another name"
+    )
+
+
+def tag_names_other_commit(tag: str, repo_id: str, commit: str, head: str | None) -> TagExistsError:
+    """The refusal of a push whose ``tag`` names ``commit``, not main (``head``): tags are immutable."""
+    return TagExistsError(
+        f"tag {tag} already exists in {repo_id} and names commit {commit}, not main ({head}); tags are immutable: "
+        "push with a new tag"
+    )
+
+
+def tag_names_main(tag: str, repo_id: str, head: str | None) -> TagExistsError:
+    """The refusal of a push whose ``tag`` already names main (``head``) while the folder differs from it: tags
+    are immutable."""
+    return TagExistsError(
+        f"tag {tag} already names main ({head}) of {repo_id}, and this folder differs from it; tags are immutable: "
+        "push with a new tag"
+    )
 
 
 # ---- files and hashes ------------------------------------------------------------------------------------------
