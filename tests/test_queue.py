@@ -112,7 +112,7 @@ def test_a_queue_killed_between_publishing_and_merging_is_completed_by_the_rerun
     tmp_path, mini, mini_folder, monkeypatch
 ):
     from phr.hub.local import LocalHub, read_tree
-    from phr.leaderboard import queue as queue_mod
+    from phr.ops import leaderboard_queue as queue_mod
 
     hub = tmp_path / "hub"
     valid = submission(tmp_path, mini, "good")

@@ -42,7 +42,8 @@ def in_flags(message: str, cls: type[OpConfig] | None) -> str:
             return shown if value == "True" else "--no-" + shown.removeprefix("--")
         if value in ("True", "False"):
             return m[0]
-        return f"{shown} {shlex.quote(value[1:-1]) if value[0] in chr(34) + chr(39) else value}"
+        quoted = value[0] in "'\""  # a string literal: its text, quoted for a shell
+        return f"{shown} {shlex.quote(value[1:-1]) if quoted else value}"
 
     return _SETTING.sub(flag, message)
 

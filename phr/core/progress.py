@@ -442,8 +442,17 @@ def start_heartbeat(description: str, *, stream: IO[str] | None = None) -> Calla
         status = Console(stderr=True).status(description)
         status.start()
         return status.stop
-    beat, done = Heartbeat(description, stream).__enter__(), threading.Event()
-    thread = threading.Thread(target=beat.run, args=(done.wait,), daemon=True, name="phr-heartbeat")
+    return _on_a_thread(Heartbeat(description, stream))
+
+
+def _on_a_thread(beat: Heartbeat, stopped: Callable[[], bool] = lambda: False) -> Callable[[], None]:
+    """Run ``beat``, registered with the voice, on a daemon thread until the returned stop (idempotent) is called
+    or ``stopped()`` says so."""
+    beat.__enter__()
+    done = threading.Event()
+    thread = threading.Thread(
+        target=beat.run, args=(lambda s: done.wait(s) or stopped(),), daemon=True, name="phr-heartbeat"
+    )
     thread.start()
 
     def stop() -> None:
@@ -465,18 +474,7 @@ def command_heartbeat(description: str) -> Callable[[], None]:
         return lambda: None
     from phr.core.interrupt import stop_requested
 
-    beat, done = Heartbeat(description, start=process_start()).__enter__(), threading.Event()
-    thread = threading.Thread(
-        target=beat.run, args=(lambda s: done.wait(s) or stop_requested(),), daemon=True, name="phr-heartbeat"
-    )
-    thread.start()
-
-    def stop() -> None:
-        done.set()
-        thread.join()
-        beat.__exit__()
-
-    return stop
+    return _on_a_thread(Heartbeat(description, start=process_start()), stop_requested)
 
 
 def process_start() -> float:

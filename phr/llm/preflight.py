@@ -35,6 +35,7 @@ WEIGHTS_LOADED = ("hf", "vllm")
 NOMINAL_TOKENS_PER_S = {"local": 20.0, "hf": 2.0, "vllm": 200.0}
 #: a plan warns when its in-process generation should take longer than this
 LONG_RUN_S = 3600.0
+MEASURED = "measured from this cache's earlier answers"
 
 
 class PreflightError(UsageError):
@@ -202,10 +203,10 @@ class Preflight:
         u.batch = u.batch or batch
         cache = CallCache() if provider is not None and not estimated else None
         kind = spec.partition(":")[0]
-        if kind in NOMINAL_TOKENS_PER_S and u.tokens_per_s is None:
+        if kind in NOMINAL_TOKENS_PER_S and u.rate_of != MEASURED:  # measured once a call names the provider
             measured = CallCache().throughput(kind, provider.cache_model_id) if provider is not None else None
             u.tokens_per_s = measured or NOMINAL_TOKENS_PER_S[kind]
-            u.rate_of = "measured from this cache's earlier answers" if measured else "nominal for a CPU"
+            u.rate_of = MEASURED if measured else "nominal for a CPU"
         if when is not None:
             u.conditional += len(requests)
             u.expected += share * len(requests)

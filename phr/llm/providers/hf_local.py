@@ -413,11 +413,7 @@ class HFProvider(Provider):
 
     def _config_value(self, key: str) -> object:
         """A value of the model's ``config.json`` (the folder, or its snapshot in the Hugging Face cache)."""
-        try:
-            config = json.loads((Path(self._resolve_source()) / "config.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        return config.get(key) if isinstance(config, dict) else None
+        return _config_json(Path(self._resolve_source())).get(key)
 
     def load(self) -> HFProvider:
         """Load now instead of on first use."""
@@ -722,6 +718,20 @@ def gguf_revision(path: Path) -> str:
     return h.hexdigest()[:12]
 
 
+def _config_json(folder: Path) -> dict[str, Any]:
+    """A model folder's ``config.json`` (empty when it cannot be read)."""
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return config if isinstance(config, dict) else {}
+
+
+def _smollm2_models(home: Path | None) -> Path:
+    """The folder converted models go to: ``home/models``, else $PHR_MODELS."""
+    return home / "models" if home else models_dir()
+
+
 def _folder_ok(folder: Path, revision: str) -> bool:
     try:
         marker = json.loads((folder / _MARKER).read_text())
@@ -734,7 +744,7 @@ def ensure_smollm2(home: Path | None = None) -> Path:
     """The converted SmolLM2 folder, converting the GGUF once (file-locked, atomic rename) if needed."""
     gguf = smollm2_gguf()
     revision = gguf_revision(gguf)
-    models = home / "models" if home else models_dir()
+    models = _smollm2_models(home)
     folder = models / SMOLLM2_DIR
     if _folder_ok(folder, revision):
         return folder
@@ -838,12 +848,9 @@ class LocalProvider(HFProvider):
     def _config_value(self, key: str) -> object:
         """A value of the converted folder's ``config.json``; before the first conversion, the GGUF's own metadata
         (its context length for ``max_position_embeddings``): nothing is converted or loaded for it."""
-        folder = (self._home / "models" if self._home else models_dir()) / SMOLLM2_DIR
-        if (folder / "config.json").is_file():
-            try:
-                return json.loads((folder / "config.json").read_text(encoding="utf-8")).get(key)
-            except (OSError, ValueError):
-                pass
+        folder = _smollm2_models(self._home) / SMOLLM2_DIR
+        if self.revision is not None and _folder_ok(folder, self.revision):
+            return _config_json(folder).get(key)
         if key != "max_position_embeddings":
             return None
         import gguf
