@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from phr.cards.hr1_card import render
 from phr.core.errors import UsageError
-from phr.core.fs import atomic_dir, atomic_write, json_text
+from phr.core.fs import atomic_dir, atomic_write, json_text, refuse_existing
 from phr.core.parquet import write_parquet_hashed
 from phr.core.report import Rejection
 from phr.hr1.corpora import DATA_DIR, MANIFEST, SCHEMAS, card_configs, sft_target
@@ -99,8 +99,7 @@ def _write(
     """Write the folder: one parquet per (config, split), the card, the manifest (atomically). The card's usage
     loads ``folder``, the folder the build writes by default (default: the kind), never the path given: the
     files do not depend on where they are written."""
-    if out.exists() and not overwrite:
-        raise HR1BuildError(f"{out.resolve()} already exists: pass --overwrite to replace it")
+    refuse_existing(out, overwrite)
     with atomic_dir(out) as tmp:
         (tmp / DATA_DIR).mkdir()
         files: dict[str, list[tuple[str, str]]] = {}
@@ -198,8 +197,7 @@ def build_paraphrase_corpus(
     one config per source, split = the source split."""
     plan = plan or RunPlan()
     out = Path(out)
-    if out.exists() and not overwrite:
-        raise HR1BuildError(f"{out.resolve()} already exists: pass --overwrite to replace it")
+    refuse_existing(out, overwrite)
     questions = [q for ld in loads for q in (ld.questions[:limit] if limit else ld.questions)]
     if not questions:
         raise HR1BuildError("no questions to paraphrase (the sources are empty)")

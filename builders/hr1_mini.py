@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from phr.config.defaults import OFFLINE_MODEL
 from phr.config.ops import HR1_MINI_K, HR1Decoding
 from phr.core.errors import UsageError
+from phr.core.fs import refuse_existing
 from phr.hr1.pipeline import RunPlan, counts_as_correct, paraphrase_prompt
 from phr.hr1.records import SOURCES, HQuestion, ParaphraseResult
 from phr.hr1.settings import Grading
@@ -252,8 +253,7 @@ def build_mini(
     graded by alias match."""
     mini = mini or load_mini()
     out = Path(out)
-    if out.exists() and not overwrite:
-        raise UsageError(f"{out.resolve()} already exists: pass --overwrite to replace it")
+    refuse_existing(out, overwrite)
     results, _models, summary = _run_models(
         mini.questions,
         plan,

@@ -33,7 +33,7 @@ from phr.cards.phrbench_card import LICENSE_FILE, license_text, render
 from phr.config.base import command_line
 from phr.config.ops import BuildPhrbenchConfig
 from phr.core.errors import UsageError
-from phr.core.fs import atomic_dir, write_json
+from phr.core.fs import atomic_dir, refuse_existing, write_json
 from phr.core.report import Rejection, ValidationReport
 from phr.llm import LLM
 from phr.validation.config import ValidationConfig, rules_for_prompts
@@ -54,10 +54,6 @@ PAPER_ORDER, SKIP_REVIEW = "paper", "skip-review"
 QC_ORDERS = (PAPER_ORDER, SKIP_REVIEW)
 #: ``BuildResult.stage`` / manifest ``qc_stage``
 AWAITING_REVIEW, COMPLETE = "awaiting review", "complete"
-
-
-class OutputExistsError(UsageError):
-    """The output folder exists and ``overwrite`` was not given."""
 
 
 class BuildError(UsageError):
@@ -233,8 +229,7 @@ def _write(
         if old_review.is_dir():  # review decisions outlive rebuilds (stale ones are reported by validate)
             shutil.copytree(old_review, tmp / "review")
 
-    if Path(out).exists() and not overwrite:
-        raise OutputExistsError(f"{Path(out).resolve()} already exists: pass --overwrite to replace it")
+    refuse_existing(out, overwrite)
     with atomic_dir(out) as tmp:
         fill(tmp)
     path = Path(out).resolve()
@@ -253,8 +248,7 @@ def build_mini(
     """Build PHRBench-mini offline: packaged sources + curated premises -> validated Hub folder. ``record``: the
     command's resolved settings, recorded in manifest.json (default: the defaults')."""
 
-    if Path(out).exists() and not overwrite:
-        raise OutputExistsError(f"{Path(out).resolve()} already exists: pass --overwrite to replace it")
+    refuse_existing(out, overwrite)
     rows, curated_hash = _curated_rows(curated)
     pool = _mini_sources(rows)
     questions, augs = curated_augmentations(rows, pool)

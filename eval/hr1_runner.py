@@ -22,7 +22,7 @@ from pathlib import Path
 
 from phr.config.ops import DEFAULT_HR1_TABLE, HR1Decoding, HR1Table
 from phr.core.errors import UsageError
-from phr.core.fs import atomic_dir, atomic_write, json_text
+from phr.core.fs import atomic_dir, atomic_write, json_text, refuse_existing
 from phr.eval.hr1_metrics import (
     FAILED,
     Labels,
@@ -186,8 +186,7 @@ def evaluate(
     labels per question id (H-R1-mini's curated ones, ``paraphraser`` names them): no paraphraser or B.2 judge is
     called."""
     out = Path(out)
-    if out.exists() and not overwrite:
-        raise UsageError(f"{out.resolve()} already exists: pass --overwrite to replace it")
+    refuse_existing(out, overwrite)
     if not datasets or not any(datasets.values()):
         raise UsageError("no questions to evaluate (give --dataset NAME=PATH)")
     if plan is None or metrics is None:

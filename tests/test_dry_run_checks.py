@@ -18,7 +18,7 @@ def test_the_paper_build_dry_run_lists_keys_output_and_every_source_at_once(tmp_
     problems = [line for line in (r.stdout + r.stderr).splitlines() if line.startswith("  - ")]
     text = "\n".join(problems)
     assert "generator openai:gpt-4o: needs an API key" in text and "judge google:" in text
-    assert "--out phrbench: already exists" in text
+    assert f"--out phrbench: {tmp_path / 'phrbench'} already exists (pass --overwrite to replace it)" in text
     sources = [p for p in problems if p.startswith("  - source ")]
     assert {s.split(":")[0].removeprefix("  - source ") for s in sources} >= {"chembench", "gpqa", "medmcqa", "sciq"}
 
@@ -47,3 +47,15 @@ def test_a_local_model_plan_says_roughly_how_long_and_warns_past_an_hour(mini_fo
     assert any(x.startswith("warning: local:smollm2: about ") and "more than 1 hour" in x for x in lines)
     small = plan(EvalPhrbenchConfig(model="local:smollm2", dataset=str(mini_folder), samples=1, limit=1, max_tokens=8))
     assert not any(x.startswith("warning: local:smollm2") for x in small.lines())
+
+
+def test_every_output_exists_check_names_the_config_field_in_python(tmp_path):
+    """The one output-exists check (Preflight.output): a script sees the fields (the CLI shows its flags)."""
+    from phr.api import plan
+    from phr.config.ops import BuildHr1ParaphrasesConfig, BuildPhrbenchConfig
+
+    (tmp_path / "x").mkdir()
+    want = f"out='{tmp_path / 'x'}': {tmp_path / 'x'} already exists (pass overwrite=True to replace it)"
+    for cfg in (BuildPhrbenchConfig(out=tmp_path / "x"), BuildHr1ParaphrasesConfig(out=tmp_path / "x")):
+        assert want in plan(cfg).problems, cfg
+    assert not [p for p in plan(BuildPhrbenchConfig(out=tmp_path / "x", overwrite=True)).problems if "exists" in p]

@@ -18,6 +18,7 @@ from phr.builders.hr1 import (
 )
 from phr.builders.hr1_sources import LoadResult, load_simplequestions, load_truthfulqa, stand_in_split
 from phr.config.ops import PushConfig
+from phr.core.fs import OutputExistsError
 from phr.hr1.pipeline import RunPlan, paraphrase_prompt
 from phr.validation.hr1_folder import validate_corpus
 from tests.support.data import SHARED as DATA
@@ -85,7 +86,7 @@ def test_paraphrase_corpus_loads_validates_and_rebuilds_byte_identically(fake_op
     before, calls = _files(out), srv.server.count
     build_paraphrase_corpus(out, [sq, tqa], overwrite=True, **kw)
     assert _files(out) == before and srv.server.count == calls  # byte-identical, from the cache
-    with pytest.raises(HR1BuildError, match="already exists"):
+    with pytest.raises(OutputExistsError, match="already exists"):
         build_paraphrase_corpus(out, [sq, tqa], **kw)
 
 

@@ -3,7 +3,8 @@
 import pyarrow.parquet as pq
 import pytest
 
-from phr.builders.phrbench import OutputExistsError, build_mini
+from phr.builders.phrbench import build_mini
+from phr.core.fs import OutputExistsError
 from phr.core.parquet import write_parquet
 from tests.support.cli import invoke
 
@@ -65,7 +66,7 @@ def test_rebuild_is_byte_identical_and_refuses_existing(built, tmp_path):
     for name in names:
         if name != "manifest.json":
             assert (out / name).read_bytes() == (again.out / name).read_bytes(), name
-    with pytest.raises(OutputExistsError, match="--overwrite"):
+    with pytest.raises(OutputExistsError, match="pass overwrite=True to replace it"):
         build_mini(tmp_path / "phrbench")
     build_mini(tmp_path / "phrbench", overwrite=True)
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import socket
 import subprocess
 import sys
@@ -40,8 +42,9 @@ def accelerate(*args: str) -> list[str]:
             _port(), *args]  # fmt: skip
 
 
-def launch(cmd: list[str]) -> subprocess.CompletedProcess:
+def launch(cmd: list[str], cache: Path | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "LOCAL_RANK")}
+    env |= {"PHR_CACHE": str(cache)} if cache is not None else {}
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
 
 
@@ -70,6 +73,10 @@ def _one_run(out: Path, resumed: subprocess.CompletedProcess, what: str, steps: 
     left half-written by a second writer; the final manifest."""
     assert resumed.stdout.count(f"{what} finished: {steps} steps (resumed from {out / 'checkpoint-1'})") == 1
     assert resumed.stdout.count("final model:") == 1
+    # one plan, stating the launch as typed; the rerun is that launch (accelerate launch --config_file cpu2.yaml)
+    launcher = f"accelerate launch --config_file {CPU2} --main_process_port "
+    assert resumed.stdout.count("plan:") == 1 and resumed.stdout.count(f"launch: 2 processes ({launcher}") == 1
+    assert resumed.stdout.count(f"rerun: {launcher}") == 1
     for n in range(1, steps + 1):
         assert checkpoint_problem(out / f"checkpoint-{n}") is None and (out / f"checkpoint-{n}" / MANIFEST).is_file()
     assert not [p for p in out.rglob("*") if p.name.startswith(".")]  # no temporary file or folder left
@@ -78,6 +85,7 @@ def _one_run(out: Path, resumed: subprocess.CompletedProcess, what: str, steps: 
     assert manifest["launch"]["world_size"] == 2 and manifest["launch"]["backend"] == "gloo"
     assert manifest["launch"]["distributed_type"] == "MULTI_CPU"
     assert manifest["launch"]["accelerate"]["ACCELERATE_MIXED_PRECISION"] == "no"  # cpu2.yaml, as launched
+    assert manifest["launch"]["command"].startswith(launcher) and " -m phr.cli train " in manifest["launch"]["command"]
     return manifest
 
 
@@ -89,6 +97,8 @@ def test_grpo_on_two_ranks_resumes_after_a_kill_and_judges_each_paraphrase_once(
               "--set", "reward.name=tests.support.training:tagged_hr1_reward"]  # fmt: skip
     _killed, resumed = _killed_then_resumed(method, out)
     _one_run(out, resumed, "GRPO stage 1")
+    # tiny-stage1: 4 completions per process and step; the plan counts both processes' (the global batch)
+    assert resumed.stdout.count("optimizer step(s) of 8 completions (the global batch: 2 processes x 4)") == 1
     # 3 steps x 2 ranks x 4 completions, each judged by rank 0 once: no prompt asked twice, across ranks or the kill
     asked = [json.dumps(r["json"]["messages"], sort_keys=True) for r in fo.server.requests]
     assert len(asked) == 24 and len(set(asked)) == 24
@@ -115,28 +125,52 @@ def test_a_missing_rewards_stop_ends_both_ranks_with_one_message(fake_openai, tm
     err = " ".join(res.stderr.split())
     assert err.count("error: GRPO stage 1 stopped at step 2: reward r_stab was missing for every completion") == 1
     assert "reasons: auth 16." in err  # 2 steps x 8 completions of both ranks, judged by rank 0
-    assert err.count("resume with: accelerate launch --num_processes 2 -m phr.cli train grpo") == 1
+    resume = (
+        r"resume with: torchrun --nproc_per_node 2 --master_port \d+ -m phr\.cli train grpo --stage 1 [^\n]* --resume"
+    )
+    assert err.count("resume with:") == 1 and re.search(resume, res.stderr), res.stderr[-3000:]  # the launch as typed
     assert fo.server.count == 16 and sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-1",
                                                                                           "checkpoint-2"]  # fmt: skip
 
 
 @pytest.mark.slow
 def test_eval_phrbench_on_two_ranks_writes_the_one_process_results(smollm2, mini_folder, tmp_path):
+    """The command and ``run(plan(cfg))`` from a script under torchrun: one plan stating the launch, one call
+    table, the launch as the rerun, and the one-process run's scores and responses."""
     from tests.support.cli import run
 
     common = ["--dataset", str(mini_folder), "--limit", "2", "--samples", "1", "--max-tokens", "24", "--no-plots"]
     one = run("--cache", str(tmp_path / "one.sqlite"), "eval", "phrbench", "--model", "local:smollm2", *common,
               "--out", str(tmp_path / "one"))  # fmt: skip
     assert one.returncode == 0, one.stderr[-3000:]
-    two = launch(torchrun("-m", "phr.cli", "--cache", str(tmp_path / "two.sqlite"), "eval", "phrbench", "--model",
-                          "local:smollm2", *common, "--out", str(tmp_path / "two")))  # fmt: skip
+    cmd = torchrun("-m", "phr.cli", "eval", "phrbench", "--model", "local:smollm2", *common, "--out",
+                   str(tmp_path / "two"))  # fmt: skip
+    two = launch(cmd, cache=tmp_path / "two.sqlite")
     assert two.returncode == 0, two.stderr[-3000:]
-    assert "merged 2 shards into" in two.stdout and two.stdout.count("results:") == 1
-    assert "shard 1/2 done" not in two.stdout  # the shards are the launch's own: no merge hint
-    for name in ("results.json", "samples.jsonl"):  # the scorer's trajectory metrics included
-        assert (tmp_path / "two" / "scores" / name).read_bytes() == (tmp_path / "one" / "scores" / name).read_bytes()
-    shards = json.loads((tmp_path / "two" / "run.json").read_text())["merged_from"]
-    assert shards == [str(tmp_path / f"two.shards/shard-{i}-of-2") for i in (1, 2)]
+    said = two.stdout + two.stderr
+    launcher = shlex.join(["torchrun", *cmd[3:7]])  # torchrun --nproc_per_node 2 --master_port N
+    assert said.count("plan:") == 1 and said.count(f"launch: 2 processes ({launcher})") == 1, said
+    assert said.count("rank i-1 of 2 generates shard i/2") == 1 and said.count("results:") == 1
+    assert _call_tables(two) == _call_tables(one) >= 1, two.stderr  # generation's of both ranks as one
+    rerun = f"rerun: {launcher} -m phr.cli eval phrbench --model local:smollm2"
+    assert two.stdout.count(rerun) == 1 and "shard 1/2 done" not in said
+    record = json.loads((tmp_path / "two" / "run.json").read_text())["settings"]
+    assert record["launch"]["processes"] == 2 and record["launch"]["launcher"] == "torchrun"
+    assert record["rerun"] == record["launch"]["command"] and record["rerun"].startswith(f"{launcher} -m phr.cli ")
+    assert record["config"]["out"] == str(tmp_path / "two")
+    merged = json.loads((tmp_path / "two" / "run.json").read_text())["merged_from"]
+    assert merged == [str(tmp_path / f"two.shards/shard-{i}-of-2") for i in (1, 2)]
+    script = launch(torchrun("-m", "tests.support.eval_script", str(mini_folder), str(tmp_path / "three")),
+                    cache=tmp_path / "two.sqlite")  # fmt: skip
+    assert script.returncode == 0, script.stderr[-3000:]
+    for name in ("scores/results.json", "scores/samples.jsonl", "responses.jsonl"):  # the trajectory metrics too
+        want = (tmp_path / "one" / name).read_bytes()
+        assert (tmp_path / "two" / name).read_bytes() == want and (tmp_path / "three" / name).read_bytes() == want
+
+
+def _call_tables(res: subprocess.CompletedProcess) -> int:
+    """How many call tables (phr.llm.summary) a run printed."""
+    return (res.stdout + res.stderr).count("LLM calls")
 
 
 # ---- what a rank says (no launch: the launcher's environment set by hand) --------------------------------------
@@ -157,7 +191,7 @@ def test_an_interrupted_launch_prints_the_rerun_line_on_rank_0_only(monkeypatch,
 
     res = CliRunner().invoke(Root(commands={"stop": stop}), ["stop"])
     assert res.exit_code == 130
-    said = "interrupted; rerun to resume: accelerate launch --num_processes 2 -m phr.cli stop"
+    said = "interrupted; rerun to resume: torchrun --nproc_per_node 2 -m phr.cli stop  (or the launcher and config"
     assert (said in res.stderr) == (rank == "0")
 
 

@@ -47,6 +47,7 @@ from phr.training.run import (
     RanksSave,
     RunResult,
     artifacts,
+    cpu_threads,
     launch_record,
     load_corpus,
     model_init_kwargs,
@@ -331,10 +332,13 @@ def train_grpo(
     resume: bool = False,
     reward_funcs: Sequence[Callable] | None = None,
     callbacks: Sequence = (),
+    rerun: str | None = None,
 ) -> RunResult:
-    """Run one GRPO stage of ``recipe``; returns where it wrote and the summary. Raises ``MissingRewardsStop``
-    when the run stopped on missing rewards (a checkpoint saved: resume once the cause is fixed)."""
+    """Run one GRPO stage of ``recipe``; returns where it wrote and the summary (``rerun``: the command that
+    repeats it, recorded with a launch). Raises ``MissingRewardsStop`` when the run stopped on missing rewards (a
+    checkpoint saved: resume once the cause is fixed)."""
     quiet_replicas()
+    cpu_threads(recipe)
     output_dir, last = prepare_output(recipe, resume)
     funcs = list(reward_funcs) if reward_funcs is not None else make_rewards(recipe)
     guard = MissingRewardsGuard(recipe.missing_rewards, funcs)
@@ -342,7 +346,7 @@ def train_grpo(
         ds, data = load_corpus(recipe)
         kw = model_init_kwargs(recipe, start_of(recipe, output_dir))
         args = recipe.trl_config(output_dir=str(output_dir), model_init_kwargs=kw)
-        launch = launch_record(args)  # the process group is up from here: the ranks can wait for each other
+        launch = launch_record(args, rerun)  # the process group is up from here: the ranks can wait for each other
         start, base = start_model(recipe, ds, output_dir)
         reward = reward_description(recipe, funcs)
         arts = artifacts(recipe, base_model=base, start_from=start, data=data, reward=reward, args=args, launch=launch)

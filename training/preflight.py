@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from phr.config.types import eval_set_parts
+from phr.core.ranks import current
 from phr.hr1.corpora import MANIFEST
 from phr.llm.preflight import Preflight
 
@@ -73,20 +74,20 @@ def _trainer_value(trainer: dict, key: str) -> float:
 
 
 def _per_step(trainer: dict) -> int:
-    """Completions per optimizer step on one process: per_device_train_batch_size x gradient_accumulation_steps."""
+    """Completions per optimizer step of one process: per_device_train_batch_size x gradient_accumulation_steps."""
     return int(
         _trainer_value(trainer, "per_device_train_batch_size") * _trainer_value(trainer, "gradient_accumulation_steps")
     )
 
 
 def _completions(trainer: dict, rows: int | None) -> int | None:
-    """The most completions a GRPO run samples (one process): the corpus's prompts x num_generations x epochs,
-    capped by max_steps x ``_per_step`` (TRL counts completions)."""
+    """The most completions a GRPO run samples (all processes of a launch together): the corpus's prompts x
+    num_generations x epochs, capped by max_steps x the global batch (TRL counts completions)."""
     gens, epochs = _trainer_value(trainer, "num_generations"), _trainer_value(trainer, "num_train_epochs")
     by_rows = math.ceil(rows * gens * epochs) if rows else None
-    steps = trainer.get("max_steps")
+    steps, per_step = trainer.get("max_steps"), _per_step(trainer) * current().world  # the global batch
     if isinstance(steps, int) and steps > 0:
-        return min(by_rows or steps * _per_step(trainer), steps * _per_step(trainer))
+        return min(by_rows or steps * per_step, steps * per_step)
     return by_rows
 
 
@@ -291,14 +292,12 @@ def check_raw(raw: dict, source: str, pf: Preflight | None = None, eval_sets: Se
     pf.note(f"corpus rows: {n if n is not None else 'unknown'}; max_steps: {steps if steps else 'by epochs'}")
     completions = _completions(trainer, n) if method == "grpo" else None
     if completions:
-        gens, epochs, per_step = (
-            int(_trainer_value(trainer, "num_generations")),
-            _trainer_value(trainer, "num_train_epochs"),
-            _per_step(trainer),
-        )
+        gens, epochs = int(_trainer_value(trainer, "num_generations")), _trainer_value(trainer, "num_train_epochs")
+        per_step, processes = _per_step(trainer) * current().world, current().world
         pf.note(
             f"completions: at most {completions:,} ({gens} generations per prompt, {epochs:g} epoch(s)), "
-            f"{-(-completions // per_step):,} optimizer step(s) of {per_step} completions (one process)"
+            f"{-(-completions // per_step):,} optimizer step(s) of {per_step} completions (the global batch: "
+            + (f"{processes} processes x {per_step // processes})" if processes > 1 else "one process)")
         )
         if reward.get("name", "hr1") == "hr1" and not pf.problems:
             _reward_calls(pf, settings, stage, completions, Path(path) if isinstance(path, str) else None)

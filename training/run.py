@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from phr.core.errors import UsageError
 from phr.core.fs import atomic_dir, replace_path
 from phr.core.ranks import barrier, decided_alike, is_main
+from phr.core.threads import use_cpu_threads
 from phr.training.checkpoint import (
     CURVES_JSON,
     CURVES_PNG,
@@ -74,6 +75,7 @@ class RunResult:
     reward_stats: dict | None = None
     merged_dir: Path | None = None
     resumed_from: str | None = None
+    rerun: str | None = None  # the command that repeats the run (under a launcher: the launch)
 
     def lines(self) -> list[str]:
         out = [
@@ -87,6 +89,8 @@ class RunResult:
         out.append(f"final model: {self.final_dir}")
         if self.merged_dir:
             out.append(f"merged model: {self.merged_dir}")
+        if self.rerun:
+            out.append(f"rerun: {self.rerun}")
         return out
 
 
@@ -127,6 +131,15 @@ def start_of(recipe: Recipe, output_dir: Path) -> str:
     if m.tiny is not None:
         return str(output_dir / TINY_BASE)
     return m.name_or_path  # type: ignore[return-value]
+
+
+def cpu_threads(recipe: Recipe) -> None:
+    """A run on the CPU (no GPU, or ``trainer.use_cpu``) uses no more torch threads than idle cores
+    (phr.core.threads: ``OMP_NUM_THREADS`` and the launcher's ranks respected)."""
+    import torch
+
+    if recipe.trainer.get("use_cpu") or not torch.cuda.is_available():
+        use_cpu_threads()
 
 
 def start_model(recipe: Recipe, ds: Dataset, output_dir: Path) -> tuple[str, str]:
@@ -247,9 +260,10 @@ def check_prerequisites(recipe: Recipe) -> None:
         raise RecipeError("\n".join(problems))
 
 
-def launch_record(args: Any) -> dict:  # transformers' TrainingArguments (TRL's GRPOConfig / SFTConfig)
+def launch_record(args: Any, rerun: str | None = None) -> dict:  # transformers' TrainingArguments (TRL's config)
     """How the run was launched, for the manifest: the world size, accelerate's distributed type and backend, the
-    accelerate settings the launcher passed (``ACCELERATE_*``) and the launcher's ranks layout. Starts the process
+    accelerate settings the launcher passed (``ACCELERATE_*``), the launcher's ranks layout, and under a launcher
+    its name and the launch command that repeats the run (``rerun``: phr.core.launch). Starts the process
     group (transformers' ``TrainingArguments`` set-up, as the trainer would) so that the ranks can wait for
     each other from here on."""
     args.device  # noqa: B018  transformers' device set-up: accelerate's PartialState, the process group on ranks
@@ -262,6 +276,7 @@ def launch_record(args: Any) -> dict:  # transformers' TrainingArguments (TRL's 
         "backend": getattr(state, "backend", None),
         "accelerate": {k: env[k] for k in sorted(env) if k.startswith("ACCELERATE_")},
         "launcher": {k: env[k] for k in ("WORLD_SIZE", "LOCAL_WORLD_SIZE", "NNODES", "MASTER_ADDR") if k in env},
+        **({"command": rerun} if rerun is not None and args.world_size > 1 else {}),
     }
 
 

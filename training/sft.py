@@ -27,6 +27,7 @@ from phr.training.run import (
     RanksSave,
     RunResult,
     artifacts,
+    cpu_threads,
     launch_record,
     load_corpus,
     model_init_kwargs,
@@ -64,9 +65,10 @@ def to_prompt_completion(ds: Dataset, chat_template_kwargs: dict | None = None) 
 
 
 def build_sft_trainer(
-    recipe: Recipe, *, resume: bool = False, callbacks: Sequence = ()
+    recipe: Recipe, *, resume: bool = False, callbacks: Sequence = (), rerun: str | None = None
 ) -> tuple[Any, Artifacts, Path, str | None]:  # the trainer: TRL's SFTTrainer
-    """(trainer, artifacts, output_dir, checkpoint to resume from) for ``recipe``."""
+    """(trainer, artifacts, output_dir, checkpoint to resume from) for ``recipe`` (``rerun``: the command that
+    repeats it, recorded with a launch)."""
     from trl import SFTTrainer
 
     output_dir, last = prepare_output(recipe, resume)
@@ -80,7 +82,7 @@ def build_sft_trainer(
             raise UsageError(
                 f"{recipe.source}: completion_only_loss false would train on the prompt (App. E.2: answer only)"
             )
-        launch = launch_record(args)  # the process group is up from here: the ranks can wait for each other
+        launch = launch_record(args, rerun)  # the process group is up from here: the ranks can wait for each other
         start, base = start_model(recipe, ds, output_dir)
         arts = artifacts(recipe, base_model=base, start_from=start, data=data, reward=None, args=args, launch=launch)
         trainer = _ranks_sft_trainer(SFTTrainer)(
@@ -104,14 +106,20 @@ def _ranks_sft_trainer(base: type) -> type:
 
 
 def train_sft(
-    recipe: Recipe, *, resume: bool = False, merge: bool | None = None, callbacks: Sequence = ()
+    recipe: Recipe,
+    *,
+    resume: bool = False,
+    merge: bool | None = None,
+    callbacks: Sequence = (),
+    rerun: str | None = None,
 ) -> RunResult:
     """Run SFT; with LoRA and ``merge`` (default: the recipe's ``lora.merge``) also write ``merged/``."""
     if merge and recipe.lora is None:
         raise UsageError("--merge: this recipe has no lora section (the checkpoint is already a full model)")
     quiet_replicas()
+    cpu_threads(recipe)
     with run_folder(Path(recipe.trainer["output_dir"]).expanduser().resolve()), known_warnings_filtered():
-        trainer, arts, output_dir, last = build_sft_trainer(recipe, resume=resume, callbacks=callbacks)
+        trainer, arts, output_dir, last = build_sft_trainer(recipe, resume=resume, callbacks=callbacks, rerun=rerun)
         trainer.train(resume_from_checkpoint=last)
     final = save_final(trainer, arts, output_dir)
     do_merge = recipe.lora is not None and (recipe.lora.merge if merge is None else merge) and is_main()

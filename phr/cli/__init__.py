@@ -60,18 +60,11 @@ def _global(
         os.environ["PHR_CACHE"] = str(cache.expanduser())
 
 
-def invoke(args: list[str]) -> int:
-    """Run ``phr-publish ARGS`` in this process, through the same error boundary; its exit code (a command that
-    runs others, e.g. ``eval phrbench`` on several ranks: phr.eval.ranks). Interrupted, it names this process's
-    own command as the one to rerun."""
-    import sys
-
-    from typer.main import get_command
-
-    cmd = get_command(app)
-    cmd.rerun_argv = sys.argv[1:]  # type: ignore[attr-defined]
-    code = cmd.main(args=args, prog_name="phr-publish", standalone_mode=False)
-    return code if isinstance(code, int) else 0
+def _command_words(argv: list[str]) -> list[str]:
+    """``argv`` from the command's words on (``eval hr1 ...``): the global options and their values left out."""
+    while argv and argv[0].split("=")[0] in ("--cache", "--log-level"):
+        argv = argv[1:] if "=" in argv[0] else argv[2:]
+    return argv
 
 
 def main() -> None:
@@ -86,7 +79,7 @@ def main() -> None:
     from phr.core.ranks import is_main
 
     install()
-    words = takewhile(lambda arg: re.fullmatch(r"[a-z][a-z0-9-]*", arg), sys.argv[1:3])  # `eval hr1`, `score`
+    words = takewhile(lambda arg: re.fullmatch(r"[a-z][a-z0-9-]*", arg), _command_words(sys.argv[1:])[:2])
     stop = command_heartbeat(" ".join(["phr-publish", *words])) if is_main() else lambda: None
     try:
         app()

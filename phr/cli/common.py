@@ -54,7 +54,6 @@ class Root(Group):
     usage errors exit 2."""
 
     argv: list[str] = []
-    rerun_argv: list[str] | None = None  # the command to rerun when interrupted, when not argv (phr.cli.invoke)
 
     def main(self, args: Sequence[str] | None = None, *a: Any, **kw: Any) -> Any:
         self.argv = list(sys.argv[1:] if args is None else args)
@@ -70,8 +69,7 @@ class Root(Group):
             _fail(in_flags(str(e), config_of(self, ctx, self.argv)), e.exit_code, e)
         except KeyboardInterrupt as e:  # Ctrl-C, or phr.core.interrupt.Interrupted (SIGINT / SIGTERM)
             if announces():  # under a launcher every rank gets the signal: rank 0 says it once
-                argv = rerun_args(self.argv, e) if self.rerun_argv is None else self.rerun_argv
-                typer.echo(f"interrupted; rerun to resume: {rerun_line(argv)}", err=True)
+                typer.echo(f"interrupted; rerun to resume: {rerun_line(rerun_args(self.argv, e))}", err=True)
             raise typer.Exit(exit_code_of(e)) from None
         except ENVIRONMENT_ERRORS as e:
             if isinstance(e, OSError) and e.errno == errno.EPIPE:
@@ -160,15 +158,18 @@ MaxRetryAfter = Annotated[
 
 def execute(cfg: OpConfig, *, dry_run: bool = False) -> Any:
     """The one path of a command: ``plan(cfg)``; stop on its problems (exit 2, every problem listed); print the
-    plan (a run prints it too, first; its ``warning:`` lines on stderr); on a dry run stop there, else ``run``
-    exactly that plan and return its result (None on a dry run)."""
+    plan (a run prints it too, first; its ``warning:`` lines on stderr; under a launcher rank 0 alone); on a dry
+    run stop there, else ``run`` exactly that plan and return its result (None on a dry run)."""
     from phr import api
+    from phr.core.ranks import decided_alike, is_main
 
-    p = api.plan(cfg)
-    p.preflight.raise_problems()
-    for line in p.lines():  # its warnings (a weak code sandbox, ...) on stderr: seen when stdout is piped
+    with decided_alike():  # under a launcher every rank plans alike: rank 0 prints the plan or its problems
+        p = api.plan(cfg)
+        p.preflight.raise_problems()
+    for line in p.lines() if is_main() else ():  # warnings (a weak code sandbox, ...) on stderr: seen when piped
         typer.echo(line, err=line.startswith("warning: "))
     if dry_run:
-        typer.echo("dry run: all checks passed; nothing was called")
+        if is_main():
+            typer.echo("dry run: all checks passed; nothing was called")
         return None
     return api.run(p)

@@ -138,14 +138,8 @@ def print_done(done: EvalPhrbenchResult | RescoreResult | None) -> None:
 @eval_app.command("phrbench")
 @bind(EvalPhrbenchConfig)
 def eval_phrbench(cfg: EvalPhrbenchConfig, dry_run: DryRun = False) -> None:
-    """Generate (cached, resumable) and score a model's responses to PHRBench."""
-    from phr.eval.ranks import launched, over_ranks
-
-    if launched(cfg.shard, dry_run):  # under a launcher: a shard per rank, rank 0 merges and scores (eval/ranks.py)
-        from phr.cli import invoke
-
-        return over_ranks(invoke, out=cfg.out, runs=cfg.runs, model=cfg.model, score=cfg.score, plots=cfg.plots,
-                          hub=cfg.hub, dry_run=dry_run)  # fmt: skip
+    """Generate (cached, resumable) and score a model's responses to PHRBench (under a launcher: a shard per
+    rank, joined and scored by rank 0)."""
     print_done(execute(cfg, dry_run=dry_run))
 
 

@@ -18,9 +18,28 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from phr.core.errors import UsageError
 from phr.core.faults import note_path
 
 _TEMP = re.compile(r"^\.(?P<name>.+)\.(?:tmp|old)-(?P<pid>\d+)-[0-9a-f]+$")
+
+
+class OutputExistsError(UsageError):
+    """The output folder exists and the run was not asked to replace it (``overwrite``)."""
+
+
+def exists_message(path: str | Path, field: str = "out") -> str:
+    """The one refusal of an existing output, naming the config field and ``overwrite=True`` (the CLI shows them
+    as its flags: ``--out x: ... (pass --overwrite to replace it)``)."""
+    return (
+        f"{field}={str(path)!r}: {Path(path).expanduser().resolve()} already exists (pass overwrite=True to replace it)"
+    )
+
+
+def refuse_existing(path: str | Path, overwrite: bool, field: str = "out") -> None:
+    """Raise :class:`OutputExistsError` when ``path`` exists and ``overwrite`` is false."""
+    if not overwrite and Path(path).expanduser().exists():
+        raise OutputExistsError(exists_message(path, field))
 
 
 def sha256_file(path: str | Path) -> str:

@@ -89,17 +89,12 @@ def rerun_args(argv: list[str], exc: BaseException) -> list[str]:
 
 
 def rerun_line(argv: list[str]) -> str:
-    """The command that resumes the work (secrets redacted); under a launcher of N ranks, run with the same
-    launcher (``accelerate launch ... -m phr.cli ARGS``)."""
+    """The command that resumes the work (secrets redacted); under a launcher of N ranks, the same launch
+    (``torchrun --nproc_per_node 2 -m phr.cli ARGS``: phr.core.launch)."""
     import shlex
 
-    from phr.core.ranks import current
+    from phr.core.launch import current_launch
     from phr.core.secrets import redact
 
-    ranks = current()
-    if ranks.several:
-        return (
-            redact(shlex.join(["accelerate", "launch", "--num_processes", str(ranks.world), "-m", "phr.cli", *argv]))
-            + "  (or the launcher and config you started it with)"
-        )
-    return redact(shlex.join(["phr-publish", *argv]))
+    launch = current_launch()
+    return launch.command(argv) if launch is not None else redact(shlex.join(["phr-publish", *argv]))

@@ -359,9 +359,13 @@ def progress_bar(enabled: bool = True, *, stream: IO[str] | None = None) -> Prog
 
 
 def loading(what: str, why: str | None = None, *, stream: IO[str] | None = None) -> str:
-    """Print (stderr) and return the line naming the model that loads now and why (``why``: "as the scorer")."""
+    """Print (stderr) and return the line naming the model that loads now and why (``why``: "as the scorer").
+    Under a launcher rank 0 alone prints it (every rank loads its copy)."""
+    from phr.core.ranks import is_main
+
     line = f"loading {what}{' ' + why if why else ''} ..."
-    _VOICE.say(line, stream)
+    if stream is not None or is_main():
+        _VOICE.say(line, stream)
     return line
 
 
@@ -435,7 +439,12 @@ def still_working(description: str, *, stream: IO[str] | None = None) -> Iterato
 
 def start_heartbeat(description: str, *, stream: IO[str] | None = None) -> Callable[[], None]:
     """``still_working`` for code that cannot wrap the step in a ``with``: starts it and returns its stop
-    (idempotent; a CLI command also registers it with ``ctx.call_on_close`` for the error paths)."""
+    (idempotent; a CLI command also registers it with ``ctx.call_on_close`` for the error paths). Under a
+    launcher, rank 0 alone shows it (every rank does the same step)."""
+    from phr.core.ranks import is_main
+
+    if stream is None and not is_main():
+        return lambda: None
     if stream is None and is_terminal():
         from rich.console import Console
 

@@ -21,6 +21,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from phr.core.errors import PHRError
@@ -104,6 +105,21 @@ def quiet_replicas() -> None:
     """On ranks other than 0: the toolkit's log shows errors only (rank 0 says what every rank would say)."""
     if not is_main():
         logging.getLogger("phr").setLevel(logging.ERROR)
+
+
+#: a rank that finished its share of a launch's work waits at most this long for the others (a big shard: hours)
+WAIT_FOR_RANKS = timedelta(hours=48)
+
+
+def join_group() -> None:
+    """Start the launch's process group, unless it is up (gloo: the ranks wait for each other and exchange
+    small objects; the models are not distributed); a no-op on one process."""
+    if not current().several:
+        return
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        dist.init_process_group(backend="gloo", timeout=WAIT_FOR_RANKS)
 
 
 def _group_ready() -> bool:

@@ -215,8 +215,7 @@ def prepare_destination(dest: str | Path, overwrite: bool) -> Path:
     dest = given.resolve()
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())) and not overwrite:
         raise DestinationExistsError(
-            f"{dest} exists and is not empty: pass overwrite=True (--overwrite) to "
-            "replace it, or pull somewhere else (--out)"
+            f"{dest} exists and is not empty: pass overwrite=True to replace it, or pull somewhere else (out=...)"
         )
     dest.parent.mkdir(parents=True, exist_ok=True)
     return dest

@@ -18,6 +18,7 @@ import numpy as np
 
 from phr.core.errors import PHRError
 from phr.core.progress import loading, progress_bar, still_working
+from phr.core.threads import use_cpu_threads
 
 if TYPE_CHECKING:  # pragma: no cover - sentence-transformers is imported on first use (heavy)
     from sentence_transformers import SentenceTransformer
@@ -46,6 +47,8 @@ def load_model(model_dir: str | None = None, device: str = "cpu") -> SentenceTra
     with _LOCK:
         if key not in _MODELS:
             loading(f"the sentence-embedding model ({_name(key[0])}) on {device}", "for the embedding checks")
+            if device == "cpu":
+                use_cpu_threads()  # beside other work: no more threads than idle cores (phr.core.threads)
             with still_working(f"loading {_name(key[0])}"):
                 from sentence_transformers import SentenceTransformer  # heavy: imported on first use
 

@@ -137,6 +137,15 @@ class Preflight:
             self.problem(message if named else f"{what}: {message}")
             return None
 
+    def output(self, path: str | Path, overwrite: bool, field: str = "out") -> None:
+        """The run's output folder: free (or ``overwrite``) and writable where it is asked for; the one
+        output-exists check of every operation (the run writes where its plan checked)."""
+        from phr.core.fs import exists_message
+
+        if not overwrite and Path(path).expanduser().exists():
+            self.problem(exists_message(path, field))
+        self.check(f"{field}={str(path)!r}", lambda: writable(path))
+
     def model(self, role: str, spec: str | None) -> bool:
         """Check ``spec`` for ``role``: it resolves, its key is set (a hosted endpoint; a local server may have
         none), the package it needs is installed and, for a model loaded in process (``hf:``, ``vllm:``), its

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from rich.console import Console
@@ -44,6 +45,12 @@ class RunSummary:
 
     def model(self, spec: str) -> ModelStats:
         return self.models.setdefault(spec, ModelStats())
+
+    def merge_all(self, others: Iterable[RunSummary]) -> RunSummary:
+        """Add every summary of ``others`` (``merge``); returns self."""
+        for other in others:
+            self.merge(other)
+        return self
 
     def merge(self, other: RunSummary) -> RunSummary:
         """Add ``other``'s counts to this summary (per model); returns self."""

@@ -24,7 +24,7 @@ from phr.core.errors import UsageError
 from phr.core.settings import CACHE_ENV
 from phr.hr1.names import SOURCES
 from phr.hr1.records import HQuestion, ParaphraseResult
-from phr.llm.preflight import Preflight, writable
+from phr.llm.preflight import Preflight
 from phr.ops.plan import Plan
 
 C = TypeVar("C", bound=OpConfig)
@@ -101,9 +101,7 @@ def preflight(
     for role, spec in roles.items():
         pf.model(role, spec)
     if out is not None:
-        if out.exists() and not overwrite:
-            pf.problem(f"--out {out}: already exists (pass --overwrite to replace it)")
-        pf.check("--out", lambda: writable(out))
+        pf.output(out, overwrite)
     for n in notes:
         pf.note(n)
     return pf

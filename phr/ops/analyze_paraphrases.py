@@ -18,7 +18,6 @@ from phr.core.progress import ProgressDisplay
 from phr.eval.hr1_diagnostics import Diagnostics, analyze, read_paraphrase_corpus
 from phr.eval.hr1_diagnostics_report import SUMMARY_MD, write_outputs
 from phr.hr1.records import QuestionResult
-from phr.llm.preflight import writable
 from phr.ops.plan import Plan
 
 
@@ -30,13 +29,11 @@ class DiagnosticsPlan(Plan[AnalyzeParaphrasesConfig]):
 
 
 def plan(cfg: AnalyzeParaphrasesConfig) -> DiagnosticsPlan:
-    """The model spec checked, the output folder free (or --overwrite) and writable, the corpus read."""
+    """The model spec checked, the output folder free (or ``overwrite``) and writable, the corpus read."""
     p = DiagnosticsPlan(config=cfg)
     pf = p.preflight
     pf.model("--model", cfg.model)
-    if cfg.out.exists() and not cfg.overwrite:
-        pf.problem(f"{cfg.out} exists (use --overwrite to replace it)")
-    pf.check("--out", lambda: writable(cfg.out))
+    pf.output(cfg.out, cfg.overwrite)
     read = pf.check(f"--corpus {cfg.corpus}", lambda: read_paraphrase_corpus(cfg.corpus))
     if read is not None:
         p.results = list(read)

@@ -20,7 +20,6 @@ from phr.builders.sources._common import collect_rejected
 from phr.config.defaults import is_no_model
 from phr.config.ops import DEFAULT_GENERATOR, BuildPhrbenchConfig
 from phr.llm import LLM, ChatRequest, as_messages
-from phr.llm.preflight import writable
 from phr.ops.plan import Plan
 from phr.validation.judge import PARAMS as JUDGE_PARAMS
 from phr.validation.judge import judge_prompt
@@ -65,9 +64,7 @@ def plan(cfg: BuildPhrbenchConfig) -> BuildPhrbenchPlan:
         )
     if cfg.source_dir is not None and not cfg.source_dir.is_dir():
         pf.problem(f"--source-dir {cfg.source_dir}: not a folder")
-    if cfg.out.exists() and not cfg.overwrite:
-        pf.problem(f"--out {cfg.out}: already exists (pass --overwrite to replace it)")
-    pf.check("--out", lambda: writable(cfg.out))
+    pf.output(cfg.out, cfg.overwrite)
     if rec is not None and not rec.curated:  # the sources are checked whatever else is missing: one list
         try:
             _select(p, rec)

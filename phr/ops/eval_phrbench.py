@@ -15,12 +15,14 @@ generation calls with their cached share; nothing is generated before it passed.
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from phr.config.ops import EvalPhrbenchConfig
 from phr.core.errors import PHRError
+from phr.core.launch import Launch
 from phr.core.progress import start_heartbeat
 from phr.eval.dataset import EvalDataset, Instance, check_conditions, load_eval_dataset
 from phr.eval.results import Result, RunSettings
@@ -29,6 +31,7 @@ from phr.llm.preflight import Preflight, max_output_of, writable
 from phr.ops.plan import Plan
 
 if TYPE_CHECKING:  # pragma: no cover - the client is imported where a run makes it
+    from phr.eval.runner import Run
     from phr.llm.client import LLM
 
 
@@ -56,12 +59,13 @@ class EvalPhrbenchPlan(Plan[EvalPhrbenchConfig]):
 @dataclass
 class EvalPhrbenchResult:
     """What a run wrote: the run folder (``phr.eval.runner.Run``), and its scores (``result``, in ``scores``)
-    unless it was a shard or run with ``score: false``."""
+    unless it was a shard or run with ``score: false``; ``launched``: the launch whose shards it joins."""
 
     run: Any
     rerun: str
     result: Result | None = None
     scores: Path | None = None
+    launched: Launch | None = None
 
     def lines(self) -> list[str]:
         """The run's one-line account, its rerun command, and for a shard how to join the shards."""
@@ -70,6 +74,8 @@ class EvalPhrbenchResult:
             f"run: {r.path}  ({len(r.responses)} responses, {len(r.failures)} failed calls)",
             f"settings recorded in {r.path / 'run.json'}; rerun: {self.rerun}",
         ]
+        if self.launched is not None:
+            out.insert(1, f"  joined from the shards of {self.launched.describe()}: {', '.join(r.meta.merged_from)}")
         if r.meta.shard:
             i, n = r.meta.shard
             out.append(
@@ -107,6 +113,9 @@ def _resolve(p: EvalPhrbenchPlan, cfg: EvalPhrbenchConfig) -> None:
     from phr.eval.runner import parse_shard
 
     shard = pf.check("--shard", lambda: parse_shard(cfg.shard))
+    if shard is not None and p.launch is not None:
+        pf.problem(f"--shard {cfg.shard} under {p.launch.describe()}: the launch splits the run over its processes "
+                   "itself; drop --shard, or run the shard without a launcher")  # fmt: skip
     usable = pf.model("model", cfg.model)
     for role in ("scorer", "judge", "grader"):
         pf.model(role, getattr(cfg, role))
@@ -123,6 +132,17 @@ def _resolve(p: EvalPhrbenchPlan, cfg: EvalPhrbenchConfig) -> None:
     out = cfg.out
     if out is not None:
         pf.check("--out", lambda: writable(out))
+    if p.launch is not None:
+        n = p.launch.processes
+        where = f"{out}.shards/shard-i-of-{n}" if out is not None else f"{cfg.runs}/<model>/<run id>-shard-i-of-{n}"
+        pf.note(f"rank i-1 of {n} generates shard i/{n} (every {_nth(n)} base question) into {where}; rank 0 joins "
+                f"the shards into {out if out is not None else 'the run folder'} and scores it")  # fmt: skip
+
+
+def _nth(n: int) -> str:
+    """``2nd``, ``3rd``, ``4th``, ``11th``, ``22nd``."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 def _client(cfg: EvalPhrbenchConfig) -> LLM:
@@ -175,25 +195,73 @@ def _select(p: EvalPhrbenchPlan) -> None:
     p.preflight.calls(p.settings.model, requests, provider=p.llm.provider if p.llm is not None else None)
 
 
-def run(p: EvalPhrbenchPlan) -> EvalPhrbenchResult:
-    """Generate the planned run into its folder, then score it (not a shard, nor with ``score: false``)."""
-    from phr.eval.pipeline import score_run
+def run(p: EvalPhrbenchPlan) -> EvalPhrbenchResult | None:
+    """Generate the planned run into its folder, then score it (not a shard, nor with ``score: false``). Under a
+    launcher each rank generates its shard and rank 0 joins and scores them (``_generate_launched``): the same
+    files as one process; the other ranks return None."""
     from phr.eval.runner import generate_run
-    from phr.eval.scorers import ScoringRun
 
     cfg = p.config
     if p.settings is None or p.dataset is None or p.llm is None:
         raise PHRError("the plan of this run is incomplete (it has problems): nothing to run")
-    rerun = cfg.rerun()
+    rerun = p.rerun_command()
     record = {"config": cfg.record(), "max_tokens_source": p.max_tokens_source, "rerun": rerun}
-    folder = generate_run(
-        p.settings, p.dataset, p.llm, instances=p.instances, out=cfg.out, root=cfg.runs, record=record
-    )
-    done = EvalPhrbenchResult(folder, rerun)
+    if p.launch is not None:
+        record["launch"] = p.launch.record(shlex.split(cfg.rerun())[1:])
+        folder = _generate_launched(p, record)
+        if folder is None:
+            return None
+    else:
+        folder = generate_run(
+            p.settings, p.dataset, p.llm, instances=p.instances, out=cfg.out, root=cfg.runs, record=record
+        )
+    done = EvalPhrbenchResult(folder, rerun, launched=p.launch)
     if cfg.score and not p.settings.shard:
+        from phr.eval.pipeline import score_run
+        from phr.eval.scorers import ScoringRun
+
         # the generator's weights serve a same-model reference scorer (phr.eval.scorers.trajectory_engine)
         how = ScoringRun(cfg, generator=p.llm, llm_options=cfg.llm_kwargs())
         done.result, done.scores = score_run(
             folder.path, how, hub=cfg.hub, plots=cfg.plots, preset=cfg.preset, max_tokens_source=p.max_tokens_source
         )
     return done
+
+
+def _generate_launched(p: EvalPhrbenchPlan, record: dict) -> Run | None:
+    """Rank r of n generates shard r+1/n (every n-th base question; the folders of ``shard_folders``), the ranks
+    wait for each other (a failed shard stops every rank, its message printed once), and rank 0 prints the call
+    table of all ranks, joins the shards and writes the run (run.json: the launch and its rerun). None on the
+    other ranks."""
+    from phr.core.ranks import agree, current, gather, join_group
+    from phr.eval.runner import default_run_dir, generate_run, join_shards, select_run, write_joined
+    from phr.llm.batch import show_summary
+    from phr.llm.summary import RunSummary
+
+    assert p.settings is not None and p.dataset is not None and p.llm is not None and p.launch is not None
+    cfg, ranks = p.config, current()
+    join_group()
+    settings = p.settings.model_copy(update={"shard": [ranks.rank + 1, p.launch.processes]})
+    p.llm.progress, p.llm.show_summary = ranks.main, False  # rank 0's bar; one call table, of every rank
+    folder, error = None, None
+    try:
+        out = shard_folders(cfg.out, p.launch.processes)[ranks.rank] if cfg.out is not None else None
+        instances = select_run(settings, p.dataset)
+        folder = generate_run(settings, p.dataset, p.llm, instances=instances, out=out, root=cfg.runs, record=record)
+    except Exception as e:  # noqa: BLE001  shared below: every rank stops, the failed one says why
+        error = e
+    agree(error)
+    summaries, paths = zip(*gather((p.llm.last_summary, str(folder.path if folder else ""))))
+    if not ranks.main:
+        return None
+    show_summary(RunSummary().merge_all(summaries))
+    joined, log_rows = join_shards(paths)
+    joined.meta = joined.meta.model_copy(update={"settings": record})  # the launch's, not a shard's
+    final = cfg.out if cfg.out is not None else default_run_dir(cfg.runs, cfg.model, joined.meta.run_id, None)
+    return write_joined(joined, log_rows, final)
+
+
+def shard_folders(out: Path, n: int) -> list[Path]:
+    """Where the ranks of a launch with ``--out OUT`` write their shards: ``OUT.shards/shard-i-of-n`` (without
+    ``--out``, the shard folders of ``--shard i/n``: ``RUNS/<model>/<run id>-shard-i-of-n``)."""
+    return [Path(f"{out}.shards") / f"shard-{i}-of-{n}" for i in range(1, n + 1)]

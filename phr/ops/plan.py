@@ -7,10 +7,12 @@ An operation (a module of ``phr.ops`` named after its command) has ``plan(cfg: C
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from phr.config.base import OpConfig
+from phr.config.base import OpConfig, command_line
+from phr.core.launch import Launch, current_launch
 from phr.llm.preflight import Preflight
 
 C = TypeVar("C", bound=OpConfig)
@@ -23,14 +25,25 @@ class Plan(Generic[C]):
 
     config: C
     preflight: Preflight = field(default_factory=Preflight)
+    #: the launch this process is a rank of (``torchrun`` / ``accelerate launch``); None: one process
+    launch: Launch | None = field(default_factory=current_launch, kw_only=True)
 
     @property
     def problems(self) -> list[str]:
         return self.preflight.problems
 
     def lines(self) -> list[str]:
-        """What ``--dry-run`` prints (and a run prints first): the warnings, then the plan."""
-        return [f"warning: {w}" for w in self.preflight.warnings] + self.preflight.lines()
+        """What ``--dry-run`` prints (and a run prints first): the warnings, the launch, then the plan."""
+        launch = [f"launch: {self.launch.describe()}"] if self.launch is not None else []
+        return [f"warning: {w}" for w in self.preflight.warnings] + launch + self.preflight.lines()
+
+    def rerun_command(self, *flags: str) -> str:
+        """The command that repeats this run (``flags`` added, e.g. ``--resume``): the config's command line,
+        under a launcher the same launch of it."""
+        line = command_line(self.config) + "".join(f" {shlex.quote(f)}" for f in flags)
+        if self.launch is None:
+            return line
+        return self.launch.command(shlex.split(line)[1:])
 
 
 @dataclass

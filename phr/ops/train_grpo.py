@@ -17,15 +17,14 @@ every problem listed; then every value against its type (imports TRL). Nothing i
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from phr.config.base import command_line
 from phr.config.ops import TrainConfig, TrainGrpoConfig, TrainSftConfig
 from phr.core.errors import UsageError
 from phr.core.progress import still_working
-from phr.core.ranks import ReplicaStop, current, decided_alike, is_main
+from phr.core.ranks import ReplicaStop, decided_alike, is_main
 from phr.llm.preflight import PreflightError
 from phr.ops.plan import Plan
 from phr.training.config import METHODS, Recipe, parse_recipe, read_recipe
@@ -120,25 +119,15 @@ def _check_reward(p: TrainPlan, source: str) -> None:
     p.preflight.check(source, lambda: hr1_reward_config(settings, stage, recipe_num_generations(recipe)))
 
 
-def _resume_hint(cfg: TrainConfig) -> str:
-    """The command that continues a stopped run: its settings plus ``--resume`` (under a launcher of N ranks:
-    the same launch)."""
-    line = command_line(cfg.model_copy(update={"resume": False})) + " --resume"
-    world = current().world
-    if world > 1:
-        line = f"accelerate launch --num_processes {world} -m phr.cli" + line.removeprefix("phr-publish")
-    return "resume with: " + line
-
-
 def run(p: TrainPlan) -> RunResult:
     """Train the planned recipe (GRPO stage or SFT); where it writes goes to stderr first. Interrupted (Ctrl-C,
     SIGTERM) once the run folder holds a checkpoint, the CLI's rerun line carries ``--resume`` (without it the
     rerun is refused; with none, ``--resume`` is)."""
-    cfg, recipe = p.config, p.recipe
-    assert isinstance(cfg, TrainConfig) and recipe is not None
+    recipe = p.recipe
+    assert recipe is not None
     where = Path(recipe.trainer["output_dir"]).expanduser().resolve()
     try:
-        return _run(cfg, recipe, where)
+        done = _run(p, recipe, where)
     except KeyboardInterrupt as e:
         from phr.core.interrupt import resume_with
         from phr.training.run import checkpoints
@@ -146,21 +135,25 @@ def run(p: TrainPlan) -> RunResult:
         if checkpoints(where):
             resume_with(e, "--resume")
         raise
+    done.rerun = p.rerun_command()
+    return done
 
 
-def _run(cfg: TrainConfig, recipe: Recipe, where: Path) -> RunResult:
+def _run(p: TrainPlan, recipe: Recipe, where: Path) -> RunResult:
+    cfg, rerun = p.config, p.rerun_command()
     if isinstance(cfg, TrainSftConfig):
         from phr.training.sft import train_sft
 
         if is_main():  # under a launcher: rank 0 reports
             print(f"SFT: writing to {where}", file=sys.stderr, flush=True)
-        return train_sft(recipe, resume=cfg.resume, merge=cfg.merge)
+        return train_sft(recipe, resume=cfg.resume, merge=cfg.merge, rerun=rerun)
     assert isinstance(cfg, TrainGrpoConfig)
     from phr.training.grpo import MissingRewardsStop, train_grpo
 
     if is_main():
         print(f"GRPO stage {recipe.stage}: writing to {where}", file=sys.stderr, flush=True)
     try:
-        return train_grpo(recipe, resume=cfg.resume)
-    except MissingRewardsStop as e:
-        raise MissingRewardsStop(f"{e}\n{_resume_hint(cfg)}", e.checkpoint) from None
+        return train_grpo(recipe, resume=cfg.resume, rerun=rerun)
+    except MissingRewardsStop as e:  # the command that continues it: its settings plus --resume
+        resume = replace(p, config=cfg.model_copy(update={"resume": False})).rerun_command("--resume")
+        raise MissingRewardsStop(f"{e}\nresume with: {resume}", e.checkpoint) from None

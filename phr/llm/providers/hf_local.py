@@ -36,6 +36,7 @@ from phr.core.interrupt import check as check_interrupt
 from phr.core.interrupt import stop_requested
 from phr.core.progress import loading, still_working
 from phr.core.settings import models_dir
+from phr.core.threads import use_cpu_threads
 from phr.llm.providers.base import BatchItem, ForwardOutput, OutputHead, Provider, RawCompletion, TokenEncoding
 from phr.llm.types import GenerationParams, Message, as_messages
 
@@ -364,6 +365,8 @@ class HFProvider(Provider):
             source = self._prepare_source()
             device = self._device_opt or ("cuda" if torch.cuda.is_available() else "cpu")
             dtype = _resolve_dtype(self._dtype_opt, device)
+            if device == "cpu":
+                use_cpu_threads()  # beside other work: no more threads than idle cores (phr.core.threads)
             t0 = time.monotonic()
             loading(f"{self.spec} ({self.display_name}) on {device}", self.purpose)
             try:

@@ -1,0 +1,17 @@
+"""Prints what ``phr.core.launch`` makes of the launch this rank belongs to (tests only):
+
+torchrun --nproc_per_node 2 -m tests.support.launch_probe ARGS...
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from phr.core.launch import current_launch
+from phr.core.ranks import current
+
+if __name__ == "__main__":
+    launch = current_launch()
+    assert launch is not None
+    print(json.dumps({"rank": current().rank, **launch.record(sys.argv[1:])}), flush=True)
