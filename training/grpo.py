@@ -338,7 +338,6 @@ def train_grpo(
     repeats it, recorded with a launch). Raises ``MissingRewardsStop`` when the run stopped on missing rewards (a
     checkpoint saved: resume once the cause is fixed)."""
     quiet_replicas()
-    cpu_threads(recipe)
     output_dir, last = prepare_output(recipe, resume)
     funcs = list(reward_funcs) if reward_funcs is not None else make_rewards(recipe)
     guard = MissingRewardsGuard(recipe.missing_rewards, funcs)
@@ -358,6 +357,7 @@ def train_grpo(
             peft_config=peft_config(recipe),
             callbacks=[ArtifactsCallback(arts), guard, *progress_callbacks(), *callbacks],
         )
+        cpu_threads(recipe, trainer.model)
         trainer.guard = guard
         repair_artifacts(arts, last, output_dir)
         trainer.train(resume_from_checkpoint=last)

@@ -133,13 +133,13 @@ def start_of(recipe: Recipe, output_dir: Path) -> str:
     return m.name_or_path  # type: ignore[return-value]
 
 
-def cpu_threads(recipe: Recipe) -> None:
-    """A run on the CPU (no GPU, or ``trainer.use_cpu``) uses no more torch threads than idle cores
-    (phr.core.threads: ``OMP_NUM_THREADS`` and the launcher's ranks respected)."""
+def cpu_threads(recipe: Recipe, model: Any) -> None:
+    """A run on the CPU (no GPU, or ``trainer.use_cpu``) uses no more torch threads than its model (the trainer's
+    policy) can use and the machine has idle (phr.core.threads: ``OMP_NUM_THREADS`` and the launch respected)."""
     import torch
 
     if recipe.trainer.get("use_cpu") or not torch.cuda.is_available():
-        use_cpu_threads()
+        use_cpu_threads(model.num_parameters())
 
 
 def start_model(recipe: Recipe, ds: Dataset, output_dir: Path) -> tuple[str, str]:

@@ -92,6 +92,7 @@ def build_sft_trainer(
             peft_config=peft_config(recipe),
             callbacks=[ArtifactsCallback(arts), *progress_callbacks(), *callbacks],
         )
+        cpu_threads(recipe, trainer.model)
         repair_artifacts(arts, last, output_dir)
     return trainer, arts, output_dir, last
 
@@ -117,7 +118,6 @@ def train_sft(
     if merge and recipe.lora is None:
         raise UsageError("--merge: this recipe has no lora section (the checkpoint is already a full model)")
     quiet_replicas()
-    cpu_threads(recipe)
     with run_folder(Path(recipe.trainer["output_dir"]).expanduser().resolve()), known_warnings_filtered():
         trainer, arts, output_dir, last = build_sft_trainer(recipe, resume=resume, callbacks=callbacks, rerun=rerun)
         trainer.train(resume_from_checkpoint=last)

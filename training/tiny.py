@@ -23,6 +23,7 @@ from annotated_types import Ge, Gt, Interval
 
 from phr.core.fs import atomic_dir
 from phr.core.progress import progress_bar
+from phr.core.threads import use_cpu_threads
 
 if TYPE_CHECKING:  # pragma: no cover - transformers is imported where the tiny model is built
     from transformers import PreTrainedTokenizerFast
@@ -110,6 +111,7 @@ def build_tiny_model(texts: Iterable[str], dest: str | Path, settings: TinySetti
     config = LlamaConfig(vocab_size=len(tok), **s.llama_shape(), **special, tie_word_embeddings=True)
     model = LlamaForCausalLM(config)
     model.generation_config = GenerationConfig(**special)
+    use_cpu_threads(model.num_parameters())  # the warm-up trains on the CPU: one thread for a tiny model
     if pairs:
         format_warmup(model, tok, pairs, s.format_warmup_steps, s.format_warmup_lr)
     with atomic_dir(dest) as tmp:

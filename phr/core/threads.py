@@ -1,17 +1,18 @@
-"""How many threads torch uses for a model on the CPU: as many as there are idle cores, measured when the first
-model loads, so that a small model beside other work does not oversubscribe a shared CPU (docs/scaling.md,
-"Threads on a shared CPU"; bench/threads.py).
+"""How many threads torch uses for a model on the CPU: no more than the model can use and the machine has idle,
+so that a small model does not burn a shared CPU (docs/scaling.md, "Threads on a shared CPU"; bench/threads.py).
 
-torch's default is one intra-op thread per core. On a quiet machine that is right; beside other busy processes
-its threads spin-wait for cores they do not get, and a small model burns several times the CPU time of one thread
-for no gain in wall time (measured: bench/threads.py). So, in order:
+torch's default is one intra-op thread per core. Beside other busy processes its threads spin-wait for cores they
+do not get: measured on 2 cores beside two busy loops (bench/threads.py), the GRPO smoke took 2.2x and a small
+SmolLM2 eval 4.4x the CPU time of one thread, and more wall time too. On a quiet machine a second thread bought a
+small model 10 % of wall time for 10-45 % more CPU time. So, in order:
 
 1. ``OMP_NUM_THREADS`` set (by the user, or by ``torchrun``, which sets 1 per rank): torch already follows it;
 2. else the cores this process may use (its CPU affinity), shared among the ranks of a launch on this machine
-   (``LOCAL_WORLD_SIZE``), capped by the cores idle right now (``/proc/stat`` sampled for ``SAMPLE_S``), at
-   least 1.
+   (``LOCAL_WORLD_SIZE``), capped by the cores idle right now (``/proc/stat`` sampled for ``SAMPLE_S``) and, for a
+   model of known size, by one thread per ``PARAMS_PER_THREAD`` parameters (SmolLM2-135M and the tiny training
+   models: 1); at least 1.
 
-The choice is made once per process (torch's thread pool is set once) and logged.
+The count only grows within a process (a larger model loaded later may raise it) and each change is logged.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ log = logging.getLogger(__name__)
 
 #: how long the idle cores are sampled before the first model loads
 SAMPLE_S = 0.3
+#: a model gets a thread per this many parameters (bench/threads.py: a 135M model gains little from a second one)
+PARAMS_PER_THREAD = 300_000_000
 
 _CHOSEN: Threads | None = None
 
@@ -42,29 +45,39 @@ class Threads:
         return f"{self.count} thread{'s' if self.count != 1 else ''} ({self.why})"
 
 
-def choose_threads(sample_s: float = SAMPLE_S) -> Threads:
-    """The thread count for a model on the CPU of this process (the module's rules); nothing is set."""
+def choose_threads(params: int | None = None, sample_s: float = SAMPLE_S) -> Threads:
+    """The thread count for a model of ``params`` parameters (None: unknown) on the CPU of this process (the
+    module's rules); nothing is set."""
     given = os.environ.get("OMP_NUM_THREADS", "").strip()
     if given.isdigit() and int(given) > 0:
         return Threads(int(given), "OMP_NUM_THREADS")
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     ranks = max(1, _int_env("LOCAL_WORLD_SIZE", 1))
     share = max(1, cores // ranks)
+    why = [f"{cores} cores"] + ([f"{ranks} ranks"] if ranks > 1 else [])
+    if params is not None:
+        share = min(share, max(1, math.ceil(params / PARAMS_PER_THREAD)))
+        millions = params / 1e6
+        why.append(f"a model of {millions:,.{1 if millions < 10 else 0}f}M parameters")
+    if share == 1:
+        return Threads(1, ", ".join(why))
     idle = idle_cores(sample_s)
     if idle is None:
-        return Threads(share, f"{cores} cores" + (f" / {ranks} ranks" if ranks > 1 else ""))
-    count = max(1, min(share, math.floor(idle + 0.5)))
-    return Threads(count, f"{cores} cores, {idle:.1f} idle" + (f", {ranks} ranks" if ranks > 1 else ""))
+        return Threads(share, ", ".join(why))
+    return Threads(max(1, min(share, math.floor(idle + 0.5))), ", ".join([*why, f"{idle:.1f} idle"]))
 
 
-def use_cpu_threads() -> Threads:
-    """Set torch's intra-op threads for this process once (``choose_threads``) and return the choice."""
+def use_cpu_threads(params: int | None = None) -> Threads:
+    """Set torch's intra-op threads for a model of ``params`` parameters (``choose_threads``; never fewer than an
+    earlier model of this process got) and return the count in use."""
     global _CHOSEN
-    if _CHOSEN is not None:
+    if _CHOSEN is not None and (_CHOSEN.why == "OMP_NUM_THREADS" or params is None and _CHOSEN.count > 1):
         return _CHOSEN
     import torch
 
-    chosen = choose_threads()
+    chosen = choose_threads(params)
+    if _CHOSEN is not None and chosen.count <= _CHOSEN.count:
+        return _CHOSEN
     if chosen.why != "OMP_NUM_THREADS" and torch.get_num_threads() != chosen.count:
         torch.set_num_threads(chosen.count)
     _CHOSEN = chosen

@@ -365,8 +365,6 @@ class HFProvider(Provider):
             source = self._prepare_source()
             device = self._device_opt or ("cuda" if torch.cuda.is_available() else "cpu")
             dtype = _resolve_dtype(self._dtype_opt, device)
-            if device == "cpu":
-                use_cpu_threads()  # beside other work: no more threads than idle cores (phr.core.threads)
             t0 = time.monotonic()
             loading(f"{self.spec} ({self.display_name}) on {device}", self.purpose)
             try:
@@ -378,6 +376,8 @@ class HFProvider(Provider):
                 raise _not_installed(self.model, self.revision, f"loading {source} failed: {e}") from None
             model.to(device)  # type: ignore[arg-type]  # transformers' wrapped .to() reads the device as the model
             model.eval()
+            if device == "cpu":  # no more threads than the model can use and the machine has idle (phr.core.threads)
+                use_cpu_threads(model.num_parameters())
             tok.padding_side = "left"
             if tok.pad_token_id is None:
                 tok.pad_token = tok.eos_token
