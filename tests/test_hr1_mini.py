@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -290,6 +291,12 @@ def test_grpo_smoke_has_reward_variance_and_a_loss(mini, tmp_path):
     steps = zip(metrics["reward_std"]["raw"], metrics["loss"]["raw"], strict=True)
     assert any(std > 0 and loss != 0 for std, loss in steps), metrics  # a learning signal in at least one step
     assert max(metrics["rewards/smoke_consistency_stand_in/mean"]["raw"]) > 0
+    # the numbers docs/training.md ("Offline training smoke", "Measured") gives for stage 1's two steps
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "training.md").read_text()
+    said = re.search(r"stage 1 loss ([-\d.]+) / ([-\d.]+) and reward_std ([\d.]+) / ([\d.]+)", " ".join(docs.split()))
+    assert said, "docs/training.md no longer states the smoke's stage-1 numbers"
+    got = [f"{v:.3f}" for v in (*metrics["loss"]["raw"], *metrics["reward_std"]["raw"])]
+    assert got == list(said.groups()), (got, said.groups())
     manifest = json.loads((res.final_dir / "training_manifest.json").read_text())
     assert manifest["reward"]["functions"] == ["smoke_consistency_stand_in"]
     assert manifest["recipe"]["model"]["tiny"]["format_warmup_steps"] == 40

@@ -248,6 +248,8 @@ class Preflight:
     def lines(self) -> list[str]:
         from phr.llm.pricing import PriceTable
 
+        if not self.notes and not self.usage:  # nothing to say under it: no bare "plan:" header
+            return []
         out = ["plan:"] + [f"  {n}" for n in self.notes]
         if self.usage:
             prices = PriceTable.load()

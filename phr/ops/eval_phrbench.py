@@ -134,9 +134,10 @@ def _resolve(p: EvalPhrbenchPlan, cfg: EvalPhrbenchConfig) -> None:
         pf.check("--out", lambda: writable(out))
     if p.launch is not None:
         n = p.launch.processes
-        where = f"{out}.shards/shard-i-of-{n}" if out is not None else f"{cfg.runs}/<model>/<run id>-shard-i-of-{n}"
-        pf.note(f"rank i-1 of {n} generates shard i/{n} (every {_nth(n)} base question) into {where}; rank 0 joins "
-                f"the shards into {out if out is not None else 'the run folder'} and scores it")  # fmt: skip
+        folder = f"shard-(r+1)-of-{n}"
+        where = f"{out}.shards/{folder}" if out is not None else f"{cfg.runs}/<model>/<run id>-{folder}"
+        pf.note(f"rank r (0..{n - 1}) generates shard r+1/{n} (every {_nth(n)} base question) into {where}; rank 0 "
+                f"joins the shards into {out if out is not None else 'the run folder'} and scores it")  # fmt: skip
 
 
 def _nth(n: int) -> str:
