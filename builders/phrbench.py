@@ -420,7 +420,7 @@ class _Gen:
                 f"round(s) (rejections by check: {dict(reasons)}):\n  "
                 + "\n  ".join(lines[:50])
                 + ("\n  ..." if len(lines) > 50 else "")
-                + "\n(pass --allow-short to build anyway; nothing was written)"
+                + "\n(pass allow_short=True to build anyway; nothing was written)"
             )
         return result
 

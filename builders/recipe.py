@@ -223,7 +223,7 @@ def select_questions(
     if short and not allow_short:
         raise RecipeError(
             "not enough source questions for recipe "
-            f"{recipe.name}:\n  " + "\n  ".join(short) + "\n(pass --allow-short to build anyway)"
+            f"{recipe.name}:\n  " + "\n  ".join(short) + "\n(pass allow_short=True to build anyway)"
         )
     return chosen, short
 
@@ -240,9 +240,9 @@ def _check_stand_in(recipe: Recipe, source: str, loaded: list[BaseQuestion], all
         return
     raise StandInError(
         f"recipe {recipe.name} asks for {bbbp.TITLE}, but no copy was found (no <source-dir>/bbbp/"
-        f"{bbbp.FILES['bbbp']}, no --online), and the only offline copy is the B3DB stand-in, a different "
+        f"{bbbp.FILES['bbbp']}, no online=True), and the only offline copy is the B3DB stand-in, a different "
         "dataset (other compounds, counts and class balance). Supply BBBP.csv under <source-dir>/bbbp, or "
-        "pass --online, or pass --allow-stand-in to build with B3DB (the manifest and card then say so)."
+        "pass online=True, or pass allow_stand_in=True to build with B3DB (the manifest and card then say so)."
     )
 
 

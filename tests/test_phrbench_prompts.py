@@ -202,12 +202,12 @@ def test_bbbp_stand_in_needs_allow_stand_in(tmp_path, sources, fake_openai):
     )
     with pytest.raises(RecipeError) as e:
         select_questions(rec, tmp_path / "empty")
-    assert "asks for MoleculeNet BBBP" in str(e.value) and "--allow-stand-in" in str(e.value)
+    assert "asks for MoleculeNet BBBP" in str(e.value) and "allow_stand_in=True" in str(e.value)
     from_dir, _ = select_questions(rec, sources)  # a real BBBP copy needs no permission
     assert {q.source for q in from_dir} == {"bbbp"} and stand_ins(rec, from_dir) == {}
     fake_openai(paper_responder())
     rec_path = _recipe(tmp_path, "    hallucinated: 2", sources="  - {source: bbbp, domain: Chemistry, count: 3}")
-    with pytest.raises(PreflightError, match="allow-stand-in"):  # the plan's problem: every missing source
+    with pytest.raises(PreflightError, match="allow_stand_in=True"):  # the plan's problem: every missing source
         build_on_server(rec_path, tmp_path / "refused", None, judge="none")
     res = build_on_server(rec_path, tmp_path / "out", None, judge="none", allow_stand_in=True)
     assert not (tmp_path / "refused").exists()

@@ -192,7 +192,7 @@ def test_sft_lora_merge_and_resume(tmp_path, capsys):
     with pytest.raises(_Interrupt):
         train_sft(recipe, callbacks=[_StopAfterFirstSave()])
     assert not (tmp_path / "interrupted" / "final").exists()  # nothing half-written
-    with pytest.raises(UsageError, match="pass --resume"):
+    with pytest.raises(UsageError, match="pass resume=True"):
         train_sft(recipe)
     resumed = train_sft(recipe, resume=True)
     assert resumed.global_step == full.global_step == 2 and resumed.resumed_from.endswith("checkpoint-1")

@@ -102,7 +102,7 @@ def test_a_run_killed_while_saving_resumes_to_the_weights_of_an_uninterrupted_ru
     assert any(ck2.glob("*.safetensors"))
     assert (checkpoint_problem(ck2) is None) == (moment == "card")
     assert not (ck2 / "curves.json").exists()
-    with pytest.raises(UsageError, match="pass --resume"):
+    with pytest.raises(UsageError, match="pass resume=True"):
         _train(method, corpus, out)  # never mixed into a fresh run
 
     with caplog.at_level(logging.WARNING, logger="phr.training"):
@@ -137,7 +137,7 @@ def test_incomplete_checkpoints_are_named_and_removed_only_on_resume(tmp_path, c
     assert [checkpoint_problem(p) for p in (good, cut, wrong, bare)] == [
         None, "trainer_state.json is cut short", "trainer_state.json is for step 2", "no trainer_state.json"
     ]  # fmt: skip
-    with pytest.raises(UsageError, match=r"already holds checkpoint-10: pass --resume"):
+    with pytest.raises(UsageError, match=r"already holds checkpoint-10: pass resume=True"):
         resume_point(out, resume=False)
     assert cut.is_dir() and bare.is_dir()  # nothing removed without --resume
     with caplog.at_level(logging.WARNING, logger="phr.training"):
@@ -187,7 +187,7 @@ def test_an_interrupted_run_prints_a_rerun_that_resumes_it(tmp_path, monkeypatch
     rerun = res.stderr.splitlines()[-1].removeprefix("interrupted; rerun to resume: ")
     assert rerun == "phr-publish " + " ".join([*args, "--resume"] if has_checkpoint else args)
     if has_checkpoint:  # as printed, it resumes (the same boundary, asked to continue)
-        with pytest.raises(UsageError, match="pass --resume"):
+        with pytest.raises(UsageError, match="pass resume=True"):
             resume_point(out, resume=False)
         assert resume_point(out, resume=True) == str(out / "checkpoint-1")
 

@@ -203,7 +203,7 @@ def resume_point(output_dir: Path, resume: bool) -> str | None:
     if not resume:
         if found:
             raise UsageError(
-                f"{output_dir} already holds {found[-1][1].name}: pass --resume to continue it, or choose another "
+                f"{output_dir} already holds {found[-1][1].name}: pass resume=True to continue it, or choose another "
                 "trainer.output_dir"
             )
         return None
