@@ -47,7 +47,7 @@ BLOCKS = {
     "Evaluation": Needs(slow=True),  # local:smollm2: 5 prompts x 2 samples, the reference scorer
     "Training": Needs(slow=True),  # the smoke corpus, then two GRPO steps of the tiny Llama
     "Analyses": Needs(results=True),  # the predictor, judge none: XGBoost + SHAP, no model
-    "Python API: `run(plan(cfg))`": Needs(slow=True),  # eval hr1 of Hallucination-R1-mini with local:smollm2
+    "Python API: `run(plan(cfg))`": Needs(slow=True),  # eval hr1 of 4 Hallucination-R1-mini questions, local:smollm2
 }
 
 
