@@ -83,6 +83,7 @@ def settle(error: BaseException) -> None:
     if isinstance(error, ReplicaStop) or getattr(error, "all_ranks", False):
         try:
             barrier()
+            end_group()
         except Exception:  # noqa: BLE001  a rank that crashed instead: nothing left to wait for
             pass
 
@@ -111,15 +112,31 @@ def quiet_replicas() -> None:
 WAIT_FOR_RANKS = timedelta(hours=48)
 
 
-def join_group() -> None:
-    """Start the launch's process group, unless it is up (gloo: the ranks wait for each other and exchange
-    small objects; the models are not distributed); a no-op on one process."""
+@contextmanager
+def process_group() -> Iterator[None]:
+    """The launch's process group around a block (gloo: the ranks wait for each other and exchange small objects;
+    the models are not distributed), started unless it is up, and ended after the block when started here: a
+    rank that exits with the group alive can abort in gloo's threads ("terminate called without an active
+    exception") while another rank still works. A no-op on one process."""
     if not current().several:
+        yield
         return
     import torch.distributed as dist
 
-    if not dist.is_initialized():
+    started = not dist.is_initialized()
+    if started:
         dist.init_process_group(backend="gloo", timeout=WAIT_FOR_RANKS)
+    yield  # a stop every rank takes keeps the group: the CLI's settle() waits in it, then ends it
+    if started:
+        end_group()
+
+
+def end_group() -> None:
+    """End the launch's process group on this rank (a no-op when there is none)."""
+    if _group_ready():
+        import torch.distributed as dist
+
+        dist.destroy_process_group()
 
 
 def _group_ready() -> bool:

@@ -234,25 +234,27 @@ def _generate_launched(p: EvalPhrbenchPlan, record: dict) -> Run | None:
     wait for each other (a failed shard stops every rank, its message printed once), and rank 0 prints the call
     table of all ranks, joins the shards and writes the run (run.json: the launch and its rerun). None on the
     other ranks."""
-    from phr.core.ranks import agree, current, gather, join_group
+    from phr.core.ranks import agree, current, gather, process_group
     from phr.eval.runner import default_run_dir, generate_run, join_shards, select_run, write_joined
     from phr.llm.batch import show_summary
     from phr.llm.summary import RunSummary
 
     assert p.settings is not None and p.dataset is not None and p.llm is not None and p.launch is not None
     cfg, ranks = p.config, current()
-    join_group()
     settings = p.settings.model_copy(update={"shard": [ranks.rank + 1, p.launch.processes]})
     p.llm.progress, p.llm.show_summary = ranks.main, False  # rank 0's bar; one call table, of every rank
     folder, error = None, None
-    try:
-        out = shard_folders(cfg.out, p.launch.processes)[ranks.rank] if cfg.out is not None else None
-        instances = select_run(settings, p.dataset)
-        folder = generate_run(settings, p.dataset, p.llm, instances=instances, out=out, root=cfg.runs, record=record)
-    except Exception as e:  # noqa: BLE001  shared below: every rank stops, the failed one says why
-        error = e
-    agree(error)
-    summaries, paths = zip(*gather((p.llm.last_summary, str(folder.path if folder else ""))))
+    with process_group():  # ended once every rank has the others' results: rank 0 joins and scores alone
+        try:
+            out = shard_folders(cfg.out, p.launch.processes)[ranks.rank] if cfg.out is not None else None
+            instances = select_run(settings, p.dataset)
+            folder = generate_run(
+                settings, p.dataset, p.llm, instances=instances, out=out, root=cfg.runs, record=record
+            )
+        except Exception as e:  # noqa: BLE001  shared below: every rank stops, the failed one says why
+            error = e
+        agree(error)
+        summaries, paths = zip(*gather((p.llm.last_summary, str(folder.path if folder else ""))))
     if not ranks.main:
         return None
     show_summary(RunSummary().merge_all(summaries))
