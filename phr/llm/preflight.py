@@ -140,11 +140,11 @@ class Preflight:
     def output(self, path: str | Path, overwrite: bool, field: str = "out") -> None:
         """The run's output folder: free (or ``overwrite``) and writable where it is asked for; the one
         output-exists check of every operation (the run writes where its plan checked)."""
-        from phr.core.fs import exists_message
+        from phr.core.fs import refuse_existing
 
-        if not overwrite and Path(path).expanduser().exists():
-            self.problem(exists_message(path, field))
-        self.check(f"{field}={str(path)!r}", lambda: writable(path))
+        named = f"{field}={str(path)!r}"  # refuse_existing's message starts with it: not prefixed again
+        self.check(named, lambda: refuse_existing(path, overwrite, field))
+        self.check(named, lambda: writable(path))
 
     def model(self, role: str, spec: str | None) -> bool:
         """Check ``spec`` for ``role``: it resolves, its key is set (a hosted endpoint; a local server may have
