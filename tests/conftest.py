@@ -118,7 +118,7 @@ class FakeOpenAI:
         """An ``LLM`` on the server with fast retries and the test's own cache file."""
         from phr.llm import LLM
 
-        opts = dict(cache=self.cache, progress=False, timeout=5, backoff_initial=0.01, backoff_max=0.05) | kw
+        opts = dict(cache=self.cache, progress=False, timeout=30, backoff_initial=0.01, backoff_max=0.05) | kw
         return LLM(spec, **opts)
 
 

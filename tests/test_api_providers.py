@@ -80,7 +80,7 @@ def closed_port() -> int:
         return s.getsockname()[1]
 
 
-async def fail(kind: str, url: str, *, timeout: float = 5.0, params: GenerationParams | None = None) -> CallError:
+async def fail(kind: str, url: str, *, timeout: float = 60.0, params: GenerationParams | None = None) -> CallError:
     """Run one call that must fail; check the error is a CallError that does not leak the key."""
     p = make(kind, url)
     try:
@@ -96,7 +96,7 @@ async def fail(kind: str, url: str, *, timeout: float = 5.0, params: GenerationP
 @pytest.mark.parametrize("kind", KINDS)
 async def test_n_samples_texts_and_usage(srv, kind):
     p = make(kind, srv.url)
-    out = await p.complete(MSGS, GenerationParams(seed=7, temperature=0.5), 3, 5.0)
+    out = await p.complete(MSGS, GenerationParams(seed=7, temperature=0.5), 3, 60.0)
     await p.aclose()
     seed = "" if kind == "anthropic" else " seed=7"  # Anthropic has no seed: it is not sent
     assert [c.text for c in out] == [f"echo[{MODEL[kind]}] hello there #{i}{seed}" for i in range(3)]
@@ -127,7 +127,7 @@ async def test_request_mapping(srv, kind):
         temperature=0.2, top_p=0.9, top_k=None if kind == "openai" else 5, max_tokens=3, seed=11, stop=("zzz",)
     )
     p = make(kind, srv.url)
-    (out,) = await p.complete(MSGS, params, 1, 5.0)
+    (out,) = await p.complete(MSGS, params, 1, 60.0)
     await p.aclose()
     body = srv.requests[0]["json"]
     assert len(out.text.split()) == 3 and out.completion_tokens == 3  # max_tokens truncates on the server
@@ -161,7 +161,7 @@ async def test_request_mapping(srv, kind):
 
 async def test_anthropic_default_max_tokens(srv):
     p = make("anthropic", srv.url)
-    await p.complete(MSGS, GenerationParams(max_tokens=None), 1, 5.0)
+    await p.complete(MSGS, GenerationParams(max_tokens=None), 1, 60.0)
     await p.aclose()
     assert srv.requests[0]["json"]["max_tokens"] == 1024
 
@@ -169,7 +169,7 @@ async def test_anthropic_default_max_tokens(srv):
 async def test_openai_top_k_refused(srv):
     p = make("openai", srv.url)
     with pytest.raises(UnsupportedParam, match="top_k") as ei:
-        await p.complete(MSGS, GenerationParams(top_k=5), 1, 5.0)
+        await p.complete(MSGS, GenerationParams(top_k=5), 1, 60.0)
     await p.aclose()
     assert isinstance(ei.value, BadRequest) and isinstance(ei.value, ValueError) and not ei.value.retryable
     assert srv.count == 0
@@ -235,7 +235,7 @@ async def test_key_passed_as_argument_is_redacted_too(srv, monkeypatch):
     srv.script(None, [("status", 400, {}, {"error": {"message": f"bad {other}"}})])
     p = OpenAIProvider("gpt-test", base_url=f"{srv.url}/v1", api_key=other)
     with pytest.raises(BadRequest) as ei:
-        await p.complete(MSGS, GenerationParams(), 1, 5.0)
+        await p.complete(MSGS, GenerationParams(), 1, 60.0)
     await p.aclose()
     assert other not in str(ei.value) and "***" in str(ei.value)
     assert srv.requests[0]["headers"]["authorization"] == f"Bearer {other}"
@@ -262,7 +262,7 @@ async def test_google_accepts_google_api_key(srv, monkeypatch):
     monkeypatch.delenv("GEMINI_API_KEY")
     monkeypatch.setenv("GOOGLE_API_KEY", "AIza-test-other-key-42")
     p = make("google", srv.url)
-    await p.complete(MSGS, GenerationParams(), 1, 5.0)
+    await p.complete(MSGS, GenerationParams(), 1, 60.0)
     await p.aclose()
     assert srv.requests[0]["headers"]["x-goog-api-key"] == "AIza-test-other-key-42"
 
@@ -271,7 +271,7 @@ async def test_compatible_key_is_optional(srv, monkeypatch):
     monkeypatch.delenv("OPENAI_COMPATIBLE_API_KEY")
     monkeypatch.delenv("OPENAI_API_KEY")
     p = make_provider(f"openai-compatible:{srv.url}/v1#my-model")
-    (out,) = await p.complete(MSGS, GenerationParams(), 1, 5.0)
+    (out,) = await p.complete(MSGS, GenerationParams(), 1, 60.0)
     await p.aclose()
     assert out.text == "echo[my-model] hello there #0"
     assert srv.requests[0]["headers"]["authorization"] == "Bearer EMPTY"
@@ -283,7 +283,7 @@ async def test_base_url_from_env(srv, monkeypatch):
     monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", srv.url)
     for spec in ("openai:gpt-test", "anthropic:claude-test", "google:gemini-test"):
         p = make_provider(spec)
-        await p.complete(MSGS, GenerationParams(), 1, 5.0)
+        await p.complete(MSGS, GenerationParams(), 1, 60.0)
         await p.aclose()
     assert srv.count == 3
 

@@ -113,7 +113,7 @@ def server(fake_openai):
 
 
 def make():
-    return LLM("openai:gpt-4o", progress=False, timeout=5, backoff_initial=0.01, backoff_max=0.05)
+    return LLM("openai:gpt-4o", progress=False, timeout=30, backoff_initial=0.01, backoff_max=0.05)
 
 
 AUGS = [

@@ -273,7 +273,7 @@ def judge_env(monkeypatch, tmp_path):
             srv,
             path,
             lambda: LLM(
-                "openai:gpt-4o", cache=cache, progress=False, timeout=5, backoff_initial=0.01, backoff_max=0.05
+                "openai:gpt-4o", cache=cache, progress=False, timeout=30, backoff_initial=0.01, backoff_max=0.05
             ),
         )
 
