@@ -17,7 +17,13 @@ pytest.importorskip("lm_eval")
 pytest.importorskip("inspect_ai")
 
 from phr.api import plan, run  # noqa: E402
-from phr.config.ops import ScoreSubmissionConfig, Scoring  # noqa: E402
+from phr.config.ops import (  # noqa: E402
+    DEFAULT_MAX_TOKENS,
+    PAPER_SAMPLES,
+    PAPER_TEMPERATURE,
+    ScoreSubmissionConfig,
+    Scoring,
+)
 from phr.eval.harness import lm_eval_tasks  # noqa: E402
 from phr.eval.harness.common import HEADLINE, headline, instance_of, instance_rows  # noqa: E402
 from phr.eval.scoring import score_responses  # noqa: E402
@@ -95,7 +101,7 @@ def test_lm_eval_task_scores_as_eval_phrbench(mini_folder, rows, tmp_path):
     # the prompts are the instances' and the generation is one greedy sample with no stop but the model's end
     assert sorted(c for c, _ in lm.asked) == sorted(r["prompt"] for r in rows)
     assert {json.dumps(g, sort_keys=True) for _, g in lm.asked} == {
-        json.dumps({"until": [], "do_sample": False, "max_gen_toks": 2048}, sort_keys=True)
+        json.dumps({"until": [], "do_sample": False, "max_gen_toks": DEFAULT_MAX_TOKENS}, sort_keys=True)
     }
     # per sample: the harness's scoring is ours; code answers ran in the sandbox (the B solutions pass)
     logged = out["samples"]["phrbench_greedy"]
@@ -159,9 +165,17 @@ def test_task_files_carry_the_papers_sampling(mini_folder):
         include_path=str(lm_eval_tasks()), include_defaults=False, metadata={"dataset": str(mini_folder), "limit": 1}
     )
     tasks = tm.load(["phrbench", "phrbench_b", "phrbench_bt", "phrbench_bh", "phrbench_greedy"])["tasks"]
-    paper = tasks["phrbench"].config
-    assert paper.repeats == 10
-    assert paper.generation_kwargs == {"until": [], "do_sample": True, "temperature": 0.7, "max_gen_toks": 2048}
+    paper = tasks["phrbench"].config  # the YAML restates the paper's settings: they must be the config's
+    assert paper.repeats == PAPER_SAMPLES
+    assert paper.generation_kwargs == {
+        "until": [],
+        "do_sample": True,
+        "temperature": PAPER_TEMPERATURE,
+        "max_gen_toks": DEFAULT_MAX_TOKENS,
+    }
+    assert paper.filter_list[0]["filter"][0] == {"function": "take_first_k", "k": PAPER_SAMPLES}
+    greedy = tasks["phrbench_greedy"].config
+    assert greedy.repeats == 1 and greedy.generation_kwargs["max_gen_toks"] == DEFAULT_MAX_TOKENS
     # --metadata limit: whole questions, as eval phrbench --limit (one question: its 5 instances)
     assert [d["condition"] for d in tasks["phrbench"].test_docs()] == ["B", "B+T", "B+H", "B+H", "B+H"]
     for name, cond in (("phrbench_b", "B"), ("phrbench_bt", "B+T"), ("phrbench_bh", "B+H")):

@@ -10,6 +10,7 @@ from typing import Any
 
 from phr.bench.instance import Instance
 from phr.bench.metrics import ACCURACY, ACCURACY_H_MINUS_T, RETENTION, name_of
+from phr.config.ops import DEFAULT_DATASET
 from phr.eval.dataset import CONDITIONS, check_conditions, load_eval_dataset
 from phr.eval.scorers import AccuracyScorer
 from phr.eval.scoring import SampleScore, score_responses
@@ -19,7 +20,7 @@ HEADLINE = (*(name_of(ACCURACY, c) for c in CONDITIONS), ACCURACY_H_MINUS_T, RET
 
 
 def instance_rows(
-    dataset: str = "phrbench",
+    dataset: str = DEFAULT_DATASET,
     *,
     conditions: str = ",".join(CONDITIONS),
     hub: str | None = None,

@@ -23,11 +23,10 @@ from inspect_ai.scorer import CORRECT, INCORRECT, Metric, Score, Target, metric,
 from inspect_ai.scorer import SampleScore as InspectScore
 from inspect_ai.solver import TaskState, generate
 
+from phr.config.ops import DEFAULT_DATASET, DEFAULT_MAX_TOKENS, PAPER_SAMPLES, PAPER_TEMPERATURE
+from phr.eval.dataset import CONDITIONS
 from phr.eval.harness.common import headline, instance_of, instance_rows, score_row
 from phr.eval.scoring import SampleScore
-
-#: the paper's sampling (App. B.1), as ``eval phrbench --preset paper`` (max tokens: its default)
-PAPER_EPOCHS, PAPER_TEMPERATURE, MAX_TOKENS = 10, 0.7, 2048
 
 
 def _ours(scores: list[InspectScore]) -> list[SampleScore]:
@@ -110,8 +109,8 @@ def phrbench_scorer() -> Callable:
 
 
 def _phrbench(
-    dataset: str = "phrbench",
-    conditions: str = "B,B+T,B+H",
+    dataset: str = DEFAULT_DATASET,
+    conditions: str = ",".join(CONDITIONS),
     hub: str | None = None,
     revision: str | None = None,
     limit: int | None = None,
@@ -123,8 +122,8 @@ def _phrbench(
         dataset=MemoryDataset(samples, name="phrbench"),
         solver=generate(),
         scorer=phrbench_scorer(),
-        epochs=Epochs(PAPER_EPOCHS),
-        config=GenerateConfig(temperature=PAPER_TEMPERATURE, max_tokens=MAX_TOKENS),
+        epochs=Epochs(PAPER_SAMPLES),  # the paper's sampling (App. B.1); max tokens: eval phrbench's default
+        config=GenerateConfig(temperature=PAPER_TEMPERATURE, max_tokens=DEFAULT_MAX_TOKENS),
     )
 
 

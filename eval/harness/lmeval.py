@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from phr.bench.metrics import ACCURACY, name_of
+from phr.config.ops import DEFAULT_DATASET
+from phr.eval.dataset import CONDITIONS
 from phr.eval.harness.common import headline, instance_rows, score_row
 from phr.eval.scoring import SampleScore
 
@@ -30,11 +32,11 @@ __all__ = [
 
 
 def load(
-    dataset: str = "phrbench",
+    dataset: str = DEFAULT_DATASET,
     hub: str | None = None,
     revision: str | None = None,
     limit: int | None = None,
-    conditions: str = "B,B+T,B+H",
+    conditions: str = ",".join(CONDITIONS),
     **_: Any,
 ) -> Any:
     """The instances as a ``DatasetDict`` with one split, ``test`` (lm-eval's ``custom_dataset``)."""

@@ -29,6 +29,9 @@ def leaderboard_cmd(cfg: LeaderboardConfig) -> None:
     for r in res.records:
         for problem in r.problems or []:
             typer.echo(f"unverified {r.model} {r.run_id}: {problem}", err=True)
+    if res.space is not None:
+        for line in res.space.lines():
+            typer.echo(f"space: {line}")
 
 
 @report_app.command("leaderboard-verify")

@@ -52,7 +52,7 @@ Temperature = Annotated[float, Field(ge=0, le=2)]
 #: an output limit in tokens, or "model": the model's maximum output length
 MaxTokens = Annotated[int, Field(ge=1)] | Literal["model"]
 #: the one repo type vocabulary (the Hub's): a dataset repo or a model repo
-RepoType = Literal["dataset", "model"]
+RepoType = Literal["dataset", "model", "space"]
 HUB_DOC = "Local hub folder (default: $PHR_HUB_DIR; unset: the Hub)."
 ENDPOINT_DOC = "Hub endpoint (default: HF_ENDPOINT or huggingface.co)."
 #: how one released split is split into a stand-in train and evaluation pair (phr.builders.hr1_sources)
@@ -350,6 +350,13 @@ class LeaderboardConfig(PartialResults, Verification):
     hub: Path | None = setting(None, HUB_DOC, metavar="HUBDIR")
     out: Path = setting(Path("leaderboard"), "Where leaderboard.parquet/.md/.html go.")
     title: str = setting(LEADERBOARD_TITLE, "Page title.")
+    space: str | None = setting(
+        None,
+        "Also publish the page as a static Space ORG/NAME (index.html, the result JSONs, a Space card) through the "
+        "push gate: to the local hub (--hub, $PHR_HUB_DIR), else the Hub; unchanged results make no commit.",
+        metavar="ORG/NAME",
+    )
+    space_license: str = setting("cc-by-4.0", "The Space card's license (a Hub license id).")
 
 
 class LeaderboardVerifyConfig(Verification):
@@ -635,7 +642,7 @@ class PushConfig(OpConfig):
 
     folder: Path = setting(..., "The folder to publish (a built PHRBench folder, a checkpoint, ...).", metavar="FOLDER")
     repo: str = setting(..., "The repo, ORG/NAME.", metavar="ORG/NAME")
-    repo_type: RepoType = setting("dataset", "dataset or model.")
+    repo_type: RepoType = setting("dataset", "dataset, model or space.")
     tag: str | None = setting(
         None, "Create this tag (e.g. v0.1.0) on the pushed commit; an existing tag is never moved."
     )
@@ -659,7 +666,7 @@ class PullConfig(OpConfig):
     arguments = ("repo",)
 
     repo: str = setting(..., "The repo to download.", metavar="ORG/NAME")
-    repo_type: RepoType = setting("dataset", "dataset or model.")
+    repo_type: RepoType = setting("dataset", "dataset, model or space.")
     revision: str | None = setting(None, "Tag, branch (main, pr/1) or commit (default: main).")
     out: Path | None = setting(None, "Destination folder (default: ./NAME).")
     hub: Path | None = setting(None, HUB_DOC, metavar="HUBDIR")
@@ -674,7 +681,7 @@ class RepairConfig(OpConfig):
     arguments = ("repo",)
 
     repo: str = setting(..., "The local hub repo to repair, ORG/NAME.", metavar="ORG/NAME")
-    repo_type: RepoType = setting("dataset", "dataset or model.")
+    repo_type: RepoType = setting("dataset", "dataset, model or space.")
     hub: Path | None = setting(None, "Local hub folder (default: $PHR_HUB_DIR).", metavar="HUBDIR")
 
 

@@ -74,6 +74,12 @@ def card_metadata(folder: str | Path) -> dict:
         raise CardError(f"card metadata does not parse: {e}") from None
 
 
+def space_sdk(folder: str | Path) -> str | None:
+    """A Space card's ``sdk`` (static, gradio, docker, ...): the Hub needs it to create the Space."""
+    sdk = card_metadata(folder).get("sdk")
+    return sdk if isinstance(sdk, str) else None
+
+
 def card_configs(folder: str | Path) -> dict[str, CardConfig]:
     """The ``configs:`` of a dataset card by name, checked as the Hub checks them."""
     configs = card_metadata(folder).get("configs") or []

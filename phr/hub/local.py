@@ -234,7 +234,7 @@ class LocalHub:
 
     def repo_path(self, repo_id: str, repo_type: str) -> Path:
         org, name = repo_id.split("/")
-        return self.root / ("datasets" if repo_type == "dataset" else "models") / org / name
+        return self.root / f"{repo_type}s" / org / name
 
     def exists(self, repo_id: str, repo_type: str) -> bool:
         return (self.repo_path(repo_id, repo_type) / ".git").is_dir()
@@ -751,7 +751,7 @@ def _open_repo(hub: LocalHub, repo_id: str, repo_type: str, path: Path, *, creat
     working tree has no hand edits."""
     exists = hub.exists(repo_id, repo_type)
     if not exists:
-        if hub.exists(repo_id, other_type(repo_type)):
+        if (other := other_type(repo_type)) and hub.exists(repo_id, other):
             raise repo_type_mismatch(repo_id, repo_type, f"in the local hub {hub.root}")
         if not create:
             raise RepoNotFoundError(f"no {repo_type} repo {repo_id} in the local hub {hub.root}")
@@ -1231,10 +1231,9 @@ def pull_local(repo_id: str, *, repo_type: str, revision: str | None, dest: Path
     path = lh.repo_path(repo_id, repo_type)
     check_state(lh, repo_id, repo_type)
     if not lh.exists(repo_id, repo_type):
+        other = other_type(repo_type)
         hint = (
-            f" (it exists as a {other_type(repo_type)} repo: pass --repo-type {other_type(repo_type)})"
-            if lh.exists(repo_id, other_type(repo_type))
-            else ""
+            f" (it exists as a {other} repo: pass --repo-type {other})" if other and lh.exists(repo_id, other) else ""
         )
         raise RepoNotFoundError(f"no {repo_type} repo {repo_id} in the local hub {lh.root}{hint}")
     sha = resolve_revision(path, revision)

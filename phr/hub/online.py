@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from phr.config.ops import PushConfig
 from phr.core.fs import sha256_file
 from phr.core.secrets import redact
-from phr.hub.card import files_for_repo
+from phr.hub.card import files_for_repo, space_sdk
 from phr.hub.errors import (
     MissingTokenError,
     PublishError,
@@ -105,7 +105,8 @@ def _api(token: str | None, endpoint: str | None) -> HfApi:
 
 
 def repo_url(api: HfApi, repo_id: str, repo_type: str) -> str:
-    return f"{api.endpoint.rstrip('/')}/{'datasets/' if repo_type == 'dataset' else ''}{repo_id}"
+    prefix = {"dataset": "datasets/", "space": "spaces/"}.get(repo_type, "")
+    return f"{api.endpoint.rstrip('/')}/{prefix}{repo_id}"
 
 
 def validate_card_remote(api: HfApi, folder: Path, repo_type: str, token: str | None) -> None:
@@ -212,7 +213,7 @@ def _check_push(
     at.step = "checking the card with the server (/api/validate-yaml)"
     validate_card_remote(api, folder, repo_type, token)
     at.step = "reading the repo's state"
-    if not exists and api.repo_exists(repo_id, repo_type=other_type(repo_type)):
+    if not exists and (other := other_type(repo_type)) and api.repo_exists(repo_id, repo_type=other):
         raise repo_type_mismatch(repo_id, repo_type, "on the Hub")
     if tag and tag in tags and tags[tag] != at.head:
         raise tag_names_other_commit(tag, repo_id, tags[tag], at.head)
@@ -271,7 +272,8 @@ def _push_steps(
     )
     if not exists:
         at.step = "creating the repo"
-        api.create_repo(repo_id, repo_type=repo_type, private=cfg.private, exist_ok=True)
+        sdk = space_sdk(folder) if repo_type == "space" else None
+        api.create_repo(repo_id, repo_type=repo_type, private=cfg.private, exist_ok=True, space_sdk=sdk)
         exists, at.head, tags = _remote_state(api, repo_id, repo_type)
         result.head = at.head
     at.step = "listing the repo's files"

@@ -128,14 +128,15 @@ def check_tag(tag: str | None) -> str | None:
     return tag
 
 
-def other_type(repo_type: str) -> str:
-    return "model" if repo_type == "dataset" else "dataset"
+def other_type(repo_type: str) -> str | None:
+    """The type whose repos share names with ``repo_type``'s (datasets and models); a Space shares none."""
+    return {"dataset": "model", "model": "dataset"}.get(repo_type)
 
 
 def repo_type_mismatch(repo_id: str, repo_type: str, where: str) -> RepoTypeMismatchError:
     """The refusal of a push to ``repo_id`` as a ``repo_type`` repo that ``where`` (``on the Hub``, ``in the local
     hub ROOT``) holds as the other type."""
-    other = other_type(repo_type)
+    other = other_type(repo_type) or "other"
     return RepoTypeMismatchError(
         f"{repo_id} exists {where} as a {other} repo, not a {repo_type} repo: pass --repo-type {other}, or pick "
         "another name"

@@ -16,6 +16,7 @@ from pathlib import Path
 from phr.config.ops import LeaderboardConfig
 from phr.core.errors import UsageError
 from phr.eval.results import Result
+from phr.hub.repo import PushResult
 from phr.ops.plan import StepPlan
 
 
@@ -32,6 +33,7 @@ class Rendered:
     records: list[Result]
     paths: list[Path]
     notes: list[str] = field(default_factory=list)
+    space: PushResult | None = None  # the Space push (``--space``)
 
     @property
     def partial(self) -> int:
@@ -60,4 +62,28 @@ def run(p: LeaderboardPlan) -> Rendered:
         datasets = Datasets(cfg.datasets, hub=cfg.hub)
         records = collect_results(sources, allow_partial=cfg.allow_partial, notes=notes, datasets=datasets)
         paths = write_leaderboard(records, cfg.out, title=cfg.title)
-    return Rendered(records, list(paths.values()), notes)
+        space = _push_space(cfg, records, Path(tmp)) if cfg.space else None
+    return Rendered(records, list(paths.values()), notes, space)
+
+
+def _push_space(cfg: LeaderboardConfig, records: list[Result], tmp: Path) -> PushResult:
+    """Render the page afresh (no file of an earlier rendering in ``--out``) as a Space, and push it."""
+    from phr.config.ops import PushConfig
+    from phr.hub import push
+    from phr.leaderboard.page import write_leaderboard
+    from phr.leaderboard.space import space_folder
+
+    assert cfg.space is not None  # only called with --space
+    write_leaderboard(records, tmp / "page", title=cfg.title)
+    folder = space_folder(
+        tmp / "page",
+        tmp / "space",
+        title=cfg.title,
+        license=cfg.space_license,
+        results_repo=cfg.repo,
+        count=len(records),
+    )
+    push_cfg = PushConfig(
+        folder=folder, repo=cfg.space, repo_type="space", hub=cfg.hub, message=f"leaderboard of {len(records)} results"
+    )
+    return push(push_cfg, rerun=cfg.rerun())

@@ -52,10 +52,16 @@ class GoogleProvider(KeyedAPIProvider):
     batch_id_pattern = r"batches/[A-Za-z0-9_-]{1,200}"
 
     def _new_client(self) -> genai.Client:
+        # an httpx transport of our own keeps the SDK on httpx: with aiohttp installed (inspect-ai and lm-eval bring
+        # it) it would switch its async calls to aiohttp, whose errors and retries are not these
         return genai.Client(
             api_key=self._api_key,
             vertexai=False,
-            http_options=gt.HttpOptions(base_url=self.base_url, timeout=int(self.timeout * 1000)),
+            http_options=gt.HttpOptions(
+                base_url=self.base_url,
+                timeout=int(self.timeout * 1000),
+                async_client_args={"transport": httpx2.AsyncHTTPTransport()},
+            ),
         )
 
     def _config(
