@@ -103,6 +103,23 @@ def _card_data(n: dict[str, int], *, configs: list[dict], recipe: str) -> Datase
     )
 
 
+#: the three ways to evaluate a model on PHRBench (docs/harnesses.md): one prompt text, one scoring code
+HARNESSES = """## Evaluating a model: three ways, the same numbers
+
+DATASET is this folder's path, or its repo id once pushed. The two harnesses need `pip install "phr-toolkit[harness]"`.
+
+| way | command |
+|---|---|
+| PHR toolkit | `phr-publish eval phrbench --model hf:ORG/NAME --dataset DATASET` |
+| lm-evaluation-harness | `lm_eval --model hf --model_args pretrained=ORG/NAME --apply_chat_template --tasks phrbench --include_path "$(python -m phr.eval.harness lm-eval-tasks)" --metadata '{\"dataset\": \"DATASET\"}'` |
+| inspect_ai | `inspect eval phr/phrbench --model hf/ORG/NAME -T dataset=DATASET` |
+
+All three prompt with the instance's `prompt` (one user turn, the model's chat template) and score with the toolkit's
+answer extraction and grading (code answers run only in its sandbox); the outputs of the harnesses are leaderboard
+submissions for `phr-publish score`. The trajectory metrics (OL, UI, BUF, BC) and the behavioural resolution need the
+reference scorer and the judge: `phr-publish eval phrbench` (or `phr-publish score` on a harness's output)."""
+
+
 def _overview(rows: dict[str, list[dict]], *, recipe: str, licenses: dict[str, str], figures: str) -> str:
     """The card's body from its title to "Re-validating a download": what PHRBench measures, usage, counts,
     figures, subtypes, sources and licenses."""
@@ -126,6 +143,8 @@ its context. Each base question is asked plain (**B**), with one truthful premis
 single-mutation hallucinated premises (**B+H**); the premise is added as context, the question is unchanged.
 
 {usage}
+
+{HARNESSES}
 
 ## Counts (domain x mutation type)
 

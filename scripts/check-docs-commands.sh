@@ -39,7 +39,8 @@ SKIP_LINES=(
   'docs/review.md:30-38|the paper build'"'"'s review round: its premises come from the paper recipe (skipped above)'
 )
 DOCS=(README.md docs/hr1.md docs/training.md docs/evaluation.md docs/expectations.md docs/review.md
-      docs/publishing.md docs/leaderboard.md docs/submissions.md docs/analyses.md docs/sandbox.md docs/scaling.md)
+      docs/publishing.md docs/leaderboard.md docs/submissions.md docs/harnesses.md docs/analyses.md docs/sandbox.md
+      docs/scaling.md)
 
 commands() {  # FILE:LINE<TAB>COMMAND for every command of the bash blocks of the files given
   python3 - "$@" <<'EOF'

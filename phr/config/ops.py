@@ -253,7 +253,11 @@ class ScoreSubmissionConfig(Scoring, PartialResults, LocalHub, Batch):
     arguments = ("submission",)
     presets = {"paper": PAPER_SCORING}
 
-    submission: Path = setting(..., "Submission JSONL: {instance_id, sample, response} per line.", metavar="SUBMISSION")
+    submission: Path = setting(
+        ...,
+        "Submission JSONL ({instance_id, sample, response} per line), an lm-eval samples file or an inspect log.",
+        metavar="SUBMISSION",
+    )
     preset: Literal["paper"] | None = setting(
         None,
         f"Named settings: 'paper' = the reference scorer {PAPER_SCORER}; other settings given override it.",
