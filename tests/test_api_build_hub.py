@@ -50,8 +50,8 @@ def test_push_to_a_local_hub_api_and_cli_store_the_same_repo_files(mini_folder, 
     [
         (["build", "phrbench", "--timeout", "0"], "--timeout"),
         (["build", "phrbench", "--max-retry-after", "-1"], "--max-retry-after"),
-        (["push", "FOLDER", "--repo", "org/x", "--repo-type", "space"], "--repo-type"),
-        (["pull", "org/x", "--repo-type", "space"], "--repo-type"),
+        (["push", "FOLDER", "--repo", "org/x", "--repo-type", "notebook"], "--repo-type"),
+        (["pull", "org/x", "--repo-type", "notebook"], "--repo-type"),
         (["validate", "FOLDER", "--eval-set", "=x"], "--eval-set"),
     ],
 )

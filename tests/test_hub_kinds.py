@@ -39,6 +39,7 @@ def test_installed_kinds_come_from_entry_points():
         "hr1-paraphrases": "dataset",
         "hr1-sft": "dataset",
         "hr1-grpo": "dataset",
+        "leaderboard-space": "space",
     }
 
 

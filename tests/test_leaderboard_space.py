@@ -98,3 +98,14 @@ def test_a_space_folder_that_is_not_a_leaderboard_is_refused(tmp_path):
     assert "sdk is 'gradio', not 'static'" in text and "the card has no license" in text
     assert "results/x.json" in text and "not a PHRBench result" in text
     assert not (tmp_path / "hub" / "spaces" / "org" / "s" / ".git").exists()  # no repo was made
+
+
+def test_the_space_card_links_the_results_dataset():
+    from phr.leaderboard.space import space_card
+
+    card = SpaceCard(space_card("PHRBench leaderboard", "cc-by-4.0", "org/phrbench-results", 3))
+    assert card.data.datasets == ["org/phrbench-results"] and card.data.sdk == "static"
+    assert "[org/phrbench-results](https://huggingface.co/datasets/org/phrbench-results)" in card.text
+    assert "leaderboard of 3 results" in card.text
+    bare = SpaceCard(space_card("T", "mit", None, 1))
+    assert bare.data.datasets is None and "result JSON files" in bare.text

@@ -343,7 +343,7 @@ def test_repo_type_mismatch_and_bad_arguments(built, hub, tmp_path):
     with pytest.raises(PublishError, match="invalid tag"):
         push(PushConfig(folder=built, repo=REPO, tag="bad tag", hub=hub))
     with pytest.raises(ValidationError, match="repo_type"):  # the config refuses it before any push
-        PushConfig(folder=built, repo=REPO, repo_type="space", hub=hub)
+        PushConfig(folder=built, repo=REPO, repo_type="notebook", hub=hub)
 
 
 # names the Hub refuses (huggingface_hub's validator, and the Hub's rules it leaves out), with the words said
