@@ -104,6 +104,8 @@ def test_lm_eval_command_gives_eval_phrbenchs_numbers(mini_folder, model_dir, ou
             f"max_gen_toks={MAX_TOKENS}",
             "--device",
             "cpu",
+            "--batch_size",
+            "8",
             "--log_samples",
             "--output_path",
             "out",
