@@ -13,7 +13,7 @@ Only JSON is parsed (inspect's own reader for its zip), as for any submission.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +41,32 @@ def kind_of(path: Path, head: bytes) -> str | None:
     return None
 
 
-def lm_eval_entries(lines: Iterator[tuple[int, str]]) -> Iterator[Entry]:
-    """The responses of an lm-eval samples file, given its (line number, text) lines."""
+def _context(obj: dict) -> str | None:
+    """The text lm-eval sent the model for a record (``arguments.gen_args_0.arg_0``), if the record has it."""
+    args = obj.get("arguments")
+    first = args.get("gen_args_0") if isinstance(args, dict) else None
+    context = first.get("arg_0") if isinstance(first, dict) else None
+    return context if isinstance(context, str) else None
+
+
+def prompt_problem(sent: str | None, prompt: str | None, *, templated: bool) -> str | None:
+    """What is wrong with the text a harness sent for an instance whose prompt is ``prompt``: not the instance's
+    prompt, or (``templated``: the harness shows the rendered text) the raw prompt, no chat template around it."""
+    if sent is None or prompt is None:
+        return None
+    if templated and sent == prompt:
+        return (
+            "lm-eval sent the raw prompt, without the model's chat template: rerun lm_eval with --apply_chat_template "
+            "(PHRBench's prompt is one user turn of the chat template)"
+        )
+    if prompt not in sent:
+        return "the prompt the harness sent is not this instance's prompt (another dataset or prompt version?)"
+    return None
+
+
+def lm_eval_entries(lines: Iterator[tuple[int, str]], prompts: Mapping[str, str]) -> Iterator[Entry]:
+    """The responses of an lm-eval samples file, given its (line number, text) lines and the instances' prompts
+    by id (a record whose context is not its instance's chat-templated prompt is a problem)."""
     for lineno, text in lines:
         where = f"line {lineno}"
         try:
@@ -61,13 +85,17 @@ def lm_eval_entries(lines: Iterator[tuple[int, str]]) -> Iterator[Entry]:
                 f"not an lm-eval sample record (no {'doc.id' if iid is None else 'filtered_resps'})",
             )
             continue
+        if problem := prompt_problem(_context(obj), prompts.get(iid) if isinstance(iid, str) else None, templated=True):
+            yield where, lineno, None, problem
+            continue
         responses = resps[0] if len(resps) == 1 and isinstance(resps[0], list) else resps
         for k, response in enumerate(responses):
             yield where, lineno, _line(iid, k, response), None
 
 
-def inspect_entries(path: Path) -> Iterator[Entry]:
-    """The responses of an inspect log (``.eval`` or ``.json``)."""
+def inspect_entries(path: Path, prompts: Mapping[str, str]) -> Iterator[Entry]:
+    """The responses of an inspect log (``.eval`` or ``.json``), given the instances' prompts by id (a sample whose
+    input is not its instance's prompt is a problem; inspect applies the chat template itself)."""
     try:
         from inspect_ai.log import read_eval_log
     except ImportError:
@@ -83,4 +111,8 @@ def inspect_entries(path: Path) -> Iterator[Entry]:
     for n, s in enumerate(log.samples or [], 1):
         if s.error is not None:
             continue  # no response: the instance is missing (or uncovered)
+        sent = s.input if isinstance(s.input, str) else (s.input[-1].text if s.input else None)
+        if problem := prompt_problem(sent, prompts.get(str(s.id)), templated=False):
+            yield f"sample {n} (id {s.id!r}, epoch {s.epoch})", n, None, problem
+            continue
         yield f"sample {n} (id {s.id!r}, epoch {s.epoch})", n, _line(s.id, s.epoch - 1, s.output.completion), None

@@ -375,7 +375,7 @@ def validate_submission(
     first_line: dict[tuple[str, int], int] = {}
     r = _FileRead(path, limits)
     with _open_regular(path, limits) as f:
-        for where, lineno, text, problem in _entries(path, f, r, problems):
+        for where, lineno, text, problem in _entries(path, f, r, problems, by_id):
             if problem is not None or text is None:
                 problems.add(f"{where}: {problem}")
                 continue
@@ -391,23 +391,25 @@ def validate_submission(
 
 
 def _entries(
-    path: Path, f: BinaryIO, r: _FileRead, problems: _Problems
+    path: Path, f: BinaryIO, r: _FileRead, problems: _Problems, by_id: Mapping[str, Any]
 ) -> Iterator[tuple[str, int, str | None, str | None]]:
     """The file's submission lines as (where, line number, text, problem): its own lines, or the responses of a
-    harness's output (an lm-eval samples file, an inspect log: ``phr.eval.harness_logs``)."""
+    harness's output (an lm-eval samples file, an inspect log: ``phr.eval.harness_logs``; the text each sent
+    must be its instance's prompt)."""
     from phr.eval import harness_logs as logs
 
     kind = logs.kind_of(path, f.peek(4096)[:4096] if hasattr(f, "peek") else b"")
     lines = _text_lines(f, r, problems)
     if kind is None:
         return ((f"line {n}", n, text, None) for n, text in lines)
+    prompts = {iid: inst.prompt for iid, inst in by_id.items()}
     if kind == "lm-eval":
-        return logs.lm_eval_entries(lines)
+        return logs.lm_eval_entries(lines, prompts)
     for chunk in iter(lambda: f.read(1 << 20), b""):  # the digest and size of its bytes: inspect reads the file itself
         r.take(chunk)
     r.lines = 1
     try:
-        return iter(list(logs.inspect_entries(path)))
+        return iter(list(logs.inspect_entries(path, prompts)))
     except logs.HarnessLogError as e:
         raise SubmissionError(str(e)) from None
 

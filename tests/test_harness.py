@@ -28,7 +28,7 @@ from phr.eval.harness import lm_eval_tasks  # noqa: E402
 from phr.eval.harness.common import HEADLINE, headline, instance_of, instance_rows  # noqa: E402
 from phr.eval.scoring import score_responses  # noqa: E402
 from phr.llm.preflight import PreflightError  # noqa: E402
-from tests.support.harness_models import ScriptedLM, inspect_model  # noqa: E402
+from tests.support.harness_models import TEMPLATE, ScriptedLM, inspect_model  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -95,11 +95,13 @@ def test_lm_eval_task_scores_as_eval_phrbench(mini_folder, rows, tmp_path):
     ours = answers.ours(rows)
     lm = ScriptedLM(answers)
     tm = TaskManager(include_path=str(lm_eval_tasks()), include_defaults=False, metadata={"dataset": str(mini_folder)})
-    out = simple_evaluate(model=lm, tasks=["phrbench_greedy"], task_manager=tm, log_samples=True)
+    out = simple_evaluate(
+        model=lm, tasks=["phrbench_greedy"], task_manager=tm, log_samples=True, apply_chat_template=True
+    )
     assert answers.escaped() == []
 
-    # the prompts are the instances' and the generation is one greedy sample with no stop but the model's end
-    assert sorted(c for c, _ in lm.asked) == sorted(r["prompt"] for r in rows)
+    # the prompts are the instances', chat-templated; the generation is one greedy sample, no stop but the end token
+    assert sorted(c for c, _ in lm.asked) == sorted(TEMPLATE.format(r["prompt"]) for r in rows)
     assert {json.dumps(g, sort_keys=True) for _, g in lm.asked} == {
         json.dumps({"until": [], "do_sample": False, "max_gen_toks": DEFAULT_MAX_TOKENS}, sort_keys=True)
     }
@@ -192,3 +194,30 @@ def test_harness_outputs_that_are_not_submissions_are_named(mini_folder, tmp_pat
     cut.write_bytes(b"PK\x03\x04" + b"\0" * 100)
     with pytest.raises(PreflightError, match=r"run.eval: not a readable inspect_ai log"):
         _score_as_submission(cut, mini_folder, tmp_path)
+
+
+def test_an_lm_eval_run_without_the_chat_template_is_refused_naming_the_flag(mini_folder, rows, tmp_path):
+    from lm_eval import simple_evaluate
+    from lm_eval.loggers import EvaluationTracker
+    from lm_eval.tasks import TaskManager
+
+    tm = TaskManager(
+        include_path=str(lm_eval_tasks()), include_defaults=False, metadata={"dataset": str(mini_folder), "limit": 1}
+    )
+    out = simple_evaluate(model=ScriptedLM(Answers(rows)), tasks=["phrbench_greedy"], task_manager=tm, log_samples=True)
+    tracker = EvaluationTracker(output_path=str(tmp_path / "lm-eval"))
+    tracker.save_results_aggregated(results=out, samples=out["samples"])
+    tracker.save_results_samples(task_name="phrbench_greedy", samples=out["samples"]["phrbench_greedy"])
+    (samples_file,) = (tmp_path / "lm-eval").rglob("samples_*.jsonl")
+    with pytest.raises(PreflightError, match=r"line 1: lm-eval sent the raw prompt.*--apply_chat_template"):
+        _score_as_submission(samples_file, mini_folder, tmp_path, allow_partial=True)
+
+
+def test_a_prompt_that_is_not_the_instances_is_a_problem():
+    from phr.eval.harness_logs import prompt_problem
+
+    assert prompt_problem("<|user|>\nQ?\n<|assistant|>\n", "Q?", templated=True) is None
+    assert "--apply_chat_template" in prompt_problem("Q?", "Q?", templated=True)
+    assert prompt_problem("Q?", "Q?", templated=False) is None  # inspect shows the turn, not the rendered text
+    assert "not this instance's prompt" in prompt_problem("<|user|>\nOther?\n", "Q?", templated=True)
+    assert prompt_problem(None, "Q?", templated=True) is None  # a record without its context: nothing to check

@@ -7,10 +7,14 @@ from collections.abc import Callable
 
 from lm_eval.api.model import LM
 
+#: the scripted model's chat template: one user turn, then the assistant's
+TEMPLATE = "<|user|>\n{}\n<|assistant|>\n"
+
 
 class ScriptedLM(LM):
-    """lm-eval's model interface answering each ``generate_until`` request with ``answer(context)``; records the
-    contexts and generation kwargs it was asked with."""
+    """lm-eval's model interface answering each ``generate_until`` request with ``answer(prompt)`` (the user turn of
+    the chat-templated context, or the context itself without ``--apply_chat_template``); records the contexts and
+    generation kwargs it was asked with."""
 
     def __init__(self, answer: Callable[[str], str]):
         super().__init__()
@@ -19,11 +23,23 @@ class ScriptedLM(LM):
 
     def generate_until(self, requests, disable_tqdm: bool = False):
         out = []
+        head, tail = TEMPLATE.split("{}")
         for r in requests:
             context, gen_kwargs = r.arguments
             self.asked.append((context, gen_kwargs))
-            out.append(self.answer(context))
+            out.append(self.answer(context.removeprefix(head).removesuffix(tail)))
         return out
+
+    def apply_chat_template(self, chat_history, add_generation_prompt=True) -> str:
+        (turn,) = chat_history
+        return TEMPLATE.format(turn["content"])
+
+    @property
+    def tokenizer_name(self) -> str:
+        return "scripted"
+
+    def chat_template(self, chat_template=False) -> str:
+        return TEMPLATE
 
     def loglikelihood(self, requests, disable_tqdm: bool = False):  # pragma: no cover - PHRBench generates
         raise NotImplementedError
