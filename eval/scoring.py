@@ -58,6 +58,23 @@ class SampleScore:
         return asdict(self)
 
     @classmethod
+    def of(cls, inst: Instance, sample: int, *, missing: bool, correct: bool = False) -> SampleScore:
+        """Sample ``sample`` of ``inst``, named by the instance's fields; the scorers fill in the rest."""
+        return cls(
+            inst.id,
+            sample,
+            inst.question_id,
+            inst.condition,
+            inst.domain,
+            inst.subtype,
+            inst.task_type,
+            inst.source,
+            inst.mutation_type,
+            missing=missing,
+            correct=correct,
+        )
+
+    @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SampleScore:
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
@@ -95,19 +112,7 @@ def score_responses(
     for inst in instances:
         for k in range(samples):
             text = responses.get((inst.id, k))
-            s = SampleScore(
-                inst.id,
-                k,
-                inst.question_id,
-                inst.condition,
-                inst.domain,
-                inst.subtype,
-                inst.task_type,
-                inst.source,
-                inst.mutation_type,
-                missing=text is None,
-                correct=False,
-            )
+            s = SampleScore.of(inst, k, missing=text is None)
             rows.append(s)
             if text is not None:
                 present.append((s, ScoreItem(inst, text, k)))

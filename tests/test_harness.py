@@ -16,12 +16,10 @@ import pytest
 pytest.importorskip("lm_eval")
 pytest.importorskip("inspect_ai")
 
-from phr.api import plan, run  # noqa: E402
 from phr.config.ops import (  # noqa: E402
     DEFAULT_MAX_TOKENS,
     PAPER_SAMPLES,
     PAPER_TEMPERATURE,
-    ScoreSubmissionConfig,
     Scoring,
 )
 from phr.eval.harness import lm_eval_tasks  # noqa: E402
@@ -29,6 +27,7 @@ from phr.eval.harness.common import HEADLINE, headline, instance_of, instance_ro
 from phr.eval.scoring import score_responses  # noqa: E402
 from phr.llm.preflight import PreflightError  # noqa: E402
 from tests.support.harness_models import TEMPLATE, ScriptedLM, inspect_model  # noqa: E402
+from tests.support.scored import score_output  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -71,19 +70,7 @@ def rows(mini_folder):
 
 
 def _score_as_submission(path: Path, mini_folder: Path, tmp_path: Path, **kw) -> dict:
-    cfg = ScoreSubmissionConfig(
-        submission=path,
-        dataset=str(mini_folder),
-        model="scripted",
-        model_revision="r1",
-        samples=1,
-        scorer="none",
-        out=tmp_path / f"{path.stem}.scored",
-        plots=False,
-        allow_weak_sandbox=True,
-        **kw,
-    )
-    return run(plan(cfg)).result.metrics
+    return score_output(path, mini_folder, tmp_path / f"{path.stem}.scored", **kw)
 
 
 def test_lm_eval_task_scores_as_eval_phrbench(mini_folder, rows, tmp_path):

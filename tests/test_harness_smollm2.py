@@ -16,8 +16,9 @@ pytest.importorskip("lm_eval")
 pytest.importorskip("inspect_ai")
 
 from phr.api import plan, run  # noqa: E402
-from phr.config.ops import EvalPhrbenchConfig, ScoreSubmissionConfig  # noqa: E402
+from phr.config.ops import EvalPhrbenchConfig  # noqa: E402
 from phr.eval.harness.common import HEADLINE  # noqa: E402
+from tests.support.scored import score_output  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -68,19 +69,7 @@ def ours(mini_folder, tmp_path_factory):
 
 
 def _scored(path: Path, mini_folder: Path, out: Path) -> dict:
-    cfg = ScoreSubmissionConfig(
-        submission=path,
-        dataset=str(mini_folder),
-        model="smollm2",
-        model_revision="r",
-        samples=1,
-        scorer="none",
-        allow_partial=True,
-        out=out,
-        plots=False,
-        allow_weak_sandbox=True,
-    )
-    metrics = run(plan(cfg)).result.metrics
+    metrics = score_output(path, mini_folder, out, allow_partial=True)
     return {k: metrics[k] for k in HEADLINE}
 
 

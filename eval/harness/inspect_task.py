@@ -32,25 +32,10 @@ from phr.eval.scoring import SampleScore
 def _ours(scores: list[InspectScore]) -> list[SampleScore]:
     """inspect's scores as ours: one per instance, ``correct`` the mean over its epochs (the mean of equal-sized
     means is the mean over every sample, as ``phr.eval.aggregate`` averages)."""
-    out = []
-    for s in scores:
-        inst = instance_of(s.sample_metadata or {})
-        out.append(
-            SampleScore(
-                inst.id,
-                0,
-                inst.question_id,
-                inst.condition,
-                inst.domain,
-                inst.subtype,
-                inst.task_type,
-                inst.source,
-                inst.mutation_type,
-                missing=False,
-                correct=s.score.as_float(),  # type: ignore[arg-type]  # a mean of 0/1 over the epochs
-            )
-        )
-    return out
+    return [
+        SampleScore.of(instance_of(s.sample_metadata or {}), 0, missing=False, correct=s.score.as_float())  # type: ignore[arg-type]
+        for s in scores
+    ]
 
 
 def _headline_metric(name: str) -> Metric:

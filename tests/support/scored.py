@@ -52,3 +52,24 @@ def scored_result(
     data.update({"run_id": run_id or data["run_id"], **fields})
     path.write_text(json.dumps(data, indent=2))
     return path
+
+
+def score_output(path: Path, mini_folder: Path, out: Path, **kw) -> dict:
+    """``score`` a submission of one sample per instance of PHRBench-mini (a JSONL file or a harness's output) without
+    the reference scorer, into ``out`` (``kw``: more settings); the result's metrics."""
+    from phr.api import plan, run
+    from phr.config.ops import ScoreSubmissionConfig
+
+    cfg = ScoreSubmissionConfig(
+        submission=path,
+        dataset=str(mini_folder),
+        model="org/harness-run",
+        model_revision="r1",
+        samples=1,
+        scorer="none",
+        out=out,
+        plots=False,
+        allow_weak_sandbox=True,
+        **kw,
+    )
+    return run(plan(cfg)).result.metrics
