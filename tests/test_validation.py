@@ -110,6 +110,15 @@ def test_split_sentences_abbreviations_initials_decimals():
     assert len(split_sentences("Water boils. Ice sinks. Steam rises.")) == 3
 
 
+def test_split_sentences_reads_the_word_before_a_break_as_re_does():
+    # the word before a "." is the run of non-space characters up to it; like re's (\S+)$, a single newline
+    # right before the "." is skipped ("Fig\n." is still the abbreviation), a space is not
+    assert split_sentences("See Fig\n. 3 shows the curve.") == ["See Fig\n. 3 shows the curve."]
+    assert split_sentences("See (e.g. Fig. 3) the curve. It rises.") == ["See (e.g. Fig. 3) the curve.", "It rises."]
+    assert split_sentences("It is a . The next one.") == ["It is a .", "The next one."]
+    assert split_sentences("Units are J. K is a unit.") == ["Units are J. K is a unit."]  # a one-letter initial
+
+
 def test_enumeration_markers():
     assert enumeration_markers("Two facts hold: (1) water boils; (2) ice sinks") == ["(1)", "(2)"]
     assert enumeration_markers("Facts: 1. Water boils 2. Ice sinks") == ["1.", "2."]
@@ -303,22 +312,41 @@ def test_lsh_finds_pairs_at_threshold_linear_buckets():
     assert all(a // 2 == b // 2 for a, b in pairs)  # only pairs within a group
 
 
-def test_group_pairs_score_every_pair_in_a_group():
-    # groups of 1..5 rows in shuffled order: every in-group pair once, (i < j) sorted, with the estimate
-    # oph_similarity gives; pairs LSH banding finds are among them; a group above max_group -> None
+@pytest.mark.parametrize("grouped", [False, True], ids=["shuffled", "grouped"])
+@pytest.mark.parametrize("num_perm", [32, 20])
+def test_group_pairs_score_every_pair_in_a_group(grouped, num_perm):
+    # groups of 1..5 rows, shuffled or in group order (no sort), signatures of whole words of bins (32) or
+    # not (20): every in-group pair once, (i < j) sorted, with the estimate oph_similarity gives; pairs LSH
+    # banding finds are among them; a group above max_group -> None
     rng = np.random.default_rng(1)
-    groups = rng.permutation(np.repeat(np.arange(5), np.arange(1, 6)))
-    sig = oph_signatures(rng.integers(0, 2**63, 300, dtype=np.uint64), rng.integers(0, 15, 300), 15, 32)
+    groups = np.repeat(np.arange(5), np.arange(1, 6))
+    groups = groups if grouped else rng.permutation(groups)
+    sig = oph_signatures(rng.integers(0, 2**63, 300, dtype=np.uint64), rng.integers(0, 15, 300), 15, num_perm)
     sig[groups == 4] = sig[np.flatnonzero(groups == 4)[0]]  # group 4: five identical rows
+    a3, b3 = np.flatnonzero(groups == 3)[:2]
+    sig[b3, : num_perm // 2] = sig[a3, : num_perm // 2]  # group 3's first two rows: half of their bins agree
     pairs, est = group_pair_similarity(sig, groups)
     expected = [(i, j) for i in range(15) for j in range(i + 1, 15) if groups[i] == groups[j]]
     assert pairs.tolist() == [list(p) for p in expected]  # 0 + 1 + 3 + 6 + 10 = 20 pairs
     assert len(expected) == 20
     assert np.allclose(est, oph_similarity(sig, pairs[:, 0], pairs[:, 1]))
     assert (est[groups[pairs[:, 0]] == 4] == 1.0).all()
-    lsh = {tuple(p) for p in lsh_candidates(sig, groups, *lsh_params(0.8, 32)).tolist()}
+    assert 0.2 < est[expected.index(tuple(sorted((a3, b3))))] < 0.8  # the bins are counted, not all-or-nothing
+    lsh = {tuple(p) for p in lsh_candidates(sig, groups, *lsh_params(0.8, num_perm)).tolist()}
     assert lsh <= set(expected)
     assert group_pair_similarity(sig, groups, max_group=4) is None
+
+
+def test_blocks_are_balanced_over_the_workers():
+    from phr.validation.checks import _balanced_block_rows
+
+    assert _balanced_block_rows(100_000, 32768, 2) == 25_000  # 4 x 25k, not 3 x 32768 + 1.7k
+    assert _balanced_block_rows(100_000, 32768, 1) == 25_000  # 4 blocks either way
+    assert _balanced_block_rows(25_000, 32768, 2) == 12_500  # one block per worker
+    assert _balanced_block_rows(25_000, 32768, 1) == 25_000
+    assert _balanced_block_rows(5_000, 32768, 2) == 5_000  # blocks under 8192 rows are not worth a thread
+    assert _balanced_block_rows(120, 9, 3) == 9  # small blocks asked for stay small
+    assert _balanced_block_rows(0, 32768, 2) == 32768
 
 
 def test_report_is_the_same_on_any_number_of_threads():
@@ -471,6 +499,18 @@ def test_leakage_near_misses_pass():
         ],
     )
     assert leakage(q, a) == []
+
+
+def test_a_number_the_question_states_within_the_absolute_tolerance_is_no_leak():
+    # 1e-13 is within the absolute tolerance (1e-12) of the 0 the question states: the number reveals nothing,
+    # though no digit of the question is the answer's first significant digit
+    q, a = frames(
+        [open_ended("sciq-train-8", "Is the residual 0 after the fit?", "1e-13")],
+        [aug("says", "The residual after the fit is 1e-13.", qid="sciq-train-8")],
+    )
+    assert reasons(leakage(q, a), "says") == []
+    q2, _ = frames([open_ended("sciq-train-8", "Is the residual small after the fit?", "1e-13")], [])
+    assert reasons(leakage(q2, a), "says") == ["premise states the numeric answer '1e-13' as '1e-13'"]
 
 
 def test_numeric_tolerance_boundary():

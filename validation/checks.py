@@ -80,7 +80,16 @@ def _strs(values: Any, n: int) -> list[str]:
 # ---- sentences, lists -----------------------------------------------------------------------------------
 
 _BOUNDARY = re.compile(r"([.!?\u2026]+)([\"'\u201d\u2019)\]]*)\s+(?=(\S))")
-_LAST_TOKEN = re.compile(r"(\S+)$")
+
+
+def _last_token(text: str, end: int) -> str:
+    """The run of non-space characters that ends at `end` ("" when none); ``re``'s ``(\\S+)$`` up to `end`,
+    without scanning the text before it (``$`` also matches before a final newline)."""
+    if end and text[end - 1] == "\n":
+        end -= 1
+    if end == 0 or text[end - 1].isspace():
+        return ""
+    return text[:end].rsplit(None, 1)[-1]
 
 
 @lru_cache(maxsize=8)
@@ -98,8 +107,7 @@ def split_sentences(text: str, abbreviations: tuple[str, ...] = SingleMutationCo
     for m in _BOUNDARY.finditer(text):
         nxt = m.group(3)
         if m.group(1) == ".":
-            tok = _LAST_TOKEN.search(text, 0, m.start())
-            word = tok.group(1).lstrip("([{\"'\u201c\u2018").lower() if tok else ""
+            word = _last_token(text, m.start()).lstrip("([{\"'\u201c\u2018").lower()
             if word in abbrev or (len(word) == 1 and word.isalpha()):
                 continue
         if nxt.islower():
@@ -194,13 +202,13 @@ def _numeric_answer(text: str, max_unit_chars: int) -> Number | None:
     return m
 
 
-def _lead_digits(n: Number, rel: float) -> str:
+def _lead_digits(n: Number, rel: float, abs_: float = 0.0) -> str:
     """Digits one of which is the first significant digit of every number within `rel` of n, or of n as a
     percentage (a cheap test that rules out most premises before their numbers are parsed)."""
     v = abs(n.value)
     if n.percent:
-        return "".join(sorted(set(_lead_digits(Number(v), rel)) | set(_lead_digits(Number(v * 100), rel))))
-    if v == 0 or not math.isfinite(v):
+        return "".join(sorted(set(_lead_digits(Number(v), rel, abs_)) | set(_lead_digits(Number(v * 100), rel, abs_))))
+    if v == 0 or not math.isfinite(v) or v * rel <= abs_:  # (near) zero: the absolute tolerance decides
         return "0123456789"
     m = v / 10 ** math.floor(math.log10(v))  # mantissa in [1, 10)
     lo, hi = m * (1 - 2 * rel), m * (1 + 2 * rel)
@@ -258,7 +266,7 @@ def _ws(text: str) -> str:
 # ---- the shared context -------------------------------------------------------------------------------
 
 
-def _positions(ids: pd.Series, wanted: pd.Series) -> np.ndarray:
+def _positions(ids: pd.Series, wanted: Any) -> np.ndarray:
     """Position in `ids` of each value of `wanted` (first occurrence; -1 when absent)."""
     index = pd.Index(ids)
     if index.has_duplicates:
@@ -316,6 +324,13 @@ class _Context:
             cache[column] = self.A[column].to_numpy(dtype=object) if column in self.A.columns else None
         values = cache[column]
         return None if values is None else values[i]
+
+    def present(self, column: str) -> np.ndarray:
+        """Per row: does `column` hold a string with a non-space character (computed once per column)."""
+        cache = self.__dict__.setdefault("_present_cache", {})
+        if column not in cache:
+            cache[column] = _present(self.A.get(column), self.n)
+        return cache[column]
 
     def row_id(self, i: int) -> str:
         v = self._value("id", i)
@@ -405,23 +420,20 @@ def _mutation_fields(ctx: _Context, cfg: SingleMutationConfig) -> list[tuple[int
     A, n = ctx.A, ctx.n
     found: list[tuple[int, str]] = []
     is_h, is_t = ctx.is_h, ctx.is_t
-    has_mt = _present(A.get("mutation_type"), n)
-    has_logic = _present(A.get("mutation_logic"), n)
-    has_strategy = _present(A.get("mutation_strategy"), n)
+    has_mt, has_logic, has_strategy = (ctx.present(c) for c in ("mutation_type", "mutation_logic", "mutation_strategy"))
     mt = A["mutation_type"] if "mutation_type" in A.columns else pd.Series([None] * n)
     allowed = mt.isin(list(cfg.allowed_mutation_types)).to_numpy(bool)
     code_ok = mt.isin(list(cfg.code_mutation_types)).to_numpy(bool)
     in_code = ctx.in_domains(cfg.code_domains)
-    mt_list = mt.tolist()
     for i in np.flatnonzero(is_h & ~has_mt).tolist():
         found.append((i, "hallucinated premise has no mutation_type"))
     for i in np.flatnonzero(is_h & has_mt & ~allowed).tolist():
-        found.append((i, f"mutation_type {mt_list[i]!r} is not one of {', '.join(sorted(cfg.allowed_mutation_types))}"))
+        found.append((i, f"mutation_type {mt.iat[i]!r} is not one of {', '.join(sorted(cfg.allowed_mutation_types))}"))
     for i in np.flatnonzero(is_h & allowed & in_code & ~code_ok).tolist():
         found.append(
             (
                 i,
-                f"code question premise has mutation_type {mt_list[i]!r}; {ctx.domain_of(i)} allows only {', '.join(sorted(cfg.code_mutation_types))}",
+                f"code question premise has mutation_type {mt.iat[i]!r}; {ctx.domain_of(i)} allows only {', '.join(sorted(cfg.code_mutation_types))}",
             )
         )
     if cfg.require_mutation_logic:
@@ -446,7 +458,7 @@ def _multi_error_logic(ctx: _Context, cfg: SingleMutationConfig) -> list[tuple[i
     then the patterns (Python re, on lower-cased text) on the few rows it keeps."""
     A = ctx.A
     found: list[tuple[int, str]] = []
-    h_rows = np.flatnonzero(ctx.is_h & _present(A.get("mutation_logic"), ctx.n))
+    h_rows = np.flatnonzero(ctx.is_h & ctx.present("mutation_logic"))
     if not len(h_rows):
         return found
     logic_col = T.arrow_strings(A["mutation_logic"]).take(pa.array(h_rows))
@@ -690,7 +702,7 @@ class _Gold:
             if v is None:
                 continue
             numeric[j] = True
-            if any(_close(v, x, cfg.numeric_rel_tol, cfg.numeric_abs_tol) for x in parse_numbers(qtext[j])):
+            if _states_number(qtext[j], v, cfg):
                 continue  # the number is in the question: mentioning it reveals nothing
             gi = int(self.gold_index[j])
             others = (
@@ -886,6 +898,19 @@ def _label_leaks(ctx: _Context, cfg: LeakageConfig, gold: _Gold) -> list[tuple[i
     return found
 
 
+def _may_state(text: str, lead: str) -> bool:
+    """The leading-digit pre-test: can `text` write a number whose first significant digit is one of `lead`
+    (or a fraction)? No number close to a value can be written without one (``_lead_digits``)."""
+    return any(ch in text for ch in lead) or "/" in text or "frac" in text
+
+
+def _states_number(text: str, v: Number, cfg: LeakageConfig) -> bool:
+    """Does `text` state a number close to `v` (the leakage comparison)?"""
+    if not _may_state(text, _lead_digits(v, cfg.numeric_rel_tol, cfg.numeric_abs_tol)):
+        return False
+    return any(_close(v, x, cfg.numeric_rel_tol, cfg.numeric_abs_tol) for x in parse_numbers(text))
+
+
 def _numeric_leaks(ctx: _Context, cfg: LeakageConfig, gold: _Gold) -> list[tuple[int, str]]:
     """Numeric answers: rows of questions with a numeric gold answer (after a leading-digit pre-test)."""
     gv, qpos = gold.gold_value, ctx.qpos
@@ -894,14 +919,21 @@ def _numeric_leaks(ctx: _Context, cfg: LeakageConfig, gold: _Gold) -> list[tuple
         return []
     texts = ctx.corpus.texts
     found: list[tuple[int, str]] = []
-    leads = {p: _lead_digits(gv[p], cfg.numeric_rel_tol) for p in set(qpos[need].tolist())}
-    for i in np.flatnonzero(need).tolist():
+    rows = np.flatnonzero(need)
+    # the pre-test in one RE2 pass per set of leading digits (a handful), over the rows whose gold has that set
+    leads = {p: _lead_digits(gv[p], cfg.numeric_rel_tol, cfg.numeric_abs_tol) for p in set(qpos[rows].tolist())}
+    lead_sets = sorted(set(leads.values()))
+    lead_of_q = np.zeros(len(gv) + 1, np.int64)
+    lead_of_q[list(leads)] = [lead_sets.index(d) for d in leads.values()]
+    row_lead = lead_of_q[qpos[rows]]
+    maybe = np.zeros(len(rows), bool)
+    for k, digits in enumerate(lead_sets):
+        sel = np.flatnonzero(row_lead == k)
+        maybe[sel] = T.regex_mask(ctx.corpus.arrow.take(pa.array(rows[sel])), f"[{digits}/]|frac")
+    for i in rows[maybe].tolist():
         p = int(qpos[i])
         v = gv[p]
-        if v is None:
-            continue
-        if not any(ch in texts[i] for ch in leads[p]) and "/" not in texts[i] and "frac" not in texts[i]:
-            continue  # no number close to v can be written without one of these digits (or as a fraction)
+        assert v is not None  # rows of questions with a numeric gold only
         for x in parse_numbers(texts[i]):
             if _close(x, v, cfg.numeric_rel_tol, cfg.numeric_abs_tol):
                 found.append((i, f"premise states the numeric answer {_short(gold.gold_raw[p], 30)!r} as {x.text!r}"))
@@ -1066,13 +1098,13 @@ def _blocks(
         yield _Context(augs, questions, cfg)
         return
     qcol = augs["question_id"] if "question_id" in augs.columns else pd.Series([""] * n)
-    codes, _ = pd.factorize(qcol, use_na_sentinel=False)
+    codes, uniques = pd.factorize(qcol, use_na_sentinel=False)
     order = None if (np.diff(codes) >= 0).all() else np.argsort(codes, kind="stable")
     sorted_codes = codes if order is None else codes[order]
     group_starts = np.flatnonzero(np.diff(sorted_codes)) + 1
     qpos = None
     if questions is not None and len(questions) and "id" in questions.columns:
-        qpos = _positions(questions["id"], qcol)
+        qpos = _positions(questions["id"], uniques)[codes]  # each distinct question id looked up once
     start = 0
     while start < n:
         k = np.searchsorted(group_starts, start + block_rows)
@@ -1142,6 +1174,19 @@ def default_workers() -> int:
     return max(1, min(4, cpus))
 
 
+def _balanced_block_rows(n: int, block_rows: int, workers: int, min_rows: int = 8192) -> int:
+    """Rows per block: at most `block_rows`, in a number of blocks that is a multiple of `workers`, all about
+    the same size (100k rows, 32768, 2 workers: four blocks of 25k, not three of 32768 and a small one that
+    leaves a worker idle; 25k rows: two of 12.5k), unless that makes blocks smaller than `min_rows`."""
+    if n <= 0:
+        return block_rows
+    n_blocks = -(-n // block_rows)
+    balanced = -(-n_blocks // workers) * workers
+    if n // balanced >= min_rows:
+        n_blocks = balanced
+    return -(-n // n_blocks)
+
+
 def run_checks(
     questions: Any,
     augmentations: Any,
@@ -1155,8 +1200,9 @@ def run_checks(
     """Schemas (questions, augmentations, and instances when given), references, single_mutation,
     distinctness and leakage, composed into one report (with the time of each step, summed over blocks).
 
-    The rule checks stream over blocks of about `block_rows` augmentation rows (whole questions), on
-    `workers` threads (None: `default_workers()`); the report is the same for any number of workers."""
+    The rule checks stream over blocks of at most about `block_rows` augmentation rows (whole questions; as many
+    blocks as keep every worker busy, `_balanced_block_rows`), on `workers` threads (None: `default_workers()`);
+    the report is the same for any number of workers."""
     cfg = _config(config)
     report = ValidationReport()
     qdf, adf = to_frame(questions), to_frame(augmentations)
@@ -1178,8 +1224,11 @@ def run_checks(
             step("schema", lambda: validate_frame(idf, "instances", cfg.schema))
     found: dict[str, list[Rejection]] = defaultdict(list)
 
+    n_workers = default_workers() if workers is None else max(1, int(workers))
+    rows_per_block = _balanced_block_rows(len(adf), block_rows, n_workers)
+
     def timed_blocks() -> Iterator[_Context]:
-        blocks = _blocks(adf, qdf, cfg, block_rows)
+        blocks = _blocks(adf, qdf, cfg, rows_per_block)
         while True:
             t0 = time.perf_counter()
             ctx = next(blocks, None)
@@ -1188,7 +1237,6 @@ def run_checks(
                 return
             yield ctx
 
-    n_workers = default_workers() if workers is None else max(1, int(workers))
     for block_found, seconds in _ordered_map(lambda c: _rules(c, cfg), timed_blocks(), n_workers):
         for name, rejections in block_found.items():
             found[name] += rejections

@@ -333,20 +333,22 @@ def group_pair_similarity(
     n = len(groups)
     if n < 2:
         return np.zeros((0, 2), np.int64), np.zeros(0)
-    order = np.argsort(groups, kind="stable")
-    g = groups[order]
+    in_order = bool((groups[1:] >= groups[:-1]).all())  # rows usually come grouped: no sort, no gather
+    order = np.arange(n) if in_order else np.argsort(groups, kind="stable")
+    g = groups if in_order else groups[order]
     starts = np.flatnonzero(np.concatenate([[True], g[1:] != g[:-1]]))
     biggest = int(np.diff(np.append(starts, n)).max())
     if biggest > max_group:
         return None
-    s = sig[order]
+    s = np.ascontiguousarray(sig if in_order else sig[order])
     full = s != _MAX
     pairs, est = [], []
     for d in range(1, biggest):
         same = np.flatnonzero(g[d:] == g[:-d])
-        a, b = s[:-d][same], s[d:][same]
-        both = ((a == b) & full[:-d][same]).sum(axis=1)
-        either = (full[:-d][same] | full[d:][same]).sum(axis=1)
+        eq = s[:-d] == s[d:]  # every row against the row d below (contiguous slices), then the same-group ones
+        eq &= full[:-d]
+        both = _row_counts(eq)[same]
+        either = _row_counts(full[:-d] | full[d:])[same]
         pairs.append(np.stack([order[same], order[same + d]], axis=1))
         est.append(both / np.maximum(either, 1))
     if not pairs:
@@ -356,6 +358,13 @@ def group_pair_similarity(
     p[swap] = p[swap][:, ::-1]
     key = np.argsort(p[:, 0] * n + p[:, 1])
     return p[key], e[key]
+
+
+def _row_counts(b: np.ndarray) -> np.ndarray:
+    """True values per row of a C-contiguous bool matrix (a popcount of its bytes when rows are whole words)."""
+    if b.shape[1] % 8 == 0 and b.flags.c_contiguous:
+        return np.bitwise_count(b.view(np.uint64)).sum(axis=1, dtype=np.int64)
+    return np.count_nonzero(b, axis=1)
 
 
 def lsh_candidates(sig: np.ndarray, groups: np.ndarray, bands: int, rows_per_band: int) -> np.ndarray:

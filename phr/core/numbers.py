@@ -53,6 +53,8 @@ class Number:
 def plain(text: str) -> str:
     """Unicode and LaTeX number notation as plain text (``−`` -> ``-``, ``10⁻⁵`` -> ``10^-5``, ``\\times`` ->
     ``×``, ``\\frac{a}{b}`` -> ``a/b``, ``$`` and ``\\,`` dropped)."""
+    if text.isascii() and "\\" not in text and "$" not in text:
+        return text  # nothing to rewrite (the common case: ASCII without LaTeX)
     text = text.replace("\u2212", "-").replace("\\times", "×").replace("\\cdot", "×").replace("\\%", "%")
     text = _FRAC_TEX.sub(r"\1/\2", text)
     for tok in ("$", "\\left", "\\right", "\\,", "\\!", "\\ "):
