@@ -149,6 +149,14 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "smollm2" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
+    # the files with the most slow tests run first, each file's tests together and in order: with -n, the long
+    # tests start early and the short ones even out the end, instead of one worker finishing a long test alone
+    slow: dict[str, int] = {}
+    for item in items:
+        slow[item.nodeid.split("::")[0]] = slow.get(item.nodeid.split("::")[0], 0) + bool(
+            item.get_closest_marker("slow")
+        )
+    items.sort(key=lambda item: -slow[item.nodeid.split("::")[0]])  # stable: file order kept among equals
 
 
 # ...and a test not marked slow that builds a language model or a trainer, in the pytest process or in a Python

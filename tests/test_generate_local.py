@@ -16,7 +16,7 @@ slots:
 sources:
   - {source: mmlu, domain: Physics, count: 1, filters: {subjects: [college_physics]}}
   - {source: humaneval, domain: Code, count: 1}
-generation: {temperature: 0.7, max_tokens: 48, regeneration_rounds: 0}
+generation: {temperature: 0.7, max_tokens: 24, regeneration_rounds: 0}
 """
 
 

@@ -5,6 +5,7 @@ local hub, `eval hr1` on the trained paraphraser, recipes and their errors."""
 from __future__ import annotations
 
 import json
+import threading
 import os
 
 import pytest
@@ -165,6 +166,11 @@ class _Interrupt(Exception):
     pass
 
 
+def _progress_threads() -> list[str]:
+    """The live threads of progress displays (``phr.core.progress``)."""
+    return [t.name for t in threading.enumerate() if t.name == "phr-progress"]
+
+
 class _StopAfterFirstSave(TrainerCallback):
     def on_save(self, args, state, control, **kwargs):
         raise _Interrupt(f"interrupted after checkpoint-{state.global_step}")
@@ -192,6 +198,7 @@ def test_sft_lora_merge_and_resume(tmp_path, capsys):
     with pytest.raises(_Interrupt):
         train_sft(recipe, callbacks=[_StopAfterFirstSave()])
     assert not (tmp_path / "interrupted" / "final").exists()  # nothing half-written
+    assert not _progress_threads()  # its [progress] lines ended with it
     with pytest.raises(UsageError, match="pass resume=True"):
         train_sft(recipe)
     resumed = train_sft(recipe, resume=True)
@@ -282,6 +289,7 @@ def test_grpo_interrupted_after_its_first_checkpoint_resumes_to_the_same_end(grp
     with pytest.raises(_Interrupt):
         train_grpo(recipe, callbacks=[_StopAfterFirstSave()])
     assert not (tmp_path / "stage1" / "final").exists()  # nothing half-written
+    assert not _progress_threads()  # its [progress] lines ended with it (they went on every 10 s for the session)
     resumed = train_grpo(recipe, resume=True)
     assert resumed.global_step == s1.global_step == 2 and resumed.resumed_from.endswith("checkpoint-1")
     steps = json.loads((resumed.final_dir / "curves.json").read_text())["metrics"]["reward"]["step"]

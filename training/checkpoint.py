@@ -301,9 +301,26 @@ class StepProgress(TrainerCallback):
     def on_train_end(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
     ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """End the display (its 10-second lines stop); once."""
         if self.task is not None:
             self.bar.__exit__(None, None, None)  # type: ignore[union-attr]  # a task: a bar
             self.task = None
+
+
+@contextmanager
+def progress_closed(trainer: Any) -> Iterator[None]:
+    """Around ``trainer.train()``: a training stopped by an exception (an interrupt, a failed save) never reaches
+    ``on_train_end``, so its ``[progress]`` line would go on every 10 s for as long as the process lives (a
+    notebook, a test session); the displays are closed on every way out."""
+    try:
+        yield
+    finally:
+        for cb in trainer.callback_handler.callbacks:
+            if isinstance(cb, StepProgress):
+                cb.close()
 
 
 def progress_callbacks() -> list:

@@ -40,7 +40,7 @@ from phr.core.errors import PHRError
 from phr.core.ranks import ReplicaStop, is_main, quiet_replicas
 from phr.core.registry import Registry
 from phr.hr1.parse import parse_paraphrase
-from phr.training.checkpoint import ArtifactsCallback, known_warnings_filtered, progress_callbacks
+from phr.training.checkpoint import ArtifactsCallback, known_warnings_filtered, progress_callbacks, progress_closed
 from phr.training.config import MissingRewardsSection, Recipe, RecipeError
 from phr.training.rewards import HR1Reward, RewardConfig, completion_text, settings_problems
 from phr.training.run import (
@@ -360,7 +360,8 @@ def train_grpo(
         cpu_threads(recipe, trainer.model)
         trainer.guard = guard
         repair_artifacts(arts, last, output_dir)
-        trainer.train(resume_from_checkpoint=last)
+        with progress_closed(trainer):
+            trainer.train(resume_from_checkpoint=last)
     if guard.stopped is not None:
         if not is_main():
             raise ReplicaStop(MissingRewardsStop.exit_code)  # every rank stops here; rank 0 says why

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from phr.core.errors import UsageError
 from phr.core.fs import atomic_dir
 from phr.core.ranks import is_main, quiet_replicas
-from phr.training.checkpoint import ArtifactsCallback, known_warnings_filtered, progress_callbacks
+from phr.training.checkpoint import ArtifactsCallback, known_warnings_filtered, progress_callbacks, progress_closed
 from phr.training.config import Recipe
 from phr.training.run import (
     MERGED,
@@ -120,7 +120,8 @@ def train_sft(
     quiet_replicas()
     with run_folder(Path(recipe.trainer["output_dir"]).expanduser().resolve()), known_warnings_filtered():
         trainer, arts, output_dir, last = build_sft_trainer(recipe, resume=resume, callbacks=callbacks, rerun=rerun)
-        trainer.train(resume_from_checkpoint=last)
+        with progress_closed(trainer):
+            trainer.train(resume_from_checkpoint=last)
     final = save_final(trainer, arts, output_dir)
     do_merge = recipe.lora is not None and (recipe.lora.merge if merge is None else merge) and is_main()
     merged = _merge(trainer, arts, output_dir) if do_merge else None
