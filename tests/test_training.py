@@ -5,8 +5,8 @@ local hub, `eval hr1` on the trained paraphraser, recipes and their errors."""
 from __future__ import annotations
 
 import json
-import threading
 import os
+import threading
 
 import pytest
 from transformers import AutoModelForCausalLM, TrainerCallback
