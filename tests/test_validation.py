@@ -677,6 +677,16 @@ def test_corpus_words_hash_equal_words_equally():
     assert rows.tolist() == [0, 0, 0, 1, 1, 1, 1, 1, 4, 4]
 
 
+def test_corpus_longest_words_are_the_first_longest_of_each_row():
+    texts = ["Mitochondria produce ATP", "", "ab cd ef", None, "a bb cc d", "x", "Oxidative phosphorylation"]
+    c = Corpus(texts)
+    h, rows = c.longest_words()
+    expected = {r: max(n.split(), key=len) for r, n in enumerate(c.norm) if n.split()}
+    assert rows.tolist() == sorted(expected) == [0, 2, 4, 5, 6]
+    assert h.tolist() == Corpus([expected[r] for r in rows.tolist()]).words[0].tolist()  # hashed as `words` does
+    assert expected[2] == "ab" and expected[4] == "bb"  # the first of equal length
+
+
 def test_robust_to_object_columns_missing_columns_and_empty_frames():
     q, a = frames(
         [mc()],
@@ -694,6 +704,9 @@ def test_robust_to_object_columns_missing_columns_and_empty_frames():
     no_ids = a.assign(id=[None, None])
     out = run_checks(q, no_ids, schemas=False)
     assert [r.row_id for r in out] == ["<augmentations>[1]"]
+    for dtype in ("string", "str"):  # string columns are read through Arrow: a null id is no id there either
+        out = run_checks(q, a.assign(id=pd.Series(["t1", None], dtype=dtype)), schemas=False)
+        assert [r.row_id for r in out] == ["<augmentations>[1]"]
 
 
 def test_statement_none_and_nan_do_not_crash():

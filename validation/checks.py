@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from phr.core.numbers import Number, parse_numbers, plain
 from phr.core.numbers import close as number_close
@@ -300,7 +301,9 @@ class _Context:
         qcol = A["question_id"] if "question_id" in A.columns else pd.Series([""] * n, dtype=object)
         stmt = A["statement"] if "statement" in A.columns else pd.Series([""] * n, dtype=object)
         if isinstance(stmt.dtype, pd.StringDtype):  # every value of fillna("") is a str
-            self.corpus = Corpus(stmt.fillna("").tolist(), arrow=T.arrow_strings(stmt), clean=False)
+            arrow = T.arrow_strings(stmt)  # the texts through Arrow: faster than pandas' tolist
+            texts = pc.fill_null(arrow, "").to_numpy(zero_copy_only=False).tolist()
+            self.corpus = Corpus(texts, arrow=arrow, clean=False)
         else:
             self.corpus = Corpus(stmt.tolist(), arrow=T.arrow_strings(stmt))
         if qpos is not None:  # given by the caller (positions in `questions`)
@@ -319,11 +322,22 @@ class _Context:
             self.group = np.where(self.has_q, self.qpos, offset + codes)
 
     def _value(self, column: str, i: int) -> Any:
+        """Row i's value of `column` (None when there is no such column). A string column is read through its
+        Arrow array, one value at a time: only the rows named in rejections are read, not the whole column."""
         cache = self.__dict__.setdefault("_col_cache", {})
         if column not in cache:
-            cache[column] = self.A[column].to_numpy(dtype=object) if column in self.A.columns else None
+            col = self.A[column] if column in self.A.columns else None
+            cache[column] = (
+                None
+                if col is None
+                else T.arrow_strings(col)
+                if isinstance(col.dtype, pd.StringDtype)
+                else col.to_numpy(dtype=object)
+            )
         values = cache[column]
-        return None if values is None else values[i]
+        if values is None:
+            return None
+        return values[i].as_py() if isinstance(values, pa.Array | pa.ChunkedArray) else values[i]
 
     def present(self, column: str) -> np.ndarray:
         """Per row: does `column` hold a string with a non-space character (computed once per column)."""
@@ -496,7 +510,9 @@ def _statement_form(ctx: _Context, cfg: SingleMutationConfig) -> list[tuple[int,
     found: list[tuple[int, str]] = []
     texts = ctx.corpus.texts
     semi = re.compile(r";\s")
-    for i in np.flatnonzero(ctx.is_h & ctx.statement_prefilter).tolist():
+    rows = np.flatnonzero(ctx.is_h & ctx.statement_prefilter)
+    listy = T.regex_mask(ctx.corpus.arrow.take(pa.array(rows)), _LIST_PREFILTER) if len(rows) else rows
+    for i, maybe_list in zip(rows.tolist(), listy.tolist(), strict=True):
         text = texts[i]
         # each sentence break takes one of these characters: with fewer than max_sentences, no need to split
         ends = text.count(".") + text.count("!") + text.count("?") + text.count("\u2026")
@@ -513,7 +529,7 @@ def _statement_form(ctx: _Context, cfg: SingleMutationConfig) -> list[tuple[int,
                     f"hallucinated premise chains {k + 1} statements with '; ' (max {cfg.max_semicolons} separator{plural})",
                 )
             )
-        markers = enumeration_markers(text) if _LIST_PREFILTER_PY.search(text) else []
+        markers = enumeration_markers(text) if maybe_list else []
         if len(markers) > cfg.max_list_markers:
             found.append(
                 (
@@ -552,7 +568,6 @@ _LIST_PREFILTER = (
     r"|(?:^|[\s:;,(])\(?(?:\d{1,2}|[a-hA-H]|[ivxIVX]{1,4})[.)]\s|^\s*[-*]\s"
 )
 
-_LIST_PREFILTER_PY = re.compile(re.sub(r"\\x\{([0-9a-f]{4})\}", r"\\u\1", _LIST_PREFILTER))  # the same, for Python re
 
 
 def _phrases(connectives: tuple[str, ...]) -> dict[str, str]:
@@ -719,7 +734,8 @@ class _Gold:
         """``gold_pat``: the normalised gold text of ``rows`` (word-bounded) where the question does not show it;
         ``anchor_hash``: its longest word's hash. Numeric golds are checked as numbers instead."""
         m = self.m
-        gold_norm = Corpus(self.gold_raw).norm
+        gold_corpus = Corpus(self.gold_raw)
+        gold_norm = gold_corpus.norm
         q_joined, q_starts = ctx.q_corpus.norm_joined
         q_ends = np.append(q_starts[1:] - 1, len(q_joined)).tolist()
         q_starts = q_starts.tolist()
@@ -731,10 +747,10 @@ class _Gold:
                 continue
             self.gold_pat[j] = g
         # each gold text's longest word, hashed like Corpus.words: the vectorised pre-filter of the lookup
-        anchors = [max(g.split(), key=len) if g is not None else "" for g in self.gold_pat]
-        ah, arows = Corpus(anchors).words
+        ah, arows = gold_corpus.longest_words()
+        keep = np.array([self.gold_pat[r] is not None for r in arows.tolist()], bool)
         self.anchor_hash = np.zeros(m, _U64)
-        self.anchor_hash[arows] = ah  # one word per anchor
+        self.anchor_hash[arows[keep]] = ah[keep]  # 0 (no anchor) where there is no gold text to look for
 
     def _code_golds(
         self, cfg: LeakageConfig, rows: np.ndarray, col: Callable[[str], pd.Series], qtext: list[str]

@@ -152,14 +152,11 @@ class Corpus:
     # ---- words and shingles ----------------------------------------------------------------------
 
     @cached_property
-    def words(self) -> tuple[np.ndarray, np.ndarray]:
-        """(hash, row) of every word of the normalised texts, in text order.
-
-        A word's hash mixes its first 8 bytes, and for longer words its last 8 bytes and its length.
-        """
+    def _word_spans(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(start, end, row) of every word of the normalised buffer, in text order."""
         arr, _ = self.norm_bytes
         if not len(arr):
-            return np.zeros(0, _U64), np.zeros(0, np.int64)
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
         # the collapsed buffer is " w w \x00 w w \x00 ... ": words lie between consecutive spaces
         sp = np.flatnonzero(arr == 32)
         starts, ends = sp[:-1] + 1, sp[1:]
@@ -167,7 +164,19 @@ class Corpus:
         is_sep = first_byte == 0
         is_word = ~is_sep & (ends > starts)
         rows_all = np.cumsum(is_sep)
-        starts, ends, rows = starts[is_word], ends[is_word], rows_all[is_word]
+        return starts[is_word], ends[is_word], rows_all[is_word]
+
+    @cached_property
+    def words(self) -> tuple[np.ndarray, np.ndarray]:
+        """(hash, row) of every word of the normalised texts, in text order.
+
+        A word's hash mixes its first 8 bytes, and for longer words its last 8 bytes and its length: it depends
+        on the word alone, so equal words of two corpora have equal hashes.
+        """
+        starts, ends, rows = self._word_spans
+        if not len(starts):
+            return np.zeros(0, _U64), rows
+        arr, _ = self.norm_bytes
         lengths = ends - starts
         u64 = _unaligned_u64(arr)
         h = u64[starts]  # the 8 bytes from each word start (little-endian), masked to the word
@@ -179,6 +188,15 @@ class Corpus:
                 h[long] ^= _mix(last ^ (lengths[long].astype(_U64) * _U64(0x9E3779B97F4A7C15)))
             h += _U64(0x632BE59BD9B4E019)
         return _mix(h), rows
+
+    def longest_words(self) -> tuple[np.ndarray, np.ndarray]:
+        """(hash, row) of each row's longest word (the first of equal length; rows without words: none),
+        rows ascending: ``max(norm.split(), key=len)`` of every row, hashed as in ``words``."""
+        starts, ends, rows = self._word_spans
+        h, _ = self.words
+        order = np.lexsort((starts - ends, rows))  # by row, then longest first (stable: the first of equals)
+        first = order[np.r_[True, rows[order][1:] != rows[order][:-1]]] if len(order) else order
+        return h[first], rows[first]
 
     def shingles(self, size: int, kind: str = "word") -> tuple[np.ndarray, np.ndarray]:
         """(hash, row) of the word n-grams (or character n-grams) of every normalised text, rows ascending.
