@@ -569,7 +569,6 @@ _LIST_PREFILTER = (
 )
 
 
-
 def _phrases(connectives: tuple[str, ...]) -> dict[str, str]:
     """{normalised phrase with padding: connective as configured}."""
     out = {" " + " ".join(re.sub(r"[^\w]+", " ", c.lower()).split()) + " ": c for c in connectives}
