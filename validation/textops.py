@@ -157,14 +157,14 @@ class Corpus:
         arr, _ = self.norm_bytes
         if not len(arr):
             return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
-        # the collapsed buffer is " w w \x00 w w \x00 ... ": words lie between consecutive spaces
+        # the collapsed buffer is " w w \x00 w w \x00 ... ": words lie between consecutive spaces, and every
+        # gap between two spaces is a word or a row separator (no two spaces are adjacent)
         sp = np.flatnonzero(arr == 32)
         starts, ends = sp[:-1] + 1, sp[1:]
-        first_byte = arr[starts]
-        is_sep = first_byte == 0
-        is_word = ~is_sep & (ends > starts)
-        rows_all = np.cumsum(is_sep)
-        return starts[is_word], ends[is_word], rows_all[is_word]
+        is_sep = arr[starts] == 0
+        rows_all = np.cumsum(is_sep, dtype=np.int32)  # (int32: several times faster than int64's cumsum)
+        is_word = ~is_sep
+        return starts[is_word], ends[is_word], rows_all[is_word].astype(np.int64)
 
     @cached_property
     def words(self) -> tuple[np.ndarray, np.ndarray]:
