@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from phr.bench.records import BaseQuestion
+from phr.core.threads import cpu_times, host_share
 from phr.validation import semantic
 from phr.validation.checks import default_workers, run_checks
 from phr.validation.schemas import validate_frame
@@ -249,6 +250,7 @@ def main() -> None:
         f"{'rows':>8} {'pandera':>14} {'run_checks 1 thread':>20} {'ratio':>11} {f'run_checks {workers} threads':>22}"
         f" {'ratio':>11} {'us/row (1 thread)':>18}  rejections"
     )
+    cpu_before = cpu_times()
     for n in sizes:
         a = augs.iloc[:n].reset_index(drop=True)
         q = questions[questions["id"].isin(set(a["question_id"]))].reset_index(drop=True)
@@ -267,6 +269,9 @@ def main() -> None:
             f" {f'{tw:.3f} ({cw:.3f})':>22} {f'{tw / tp:.2f}':>11} {t1 / n * 1e6:>18.2f}  {len(report.rejections)}"
         )
     n, tp, t1, tw, cp, c1 = results[-1]
+    share = host_share(cpu_before, cpu_times())
+    if share is not None:  # the wall ratios of a host whose vCPUs wait (steal) swing by a third from run to run
+        print(f"host during the timings: {share['busy']:.0%} busy, {share['steal']:.0%} steal")
     print(
         "\nsteps of the last run_checks (1 thread) at",
         n,

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from phr.core.threads import cpu_times, host_share
 from tests.support.guard import phr_test_guard
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tests never download models
@@ -33,6 +34,18 @@ def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
 
 
 _REAL_BEFORE = _snapshot(REAL_HOME)
+_CPU_BEFORE = cpu_times()  # the host's CPU counters when the session started (see pytest_terminal_summary)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line on the host under the run: a suite time means "quiet" only with no steal (a virtual machine whose
+    vCPUs waited for real ones) and no other load; the suite's time goal is for a quiet 2-core machine."""
+    share = host_share(_CPU_BEFORE, cpu_times())
+    if share is not None:
+        terminalreporter.write_line(
+            f"host during the run: {os.cpu_count()} CPUs, {share['busy']:.0%} busy, {share['steal']:.0%} of CPU time"
+            " taken by the hypervisor (steal)"
+        )
 
 
 @pytest.fixture(autouse=True)

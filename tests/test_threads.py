@@ -8,7 +8,7 @@ import os
 import pytest
 
 from phr.core import threads
-from phr.core.threads import Threads, choose_threads, idle_cores, use_cpu_threads
+from phr.core.threads import Threads, choose_threads, cpu_times, host_share, idle_cores, use_cpu_threads
 
 
 @pytest.fixture
@@ -73,3 +73,13 @@ def test_the_count_only_grows_within_a_process(machine, monkeypatch):
 def test_idle_cores_are_measured_on_this_machine():
     idle = idle_cores(0.05)
     assert idle is None or 0.0 <= idle <= (os.cpu_count() or 1) + 1e-9
+
+
+def test_host_share_of_busy_and_stolen_cpu_time():
+    # user nice system idle iowait irq softirq steal: 100 jiffies, 50 idle, 10 iowait, 15 steal
+    before = [1000, 0, 200, 5000, 100, 0, 0, 300]
+    after = [1020, 0, 205, 5050, 110, 0, 0, 315]
+    assert host_share(before, after) == {"busy": 0.25, "steal": 0.15}
+    assert host_share(before, before) is None and host_share(None, after) is None
+    live = host_share(cpu_times(), cpu_times())
+    assert live is None or 0.0 <= live["steal"] <= 1.0  # Linux: a real reading

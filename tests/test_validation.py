@@ -677,6 +677,36 @@ def test_corpus_words_hash_equal_words_equally():
     assert rows.tolist() == [0, 0, 0, 1, 1, 1, 1, 1, 4, 4]
 
 
+@pytest.mark.parametrize(
+    "texts",
+    [
+        ["Blood: (B) 9.8 m/s!", "", "ATP\x00synthase  binds", "  x  ", "Fe2+ ions"],  # ASCII, a NUL, an empty row
+        ["", ""],
+        ["one"],
+        ["Caf\u00e9 \u2014 na\u00efve", "plain"],  # non-ASCII: the texts' path
+        ["a", None, "b"],  # a null: the texts' path
+    ],
+)
+def test_corpus_from_arrow_alone_is_the_corpus_of_its_texts(texts):
+    import pyarrow as pa
+
+    want = Corpus(texts)
+    for arr in (
+        pa.array(texts, pa.string()),
+        pa.array(texts, pa.large_string()),
+        pa.chunked_array([pa.array(texts[:1], pa.string()), pa.array(texts[1:], pa.string())]),
+        pa.array(["zzz", *texts], pa.string()).slice(1),  # an offset into the buffers
+    ):
+        got = Corpus(arrow=arr)
+        fast = all(t is not None and t.isascii() for t in texts)
+        assert (got._arrow_translated() is not None) == fast  # ASCII without nulls: straight from the buffers
+        assert got.norm_bytes[0].tobytes() == want.norm_bytes[0].tobytes()
+        assert got.norm_joined[0] == want.norm_joined[0] and got.norm_joined[1].tolist() == want.norm_joined[1].tolist()
+        assert [x.tolist() for x in got.words] == [x.tolist() for x in want.words]
+        assert [got.text(i) for i in range(got.n)] == [t or "" for t in texts]
+        assert got.texts == [t or "" for t in texts]
+
+
 def test_corpus_longest_words_are_the_first_longest_of_each_row():
     texts = ["Mitochondria produce ATP", "", "ab cd ef", None, "a bb cc d", "x", "Oxidative phosphorylation"]
     c = Corpus(texts)

@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from phr.core.numbers import Number, parse_numbers, plain
 from phr.core.numbers import close as number_close
@@ -301,9 +300,7 @@ class _Context:
         qcol = A["question_id"] if "question_id" in A.columns else pd.Series([""] * n, dtype=object)
         stmt = A["statement"] if "statement" in A.columns else pd.Series([""] * n, dtype=object)
         if isinstance(stmt.dtype, pd.StringDtype):  # every value of fillna("") is a str
-            arrow = T.arrow_strings(stmt)  # the texts through Arrow: faster than pandas' tolist
-            texts = pc.fill_null(arrow, "").to_numpy(zero_copy_only=False).tolist()
-            self.corpus = Corpus(texts, arrow=arrow, clean=False)
+            self.corpus = Corpus(arrow=T.arrow_strings(stmt))  # the texts read through Arrow as needed
         else:
             self.corpus = Corpus(stmt.tolist(), arrow=T.arrow_strings(stmt))
         if qpos is not None:  # given by the caller (positions in `questions`)
@@ -508,12 +505,10 @@ def _statement_form(ctx: _Context, cfg: SingleMutationConfig) -> list[tuple[int,
     """Statement form: sentences, lists, "; " chains. One RE2 pass over the Arrow column (vectorised) keeps the
     rows that may break a rule; Python applies the rules to those only."""
     found: list[tuple[int, str]] = []
-    texts = ctx.corpus.texts
     semi = re.compile(r";\s")
     rows = np.flatnonzero(ctx.is_h & ctx.statement_prefilter)
     listy = T.regex_mask(ctx.corpus.arrow.take(pa.array(rows)), _LIST_PREFILTER) if len(rows) else rows
-    for i, maybe_list in zip(rows.tolist(), listy.tolist(), strict=True):
-        text = texts[i]
+    for i, text, maybe_list in zip(rows.tolist(), ctx.corpus.texts_of(rows), listy.tolist(), strict=True):
         # each sentence break takes one of these characters: with fewer than max_sentences, no need to split
         ends = text.count(".") + text.count("!") + text.count("?") + text.count("\u2026")
         sents = split_sentences(text, cfg.abbreviations) if ends >= cfg.max_sentences else ()
@@ -898,11 +893,12 @@ def _gold_text_leaks(ctx: _Context, cfg: LeakageConfig, gold: _Gold) -> list[tup
 def _label_leaks(ctx: _Context, cfg: LeakageConfig, gold: _Gold) -> list[tuple[int, str]]:
     """Answer labels (multiple choice): rows the statement pre-filter kept (it includes the label words)."""
     found: list[tuple[int, str]] = []
-    qpos, texts = ctx.qpos, ctx.corpus.texts
-    for i in np.flatnonzero(_per_row(gold.is_mc, qpos) & ctx.statement_prefilter).tolist():
+    qpos = ctx.qpos
+    rows = np.flatnonzero(_per_row(gold.is_mc, qpos) & ctx.statement_prefilter)
+    for i, text in zip(rows.tolist(), ctx.corpus.texts_of(rows), strict=True):
         gi = int(gold.gold_index[int(qpos[i])])
         gold_labels = {str(gi + 1), LETTERS[gi], LETTERS[gi].lower()} if 0 <= gi < len(LETTERS) else set()
-        for m in _LABEL.finditer(texts[i]):
+        for m in _LABEL.finditer(text):
             label = m.group("p") or m.group("b") or m.group("q")
             if label in gold_labels:
                 found.append((i, f"premise reveals the gold label {label!r} ({_short(m.group(0), 40)!r})"))
@@ -932,7 +928,6 @@ def _numeric_leaks(ctx: _Context, cfg: LeakageConfig, gold: _Gold) -> list[tuple
     need = _per_row([v is not None for v in gv], qpos)
     if not need.any():
         return []
-    texts = ctx.corpus.texts
     found: list[tuple[int, str]] = []
     rows = np.flatnonzero(need)
     # the pre-test in one RE2 pass per set of leading digits (a handful), over the rows whose gold has that set
@@ -945,11 +940,11 @@ def _numeric_leaks(ctx: _Context, cfg: LeakageConfig, gold: _Gold) -> list[tuple
     for k, digits in enumerate(lead_sets):
         sel = np.flatnonzero(row_lead == k)
         maybe[sel] = T.regex_mask(ctx.corpus.arrow.take(pa.array(rows[sel])), f"[{digits}/]|frac")
-    for i in rows[maybe].tolist():
+    for i, text in zip(rows[maybe].tolist(), ctx.corpus.texts_of(rows[maybe]), strict=True):
         p = int(qpos[i])
         v = gv[p]
         assert v is not None  # rows of questions with a numeric gold only
-        for x in parse_numbers(texts[i]):
+        for x in parse_numbers(text):
             if _close(x, v, cfg.numeric_rel_tol, cfg.numeric_abs_tol):
                 found.append((i, f"premise states the numeric answer {_short(gold.gold_raw[p], 30)!r} as {x.text!r}"))
                 break
@@ -960,16 +955,13 @@ def _code_leaks(ctx: _Context, cfg: LeakageConfig, gold: _Gold) -> list[tuple[in
     """Code: reference-solution lines and token runs."""
     k, qpos = cfg.code_ngram_tokens, ctx.qpos
     found: list[tuple[int, str]] = []
-    texts = ctx.corpus.texts
     code_rows = np.flatnonzero(_per_row(gold.is_code, qpos))
     codeish = np.zeros(ctx.n, bool)  # _looks_like_code of every code row, in one RE2 pass
     if k > 0 and len(code_rows):
         codeish[code_rows] = T.regex_mask(ctx.corpus.arrow.take(pa.array(code_rows)), _CODE_LIKE)
-    for i in code_rows.tolist():
+    code_rows = code_rows[np.array([p in gold._sol for p in qpos[code_rows].tolist()], bool)]
+    for i, text in zip(code_rows.tolist(), ctx.corpus.texts_of(code_rows), strict=True):
         p = int(qpos[i])
-        if p not in gold._sol:
-            continue
-        text = texts[i]
         flat = _ws(text) if ("  " in text or "\n" in text or "\t" in text) else text.strip()
         hit = next((ln for ln in gold.sol_lines.get(p, ()) if ln in flat), None)
         if hit is not None:

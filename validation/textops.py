@@ -38,6 +38,7 @@ for _c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZ":
 _LUT[0] = 0
 _LUT[128:] = np.arange(128, 256, dtype=np.uint8)
 _TABLE = _LUT.tobytes()  # the same lookup for bytes.translate (C speed, ~3x numpy's gather)
+_TABLE_NUL = bytes(32 if i == 0 else b for i, b in enumerate(_TABLE))  # ... with a NUL read as a space
 
 
 _MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
@@ -85,13 +86,47 @@ class Corpus:
     Buffers join the rows with " \\x00 " (a NUL between two spaces) so every row is padded by spaces.
     """
 
-    def __init__(self, texts: Sequence[object], arrow: pa.Array | pa.ChunkedArray | None = None, *, clean: bool = True):
+    def __init__(
+        self,
+        texts: Sequence[object] | None = None,
+        arrow: pa.Array | pa.ChunkedArray | None = None,
+        *,
+        clean: bool = True,
+    ):
         """`texts`: the column (None/NaN/non-strings are read as ""; pass clean=False when every item is
-        already a str). `arrow`: the same column as an Arrow string array, if the caller has one."""
-        self.texts: list[str] = _clean(texts) if clean else cast("list[str]", texts)  # clean=False: all str
-        self.n = len(self.texts)
+        already a str). `arrow`: the same column as an Arrow string array, if the caller has one; with `arrow`
+        alone the texts are listed only if a caller asks for them all (``text(i)`` reads one), and an ASCII column
+        is normalised straight from its Arrow buffers (no Python string per row)."""
+        if texts is None and arrow is None:
+            raise ValueError("a Corpus needs texts or an Arrow string array")
+        if texts is not None:
+            self.texts = _clean(texts) if clean else cast("list[str]", texts)  # clean=False: all str
+        self.n = len(texts) if texts is not None else len(cast("pa.Array", arrow))
         if arrow is not None:
             self.__dict__["arrow"] = arrow
+
+    @cached_property
+    def texts(self) -> list[str]:
+        """The texts ("" for a null), listed from the Arrow array (only when the Corpus was made from one)."""
+        return cast("list[str]", pc.fill_null(self.arrow, "").to_numpy(zero_copy_only=False).tolist())
+
+    def text(self, i: int) -> str:
+        """Row i's text ("" for a null), without listing the whole column."""
+        listed = self.__dict__.get("texts")
+        if listed is not None:
+            return listed[i]
+        v = self.arrow[i].as_py()
+        return v if isinstance(v, str) else ""
+
+    def texts_of(self, rows: np.ndarray) -> list[str]:
+        """The texts of `rows` ("" for a null), in order, without listing the whole column."""
+        listed = self.__dict__.get("texts")
+        if listed is not None:
+            return [listed[i] for i in rows.tolist()]
+        if not len(rows):
+            return []
+        taken = pc.fill_null(self.arrow.take(pa.array(rows)), "")
+        return cast("list[str]", taken.to_numpy(zero_copy_only=False).tolist())
 
     @cached_property
     def arrow(self) -> pa.Array | pa.ChunkedArray:
@@ -108,21 +143,50 @@ class Corpus:
 
     # ---- normalised text ------------------------------------------------------------------------
 
+    def _arrow_translated(self) -> np.ndarray | None:
+        """The joined, translated buffer (before collapsing spaces) built from the Arrow column's own offsets and
+        data, when the Corpus was given one that is ASCII without nulls; else None (the texts' path)."""
+        if "arrow" not in self.__dict__ or "texts" in self.__dict__ or self.n == 0:
+            return None
+        arr = self.arrow
+        arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+        if arr.null_count or not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+            return None
+        odt = np.dtype(np.int64 if pa.types.is_large_string(arr.type) else np.int32)
+        _, offsets_buf, data_buf = arr.buffers()
+        off = np.frombuffer(offsets_buf, odt, count=len(arr) + 1, offset=arr.offset * odt.itemsize).astype(np.int64)
+        if data_buf is None:  # every text empty
+            data = np.zeros(0, np.uint8)
+        else:
+            data = np.frombuffer(data_buf, np.uint8, count=int(off[-1] - off[0]), offset=int(off[0]))
+        if len(data) and data.max() >= 128:
+            return None  # non-ASCII: lower-casing and Unicode punctuation need the texts
+        off -= off[0]
+        translated = np.frombuffer(data.tobytes().translate(_TABLE_NUL), np.uint8)  # a NUL in a text: a space
+        # " " + row 0 + " \x00 " + row 1 + ... + " ": the padding and separators inserted at the row boundaries
+        at = np.concatenate([[0], np.repeat(off[1:-1], 3), [len(data)]])
+        fill = np.concatenate([[32], np.tile(np.array([32, 0, 32], np.uint8), self.n - 1), [32]]).astype(np.uint8)
+        return np.insert(translated, at, fill)
+
     @cached_property
     def _norm_buffer(self) -> tuple[np.ndarray, str]:
-        if self._joined.isascii():
-            b = self._joined.encode("ascii")
-        else:
-            joined = " " + " \x00 ".join(t if t.isascii() else t.lower() for t in self.texts) + " "  # NULs: see _joined
-            b = joined.encode("utf-8")
-            for src, dst in _PUNCT_BYTES:
-                if src in b:
-                    b = b.replace(src, dst)
-        arr = np.frombuffer(b.translate(_TABLE), np.uint8)
+        arr = self._arrow_translated()
+        if arr is None:
+            if self._joined.isascii():
+                b = self._joined.encode("ascii")
+            else:
+                joined = " " + " \x00 ".join(t if t.isascii() else t.lower() for t in self.texts) + " "  # see _joined
+                b = joined.encode("utf-8")
+                for src, dst in _PUNCT_BYTES:
+                    if src in b:
+                        b = b.replace(src, dst)
+            arr = np.frombuffer(b.translate(_TABLE), np.uint8)
         space = arr == 32
         space[1:] &= space[:-1]
         space[0] = False
         arr = arr[~space]
+        if not len(arr) or arr.max() < 128:  # ASCII: latin-1 is the same text, decoded by a plain copy
+            return arr, arr.tobytes().decode("latin-1")
         return arr, arr.tobytes().decode("utf-8", errors="replace")
 
     @cached_property

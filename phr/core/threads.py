@@ -101,6 +101,25 @@ def idle_cores(sample_s: float) -> float | None:
     return max(0.0, idle / total * (os.cpu_count() or 1))
 
 
+def cpu_times() -> list[int] | None:
+    """Machine-wide CPU time counters since boot (``/proc/stat``: user nice system idle iowait irq softirq steal);
+    None off Linux. Two readings give ``host_share``."""
+    return _cpu_times()
+
+
+def host_share(first: list[int] | None, second: list[int] | None) -> dict[str, float] | None:
+    """Between two ``cpu_times`` readings, the share of all CPU time that was busy and that the hypervisor gave
+    to other guests (``steal``: a vCPU waiting for a real one). A timing taken with steal is not a quiet
+    machine's, however idle this machine looks. None when unknown."""
+    if first is None or second is None:
+        return None
+    delta = [b - a for a, b in zip(first, second, strict=True)]
+    total = sum(delta)
+    if total <= 0:
+        return None
+    return {"busy": 1 - (delta[3] + delta[4] + delta[7]) / total, "steal": delta[7] / total}
+
+
 def _cpu_times() -> list[int] | None:
     try:
         line = Path("/proc/stat").read_text().splitlines()[0]
