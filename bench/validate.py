@@ -218,8 +218,7 @@ def synthesize(n_rows: int = 100_000, seed: int = 0, fault_rate: float = 0.01) -
 def _interleaved(fns: list, repeat: int) -> list[tuple[float, float, object]]:
     """Best wall time, best CPU time (this process, all threads) and last result of each function, the
     functions run in turn `repeat` times, so a slow spell of a shared machine hits all of them alike. CPU time
-    leaves out the time a virtual machine's host takes the CPU away (steal): on a busy host the wall ratios
-    swing by a third from run to run, the CPU ratios hardly move."""
+    counts only the time this process ran: on two threads it shows what the second thread cost."""
     best = [float("inf")] * len(fns)
     best_cpu = [float("inf")] * len(fns)
     out: list[object] = [None] * len(fns)
@@ -270,7 +269,7 @@ def main() -> None:
         )
     n, tp, t1, tw, cp, c1 = results[-1]
     share = host_share(cpu_before, cpu_times())
-    if share is not None:  # the wall ratios of a host whose vCPUs wait (steal) swing by a third from run to run
+    if share is not None:  # with steal (vCPUs waiting for real ones) the wall ratios swing from run to run
         print(f"host during the timings: {share['busy']:.0%} busy, {share['steal']:.0%} steal")
     print(
         "\nsteps of the last run_checks (1 thread) at",

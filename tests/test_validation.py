@@ -703,7 +703,7 @@ def test_corpus_from_arrow_alone_is_the_corpus_of_its_texts(texts):
         assert got.norm_bytes[0].tobytes() == want.norm_bytes[0].tobytes()
         assert got.norm_joined[0] == want.norm_joined[0] and got.norm_joined[1].tolist() == want.norm_joined[1].tolist()
         assert [x.tolist() for x in got.words] == [x.tolist() for x in want.words]
-        assert [got.text(i) for i in range(got.n)] == [t or "" for t in texts]
+        assert got.texts_of(np.arange(got.n)[::-1]) == [t or "" for t in texts][::-1]
         assert got.texts == [t or "" for t in texts]
 
 

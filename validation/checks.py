@@ -299,8 +299,8 @@ class _Context:
         self.is_t = A["kind"].eq("truthful").to_numpy(bool) if "kind" in A.columns else np.zeros(n, bool)
         qcol = A["question_id"] if "question_id" in A.columns else pd.Series([""] * n, dtype=object)
         stmt = A["statement"] if "statement" in A.columns else pd.Series([""] * n, dtype=object)
-        if isinstance(stmt.dtype, pd.StringDtype):  # every value of fillna("") is a str
-            self.corpus = Corpus(arrow=T.arrow_strings(stmt))  # the texts read through Arrow as needed
+        if isinstance(stmt.dtype, pd.StringDtype):  # a string column: its texts are read through Arrow as needed
+            self.corpus = Corpus(arrow=T.arrow_strings(stmt))
         else:
             self.corpus = Corpus(stmt.tolist(), arrow=T.arrow_strings(stmt))
         if qpos is not None:  # given by the caller (positions in `questions`)
@@ -956,10 +956,10 @@ def _code_leaks(ctx: _Context, cfg: LeakageConfig, gold: _Gold) -> list[tuple[in
     k, qpos = cfg.code_ngram_tokens, ctx.qpos
     found: list[tuple[int, str]] = []
     code_rows = np.flatnonzero(_per_row(gold.is_code, qpos))
+    code_rows = code_rows[np.array([p in gold._sol for p in qpos[code_rows].tolist()], bool)]
     codeish = np.zeros(ctx.n, bool)  # _looks_like_code of every code row, in one RE2 pass
     if k > 0 and len(code_rows):
         codeish[code_rows] = T.regex_mask(ctx.corpus.arrow.take(pa.array(code_rows)), _CODE_LIKE)
-    code_rows = code_rows[np.array([p in gold._sol for p in qpos[code_rows].tolist()], bool)]
     for i, text in zip(code_rows.tolist(), ctx.corpus.texts_of(code_rows), strict=True):
         p = int(qpos[i])
         flat = _ws(text) if ("  " in text or "\n" in text or "\t" in text) else text.strip()

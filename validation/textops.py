@@ -75,6 +75,11 @@ def _clean(texts: Iterable[object]) -> list[str]:
     return out
 
 
+def _listed(arr: pa.Array | pa.ChunkedArray) -> list[str]:
+    """An Arrow string column as a list of str ("" for a null)."""
+    return cast("list[str]", pc.fill_null(arr, "").to_numpy(zero_copy_only=False).tolist())
+
+
 def normalize(text: str) -> str:
     """The normalised form of one text (same rules as Corpus.norm)."""
     return Corpus([text]).norm[0]
@@ -95,7 +100,7 @@ class Corpus:
     ):
         """`texts`: the column (None/NaN/non-strings are read as ""; pass clean=False when every item is
         already a str). `arrow`: the same column as an Arrow string array, if the caller has one; with `arrow`
-        alone the texts are listed only if a caller asks for them all (``text(i)`` reads one), and an ASCII column
+        alone the texts are listed only if a caller asks for them all (``texts_of`` reads some), and an ASCII column
         is normalised straight from its Arrow buffers (no Python string per row)."""
         if texts is None and arrow is None:
             raise ValueError("a Corpus needs texts or an Arrow string array")
@@ -108,25 +113,14 @@ class Corpus:
     @cached_property
     def texts(self) -> list[str]:
         """The texts ("" for a null), listed from the Arrow array (only when the Corpus was made from one)."""
-        return cast("list[str]", pc.fill_null(self.arrow, "").to_numpy(zero_copy_only=False).tolist())
-
-    def text(self, i: int) -> str:
-        """Row i's text ("" for a null), without listing the whole column."""
-        listed = self.__dict__.get("texts")
-        if listed is not None:
-            return listed[i]
-        v = self.arrow[i].as_py()
-        return v if isinstance(v, str) else ""
+        return _listed(self.arrow)
 
     def texts_of(self, rows: np.ndarray) -> list[str]:
         """The texts of `rows` ("" for a null), in order, without listing the whole column."""
         listed = self.__dict__.get("texts")
         if listed is not None:
             return [listed[i] for i in rows.tolist()]
-        if not len(rows):
-            return []
-        taken = pc.fill_null(self.arrow.take(pa.array(rows)), "")
-        return cast("list[str]", taken.to_numpy(zero_copy_only=False).tolist())
+        return _listed(self.arrow.take(pa.array(rows, pa.int64()))) if len(rows) else []
 
     @cached_property
     def arrow(self) -> pa.Array | pa.ChunkedArray:

@@ -87,11 +87,11 @@ def use_cpu_threads(params: int | None = None) -> Threads:
 
 def idle_cores(sample_s: float) -> float | None:
     """The cores idle over the next ``sample_s`` seconds, machine-wide (``/proc/stat``); None off Linux."""
-    first = _cpu_times()
+    first = cpu_times()
     if first is None:
         return None
     time.sleep(sample_s)
-    second = _cpu_times()
+    second = cpu_times()
     if second is None:
         return None
     total = sum(second) - sum(first)
@@ -99,12 +99,6 @@ def idle_cores(sample_s: float) -> float | None:
         return None
     idle = (second[3] + second[4]) - (first[3] + first[4])  # idle + iowait
     return max(0.0, idle / total * (os.cpu_count() or 1))
-
-
-def cpu_times() -> list[int] | None:
-    """Machine-wide CPU time counters since boot (``/proc/stat``: user nice system idle iowait irq softirq steal);
-    None off Linux. Two readings give ``host_share``."""
-    return _cpu_times()
 
 
 def host_share(first: list[int] | None, second: list[int] | None) -> dict[str, float] | None:
@@ -120,7 +114,9 @@ def host_share(first: list[int] | None, second: list[int] | None) -> dict[str, f
     return {"busy": 1 - (delta[3] + delta[4] + delta[7]) / total, "steal": delta[7] / total}
 
 
-def _cpu_times() -> list[int] | None:
+def cpu_times() -> list[int] | None:
+    """Machine-wide CPU time counters since boot (``/proc/stat``: user nice system idle iowait irq softirq steal);
+    None off Linux. Two readings give ``idle_cores`` and ``host_share``."""
     try:
         line = Path("/proc/stat").read_text().splitlines()[0]
     except (OSError, IndexError):
