@@ -8,9 +8,10 @@ thread and on default_workers() threads (the rule checks of different blocks run
 the same). Goals: time per row flat across sizes (linear), run_checks / pandera-only <= 2.5.
 The semantic distinctness check (MiniLM embeddings, validation/semantic.py) is timed on its own, over the
 first --semantic-rows rows at two sizes: model load, then one cold pass each (every premise embedded once,
-in batches), so its time per row shows whether it is linear.
+in batches), so its time per row shows whether it is linear. malloc is tuned as `phr-publish validate` tunes it
+(phr.core.memory: freed memory kept for reuse) unless --glibc-defaults is given.
 
-    python bench/validate.py [--rows 100000] [--repeat 5] [--seed 0] [--semantic-rows 4000]
+    python bench/validate.py [--rows 100000] [--repeat 5] [--seed 0] [--semantic-rows 4000] [--glibc-defaults]
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from phr.bench.records import BaseQuestion
+from phr.core.memory import keep_freed_memory
 from phr.core.threads import cpu_times, host_share
 from phr.validation import semantic
 from phr.validation.checks import default_workers, run_checks
@@ -237,7 +239,13 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--semantic-rows", type=int, default=4000, help="rows for the semantic check (0: skip it)")
+    ap.add_argument(
+        "--glibc-defaults",
+        action="store_true",
+        help="leave malloc as glibc starts it (default: tuned as `phr-publish validate` runs, phr.core.memory)",
+    )
     args = ap.parse_args()
+    print("malloc:", "glibc's defaults (--glibc-defaults)" if args.glibc_defaults else keep_freed_memory())
     t0 = time.perf_counter()
     questions, augs = synthesize(args.rows, args.seed)
     print(f"generated {len(augs)} augmentation rows / {len(questions)} questions in {time.perf_counter() - t0:.1f} s")

@@ -172,4 +172,8 @@ def execute(cfg: OpConfig, *, dry_run: bool = False) -> Any:
         if is_main():
             typer.echo("dry run: all checks passed; nothing was called")
         return None
+    if cfg.keeps_freed_memory:
+        from phr.core.memory import keep_freed_memory
+
+        keep_freed_memory()
     return api.run(p)

@@ -70,6 +70,8 @@ class OpConfig(BaseModel):
     operation: ClassVar[str] = ""
     arguments: ClassVar[tuple[str, ...]] = ()
     presets: ClassVar[dict[str, dict[str, Any]]] = {}
+    #: an array-heavy operation (validation): its process keeps freed memory for reuse (``phr.core.memory``)
+    keeps_freed_memory: ClassVar[bool] = False
 
     @model_validator(mode="wrap")
     @classmethod

@@ -601,6 +601,7 @@ class ValidateConfig(OpConfig):
 
     command = ("validate",)
     arguments = ("folder",)
+    keeps_freed_memory = True
 
     folder: Path = setting(..., "A built PHRBench folder or Hallucination-R1 corpus.", metavar="FOLDER")
     eval_set: EvalSets = setting(
@@ -643,6 +644,7 @@ class PushConfig(OpConfig):
 
     command = ("push",)
     arguments = ("folder",)
+    keeps_freed_memory = True
 
     folder: Path = setting(..., "The folder to publish (a built PHRBench folder, a checkpoint, ...).", metavar="FOLDER")
     repo: str = setting(..., "The repo, ORG/NAME.", metavar="ORG/NAME")
