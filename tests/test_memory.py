@@ -32,6 +32,7 @@ for _ in range(20):
 print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before, mallinfo2().fordblks)
 """
 
+
 def _probe(mode: str, env: dict[str, str]) -> tuple[int, int]:
     """The loop's minor page faults and the free bytes the heap holds after it."""
     res = subprocess.run([sys.executable, "-c", PROBE, mode], capture_output=True, text=True, env=env, check=True)

@@ -223,6 +223,40 @@ def _lead_digits(n: Number, rel: float, abs_: float = 0.0) -> str:
     return "".join(sorted(out))
 
 
+_DIGIT_GAP = (
+    r"(?:[.,]|\\,)?"  # between two significant digits: a decimal point or a thousands separator ("4,257", r"4\,257")
+)
+
+
+def _digits_pattern(n: Number, rel: float, abs_: float) -> re.Pattern[str] | None:
+    """The second pre-test (after ``_lead_digits``): a pattern every text that writes a number close to n (the
+    leakage comparison, either side a percentage) matches, so that only those texts are parsed: the number's first
+    two significant digits as any written form keeps them ("4.2", "42", "0.0042", "4,257", "4.2 x 10^3", "420%"),
+    a lone first digit where a whole mantissa is close ("4" for 4.01), or a fraction. None: no such pre-test (near
+    zero, where the absolute tolerance decides)."""
+    values = (abs(n.value), abs(n.value) * 100) if n.percent else (abs(n.value),)
+    alts: set[str] = set()
+    for v in values:
+        if v == 0 or not math.isfinite(v) or v * rel <= abs_:
+            return None
+        m = v / 10 ** math.floor(math.log10(v))  # mantissa in [1, 10)
+        lo, hi = m * (1 - 2 * rel), m * (1 + 2 * rel)
+        if lo < 1 or hi >= 10:  # reaches into the next decade: the first digit alone
+            alts.add(f"[{_lead_digits(Number(v), rel, abs_)}]")
+            continue
+        for first in range(int(lo), int(hi) + 1):
+            a, b = max(int(lo * 10), first * 10) - first * 10, min(int(hi * 10), first * 10 + 9) - first * 10
+            alts.add(f"{first}{_DIGIT_GAP}[{a}-{b}]")
+            if lo <= first <= hi:
+                alts.add(f"{first}(?:[^0-9]|$)")
+    return _compiled("|".join(sorted(alts)) + "|/|frac")
+
+
+@lru_cache(maxsize=4096)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
 def _close(a: Number, b: Number, rel: float, abs_: float) -> bool:
     """The leakage rule's comparison: absolute values (a premise stating "40" for the answer "-40 °C" gives it
     away), within the tolerances; one side a percentage: 25% also equals 25."""
@@ -916,10 +950,14 @@ def _may_state(text: str, lead: str) -> bool:
 
 
 def _states_number(text: str, v: Number, cfg: LeakageConfig) -> bool:
-    """Does `text` state a number close to `v` (the leakage comparison)?"""
-    if not _may_state(text, _lead_digits(v, cfg.numeric_rel_tol, cfg.numeric_abs_tol)):
+    """Does `text` state a number close to `v` (the leakage comparison)? (After the two pre-tests.)"""
+    rel, abs_ = cfg.numeric_rel_tol, cfg.numeric_abs_tol
+    if not _may_state(text, _lead_digits(v, rel, abs_)):
         return False
-    return any(_close(v, x, cfg.numeric_rel_tol, cfg.numeric_abs_tol) for x in parse_numbers(text))
+    digits = _digits_pattern(v, rel, abs_)
+    if digits is not None and not digits.search(text):
+        return False
+    return any(_close(v, x, rel, abs_) for x in parse_numbers(text))
 
 
 def _numeric_leaks(ctx: _Context, cfg: LeakageConfig, gold: _Gold) -> list[tuple[int, str]]:
@@ -940,10 +978,13 @@ def _numeric_leaks(ctx: _Context, cfg: LeakageConfig, gold: _Gold) -> list[tuple
     for k, digits in enumerate(lead_sets):
         sel = np.flatnonzero(row_lead == k)
         maybe[sel] = T.regex_mask(ctx.corpus.arrow.take(pa.array(rows[sel])), f"[{digits}/]|frac")
+    two_digits = {p: _digits_pattern(gv[p], cfg.numeric_rel_tol, cfg.numeric_abs_tol) for p in leads}
     for i, text in zip(rows[maybe].tolist(), ctx.corpus.texts_of(rows[maybe]), strict=True):
         p = int(qpos[i])
-        v = gv[p]
+        v, pattern = gv[p], two_digits[p]
         assert v is not None  # rows of questions with a numeric gold only
+        if pattern is not None and not pattern.search(text):
+            continue  # the second pre-test: no number close to v can be written without its first two digits
         for x in parse_numbers(text):
             if _close(x, v, cfg.numeric_rel_tol, cfg.numeric_abs_tol):
                 found.append((i, f"premise states the numeric answer {_short(gold.gold_raw[p], 30)!r} as {x.text!r}"))
