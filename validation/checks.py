@@ -246,7 +246,8 @@ def _digits_pattern(n: Number, rel: float, abs_: float) -> re.Pattern[str] | Non
             continue
         for first in range(int(lo), int(hi) + 1):
             a, b = max(int(lo * 10), first * 10) - first * 10, min(int(hi * 10), first * 10 + 9) - first * 10
-            alts.add(f"{first}{_DIGIT_GAP}[{a}-{b}]")
+            if a <= b:  # (float rounding can leave none for the first digit of lo)
+                alts.add(f"{first}{_DIGIT_GAP}[{a}-{b}]")
             if lo <= first <= hi:
                 alts.add(f"{first}(?:[^0-9]|$)")
     return _compiled("|".join(sorted(alts)) + "|/|frac")
@@ -978,11 +979,14 @@ def _numeric_leaks(ctx: _Context, cfg: LeakageConfig, gold: _Gold) -> list[tuple
     for k, digits in enumerate(lead_sets):
         sel = np.flatnonzero(row_lead == k)
         maybe[sel] = T.regex_mask(ctx.corpus.arrow.take(pa.array(rows[sel])), f"[{digits}/]|frac")
-    two_digits = {p: _digits_pattern(gv[p], cfg.numeric_rel_tol, cfg.numeric_abs_tol) for p in leads}
+    two_digits: dict[int, re.Pattern[str] | None] = {}  # per question, made when one of its rows gets here
     for i, text in zip(rows[maybe].tolist(), ctx.corpus.texts_of(rows[maybe]), strict=True):
         p = int(qpos[i])
-        v, pattern = gv[p], two_digits[p]
+        v = gv[p]
         assert v is not None  # rows of questions with a numeric gold only
+        if p not in two_digits:
+            two_digits[p] = _digits_pattern(v, cfg.numeric_rel_tol, cfg.numeric_abs_tol)
+        pattern = two_digits[p]
         if pattern is not None and not pattern.search(text):
             continue  # the second pre-test: no number close to v can be written without its first two digits
         for x in parse_numbers(text):
