@@ -756,3 +756,43 @@ def test_char_shingles_option():
         ("h2", "hallucinated premises h1 and h2 of question sciq-train-0 are near-paraphrases")
     ]
     assert "Jaccard 1.00 >= 0.8 on char 5-grams" in out[0].reason
+
+
+def test_the_label_and_list_pre_filters_never_hide_what_the_python_patterns_find():
+    """The RE2 superset of the label pattern (no lookahead; any text beyond printable ASCII passes) and the
+    substring guards of enumeration_markers: on texts built from label phrases, markers, Unicode look-alikes
+    ("ſ", "ı", Arabic digits) and odd whitespace, every text the Python label pattern matches passes the RE2
+    pass, and the guarded enumeration_markers gives what its patterns alone give."""
+    import random
+
+    from phr.validation import checks as C
+    from phr.validation.textops import regex_mask
+
+    rng = random.Random(3)
+    pieces = ["the answer is", "correct option", "choice", "answers:", "best candidate #", "(B)", "B", "b", "(3)", "3",
+              "3.5", "B,2", "is the correct", "(c) is the answer", "was", "no.", "=", ":", "ſ", "optıon", "İ", "٣",
+              "\x1c", "\x0b", "\u00a0", "\t", "\n", " ", "  ", ".", ",", "x", "first,", "Second,", "(1)", "(2)", "1.",
+              "2.", "\u2022", "ii)", "café", "Answer", "OPTION", "ſecond,", "laſtly,"]  # fmt: skip
+    texts = [
+        "".join(rng.choice(pieces) + rng.choice(["", " "]) for _ in range(rng.randint(1, 10))) for _ in range(20_000)
+    ]
+    mask = regex_mask(pa.array(texts), C._LABEL_RE2)
+    found = [bool(list(C._LABEL.finditer(t))) for t in texts]
+    assert sum(found) > 3_000  # the pieces make many labels
+    assert not [t for t, f, m in zip(texts, found, mask, strict=True) if f and not m]
+    assert sum(mask) < len(texts)  # and the pre-filter does filter
+
+    def markers_unguarded(text):
+        lines = [m.group(0).strip()[:-1].strip() for m in C._LINE_MARKER.finditer(text)]
+        if len(lines) >= 2:
+            return lines
+        paren = C._consecutive_run([(m.group(1), m.group(0).strip()) for m in C._INLINE_PAREN.finditer(text)])
+        dot = C._consecutive_run([(m.group(1), m.group(0).strip()) for m in C._INLINE_DOT.finditer(text)])
+        ordinals = list(dict.fromkeys(m.group(1).lower() for m in C._ORDINAL.finditer(text)))
+        bullets = [m.group(1) for m in C._INLINE_BULLET.finditer(text)]
+        best = max((paren, dot, ordinals, bullets, lines), key=len)
+        return best if len(best) >= 2 else (lines if lines else [])
+
+    listed = [t for t in texts if markers_unguarded(t)]
+    assert len(listed) > 1_000
+    assert [C.enumeration_markers(t) for t in texts] == [markers_unguarded(t) for t in texts]
