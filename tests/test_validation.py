@@ -796,3 +796,47 @@ def test_the_label_and_list_pre_filters_never_hide_what_the_python_patterns_find
     listed = [t for t in texts if markers_unguarded(t)]
     assert len(listed) > 1_000
     assert [C.enumeration_markers(t) for t in texts] == [markers_unguarded(t) for t in texts]
+
+
+def test_the_solution_line_pre_filter_never_hides_a_quoted_line(monkeypatch):
+    """Code premises quoting each solution line exactly, glued to other words, with other whitespace (newlines,
+    tabs, a no-break space, an ideographic space), cut short, in capitals, beside non-ASCII text, and lines of one
+    or two words: the rows the vectorised candidates keep give the same rejections as reading every row."""
+    from phr.validation import checks as C
+
+    solutions = [  # lines without code punctuation (no token-run check reads those rows), and one with
+        "    return total plus bonus value\n    yield every second element here\n",
+        "    abcdefghijklmnopqrstuvwxyz\n    xxxxxxxxxxxx.yyyyyyyyyyyy\n    print k times the factor\n",
+        "    if left index is less than right index then swap\n",
+        "    total_sum = sum(values) / len(values)\n    return round(total_sum, 2)\n",
+    ]
+    questions = [
+        code_question(f"humaneval-HumanEval-{n}") | dict(reference_solution=s, answer=s)
+        for n, s in enumerate(solutions)
+    ]
+    forms = [
+        lambda ln: ln,
+        lambda ln: "xx" + ln + "yy",
+        lambda ln: ln.replace(" ", "  ", 2),
+        lambda ln: ln.replace(" ", "\n", 1),
+        lambda ln: ln.replace(" ", "\t", 1),
+        lambda ln: ln.replace(" ", "\u00a0", 1),
+        lambda ln: ln.replace(" ", "\u3000", 1),
+        lambda ln: ln.replace(" ", "\u3000", 2).replace("\u3000", " ", 1),
+        lambda ln: ln[:-1],
+        lambda ln: ln.upper(),
+        lambda ln: "é " + ln,
+        lambda ln: "café" + ln,
+        lambda ln: ln[: len(ln) // 2],
+    ]
+    augs = []
+    for n, sol in enumerate(solutions):
+        lines = [" ".join(x.split()) for x in sol.splitlines() if x.strip()]
+        for k, (ln, form) in enumerate((ln, form) for ln in lines for form in forms):
+            augs.append(aug(f"a{n}-{k}", f"The code runs {form(ln)} at once", qid=questions[n]["id"]))
+    q, a = frames(questions, augs)
+    kept = leakage(q, a)
+    monkeypatch.setattr(C, "_line_candidates", lambda ctx, gold, rows: np.ones(len(rows), bool))
+    every = leakage(q, a)
+    assert kept == every
+    assert sum("reference solution line" in r.reason for r in every) > 40  # many rows quote a line

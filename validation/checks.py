@@ -1027,9 +1027,11 @@ def _code_leaks(ctx: _Context, cfg: LeakageConfig, gold: _Gold) -> list[tuple[in
     codeish = np.zeros(ctx.n, bool)  # _looks_like_code of every code row, in one RE2 pass
     if k > 0 and len(code_rows):
         codeish[code_rows] = T.regex_mask(ctx.corpus.arrow.take(pa.array(code_rows)), _CODE_LIKE)
+    # Python reads the rows that may quote a line (_line_candidates) or hold a token run (codeish) only
+    code_rows = code_rows[_line_candidates(ctx, gold, code_rows) | codeish[code_rows]]
     for i, text in zip(code_rows.tolist(), ctx.corpus.texts_of(code_rows), strict=True):
         p = int(qpos[i])
-        flat = _ws(text) if ("  " in text or "\n" in text or "\t" in text) else text.strip()
+        flat = _ws(text)  # (any whitespace, as the lines: "\r", a no-break or an ideographic space too)
         hit = next((ln for ln in gold.sol_lines.get(p, ()) if ln in flat), None)
         if hit is not None:
             found.append((i, f"premise quotes the reference solution line {_short(hit, 60)!r}"))
@@ -1044,6 +1046,46 @@ def _code_leaks(ctx: _Context, cfg: LeakageConfig, gold: _Gold) -> list[tuple[in
                     )
                 )
     return found
+
+
+def _line_candidates(ctx: _Context, gold: _Gold, code_rows: np.ndarray) -> np.ndarray:
+    """Per row of `code_rows`: may its premise quote one of its question's solution lines? A premise that quotes a
+    line holds the line's inner words whole (``Corpus.longest_inner_words``; for ASCII text, where normalising is
+    per character), so it must hold the longest: word hashes keyed by question, compared in one vectorised pass.
+    Always a candidate: a premise beyond ASCII, a question with a line of fewer than three words."""
+    lines = [ln for p in gold.sol_lines for ln in gold.sol_lines[p]]
+    if not len(code_rows) or not lines:
+        return np.zeros(len(code_rows), bool)
+    owner = np.array([p for p in gold.sol_lines for _ in gold.sol_lines[p]], np.int64)
+    ah, arow = Corpus(lines).longest_inner_words()
+    anchored = np.zeros(len(lines), bool)
+    anchored[arow] = True
+    always = np.zeros(gold.m + 1, bool)  # (+1: index -1, a row without a question, stays False)
+    always[owner[~anchored]] = True
+    out = always[ctx.qpos[code_rows]]
+    if not ctx.corpus.normalised_ascii:  # (normalising maps the common non-ASCII spaces, UNICODE_PUNCT, to spaces)
+        out |= T.regex_mask(ctx.corpus.arrow.take(pa.array(code_rows)), r"[^\x{00}-\x{7f}]")
+    h, rows = ctx.corpus.words
+    of_code = np.zeros(ctx.n, bool)
+    of_code[code_rows] = True
+    keep = of_code[rows]
+    h, rows = h[keep], rows[keep]
+
+    def keyed(hashes: np.ndarray, questions: np.ndarray) -> np.ndarray:  # (a collision only adds a candidate)
+        with np.errstate(over="ignore"):
+            return hashes ^ (questions.astype(_U64) * _U64(0x9E3779B97F4A7C15) + _U64(0x2545F4914F6CDD1D))
+
+    anchors = np.sort(keyed(ah, owner[arow]))
+    hit = np.zeros(ctx.n, bool)
+    if len(anchors):  # membership: a bitmap of the anchors' low 20 bits first, then a binary search for the few
+        keys = keyed(h, ctx.qpos[rows])
+        low = _U64((1 << 20) - 1)
+        bitmap = np.zeros(1 << 20, bool)
+        bitmap[(anchors & low).astype(np.intp)] = True
+        maybe = np.flatnonzero(bitmap[(keys & low).astype(np.intp)])
+        at = np.minimum(np.searchsorted(anchors, keys[maybe]), len(anchors) - 1)
+        hit[rows[maybe[anchors[at] == keys[maybe]]]] = True
+    return out | hit[code_rows]
 
 
 def _token_run(toks: list[str], grams: set[tuple[str, ...]], k: int) -> tuple[str, ...] | None:

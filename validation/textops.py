@@ -207,6 +207,13 @@ class Corpus:
         arr = self._norm_buffer[0]
         return arr, np.flatnonzero(arr == 0)
 
+    @cached_property
+    def normalised_ascii(self) -> bool:
+        """Is every normalised text ASCII (no character beyond ASCII that normalising kept: a letter, a space
+        that is not in ``UNICODE_PUNCT``)?"""
+        arr = self.norm_bytes[0]
+        return not len(arr) or int(arr.max()) < 128
+
     # ---- words and shingles ----------------------------------------------------------------------
 
     @cached_property
@@ -255,6 +262,21 @@ class Corpus:
         order = np.lexsort((starts - ends, rows))  # by row, then longest first (stable: the first of equals)
         first = order[np.r_[True, rows[order][1:] != rows[order][:-1]]] if len(order) else order
         return h[first], rows[first]
+
+    def longest_inner_words(self) -> tuple[np.ndarray, np.ndarray]:
+        """(hash, row) of each row's longest word other than its first and last (rows of fewer than three words:
+        none), rows ascending: a text that holds the row as a substring holds this word whole (the first and
+        last may be parts of longer words there)."""
+        starts, ends, rows = self._word_spans
+        h, _ = self.words
+        if not len(rows):
+            return h, rows
+        new_row = rows[1:] != rows[:-1]
+        inner = ~(np.r_[True, new_row] | np.r_[new_row, True])
+        s, e, r, hh = starts[inner], ends[inner], rows[inner], h[inner]
+        order = np.lexsort((s - e, r))  # by row, then longest first
+        first = order[np.r_[True, r[order][1:] != r[order][:-1]]] if len(order) else order
+        return hh[first], r[first]
 
     def shingles(self, size: int, kind: str = "word") -> tuple[np.ndarray, np.ndarray]:
         """(hash, row) of the word n-grams (or character n-grams) of every normalised text, rows ascending.
