@@ -12,10 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from phr.core import memory
 from phr.core.threads import cpu_times, host_share
 from tests.support.guard import phr_test_guard
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tests never download models
+
+# commands run in-process (CliRunner) leave the worker's malloc as glibc set it, so that no test runs under the
+# settings an earlier one happened to apply (tests/test_memory.py tests them in processes of their own)
+memory._DONE = "left as it is (a test session)"
 
 # ---- isolation from the user's files --------------------------------------------------------------------------
 
