@@ -977,10 +977,15 @@ def _states_number(text: str, v: Number, cfg: LeakageConfig) -> bool:
     rel, abs_ = cfg.numeric_rel_tol, cfg.numeric_abs_tol
     if not _may_state(text, _lead_digits(v, rel, abs_)):
         return False
-    digits = _digits_pattern(v, rel, abs_)
+    return _number_close_to(text, v, _digits_pattern(v, rel, abs_), cfg) is not None
+
+
+def _number_close_to(text: str, v: Number, digits: re.Pattern[str] | None, cfg: LeakageConfig) -> Number | None:
+    """The first number of `text` close to `v`, after the two-digit pre-test `digits` (``_digits_pattern``);
+    None when there is none."""
     if digits is not None and not digits.search(text):
-        return False
-    return any(_close(v, x, rel, abs_) for x in parse_numbers(text))
+        return None  # no number close to v can be written without its first two digits
+    return next((x for x in parse_numbers(text) if _close(x, v, cfg.numeric_rel_tol, cfg.numeric_abs_tol)), None)
 
 
 def _numeric_leaks(ctx: _Context, cfg: LeakageConfig, gold: _Gold) -> list[tuple[int, str]]:
@@ -1008,13 +1013,9 @@ def _numeric_leaks(ctx: _Context, cfg: LeakageConfig, gold: _Gold) -> list[tuple
         assert v is not None  # rows of questions with a numeric gold only
         if p not in two_digits:
             two_digits[p] = _digits_pattern(v, cfg.numeric_rel_tol, cfg.numeric_abs_tol)
-        pattern = two_digits[p]
-        if pattern is not None and not pattern.search(text):
-            continue  # the second pre-test: no number close to v can be written without its first two digits
-        for x in parse_numbers(text):
-            if _close(x, v, cfg.numeric_rel_tol, cfg.numeric_abs_tol):
-                found.append((i, f"premise states the numeric answer {_short(gold.gold_raw[p], 30)!r} as {x.text!r}"))
-                break
+        x = _number_close_to(text, v, two_digits[p], cfg)
+        if x is not None:
+            found.append((i, f"premise states the numeric answer {_short(gold.gold_raw[p], 30)!r} as {x.text!r}"))
     return found
 
 
@@ -1053,10 +1054,11 @@ def _line_candidates(ctx: _Context, gold: _Gold, code_rows: np.ndarray) -> np.nd
     line holds the line's inner words whole (``Corpus.longest_inner_words``; for ASCII text, where normalising is
     per character), so it must hold the longest: word hashes keyed by question, compared in one vectorised pass.
     Always a candidate: a premise beyond ASCII, a question with a line of fewer than three words."""
-    lines = [ln for p in gold.sol_lines for ln in gold.sol_lines[p]]
-    if not len(code_rows) or not lines:
+    pairs = [(p, ln) for p, lines in gold.sol_lines.items() for ln in lines]  # (question, line)
+    if not len(code_rows) or not pairs:
         return np.zeros(len(code_rows), bool)
-    owner = np.array([p for p in gold.sol_lines for _ in gold.sol_lines[p]], np.int64)
+    owner = np.array([p for p, _ in pairs], np.int64)
+    lines = [ln for _, ln in pairs]
     ah, arow = Corpus(lines).longest_inner_words()
     anchored = np.zeros(len(lines), bool)
     anchored[arow] = True

@@ -186,8 +186,8 @@ class Corpus:
     @cached_property
     def norm_joined(self) -> tuple[str, np.ndarray]:
         """The normalised texts joined by NUL (each row " ... " with its padding) and each row's start offset."""
-        arr, text = self._norm_buffer
-        if len(text) == len(arr):  # ASCII: character offsets are byte offsets
+        text = self._norm_buffer[1]
+        if self.normalised_ascii:  # character offsets are byte offsets
             return text, _starts_from_seps(self.norm_bytes[1], self.n)
         return text, _starts_from_lengths([len(r) for r in text.split(_SEP)])
 
@@ -207,12 +207,12 @@ class Corpus:
         arr = self._norm_buffer[0]
         return arr, np.flatnonzero(arr == 0)
 
-    @cached_property
+    @property
     def normalised_ascii(self) -> bool:
         """Is every normalised text ASCII (no character beyond ASCII that normalising kept: a letter, a space
-        that is not in ``UNICODE_PUNCT``)?"""
-        arr = self.norm_bytes[0]
-        return not len(arr) or int(arr.max()) < 128
+        that is not in ``UNICODE_PUNCT``)? (Then its characters are its bytes.)"""
+        arr, text = self._norm_buffer
+        return len(text) == len(arr)
 
     # ---- words and shingles ----------------------------------------------------------------------
 
